@@ -1,0 +1,11 @@
+"""cdk-ml-platform: AWS CDK and cdk8s building blocks for Trainium training and Triton serving.
+
+Subpackages:
+
+* :mod:`ml_platform.config` - typed, validated settings read once from ``cdk.json`` context.
+* :mod:`ml_platform.constructs` - reusable CDK constructs (one logical unit each).
+* :mod:`ml_platform.stacks` - stacks that compose the constructs.
+* :mod:`ml_platform.k8s_charts` - cdk8s charts for the Kubernetes side.
+"""
+
+__version__ = "0.1.0"

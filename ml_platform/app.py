@@ -1,0 +1,80 @@
+"""Builds the whole platform into a CDK app: the one place stacks are wired together."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import aws_cdk as cdk
+from cdk_nag import AwsSolutionsChecks
+
+from ml_platform.config import CONTEXT_KEY, Settings
+from ml_platform.stacks.network import NetworkStack
+from ml_platform.stacks.storage import StorageStack
+
+
+class _AppContext:
+    """Read-only view of an app's context with the ``get`` the settings parser needs."""
+
+    def __init__(self, app: cdk.App) -> None:
+        self._app = app
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = self._app.node.try_get_context(key)
+        return default if value is None else value
+
+
+def settings_from_app(app: cdk.App) -> Settings:
+    """Parse the app's ``ml-platform`` context (a JSON string when given with ``-c``)."""
+    raw = app.node.try_get_context(CONTEXT_KEY)
+    if isinstance(raw, str):
+        raw = json.loads(raw)
+    return Settings.from_context(raw, known_azs=_AppContext(app))
+
+
+@dataclass
+class Platform:
+    """The stacks of one platform; optional ones are ``None`` when switched off."""
+
+    app: cdk.App
+    settings: Settings
+    network: NetworkStack
+    storage: StorageStack
+
+    @property
+    def stacks(self) -> list[cdk.Stack]:
+        return [s for s in (self.network, self.storage) if s is not None]
+
+
+def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Platform:
+    """Add every stack the settings ask for to ``app``.
+
+    Args:
+        nag: Run cdk-nag's AwsSolutions pack as a policy-validation plugin: synthesis fails on
+            any finding that is not acknowledged next to the code it concerns.
+    """
+    env = cdk.Environment(account=settings.env.account, region=settings.env.region)
+    prefix = settings.env.stack_prefix
+    network = NetworkStack(
+        app, f"{prefix}-Network", settings=settings.network, env=env,
+        description="cdk-ml-platform: VPC and training-node security group",
+    )
+    storage = StorageStack(
+        app,
+        f"{prefix}-Storage",
+        settings=settings.storage,
+        image_repository_name=settings.training.image_repository,
+        vpc=network.vpc,
+        trainium_subnet=network.trainium_subnet,
+        training_nodes=network.training_nodes.security_group,
+        env=env,
+        description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
+        termination_protection=settings.storage.removal_policy == "retain",
+    )
+    platform = Platform(app=app, settings=settings, network=network, storage=storage)
+    for stack in platform.stacks:
+        cdk.Tags.of(stack).add("project", "cdk-ml-platform")
+    if nag:
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return platform

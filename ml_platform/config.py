@@ -1,0 +1,626 @@
+"""Typed, validated settings for the whole platform.
+
+This module is the only place where CDK context becomes values. ``app.py`` calls
+:func:`Settings.from_context` once with the ``ml-platform`` context object (from
+``cdk.json`` or ``-c``) and passes the frozen result down to the stacks. Every field has a
+default, so an empty context synthesizes; every field is checked, and all problems are
+reported together in one :class:`SettingsError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ml_platform.instances import (
+    EKS_GPU_INSTANCES,
+    SAGEMAKER_MME_GPU_INSTANCES,
+    TRAINIUM_INSTANCES,
+)
+
+CONTEXT_KEY = "ml-platform"
+"""The context key in ``cdk.json`` that holds the platform's settings."""
+
+REMOVAL_POLICIES = ("retain", "destroy")
+KUBERNETES_VERSIONS = ("1.35",)  # Volcano 1.15 supports up to 1.35; add-on pins exist for it
+ENDPOINT_ACCESS = ("public_and_private", "private")
+FSX_THROUGHPUTS = (125, 250, 500, 1000)  # MB/s per TiB, PERSISTENT_2
+# The retention periods CloudWatch Logs accepts, in days (ONE_DAY ... TEN_YEARS).
+LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
+                      1827, 2192, 2557, 2922, 3288, 3653)
+TRITON_SAGEMAKER_VERSIONS = ("23.12", "24.01", "24.03", "24.05", "24.09", "25.04", "25.09", "26.05")
+
+_ACCOUNT = re.compile(r"^\d{12}$")
+_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
+_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
+_ARCHIVE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,1000}\.tar\.gz$")
+_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+class SettingsError(ValueError):
+    """Raised when the ``ml-platform`` context holds invalid settings; lists every problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        lines = "\n".join(f"  - {p}" for p in self.problems)
+        super().__init__(
+            f"Invalid '{CONTEXT_KEY}' settings ({len(self.problems)} problem"
+            f"{'s' if len(self.problems) != 1 else ''}):\n{lines}"
+        )
+
+
+@dataclass(frozen=True)
+class EnvironmentSettings:
+    """Where the stacks deploy.
+
+    Attributes:
+        account: AWS account id. Default ``123456789012``, a placeholder that lets ``cdk synth``
+            run without credentials; set your own before ``cdk deploy``.
+        region: AWS region. Default ``us-west-2`` (offers Trainium).
+        stack_prefix: Prefix of every stack name. Default ``MlPlatform``.
+    """
+
+    account: str = "123456789012"
+    region: str = "us-west-2"
+    stack_prefix: str = "MlPlatform"
+
+    def problems(self) -> list[str]:
+        out = []
+        if not _ACCOUNT.match(self.account):
+            out.append(f"env.account = {self.account!r}: expected a 12-digit AWS account id")
+        if not _REGION.match(self.region):
+            out.append(f"env.region = {self.region!r}: expected a region name such as 'us-west-2'")
+        if not re.match(r"^[A-Za-z][A-Za-z0-9]{0,40}$", self.stack_prefix):
+            out.append(
+                f"env.stack_prefix = {self.stack_prefix!r}: expected letters and digits, "
+                "starting with a letter, at most 41 characters"
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class NetworkSettings:
+    """The VPC.
+
+    Attributes:
+        cidr: VPC CIDR block. Default ``10.0.0.0/16``.
+        availability_zones: AZ names the VPC spans (two or more). Default us-west-2a, b and d.
+        trainium_az: The one AZ (name, in this account) that offers the Trainium instance type;
+            node group and FSx live there. Default ``us-west-2d``. ``mlp azs`` finds it.
+        nat_gateways: NAT gateways (1 saves cost; one per AZ survives an AZ outage). Default 1.
+        flow_log_retention_days: Days VPC flow logs are kept. Default 90.
+    """
+
+    cidr: str = "10.0.0.0/16"
+    availability_zones: tuple[str, ...] = ("us-west-2a", "us-west-2b", "us-west-2d")
+    trainium_az: str = "us-west-2d"
+    nat_gateways: int = 1
+    flow_log_retention_days: int = 90
+
+    def problems(self) -> list[str]:
+        out = []
+        try:
+            net = ipaddress.ip_network(self.cidr)
+            if net.version != 4 or not 16 <= net.prefixlen <= 20:
+                out.append(f"network.cidr = {self.cidr!r}: expected an IPv4 block from /16 to /20")
+        except ValueError:
+            out.append(f"network.cidr = {self.cidr!r}: not a CIDR block")
+        if len(self.availability_zones) < 2 or len(set(self.availability_zones)) != len(
+            self.availability_zones
+        ):
+            out.append(
+                f"network.availability_zones = {list(self.availability_zones)!r}: "
+                "expected at least two distinct AZ names"
+            )
+        if self.trainium_az not in self.availability_zones:
+            out.append(
+                f"network.trainium_az = {self.trainium_az!r}: must be one of "
+                f"network.availability_zones {list(self.availability_zones)!r}"
+            )
+        if not 1 <= self.nat_gateways <= len(self.availability_zones):
+            out.append(
+                f"network.nat_gateways = {self.nat_gateways}: expected 1 to "
+                f"{len(self.availability_zones)} (one per AZ at most)"
+            )
+        if self.flow_log_retention_days not in LOG_RETENTION_DAYS:
+            out.append(
+                f"network.flow_log_retention_days = {self.flow_log_retention_days}: "
+                f"expected one of {list(LOG_RETENTION_DAYS)}"
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    """Stateful storage: FSx for Lustre, the training image registry and the model bucket.
+
+    Attributes:
+        removal_policy: ``retain`` (default) keeps file system, bucket and registry when the
+            stack is deleted; ``destroy`` deletes them (data is lost).
+        fsx_storage_gib: Lustre capacity: 1200 or a multiple of 2400 GiB (PERSISTENT_2).
+            Default 1200, the tutorial's size.
+        fsx_throughput_per_tib: MB/s per TiB: 125, 250, 500 or 1000. Default 125.
+        ecr_max_images: Images the training repository keeps before expiring the oldest.
+            Default 30.
+        model_prefix: S3 key prefix (ending in ``/``) of the Triton model archives. Default
+            ``models/``.
+    """
+
+    removal_policy: str = "retain"
+    fsx_storage_gib: int = 1200
+    fsx_throughput_per_tib: int = 125
+    ecr_max_images: int = 30
+    model_prefix: str = "models/"
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.removal_policy not in REMOVAL_POLICIES:
+            out.append(
+                f"storage.removal_policy = {self.removal_policy!r}: expected one of {list(REMOVAL_POLICIES)}"
+            )
+        size = self.fsx_storage_gib
+        if not (size == 1200 or (size > 0 and size % 2400 == 0)) or size > 2_400_000:
+            out.append(
+                f"storage.fsx_storage_gib = {size}: PERSISTENT_2 Lustre takes 1200 or a "
+                "multiple of 2400 GiB (up to 2400000)"
+            )
+        if self.fsx_throughput_per_tib not in FSX_THROUGHPUTS:
+            out.append(
+                f"storage.fsx_throughput_per_tib = {self.fsx_throughput_per_tib}: expected one of "
+                f"{list(FSX_THROUGHPUTS)}"
+            )
+        if not 1 <= self.ecr_max_images <= 1000:
+            out.append(f"storage.ecr_max_images = {self.ecr_max_images}: expected 1 to 1000")
+        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._/-]*/$", self.model_prefix):
+            out.append(
+                f"storage.model_prefix = {self.model_prefix!r}: expected a relative S3 key prefix "
+                "ending in '/', e.g. 'models/'"
+            )
+        return out
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """The EKS cluster that runs training (and optionally Triton).
+
+    Attributes:
+        name: Cluster name. Default ``ml-platform``.
+        kubernetes_version: Default ``1.35`` (newest that Volcano 1.15 supports).
+        admin_role_arn: IAM role given cluster-admin through an EKS access entry. Default none
+            (only the stack's creator role can reach the API).
+        endpoint_access: ``public_and_private`` (default) or ``private``.
+        public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0`` with a
+            synth-time warning: restrict it to your network.
+        system_instance_type: Instance type of the small system node group. Default m6i.large.
+        system_nodes: Nodes in the system node group. Default 2.
+    """
+
+    name: str = "ml-platform"
+    kubernetes_version: str = "1.35"
+    admin_role_arn: str | None = None
+    endpoint_access: str = "public_and_private"
+    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    system_instance_type: str = "m6i.large"
+    system_nodes: int = 2
+
+    def problems(self) -> list[str]:
+        out = []
+        if not _NAME.match(self.name):
+            out.append(f"cluster.name = {self.name!r}: expected lower-case letters, digits and '-'")
+        if self.kubernetes_version not in KUBERNETES_VERSIONS:
+            out.append(
+                f"cluster.kubernetes_version = {self.kubernetes_version!r}: expected one of "
+                f"{list(KUBERNETES_VERSIONS)}"
+            )
+        if self.admin_role_arn is not None and not _ROLE_ARN.match(self.admin_role_arn):
+            out.append(
+                f"cluster.admin_role_arn = {self.admin_role_arn!r}: expected an IAM role ARN"
+            )
+        if self.endpoint_access not in ENDPOINT_ACCESS:
+            out.append(
+                f"cluster.endpoint_access = {self.endpoint_access!r}: expected one of {list(ENDPOINT_ACCESS)}"
+            )
+        for cidr in self.public_access_cidrs:
+            try:
+                ipaddress.ip_network(cidr)
+            except ValueError:
+                out.append(f"cluster.public_access_cidrs: {cidr!r} is not a CIDR block")
+        if not re.match(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$", self.system_instance_type):
+            out.append(
+                f"cluster.system_instance_type = {self.system_instance_type!r}: expected an EC2 "
+                "instance type such as 'm6i.large'"
+            )
+        if not 1 <= self.system_nodes <= 10:
+            out.append(f"cluster.system_nodes = {self.system_nodes}: expected 1 to 10")
+        return out
+
+
+@dataclass(frozen=True)
+class TrainiumSettings:
+    """The Trainium node group.
+
+    Attributes:
+        instance_type: ``trn1.32xlarge`` (default, 8 EFA interfaces) or ``trn1n.32xlarge`` (16).
+        nodes: Desired node count. Default 2 (the tutorial's 2 x 32 NeuronCores).
+        min_nodes: Default 2. max_nodes: Default 2.
+        root_volume_gib: Encrypted gp3 root volume size. Default 500.
+    """
+
+    instance_type: str = "trn1.32xlarge"
+    nodes: int = 2
+    min_nodes: int = 2
+    max_nodes: int = 2
+    root_volume_gib: int = 500
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.instance_type not in TRAINIUM_INSTANCES:
+            out.append(
+                f"trainium.instance_type = {self.instance_type!r}: expected one of "
+                f"{sorted(TRAINIUM_INSTANCES)}"
+            )
+        if not 0 <= self.min_nodes <= self.nodes <= self.max_nodes <= 64 or self.max_nodes < 1:
+            out.append(
+                f"trainium.min_nodes/nodes/max_nodes = {self.min_nodes}/{self.nodes}/"
+                f"{self.max_nodes}: expected 0 <= min_nodes <= nodes <= max_nodes <= 64, max_nodes >= 1"
+            )
+        if not 100 <= self.root_volume_gib <= 16384:
+            out.append(f"trainium.root_volume_gib = {self.root_volume_gib}: expected 100 to 16384")
+        return out
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """Where the training workloads run on the cluster.
+
+    Attributes:
+        namespace: Kubernetes namespace of the jobs, the FSx claim and TensorBoard. Default
+            ``training``.
+        queue: Volcano queue the jobs are submitted to. Default ``training``.
+        image_repository: Name of the ECR repository of the training image. Default
+            ``ml-platform/training``.
+        image_tag: Tag of the training image in the ECR repository (tags are immutable).
+            Default ``bert-pretrain-v1``.
+    """
+
+    namespace: str = "training"
+    queue: str = "training"
+    image_repository: str = "ml-platform/training"
+    image_tag: str = "bert-pretrain-v1"
+
+    def problems(self) -> list[str]:
+        out = []
+        for key in ("namespace", "queue"):
+            value = getattr(self, key)
+            if not _K8S_NAME.match(value):
+                out.append(f"training.{key} = {value!r}: expected a Kubernetes DNS label")
+        if not re.match(r"^[a-z0-9]+([._/-][a-z0-9]+)*$", self.image_repository) or len(
+            self.image_repository
+        ) > 256:
+            out.append(
+                f"training.image_repository = {self.image_repository!r}: expected an ECR "
+                "repository name (lower-case letters, digits, '._/-')"
+            )
+        if not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", self.image_tag):
+            out.append(f"training.image_tag = {self.image_tag!r}: expected a Docker image tag")
+        return out
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    """One SageMaker multi-model endpoint serving Triton ensembles.
+
+    Attributes:
+        name: Endpoint name. Default ``triton-ensembles``.
+        instance_type: A single-GPU instance type that MME on GPU supports. Default
+            ``ml.g4dn.4xlarge`` (T4, as in the source design).
+        initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
+        invocations_per_instance: Scaling target for SageMakerVariantInvocationsPerInstance
+            (per minute). Default 1000.
+        archives: Ensemble archives (TargetModel names) this endpoint serves. Default both
+            ensembles of the source design.
+    """
+
+    name: str = "triton-ensembles"
+    instance_type: str = "ml.g4dn.4xlarge"
+    initial_instances: int = 1
+    min_instances: int = 1
+    max_instances: int = 2
+    invocations_per_instance: int = 1000
+    archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+
+    def problems(self, where: str) -> list[str]:
+        out = []
+        if not re.match(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", self.name):
+            out.append(f"{where}.name = {self.name!r}: expected letters, digits and '-', at most 63")
+        if self.instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
+            out.append(
+                f"{where}.instance_type = {self.instance_type!r}: multi-model endpoints on GPU "
+                f"support {sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
+            )
+        if not 1 <= self.min_instances <= self.initial_instances <= self.max_instances <= 100:
+            out.append(
+                f"{where}.min_instances/initial_instances/max_instances = {self.min_instances}/"
+                f"{self.initial_instances}/{self.max_instances}: expected 1 <= min <= initial "
+                "<= max <= 100"
+            )
+        if not 1 <= self.invocations_per_instance <= 100_000:
+            out.append(
+                f"{where}.invocations_per_instance = {self.invocations_per_instance}: expected 1 to 100000"
+            )
+        if not self.archives:
+            out.append(f"{where}.archives: expected at least one archive")
+        for archive in self.archives:
+            if not _ARCHIVE.match(archive) or ".." in archive:
+                out.append(
+                    f"{where}.archives: {archive!r} is not a valid TargetModel (a relative key "
+                    "of letters, digits, '._/-' ending in .tar.gz)"
+                )
+        return out
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """Triton on SageMaker multi-model endpoints.
+
+    Attributes:
+        triton_version: Tag of SageMaker's Triton container (``<ver>-py3``). Default ``24.09``,
+            the newest listed release that still has the TensorFlow backend the Inception
+            graphdef needs.
+        endpoints: The endpoints. Default: one endpoint serving both ensembles.
+        upload_dir: Local folder of built archives to upload into the model prefix at deploy
+            time. Default none (``mlp models upload`` does it).
+    """
+
+    triton_version: str = "24.09"
+    endpoints: tuple[EndpointSettings, ...] = (EndpointSettings(),)
+    upload_dir: str | None = None
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.triton_version not in TRITON_SAGEMAKER_VERSIONS:
+            out.append(
+                f"inference.triton_version = {self.triton_version!r}: expected one of "
+                f"{list(TRITON_SAGEMAKER_VERSIONS)}"
+            )
+        names = [e.name for e in self.endpoints]
+        if len(set(names)) != len(names):
+            out.append(f"inference.endpoints: names must be unique, got {names!r}")
+        for i, endpoint in enumerate(self.endpoints):
+            out.extend(endpoint.problems(f"inference.endpoints[{i}]"))
+        return out
+
+
+@dataclass(frozen=True)
+class TritonOnEksSettings:
+    """Triton served from the EKS cluster on a GPU node group.
+
+    Attributes:
+        gpu_instance_type: Single-GPU EC2 instance type. Default ``g5.2xlarge``.
+        gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
+        replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
+        archives: Archives the Triton pods load. Default both ensembles.
+    """
+
+    gpu_instance_type: str = "g5.2xlarge"
+    gpu_nodes: int = 1
+    max_gpu_nodes: int = 2
+    replicas: int = 1
+    max_replicas: int = 2
+    archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+
+    def problems(self) -> list[str]:
+        out = []
+        if self.gpu_instance_type not in EKS_GPU_INSTANCES:
+            out.append(
+                f"triton_on_eks.gpu_instance_type = {self.gpu_instance_type!r}: expected one of "
+                f"{sorted(EKS_GPU_INSTANCES)}"
+            )
+        if not 1 <= self.gpu_nodes <= self.max_gpu_nodes <= 20:
+            out.append(
+                f"triton_on_eks.gpu_nodes/max_gpu_nodes = {self.gpu_nodes}/{self.max_gpu_nodes}: "
+                "expected 1 <= gpu_nodes <= max_gpu_nodes <= 20"
+            )
+        if not 1 <= self.replicas <= self.max_replicas <= 50:
+            out.append(
+                f"triton_on_eks.replicas/max_replicas = {self.replicas}/{self.max_replicas}: "
+                "expected 1 <= replicas <= max_replicas <= 50"
+            )
+        for archive in self.archives:
+            if not _ARCHIVE.match(archive) or ".." in archive:
+                out.append(f"triton_on_eks.archives: {archive!r} is not a valid archive name")
+        return out
+
+
+@dataclass(frozen=True)
+class FeatureSettings:
+    """Switches for the optional parts. All default to on, so ``make synth`` shows everything.
+
+    Attributes:
+        training_cluster: The EKS training cluster and its workloads.
+        inference: The SageMaker multi-model endpoints.
+        triton_on_eks: The GPU node group and Triton on the cluster (needs training_cluster).
+    """
+
+    training_cluster: bool = True
+    inference: bool = True
+    triton_on_eks: bool = True
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All platform settings. Build with :meth:`from_context`; every field has a default."""
+
+    env: EnvironmentSettings = field(default_factory=EnvironmentSettings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
+    trainium: TrainiumSettings = field(default_factory=TrainiumSettings)
+    training: TrainingSettings = field(default_factory=TrainingSettings)
+    inference: InferenceSettings = field(default_factory=InferenceSettings)
+    triton_on_eks: TritonOnEksSettings = field(default_factory=TritonOnEksSettings)
+    features: FeatureSettings = field(default_factory=FeatureSettings)
+
+    @classmethod
+    def from_context(
+        cls, values: Mapping[str, Any] | None, *, known_azs: Mapping[str, Any] | None = None
+    ) -> "Settings":
+        """Parse and check the ``ml-platform`` context object.
+
+        Args:
+            values: The context object (a mapping); ``None`` means all defaults.
+            known_azs: All CDK context, used to check that the configured AZs are among the
+                pre-seeded ``availability-zones:account=...:region=...`` entry, so synthesis never
+                falls back to an AWS lookup. ``None`` skips that check.
+
+        Raises:
+            SettingsError: listing every problem found (wrong keys, types and values).
+        """
+        problems: list[str] = []
+        settings = _parse(cls, values if values is not None else {}, "", problems)
+        if settings is _INVALID:
+            raise SettingsError(problems)
+        # Values of the wrong type were replaced by their defaults, so the value checks
+        # below still run over everything else and report in the same error.
+        problems.extend(settings._problems(known_azs))
+        if problems:
+            raise SettingsError(problems)
+        return settings
+
+    @property
+    def training_image_uri(self) -> str:
+        """URI of the training image in this platform's ECR repository."""
+        suffix = ".cn" if self.env.region.startswith("cn-") else ""
+        return (
+            f"{self.env.account}.dkr.ecr.{self.env.region}.amazonaws.com{suffix}/"
+            f"{self.training.image_repository}:{self.training.image_tag}"
+        )
+
+    @property
+    def availability_zones_context_key(self) -> str:
+        """The CDK context key holding this account's AZ names for the region."""
+        return f"availability-zones:account={self.env.account}:region={self.env.region}"
+
+    def _problems(self, context: Mapping[str, Any] | None) -> list[str]:
+        out: list[str] = []
+        out += self.env.problems()
+        out += self.network.problems()
+        out += self.storage.problems()
+        out += self.cluster.problems()
+        out += self.trainium.problems()
+        out += self.training.problems()
+        out += self.inference.problems()
+        out += self.triton_on_eks.problems()
+        for az in self.network.availability_zones:
+            if not az.startswith(self.env.region):
+                out.append(f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}")
+        if self.features.triton_on_eks and not self.features.training_cluster:
+            out.append(
+                "features.triton_on_eks = true needs features.training_cluster = true "
+                "(Triton on EKS runs on the training cluster)"
+            )
+        if context is not None:
+            key = self.availability_zones_context_key
+            seeded = context.get(key)
+            if not isinstance(seeded, list):
+                out.append(
+                    f"context {key!r} is missing: add this account's AZ names to cdk.json "
+                    "(or run `mlp azs`) so synthesis needs no AWS lookup"
+                )
+            else:
+                for az in self.network.availability_zones:
+                    if az not in seeded:
+                        out.append(
+                            f"network.availability_zones: {az!r} is not among the AZs in context "
+                            f"{key!r} ({seeded!r})"
+                        )
+        return out
+
+
+def _describe(tp: Any) -> str:
+    origin = typing.get_origin(tp)
+    if origin is tuple:
+        return f"a list of {_describe(typing.get_args(tp)[0])}"
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in typing.get_args(tp))
+    if dataclasses.is_dataclass(tp):
+        return "an object"
+    return {str: "a string", int: "an integer", bool: "true or false", type(None): "null"}.get(
+        tp, str(tp)
+    )
+
+
+_INVALID: Any = object()  # marks a value of the wrong type; the field keeps its default
+
+
+def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
+    """Convert JSON-like ``value`` into ``tp``, recording type problems under ``path``."""
+    label = path or CONTEXT_KEY
+    origin = typing.get_origin(tp)
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(value, Mapping):
+            problems.append(f"{label} = {value!r}: expected an object")
+            return _INVALID
+        hints = typing.get_type_hints(tp)
+        names = [f.name for f in dataclasses.fields(tp)]
+        for key in value:
+            if key not in names:
+                problems.append(f"{path + '.' if path else ''}{key}: unknown setting; known: {names}")
+        kwargs = {
+            name: _parse(hints[name], value[name], f"{path + '.' if path else ''}{name}", problems)
+            for name in names
+            if name in value
+        }
+        return tp(**{k: v for k, v in kwargs.items() if v is not _INVALID})
+    if origin is tuple:
+        (item,) = typing.get_args(tp)[:1]
+        if not isinstance(value, (list, tuple)):
+            problems.append(f"{label} = {value!r}: expected {_describe(tp)}")
+            return _INVALID
+        items = tuple(_parse(item, v, f"{label}[{i}]", problems) for i, v in enumerate(value))
+        return _INVALID if any(i is _INVALID for i in items) else items
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _parse(inner, value, path, problems)
+    if tp is bool:
+        if not isinstance(value, bool):
+            problems.append(f"{label} = {value!r}: expected true or false")
+            return _INVALID
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            problems.append(f"{label} = {value!r}: expected an integer")
+            return _INVALID
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            problems.append(f"{label} = {value!r}: expected a string")
+            return _INVALID
+        return value
+    raise TypeError(f"unsupported settings type {tp!r} at {label}")  # programming error
+
+
+def settings_from_cdk_json(path: str = "cdk.json") -> Settings:
+    """Read the settings the way ``cdk synth`` would, from a ``cdk.json`` file's context.
+
+    For tools that run outside the CDK app (manifest writers, the operator CLI). The
+    ``cdk.context.json`` beside it, where ``mlp azs`` records lookups, overrides the same keys.
+    """
+    import json
+    from pathlib import Path
+
+    cdk_json = Path(path)
+    context = dict(json.loads(cdk_json.read_text()).get("context", {}))
+    local = cdk_json.with_name("cdk.context.json")
+    if local.exists():
+        context.update(json.loads(local.read_text()))
+    return Settings.from_context(context.get(CONTEXT_KEY), known_azs=context)

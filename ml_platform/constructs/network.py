@@ -1,0 +1,111 @@
+"""The platform VPC and the security group the training nodes share."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration, Token, aws_ec2 as ec2, aws_logs as logs
+from constructs import Construct
+
+
+class PlatformVpc(Construct):
+    """A VPC with public and private subnets in the given AZs, NAT, an S3 gateway endpoint and
+    flow logs.
+
+    One of the AZs is the Trainium AZ: EFA traffic never leaves an AZ, so the Trainium node
+    group and the Lustre file system share its private subnet (:attr:`trainium_subnet`).
+
+    Args:
+        cidr: IPv4 block, /16 to /20. Default ``10.0.0.0/16``.
+        availability_zones: Two or more AZ names of the stack's region.
+        trainium_az: The AZ, among ``availability_zones``, that offers the Trainium instances.
+        nat_gateways: NAT gateways. Default 1.
+        flow_log_retention: Flow log retention. Default three months.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        availability_zones: Sequence[str],
+        trainium_az: str,
+        cidr: str = "10.0.0.0/16",
+        nat_gateways: int = 1,
+        flow_log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        azs = list(availability_zones)
+        errors = []
+        if len(azs) < 2:
+            errors.append(f"availability_zones={azs!r}: expected at least two AZs")
+        if not Token.is_unresolved(trainium_az) and trainium_az not in azs:
+            errors.append(f"trainium_az={trainium_az!r}: expected one of {azs!r}")
+        if not 1 <= nat_gateways <= max(len(azs), 1):
+            errors.append(f"nat_gateways={nat_gateways}: expected 1 to {len(azs)}")
+        if errors:
+            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+
+        self.vpc = ec2.Vpc(
+            self,
+            "Resource",
+            ip_addresses=ec2.IpAddresses.cidr(cidr),
+            availability_zones=azs,
+            nat_gateways=nat_gateways,
+            subnet_configuration=[
+                ec2.SubnetConfiguration(
+                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                ),
+                # Pods take VPC addresses (VPC CNI) and each Trainium node carries 8-16 EFA
+                # interfaces, so the private subnets are large.
+                ec2.SubnetConfiguration(
+                    name="Private",
+                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS,
+                    cidr_mask=cidr_mask_for(cidr, len(azs)),
+                ),
+            ],
+            gateway_endpoints={
+                "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
+            },
+        )
+        self.flow_log_group = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention)
+        self.vpc.add_flow_log(
+            "FlowLog",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
+            traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+        self.trainium_az = trainium_az
+        self.trainium_subnet: ec2.ISubnet = self.vpc.select_subnets(
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=[trainium_az]
+        ).subnets[0]
+
+
+def cidr_mask_for(cidr: str, az_count: int) -> int:
+    """Largest private-subnet mask that leaves room for the /24 public subnets."""
+    prefix = int(cidr.split("/")[1])
+    # Half the block goes to private subnets, split evenly over a power of two >= az_count.
+    slots = 1
+    while slots < az_count:
+        slots *= 2
+    return prefix + 1 + (slots.bit_length() - 1)
+
+
+class TrainingNodeSecurityGroup(Construct):
+    """Security group of the Trainium nodes' EFA interfaces.
+
+    EFA requires all traffic to and from the group itself. Other resources open their ports to
+    this group (the Lustre file system, the EKS control plane), so it exists before the cluster.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc) -> None:
+        super().__init__(scope, construct_id)
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "Resource",
+            vpc=vpc,
+            description="Trainium training nodes: EFA all-traffic within the group",
+            allow_all_outbound=True,
+        )
+        self.security_group.add_ingress_rule(
+            self.security_group, ec2.Port.all_traffic(), "EFA and node-to-node traffic"
+        )

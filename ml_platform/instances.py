@@ -1,0 +1,41 @@
+"""Facts about the instance types the platform knows, in one place.
+
+Sources: the EC2 accelerated-computing instance pages (Trn1/Trn1n, G4dn, G5) and the
+SageMaker multi-model endpoint GPU support list (REFERENCE.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TrainiumInstance:
+    """One Trainium instance type: its accelerators and network cards."""
+
+    name: str
+    neuron_devices: int  # Trainium chips, the `aws.amazon.com/neuron` resource
+    neuron_cores: int  # two NeuronCores per chip; one training worker each
+    efa_interfaces: int  # network cards; one EFA interface per card
+    vcpus: int
+
+
+TRAINIUM_INSTANCES: dict[str, TrainiumInstance] = {
+    # trn1.2xlarge has no EFA and a single chip: not a distributed-training node.
+    "trn1.32xlarge": TrainiumInstance("trn1.32xlarge", 16, 32, 8, 128),
+    "trn1n.32xlarge": TrainiumInstance("trn1n.32xlarge", 16, 32, 16, 128),
+}
+
+# Single-GPU instance families that SageMaker multi-model endpoints on GPU accept.
+SAGEMAKER_MME_GPU_INSTANCES: frozenset[str] = frozenset(
+    [f"ml.g4dn.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]
+    + [f"ml.g5.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]
+    + ["ml.p3.2xlarge"]
+)
+
+# Single-GPU EC2 instances for the optional in-cluster Triton node group.
+EKS_GPU_INSTANCES: frozenset[str] = frozenset(
+    [f"g4dn.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]
+    + [f"g5.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]
+    + [f"g6.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]
+)

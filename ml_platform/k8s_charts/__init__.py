@@ -1,0 +1,1 @@
+"""cdk8s charts for the Kubernetes side of the platform."""

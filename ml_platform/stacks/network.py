@@ -1,0 +1,39 @@
+"""NetworkStack: the VPC and the training nodes' security group."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack, aws_logs as logs
+from constructs import Construct
+
+from ml_platform.config import LOG_RETENTION_DAYS, NetworkSettings
+from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
+
+
+class NetworkStack(Stack):
+    """Composes :class:`PlatformVpc` and :class:`TrainingNodeSecurityGroup`."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, settings: NetworkSettings, **kwargs: Any
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.platform_vpc = PlatformVpc(
+            self,
+            "Vpc",
+            cidr=settings.cidr,
+            availability_zones=settings.availability_zones,
+            trainium_az=settings.trainium_az,
+            nat_gateways=settings.nat_gateways,
+            flow_log_retention=_retention(settings.flow_log_retention_days),
+        )
+        self.vpc = self.platform_vpc.vpc
+        self.trainium_subnet = self.platform_vpc.trainium_subnet
+        self.training_nodes = TrainingNodeSecurityGroup(self, "TrainingNodes", vpc=self.vpc)
+        CfnOutput(self, "VpcId", value=self.vpc.vpc_id)
+        CfnOutput(self, "TrainiumSubnetId", value=self.trainium_subnet.subnet_id)
+
+
+def _retention(days: int) -> logs.RetentionDays:
+    # RetentionDays members are listed in the same order as the day counts config accepts.
+    return dict(zip(LOG_RETENTION_DAYS, list(logs.RetentionDays)[: len(LOG_RETENTION_DAYS)]))[days]

@@ -1,0 +1,216 @@
+"""Fine-grained assertions on NetworkStack and StorageStack."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk.assertions import Match, Template
+
+from ml_platform.constructs import LustreStorage, ModelArtifactBucket, PlatformVpc
+from tests.support import SynthesizedPlatform
+
+# Logical IDs of stateful resources: renaming one replaces (and loses) the resource.
+STATEFUL_IDS = {
+    "AWS::ECR::Repository": "TrainingImages84E3863B",
+    "AWS::FSx::FileSystem": "LustreDCDAF745",
+    "AWS::S3::Bucket": {"ModelsAccessLogs3743BCAB", "Models7F217E31"},
+}
+
+
+def test_vpc_spans_configured_azs_with_public_and_private_subnets(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Network")
+    t.resource_count_is("AWS::EC2::VPC", 1)
+    t.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.0.0.0/16"})
+    subnets = t.find_resources("AWS::EC2::Subnet")
+    azs = {s["Properties"]["AvailabilityZone"] for s in subnets.values()}
+    assert azs == set(synth.platform.settings.network.availability_zones)
+    public = [s for s in subnets.values() if s["Properties"]["MapPublicIpOnLaunch"]]
+    assert len(public) == len(subnets) // 2 == 3
+    t.resource_count_is("AWS::EC2::NatGateway", 1)
+
+
+def test_s3_gateway_endpoint_and_flow_logs(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Network")
+    t.has_resource_properties(
+        "AWS::EC2::VPCEndpoint",
+        {"VpcEndpointType": "Gateway", "ServiceName": Match.object_like({})},
+    )
+    t.has_resource_properties(
+        "AWS::EC2::FlowLog", {"TrafficType": "ALL", "LogDestinationType": "cloud-watch-logs"}
+    )
+    t.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
+
+
+def test_training_node_group_allows_all_traffic_within_itself(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Network")
+    t.has_resource_properties(
+        "AWS::EC2::SecurityGroupIngress",
+        {
+            "IpProtocol": "-1",
+            "GroupId": {"Fn::GetAtt": [Match.string_like_regexp("^TrainingNodes"), "GroupId"]},
+            "SourceSecurityGroupId": {
+                "Fn::GetAtt": [Match.string_like_regexp("^TrainingNodes"), "GroupId"]
+            },
+        },
+    )
+
+
+def test_no_security_group_is_open_to_the_world(synth: SynthesizedPlatform) -> None:
+    for name in ("Network", "Storage"):
+        tpl = synth.template_json(name)
+        for resource in tpl["Resources"].values():
+            props = resource.get("Properties", {})
+            rules = props.get("SecurityGroupIngress", []) + [props] * (
+                resource["Type"] == "AWS::EC2::SecurityGroupIngress"
+            )
+            for rule in rules:
+                assert rule.get("CidrIp") != "0.0.0.0/0"
+                assert rule.get("CidrIpv6") != "::/0"
+
+
+def test_ecr_repository(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Storage")
+    t.has_resource(
+        "AWS::ECR::Repository",
+        {
+            "Properties": {
+                "RepositoryName": "ml-platform/training",
+                "ImageScanningConfiguration": {"ScanOnPush": True},
+                "ImageTagMutability": "IMMUTABLE",
+                "LifecyclePolicy": {"LifecyclePolicyText": Match.string_like_regexp('"countNumber":30')},
+            },
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+        },
+    )
+
+
+def test_model_bucket_is_private_encrypted_versioned_tls_only(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Storage")
+    t.has_resource(
+        "AWS::S3::Bucket",
+        {
+            "Properties": Match.object_like(
+                {
+                    "VersioningConfiguration": {"Status": "Enabled"},
+                    "BucketEncryption": {
+                        "ServerSideEncryptionConfiguration": [
+                            {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+                        ]
+                    },
+                    "PublicAccessBlockConfiguration": {
+                        "BlockPublicAcls": True,
+                        "BlockPublicPolicy": True,
+                        "IgnorePublicAcls": True,
+                        "RestrictPublicBuckets": True,
+                    },
+                    "LoggingConfiguration": Match.object_like({"LogFilePrefix": "model-bucket/"}),
+                }
+            ),
+            "DeletionPolicy": "Retain",
+        },
+    )
+    t.has_resource_properties(
+        "AWS::S3::BucketPolicy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Effect": "Deny",
+                                "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_lustre_file_system(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Storage")
+    t.has_resource(
+        "AWS::FSx::FileSystem",
+        {
+            "Properties": Match.object_like(
+                {
+                    "FileSystemType": "LUSTRE",
+                    "FileSystemTypeVersion": "2.15",
+                    "StorageCapacity": 1200,
+                    "LustreConfiguration": Match.object_like(
+                        {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125}
+                    ),
+                    "SubnetIds": [Match.object_like({"Fn::ImportValue": Match.any_value()})],
+                }
+            ),
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+        },
+    )
+
+
+def test_lustre_ports_open_to_training_nodes_only(synth: SynthesizedPlatform) -> None:
+    tpl = synth.template_json("Storage")
+    ingress = [
+        r["Properties"]
+        for r in tpl["Resources"].values()
+        if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+    ]
+    from_nodes = {
+        (i["FromPort"], i["ToPort"])
+        for i in ingress
+        if "Fn::ImportValue" in i.get("SourceSecurityGroupId", {})
+        and "TrainingNodes" in str(i["SourceSecurityGroupId"])
+    }
+    assert from_nodes == {(988, 988), (1018, 1023)}
+    assert all(i["IpProtocol"] == "tcp" for i in ingress)
+    assert all("CidrIp" not in i for i in ingress)
+
+
+def test_lustre_is_in_the_trainium_subnet(synth: SynthesizedPlatform) -> None:
+    network = synth.platform.network
+    subnet = network.trainium_subnet
+    assert subnet.availability_zone == synth.platform.settings.network.trainium_az
+    fs = synth.template_json("Storage")["Resources"]["LustreDCDAF745"]["Properties"]
+    (imported,) = fs["SubnetIds"]
+    assert "Private" in imported["Fn::ImportValue"] and "Subnet3" in imported["Fn::ImportValue"]
+
+
+def test_stateful_logical_ids_are_pinned(synth: SynthesizedPlatform) -> None:
+    resources = synth.template_json("Storage")["Resources"]
+    for rtype, ids in STATEFUL_IDS.items():
+        found = {k for k, v in resources.items() if v["Type"] == rtype}
+        assert found == (ids if isinstance(ids, set) else {ids}), rtype
+        for logical_id in found:
+            assert resources[logical_id]["DeletionPolicy"] == "Retain"
+
+
+def test_storage_stack_has_termination_protection_when_retaining(synth: SynthesizedPlatform) -> None:
+    assert synth.platform.storage.termination_protection is True
+
+
+def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    sg = ec2.SecurityGroup(stack, "Clients", vpc=vpc)
+    LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], clients=[sg],
+                  removal_policy=cdk.RemovalPolicy.DESTROY)
+    ModelArtifactBucket(stack, "Models", removal_policy=cdk.RemovalPolicy.DESTROY)
+    t = Template.from_stack(stack)
+    t.has_resource("AWS::FSx::FileSystem", {"DeletionPolicy": "Delete"})
+    t.has_resource("AWS::S3::Bucket", {"DeletionPolicy": "Delete"})
+
+
+def test_construct_validation_reports_all_problems() -> None:
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    with pytest.raises(ValueError, match=r"storage_capacity_gib=1000.*throughput_per_tib=200"):
+        LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], clients=[],
+                      storage_capacity_gib=1000, throughput_per_tib=200)
+    with pytest.raises(ValueError, match=r"availability_zones=\['a'\].*trainium_az='b'"):
+        PlatformVpc(stack, "Bad", availability_zones=["a"], trainium_az="b")
+    with pytest.raises(ValueError, match="model_prefix='/x'"):
+        ModelArtifactBucket(stack, "Models", model_prefix="/x")

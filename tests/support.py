@@ -1,0 +1,92 @@
+"""Helpers for synthesizing the platform in tests (imported by conftest and test modules)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+
+from ml_platform.app import Platform, build_platform, settings_from_app
+from ml_platform.config import CONTEXT_KEY
+
+ROOT = Path(__file__).resolve().parent.parent
+CDK_JSON = ROOT / "cdk.json"
+
+
+def cdk_json_context() -> dict[str, Any]:
+    """The context `cdk synth` would see from this repository's cdk.json."""
+    return json.loads(CDK_JSON.read_text())["context"]
+
+
+def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``overrides`` into a copy of ``base`` (dicts merge, other values replace)."""
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+@dataclass
+class SynthesizedPlatform:
+    """One synthesis of the platform: the stacks, their templates and cdk-nag's verdict."""
+
+    platform: Platform
+    outdir: Path
+    validation_error: str | None
+    _templates: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def stack_name(self, short: str) -> str:
+        return f"{self.platform.settings.env.stack_prefix}-{short}"
+
+    def template_json(self, short: str) -> dict[str, Any]:
+        if short not in self._templates:
+            path = self.outdir / f"{self.stack_name(short)}.template.json"
+            self._templates[short] = json.loads(path.read_text())
+        return self._templates[short]
+
+    def template(self, short: str) -> Template:
+        return Template.from_json(self.template_json(short))
+
+    def template_paths(self) -> list[Path]:
+        return sorted(self.outdir.glob("*.template.json"))
+
+    def nag_report(self) -> dict[str, Any]:
+        path = self.outdir / "validation-report.json"
+        return json.loads(path.read_text()) if path.exists() else {"pluginReports": []}
+
+
+def synthesize(
+    outdir: Path, overrides: dict[str, Any] | None = None, *, nag: bool = True
+) -> SynthesizedPlatform:
+    """Synthesize the app as `cdk synth` would, with ``overrides`` merged into the
+    ``ml-platform`` context of cdk.json."""
+    context = cdk_json_context()
+    if overrides:
+        context[CONTEXT_KEY] = merged(context.get(CONTEXT_KEY, {}), overrides)
+    app = cdk.App(outdir=str(outdir), context=context)
+    platform = build_platform(app, settings_from_app(app), nag=nag)
+    error = None
+    try:
+        app.synth()
+    except RuntimeError as exc:  # cdk-nag findings surface as ValidationFailed
+        if "ValidationFailed" not in str(exc):
+            raise
+        error = str(exc)
+    return SynthesizedPlatform(platform=platform, outdir=outdir, validation_error=error)
+
+
+_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+def normalized(template: dict[str, Any]) -> dict[str, Any]:
+    """A template with asset hashes replaced, so snapshots change only with behaviour."""
+    return json.loads(_HASH.sub("<asset-hash>", json.dumps(template, sort_keys=True)))
