@@ -10,6 +10,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
+from ml_platform.stacks.inference import InferenceStack
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
 
@@ -41,10 +42,11 @@ class Platform:
     settings: Settings
     network: NetworkStack
     storage: StorageStack
+    inference: InferenceStack | None = None
 
     @property
     def stacks(self) -> list[cdk.Stack]:
-        return [s for s in (self.network, self.storage) if s is not None]
+        return [s for s in (self.network, self.storage, self.inference) if s is not None]
 
 
 def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Platform:
@@ -73,6 +75,17 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
         termination_protection=settings.storage.removal_policy == "retain",
     )
     platform = Platform(app=app, settings=settings, network=network, storage=storage)
+    if settings.features.inference:
+        platform.inference = InferenceStack(
+            app,
+            f"{prefix}-Inference",
+            settings=settings.inference,
+            bucket_arn_export=storage.model_bucket_arn_export,
+            model_prefix=settings.storage.model_prefix,
+            env=env,
+            description="cdk-ml-platform: Triton ensembles on SageMaker multi-model endpoints",
+        )
+        platform.inference.add_dependency(storage)
     for stack in platform.stacks:
         cdk.Tags.of(stack).add("project", "cdk-ml-platform")
     if nag:

@@ -22,6 +22,8 @@ from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
 )
+from ml_platform.sagemaker_images import TRITON_VERSIONS
+from ml_platform.triton.repository import validate_target_model
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
@@ -33,12 +35,11 @@ FSX_THROUGHPUTS = (125, 250, 500, 1000)  # MB/s per TiB, PERSISTENT_2
 # The retention periods CloudWatch Logs accepts, in days (ONE_DAY ... TEN_YEARS).
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
                       1827, 2192, 2557, 2922, 3288, 3653)
-TRITON_SAGEMAKER_VERSIONS = ("23.12", "24.01", "24.03", "24.05", "24.09", "25.04", "25.09", "26.05")
+TRITON_SAGEMAKER_VERSIONS = TRITON_VERSIONS
 
 _ACCOUNT = re.compile(r"^\d{12}$")
 _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
-_ARCHIVE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,1000}\.tar\.gz$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -357,11 +358,9 @@ class EndpointSettings:
         if not self.archives:
             out.append(f"{where}.archives: expected at least one archive")
         for archive in self.archives:
-            if not _ARCHIVE.match(archive) or ".." in archive:
-                out.append(
-                    f"{where}.archives: {archive!r} is not a valid TargetModel (a relative key "
-                    "of letters, digits, '._/-' ending in .tar.gz)"
-                )
+            problem = validate_target_model(archive)
+            if problem:
+                out.append(f"{where}.archives: {problem}")
         return out
 
 
@@ -433,8 +432,9 @@ class TritonOnEksSettings:
                 "expected 1 <= replicas <= max_replicas <= 50"
             )
         for archive in self.archives:
-            if not _ARCHIVE.match(archive) or ".." in archive:
-                out.append(f"triton_on_eks.archives: {archive!r} is not a valid archive name")
+            problem = validate_target_model(archive)
+            if problem:
+                out.append(f"triton_on_eks.archives: {problem}")
         return out
 
 

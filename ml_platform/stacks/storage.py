@@ -56,5 +56,14 @@ class StorageStack(Stack):
         )
         CfnOutput(self, "TrainingImageRepositoryUri", value=self.image_repository.repository.repository_uri)
         CfnOutput(self, "ModelBucketName", value=self.models.bucket.bucket_name)
+        # A named export: consumers import it by a name that cannot drift, and cdk-nag
+        # acknowledgements can quote it.
+        self.model_bucket_arn_export = f"{self.stack_name}-ModelBucketArn"
+        CfnOutput(
+            self,
+            "ModelBucketArn",
+            value=self.models.bucket.bucket_arn,
+            export_name=self.model_bucket_arn_export,
+        )
         CfnOutput(self, "ModelPrefix", value=settings.model_prefix)
         CfnOutput(self, "FileSystemId", value=self.lustre.file_system.file_system_id)

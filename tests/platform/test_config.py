@@ -91,7 +91,7 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
         ),
         (
             {"inference": {"endpoints": [{"archives": ["../x.tar.gz"]}]}},
-            "'../x.tar.gz' is not a valid TargetModel",
+            "TargetModel '../x.tar.gz'",
         ),
         (
             {"inference": {"endpoints": [{"name": "a"}, {"name": "a"}]}},

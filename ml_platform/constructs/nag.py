@@ -1,0 +1,40 @@
+"""Helpers for acknowledging cdk-nag findings precisely, next to the code they excuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk import Acknowledgment, Stack, Validations
+from constructs import IConstruct
+
+
+def rendered_resource(scope: IConstruct, value: str) -> str:
+    """How cdk-nag writes ``value`` (an ARN, maybe a token) in a finding id.
+
+    Plain strings stay as they are, ``Fn::GetAtt`` becomes ``<LogicalId.Attr>``, ``Ref``
+    ``<LogicalId>``, ``Fn::ImportValue`` its export name, and ``Fn::Join`` the join of its parts.
+    """
+    return _render(Stack.of(scope).resolve(value))
+
+
+def _render(node: Any) -> str:
+    if isinstance(node, str):
+        return node
+    if isinstance(node, dict) and len(node) == 1:
+        ((fn, arg),) = node.items()
+        if fn == "Fn::GetAtt":
+            return f"<{arg[0]}.{arg[1]}>"
+        if fn == "Ref":
+            return f"<{arg}>"
+        if fn == "Fn::ImportValue":
+            return _render(arg)
+        if fn == "Fn::Join":
+            return arg[0].join(_render(part) for part in arg[1])
+    raise ValueError(f"cannot render {node!r} as cdk-nag does; acknowledge it explicitly")
+
+
+def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
+    """Acknowledge one cdk-nag finding (full id, e.g. ``AwsSolutions-IAM5[Resource::*]``)."""
+    if not reason.strip():
+        raise ValueError(f"{scope.node.path}: acknowledging {finding} needs a reason")
+    Validations.of(scope).acknowledge(Acknowledgment(id=finding, reason=reason))

@@ -1,0 +1,310 @@
+"""A SageMaker multi-model endpoint running Triton, serving ensemble archives by TargetModel.
+
+aws-cdk's higher-level SageMaker constructs do not support multi-model endpoints, so this
+builds on the Cfn resources.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import (
+    Arn,
+    ArnFormat,
+    Duration,
+    Stack,
+    Token,
+    aws_applicationautoscaling as appscaling,
+    aws_cloudwatch as cloudwatch,
+    aws_iam as iam,
+    aws_s3 as s3,
+    aws_sagemaker as sagemaker,
+)
+from constructs import Construct
+
+from ml_platform.constructs.nag import acknowledge, rendered_resource
+from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
+from ml_platform.sagemaker_images import (
+    DEFAULT_TRITON_VERSION,
+    TRITON_REPOSITORY,
+    triton_account,
+    triton_image_uri,
+)
+from ml_platform.triton.repository import validate_target_model
+
+VARIANT_NAME = "AllTraffic"
+
+
+class TritonMultiModelEndpoint(Construct):
+    """Triton on a SageMaker multi-model endpoint (GPU), with scaling and alarms.
+
+    The model is created with ``Mode: MultiModel`` over ``s3://<bucket>/<model_prefix>``;
+    each request picks an archive under that prefix with ``TargetModel``.
+
+    Args:
+        bucket: Bucket holding the archives.
+        model_prefix: Key prefix of the archives, ending in ``/``. Default ``models/``.
+        archives: Archive names (TargetModel values) this endpoint is meant to serve; used
+            for validation, alarms and :meth:`grant_invoke` defaults.
+        endpoint_name: Endpoint name (1-63 letters, digits, hyphens). Required: clients and
+            scaling refer to it.
+        instance_type: Single-GPU instance type MME on GPU supports. Default
+            ``ml.g4dn.4xlarge``.
+        initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
+        invocations_per_instance: Target of the invocations-per-instance scaling policy
+            (per minute). Default 1000.
+        triton_version: SageMaker Triton container version. Default ``24.09``.
+        image_uri: Overrides the container image (default: SageMaker's Triton image for the
+            stack's region and ``triton_version``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket: s3.IBucket,
+        endpoint_name: str,
+        archives: Sequence[str],
+        model_prefix: str = "models/",
+        instance_type: str = "ml.g4dn.4xlarge",
+        initial_instances: int = 1,
+        min_instances: int = 1,
+        max_instances: int = 2,
+        invocations_per_instance: int = 1000,
+        triton_version: str = DEFAULT_TRITON_VERSION,
+        image_uri: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        region = Stack.of(self).region
+        errors = []
+        if instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
+            errors.append(
+                f"instance_type={instance_type!r}: multi-model endpoints on GPU support "
+                f"{sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
+            )
+        if not 1 <= min_instances <= initial_instances <= max_instances:
+            errors.append(
+                f"min_instances={min_instances}, initial_instances={initial_instances}, "
+                f"max_instances={max_instances}: expected 1 <= min <= initial <= max"
+            )
+        if not archives:
+            errors.append("archives=[]: expected at least one archive")
+        for archive in archives:
+            problem = validate_target_model(archive)
+            if problem:
+                errors.append(f"archives: {archive!r}: {problem}")
+        if not model_prefix.endswith("/") or model_prefix.startswith("/"):
+            errors.append(f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'")
+        if image_uri is None and Token.is_unresolved(region):
+            errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
+        if errors:
+            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+
+        self.endpoint_name = endpoint_name
+        self.archives = tuple(archives)
+        self.image_uri = image_uri or triton_image_uri(region, triton_version)
+        partition = Stack.of(self).partition
+
+        self.role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=f"SageMaker execution role of the {endpoint_name} Triton endpoint",
+        )
+        # Read only the archives under the prefix (no bucket-wide or wildcard actions).
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{model_prefix}*")]
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
+                resources=[
+                    f"arn:{partition}:ecr:{region}:{triton_account(region)}:repository/{TRITON_REPOSITORY}"
+                ],
+            )
+        )
+        token_statement = iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
+        self.role.add_to_policy(token_statement)
+        log_group_arn = Arn.format(
+            {
+                "service": "logs",
+                "resource": "log-group",
+                "resource_name": f"/aws/sagemaker/Endpoints/{endpoint_name}:*",
+                "arn_format": ArnFormat.COLON_RESOURCE_NAME,
+            },
+            Stack.of(self),
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[log_group_arn],
+            )
+        )
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["cloudwatch:PutMetricData"],
+                resources=["*"],
+                conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+            )
+        )
+        acknowledge(
+            self.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken and cloudwatch:PutMetricData have no resource-level "
+            "permissions; PutMetricData is limited to SageMaker's namespaces by condition.",
+        )
+        archives_arn = rendered_resource(self, bucket.arn_for_objects(f"{model_prefix}*"))
+        acknowledge(
+            self.role,
+            f"AwsSolutions-IAM5[Resource::{archives_arn}]",
+            "A multi-model endpoint loads any archive under its prefix on demand: read access "
+            "is to that prefix only, with s3:GetObject alone.",
+        )
+
+        self.model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=self.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=self.image_uri,
+                mode="MultiModel",
+                model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
+            ),
+        )
+        # SageMaker checks the role's permissions when it creates the model: policy first.
+        self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT_NAME,
+                    model_name=self.model.attr_model_name,
+                    instance_type=instance_type,
+                    initial_instance_count=initial_instances,
+                    initial_variant_weight=1,
+                )
+            ],
+        )
+        acknowledge(
+            self.endpoint_config,
+            "AwsSolutions-SM2",
+            "GPU instances for MME (g4dn, g5, p3) keep models on instance-store NVMe volumes, "
+            "which are hardware-encrypted; SageMaker rejects a KmsKeyId for them.",
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Resource",
+            endpoint_name=endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            # Autoscaling owns the instance count: keep it across config updates.
+            retain_all_variant_properties=True,
+        )
+
+        self.scalable_target = appscaling.ScalableTarget(
+            self,
+            "Scaling",
+            service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+            resource_id=f"endpoint/{endpoint_name}/variant/{VARIANT_NAME}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=min_instances,
+            max_capacity=max_instances,
+        )
+        self.scalable_target.node.add_dependency(self.endpoint)
+        self.scalable_target.scale_to_track_metric(
+            "InvocationsPerInstance",
+            target_value=invocations_per_instance,
+            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
+            scale_in_cooldown=Duration.minutes(10),  # loading models on a new instance is slow
+            scale_out_cooldown=Duration.minutes(2),
+        )
+
+        self.alarms = {
+            "ModelLoadingWaitTime": self.metric_model_loading_wait_time().create_alarm(
+                self,
+                "ModelLoadingWaitAlarm",
+                # Microseconds: requests waited over 30 s on average for a model to load.
+                threshold=30_000_000,
+                evaluation_periods=3,
+                alarm_description=f"{endpoint_name}: requests wait long for models to load "
+                "(too many archives for the instance's memory, or too few instances)",
+            ),
+            "GPUMemoryUtilization": self.metric_gpu_memory_utilization().create_alarm(
+                self,
+                "GpuMemoryAlarm",
+                threshold=90,
+                evaluation_periods=3,
+                alarm_description=f"{endpoint_name}: GPU memory above 90% (models get evicted)",
+            ),
+            "Invocation5XXErrors": self.metric_invocation_5xx_errors().create_alarm(
+                self,
+                "Invocation5xxAlarm",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"{endpoint_name}: server errors (5xx) from the endpoint",
+            ),
+        }
+
+    @property
+    def endpoint_arn(self) -> str:
+        return self.endpoint.ref
+
+    def _metric(self, namespace: str, name: str, statistic: str) -> cloudwatch.Metric:
+        return cloudwatch.Metric(
+            namespace=namespace,
+            metric_name=name,
+            dimensions_map={"EndpointName": self.endpoint_name, "VariantName": VARIANT_NAME},
+            statistic=statistic,
+            period=Duration.minutes(5),
+        )
+
+    def metric_model_loading_wait_time(self) -> cloudwatch.Metric:
+        """Average time (microseconds) requests waited for their model to load."""
+        return self._metric("AWS/SageMaker", "ModelLoadingWaitTime", "Average")
+
+    def metric_model_cache_hit(self) -> cloudwatch.Metric:
+        """Share of requests whose model was already loaded."""
+        return self._metric("AWS/SageMaker", "ModelCacheHit", "Average")
+
+    def metric_invocation_5xx_errors(self) -> cloudwatch.Metric:
+        """Server errors returned by the endpoint."""
+        return self._metric("AWS/SageMaker", "Invocation5XXErrors", "Sum")
+
+    def metric_gpu_memory_utilization(self) -> cloudwatch.Metric:
+        """GPU memory in use, percent (instance metric)."""
+        return self._metric("/aws/sagemaker/Endpoints", "GPUMemoryUtilization", "Maximum")
+
+    def metric_loaded_model_count(self) -> cloudwatch.Metric:
+        """Models loaded in the containers."""
+        return self._metric("/aws/sagemaker/Endpoints", "LoadedModelCount", "Maximum")
+
+    def grant_invoke(
+        self, grantee: iam.IGrantable, target_models: Sequence[str] | None = None
+    ) -> iam.Grant:
+        """Let ``grantee`` invoke this endpoint, only for the given archives.
+
+        Args:
+            target_models: Archives (TargetModel values) the grantee may call; patterns with
+                ``*`` are allowed. Default: the archives this endpoint serves.
+        """
+        models = list(target_models if target_models is not None else self.archives)
+        if not models:
+            raise ValueError(f"{self.node.path}: grant_invoke: target_models must not be empty")
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:InvokeEndpoint"],
+            resource_arns=[self.endpoint_arn],
+            conditions={"StringLike": {"sagemaker:TargetModel": models}},
+        )

@@ -1,0 +1,78 @@
+"""InferenceStack: Triton multi-model endpoints over the model bucket's archive prefix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Fn, Stack, aws_s3 as s3, aws_s3_deployment as s3deploy
+from constructs import Construct
+
+from ml_platform.config import InferenceSettings
+from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+
+
+class InferenceStack(Stack):
+    """One :class:`TritonMultiModelEndpoint` per configured endpoint (by default one endpoint
+    serving both ensembles: the cost point of the source design), plus an optional deploy-time
+    upload of locally built archives into the model prefix."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: InferenceSettings,
+        bucket_arn_export: str,
+        model_prefix: str,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        bucket = s3.Bucket.from_bucket_arn(self, "ModelBucket", Fn.import_value(bucket_arn_export))
+        self.endpoints: dict[str, TritonMultiModelEndpoint] = {}
+        for endpoint in settings.endpoints:
+            construct = TritonMultiModelEndpoint(
+                self,
+                _construct_id(endpoint.name),
+                bucket=bucket,
+                model_prefix=model_prefix,
+                endpoint_name=endpoint.name,
+                archives=endpoint.archives,
+                instance_type=endpoint.instance_type,
+                initial_instances=endpoint.initial_instances,
+                min_instances=endpoint.min_instances,
+                max_instances=endpoint.max_instances,
+                invocations_per_instance=endpoint.invocations_per_instance,
+                triton_version=settings.triton_version,
+            )
+            self.endpoints[endpoint.name] = construct
+            CfnOutput(
+                self,
+                f"{_construct_id(endpoint.name)}Name",
+                value=endpoint.name,
+                description=f"Serves: {', '.join(endpoint.archives)}",
+            )
+        self.upload = None
+        if settings.upload_dir:
+            source = Path(settings.upload_dir)
+            if not source.is_dir():
+                raise ValueError(
+                    f"{self.node.path}: inference.upload_dir={settings.upload_dir!r}: not a directory"
+                )
+            self.upload = s3deploy.BucketDeployment(
+                self,
+                "UploadArchives",
+                sources=[s3deploy.Source.asset(str(source))],
+                destination_bucket=bucket,
+                destination_key_prefix=model_prefix,
+                prune=False,  # archives uploaded by `mlp models upload` stay
+                exclude=["*"],
+                include=["*.tar.gz"],
+            )
+            for construct in self.endpoints.values():
+                construct.endpoint.node.add_dependency(self.upload)
+
+
+def _construct_id(endpoint_name: str) -> str:
+    """Stable construct id from an endpoint name: 'triton-ensembles' -> 'TritonEnsembles'."""
+    return "".join(part[:1].upper() + part[1:] for part in endpoint_name.split("-"))

@@ -1,0 +1,249 @@
+"""InferenceStack and TritonMultiModelEndpoint: fine-grained template assertions."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_iam as iam, aws_s3 as s3
+from aws_cdk.assertions import Match, Template
+
+from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.sagemaker_images import triton_image_uri
+from tests.support import SynthesizedPlatform
+
+ARCHIVES = ["model_tf_dali.tar.gz", "model_trt_python.tar.gz"]
+
+
+def endpoint_in(region: str, **props) -> tuple[TritonMultiModelEndpoint, cdk.Stack]:
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region=region))
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
+    kwargs = {"bucket": bucket, "endpoint_name": "ep", "archives": ARCHIVES, **props}
+    return TritonMultiModelEndpoint(stack, "Ep", **kwargs), stack
+
+
+def test_model_is_multi_model_over_the_prefix(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Inference")
+    t.resource_count_is("AWS::SageMaker::Model", 1)
+    t.has_resource_properties(
+        "AWS::SageMaker::Model",
+        {
+            "PrimaryContainer": {
+                "Image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/sagemaker-tritonserver:24.09-py3",
+                "Mode": "MultiModel",
+                "ModelDataUrl": {
+                    "Fn::Join": ["", Match.array_with([Match.string_like_regexp("/models/$")])]
+                },
+            }
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("region", "uri"),
+    [
+        ("us-east-1", "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:24.09-py3"),
+        ("af-south-1", "626614931356.dkr.ecr.af-south-1.amazonaws.com/sagemaker-tritonserver:24.09-py3"),
+        ("cn-north-1", "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-tritonserver:24.09-py3"),
+    ],
+)
+def test_image_uri_per_region(region: str, uri: str) -> None:
+    assert triton_image_uri(region) == uri
+    endpoint, stack = endpoint_in(region)
+    assert endpoint.image_uri == uri
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::SageMaker::Model", {"PrimaryContainer": Match.object_like({"Image": uri})}
+    )
+
+
+def test_ecr_pull_is_scoped_to_the_triton_repository_of_the_region() -> None:
+    _, stack = endpoint_in("af-south-1")
+    Template.from_stack(stack).has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [
+                        Match.object_like(
+                            {
+                                "Action": Match.array_with(["ecr:BatchGetImage"]),
+                                "Resource": {
+                                    "Fn::Join": [
+                                        "",
+                                        [
+                                            "arn:",
+                                            {"Ref": "AWS::Partition"},
+                                            ":ecr:af-south-1:626614931356:repository/sagemaker-tritonserver",
+                                        ],
+                                    ]
+                                },
+                            }
+                        )
+                    ]
+                )
+            }
+        },
+    )
+
+
+def test_execution_role_reads_only_the_model_prefix(synth: SynthesizedPlatform) -> None:
+    policies = synth.template("Inference").find_resources("AWS::IAM::Policy")
+    (policy,) = policies.values()
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    s3_statements = [s for s in statements if str(s["Action"]).startswith("s3:")]
+    assert {s["Action"] for s in s3_statements} == {"s3:GetObject", "s3:ListBucket"}
+    get = next(s for s in s3_statements if s["Action"] == "s3:GetObject")
+    assert get["Resource"]["Fn::Join"][1][-1] == "/models/*"
+    listing = next(s for s in s3_statements if s["Action"] == "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
+    assert not any(s["Action"] == "s3:*" or s["Resource"] == "*" and "s3" in str(s) for s in statements)
+
+
+def test_endpoint_config_and_endpoint(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Inference")
+    t.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {
+            "ProductionVariants": [
+                Match.object_like(
+                    {
+                        "VariantName": "AllTraffic",
+                        "InstanceType": "ml.g4dn.4xlarge",
+                        "InitialInstanceCount": 1,
+                        "InitialVariantWeight": 1,
+                    }
+                )
+            ]
+        },
+    )
+    t.has_resource_properties(
+        "AWS::SageMaker::Endpoint",
+        {"EndpointName": "triton-ensembles", "RetainAllVariantProperties": True},
+    )
+
+
+def test_scaling_target_and_policy(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Inference")
+    t.has_resource(
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        {
+            "Properties": Match.object_like(
+                {
+                    "ServiceNamespace": "sagemaker",
+                    "ResourceId": "endpoint/triton-ensembles/variant/AllTraffic",
+                    "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+                    "MinCapacity": 1,
+                    "MaxCapacity": 2,
+                }
+            ),
+            "DependsOn": Match.array_with([Match.string_like_regexp("^TritonEnsembles")]),
+        },
+    )
+    t.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {
+            "PolicyType": "TargetTrackingScaling",
+            "TargetTrackingScalingPolicyConfiguration": Match.object_like(
+                {
+                    "PredefinedMetricSpecification": {
+                        "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"
+                    },
+                    "TargetValue": 1000,
+                }
+            ),
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    ("namespace", "metric"),
+    [
+        ("AWS/SageMaker", "ModelLoadingWaitTime"),
+        ("/aws/sagemaker/Endpoints", "GPUMemoryUtilization"),
+        ("AWS/SageMaker", "Invocation5XXErrors"),
+    ],
+)
+def test_alarms_on_multi_model_metrics(synth: SynthesizedPlatform, namespace: str, metric: str) -> None:
+    synth.template("Inference").has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": namespace,
+            "MetricName": metric,
+            "Dimensions": Match.array_with(
+                [{"Name": "EndpointName", "Value": "triton-ensembles"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+            ),
+        },
+    )
+
+
+def test_grant_invoke_uses_the_target_model_condition() -> None:
+    endpoint, stack = endpoint_in("us-west-2")
+    role = iam.Role(stack, "Client", assumed_by=iam.AccountRootPrincipal())
+    endpoint.grant_invoke(role, target_models=["model_trt_python.tar.gz"])
+    endpoint.grant_invoke(iam.Role(stack, "All", assumed_by=iam.AccountRootPrincipal()))
+    t = Template.from_stack(stack)
+    t.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "Roles": [{"Ref": Match.string_like_regexp("^Client")}],
+            "PolicyDocument": {
+                "Statement": [
+                    {
+                        "Action": "sagemaker:InvokeEndpoint",
+                        "Effect": "Allow",
+                        "Resource": {"Ref": Match.string_like_regexp("^Ep")},
+                        "Condition": {"StringLike": {"sagemaker:TargetModel": ["model_trt_python.tar.gz"]}},
+                    }
+                ]
+            },
+        },
+    )
+    t.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "Roles": [{"Ref": Match.string_like_regexp("^All")}],
+            "PolicyDocument": {
+                "Statement": [Match.object_like({"Condition": {"StringLike": {"sagemaker:TargetModel": ARCHIVES}}})]
+            },
+        },
+    )
+
+
+def test_construct_reports_every_bad_prop_at_once() -> None:
+    with pytest.raises(ValueError) as info:
+        endpoint_in(
+            "us-west-2",
+            instance_type="ml.p4d.24xlarge",
+            min_instances=3,
+            max_instances=2,
+            archives=["/abs.tar.gz"],
+        )
+    message = str(info.value)
+    assert "instance_type='ml.p4d.24xlarge'" in message
+    assert "min_instances=3" in message and "max_instances=2" in message
+    assert "'/abs.tar.gz'" in message
+
+
+def test_one_endpoint_per_configured_endpoint(tmp_path) -> None:
+    from tests.support import synthesize
+
+    two = synthesize(
+        tmp_path,
+        {
+            "features": {"training_cluster": False, "triton_on_eks": False},
+            "inference": {
+                "endpoints": [
+                    {"name": "images", "archives": ["model_tf_dali.tar.gz"]},
+                    {"name": "text", "archives": ["model_trt_python.tar.gz"], "instance_type": "ml.g5.xlarge"},
+                ]
+            },
+        },
+        nag=False,
+    )
+    t = two.template("Inference")
+    t.resource_count_is("AWS::SageMaker::Endpoint", 2)
+    t.resource_count_is("AWS::SageMaker::Model", 2)
+    t.has_resource_properties("AWS::SageMaker::Endpoint", {"EndpointName": "images"})
+    t.has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {"ProductionVariants": [Match.object_like({"InstanceType": "ml.g5.xlarge"})]},
+    )
