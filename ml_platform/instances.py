@@ -18,12 +18,13 @@ class TrainiumInstance:
     neuron_cores: int  # two NeuronCores per chip; one training worker each
     efa_interfaces: int  # network cards; one EFA interface per card
     vcpus: int
+    memory_gib: int
 
 
 TRAINIUM_INSTANCES: dict[str, TrainiumInstance] = {
     # trn1.2xlarge has no EFA and a single chip: not a distributed-training node.
-    "trn1.32xlarge": TrainiumInstance("trn1.32xlarge", 16, 32, 8, 128),
-    "trn1n.32xlarge": TrainiumInstance("trn1n.32xlarge", 16, 32, 16, 128),
+    "trn1.32xlarge": TrainiumInstance("trn1.32xlarge", 16, 32, 8, 128, 512),
+    "trn1n.32xlarge": TrainiumInstance("trn1n.32xlarge", 16, 32, 16, 128, 512),
 }
 
 # Single-GPU instance families that SageMaker multi-model endpoints on GPU accept.

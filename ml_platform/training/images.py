@@ -1,0 +1,50 @@
+"""Pinned container images and sources of the training workloads, in one place.
+
+Every value is a fixed version, never ``latest``: a manifest or image build that is
+reviewed once behaves the same when it is applied again.
+"""
+
+from __future__ import annotations
+
+# Last PyTorch/XLA Neuron training DLC (Neuron SDK 2.30; the DLC line stopped at 2.31).
+# Source: REFERENCE.md "Images"; compatible with the AL2023 Neuron AMI's aws-neuronx-dkms 2.29.
+NEURON_TRAINING_BASE_IMAGE = (
+    "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+)
+
+# python-etcd: client TorchElastic's etcd rendezvous imports. Source: PyPI, newest release.
+PYTHON_ETCD_VERSION = "0.4.5"
+
+# aws-neuron/aws-neuron-samples commit holding torch-neuronx/training/dp_bert_hf_pretrain
+# ("Neuron Release 2.23.0", 2025-05-20, the folder's last change; unchanged at 2026-05 HEAD).
+NEURON_SAMPLES_COMMIT = "dd0e71f0041f9eb4a5fd3e070df5638d48a67285"
+NEURON_SAMPLES_DIR = "torch-neuronx/training/dp_bert_hf_pretrain"
+# File -> sha256 of its bytes at NEURON_SAMPLES_COMMIT (the script imports the three
+# optimizer modules from its own folder; requirements.txt lists its Python dependencies).
+NEURON_SAMPLES_FILES: dict[str, str] = {
+    "dp_bert_large_hf_pretrain_hdf5.py": (
+        "8cb9bd61592d3a8c0db3844f53a01415c6ac09eab9f33f0dbbc6de5a7891cc43"
+    ),
+    "adamw_fp32_optim_params.py": (
+        "0706c68035c3f9a66315ea9097dc79d28a0c94b67a6e05a9c9f1060cfca6fbae"
+    ),
+    "adamw_fp32_params_copy.py": (
+        "49a2ffff9636f8367f63fc4ca600b63500f511a5bed4180771bf3a61c355c6c9"
+    ),
+    "lamb.py": (
+        "fdd5e1c9efaaa6bda2b3b5d0a1556da07bed42c887c9732b898a8ef4590fe0d0"
+    ),
+    "requirements.txt": (
+        "ce8f6601e59aaac2346200715ba95ba47eb50e4b33d32956ad8cdd32e64094eb"
+    ),
+}
+
+# AWS CLI v2 on Amazon Linux 2 (no tar inside). Source: ECR Public gallery aws-cli/aws-cli.
+AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.36.49"
+
+# BusyBox tar extracts the dataset. Source: ECR Public mirror of the Docker official image.
+BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
+
+# TensorFlow CPU image; its pip tensorflow ships the `tensorboard` command.
+# Source: Docker Hub tensorflow/tensorflow, release 2.20.0.
+TENSORBOARD_IMAGE = "docker.io/tensorflow/tensorflow:2.20.0"

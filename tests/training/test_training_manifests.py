@@ -1,0 +1,378 @@
+"""The training workload manifests: schemas, contents, TorchX equivalence, determinism."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import pytest
+import yaml
+from kubernetes.client import ApiClient
+from syrupy.extensions.json import JSONSnapshotExtension
+from torchx.schedulers import kubernetes_scheduler
+
+from ml_platform.config import Settings
+from ml_platform.k8s_charts import workloads
+from ml_platform.training.component import trainium_ddp
+
+K8S_VERSION = "1.35.0"
+VOLCANO = "batch.volcano.sh/v1alpha1"
+
+# What Volcano 1.15's Job CRD (batch.volcano.sh_jobs.yaml, v1alpha1 schema) requires of the
+# fields these manifests use. The CRD is structural: unknown fields are pruned silently, so
+# anything not listed here is rejected ("additionalProperties": false). Pod templates are
+# checked separately against the core/v1 schema.
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+_INT32 = {"type": "integer", "minimum": 0, "maximum": 2**31 - 1}
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+_EVENTS = ["*", "PodPending", "PodRunning", "PodFailed", "PodEvicted", "Unknown",
+           "TaskCompleted", "OutOfSync", "CommandIssued", "JobUpdated", "TaskFailed"]  # fmt: skip
+_ACTIONS = ["AbortJob", "RestartJob", "RestartTask", "RestartPod", "TerminateJob",
+            "CompleteJob", "ResumeJob"]  # fmt: skip
+_POLICY = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "event": {"enum": _EVENTS},
+        "events": {"type": "array", "items": {"enum": _EVENTS}},
+        "action": {"enum": _ACTIONS},
+        "exitCode": {"type": "integer"},
+        "timeout": {"type": "string"},
+    },
+}
+VOLCANO_JOB_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["apiVersion", "kind", "metadata", "spec"],
+    "properties": {
+        "apiVersion": {"const": VOLCANO},
+        "kind": {"const": "Job"},
+        "metadata": {
+            "type": "object",
+            "required": ["name", "namespace"],
+            "properties": {
+                "name": {"type": "string", "pattern": _DNS_LABEL},
+                "namespace": {"type": "string"},
+                "labels": _STRING_MAP,
+                "annotations": _STRING_MAP,
+            },
+            "additionalProperties": False,
+        },
+        "spec": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["schedulerName", "queue", "tasks"],
+            "properties": {
+                "schedulerName": {"type": "string"},
+                "queue": {"type": "string"},
+                "maxRetry": _INT32,
+                "minAvailable": _INT32,
+                "priorityClassName": {"type": "string"},
+                "policies": {"type": "array", "items": _POLICY},
+                "plugins": {
+                    "type": "object",
+                    "additionalProperties": {"type": "array", "items": {"type": "string"}},
+                },
+                "tasks": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["name", "replicas", "template"],
+                        "properties": {
+                            "name": {"type": "string", "pattern": _DNS_LABEL},
+                            "replicas": _INT32,
+                            "minAvailable": _INT32,
+                            "maxRetry": _INT32,
+                            "policies": {"type": "array", "items": _POLICY},
+                            "template": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {
+                                    "metadata": {
+                                        "type": "object",
+                                        "additionalProperties": False,
+                                        "properties": {
+                                            "labels": _STRING_MAP,
+                                            "annotations": _STRING_MAP,
+                                            "name": {"type": "string"},
+                                            "namespace": {"type": "string"},
+                                        },
+                                    },
+                                    "spec": {"type": "object"},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def all_docs(manifests: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    return [doc for docs in manifests.values() for doc in docs]
+
+
+def container(job: dict[str, Any], task: int = 0) -> dict[str, Any]:
+    (only,) = job["spec"]["tasks"][task]["template"]["spec"]["containers"]
+    return only
+
+
+def env_of(c: dict[str, Any]) -> dict[str, str]:
+    return {e["name"]: e.get("value") for e in c["env"]}
+
+
+# --- files and schemas ---------------------------------------------------------------
+
+
+def test_one_file_per_concern(manifests):
+    kinds = {
+        name: [f"{d['apiVersion']}/{d['kind']}" for d in docs] for name, docs in manifests.items()
+    }
+    assert kinds == {
+        "training-dataset.yaml": ["batch/v1/Job"],
+        "training-precompile.yaml": [f"{VOLCANO}/Job"],
+        "training-pretrain.yaml": [f"{VOLCANO}/Job"],
+        "training-tensorboard.yaml": ["apps/v1/Deployment", "v1/Service"],
+    }
+
+
+def test_everything_is_namespaced_in_the_training_namespace(manifests, settings):
+    for doc in all_docs(manifests):
+        assert doc["metadata"]["namespace"] == settings.training.namespace
+
+
+@pytest.mark.parametrize("which", ["manifests", "trn1n_manifests"])
+def test_core_objects_validate_against_kubernetes_1_35_strict(which, request):
+    for doc in all_docs(request.getfixturevalue(which)):
+        if doc["apiVersion"] != VOLCANO:
+            kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+
+
+@pytest.mark.parametrize("which", ["volcano_jobs", "trn1n_volcano_jobs"])
+def test_volcano_jobs_fit_the_volcano_crd(which, request):
+    for job in request.getfixturevalue(which).values():
+        jsonschema.validate(job, VOLCANO_JOB_SCHEMA)
+        for task in job["spec"]["tasks"]:
+            pod_template = {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": task["name"], "namespace": job["metadata"]["namespace"]},
+                "template": task["template"],
+            }
+            kubernetes_validate.validate(pod_template, K8S_VERSION, strict=True)
+
+
+def test_the_structural_check_catches_fields_volcano_would_prune(volcano_jobs):
+    job = copy.deepcopy(volcano_jobs["bert-pretrain"])
+    job["spec"]["tasks"][0]["replica"] = 2  # typo of `replicas`
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(job, VOLCANO_JOB_SCHEMA)
+
+
+# --- Volcano Job contents ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["bert-precompile", "bert-pretrain"])
+def test_volcano_job_runs_on_every_neuroncore_of_two_trn1_nodes(name, volcano_jobs, settings):
+    job = volcano_jobs[name]
+    spec = job["spec"]
+    assert spec["schedulerName"] == "volcano"
+    assert spec["queue"] == settings.training.queue
+    assert spec["maxRetry"] == 3
+    assert [(t["name"], t["replicas"], t["maxRetry"]) for t in spec["tasks"]] == [
+        ("worker-0", 1, 3),
+        ("worker-1", 1, 3),
+    ]
+    for i, task in enumerate(spec["tasks"]):
+        pod = task["template"]["spec"]
+        c = container(job, i)
+        assert c["image"] == settings.training_image_uri
+        assert c["resources"]["limits"]["aws.amazon.com/neuron"] == "16"
+        assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == "8"
+        assert not any("neurondevice" in key for key in c["resources"]["limits"])
+        assert {"cpu", "memory"} <= set(c["resources"]["requests"])
+        assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "trn1.32xlarge"}
+        toleration = {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"}
+        assert toleration in pod["tolerations"]
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+        assert volumes[mounts["/data"]]["persistentVolumeClaim"] == {"claimName": "fsx-claim"}
+        assert volumes[mounts["/dev/shm"]]["emptyDir"] == {"medium": "Memory"}
+        env = env_of(c)
+        assert env["XLA_DOWNCAST_BF16"] == "1"
+        assert env["NEURON_CC_FLAGS"] == f"--cache_dir=/data/neuron_cache/bert-large_{i}"
+        assert env["TRANSFORMERS_CACHE"].startswith("/data/")
+        assert {
+            "CCOM_SOCKET_IFNAME": "eth0",
+            "FI_PROVIDER": "efa",
+            "FI_EFA_USE_DEVICE_RDMA": "1",
+            "FI_EFA_FORK_SAFE": "1",
+            "NEURON_RT_RESET_CORES": "1",
+            "XLA_TRANSFER_SEED_ASYNC": "1",
+        }.items() <= env.items()
+
+
+TORCHRUN = [
+    "python3", "-m", "torch.distributed.run",
+    "--rdzv_backend", "etcd", "--rdzv_endpoint", "etcd-server:2379",
+]  # fmt: skip
+BERT_ARGS = [
+    "dp_bert_large_hf_pretrain_hdf5.py",
+    "--batch_size", "16", "--grad_accum_usteps", "32",
+    "--data_dir", "/data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128",
+    "--output_dir", "/data/output",
+]  # fmt: skip
+
+
+def test_pretrain_command_is_the_etcd_rendezvous_as_an_argument_list(volcano_jobs):
+    assert container(volcano_jobs["bert-pretrain"])["command"] == [
+        *TORCHRUN,
+        "--rdzv_id", "bert-pretrain",
+        "--nnodes", "2", "--nproc_per_node", "32", "--tee", "3", "--role", "",
+        *BERT_ARGS,
+    ]  # fmt: skip
+
+
+def test_precompile_wraps_the_same_command_in_neuron_parallel_compile(volcano_jobs):
+    assert container(volcano_jobs["bert-precompile"])["command"] == [
+        "neuron_parallel_compile",
+        *TORCHRUN,
+        "--rdzv_id", "bert-precompile",
+        "--nnodes", "2", "--nproc_per_node", "32", "--tee", "3", "--role", "",
+        *BERT_ARGS,
+        "--steps_this_run", "10",
+    ]  # fmt: skip
+
+
+def test_trn1n_nodes_get_all_sixteen_efa_interfaces(trn1n_volcano_jobs):
+    for job in trn1n_volcano_jobs.values():
+        for i in range(2):
+            c = container(job, i)
+            assert c["resources"]["limits"]["vpc.amazonaws.com/efa"] == "16"
+            assert c["resources"]["limits"]["aws.amazon.com/neuron"] == "16"
+        pod = job["spec"]["tasks"][0]["template"]["spec"]
+        assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "trn1n.32xlarge"}
+
+
+def test_rank0_pods_carry_the_labels_the_readme_selects_on(volcano_jobs):
+    # README_SECTION.md: kubectl logs -l app.kubernetes.io/instance=bert-pretrain
+    for task in volcano_jobs["bert-pretrain"]["spec"]["tasks"]:
+        labels = task["template"]["metadata"]["labels"]
+        assert labels["app.kubernetes.io/instance"] == "bert-pretrain"
+
+
+# --- the same as TorchX's own rendering ----------------------------------------------
+
+
+def _torchx_dryrun(app, settings: Settings) -> dict[str, Any]:
+    scheduler = kubernetes_scheduler.create_scheduler("test")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        info = scheduler.submit_dryrun(
+            app,
+            {"queue": settings.training.queue, "namespace": settings.training.namespace,
+             "validate_spec": False},
+        )  # fmt: skip
+    return ApiClient().sanitize_for_serialization(info.request.resource)
+
+
+@pytest.mark.parametrize(
+    ("name", "extra", "precompile"),
+    [("bert-pretrain", [], False), ("bert-precompile", ["--steps_this_run", "10"], True)],
+)
+def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
+    name, extra, precompile, volcano_jobs, settings
+):
+    app = trainium_ddp(
+        *BERT_ARGS[1:], *extra,
+        script=BERT_ARGS[0], image=settings.training_image_uri, nnodes=2,
+        cacheset="bert-large", precompile=precompile, name=name,
+    )  # fmt: skip
+    raw = _torchx_dryrun(app, settings)
+    unique = raw["metadata"]["name"]
+    assert re.fullmatch(rf"{name}-[a-z0-9]+", unique)
+    expected = json.loads(json.dumps(raw).replace(unique, name))
+    expected["metadata"]["namespace"] = settings.training.namespace
+    assert volcano_jobs[name] == expected
+
+
+# --- helpers: dataset copy and TensorBoard -------------------------------------------
+
+
+def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings):
+    (job,) = manifests["training-dataset.yaml"]
+    pod = job["spec"]["template"]["spec"]
+    (download,) = pod["initContainers"]
+    (extract,) = pod["containers"]
+    assert job["spec"]["backoffLimit"] >= 1
+    assert pod["nodeSelector"] == {"ml-platform/node-role": "system"}
+    assert "tolerations" not in pod
+    assert pod["volumes"][0]["persistentVolumeClaim"] == {"claimName": "fsx-claim"}
+    for c in (download, extract):
+        assert {"mountPath": "/data", "name": "data"} in c["volumeMounts"]
+        assert set(c["resources"]["requests"]) == {"cpu", "memory"}
+        assert ":latest" not in c["image"] and ":" in c["image"].rsplit("/", 1)[-1]
+    env = env_of(download)
+    assert env["DATASET_URI"] == (
+        "s3://neuron-s3/training_datasets/bert_pretrain_wikicorpus_tokenized_hdf5/"
+        "bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128.tar"
+    )
+    assert "aws s3 cp --no-sign-request" in download["args"][0]
+    # Each step skips its work once the marker exists.
+    assert 'if [ -e "$DONE_MARKER" ]' in download["args"][0]
+    assert 'if [ -e "$DONE_MARKER" ]' in extract["args"][0]
+    assert env_of(extract)["DATA_DIR"] == "/data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128"
+
+
+def test_tensorboard_is_private_unprivileged_and_reads_the_output(manifests):
+    deployment, service = manifests["training-tensorboard.yaml"]
+    assert service["spec"]["type"] == "ClusterIP"
+    assert service["spec"]["selector"].items() <= (
+        deployment["spec"]["template"]["metadata"]["labels"].items()
+    )
+    pod = deployment["spec"]["template"]["spec"]
+    (c,) = pod["containers"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
+    assert c["args"][:2] == ["--logdir", "/data/output"]
+    assert {"mountPath": "/data", "name": "data", "readOnly": True} in c["volumeMounts"]
+    assert set(c["resources"]["requests"]) == {"cpu", "memory"}
+
+
+# --- determinism, files, snapshot ----------------------------------------------------
+
+
+def test_two_builds_are_identical(manifests, settings):
+    assert workloads.build_workload_manifests(settings) == manifests
+
+
+def test_cli_writes_one_yaml_file_per_concern(tmp_path: Path, cdk_json: Path, manifests):
+    out = tmp_path / "k8s"
+    assert workloads.main(["--out", str(out), "--cdk-json", str(cdk_json)]) == 0
+    written = sorted(p.name for p in out.iterdir())
+    assert written == sorted(manifests)
+    for name, docs in manifests.items():
+        text = (out / name).read_text()
+        assert text.startswith("# Generated by")
+        assert list(yaml.safe_load_all(text)) == docs
+
+
+def test_cli_reports_invalid_settings(tmp_path: Path, capsys):
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text(json.dumps({"context": {"ml-platform": {"trainium": {"nodes": "two"}}}}))
+    assert workloads.main(["--out", str(tmp_path / "k8s"), "--cdk-json", str(cdk_json)]) == 1
+    assert "trainium.nodes" in capsys.readouterr().err
+
+
+def test_manifests_snapshot(manifests, snapshot):
+    assert manifests == snapshot(extension_class=JSONSnapshotExtension)
