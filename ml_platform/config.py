@@ -23,6 +23,7 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
 )
 from ml_platform.sagemaker_images import TRITON_VERSIONS
+from ml_platform.triton.ensembles import ARCHIVE_MODELS
 from ml_platform.triton.repository import validate_target_model
 
 CONTEXT_KEY = "ml-platform"
@@ -432,9 +433,16 @@ class TritonOnEksSettings:
                 "expected 1 <= replicas <= max_replicas <= 50"
             )
         for archive in self.archives:
-            problem = validate_target_model(archive)
-            if problem:
-                out.append(f"triton_on_eks.archives: {problem}")
+            if archive not in ARCHIVE_MODELS:
+                out.append(
+                    f"triton_on_eks.archives: {archive!r}: Triton on EKS loads the models of "
+                    f"known archives, expected among {sorted(ARCHIVE_MODELS)}"
+                )
+        if not self.archives or len(set(self.archives)) != len(self.archives):
+            out.append(
+                f"triton_on_eks.archives = {list(self.archives)!r}: expected distinct archives, "
+                "at least one"
+            )
         return out
 
 

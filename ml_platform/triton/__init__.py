@@ -19,6 +19,7 @@ from ml_platform.triton.checker import (
     find_ensemble_problems,
 )
 from ml_platform.triton.ensembles import (
+    ARCHIVE_MODELS,
     IMAGE_ARCHIVE,
     TEXT_ARCHIVE,
     EncoderFormat,
@@ -46,6 +47,7 @@ from ml_platform.triton.spec import (
 )
 
 __all__ = [
+    "ARCHIVE_MODELS",
     "IMAGE_ARCHIVE",
     "LATEST_VERSION",
     "TEXT_ARCHIVE",

@@ -349,3 +349,17 @@ def serialize_dali_pipeline(
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.serialize(out_path, batch_size=batch_size, device_id=device_id)
+
+
+# The models each archive of the source design holds, ensemble first. Triton on EKS loads
+# exactly these (explicit model control), so SageMaker and EKS serve the same definitions;
+# tests check this table against the specs that image_ensemble/text_ensemble build.
+ARCHIVE_MODELS: dict[str, tuple[str, ...]] = {
+    IMAGE_ARCHIVE: (IMAGE_ENSEMBLE_NAME, DALI_MODEL_NAME, INCEPTION_MODEL_NAME),
+    TEXT_ARCHIVE: (
+        TEXT_ENSEMBLE_NAME,
+        PREPROCESS_MODEL_NAME,
+        ENCODER_MODEL_NAME,
+        POSTPROCESS_MODEL_NAME,
+    ),
+}

@@ -99,6 +99,7 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
         ),
         ({"triton_on_eks": {"gpu_instance_type": "p5.48xlarge"}}, "gpu_instance_type = 'p5.48xlarge'"),
         ({"features": {"training_cluster": False}}, "features.triton_on_eks = true needs"),
+        ({"triton_on_eks": {"archives": ["custom.tar.gz"]}}, "'custom.tar.gz': Triton on EKS loads"),
         ({"features": {"inference": "yes"}}, "features.inference = 'yes': expected true or false"),
     ],
 )

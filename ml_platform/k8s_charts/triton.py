@@ -1,0 +1,257 @@
+"""Chart: Triton Inference Server on the cluster's GPU nodes, serving the ensemble archives.
+
+Triton reads a model repository of folders, not the ``.tar.gz`` archives SageMaker takes, so
+two init containers fetch the configured archives from the model bucket (AWS CLI, with the
+service account's Pod Identity role) and unpack them into the repository volume. The models
+to load come from the same table the archives are built from (``ARCHIVE_MODELS``).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import cdk8s
+from cdk8s_plus_35 import k8s
+from constructs import Construct
+
+from ml_platform.k8s_charts.workloads_common import resources
+from ml_platform.k8s_charts.names import GPU_RESOURCE, GPU_TAINT_KEY, NODE_ROLE_LABEL
+from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE
+from ml_platform.triton.ensembles import ARCHIVE_MODELS
+
+NAME = "triton"
+HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
+TRITON_UID = 1000  # the triton-server user of NVIDIA's image
+MODEL_DIR = "/models"
+ARCHIVE_DIR = "/archives"
+
+
+def triton_image(version: str) -> str:
+    """NGC's Triton image of the same release as SageMaker's container (same backends)."""
+    return f"nvcr.io/nvidia/tritonserver:{version}-py3"
+
+
+def models_to_load(archives: Sequence[str]) -> list[str]:
+    """Model names Triton loads for ``archives``, ensembles first; unknown archives raise."""
+    unknown = [a for a in archives if a not in ARCHIVE_MODELS]
+    if unknown:
+        raise ValueError(f"archives={unknown!r}: expected archives among {sorted(ARCHIVE_MODELS)}")
+    names = [m for a in archives for m in ARCHIVE_MODELS[a]]
+    clashes = sorted({n for n in names if names.count(n) > 1})
+    if clashes:
+        raise ValueError(f"archives={list(archives)!r}: model names {clashes} appear twice")
+    return names
+
+
+@dataclass(frozen=True)
+class TritonChartProps:
+    """Typed inputs of :class:`TritonChart` (plain strings or CDK tokens, no AWS calls).
+
+    Attributes:
+        namespace: Namespace created for Triton. service_account: its service account, the
+            name the Pod Identity association binds.
+        bucket_name / model_prefix: where the archives are.
+        archives: the archives to serve. triton_version: e.g. ``24.09``.
+        replicas / max_replicas: HPA range. region: for the AWS CLI.
+    """
+
+    bucket_name: str
+    model_prefix: str
+    archives: tuple[str, ...]
+    triton_version: str
+    region: str
+    replicas: int = 1
+    max_replicas: int = 2
+    namespace: str = "triton"
+    service_account: str = "triton"
+
+
+class TritonChart(cdk8s.Chart):
+    """Namespace, service account, Deployment, ClusterIP Service, HPA and PDB for Triton."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: TritonChartProps) -> None:
+        super().__init__(scope, construct_id)
+        load = models_to_load(props.archives)
+        ns = props.namespace
+        labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ml-platform"}
+        meta = lambda name: k8s.ObjectMeta(name=name, namespace=ns, labels=labels)  # noqa: E731
+
+        self.namespace_object = k8s.KubeNamespace(self, "Namespace", metadata=k8s.ObjectMeta(name=ns))
+        self.service_account = k8s.KubeServiceAccount(
+            self, "ServiceAccount", metadata=meta(props.service_account)
+        )
+        fetch = " && ".join(
+            f"aws s3 cp --only-show-errors "
+            f"{shlex.quote(f's3://{props.bucket_name}/{props.model_prefix}{a}')} "
+            f"{shlex.quote(f'{ARCHIVE_DIR}/{a}')}"
+            for a in props.archives
+        )
+        unpack = " && ".join(
+            f"tar -xzf {shlex.quote(f'{ARCHIVE_DIR}/{a}')} -C {MODEL_DIR}" for a in props.archives
+        )
+        drop_all = k8s.SecurityContext(
+            allow_privilege_escalation=False,
+            capabilities=k8s.Capabilities(drop=["ALL"]),
+            run_as_non_root=True,
+            run_as_user=TRITON_UID,
+        )
+        volume_mounts_init = [
+            k8s.VolumeMount(name="archives", mount_path=ARCHIVE_DIR),
+            k8s.VolumeMount(name="models", mount_path=MODEL_DIR),
+        ]
+        quantity = k8s.Quantity.from_string
+        triton_args = [
+            f"--model-repository={MODEL_DIR}",
+            "--model-control-mode=explicit",
+            *[f"--load-model={m}" for m in load],
+            "--strict-readiness=true",
+            "--exit-on-error=true",
+        ]
+        probe = lambda path, failures: k8s.Probe(  # noqa: E731
+            http_get=k8s.HttpGetAction(path=path, port=k8s.IntOrString.from_string("http")),
+            period_seconds=10,
+            failure_threshold=failures,
+        )
+        self.deployment = k8s.KubeDeployment(
+            self,
+            "Deployment",
+            metadata=meta(NAME),
+            spec=k8s.DeploymentSpec(
+                replicas=props.replicas,
+                selector=k8s.LabelSelector(match_labels=labels),
+                template=k8s.PodTemplateSpec(
+                    metadata=k8s.ObjectMeta(labels=labels),
+                    spec=k8s.PodSpec(
+                        service_account_name=props.service_account,
+                        node_selector={NODE_ROLE_LABEL: "gpu"},
+                        tolerations=[
+                            k8s.Toleration(key=GPU_TAINT_KEY, operator="Exists", effect="NoSchedule")
+                        ],
+                        security_context=k8s.PodSecurityContext(
+                            run_as_user=TRITON_UID,
+                            run_as_group=TRITON_UID,
+                            fs_group=TRITON_UID,
+                            seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
+                        ),
+                        init_containers=[
+                            k8s.Container(
+                                name="fetch-archives",
+                                image=AWS_CLI_IMAGE,
+                                command=["sh", "-ec", fetch],
+                                env=[
+                                    k8s.EnvVar(name="AWS_REGION", value=props.region),
+                                    k8s.EnvVar(name="HOME", value="/tmp"),
+                                ],
+                                volume_mounts=[*volume_mounts_init, k8s.VolumeMount(name="tmp", mount_path="/tmp")],
+                                security_context=drop_all,
+                                resources=resources("100m", "256Mi", "512Mi"),
+                            ),
+                            k8s.Container(
+                                name="unpack-archives",
+                                image=BUSYBOX_IMAGE,
+                                command=["sh", "-ec", unpack],
+                                volume_mounts=volume_mounts_init,
+                                security_context=drop_all,
+                                resources=resources("100m", "128Mi", "512Mi"),
+                            ),
+                        ],
+                        containers=[
+                            k8s.Container(
+                                name="tritonserver",
+                                image=triton_image(props.triton_version),
+                                command=["tritonserver"],
+                                args=triton_args,
+                                ports=[
+                                    k8s.ContainerPort(name="http", container_port=HTTP_PORT),
+                                    k8s.ContainerPort(name="grpc", container_port=GRPC_PORT),
+                                    k8s.ContainerPort(name="metrics", container_port=METRICS_PORT),
+                                ],
+                                readiness_probe=probe("/v2/health/ready", 3),
+                                liveness_probe=probe("/v2/health/live", 3),
+                                # Loading the ensembles (TensorRT/ONNX, DALI) takes minutes.
+                                startup_probe=probe("/v2/health/live", 60),
+                                resources=k8s.ResourceRequirements(
+                                    requests={
+                                        "cpu": quantity("2"),
+                                        "memory": quantity("8Gi"),
+                                        GPU_RESOURCE: quantity("1"),
+                                    },
+                                    limits={"memory": quantity("16Gi"), GPU_RESOURCE: quantity("1")},
+                                ),
+                                volume_mounts=[
+                                    k8s.VolumeMount(name="models", mount_path=MODEL_DIR, read_only=True),
+                                    k8s.VolumeMount(name="dshm", mount_path="/dev/shm"),
+                                ],
+                                security_context=k8s.SecurityContext(
+                                    allow_privilege_escalation=False,
+                                    capabilities=k8s.Capabilities(drop=["ALL"]),
+                                    run_as_non_root=True,
+                                ),
+                            )
+                        ],
+                        volumes=[
+                            k8s.Volume(name="archives", empty_dir=k8s.EmptyDirVolumeSource()),
+                            k8s.Volume(name="models", empty_dir=k8s.EmptyDirVolumeSource()),
+                            k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
+                            # The Python backend passes tensors through shared memory; the
+                            # container runtime's 64 MiB default is far too small.
+                            k8s.Volume(
+                                name="dshm",
+                                empty_dir=k8s.EmptyDirVolumeSource(
+                                    medium="Memory", size_limit=quantity("2Gi")
+                                ),
+                            ),
+                        ],
+                    ),
+                ),
+            ),
+        )
+        self.service = k8s.KubeService(
+            self,
+            "Service",
+            metadata=meta(NAME),
+            spec=k8s.ServiceSpec(
+                type="ClusterIP",
+                selector=labels,
+                ports=[
+                    k8s.ServicePort(name=n, port=p, target_port=k8s.IntOrString.from_string(n))
+                    for n, p in (("http", HTTP_PORT), ("grpc", GRPC_PORT), ("metrics", METRICS_PORT))
+                ],
+            ),
+        )
+        self.autoscaler = k8s.KubeHorizontalPodAutoscalerV2(
+            self,
+            "Autoscaler",
+            metadata=meta(NAME),
+            spec=k8s.HorizontalPodAutoscalerSpecV2(
+                scale_target_ref=k8s.CrossVersionObjectReferenceV2(
+                    api_version="apps/v1", kind="Deployment", name=NAME
+                ),
+                min_replicas=props.replicas,
+                max_replicas=props.max_replicas,
+                # CPU follows request load for the Python pre/post-processing steps; GPU
+                # metrics would need a custom-metrics adapter (e.g. DCGM + Prometheus).
+                metrics=[
+                    k8s.MetricSpecV2(
+                        type="Resource",
+                        resource=k8s.ResourceMetricSourceV2(
+                            name="cpu",
+                            target=k8s.MetricTargetV2(type="Utilization", average_utilization=70),
+                        ),
+                    )
+                ],
+            ),
+        )
+        self.disruption_budget = k8s.KubePodDisruptionBudget(
+            self,
+            "DisruptionBudget",
+            metadata=meta(NAME),
+            spec=k8s.PodDisruptionBudgetSpec(
+                max_unavailable=k8s.IntOrString.from_number(1),
+                selector=k8s.LabelSelector(match_labels=labels),
+            ),
+        )
+        for obj in (self.service_account, self.deployment, self.service, self.autoscaler, self.disruption_budget):
+            obj.add_dependency(self.namespace_object)

@@ -1,0 +1,123 @@
+"""Triton and NVIDIA device-plugin charts, token-free, validated against Kubernetes 1.35."""
+
+from __future__ import annotations
+
+import shlex
+
+import cdk8s
+import kubernetes_validate
+import pytest
+
+from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
+from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
+from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE, TEXT_ARCHIVE
+
+PROPS = TritonChartProps(
+    bucket_name="models-bucket",
+    model_prefix="models/",
+    archives=(IMAGE_ARCHIVE, TEXT_ARCHIVE),
+    triton_version="24.09",
+    region="us-west-2",
+    replicas=1,
+    max_replicas=3,
+)
+
+
+@pytest.fixture(scope="module")
+def objects() -> dict[str, dict]:
+    app = cdk8s.App()
+    triton = TritonChart(app, "triton", props=PROPS)
+    nvidia = NvidiaDevicePluginChart(app, "nvidia")
+    return {o["kind"]: o for o in [*triton.to_json(), *nvidia.to_json()]}
+
+
+def pod(objects: dict[str, dict]) -> dict:
+    return objects["Deployment"]["spec"]["template"]["spec"]
+
+
+def test_every_object_validates_against_kubernetes_1_35(objects: dict[str, dict]) -> None:
+    assert set(objects) == {
+        "Namespace", "ServiceAccount", "Deployment", "Service", "HorizontalPodAutoscaler",
+        "PodDisruptionBudget", "DaemonSet",
+    }
+    for obj in objects.values():
+        kubernetes_validate.validate(obj, "1.35.0", strict=True)
+
+
+def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str, dict]) -> None:
+    fetch, unpack = pod(objects)["initContainers"]
+    script = fetch["command"][2]
+    sources = [w for w in shlex.split(script) if w.startswith("s3://")]
+    assert sources == [
+        "s3://models-bucket/models/model_tf_dali.tar.gz",
+        "s3://models-bucket/models/model_trt_python.tar.gz",
+    ]
+    assert fetch["command"][:2] == ["sh", "-ec"]
+    untar = [w for w in shlex.split(unpack["command"][2]) if w.endswith(".tar.gz")]
+    assert untar == ["/archives/model_tf_dali.tar.gz", "/archives/model_trt_python.tar.gz"]
+
+
+def test_one_archive_fetches_only_that_archive() -> None:
+    app = cdk8s.App()
+    chart = TritonChart(app, "t", props=TritonChartProps(**{**PROPS.__dict__, "archives": (TEXT_ARCHIVE,)}))
+    deployment = next(o for o in chart.to_json() if o["kind"] == "Deployment")
+    script = deployment["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
+    assert [w for w in shlex.split(script) if w.startswith("s3://")] == [
+        "s3://models-bucket/models/model_trt_python.tar.gz"
+    ]
+    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert [a.split("=", 1)[1] for a in args if a.startswith("--load-model=")] == list(
+        ARCHIVE_MODELS[TEXT_ARCHIVE]
+    )
+
+
+def test_triton_loads_the_ensembles_models_explicitly(objects: dict[str, dict]) -> None:
+    (server,) = pod(objects)["containers"]
+    assert server["image"] == "nvcr.io/nvidia/tritonserver:24.09-py3"
+    assert "--model-control-mode=explicit" in server["args"]
+    loaded = [a.split("=", 1)[1] for a in server["args"] if a.startswith("--load-model=")]
+    assert loaded == [*ARCHIVE_MODELS[IMAGE_ARCHIVE], *ARCHIVE_MODELS[TEXT_ARCHIVE]]
+
+
+def test_probes_ports_gpu_and_shared_memory(objects: dict[str, dict]) -> None:
+    spec = pod(objects)
+    (server,) = spec["containers"]
+    assert {p["name"]: p["containerPort"] for p in server["ports"]} == {
+        "http": 8000, "grpc": 8001, "metrics": 8002,
+    }
+    assert server["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "http"}
+    assert server["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": "http"}
+    assert server["resources"]["limits"]["nvidia.com/gpu"] == "1"
+    assert {"cpu", "memory"} <= set(server["resources"]["requests"])
+    shm = next(v for v in spec["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"]["medium"] == "Memory"
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in server["volumeMounts"]
+    assert spec["serviceAccountName"] == "triton"
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert spec["nodeSelector"] == {"ml-platform/node-role": "gpu"}
+
+
+def test_service_hpa_and_pdb(objects: dict[str, dict]) -> None:
+    service = objects["Service"]["spec"]
+    assert service["type"] == "ClusterIP"
+    assert sorted(p["port"] for p in service["ports"]) == [8000, 8001, 8002]
+    hpa = objects["HorizontalPodAutoscaler"]
+    assert hpa["apiVersion"] == "autoscaling/v2"
+    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
+    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "triton"}
+    assert objects["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1
+
+
+def test_nvidia_plugin_only_on_gpu_nodes(objects: dict[str, dict]) -> None:
+    spec = objects["DaemonSet"]["spec"]["template"]["spec"]
+    assert spec["containers"][0]["image"] == NVIDIA_DEVICE_PLUGIN_IMAGE
+    assert ":" in NVIDIA_DEVICE_PLUGIN_IMAGE and not NVIDIA_DEVICE_PLUGIN_IMAGE.endswith(":latest")
+    assert spec["nodeSelector"] == {"ml-platform/node-role": "gpu"}
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+
+
+def test_models_to_load_rejects_unknown_and_clashing_archives() -> None:
+    with pytest.raises(ValueError, match="other.tar.gz"):
+        models_to_load(["other.tar.gz"])
+    with pytest.raises(ValueError, match="appear twice"):
+        models_to_load([TEXT_ARCHIVE, TEXT_ARCHIVE])
