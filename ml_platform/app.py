@@ -13,6 +13,7 @@ from ml_platform.config import CONTEXT_KEY, Settings
 from ml_platform.stacks.inference import InferenceStack
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
+from ml_platform.stacks.training_cluster import TrainingClusterStack
 
 
 class _AppContext:
@@ -43,10 +44,12 @@ class Platform:
     network: NetworkStack
     storage: StorageStack
     inference: InferenceStack | None = None
+    training_cluster: TrainingClusterStack | None = None
 
     @property
     def stacks(self) -> list[cdk.Stack]:
-        return [s for s in (self.network, self.storage, self.inference) if s is not None]
+        optional = (self.inference, self.training_cluster)
+        return [s for s in (self.network, self.storage, *optional) if s is not None]
 
 
 def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Platform:
@@ -86,6 +89,22 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             description="cdk-ml-platform: Triton ensembles on SageMaker multi-model endpoints",
         )
         platform.inference.add_dependency(storage)
+    if settings.features.training_cluster:
+        file_system = storage.lustre.file_system
+        platform.training_cluster = TrainingClusterStack(
+            app,
+            f"{prefix}-TrainingCluster",
+            settings=settings,
+            vpc=network.vpc,
+            trainium_subnet=network.trainium_subnet,
+            training_nodes=network.training_nodes.security_group,
+            file_system_id=file_system.file_system_id,
+            file_system_dns_name=file_system.dns_name,
+            file_system_mount_name=file_system.mount_name,
+            lustre_security_group=storage.lustre.security_group,
+            env=env,
+            description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
+        )
     for stack in platform.stacks:
         cdk.Tags.of(stack).add("project", "cdk-ml-platform")
     if nag:

@@ -1,16 +1,24 @@
 """Reusable CDK constructs of the platform; each can be used in any stack."""
 
+from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
+from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
 from ml_platform.constructs.storage import (
     LustreStorage,
     ModelArtifactBucket,
     TrainingImageRepository,
 )
+from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
 
 __all__ = [
+    "EfaLaunchTemplate",
     "LustreStorage",
     "ModelArtifactBucket",
+    "PlatformAddons",
     "PlatformVpc",
+    "PodIdentityAddon",
+    "TrainingEksCluster",
     "TrainingImageRepository",
     "TrainingNodeSecurityGroup",
+    "TrainiumNodeGroup",
 ]

@@ -2,5 +2,6 @@
 
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
+from ml_platform.stacks.training_cluster import TrainingClusterStack
 
-__all__ = ["NetworkStack", "StorageStack"]
+__all__ = ["NetworkStack", "StorageStack", "TrainingClusterStack"]

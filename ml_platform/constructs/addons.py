@@ -1,0 +1,204 @@
+"""EKS managed add-ons at pinned versions, with Pod Identity for those that call AWS.
+
+Pod Identity associations are created before their add-on, so the add-on's pods start with
+credentials. Service-account roles trust ``pods.eks.amazonaws.com`` only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
+from constructs import Construct, IDependable
+
+from ml_platform.constructs.eks_cluster import managed_policy_finding
+from ml_platform.constructs.nag import acknowledge
+from ml_platform.versions import addon_version
+
+FSX_CSI_SERVICE_ACCOUNT = ("kube-system", "fsx-csi-controller-sa")
+CLOUDWATCH_SERVICE_ACCOUNT = ("amazon-cloudwatch", "cloudwatch-agent")
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+
+
+class PodIdentityAddon(Construct):
+    """An EKS add-on whose service account gets an IAM role through EKS Pod Identity.
+
+    Args:
+        cluster: The cluster. Required.
+        addon_name: Add-on name. Required.
+        addon_version: Add-on version. Required (pin it).
+        namespace: Namespace of the add-on's service account. Required.
+        service_account: Name of that service account. Required.
+        managed_policies: AWS managed policy names for the role. Default none.
+        statements: Inline policy statements for the role. Default none.
+
+    Attributes:
+        role: The service account's role.
+        association: The ``CfnPodIdentityAssociation``.
+        addon: The ``eks_v2.Addon`` (created after the association).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.ICluster,
+        addon_name: str,
+        addon_version: str,
+        namespace: str,
+        service_account: str,
+        managed_policies: Sequence[str] = (),
+        statements: Sequence[iam.PolicyStatement] = (),
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL),
+            description=f"EKS Pod Identity role of {namespace}/{service_account} ({addon_name})",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in managed_policies
+            ],
+        )
+        # Pod Identity needs TagSession besides AssumeRole.
+        self.role.assume_role_policy.add_statements(
+            iam.PolicyStatement(
+                actions=["sts:TagSession"],
+                principals=[iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL)],
+            )
+        )
+        for statement in statements:
+            self.role.add_to_principal_policy(statement)
+        self.association = eks.CfnPodIdentityAssociation(
+            self,
+            "PodIdentity",
+            cluster_name=cluster.cluster_name,
+            namespace=namespace,
+            service_account=service_account,
+            role_arn=self.role.role_arn,
+        )
+        self.addon = eks.Addon(
+            self, "Resource", cluster=cluster, addon_name=addon_name, addon_version=addon_version
+        )
+        self.addon.node.add_dependency(self.association)
+        # The policy must exist before the add-on's pods first call AWS.
+        self.addon.node.add_dependency(self.role)
+
+
+class PlatformAddons(Construct):
+    """The cluster's managed add-ons, each at the version pinned for the Kubernetes version.
+
+    - ``vpc-cni``, ``kube-proxy`` and ``eks-pod-identity-agent`` first: nodes need them to
+      become ready (``node_dependents`` wait for them).
+    - ``coredns``, ``aws-fsx-csi-driver`` and ``amazon-cloudwatch-observability`` after
+      ``nodes_ready``: their Deployments need somewhere to run.
+    - The FSx CSI controller's role may only describe file systems: the platform's file
+      system is made by CDK and provisioned statically, so the driver never creates, resizes
+      or deletes one. For dynamic provisioning add statements to ``fsx_csi_driver.role``.
+    - The CloudWatch agent's role has ``CloudWatchAgentServerPolicy`` (Container Insights,
+      including Neuron and EFA metrics).
+
+    Args:
+        cluster: The cluster. Required.
+        kubernetes_version: Selects the pins (:data:`~ml_platform.versions.EKS_ADDON_VERSIONS`).
+            Required.
+        nodes_ready: What the node-dependent add-ons wait for (e.g. the system node group).
+            Default nothing.
+
+    Attributes:
+        addons: Every ``eks_v2.Addon`` by name.
+        fsx_csi_driver: The :class:`PodIdentityAddon` of the FSx CSI driver.
+        cloudwatch: The :class:`PodIdentityAddon` of CloudWatch observability.
+    """
+
+    NETWORKING = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.ICluster,
+        kubernetes_version: str,
+        nodes_ready: Sequence[IDependable] = (),
+    ) -> None:
+        super().__init__(scope, construct_id)
+        try:
+            pins = {
+                name: addon_version(name, kubernetes_version)
+                for name in (
+                    *self.NETWORKING,
+                    "coredns",
+                    "aws-fsx-csi-driver",
+                    "amazon-cloudwatch-observability",
+                )
+            }
+        except ValueError as error:
+            raise ValueError(f"{self.node.path}: {error}") from None
+
+        self.addons: dict[str, eks.Addon] = {}
+        for name in self.NETWORKING:
+            self.addons[name] = eks.Addon(
+                self,
+                _construct_id(name),
+                cluster=cluster,
+                addon_name=name,
+                addon_version=pins[name],
+            )
+        self.addons["coredns"] = eks.Addon(
+            self, "Coredns", cluster=cluster, addon_name="coredns", addon_version=pins["coredns"]
+        )
+
+        namespace, account = FSX_CSI_SERVICE_ACCOUNT
+        self.fsx_csi_driver = PodIdentityAddon(
+            self,
+            "FsxCsiDriver",
+            cluster=cluster,
+            addon_name="aws-fsx-csi-driver",
+            addon_version=pins["aws-fsx-csi-driver"],
+            namespace=namespace,
+            service_account=account,
+            # Static provisioning only: the driver looks file systems up, never makes one.
+            statements=[iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"])],
+        )
+        namespace, account = CLOUDWATCH_SERVICE_ACCOUNT
+        self.cloudwatch = PodIdentityAddon(
+            self,
+            "CloudWatch",
+            cluster=cluster,
+            addon_name="amazon-cloudwatch-observability",
+            addon_version=pins["amazon-cloudwatch-observability"],
+            namespace=namespace,
+            service_account=account,
+            managed_policies=["CloudWatchAgentServerPolicy"],
+        )
+        acknowledge(
+            self.fsx_csi_driver.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "The only action is the read-only fsx:DescribeFileSystems, which the driver uses to "
+            "look a volume's file system up by id.",
+        )
+        acknowledge(
+            self.cloudwatch.role,
+            managed_policy_finding("CloudWatchAgentServerPolicy"),
+            "The EKS add-on documentation names this AWS-maintained policy for the CloudWatch "
+            "agent; it lets the agent publish metrics and logs.",
+        )
+        self.addons["aws-fsx-csi-driver"] = self.fsx_csi_driver.addon
+        self.addons["amazon-cloudwatch-observability"] = self.cloudwatch.addon
+
+        agent = self.addons["eks-pod-identity-agent"]
+        if nodes_ready:
+            for late in (self.addons["coredns"], self.fsx_csi_driver.addon, self.cloudwatch.addon):
+                late.node.add_dependency(*nodes_ready)
+        for with_identity in (self.fsx_csi_driver.addon, self.cloudwatch.addon):
+            with_identity.node.add_dependency(agent)
+
+    def node_dependents(self) -> list[IDependable]:
+        """What node groups must wait for: the add-ons that make a node ready."""
+        return [self.addons[name] for name in self.NETWORKING]
+
+
+def _construct_id(addon_name: str) -> str:
+    return "".join(part.capitalize() for part in addon_name.split("-"))

@@ -1,0 +1,283 @@
+"""The EKS cluster of the platform: native ``AWS::EKS::Cluster`` (aws_eks_v2), managed node
+groups instead of Auto Mode, access entries, full control-plane logging, KMS-encrypted
+secrets, and a small system node group for cluster services."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from collections.abc import Sequence
+
+from aws_cdk import Annotations, RemovalPolicy, Stack, aws_ec2 as ec2, aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam, aws_kms as kms
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+from constructs import Construct
+
+from ml_platform.constructs.nag import acknowledge, rendered_resource
+from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+from ml_platform.versions import EKS_ADDON_VERSIONS
+
+ENDPOINT_ACCESS = {
+    "public_and_private": eks.EndpointAccess.PUBLIC_AND_PRIVATE,
+    "private": eks.EndpointAccess.PRIVATE,
+}
+KUBECTL_LAYERS = {"1.35": KubectlV35Layer}
+"""kubectl Lambda layer per Kubernetes version (the layer's kubectl must match the server)."""
+SYSTEM_NODES = (1, 10)
+OPEN_TO_WORLD_WARNING = "ml-platform:publicEndpointOpenToWorld"
+NODE_ROLE_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryReadOnly",
+)
+"""AWS managed policies of an EKS worker node role."""
+NODE_ROLE_REASONS = {
+    "AmazonEKSWorkerNodePolicy": "EKS managed node groups require this AWS-maintained policy "
+    "on the node role for nodes to join the cluster.",
+    "AmazonEKS_CNI_Policy": "The VPC CNI (aws-node) assigns pod addresses with the node "
+    "role's permissions, the EKS default; AWS maintains the policy.",
+    "AmazonEC2ContainerRegistryReadOnly": "Nodes pull images (EKS add-ons, the training "
+    "image) from ECR; read-only.",
+}
+
+
+def managed_policy_finding(policy: str) -> str:
+    """cdk-nag's finding id for an AWS managed policy on a role."""
+    return f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]"
+
+
+def acknowledge_node_role(role: iam.IRole) -> None:
+    """Acknowledge the AWS managed policies every EKS worker node role carries."""
+    for policy in NODE_ROLE_POLICIES:
+        acknowledge(role, managed_policy_finding(policy), NODE_ROLE_REASONS[policy])
+
+
+def hardened_launch_template(
+    scope: Construct, construct_id: str, *, root_volume_gib: int
+) -> ec2.CfnLaunchTemplate:
+    """Launch template of a managed node group: IMDSv2 only (hop limit 2 for pods behind the
+    node) and an encrypted gp3 root volume; EKS supplies AMI and bootstrap."""
+    return ec2.CfnLaunchTemplate(
+        scope,
+        construct_id,
+        launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+            metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
+            ),
+            block_device_mappings=[
+                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                    device_name="/dev/xvda",
+                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                        volume_size=root_volume_gib,
+                        volume_type="gp3",
+                        encrypted=True,
+                        delete_on_termination=True,
+                    ),
+                )
+            ],
+        ),
+    )
+
+
+class TrainingEksCluster(Construct):
+    """An EKS cluster whose nodes live in the VPC's private subnets.
+
+    - ``eks_v2.Cluster`` with managed node groups (not Auto Mode) and a kubectl provider, so
+      manifests and Helm charts can be applied from the stack.
+    - Authentication through EKS access entries only; ``admin_role_arn`` gets cluster-admin.
+    - All five control-plane log types; secrets envelope-encrypted with a KMS key that rotates.
+    - Self-managed add-ons are not bootstrapped: pinned managed add-ons
+      (:class:`~ml_platform.constructs.addons.PlatformAddons`) install them.
+    - A system node group (AL2023 standard AMI, label ``ml-platform/node-role=system``,
+      encrypted gp3 root, IMDSv2) for CoreDNS, Volcano, etcd and helper pods.
+
+    Args:
+        vpc: The VPC; the control plane ENIs and all nodes use its private subnets. Required.
+        cluster_name: Default ``ml-platform``.
+        kubernetes_version: A version with pinned add-ons and a kubectl layer. Default ``1.35``.
+        endpoint_access: ``public_and_private`` (default) or ``private``.
+        public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``, which
+            adds a synth-time warning.
+        admin_role_arn: IAM role granted cluster-admin through an access entry. Default none.
+        system_instance_type: Default ``m6i.large``.
+        system_nodes: System nodes, 1 to 10. Default 2.
+        removal_policy: Applied to the cluster and its node groups. Default: CloudFormation's
+            (delete).
+
+    Attributes:
+        cluster: The ``eks_v2.Cluster``.
+        secrets_key: The KMS key encrypting Kubernetes secrets.
+        system_nodes: The system ``eks_v2.Nodegroup``.
+        admin_access: The ``AccessEntry`` of ``admin_role_arn`` (``None`` without one).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        vpc: ec2.IVpc,
+        cluster_name: str = "ml-platform",
+        kubernetes_version: str = "1.35",
+        endpoint_access: str = "public_and_private",
+        public_access_cidrs: Sequence[str] = ("0.0.0.0/0",),
+        admin_role_arn: str | None = None,
+        system_instance_type: str = "m6i.large",
+        system_nodes: int = 2,
+        removal_policy: RemovalPolicy | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        cidrs = list(public_access_cidrs)
+        errors = []
+        supported = sorted(set(KUBECTL_LAYERS) & set(EKS_ADDON_VERSIONS))
+        if kubernetes_version not in supported:
+            errors.append(f"kubernetes_version={kubernetes_version!r}: expected one of {supported}")
+        if endpoint_access not in ENDPOINT_ACCESS:
+            errors.append(
+                f"endpoint_access={endpoint_access!r}: expected one of {sorted(ENDPOINT_ACCESS)}"
+            )
+        if endpoint_access == "public_and_private" and not cidrs:
+            errors.append(
+                "public_access_cidrs=[]: expected at least one CIDR with a public endpoint"
+            )
+        for cidr in cidrs:
+            try:
+                ipaddress.ip_network(cidr)
+            except ValueError:
+                errors.append(f"public_access_cidrs: {cidr!r} is not a CIDR block")
+        if not SYSTEM_NODES[0] <= system_nodes <= SYSTEM_NODES[1]:
+            errors.append(
+                f"system_nodes={system_nodes}: expected {SYSTEM_NODES[0]} to {SYSTEM_NODES[1]}"
+            )
+        if errors:
+            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+
+        access = ENDPOINT_ACCESS[endpoint_access]
+        if endpoint_access == "public_and_private":
+            access = access.only_from(*cidrs)
+            if any(ipaddress.ip_network(c).prefixlen == 0 for c in cidrs):
+                Annotations.of(self).add_warning_v2(
+                    OPEN_TO_WORLD_WARNING,
+                    f"The EKS API endpoint of {cluster_name!r} is public to {cidrs}: set "
+                    "cluster.public_access_cidrs to your networks, or cluster.endpoint_access "
+                    "to 'private'.",
+                )
+
+        self.secrets_key = kms.Key(
+            self,
+            "SecretsKey",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
+            enable_key_rotation=True,
+        )
+        self.cluster = eks.Cluster(
+            self,
+            "Resource",
+            cluster_name=cluster_name,
+            version=eks.KubernetesVersion.of(kubernetes_version),
+            vpc=vpc,
+            vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
+            default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+            default_capacity=0,
+            bootstrap_self_managed_addons=False,
+            bootstrap_cluster_creator_admin_permissions=True,
+            endpoint_access=access,
+            secrets_encryption_key=self.secrets_key,
+            cluster_logging=list(eks.ClusterLoggingTypes),
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=KUBECTL_LAYERS[kubernetes_version](self, "KubectlLayer")
+            ),
+            output_config_command=False,
+            removal_policy=removal_policy,
+        )
+        self.admin_access: eks.AccessEntry | None = None
+        if admin_role_arn is not None:
+            self.admin_access = self.cluster.grant_cluster_admin("AdminAccess", admin_role_arn)
+
+        self.system_launch_template = hardened_launch_template(
+            self, "SystemLaunchTemplate", root_volume_gib=50
+        )
+        self.system_nodes = eks.Nodegroup(
+            self,
+            "SystemNodes",
+            cluster=self.cluster,
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            instance_types=[ec2.InstanceType(system_instance_type)],
+            launch_template_spec=eks.LaunchTemplateSpec(
+                id=self.system_launch_template.ref,
+                version=self.system_launch_template.attr_latest_version_number,
+            ),
+            subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            min_size=system_nodes,
+            desired_size=system_nodes,
+            max_size=system_nodes,
+            labels={NODE_ROLE_LABEL: "system"},
+            removal_policy=removal_policy,
+        )
+        self._acknowledge_findings()
+
+    def _acknowledge_findings(self) -> None:
+        """cdk-nag findings on roles and functions that aws-cdk or EKS dictate."""
+        acknowledge(
+            self.cluster.role,
+            managed_policy_finding("AmazonEKSClusterPolicy"),
+            "EKS requires the cluster role to carry this AWS-maintained policy; it holds only "
+            "what the control plane itself needs.",
+        )
+        acknowledge_node_role(self.system_nodes.role)
+
+        # The kubectl provider (aws-cdk's custom-resource handler and its framework function).
+        provider = self.cluster.kubectl_provider
+        handler = provider.node.find_child("Handler")  # an aws_lambda.Function
+        for policy, reason in (
+            (
+                "service-role/AWSLambdaBasicExecutionRole",
+                "Log delivery of aws-cdk's kubectl provider functions, whose roles aws-cdk "
+                "creates.",
+            ),
+            (
+                "service-role/AWSLambdaVPCAccessExecutionRole",
+                "aws-cdk's kubectl provider runs in the private subnets to reach the private API "
+                "endpoint; this policy manages its network interfaces.",
+            ),
+            (
+                "AmazonEC2ContainerRegistryReadOnly",
+                "aws-cdk's kubectl handler may pull Helm charts from ECR registries (OCI); "
+                "read-only.",
+            ),
+        ):
+            acknowledge(provider, managed_policy_finding(policy), reason)
+        # aws-cdk adds ECR Public read access under a condition (partitions that have it).
+        for arn in Stack.of(handler).resolve(handler.role.node.default_child.managed_policy_arns):
+            if isinstance(arn, dict) and "Fn::If" in arn:
+                acknowledge(
+                    provider,
+                    f"AwsSolutions-IAM4[Policy::{json.dumps(arn, separators=(',', ':'))}]",
+                    "aws-cdk's kubectl handler may pull Helm charts from ECR Public; read-only.",
+                )
+        acknowledge(
+            provider,
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, handler.function_arn)}:*]",
+            "The custom-resource framework invokes any version of the kubectl handler, only it.",
+        )
+        # aws-cdk makes both provider functions depend on their role explicitly although the
+        # role is already referenced; cfn-lint flags that (W3005) on these two resources only.
+        framework = provider.node.find_child("Provider").node.find_child("framework-onEvent")
+        for function in (handler, framework):
+            function.node.default_child.add_metadata(
+                "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
+            )
+        acknowledge(
+            provider,
+            "AwsSolutions-L1",
+            "aws-cdk pins the kubectl handler's runtime to the one its bundled code and layers "
+            "are built for.",
+        )
+
+    @property
+    def cluster_security_group(self) -> ec2.ISecurityGroup:
+        """The security group EKS made for the control plane and default nodes."""
+        return self.cluster.cluster_security_group
+
+    def grant_cluster_admin(self, construct_id: str, role: iam.IRole) -> eks.AccessEntry:
+        """Give ``role`` cluster-admin through an access entry."""
+        return self.cluster.grant_cluster_admin(construct_id, role.role_arn)

@@ -1,0 +1,321 @@
+"""Trainium capacity: an EFA launch template and the managed node group that uses it.
+
+The node group is built with ``eks_v2.Nodegroup`` directly. ``Cluster.add_nodegroup_capacity``
+would also apply aws-cdk's bundled Neuron device plugin manifest (which crash-loops); the
+platform ships its own plugin (:mod:`ml_platform.k8s_charts.neuron`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import Token, aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
+from constructs import Construct
+
+from ml_platform.constructs.eks_cluster import NODE_ROLE_POLICIES, acknowledge_node_role
+from ml_platform.instances import TRAINIUM_INSTANCES, TrainiumInstance
+from ml_platform.k8s_charts.names import NEURON_TAINT_KEY, NODE_ROLE_LABEL
+
+ROOT_DEVICE = "/dev/xvda"  # root device of the AL2023 EKS AMIs
+ROOT_VOLUME_GIB = (100, 16384)
+MAX_NODES = 64
+
+
+def launch_template_problems(
+    instance_type: str, efa_interfaces: int | None, root_volume_gib: int
+) -> list[str]:
+    """What is wrong with these launch template props (empty when nothing is)."""
+    out = []
+    instance = TRAINIUM_INSTANCES.get(instance_type)
+    if instance is None:
+        out.append(f"instance_type={instance_type!r}: expected one of {sorted(TRAINIUM_INSTANCES)}")
+    elif efa_interfaces is not None and not 1 <= efa_interfaces <= instance.efa_interfaces:
+        out.append(
+            f"efa_interfaces={efa_interfaces}: {instance_type} has {instance.efa_interfaces} "
+            f"network cards; expected 1 to {instance.efa_interfaces}"
+        )
+    if not Token.is_unresolved(root_volume_gib) and not (
+        ROOT_VOLUME_GIB[0] <= root_volume_gib <= ROOT_VOLUME_GIB[1]
+    ):
+        out.append(
+            f"root_volume_gib={root_volume_gib}: expected "
+            f"{ROOT_VOLUME_GIB[0]} to {ROOT_VOLUME_GIB[1]}"
+        )
+    return out
+
+
+class EfaLaunchTemplate(Construct):
+    """Launch template for Trainium nodes of an EKS managed node group: one EFA interface per
+    network card, in a cluster placement group.
+
+    Interface ``i`` sits on network card ``i`` with device index 0 on card 0 and 1 on the
+    others (a higher index on a card is rejected). The interfaces carry the security groups;
+    the template has no subnet, no instance-level security groups, no instance profile and no
+    image (EKS picks the node group's AMI and writes the bootstrap). IMDSv2 is required with a
+    hop limit of 2 so pods can reach it; the root volume is encrypted gp3.
+
+    Args:
+        instance_type: A Trainium instance type of
+            :data:`~ml_platform.instances.TRAINIUM_INSTANCES`. Default ``trn1.32xlarge``.
+        security_groups: Groups on every interface. Required, at least one; EFA needs a group
+            that allows all traffic to and from itself.
+        efa_interfaces: EFA interfaces. Default: one per network card of the instance type
+            (8 on trn1.32xlarge, 16 on trn1n.32xlarge).
+        root_volume_gib: Root volume size, 100 to 16384. Default 500.
+        placement_group: Placement group of the instances. Default: a new ``cluster`` group.
+
+    Attributes:
+        resource: The ``ec2.CfnLaunchTemplate``.
+        placement_group: The placement group.
+        instance: The :class:`~ml_platform.instances.TrainiumInstance` facts.
+        efa_interfaces: The number of EFA interfaces.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        security_groups: Sequence[ec2.ISecurityGroup],
+        instance_type: str = "trn1.32xlarge",
+        efa_interfaces: int | None = None,
+        root_volume_gib: int = 500,
+        placement_group: ec2.IPlacementGroup | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
+        if not security_groups:
+            errors.append("security_groups=[]: expected at least one security group")
+        if errors:
+            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+
+        self.instance: TrainiumInstance = TRAINIUM_INSTANCES[instance_type]
+        self.efa_interfaces = efa_interfaces or self.instance.efa_interfaces
+        self.placement_group = placement_group or ec2.PlacementGroup(
+            self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+        )
+        group_ids = [sg.security_group_id for sg in security_groups]
+        self.resource = ec2.CfnLaunchTemplate(
+            self,
+            "Resource",
+            launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+                instance_type=instance_type,
+                placement=ec2.CfnLaunchTemplate.PlacementProperty(
+                    group_name=self.placement_group.placement_group_name
+                ),
+                network_interfaces=[
+                    ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
+                        network_card_index=card,
+                        device_index=0 if card == 0 else 1,
+                        interface_type="efa",
+                        groups=group_ids,
+                        delete_on_termination=True,
+                    )
+                    for card in range(self.efa_interfaces)
+                ],
+                metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+                    http_endpoint="enabled",
+                    http_tokens="required",
+                    http_put_response_hop_limit=2,
+                ),
+                block_device_mappings=[
+                    ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                        device_name=ROOT_DEVICE,
+                        ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                            volume_size=root_volume_gib,
+                            volume_type="gp3",
+                            encrypted=True,
+                            delete_on_termination=True,
+                        ),
+                    )
+                ],
+            ),
+        )
+
+    @property
+    def spec(self) -> eks.LaunchTemplateSpec:
+        """The template's latest version, as a node group takes it."""
+        return eks.LaunchTemplateSpec(
+            id=self.resource.ref, version=self.resource.attr_latest_version_number
+        )
+
+
+class TrainiumNodeGroup(Construct):
+    """EKS managed node group of Trainium instances in one subnet, with every EFA interface.
+
+    AMI type ``AL2023_x86_64_NEURON`` (Neuron driver and EFA software preinstalled). Nodes are
+    labelled ``ml-platform/node-role=trainium`` and tainted ``aws.amazon.com/neuron:NoSchedule``
+    so only pods that ask for Trainium land there. The instance type lives in the launch
+    template only (the node group rejects it next to the Neuron AMI type).
+
+    Because the launch template sets its own security groups, EKS does not attach the cluster
+    security group: this construct opens 443 and 1025-65535 between ``security_group`` and the
+    cluster security group in both directions, and DNS from the nodes to the cluster group
+    (CoreDNS runs on nodes in that group).
+
+    Args:
+        cluster: The cluster. Required.
+        subnet: The one subnet, in an AZ that offers the instance type. Required.
+        security_group: Group of the EFA interfaces; must allow all traffic to and from itself.
+            Required.
+        instance_type: Default ``trn1.32xlarge``.
+        min_size: Default 2. desired_size: Default 2. max_size: Default 2 (set explicitly;
+            aws-cdk would otherwise default it to the desired size). 0 <= min <= desired <= max
+            <= 64, max >= 1.
+        efa_interfaces: Default one per network card.
+        root_volume_gib: Default 500.
+        labels: Extra node labels. Default none.
+        node_role: Node IAM role. Default: a new role with the EKS worker, CNI and ECR
+            read-only managed policies.
+        nodegroup_name: Default: CloudFormation picks one.
+
+    Attributes:
+        launch_template: The :class:`EfaLaunchTemplate`.
+        node_group: The ``eks_v2.Nodegroup``.
+        role: The node role.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.ICluster,
+        subnet: ec2.ISubnet,
+        security_group: ec2.ISecurityGroup,
+        instance_type: str = "trn1.32xlarge",
+        min_size: int = 2,
+        desired_size: int = 2,
+        max_size: int = 2,
+        efa_interfaces: int | None = None,
+        root_volume_gib: int = 500,
+        labels: Mapping[str, str] | None = None,
+        node_role: iam.IRole | None = None,
+        nodegroup_name: str | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
+        if not 0 <= min_size <= desired_size <= max_size <= MAX_NODES or max_size < 1:
+            errors.append(
+                f"min_size/desired_size/max_size={min_size}/{desired_size}/{max_size}: expected "
+                f"0 <= min_size <= desired_size <= max_size <= {MAX_NODES} and max_size >= 1"
+            )
+        if labels and NODE_ROLE_LABEL in labels:
+            errors.append(f"labels: {NODE_ROLE_LABEL!r} is set by this construct")
+        if errors:
+            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+
+        self.launch_template = EfaLaunchTemplate(
+            self,
+            "LaunchTemplate",
+            security_groups=[security_group],
+            instance_type=instance_type,
+            efa_interfaces=efa_interfaces,
+            root_volume_gib=root_volume_gib,
+        )
+        if node_role is None:
+            node_role = iam.Role(
+                self,
+                "NodeRole",
+                assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+                description="Trainium nodes of the EKS training cluster",
+                managed_policies=[
+                    iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_ROLE_POLICIES
+                ],
+            )
+            acknowledge_node_role(node_role)
+        self.role: iam.IRole = node_role
+        self.node_group = eks.Nodegroup(
+            self,
+            "Resource",
+            cluster=cluster,
+            nodegroup_name=nodegroup_name,
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NEURON,
+            launch_template_spec=self.launch_template.spec,
+            subnets=ec2.SubnetSelection(subnets=[subnet]),
+            min_size=min_size,
+            desired_size=desired_size,
+            max_size=max_size,
+            node_role=self.role,
+            labels={NODE_ROLE_LABEL: "trainium", **(labels or {})},
+            taints=[
+                eks.TaintSpec(
+                    key=NEURON_TAINT_KEY, value="true", effect=eks.TaintEffect.NO_SCHEDULE
+                )
+            ],
+        )
+        rules = allow_control_plane(self, cluster.cluster_security_group, security_group)
+        # Nodes must reach the API server to join.
+        self.node_group.node.add_dependency(rules)
+
+
+def allow_control_plane(
+    scope: Construct, cluster_sg: ec2.ISecurityGroup, node_sg: ec2.ISecurityGroup
+) -> Construct:
+    """Open for nodes in ``node_sg`` what EKS opens for nodes in the cluster security group:
+    443 and 1025-65535 both ways (API server, kubelet, webhooks), plus DNS from the nodes to
+    CoreDNS, which runs on nodes in the cluster group. Returns the construct holding the rules,
+    created in ``scope``."""
+    rules = Construct(scope, "ControlPlaneRules")
+    for name, port in (
+        ("Https", ec2.Port.tcp(443)),
+        ("Ephemeral", ec2.Port.tcp_range(1025, 65535)),
+    ):
+        allow_between(
+            rules,
+            f"NodesFromCluster{name}",
+            node_sg,
+            cluster_sg,
+            port,
+            "EKS control plane and cluster-group nodes",
+        )
+        allow_between(rules, f"ClusterFromNodes{name}", cluster_sg, node_sg, port, "Trainium nodes")
+    for name, port in (("DnsTcp", ec2.Port.tcp(53)), ("DnsUdp", ec2.Port.udp(53))):
+        allow_between(
+            rules,
+            f"ClusterFromNodes{name}",
+            cluster_sg,
+            node_sg,
+            port,
+            "DNS from Trainium nodes to CoreDNS",
+        )
+    return rules
+
+
+def allow_between(
+    scope: Construct,
+    construct_id: str,
+    group: ec2.ISecurityGroup,
+    peer: ec2.ISecurityGroup,
+    port: ec2.Port,
+    description: str,
+) -> None:
+    """Let ``peer`` reach ``group`` on ``port``: an ingress rule on ``group`` and, when
+    ``peer`` does not allow all outbound traffic, the matching egress rule on ``peer``.
+
+    The rules are plain CloudFormation resources created under ``scope``, so groups of other
+    stacks can be wired from the stack that needs the connection without reference cycles
+    (``add_ingress_rule`` would put the rule in the group's own stack).
+    """
+    rule = port.to_rule_json()
+    fields = dict(
+        ip_protocol=rule["ipProtocol"], from_port=rule.get("fromPort"), to_port=rule.get("toPort")
+    )
+    pair = Construct(scope, construct_id)
+    ec2.CfnSecurityGroupIngress(
+        pair,
+        "Ingress",
+        group_id=group.security_group_id,
+        source_security_group_id=peer.security_group_id,
+        description=description,
+        **fields,
+    )
+    if not peer.allow_all_outbound:
+        ec2.CfnSecurityGroupEgress(
+            pair,
+            "Egress",
+            group_id=peer.security_group_id,
+            destination_security_group_id=group.security_group_id,
+            description=description,
+            **fields,
+        )

@@ -1,0 +1,216 @@
+"""TrainingClusterStack: the EKS cluster, its Trainium nodes and the cluster services training
+needs (device plugins, Volcano, etcd, the FSx volume)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import cdk8s
+from aws_cdk import CfnOutput, Stack, aws_ec2 as ec2
+from constructs import Construct
+
+from ml_platform.config import Settings
+from ml_platform.constructs.addons import PlatformAddons
+from ml_platform.constructs.eks_cluster import TrainingEksCluster
+from ml_platform.constructs.storage import LUSTRE_PORTS
+from ml_platform.constructs.trainium import TrainiumNodeGroup
+from ml_platform.k8s_charts.efa import EfaDevicePluginChart
+from ml_platform.k8s_charts.etcd import EtcdChart
+from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
+from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
+from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
+from ml_platform.versions import (
+    VOLCANO_HELM_CHART,
+    VOLCANO_HELM_CHART_VERSION,
+    VOLCANO_HELM_REPOSITORY,
+    VOLCANO_NAMESPACE,
+    efa_device_plugin_image,
+)
+
+
+def cluster_charts(
+    app: cdk8s.App,
+    settings: Settings,
+    *,
+    file_system_id: str,
+    file_system_dns_name: str,
+    file_system_mount_name: str,
+) -> dict[str, cdk8s.Chart]:
+    """Every cdk8s chart the training cluster applies, built into ``app``.
+
+    Takes plain values, so tests can build a token-free copy with placeholders for the file
+    system while the stack passes CDK tokens.
+    """
+    instance_types = [settings.trainium.instance_type]
+    return {
+        "Storage": TrainingStorageChart(
+            app,
+            "training-storage",
+            namespace=settings.training.namespace,
+            file_system_id=file_system_id,
+            dns_name=file_system_dns_name,
+            mount_name=file_system_mount_name,
+            storage_gib=settings.storage.fsx_storage_gib,
+        ),
+        "NeuronPlugin": NeuronDevicePluginChart(
+            app, "neuron-device-plugin", instance_types=instance_types
+        ),
+        "EfaPlugin": EfaDevicePluginChart(
+            app,
+            "efa-device-plugin",
+            instance_types=instance_types,
+            image=efa_device_plugin_image(settings.env.region),
+        ),
+        "Etcd": EtcdChart(app, "etcd", training_namespace=settings.training.namespace),
+        "VolcanoQueue": VolcanoQueueChart(app, "volcano-queue", queue=settings.training.queue),
+    }
+
+
+class TrainingClusterStack(Stack):
+    """Composes :class:`TrainingEksCluster`, :class:`PlatformAddons`,
+    :class:`TrainiumNodeGroup`, Volcano's Helm chart and the cluster charts.
+
+    Args:
+        settings: All platform settings (cluster, trainium, training, storage, env). Required.
+        vpc: The platform VPC. Required.
+        trainium_subnet: The private subnet of the Trainium AZ. Required.
+        training_nodes: Security group of the Trainium nodes' EFA interfaces (it already
+            reaches FSx on the Lustre ports). Required.
+        file_system_id, file_system_dns_name, file_system_mount_name: The Lustre file system
+            of StorageStack. Required.
+        lustre_security_group: The file system's security group. When given, nodes in the
+            cluster security group (the system nodes: TensorBoard, data copies) may mount it
+            too. Default none.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        settings: Settings,
+        vpc: ec2.IVpc,
+        trainium_subnet: ec2.ISubnet,
+        training_nodes: ec2.ISecurityGroup,
+        file_system_id: str,
+        file_system_dns_name: str,
+        file_system_mount_name: str,
+        lustre_security_group: ec2.ISecurityGroup | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        cfg = settings.cluster
+        self.eks = TrainingEksCluster(
+            self,
+            "Cluster",
+            vpc=vpc,
+            cluster_name=cfg.name,
+            kubernetes_version=cfg.kubernetes_version,
+            endpoint_access=cfg.endpoint_access,
+            public_access_cidrs=cfg.public_access_cidrs,
+            admin_role_arn=cfg.admin_role_arn,
+            system_instance_type=cfg.system_instance_type,
+            system_nodes=cfg.system_nodes,
+        )
+        cluster = self.eks.cluster
+        self.addons = PlatformAddons(
+            self,
+            "Addons",
+            cluster=cluster,
+            kubernetes_version=cfg.kubernetes_version,
+            nodes_ready=[self.eks.system_nodes],
+        )
+        self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
+
+        trn = settings.trainium
+        self.trainium = TrainiumNodeGroup(
+            self,
+            "Trainium",
+            cluster=cluster,
+            subnet=trainium_subnet,
+            security_group=training_nodes,
+            instance_type=trn.instance_type,
+            min_size=trn.min_nodes,
+            desired_size=trn.nodes,
+            max_size=trn.max_nodes,
+            root_volume_gib=trn.root_volume_gib,
+        )
+        self.trainium.node_group.node.add_dependency(*self.addons.node_dependents())
+
+        if lustre_security_group is not None:
+            self._allow_lustre_clients(lustre_security_group, self.eks.cluster_security_group)
+
+        # Kubernetes objects. Each chart is complete before it is attached (the manifest is
+        # captured at attach time); the file system values stay tokens until deploy.
+        self.charts = cluster_charts(
+            cdk8s.App(),
+            settings,
+            file_system_id=file_system_id,
+            file_system_dns_name=file_system_dns_name,
+            file_system_mount_name=file_system_mount_name,
+        )
+        self.manifests = {
+            name: cluster.add_cdk8s_chart(name, chart) for name, chart in self.charts.items()
+        }
+        # The ExternalName alias lives in the training namespace the storage chart creates.
+        self.manifests["Etcd"].node.add_dependency(self.manifests["Storage"])
+
+        self.volcano = cluster.add_helm_chart(
+            "Volcano",
+            repository=VOLCANO_HELM_REPOSITORY,
+            chart=VOLCANO_HELM_CHART,
+            version=VOLCANO_HELM_CHART_VERSION,
+            release="volcano",
+            namespace=VOLCANO_NAMESPACE,
+            create_namespace=True,
+            values=volcano_helm_values(),
+            wait=True,
+        )
+        # Volcano's pods need the system nodes and DNS; the Queue needs Volcano's CRD and
+        # admission webhook.
+        self.volcano.node.add_dependency(self.eks.system_nodes, self.addons.addons["coredns"])
+        self.manifests["VolcanoQueue"].node.add_dependency(self.volcano)
+
+        CfnOutput(self, "ClusterName", value=cluster.cluster_name)
+        CfnOutput(self, "ClusterArn", value=cluster.cluster_arn)
+        CfnOutput(
+            self,
+            "KubectlRoleArn",
+            value=cluster.kubectl_provider.role.role_arn,
+            description="Role of the stack's kubectl provider (cluster-admin)",
+        )
+        region = f" --region {self.region}"
+        role = f" --role-arn {cfg.admin_role_arn}" if cfg.admin_role_arn else ""
+        CfnOutput(
+            self,
+            "UpdateKubeconfigCommand",
+            value=f"aws eks update-kubeconfig --name {cluster.cluster_name}{region}{role}",
+        )
+
+    def _allow_lustre_clients(
+        self, lustre: ec2.ISecurityGroup, clients: ec2.ISecurityGroup
+    ) -> None:
+        """What ``LustreStorage.allow_client`` does, with the rules in this stack (the file
+        system's stack cannot refer to the cluster's security group)."""
+        rules = Construct(self, "LustreClients")
+        for i, port in enumerate(LUSTRE_PORTS):
+            rule = port.to_rule_json()
+            fields = dict(
+                ip_protocol=rule["ipProtocol"], from_port=rule["fromPort"], to_port=rule["toPort"]
+            )
+            ec2.CfnSecurityGroupIngress(
+                rules,
+                f"Ingress{i}",
+                group_id=lustre.security_group_id,
+                source_security_group_id=clients.security_group_id,
+                description="Lustre clients: cluster-group nodes",
+                **fields,
+            )
+            ec2.CfnSecurityGroupEgress(
+                rules,
+                f"Egress{i}",
+                group_id=lustre.security_group_id,
+                destination_security_group_id=clients.security_group_id,
+                description="Lustre replies to cluster-group nodes",
+                **fields,
+            )

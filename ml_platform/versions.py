@@ -1,0 +1,101 @@
+"""Every external version the training cluster pins, in one place.
+
+Add-on versions follow the Kubernetes minor version, so they are keyed by it; the cluster
+refuses a Kubernetes version that has no entry here. Each pin names its source. Check a
+pin before raising it, e.g. ``aws eks describe-addon-versions --addon-name coredns
+--kubernetes-version 1.35``.
+"""
+
+from __future__ import annotations
+
+# --- EKS managed add-ons, per Kubernetes minor version --------------------------------------
+EKS_ADDON_VERSIONS: dict[str, dict[str, str]] = {
+    "1.35": {
+        # EKS user guide, "Amazon VPC CNI" add-on versions; known good on 1.35.
+        "vpc-cni": "v1.21.1-eksbuild.1",
+        # EKS user guide, "CoreDNS" add-on versions table for 1.35.
+        "coredns": "v1.14.3-eksbuild.3",
+        # EKS user guide, "kube-proxy" add-on versions table for 1.35 (latest listed).
+        "kube-proxy": "v1.35.3-eksbuild.13",
+        # EKS user guide, "EKS Pod Identity Agent" add-on versions.
+        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
+        # Upstream driver v1.9.0 (2026-04-21); add-on build seen in third-party configs, not in
+        # the user guide: confirm with `aws eks describe-addon-versions` before deploying.
+        "aws-fsx-csi-driver": "v1.9.0-eksbuild.1",
+        # EKS user guide, "Amazon CloudWatch Observability" add-on versions for 1.35.
+        "amazon-cloudwatch-observability": "v5.3.1-eksbuild.1",
+    },
+}
+
+# --- Images and charts applied by the platform ----------------------------------------------
+# neuron-helm-charts 1.10.0 (`helm show values`): devicePlugin.image.tag.
+NEURON_DEVICE_PLUGIN_IMAGE = "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0"
+
+# aws/eks-charts stable/aws-efa-k8s-device-plugin 0.5.30: appVersion (image tag).
+EFA_DEVICE_PLUGIN_TAG = "v0.5.20"
+EFA_DEVICE_PLUGIN_REPOSITORY = "eks/aws-efa-k8s-device-plugin"
+
+# etcd 3.6 removed the v2 API that TorchElastic's etcd rendezvous uses: stay on 3.5
+# (quay.io/coreos/etcd tags, v3.5 line).
+ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.33"
+
+# Volcano releases: v1.15.1 supports Kubernetes up to 1.35 (volcano-sh/volcano README matrix).
+VOLCANO_HELM_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
+VOLCANO_HELM_CHART = "volcano"
+VOLCANO_HELM_CHART_VERSION = "1.15.1"
+VOLCANO_NAMESPACE = "volcano-system"
+
+# --- Amazon EKS image registries ------------------------------------------------------------
+# EKS user guide, "View Amazon container image registries for Amazon EKS add-ons": the account
+# serving EKS images in each region; every standard commercial region not listed uses
+# DEFAULT_EKS_REGISTRY_ACCOUNT.
+DEFAULT_EKS_REGISTRY_ACCOUNT = "602401143452"
+EKS_REGISTRY_ACCOUNTS: dict[str, str] = {
+    "af-south-1": "877085696533",
+    "ap-east-1": "800184023465",
+    "ap-south-2": "900889452093",
+    "ap-southeast-3": "296578399912",
+    "ap-southeast-4": "491585149902",
+    "ap-southeast-5": "151610086707",
+    "ap-southeast-7": "121268973566",
+    "ca-west-1": "761377655185",
+    "eu-central-2": "900612956339",
+    "eu-south-1": "590381155156",
+    "eu-south-2": "455263428931",
+    "il-central-1": "066635153087",
+    "me-central-1": "759879836304",
+    "me-south-1": "558608220178",
+    "mx-central-1": "730335286997",
+    "cn-north-1": "918309763551",
+    "cn-northwest-1": "961992271922",
+}
+
+
+def addon_version(addon_name: str, kubernetes_version: str) -> str:
+    """The pinned version of an EKS add-on for a Kubernetes minor version.
+
+    Raises:
+        ValueError: naming the Kubernetes version or add-on and what is pinned.
+    """
+    pins = EKS_ADDON_VERSIONS.get(kubernetes_version)
+    if pins is None:
+        raise ValueError(
+            f"kubernetes_version={kubernetes_version!r}: add-on versions are pinned for "
+            f"{sorted(EKS_ADDON_VERSIONS)}"
+        )
+    if addon_name not in pins:
+        raise ValueError(f"addon_name={addon_name!r}: pinned add-ons are {sorted(pins)}")
+    return pins[addon_name]
+
+
+def eks_registry(region: str) -> str:
+    """Host of the regional Amazon EKS image registry, e.g.
+    ``602401143452.dkr.ecr.us-west-2.amazonaws.com``."""
+    account = EKS_REGISTRY_ACCOUNTS.get(region, DEFAULT_EKS_REGISTRY_ACCOUNT)
+    suffix = ".cn" if region.startswith("cn-") else ""
+    return f"{account}.dkr.ecr.{region}.amazonaws.com{suffix}"
+
+
+def efa_device_plugin_image(region: str) -> str:
+    """The pinned EFA device plugin image in ``region``'s EKS registry."""
+    return f"{eks_registry(region)}/{EFA_DEVICE_PLUGIN_REPOSITORY}:{EFA_DEVICE_PLUGIN_TAG}"

@@ -1,0 +1,305 @@
+"""The EKS cluster: control plane settings, access, add-ons, system nodes, outputs."""
+
+from __future__ import annotations
+
+import json
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks
+from aws_cdk.assertions import Match
+
+from ml_platform.constructs.addons import PlatformAddons
+from ml_platform.constructs.eks_cluster import OPEN_TO_WORLD_WARNING, TrainingEksCluster
+from ml_platform.versions import EKS_ADDON_VERSIONS
+from tests.support import SynthesizedPlatform
+
+ADDONS = {
+    "vpc-cni",
+    "coredns",
+    "kube-proxy",
+    "eks-pod-identity-agent",
+    "aws-fsx-csi-driver",
+    "amazon-cloudwatch-observability",
+}
+
+
+def _resources(synth: SynthesizedPlatform, rtype: str) -> dict[str, dict]:
+    tpl = synth.template_json("TrainingCluster")
+    return {k: r for k, r in tpl["Resources"].items() if r["Type"] == rtype}
+
+
+def _only(synth: SynthesizedPlatform, rtype: str) -> tuple[str, dict]:
+    (item,) = _resources(synth, rtype).items()
+    return item
+
+
+def test_cluster_is_native_eks_with_managed_node_groups_not_auto_mode(
+    synth: SynthesizedPlatform,
+) -> None:
+    _, cluster = _only(synth, "AWS::EKS::Cluster")
+    props = cluster["Properties"]
+    assert props["Name"] == "ml-platform"
+    assert props["Version"] == "1.35"
+    assert props["ComputeConfig"] == {"Enabled": False}
+    assert props["AccessConfig"]["AuthenticationMode"] == "API"
+    # Pinned managed add-ons install the networking components instead.
+    assert props["BootstrapSelfManagedAddons"] is False
+    assert len(_resources(synth, "AWS::EKS::Nodegroup")) == 2
+    # Nothing Auto Mode or the legacy cluster provider would add.
+    assert not _resources(synth, "Custom::AWSCDK-EKS-Cluster")
+
+
+def test_control_plane_logs_every_type(synth: SynthesizedPlatform) -> None:
+    _, cluster = _only(synth, "AWS::EKS::Cluster")
+    types = [t["Type"] for t in cluster["Properties"]["Logging"]["ClusterLogging"]["EnabledTypes"]]
+    assert sorted(types) == sorted(
+        ["api", "audit", "authenticator", "controllerManager", "scheduler"]
+    )
+
+
+def test_secrets_are_encrypted_with_a_rotating_key(synth: SynthesizedPlatform) -> None:
+    key_id, key = _only(synth, "AWS::KMS::Key")
+    assert key["Properties"]["EnableKeyRotation"] is True
+    _, cluster = _only(synth, "AWS::EKS::Cluster")
+    assert cluster["Properties"]["EncryptionConfig"] == [
+        {"Provider": {"KeyArn": {"Fn::GetAtt": [key_id, "Arn"]}}, "Resources": ["secrets"]}
+    ]
+
+
+def test_endpoint_access_follows_settings_and_nodes_use_private_subnets(
+    synth: SynthesizedPlatform,
+) -> None:
+    _, cluster = _only(synth, "AWS::EKS::Cluster")
+    vpc_config = cluster["Properties"]["ResourcesVpcConfig"]
+    assert vpc_config["EndpointPrivateAccess"] is True
+    assert vpc_config["EndpointPublicAccess"] is True
+    assert vpc_config["PublicAccessCidrs"] == list(
+        synth.platform.settings.cluster.public_access_cidrs
+    )
+    subnets = [s["Fn::ImportValue"] for s in vpc_config["SubnetIds"]]
+    assert len(subnets) == 3 and all("PrivateSubnet" in s for s in subnets)
+    for group in _resources(synth, "AWS::EKS::Nodegroup").values():
+        assert all("PrivateSubnet" in s["Fn::ImportValue"] for s in group["Properties"]["Subnets"])
+
+
+def test_world_open_endpoint_is_a_synth_warning(synth: SynthesizedPlatform) -> None:
+    assert synth.platform.settings.cluster.public_access_cidrs == ("0.0.0.0/0",)
+    metadata = json.loads(
+        (synth.outdir / f"{synth.stack_name('TrainingCluster')}.metadata.json").read_text()
+    )
+    warnings = [
+        e["data"]
+        for path, entries in metadata.items()
+        if path.endswith("/Cluster")
+        for e in entries
+        if e["type"] == "aws:cdk:warning"
+    ]
+    assert len(warnings) == 1
+    assert "0.0.0.0/0" in warnings[0] and OPEN_TO_WORLD_WARNING in warnings[0]
+
+
+def _bare_cluster(**props) -> TrainingEksCluster:
+    stack = cdk.Stack(
+        cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    return TrainingEksCluster(stack, "Cluster", vpc=vpc, **props)
+
+
+def test_restricted_or_private_endpoint_has_no_warning_and_admin_role_gets_an_access_entry() -> (
+    None
+):
+    admin = "arn:aws:iam::123456789012:role/PlatformAdmin"
+    restricted = _bare_cluster(public_access_cidrs=["203.0.113.0/24"], admin_role_arn=admin)
+    assert [m for m in restricted.node.metadata if m.type == "aws:cdk:warning"] == []
+    entry = restricted.admin_access.node.default_child
+    assert entry.principal_arn == admin
+    (policy,) = cdk.Stack.of(restricted).resolve(entry.access_policies)
+    assert policy["accessScope"] == {"type": "cluster"}
+    assert "AmazonEKSClusterAdminPolicy" in json.dumps(policy["policyArn"])
+    private = _bare_cluster(endpoint_access="private")
+    assert private.admin_access is None
+    assert [m for m in private.node.metadata if m.type == "aws:cdk:warning"] == []
+
+
+def test_kubectl_provider_has_a_cluster_admin_access_entry(synth: SynthesizedPlatform) -> None:
+    entries = _resources(synth, "AWS::EKS::AccessEntry")
+    (entry,) = entries.values()  # cdk.json sets no admin role
+    assert entry["Properties"]["PrincipalArn"]["Fn::GetAtt"][0].startswith("ClusterKubectlProvider")
+    assert "AmazonEKSClusterAdminPolicy" in json.dumps(entry["Properties"]["AccessPolicies"])
+
+
+def test_cluster_construct_validation_reports_every_problem() -> None:
+    with pytest.raises(ValueError) as info:
+        _bare_cluster(
+            kubernetes_version="1.29",
+            endpoint_access="public",
+            public_access_cidrs=["10.0.0.0/33"],
+            system_nodes=0,
+        )
+    message = str(info.value)
+    for expected in (
+        "kubernetes_version='1.29'",
+        "['1.35']",
+        "endpoint_access='public'",
+        "'10.0.0.0/33' is not a CIDR",
+        "system_nodes=0: expected 1 to 10",
+    ):
+        assert expected in message
+
+
+def test_addons_are_pinned_for_the_kubernetes_version(synth: SynthesizedPlatform) -> None:
+    pins = EKS_ADDON_VERSIONS["1.35"]
+    found = {
+        r["Properties"]["AddonName"]: r["Properties"]["AddonVersion"]
+        for r in _resources(synth, "AWS::EKS::Addon").values()
+    }
+    assert found == {name: pins[name] for name in ADDONS}
+    assert found["kube-proxy"].startswith("v1.35.")
+
+
+def test_addon_order_networking_before_nodes_the_rest_after(synth: SynthesizedPlatform) -> None:
+    tpl = synth.template_json("TrainingCluster")["Resources"]
+    addon_ids = {
+        r["Properties"]["AddonName"]: k for k, r in tpl.items() if r["Type"] == "AWS::EKS::Addon"
+    }
+    networking = {addon_ids[n] for n in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")}
+    for logical_id, group in _resources(synth, "AWS::EKS::Nodegroup").items():
+        assert networking <= set(group["DependsOn"]), logical_id
+    system_nodes = next(
+        k
+        for k, r in _resources(synth, "AWS::EKS::Nodegroup").items()
+        if r["Properties"]["AmiType"] == "AL2023_x86_64_STANDARD"
+    )
+    for name in ("coredns", "aws-fsx-csi-driver", "amazon-cloudwatch-observability"):
+        assert system_nodes in tpl[addon_ids[name]]["DependsOn"], name
+
+
+@pytest.mark.parametrize(
+    ("addon", "namespace", "service_account"),
+    [
+        ("aws-fsx-csi-driver", "kube-system", "fsx-csi-controller-sa"),
+        ("amazon-cloudwatch-observability", "amazon-cloudwatch", "cloudwatch-agent"),
+    ],
+)
+def test_addons_calling_aws_get_roles_through_pod_identity(
+    synth: SynthesizedPlatform, addon: str, namespace: str, service_account: str
+) -> None:
+    tpl = synth.template_json("TrainingCluster")["Resources"]
+    (assoc_id, assoc) = next(
+        (k, r)
+        for k, r in tpl.items()
+        if r["Type"] == "AWS::EKS::PodIdentityAssociation"
+        and r["Properties"]["ServiceAccount"] == service_account
+    )
+    assert assoc["Properties"]["Namespace"] == namespace
+    role_id = assoc["Properties"]["RoleArn"]["Fn::GetAtt"][0]
+    trust = tpl[role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert {json.dumps(s["Principal"]) for s in trust} == {
+        json.dumps({"Service": "pods.eks.amazonaws.com"})
+    }
+    assert {
+        a for s in trust for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    } == {
+        "sts:AssumeRole",
+        "sts:TagSession",
+    }
+    addon_resource = next(
+        r
+        for r in tpl.values()
+        if r["Type"] == "AWS::EKS::Addon" and r["Properties"]["AddonName"] == addon
+    )
+    # The association exists before the add-on's pods start.
+    assert assoc_id in addon_resource["DependsOn"]
+
+
+def test_fsx_csi_role_is_read_only_and_cloudwatch_role_has_the_agent_policy(
+    synth: SynthesizedPlatform,
+) -> None:
+    t = synth.template("TrainingCluster")
+    t.has_resource_properties(
+        "AWS::IAM::Policy",
+        {
+            "PolicyName": Match.string_like_regexp("^AddonsFsxCsiDriverRole"),
+            "PolicyDocument": {
+                "Statement": [
+                    {"Action": "fsx:DescribeFileSystems", "Effect": "Allow", "Resource": "*"}
+                ],
+                "Version": "2012-10-17",
+            },
+        },
+    )
+    cloudwatch_role = synth.template_json("TrainingCluster")["Resources"]
+    (role,) = [
+        r
+        for k, r in cloudwatch_role.items()
+        if r["Type"] == "AWS::IAM::Role" and k.startswith("AddonsCloudWatchRole")
+    ]
+    assert "CloudWatchAgentServerPolicy" in json.dumps(role["Properties"]["ManagedPolicyArns"])
+
+
+def test_addon_pins_are_checked() -> None:
+    stack = cdk.Stack(cdk.App(), "S")
+    cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c")
+    with pytest.raises(ValueError, match=r"kubernetes_version='1.30'.*\['1.35'\]"):
+        PlatformAddons(stack, "Addons", cluster=cluster, kubernetes_version="1.30")
+
+
+def test_system_node_group(synth: SynthesizedPlatform) -> None:
+    settings = synth.platform.settings.cluster
+    t = synth.template("TrainingCluster")
+    t.has_resource_properties(
+        "AWS::EKS::Nodegroup",
+        {
+            "AmiType": "AL2023_x86_64_STANDARD",
+            "InstanceTypes": [settings.system_instance_type],
+            "Labels": {"ml-platform/node-role": "system"},
+            "ScalingConfig": {
+                "MinSize": settings.system_nodes,
+                "DesiredSize": settings.system_nodes,
+                "MaxSize": settings.system_nodes,
+            },
+            "Taints": Match.absent(),
+        },
+    )
+    t.has_resource_properties(
+        "AWS::EC2::LaunchTemplate",
+        {
+            "LaunchTemplateData": {
+                "MetadataOptions": {
+                    "HttpEndpoint": "enabled",
+                    "HttpTokens": "required",
+                    "HttpPutResponseHopLimit": 2,
+                },
+                "BlockDeviceMappings": [
+                    Match.object_like(
+                        {"Ebs": Match.object_like({"Encrypted": True, "VolumeType": "gp3"})}
+                    )
+                ],
+            }
+        },
+    )
+
+
+def test_outputs_let_a_user_reach_the_cluster(synth: SynthesizedPlatform) -> None:
+    outputs = synth.template_json("TrainingCluster")["Outputs"]
+    assert {"ClusterName", "ClusterArn", "KubectlRoleArn", "UpdateKubeconfigCommand"} <= set(
+        outputs
+    )
+    command = outputs["UpdateKubeconfigCommand"]["Value"]["Fn::Join"][1]
+    assert command[0] == "aws eks update-kubeconfig --name "
+    assert command[2] == f" --region {synth.platform.settings.env.region}"
+    assert outputs["ClusterArn"]["Value"] == {
+        "Fn::GetAtt": [_only(synth, "AWS::EKS::Cluster")[0], "Arn"]
+    }
+
+
+def test_stack_name_and_platform_wiring(synth: SynthesizedPlatform) -> None:
+    stack = synth.platform.training_cluster
+    assert stack is not None and stack in synth.platform.stacks
+    assert stack.stack_name == "MlPlatform-TrainingCluster"
+    assert {d.stack_name for d in stack.dependencies} >= {
+        "MlPlatform-Network",
+        "MlPlatform-Storage",
+    }

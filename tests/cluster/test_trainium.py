@@ -1,0 +1,306 @@
+"""Trainium capacity: EFA launch template, placement group, node group, security groups."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks
+
+from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
+from tests.support import SynthesizedPlatform
+
+TRAINING_SG_EXPORT = "TrainingNodes"  # part of the Network stack's export name of the node SG
+CLUSTER_SG = {"Fn::GetAtt": ["Cluster9EE0221C", "ClusterSecurityGroupId"]}
+
+
+def _trainium_template(synth: SynthesizedPlatform) -> dict:
+    (lt,) = [
+        r["Properties"]["LaunchTemplateData"]
+        for r in synth.template_json("TrainingCluster")["Resources"].values()
+        if r["Type"] == "AWS::EC2::LaunchTemplate"
+        and "NetworkInterfaces" in r["Properties"]["LaunchTemplateData"]
+    ]
+    return lt
+
+
+def _trainium_node_group(synth: SynthesizedPlatform) -> dict:
+    (group,) = [
+        r["Properties"]
+        for r in synth.template_json("TrainingCluster")["Resources"].values()
+        if r["Type"] == "AWS::EKS::Nodegroup"
+        and r["Properties"]["AmiType"] == "AL2023_x86_64_NEURON"
+    ]
+    return group
+
+
+def _is_training_sg(value: dict) -> bool:
+    return TRAINING_SG_EXPORT in value.get("Fn::ImportValue", "")
+
+
+@pytest.mark.parametrize(
+    ("fixture", "instance_type", "cards"),
+    [
+        ("synth", "trn1.32xlarge", 8),
+        ("trn1n", "trn1n.32xlarge", 16),
+    ],
+)
+def test_one_efa_interface_per_network_card(
+    request: pytest.FixtureRequest, fixture: str, instance_type: str, cards: int
+) -> None:
+    lt = _trainium_template(request.getfixturevalue(fixture))
+    assert lt["InstanceType"] == instance_type
+    interfaces = lt["NetworkInterfaces"]
+    assert [i["NetworkCardIndex"] for i in interfaces] == list(range(cards))
+    assert [i["DeviceIndex"] for i in interfaces] == [0] + [1] * (cards - 1)
+    assert all(i["InterfaceType"] == "efa" for i in interfaces)
+    assert all("SubnetId" not in i for i in interfaces)
+    for i in interfaces:
+        (group,) = i["Groups"]
+        assert _is_training_sg(group)
+    # Groups sit on the interfaces only; EKS must be free to pick AMI, profile and subnet.
+    for absent in (
+        "SecurityGroupIds",
+        "SecurityGroups",
+        "IamInstanceProfile",
+        "ImageId",
+        "UserData",
+    ):
+        assert absent not in lt
+
+
+def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
+    synth: SynthesizedPlatform,
+) -> None:
+    lt = _trainium_template(synth)
+    assert lt["MetadataOptions"] == {
+        "HttpEndpoint": "enabled",
+        "HttpTokens": "required",
+        "HttpPutResponseHopLimit": 2,
+    }
+    (root,) = lt["BlockDeviceMappings"]
+    assert root["Ebs"] == {
+        "VolumeSize": synth.platform.settings.trainium.root_volume_gib,
+        "VolumeType": "gp3",
+        "Encrypted": True,
+        "DeleteOnTermination": True,
+    }
+    resources = synth.template_json("TrainingCluster")["Resources"]
+    (pg_id,) = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::PlacementGroup"]
+    assert resources[pg_id]["Properties"]["Strategy"] == "cluster"
+    assert lt["Placement"] == {"GroupName": {"Fn::GetAtt": [pg_id, "GroupName"]}}
+
+
+def test_node_group_is_neuron_ami_in_the_trainium_subnet_tainted_and_sized(
+    synth: SynthesizedPlatform,
+) -> None:
+    group = _trainium_node_group(synth)
+    settings = synth.platform.settings
+    assert "InstanceTypes" not in group  # the launch template carries it
+    assert group["LaunchTemplate"]["Version"]["Fn::GetAtt"][1] == "LatestVersionNumber"
+    (subnet,) = group["Subnets"]
+    expected = synth.platform.network.trainium_subnet
+    assert expected.availability_zone == settings.network.trainium_az
+    assert subnet == cdk.Stack.of(synth.platform.training_cluster).resolve(expected.subnet_id)
+    assert group["Labels"] == {"ml-platform/node-role": "trainium"}
+    assert group["Taints"] == [
+        {"Key": "aws.amazon.com/neuron", "Value": "true", "Effect": "NO_SCHEDULE"}
+    ]
+    assert group["ScalingConfig"] == {
+        "MinSize": settings.trainium.min_nodes,
+        "DesiredSize": settings.trainium.nodes,
+        "MaxSize": settings.trainium.max_nodes,
+    }
+
+
+def test_node_role_has_the_worker_cni_and_ecr_policies(synth: SynthesizedPlatform) -> None:
+    resources = synth.template_json("TrainingCluster")["Resources"]
+    role_id = _trainium_node_group(synth)["NodeRole"]["Fn::GetAtt"][0]
+    arns = resources[role_id]["Properties"]["ManagedPolicyArns"]
+    names = {a["Fn::Join"][1][-1].rsplit("/", 1)[-1] for a in arns}
+    assert names == {
+        "AmazonEKSWorkerNodePolicy",
+        "AmazonEKS_CNI_Policy",
+        "AmazonEC2ContainerRegistryReadOnly",
+    }
+
+
+def _rules(synth: SynthesizedPlatform, stack: str, rtype: str) -> list[dict]:
+    return [
+        r["Properties"]
+        for r in synth.template_json(stack)["Resources"].values()
+        if r["Type"] == rtype
+    ]
+
+
+def test_node_security_group_allows_itself_and_the_control_plane_both_ways(
+    synth: SynthesizedPlatform,
+) -> None:
+    self_rules = [
+        r
+        for r in _rules(synth, "Network", "AWS::EC2::SecurityGroupIngress")
+        if r["IpProtocol"] == "-1"
+        and r["GroupId"] == r["SourceSecurityGroupId"]
+        and r["GroupId"]["Fn::GetAtt"][0].startswith(TRAINING_SG_EXPORT)
+    ]
+    assert len(self_rules) == 1
+    ingress = _rules(synth, "TrainingCluster", "AWS::EC2::SecurityGroupIngress")
+    ports = lambda rules: {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules}  # noqa: E731
+    from_cluster = [
+        r
+        for r in ingress
+        if _is_training_sg(r["GroupId"]) and r["SourceSecurityGroupId"] == CLUSTER_SG
+    ]
+    to_cluster = [
+        r
+        for r in ingress
+        if r["GroupId"] == CLUSTER_SG and _is_training_sg(r["SourceSecurityGroupId"])
+    ]
+    assert ports(from_cluster) == {("tcp", 443, 443), ("tcp", 1025, 65535)}
+    assert ports(to_cluster) == {
+        ("tcp", 443, 443),
+        ("tcp", 1025, 65535),
+        ("tcp", 53, 53),
+        ("udp", 53, 53),
+    }
+    # Both groups allow all outbound traffic, so the return direction needs no egress rules.
+    network = synth.template_json("Network")["Resources"]
+    (node_sg,) = [
+        r
+        for k, r in network.items()
+        if r["Type"] == "AWS::EC2::SecurityGroup" and k.startswith("TrainingNodes")
+    ]
+    assert node_sg["Properties"]["SecurityGroupEgress"] == [
+        {
+            "CidrIp": "0.0.0.0/0",
+            "Description": "Allow all outbound traffic by default",
+            "IpProtocol": "-1",
+        }
+    ]
+
+
+def test_node_group_waits_for_its_security_group_rules(synth: SynthesizedPlatform) -> None:
+    resources = synth.template_json("TrainingCluster")["Resources"]
+    (group_id,) = [
+        k
+        for k, r in resources.items()
+        if r["Type"] == "AWS::EKS::Nodegroup"
+        and r["Properties"]["AmiType"] == "AL2023_x86_64_NEURON"
+    ]
+    rules = {k for k in resources if k.startswith("TrainiumControlPlaneRules")}
+    assert len(rules) == 6 and rules <= set(resources[group_id]["DependsOn"])
+
+
+def test_trainium_nodes_and_system_nodes_reach_lustre(synth: SynthesizedPlatform) -> None:
+    lustre_ports = {(988, 988), (1018, 1023)}
+    storage = _rules(synth, "Storage", "AWS::EC2::SecurityGroupIngress")
+    from_nodes = {
+        (r["FromPort"], r["ToPort"])
+        for r in storage
+        if _is_training_sg(r.get("SourceSecurityGroupId", {}))
+    }
+    assert from_nodes == lustre_ports
+    # ... the same group the EFA interfaces carry:
+    lt_group = _trainium_template(synth)["NetworkInterfaces"][0]["Groups"][0]
+    assert all(
+        r["SourceSecurityGroupId"] == lt_group
+        for r in storage
+        if _is_training_sg(r.get("SourceSecurityGroupId", {}))
+    )
+    cluster_ingress = _rules(synth, "TrainingCluster", "AWS::EC2::SecurityGroupIngress")
+    system = {
+        (r["FromPort"], r["ToPort"])
+        for r in cluster_ingress
+        if r["SourceSecurityGroupId"] == CLUSTER_SG and "LustreSecurityGroup" in str(r["GroupId"])
+    }
+    assert system == lustre_ports
+    egress = _rules(synth, "TrainingCluster", "AWS::EC2::SecurityGroupEgress")
+    assert {
+        (r["FromPort"], r["ToPort"])
+        for r in egress
+        if r["DestinationSecurityGroupId"] == CLUSTER_SG
+    } == lustre_ports
+
+
+def test_no_cluster_rule_is_open_to_the_world(synth: SynthesizedPlatform) -> None:
+    for rtype in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
+        for rule in _rules(synth, "TrainingCluster", rtype):
+            assert "CidrIp" not in rule and "CidrIpv6" not in rule
+
+
+def test_no_neuron_plugin_from_aws_cdk_in_the_construct_tree(synth: SynthesizedPlatform) -> None:
+    # aws-cdk adds its bundled plugin as the cluster child "NeuronDevicePlugin".
+    cluster = synth.platform.training_cluster.eks.cluster
+    assert cluster.node.try_find_child("NeuronDevicePlugin") is None
+    assert cluster.node.try_find_child("NeuronPlugin") is not None  # the platform's own
+
+
+# --- construct-level validation ------------------------------------------------------------
+
+
+def _stack() -> tuple[cdk.Stack, ec2.Vpc, ec2.SecurityGroup]:
+    stack = cdk.Stack(
+        cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    return stack, vpc, ec2.SecurityGroup(stack, "Nodes", vpc=vpc)
+
+
+def test_launch_template_validation_reports_every_problem() -> None:
+    stack, _, sg = _stack()
+    with pytest.raises(ValueError) as info:
+        EfaLaunchTemplate(
+            stack, "Lt", security_groups=[], instance_type="p4d.24xlarge", root_volume_gib=50
+        )
+    message = str(info.value)
+    assert (
+        "instance_type='p4d.24xlarge': expected one of ['trn1.32xlarge', 'trn1n.32xlarge']"
+        in message
+    )
+    assert "root_volume_gib=50: expected 100 to 16384" in message
+    assert "security_groups=[]" in message
+    with pytest.raises(
+        ValueError, match=r"efa_interfaces=9: trn1.32xlarge has 8 network cards; expected 1 to 8"
+    ):
+        EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], efa_interfaces=9)
+    EfaLaunchTemplate(
+        stack, "Lt3", security_groups=[sg], instance_type="trn1n.32xlarge", efa_interfaces=16
+    )
+
+
+def test_node_group_validation_reports_every_problem_before_creating_anything() -> None:
+    stack, vpc, sg = _stack()
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack,
+        "Cluster",
+        cluster_name="c",
+        vpc=vpc,
+        cluster_security_group_id="sg-0123456789abcdef0",
+    )
+    with pytest.raises(ValueError) as info:
+        TrainiumNodeGroup(
+            stack,
+            "Trn",
+            cluster=cluster,
+            subnet=vpc.private_subnets[0],
+            security_group=sg,
+            instance_type="trn1.32xlarge",
+            efa_interfaces=12,
+            min_size=3,
+            desired_size=2,
+            max_size=70,
+        )
+    message = str(info.value)
+    assert "efa_interfaces=12" in message
+    assert "min_size/desired_size/max_size=3/2/70" in message and "<= 64" in message
+    assert stack.node.try_find_child("Trn").node.children == []
+    with pytest.raises(ValueError, match=r"max_size >= 1"):
+        TrainiumNodeGroup(
+            stack,
+            "Zero",
+            cluster=cluster,
+            subnet=vpc.private_subnets[0],
+            security_group=sg,
+            min_size=0,
+            desired_size=0,
+            max_size=0,
+        )
