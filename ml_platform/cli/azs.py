@@ -1,0 +1,178 @@
+"""``mlp azs``: find the AZ that offers Trainium and record it in ``cdk.context.json``.
+
+Trainium is offered in a few AZ *IDs* per region, and each account maps AZ names to IDs
+differently, so the choice is made by ID and then translated into this account's name.
+
+CDK reads ``cdk.context.json`` beside ``cdk.json`` and its keys replace ``cdk.json``'s
+context keys of the same name (no deep merge). The ``ml-platform`` object written here is
+therefore ``cdk.json``'s whole object with this command's keys (``env.account``,
+``env.region``, ``network.availability_zones``, ``network.trainium_az``) merged in: edits
+to ``cdk.json``'s object take effect after running ``mlp azs`` again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+from ml_platform.cli.aws import CliError, Context, doc_summary
+
+MAX_AZS = 3
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "azs",
+        parents=parents,
+        help="choose the AZ that offers Trainium and write it into cdk.context.json",
+        description=doc_summary(__doc__),
+    )
+    p.add_argument("--instance-type", help="default: trainium.instance_type of the settings")
+    p.add_argument("--az-id", help="AZ ID to use among those offering the type (e.g. usw2-az4); "
+                   "default: the first in sorted order")
+    p.add_argument("--dry-run", action="store_true", help="print what would be written")
+    p.set_defaults(run=run)
+
+
+def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``overrides`` into a copy of ``base`` (objects merge, other values replace)."""
+    out = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merged(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise CliError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise CliError(f"{path}: expected a JSON object")
+    return data
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if isinstance(value, str):  # as `-c ml-platform='{...}'` would give it
+        value = json.loads(value)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise CliError(f"{where}: the 'ml-platform' context must be an object")
+    return value
+
+
+def _setting(values: dict[str, Any], group: str, key: str, default: Any) -> Any:
+    section = values.get(group)
+    value = section.get(key) if isinstance(section, dict) else None
+    return default if value is None else value
+
+
+def choose_azs(trainium_az: str, current: list[str], region_azs: list[str]) -> list[str]:
+    """The Trainium AZ plus others to make 2 (or as many as configured, at most 3).
+
+    AZs already configured are kept where they exist in the region; the rest are taken in
+    name order. The result is sorted, so the VPC's subnet order stays stable.
+    """
+    wanted = min(MAX_AZS, max(2, len(current)))
+    picked = [trainium_az]
+    for az in [a for a in current if a in region_azs] + sorted(region_azs):
+        if len(picked) == wanted:
+            break
+        if az not in picked:
+            picked.append(az)
+    return sorted(picked)
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    from ml_platform.config import (
+        CONTEXT_KEY,
+        EnvironmentSettings,
+        NetworkSettings,
+        Settings,
+        SettingsError,
+        TrainiumSettings,
+    )
+
+    if not ctx.cdk_json.is_file():
+        raise CliError(
+            f"{ctx.cdk_json}: no such file (run in the project folder or pass --cdk-json)"
+        )
+    context = _read_json(ctx.cdk_json).get("context", {})
+    base = _object(context.get(CONTEXT_KEY), str(ctx.cdk_json))
+    local_path = ctx.cdk_json.with_name("cdk.context.json")
+    local = _read_json(local_path) if local_path.is_file() else {}
+    # What synthesis sees today (cdk.context.json wins) gives this run's defaults. It is read
+    # without validation: wrong AZs are what this command is there to fix; the result is
+    # validated before it is written.
+    effective = _object(local.get(CONTEXT_KEY, base), str(local_path))
+    current_region = _setting(effective, "env", "region", EnvironmentSettings.region)
+    current_azs = _setting(
+        effective, "network", "availability_zones", list(NetworkSettings.availability_zones)
+    )
+    region = ctx.region_override or current_region
+    instance_type = args.instance_type or _setting(
+        effective, "trainium", "instance_type", TrainiumSettings.instance_type
+    )
+    ec2 = ctx.client("ec2", region)
+    offered: set[str] = set()
+    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+        LocationType="availability-zone-id",
+        Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+    )
+    for page in pages:
+        offered.update(o["Location"] for o in page["InstanceTypeOfferings"])
+    zones = ec2.describe_availability_zones(
+        Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}]
+    )["AvailabilityZones"]
+    names_by_id = {z["ZoneId"]: z["ZoneName"] for z in zones if z.get("State") == "available"}
+    usable = sorted(i for i in offered if i in names_by_id)
+    if not usable:
+        raise CliError(f"{instance_type} is not offered in any available AZ of {region}")
+    if args.az_id and args.az_id not in usable:
+        raise CliError(
+            f"--az-id {args.az_id}: {instance_type} is offered in {region} only in "
+            + ", ".join(f"{i} ({names_by_id[i]})" for i in usable)
+        )
+    az_id = args.az_id or usable[0]
+    trainium_az = names_by_id[az_id]
+    region_azs = sorted(names_by_id.values())
+    account = ctx.client("sts", region).get_caller_identity()["Account"]
+
+    keep = list(current_azs) if region == current_region and isinstance(current_azs, list) else []
+    vpc_azs = choose_azs(trainium_az, keep, region_azs)
+    new_object = merged(
+        base,
+        {
+            "env": {"account": account, "region": region},
+            "network": {"availability_zones": vpc_azs, "trainium_az": trainium_az},
+        },
+    )
+    az_key = f"availability-zones:account={account}:region={region}"
+    try:
+        Settings.from_context(new_object, known_azs={az_key: region_azs})
+    except SettingsError as error:
+        raise CliError(f"the settings would be invalid, nothing written: {error}") from None
+
+    updated = dict(local)
+    updated[az_key] = region_azs
+    updated[CONTEXT_KEY] = new_object
+    print(
+        f"{instance_type} in {region} (account {account}) is offered in: "
+        + ", ".join(f"{i} ({names_by_id[i]})" for i in usable)
+    )
+    print(f"Trainium AZ: {az_id} -> {trainium_az}; VPC AZs: {', '.join(vpc_azs)}")
+    text = json.dumps(updated, indent=2) + "\n"
+    if args.dry_run:
+        print(f"--dry-run: would write {local_path}:")
+        print(text, end="")
+        return 0
+    local_path.write_text(text)
+    print(f"wrote {local_path} (keys {az_key!r}, {CONTEXT_KEY!r})")
+    return 0

@@ -1,0 +1,288 @@
+"""``mlp invoke``: one Triton inference through the SageMaker multi-model endpoint.
+
+The request is Triton's binary+JSON inference protocol built by ``tritonclient.http``
+and sent with ``sagemaker-runtime`` InvokeEndpoint; ``TargetModel`` picks the archive.
+While the endpoint loads an archive it answers ModelNotReadyException: the call is
+retried with backoff until ``--timeout``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from ml_platform.cli.aws import (
+    CliError,
+    Context,
+    EndpointNotFound,
+    doc_summary,
+    error_code,
+    error_message,
+)
+
+# Tensor names of the ensembles in ml_platform.triton.ensembles (a test pins them).
+IMAGE_INPUT, IMAGE_OUTPUT, IMAGE_DTYPE = "INPUT", "OUTPUT", "UINT8"
+TEXT_INPUT, TEXT_OUTPUT, TEXT_DTYPE = "INPUT0", "finaloutput", "BYTES"
+TEXT_MAX_BATCH = 16  # max_batch_size of the text ensemble
+TRITON_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json;json-header-size={}"
+_HEADER_SIZE = re.compile(r"json-header-size=(\d+)")
+READ_TIMEOUT = 70  # seconds; a first request may wait for the archive to load
+MAX_BACKOFF = 10.0
+
+# Indirections so tests can run the retry loop without waiting.
+_sleep = time.sleep
+_clock = time.monotonic
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "invoke",
+        parents=parents,
+        help="send an image or sentences to an ensemble on the endpoint",
+        description=doc_summary(__doc__),
+    )
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--image", type=Path, help="encoded image (JPEG/PNG) for the image ensemble")
+    what.add_argument("--text", action="append",
+                      help="sentence for the text ensemble (repeat for a batch)")
+    p.add_argument("--endpoint", help="endpoint name (default: the first endpoint in the settings)")
+    p.add_argument("--target-model",
+                   help="archive to call (default: model_tf_dali.tar.gz for --image, "
+                        "model_trt_python.tar.gz for --text)")
+    p.add_argument("--timeout", type=float, default=180.0,
+                   help="seconds to keep retrying while the model loads (default: 180)")
+    p.add_argument("--top-k", type=int, default=5, help="classes to print for --image (default: 5)")
+    p.add_argument("--labels", type=Path, help="label file, one class per line, for --image")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(run=run)
+
+
+def _http():
+    try:
+        import tritonclient.http as http
+    except RuntimeError:  # tritonclient raises this when its HTTP extra is not installed
+        raise CliError(
+            "mlp invoke needs tritonclient's HTTP support: pip install 'tritonclient[http]'"
+        ) from None
+    return http
+
+
+def image_request(image: bytes) -> tuple[bytes, int | None]:
+    """Request body (and JSON header size) for the image ensemble: one encoded image."""
+    import numpy as np
+
+    http = _http()
+    data = np.frombuffer(image, dtype=np.uint8).reshape(1, -1)
+    tensor = http.InferInput(IMAGE_INPUT, list(data.shape), IMAGE_DTYPE)
+    tensor.set_data_from_numpy(data, binary_data=True)
+    output = http.InferRequestedOutput(IMAGE_OUTPUT, binary_data=True)
+    return http.InferenceServerClient.generate_request_body([tensor], outputs=[output])
+
+
+def text_request(sentences: list[str]) -> tuple[bytes, int | None]:
+    """Request body (and JSON header size) for the text ensemble: a batch of sentences."""
+    import numpy as np
+
+    http = _http()
+    data = np.array([[s.encode("utf-8")] for s in sentences], dtype=np.object_)
+    tensor = http.InferInput(TEXT_INPUT, list(data.shape), TEXT_DTYPE)
+    tensor.set_data_from_numpy(data, binary_data=True)
+    output = http.InferRequestedOutput(TEXT_OUTPUT, binary_data=True)
+    return http.InferenceServerClient.generate_request_body([tensor], outputs=[output])
+
+
+def content_type(json_size: int | None) -> str:
+    return "application/json" if json_size is None else TRITON_CONTENT_TYPE.format(json_size)
+
+
+def parse_response(body: bytes, response_content_type: str, output: str):
+    """The ``output`` tensor of a Triton response as a NumPy array."""
+    match = _HEADER_SIZE.search(response_content_type or "")
+    header_length = int(match.group(1)) if match else None
+    http = _http()
+    try:
+        result = http.InferenceServerClient.parse_response_body(body, header_length=header_length)
+    except Exception as error:  # malformed JSON or binary section
+        raise CliError(f"the endpoint's response is not a Triton response ({error})") from None
+    array = result.as_numpy(output)
+    if array is None:
+        names = [o.get("name") for o in result.get_response().get("outputs", [])]
+        raise CliError(f"the response has no output {output!r} (outputs: {names})")
+    return array
+
+
+def is_model_not_ready(error: Exception) -> bool:
+    code = error_code(error)
+    return code == "ModelNotReadyException" or (
+        code == "ModelError" and "not ready" in error_message(error).lower()
+    )
+
+
+def invoke_with_retry(
+    client: Any,
+    *,
+    endpoint: str,
+    target_model: str,
+    body: bytes,
+    request_content_type: str,
+    timeout: float,
+    on_retry=None,
+) -> tuple[dict[str, Any], int]:
+    """InvokeEndpoint, retrying while the model loads; returns (response, attempts)."""
+    from botocore.exceptions import ClientError
+
+    deadline = _clock() + timeout
+    delay = 1.0
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            response = client.invoke_endpoint(
+                EndpointName=endpoint,
+                TargetModel=target_model,
+                ContentType=request_content_type,
+                Body=body,
+            )
+            return response, attempts
+        except ClientError as error:
+            if not is_model_not_ready(error):
+                raise _explain_invoke_error(error, endpoint, target_model) from None
+            remaining = deadline - _clock()
+            if remaining <= 0:
+                raise CliError(
+                    f"{target_model} on {endpoint} still not ready after {attempts} attempts "
+                    f"({timeout:g} s): {error_message(error)}"
+                ) from None
+            wait = min(delay, remaining)
+            if on_retry:
+                on_retry(attempts, wait)
+            _sleep(wait)
+            delay = min(delay * 2, MAX_BACKOFF)
+
+
+def _explain_invoke_error(error: Exception, endpoint: str, target_model: str) -> Exception:
+    code, message = error_code(error), error_message(error)
+    if code == "ValidationError" and "not found" in message.lower():
+        return EndpointNotFound(f"endpoint {endpoint!r} not found: {message}")
+    if code == "ModelError":
+        details = getattr(error, "response", {})
+        status = details.get("OriginalStatusCode", "?")
+        original = details.get("OriginalMessage") or message
+        return CliError(f"{target_model} on {endpoint} failed (HTTP {status}): {original}")
+    return error  # main() explains other AWS errors
+
+
+def _read_labels(path: Path | None) -> list[str]:
+    if path is None:
+        return []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        return [line.strip() for line in lines if line.strip()]
+    except OSError as error:
+        raise CliError(f"--labels {path}: {error.strerror}") from None
+
+
+def top_k(scores, k: int, labels: list[str]) -> list[dict[str, Any]]:
+    import numpy as np
+
+    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
+    order = np.argsort(-scores, kind="stable")[: max(k, 0)]
+    return [
+        {"index": int(i), "label": labels[i] if i < len(labels) else str(int(i)),
+         "score": float(scores[i])}
+        for i in order
+    ]
+
+
+def embedding_summary(sentence: str, vector, first: int = 5) -> dict[str, Any]:
+    import numpy as np
+
+    vector = np.asarray(vector, dtype=np.float64).reshape(-1)
+    return {
+        "text": sentence,
+        "dimension": int(vector.size),
+        "norm": float(np.linalg.norm(vector)),
+        "first": [round(float(v), 6) for v in vector[:first]],
+    }
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    from ml_platform.triton import IMAGE_ARCHIVE, TEXT_ARCHIVE, validate_target_model
+
+    endpoint = args.endpoint or ctx.settings.inference.endpoints[0].name
+    if args.image is not None:
+        try:
+            image = args.image.read_bytes()
+        except OSError as error:
+            raise CliError(f"--image {args.image}: {error.strerror}") from None
+        if not image:
+            raise CliError(f"--image {args.image}: the file is empty")
+        target, output = args.target_model or IMAGE_ARCHIVE, IMAGE_OUTPUT
+        body, json_size = image_request(image)
+        if args.top_k < 1:
+            raise CliError("--top-k must be at least 1")
+        labels = _read_labels(args.labels)
+    else:
+        if len(args.text) > TEXT_MAX_BATCH:
+            raise CliError(f"--text given {len(args.text)} times; the ensemble takes at most "
+                           f"{TEXT_MAX_BATCH} sentences per request")
+        target, output = args.target_model or TEXT_ARCHIVE, TEXT_OUTPUT
+        body, json_size = text_request(args.text)
+    problem = validate_target_model(target)
+    if problem:
+        raise CliError(problem)
+
+    from botocore.config import Config
+
+    client = ctx.client(
+        "sagemaker-runtime",
+        config=Config(read_timeout=READ_TIMEOUT, retries={"mode": "standard", "max_attempts": 3}),
+    )
+
+    def note(attempt: int, wait: float) -> None:
+        if not args.json:
+            import sys
+
+            print(f"model not ready (attempt {attempt}), retrying in {wait:.0f} s", file=sys.stderr)
+
+    started = time.monotonic()
+    response, attempts = invoke_with_retry(
+        client,
+        endpoint=endpoint,
+        target_model=target,
+        body=body,
+        request_content_type=content_type(json_size),
+        timeout=args.timeout,
+        on_retry=note,
+    )
+    array = parse_response(response["Body"].read(), response.get("ContentType", ""), output)
+    elapsed = time.monotonic() - started
+    if args.image is None and (array.ndim != 2 or array.shape[0] != len(args.text)):
+        raise CliError(f"expected {len(args.text)} embeddings, got an array of shape {array.shape}")
+    report: dict[str, Any] = {
+        "endpoint": endpoint,
+        "target_model": target,
+        "attempts": attempts,
+        "seconds": round(elapsed, 3),
+    }
+    if args.image is not None:
+        report["classes"] = top_k(array[0], args.top_k, labels)
+    else:
+        report["embeddings"] = [
+            embedding_summary(s, v) for s, v in zip(args.text, array, strict=True)
+        ]
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    print(f"{endpoint} / {target}: {attempts} attempt(s), {elapsed:.2f} s")
+    for rank, item in enumerate(report.get("classes", []), start=1):
+        print(f"{rank:>2}. {item['score']:.4f}  {item['label']}  (class {item['index']})")
+    for item in report.get("embeddings", []):
+        first = ", ".join(f"{v:+.4f}" for v in item["first"])
+        print(f"{item['text']!r}: dimension {item['dimension']}, norm {item['norm']:.4f}, "
+              f"first [{first}, ...]")
+    return 0

@@ -1,0 +1,84 @@
+"""``mlp``: operate a deployed platform (AZ choice, model archives, inference, status).
+
+Errors a user can fix are printed as one line (or a short list) without a traceback;
+``--debug`` shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ml_platform.cli import azs, invoke, package, status, upload
+from ml_platform.cli.aws import doc_summary
+
+
+def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    # Sub-commands repeat the global options with SUPPRESS defaults, so they work before or
+    # after the command name without a sub-command's default hiding a global value.
+    default = {"default": argparse.SUPPRESS} if suppress else {"default": None}
+    parser.add_argument("--region", help="AWS region (default: env.region of the settings)",
+                        **default)
+    parser.add_argument("--profile", help="AWS profile of the shared config", **default)
+    parser.add_argument("--cdk-json", metavar="PATH",
+                        help="the project's cdk.json (default: ./cdk.json); "
+                             "cdk.context.json beside it is read too", **default)
+    parser.add_argument("--stack-prefix",
+                        help="stack name prefix (default: env.stack_prefix of the settings)",
+                        **default)
+    flag = {"default": argparse.SUPPRESS} if suppress else {"default": False}
+    parser.add_argument("--debug", action="store_true", help="show tracebacks", **flag)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mlp", description=doc_summary(__doc__))
+    _global_options(parser, suppress=False)
+    shared = argparse.ArgumentParser(add_help=False)
+    _global_options(shared, suppress=True)
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND")
+    azs.add_parser(commands, [shared])
+    models = commands.add_parser("models", help="build and upload ensemble archives",
+                                 description="Build and upload ensemble archives.")
+    model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
+    package.add_parser(model_commands, [shared])
+    upload.add_parser(model_commands, [shared])
+    models.set_defaults(help_of=models)
+    invoke.add_parser(commands, [shared])
+    status.add_parser(commands, [shared])
+    return parser
+
+
+def _fail(message: str) -> int:
+    print(f"mlp: error: {message}", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not hasattr(args, "run"):
+        getattr(args, "help_of", parser).print_help(sys.stderr)
+        return 2
+    from ml_platform.cli.aws import CliError, Context, explain_aws_error, one_line
+
+    ctx = Context.from_args(args)
+    try:
+        return args.run(ctx, args) or 0
+    except CliError as error:
+        if args.debug:
+            raise
+        return _fail(str(error))
+    except KeyboardInterrupt:
+        return _fail("interrupted")
+    except Exception as error:
+        if args.debug:
+            raise
+        explained = explain_aws_error(error)
+        if explained is None:
+            return _fail(f"{type(error).__name__}: {one_line(str(error))} "
+                         "(run with --debug for the traceback)")
+        return _fail(explained)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

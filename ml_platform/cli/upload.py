@@ -1,0 +1,140 @@
+"""``mlp models upload``: put ensemble archives under the endpoint's S3 model prefix.
+
+The bucket and prefix come from the Storage stack's outputs. Every archive is checked
+before anything is uploaded: its name must be a valid ``TargetModel`` and it must hold
+exactly one ``<model>/config.pbtxt`` at its root with ``platform: "ensemble"`` (the
+folder a multi-model endpoint serves).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tarfile
+from pathlib import Path
+
+from ml_platform.cli.aws import CliError, Context, doc_summary, require_output, stack_outputs
+
+STORAGE = "Storage"
+MAX_CONFIG_BYTES = 1 << 20  # a config.pbtxt is a few KiB; refuse to read anything huge
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "upload",
+        parents=parents,
+        help="upload archives to the model bucket's prefix",
+        description=doc_summary(__doc__),
+    )
+    p.add_argument("paths", nargs="*", type=Path, default=[Path("dist/models")],
+                   help="archives, or folders whose *.tar.gz are uploaded (default: dist/models)")
+    p.set_defaults(run=run)
+
+
+def archive_problems(path: Path) -> list[str]:
+    """Why ``path`` cannot be served by a multi-model endpoint (empty when it can)."""
+    from ml_platform.triton import parse_pbtxt, validate_target_model
+    from ml_platform.triton.pbtxt import ENSEMBLE_PLATFORM
+
+    problems = []
+    name_problem = validate_target_model(path.name)
+    if name_problem:
+        problems.append(name_problem)
+    ensembles = []
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                parts = member.name.removeprefix("./").split("/")
+                if len(parts) != 2 or parts[1] != "config.pbtxt" or not member.isfile():
+                    continue
+                if member.size > MAX_CONFIG_BYTES:
+                    problems.append(f"{member.name}: {member.size} bytes, too large for a config")
+                    continue
+                text = tar.extractfile(member).read().decode("utf-8", errors="replace")
+                try:
+                    config = parse_pbtxt(text)
+                except Exception as error:  # protobuf's ParseError
+                    problems.append(f"{member.name}: not a Triton model config ({error})")
+                    continue
+                if config.platform == ENSEMBLE_PLATFORM:
+                    ensembles.append(parts[0])
+    except (tarfile.TarError, OSError, EOFError) as error:
+        return problems + [f"not a gzip-compressed tar archive ({error})"]
+    if not ensembles:
+        problems.append(
+            'no <model>/config.pbtxt with platform: "ensemble" at the archive root'
+        )
+    elif len(ensembles) > 1:
+        problems.append(f"{len(ensembles)} ensembles at the root ({', '.join(ensembles)}), "
+                        "expected exactly one")
+    return problems
+
+
+def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
+    """Expand folders into their ``*.tar.gz`` files; report missing paths and duplicates."""
+    archives: list[Path] = []
+    problems: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(path.glob("*.tar.gz"))
+            if not found:
+                problems.append(f"{path}: no *.tar.gz archives in this folder")
+            archives.extend(found)
+        elif path.is_file():
+            archives.append(path)
+        else:
+            problems.append(f"{path}: no such file or folder")
+    names = [a.name for a in archives]
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"{name}: given more than once (archives share one prefix)")
+    return archives, problems
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    archives, problems = collect_archives(args.paths)
+    for archive in archives:
+        problems.extend(f"{archive}: {p}" for p in archive_problems(archive))
+    if problems:
+        raise CliError("refusing to upload:\n" + "\n".join(f"  - {p}" for p in problems))
+
+    outputs = stack_outputs(ctx, STORAGE)
+    bucket = require_output(ctx, STORAGE, outputs, "ModelBucketName")
+    prefix = require_output(ctx, STORAGE, outputs, "ModelPrefix")
+    s3 = ctx.client("s3")
+    uris = _upload(s3, archives, bucket, prefix)
+    for archive, uri in zip(archives, uris, strict=True):
+        print(f"{uri}  (TargetModel {archive.name})")
+    return 0
+
+
+def _upload(s3, archives: list[Path], bucket: str, prefix: str) -> list[str]:
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    uris = []
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        for archive in archives:
+            task = progress.add_task(archive.name, total=archive.stat().st_size)
+            key = f"{prefix}{archive.name}"
+            # boto3 calls back from its transfer threads with the bytes just sent.
+            s3.upload_file(
+                str(archive),
+                bucket,
+                key,
+                Callback=lambda sent, task=task: progress.advance(task, sent),
+            )
+            uris.append(f"s3://{bucket}/{key}")
+    return uris

@@ -1,0 +1,177 @@
+"""``mlp azs`` against moto's EC2 offerings: AZ-ID to name mapping, the deep merge, the file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ml_platform.cli.azs import choose_azs, merged
+from ml_platform.config import CONTEXT_KEY, settings_from_cdk_json
+
+# moto's us-west-2: trn1.32xlarge in usw2-az1 and usw2-az4; usw2-az1 is named us-west-2b
+# and usw2-az4 us-west-2d (the letters do not follow the IDs, as in real accounts).
+REGION_AZS = ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
+AZ_KEY = "availability-zones:account=123456789012:region=us-west-2"
+
+
+def _customise(cdk_json, **changes) -> dict:
+    """Add settings to the project's cdk.json object; returns the new object."""
+    project = json.loads(cdk_json.read_text())
+    project["context"][CONTEXT_KEY] = merged(project["context"][CONTEXT_KEY], changes)
+    cdk_json.write_text(json.dumps(project, indent=2))
+    return project["context"][CONTEXT_KEY]
+
+
+def test_writes_the_mapped_az_and_deep_merges_cdk_json(aws, project, mlp):
+    original = _customise(project, storage={"ecr_max_images": 50}, training={"queue": "bert"})
+    cdk_json_before = project.read_text()
+
+    result = mlp("--cdk-json", project, "azs")
+
+    assert result.code == 0, result.err
+    assert "usw2-az1 (us-west-2b), usw2-az4 (us-west-2d)" in result.out
+    written = json.loads(project.with_name("cdk.context.json").read_text())
+    assert written[AZ_KEY] == REGION_AZS
+    expected = merged(original, {
+        "env": {"account": "123456789012", "region": "us-west-2"},
+        "network": {"availability_zones": ["us-west-2a", "us-west-2b", "us-west-2d"],
+                    "trainium_az": "us-west-2b"},
+    })
+    assert written[CONTEXT_KEY] == expected
+    # Everything else of cdk.json's object survives, because CDK replaces the whole key.
+    assert written[CONTEXT_KEY]["storage"] == {
+        "fsx_storage_gib": 1200, "removal_policy": "retain", "ecr_max_images": 50,
+    }
+    assert written[CONTEXT_KEY]["trainium"] == {"instance_type": "trn1.32xlarge", "nodes": 2}
+    assert written[CONTEXT_KEY]["training"] == {"queue": "bert"}
+    assert project.read_text() == cdk_json_before
+    # What synthesis will now see.
+    settings = settings_from_cdk_json(str(project))
+    assert settings.network.trainium_az == "us-west-2b"
+    assert settings.storage.ecr_max_images == 50
+
+
+def test_az_id_picks_among_the_offered_ids(aws, project, mlp):
+    result = mlp("--cdk-json", project, "azs", "--az-id", "usw2-az4")
+    assert result.code == 0, result.err
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["network"]["trainium_az"] == "us-west-2d"
+
+
+def test_instance_type_option_and_setting(aws, project, mlp):
+    # trn1n.32xlarge is only in usw2-az4 in moto's data.
+    assert mlp("--cdk-json", project, "azs", "--instance-type", "trn1n.32xlarge").code == 0
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["network"]["trainium_az"] == "us-west-2d"
+
+    project.with_name("cdk.context.json").unlink()
+    _customise(project, trainium={"instance_type": "trn1n.32xlarge"})
+    assert mlp("--cdk-json", project, "azs").code == 0
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["network"]["trainium_az"] == "us-west-2d"
+    assert written["trainium"]["instance_type"] == "trn1n.32xlarge"
+
+
+def test_unoffered_az_id_is_refused_and_nothing_written(aws, project, mlp):
+    result = mlp("--cdk-json", project, "azs", "--az-id", "usw2-az3")
+    assert result.code == 1
+    assert result.err.strip() == (
+        "mlp: error: --az-id usw2-az3: trn1.32xlarge is offered in us-west-2 only in "
+        "usw2-az1 (us-west-2b), usw2-az4 (us-west-2d)"
+    )
+    assert not project.with_name("cdk.context.json").exists()
+
+
+def test_dry_run_prints_and_writes_nothing(aws, project, mlp):
+    result = mlp("--cdk-json", project, "azs", "--dry-run")
+    assert result.code == 0, result.err
+    assert not project.with_name("cdk.context.json").exists()
+    printed = json.loads(result.out[result.out.index("{"):])
+    assert printed[AZ_KEY] == REGION_AZS
+    assert printed[CONTEXT_KEY]["network"]["trainium_az"] == "us-west-2b"
+
+
+def test_other_context_keys_are_kept_and_a_stale_object_replaced(aws, project, mlp):
+    local = project.with_name("cdk.context.json")
+    lookup = "vpc-provider:account=123456789012:filter.vpc-id=vpc-1:region=us-west-2"
+    local.write_text(json.dumps({
+        lookup: {"vpcId": "vpc-1"},
+        CONTEXT_KEY: {"env": {"account": "123456789012", "region": "us-west-2"},
+                      "network": {"availability_zones": ["us-west-2a", "us-west-2d"],
+                                  "trainium_az": "us-west-2d"}},
+        AZ_KEY: ["us-west-2a", "us-west-2d"],
+    }))
+    assert mlp("--cdk-json", project, "azs").code == 0
+    written = json.loads(local.read_text())
+    assert written[lookup] == {"vpcId": "vpc-1"}
+    assert written[AZ_KEY] == REGION_AZS
+    # Rebuilt from cdk.json's object (which has storage and trainium), keeping two AZs as
+    # the stale object had.
+    assert written[CONTEXT_KEY]["storage"]["fsx_storage_gib"] == 1200
+    assert written[CONTEXT_KEY]["network"]["availability_zones"] == ["us-west-2a", "us-west-2b"]
+
+
+def test_account_comes_from_sts(aws_env, project, mlp, monkeypatch):
+    from moto import mock_aws
+
+    monkeypatch.setenv("MOTO_ACCOUNT_ID", "111122223333")
+    with mock_aws():
+        assert mlp("--cdk-json", project, "azs").code == 0
+    written = json.loads(project.with_name("cdk.context.json").read_text())
+    assert written[CONTEXT_KEY]["env"]["account"] == "111122223333"
+    assert "availability-zones:account=111122223333:region=us-west-2" in written
+    assert settings_from_cdk_json(str(project)).env.account == "111122223333"
+
+
+def test_other_region(aws, project, mlp):
+    result = mlp("--cdk-json", project, "--region", "us-east-1", "azs")
+    assert result.code == 0, result.err
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["env"]["region"] == "us-east-1"
+    assert all(az.startswith("us-east-1") for az in written["network"]["availability_zones"])
+    assert written["network"]["trainium_az"] in written["network"]["availability_zones"]
+    assert settings_from_cdk_json(str(project)).env.region == "us-east-1"
+
+
+def test_fixes_settings_whose_azs_are_wrong(aws, project, mlp):
+    """Broken AZ settings are what the command repairs, so they do not stop it."""
+    _customise(project, network={"availability_zones": ["eu-west-1a", "eu-west-1b"],
+                                 "trainium_az": "eu-west-1c"})
+    result = mlp("--cdk-json", project, "azs")
+    assert result.code == 0, result.err
+    network = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]["network"]
+    assert network == {"availability_zones": ["us-west-2a", "us-west-2b"],
+                       "trainium_az": "us-west-2b"}
+    assert settings_from_cdk_json(str(project)).network.trainium_az == "us-west-2b"
+
+
+def test_result_is_validated_before_writing(aws, project, mlp):
+    _customise(project, network={"nat_gateways": 3, "availability_zones": ["us-west-2a",
+                                                                          "us-west-2d"]})
+    result = mlp("--cdk-json", project, "azs")
+    assert result.code == 1
+    assert "the settings would be invalid, nothing written" in result.err
+    assert "network.nat_gateways = 3: expected 1 to 2" in result.err
+    assert not project.with_name("cdk.context.json").exists()
+
+
+def test_missing_cdk_json(aws, tmp_path, mlp):
+    result = mlp("--cdk-json", tmp_path / "nope.json", "azs")
+    assert result.code == 1
+    assert "nope.json: no such file" in result.err
+
+
+@pytest.mark.parametrize(
+    ("trainium", "current", "expected"),
+    [
+        ("us-west-2d", ["us-west-2a", "us-west-2b", "us-west-2d"],
+         ["us-west-2a", "us-west-2b", "us-west-2d"]),
+        ("us-west-2b", ["us-west-2a", "us-west-2c"], ["us-west-2a", "us-west-2b"]),
+        ("us-west-2d", [], ["us-west-2a", "us-west-2d"]),
+        ("us-west-2c", ["eu-west-1a", "us-west-2d", "us-west-2a", "us-west-2b"],
+         ["us-west-2a", "us-west-2c", "us-west-2d"]),
+    ],
+)
+def test_choose_azs(trainium, current, expected):
+    assert choose_azs(trainium, current, REGION_AZS) == expected

