@@ -102,9 +102,11 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             file_system_dns_name=file_system.dns_name,
             file_system_mount_name=file_system.mount_name,
             lustre_security_group=storage.lustre.security_group,
+            model_bucket_arn_export=storage.model_bucket_arn_export,
             env=env,
             description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
         )
+        platform.training_cluster.add_dependency(storage)
     for stack in platform.stacks:
         cdk.Tags.of(stack).add("project", "cdk-ml-platform")
     if nag:

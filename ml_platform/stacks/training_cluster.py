@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import cdk8s
-from aws_cdk import CfnOutput, Stack, aws_ec2 as ec2
+from aws_cdk import CfnOutput, Fn, Stack, aws_ec2 as ec2, aws_s3 as s3
 from constructs import Construct
 
 from ml_platform.config import Settings
@@ -14,6 +14,7 @@ from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.storage import LUSTRE_PORTS
 from ml_platform.constructs.trainium import TrainiumNodeGroup
+from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.etcd import EtcdChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
@@ -81,6 +82,9 @@ class TrainingClusterStack(Stack):
         lustre_security_group: The file system's security group. When given, nodes in the
             cluster security group (the system nodes: TensorBoard, data copies) may mount it
             too. Default none.
+        model_bucket_arn_export: Export name of the model bucket's ARN (StorageStack). With
+            ``features.triton_on_eks`` on, Triton on the cluster serves archives from it.
+            Default none (no Triton on EKS).
     """
 
     def __init__(
@@ -96,6 +100,7 @@ class TrainingClusterStack(Stack):
         file_system_dns_name: str,
         file_system_mount_name: str,
         lustre_security_group: ec2.ISecurityGroup | None = None,
+        model_bucket_arn_export: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -170,6 +175,27 @@ class TrainingClusterStack(Stack):
         # admission webhook.
         self.volcano.node.add_dependency(self.eks.system_nodes, self.addons.addons["coredns"])
         self.manifests["VolcanoQueue"].node.add_dependency(self.volcano)
+
+        self.triton = None
+        if settings.features.triton_on_eks and model_bucket_arn_export:
+            triton = settings.triton_on_eks
+            self.triton = TritonOnEks(
+                self,
+                "Triton",
+                cluster=cluster,
+                bucket=s3.Bucket.from_bucket_arn(
+                    self, "ModelBucket", Fn.import_value(model_bucket_arn_export)
+                ),
+                model_prefix=settings.storage.model_prefix,
+                archives=triton.archives,
+                triton_version=settings.inference.triton_version,
+                gpu_instance_type=triton.gpu_instance_type,
+                gpu_nodes=triton.gpu_nodes,
+                max_gpu_nodes=triton.max_gpu_nodes,
+                replicas=triton.replicas,
+                max_replicas=triton.max_replicas,
+            )
+            self.triton.node_group.node.add_dependency(*self.addons.node_dependents())
 
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         CfnOutput(self, "ClusterArn", value=cluster.cluster_arn)

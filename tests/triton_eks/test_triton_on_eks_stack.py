@@ -1,0 +1,130 @@
+"""Triton on EKS inside TrainingClusterStack: GPU nodes, Pod Identity, charts, and the switch."""
+
+from __future__ import annotations
+
+import shlex
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_s3 as s3
+from aws_cdk.assertions import Match
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+from ml_platform.constructs.triton_eks import TritonOnEks
+from ml_platform.triton import ARCHIVE_MODELS
+from tests.cluster.manifests import all_objects
+from tests.support import SynthesizedPlatform, synthesize
+
+
+@pytest.fixture(scope="module")
+def without_triton(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.no-triton"), {"features": {"triton_on_eks": False}}, nag=False
+    )
+
+
+def triton_objects(template: dict) -> dict[tuple[str, str], dict]:
+    return {
+        (o["kind"], o["metadata"]["name"]): o
+        for o in all_objects(template)
+        if o["metadata"].get("namespace") == "triton"
+        or o["metadata"]["name"] in ("triton", "nvidia-device-plugin")
+    }
+
+
+def test_gpu_node_group(synth: SynthesizedPlatform) -> None:
+    synth.template("TrainingCluster").has_resource_properties(
+        "AWS::EKS::Nodegroup",
+        {
+            "AmiType": "AL2023_x86_64_NVIDIA",
+            "InstanceTypes": ["g5.2xlarge"],
+            "Labels": {"ml-platform/node-role": "gpu"},
+            "Taints": [{"Key": "nvidia.com/gpu", "Value": "true", "Effect": "NO_SCHEDULE"}],
+            "ScalingConfig": {"MinSize": 1, "DesiredSize": 1, "MaxSize": 2},
+            "LaunchTemplate": Match.object_like({}),
+        },
+    )
+
+
+def test_pod_identity_role_reads_only_the_model_prefix(synth: SynthesizedPlatform) -> None:
+    t = synth.template("TrainingCluster")
+    template = synth.template_json("TrainingCluster")
+    (association_id,) = [
+        k
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::EKS::PodIdentityAssociation"
+        and r["Properties"]["ServiceAccount"] == "triton"
+    ]
+    association = template["Resources"][association_id]["Properties"]
+    assert association["Namespace"] == "triton"
+    role_id = association["RoleArn"]["Fn::GetAtt"][0]
+    role = template["Resources"][role_id]["Properties"]
+    principal = role["AssumeRolePolicyDocument"]["Statement"][0]
+    assert principal["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(principal["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    policies = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
+    ]
+    (policy,) = policies
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Action"] == "s3:GetObject"
+    assert statement["Resource"]["Fn::Join"][1][-1] == "/models/*"
+    t.has_output("ClusterName", Match.any_value())
+
+
+def test_charts_are_applied_with_exactly_the_configured_archives(synth: SynthesizedPlatform) -> None:
+    objects = triton_objects(synth.template_json("TrainingCluster"))
+    assert {k for k in objects} >= {
+        ("Namespace", "triton"), ("ServiceAccount", "triton"), ("Deployment", "triton"),
+        ("Service", "triton"), ("HorizontalPodAutoscaler", "triton"),
+        ("PodDisruptionBudget", "triton"), ("DaemonSet", "nvidia-device-plugin"),
+    }
+    pod = objects[("Deployment", "triton")]["spec"]["template"]["spec"]
+    fetch = pod["initContainers"][0]["command"][2]
+    keys = [w.split("/", 3)[3] for w in shlex.split(fetch) if w.startswith("s3://")]
+    archives = synth.platform.settings.triton_on_eks.archives
+    assert keys == [f"models/{a}" for a in archives]
+    loaded = [a.split("=", 1)[1] for a in pod["containers"][0]["args"] if a.startswith("--load-model=")]
+    assert loaded == [m for a in archives for m in ARCHIVE_MODELS[a]]
+    assert pod["containers"][0]["image"].endswith(f":{synth.platform.settings.inference.triton_version}-py3")
+
+
+def test_switch_off_removes_gpu_nodes_plugin_and_triton(
+    synth: SynthesizedPlatform, without_triton: SynthesizedPlatform
+) -> None:
+    on, off = synth.template_json("TrainingCluster"), without_triton.template_json("TrainingCluster")
+    amis = lambda t: sorted(  # noqa: E731
+        r["Properties"].get("AmiType", "") for r in t["Resources"].values() if r["Type"] == "AWS::EKS::Nodegroup"
+    )
+    assert "AL2023_x86_64_NVIDIA" in amis(on)
+    assert "AL2023_x86_64_NVIDIA" not in amis(off)
+    assert len(amis(off)) == len(amis(on)) - 1
+    assert triton_objects(on) and not triton_objects(off)
+    service_accounts = lambda t: [  # noqa: E731
+        r["Properties"]["ServiceAccount"]
+        for r in t["Resources"].values()
+        if r["Type"] == "AWS::EKS::PodIdentityAssociation"
+    ]
+    assert "triton" in service_accounts(on) and "triton" not in service_accounts(off)
+    assert without_triton.platform.training_cluster.triton is None
+
+
+def test_construct_reports_every_bad_prop_at_once() -> None:
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    cluster = eks.Cluster(
+        stack, "Cluster", vpc=vpc, version=eks.KubernetesVersion.V1_35,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
+        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
+    )
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "models")
+    with pytest.raises(ValueError) as info:
+        TritonOnEks(
+            stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom.tar.gz"],
+            gpu_instance_type="p5.48xlarge", gpu_nodes=3, max_gpu_nodes=2, replicas=0,
+        )
+    message = str(info.value)
+    for expected in ("gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "custom.tar.gz"):
+        assert expected in message
