@@ -58,6 +58,9 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p.add_argument("--top-k", type=int, default=5, help="classes to print for --image (default: 5)")
     p.add_argument("--labels", type=Path, help="label file, one class per line, for --image")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--triton-url",
+                   help="send to this Triton server (host:port, e.g. localhost:8000 through "
+                        "kubectl port-forward to Triton on EKS) instead of the SageMaker endpoint")
     p.set_defaults(run=run)
 
 
@@ -71,28 +74,55 @@ def _http():
     return http
 
 
-def image_request(image: bytes) -> tuple[bytes, int | None]:
-    """Request body (and JSON header size) for the image ensemble: one encoded image."""
+def image_tensors(image: bytes) -> tuple[list[Any], list[Any]]:
+    """Triton inputs and requested outputs for the image ensemble: one encoded image."""
     import numpy as np
 
     http = _http()
     data = np.frombuffer(image, dtype=np.uint8).reshape(1, -1)
     tensor = http.InferInput(IMAGE_INPUT, list(data.shape), IMAGE_DTYPE)
     tensor.set_data_from_numpy(data, binary_data=True)
-    output = http.InferRequestedOutput(IMAGE_OUTPUT, binary_data=True)
-    return http.InferenceServerClient.generate_request_body([tensor], outputs=[output])
+    return [tensor], [http.InferRequestedOutput(IMAGE_OUTPUT, binary_data=True)]
 
 
-def text_request(sentences: list[str]) -> tuple[bytes, int | None]:
-    """Request body (and JSON header size) for the text ensemble: a batch of sentences."""
+def text_tensors(sentences: list[str]) -> tuple[list[Any], list[Any]]:
+    """Triton inputs and requested outputs for the text ensemble: a batch of sentences."""
     import numpy as np
 
     http = _http()
     data = np.array([[s.encode("utf-8")] for s in sentences], dtype=np.object_)
     tensor = http.InferInput(TEXT_INPUT, list(data.shape), TEXT_DTYPE)
     tensor.set_data_from_numpy(data, binary_data=True)
-    output = http.InferRequestedOutput(TEXT_OUTPUT, binary_data=True)
-    return http.InferenceServerClient.generate_request_body([tensor], outputs=[output])
+    return [tensor], [http.InferRequestedOutput(TEXT_OUTPUT, binary_data=True)]
+
+
+def image_request(image: bytes) -> tuple[bytes, int | None]:
+    """Request body (and JSON header size) for the image ensemble: one encoded image."""
+    inputs, outputs = image_tensors(image)
+    return _http().InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+
+
+def text_request(sentences: list[str]) -> tuple[bytes, int | None]:
+    """Request body (and JSON header size) for the text ensemble: a batch of sentences."""
+    inputs, outputs = text_tensors(sentences)
+    return _http().InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+
+
+def infer_on_triton(url: str, model: str, inputs: list[Any], outputs: list[Any], output: str):
+    """Send the request straight to a Triton server (e.g. Triton on EKS through
+    ``kubectl port-forward``) and return the ``output`` tensor."""
+    http = _http()
+    client = http.InferenceServerClient(url=url, connection_timeout=10, network_timeout=READ_TIMEOUT)
+    try:
+        result = client.infer(model, inputs, outputs=outputs)
+    except Exception as error:  # InferenceServerException or a connection error
+        raise CliError(f"Triton at {url}, model {model!r}: {error}") from None
+    finally:
+        client.close()
+    array = result.as_numpy(output)
+    if array is None:
+        raise CliError(f"Triton at {url}: the response has no output {output!r}")
+    return array
 
 
 def content_type(json_size: int | None) -> str:
@@ -210,34 +240,12 @@ def embedding_summary(sentence: str, vector, first: int = 5) -> dict[str, Any]:
     }
 
 
-def run(ctx: Context, args: argparse.Namespace) -> int:
-    from ml_platform.triton import IMAGE_ARCHIVE, TEXT_ARCHIVE, validate_target_model
-
-    endpoint = args.endpoint or ctx.settings.inference.endpoints[0].name
-    if args.image is not None:
-        try:
-            image = args.image.read_bytes()
-        except OSError as error:
-            raise CliError(f"--image {args.image}: {error.strerror}") from None
-        if not image:
-            raise CliError(f"--image {args.image}: the file is empty")
-        target, output = args.target_model or IMAGE_ARCHIVE, IMAGE_OUTPUT
-        body, json_size = image_request(image)
-        if args.top_k < 1:
-            raise CliError("--top-k must be at least 1")
-        labels = _read_labels(args.labels)
-    else:
-        if len(args.text) > TEXT_MAX_BATCH:
-            raise CliError(f"--text given {len(args.text)} times; the ensemble takes at most "
-                           f"{TEXT_MAX_BATCH} sentences per request")
-        target, output = args.target_model or TEXT_ARCHIVE, TEXT_OUTPUT
-        body, json_size = text_request(args.text)
-    problem = validate_target_model(target)
-    if problem:
-        raise CliError(problem)
-
+def _invoke_sagemaker(ctx: Context, args: argparse.Namespace, endpoint: str, target: str,
+                      inputs: list[Any], outputs: list[Any], output: str):
+    """InvokeEndpoint with TargetModel, retrying while the archive loads."""
     from botocore.config import Config
 
+    body, json_size = _http().InferenceServerClient.generate_request_body(inputs, outputs=outputs)
     client = ctx.client(
         "sagemaker-runtime",
         config=Config(read_timeout=READ_TIMEOUT, retries={"mode": "standard", "max_attempts": 3}),
@@ -249,7 +257,6 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
 
             print(f"model not ready (attempt {attempt}), retrying in {wait:.0f} s", file=sys.stderr)
 
-    started = time.monotonic()
     response, attempts = invoke_with_retry(
         client,
         endpoint=endpoint,
@@ -260,6 +267,44 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         on_retry=note,
     )
     array = parse_response(response["Body"].read(), response.get("ContentType", ""), output)
+    return array, attempts
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE, TEXT_ARCHIVE, validate_target_model
+
+    endpoint = args.endpoint or ctx.settings.inference.endpoints[0].name
+    if args.image is not None:
+        try:
+            image = args.image.read_bytes()
+        except OSError as error:
+            raise CliError(f"--image {args.image}: {error.strerror}") from None
+        if not image:
+            raise CliError(f"--image {args.image}: the file is empty")
+        target, output = args.target_model or IMAGE_ARCHIVE, IMAGE_OUTPUT
+        inputs, outputs = image_tensors(image)
+        if args.top_k < 1:
+            raise CliError("--top-k must be at least 1")
+        labels = _read_labels(args.labels)
+    else:
+        if len(args.text) > TEXT_MAX_BATCH:
+            raise CliError(f"--text given {len(args.text)} times; the ensemble takes at most "
+                           f"{TEXT_MAX_BATCH} sentences per request")
+        target, output = args.target_model or TEXT_ARCHIVE, TEXT_OUTPUT
+        inputs, outputs = text_tensors(args.text)
+    problem = validate_target_model(target)
+    if problem:
+        raise CliError(problem)
+
+    started = time.monotonic()
+    if args.triton_url:
+        if target not in ARCHIVE_MODELS:
+            raise CliError(f"--triton-url needs a known archive, got {target!r}")
+        endpoint, attempts = args.triton_url, 1
+        model = ARCHIVE_MODELS[target][0]  # the archive's ensemble
+        array = infer_on_triton(args.triton_url, model, inputs, outputs, output)
+    else:
+        array, attempts = _invoke_sagemaker(ctx, args, endpoint, target, inputs, outputs, output)
     elapsed = time.monotonic() - started
     if args.image is None and (array.ndim != 2 or array.shape[0] != len(args.text)):
         raise CliError(f"expected {len(args.text)} embeddings, got an array of shape {array.shape}")
