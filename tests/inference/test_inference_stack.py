@@ -247,3 +247,41 @@ def test_one_endpoint_per_configured_endpoint(tmp_path) -> None:
         "AWS::SageMaker::EndpointConfig",
         {"ProductionVariants": [Match.object_like({"InstanceType": "ml.g5.xlarge"})]},
     )
+
+
+def _inference_stack(upload_dir: str | None):
+    from ml_platform.config import InferenceSettings
+    from ml_platform.stacks.inference import InferenceStack
+
+    app = cdk.App()
+    return InferenceStack(
+        app,
+        "Inference",
+        settings=InferenceSettings(upload_dir=upload_dir),
+        bucket_arn_export="Storage-ModelBucketArn",
+        model_prefix="models/",
+        env=cdk.Environment(account="123456789012", region="us-west-2"),
+    )
+
+
+def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> None:
+    (tmp_path / "model_trt_python.tar.gz").write_bytes(b"archive")
+    stack = _inference_stack(str(tmp_path))
+    t = Template.from_stack(stack)
+    t.has_resource_properties(
+        "Custom::CDKBucketDeployment",
+        {"DestinationBucketKeyPrefix": "models/", "Prune": False},
+    )
+    upload_id = stack.get_logical_id(stack.upload.node.find_child("CustomResource").node.default_child)
+    t.has_resource("AWS::SageMaker::Endpoint", {"DependsOn": Match.array_with([upload_id])})
+
+
+def test_upload_dir_must_exist(tmp_path) -> None:
+    with pytest.raises(ValueError, match=r"inference.upload_dir='.*missing': not a directory"):
+        _inference_stack(str(tmp_path / "missing"))
+
+
+def test_no_upload_without_upload_dir() -> None:
+    stack = _inference_stack(None)
+    assert stack.upload is None
+    Template.from_stack(stack).resource_count_is("Custom::CDKBucketDeployment", 0)
