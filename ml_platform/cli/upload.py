@@ -9,13 +9,11 @@ folder a multi-model endpoint serves).
 from __future__ import annotations
 
 import argparse
-import tarfile
 from pathlib import Path
 
 from ml_platform.cli.aws import CliError, Context, doc_summary, require_output, stack_outputs
 
 STORAGE = "Storage"
-MAX_CONFIG_BYTES = 1 << 20  # a config.pbtxt is a few KiB; refuse to read anything huge
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -28,45 +26,6 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p.add_argument("paths", nargs="*", type=Path, default=[Path("dist/models")],
                    help="archives, or folders whose *.tar.gz are uploaded (default: dist/models)")
     p.set_defaults(run=run)
-
-
-def archive_problems(path: Path) -> list[str]:
-    """Why ``path`` cannot be served by a multi-model endpoint (empty when it can)."""
-    from ml_platform.triton import parse_pbtxt, validate_target_model
-    from ml_platform.triton.pbtxt import ENSEMBLE_PLATFORM
-
-    problems = []
-    name_problem = validate_target_model(path.name)
-    if name_problem:
-        problems.append(name_problem)
-    ensembles = []
-    try:
-        with tarfile.open(path, "r:gz") as tar:
-            for member in tar:
-                parts = member.name.removeprefix("./").split("/")
-                if len(parts) != 2 or parts[1] != "config.pbtxt" or not member.isfile():
-                    continue
-                if member.size > MAX_CONFIG_BYTES:
-                    problems.append(f"{member.name}: {member.size} bytes, too large for a config")
-                    continue
-                text = tar.extractfile(member).read().decode("utf-8", errors="replace")
-                try:
-                    config = parse_pbtxt(text)
-                except Exception as error:  # protobuf's ParseError
-                    problems.append(f"{member.name}: not a Triton model config ({error})")
-                    continue
-                if config.platform == ENSEMBLE_PLATFORM:
-                    ensembles.append(parts[0])
-    except (tarfile.TarError, OSError, EOFError) as error:
-        return problems + [f"not a gzip-compressed tar archive ({error})"]
-    if not ensembles:
-        problems.append(
-            'no <model>/config.pbtxt with platform: "ensemble" at the archive root'
-        )
-    elif len(ensembles) > 1:
-        problems.append(f"{len(ensembles)} ensembles at the root ({', '.join(ensembles)}), "
-                        "expected exactly one")
-    return problems
 
 
 def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
@@ -92,6 +51,8 @@ def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
 def run(ctx: Context, args: argparse.Namespace) -> int:
     archives, problems = collect_archives(args.paths)
     for archive in archives:
+        from ml_platform.triton.repository import archive_problems
+
         problems.extend(f"{archive}: {p}" for p in archive_problems(archive))
     if problems:
         raise CliError("refusing to upload:\n" + "\n".join(f"  - {p}" for p in problems))

@@ -10,6 +10,7 @@ from constructs import Construct
 
 from ml_platform.config import InferenceSettings
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.triton.repository import archive_problems
 
 
 class InferenceStack(Stack):
@@ -58,6 +59,17 @@ class InferenceStack(Stack):
             if not source.is_dir():
                 raise ValueError(
                     f"{self.node.path}: inference.upload_dir={settings.upload_dir!r}: not a directory"
+                )
+            # Check every archive now: a broken ensemble fails synthesis, not the endpoint.
+            problems = [
+                f"{archive.name}: {problem}"
+                for archive in sorted(source.glob("*.tar.gz"))
+                for problem in archive_problems(archive)
+            ]
+            if problems:
+                raise ValueError(
+                    f"{self.node.path}: inference.upload_dir={settings.upload_dir!r} holds archives "
+                    "that cannot be served:\n  - " + "\n  - ".join(problems)
                 )
             self.upload = s3deploy.BucketDeployment(
                 self,

@@ -14,6 +14,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ml_platform.triton.spec import (
     EnsembleSpec,
+    EnsembleStep,
     InstanceKind,
     ModelSpec,
     TensorFormat,
@@ -114,3 +115,44 @@ def read_pbtxt(path: str | Path) -> mc.ModelConfig:
     if path.is_dir():
         path = path / "config.pbtxt"
     return parse_pbtxt(path.read_text(encoding="utf-8"))
+
+
+def _tensor(message: mc.ModelInput | mc.ModelOutput) -> TensorSpec:
+    # Wiring only: label files are not carried over (the spec would demand the file itself).
+    dtype = mc.DataType.Name(message.data_type).removeprefix("TYPE_")
+    return TensorSpec(name=message.name, dtype=dtype, dims=tuple(message.dims))
+
+
+def from_model_config(config: mc.ModelConfig) -> ModelSpec:
+    """The wiring-relevant part of a (non-ensemble) model's config as a :class:`ModelSpec`:
+    name, backend/platform, batch size and tensors (no files)."""
+    return ModelSpec(
+        name=config.name,
+        inputs=tuple(_tensor(t) for t in config.input),
+        outputs=tuple(_tensor(t) for t in config.output),
+        backend=config.backend or None,
+        platform=config.platform or None,
+        max_batch_size=config.max_batch_size,
+    )
+
+
+def ensemble_from_configs(ensemble: mc.ModelConfig, models: list[mc.ModelConfig]) -> EnsembleSpec:
+    """Rebuild an :class:`EnsembleSpec` from parsed configs (e.g. read out of an archive), so
+    the ensemble checker can run over archives built elsewhere."""
+    steps = tuple(
+        EnsembleStep(
+            model_name=s.model_name,
+            model_version=s.model_version,
+            input_map=dict(s.input_map),
+            output_map=dict(s.output_map),
+        )
+        for s in ensemble.ensemble_scheduling.step
+    )
+    return EnsembleSpec(
+        name=ensemble.name,
+        inputs=tuple(_tensor(t) for t in ensemble.input),
+        outputs=tuple(_tensor(t) for t in ensemble.output),
+        steps=steps,
+        models=tuple(from_model_config(m) for m in models),
+        max_batch_size=ensemble.max_batch_size,
+    )

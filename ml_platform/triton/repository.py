@@ -24,7 +24,8 @@ import tarfile
 from pathlib import Path
 
 from ml_platform.triton.checker import check_ensemble
-from ml_platform.triton.pbtxt import to_pbtxt
+from ml_platform.triton.checker import find_ensemble_problems
+from ml_platform.triton.pbtxt import ENSEMBLE_PLATFORM, ensemble_from_configs, parse_pbtxt, to_pbtxt
 from ml_platform.triton.spec import EnsembleSpec, ModelSpec
 
 #: Longest ``TargetModel`` SageMaker's InvokeEndpoint accepts.
@@ -197,3 +198,52 @@ def package(
                     tar.addfile(_tar_info(path, entry.stat().st_size, False), handle)
     partial.replace(out)
     return out
+
+
+MAX_CONFIG_BYTES = 1 << 20  # a config.pbtxt is a few KiB; refuse to read anything huge
+
+
+def archive_problems(path: str | Path) -> list[str]:
+    """Why the archive at ``path`` cannot be served by a multi-model endpoint (empty when it
+    can): its name must be a valid ``TargetModel``; it must hold exactly one
+    ``<model>/config.pbtxt`` at its root with ``platform: "ensemble"``; and the ensemble,
+    rebuilt from the archive's configs, must pass :func:`find_ensemble_problems`."""
+    path = Path(path)
+    problems = []
+    name_problem = validate_target_model(path.name)
+    if name_problem:
+        problems.append(name_problem)
+    ensembles, models, ensemble_folders = [], [], []
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                parts = member.name.removeprefix("./").split("/")
+                if len(parts) != 2 or parts[1] != "config.pbtxt" or not member.isfile():
+                    continue
+                if member.size > MAX_CONFIG_BYTES:
+                    problems.append(f"{member.name}: {member.size} bytes, too large for a config")
+                    continue
+                text = tar.extractfile(member).read().decode("utf-8", errors="replace")
+                try:
+                    config = parse_pbtxt(text)
+                except Exception as error:  # protobuf's ParseError
+                    problems.append(f"{member.name}: not a Triton model config ({error})")
+                    continue
+                if config.platform == ENSEMBLE_PLATFORM:
+                    ensembles.append(config)
+                    ensemble_folders.append(parts[0])
+                else:
+                    models.append(config)
+    except (tarfile.TarError, OSError, EOFError) as error:
+        return problems + [f"not a gzip-compressed tar archive ({error})"]
+    if not ensembles:
+        problems.append('no <model>/config.pbtxt with platform: "ensemble" at the archive root')
+    elif len(ensembles) > 1:
+        names = ", ".join(ensemble_folders)
+        problems.append(f"{len(ensembles)} ensembles at the root ({names}), expected exactly one")
+    else:
+        try:
+            problems += find_ensemble_problems(ensemble_from_configs(ensembles[0], models))
+        except ValueError as error:  # a config the typed specs reject (bad dims, names)
+            problems.append(str(error))
+    return problems

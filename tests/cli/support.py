@@ -166,3 +166,22 @@ def create_storage_stack(name: str = "MlPlatform-Storage", *, prefix: str | None
     cloudformation.create_stack(StackName=name, TemplateBody=storage_template(outputs))
     stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
     return next(o["OutputValue"] for o in stack["Outputs"] if o["OutputKey"] == "ModelBucketName")
+
+
+# A minimal, correctly wired ensemble: IN -> encoder(x -> y) -> OUT.
+ENSEMBLE = """name: "ensemble"
+platform: "ensemble"
+max_batch_size: 1
+input { name: "IN" data_type: TYPE_FP32 dims: 4 }
+output { name: "OUT" data_type: TYPE_FP32 dims: 4 }
+ensemble_scheduling {
+  step { model_name: "encoder" model_version: -1
+         input_map { key: "x" value: "IN" } output_map { key: "y" value: "OUT" } }
+}
+"""
+MODEL = """name: "encoder"
+backend: "onnxruntime"
+max_batch_size: 1
+input { name: "x" data_type: TYPE_FP32 dims: 4 }
+output { name: "y" data_type: TYPE_FP32 dims: 4 }
+"""

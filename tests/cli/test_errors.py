@@ -52,9 +52,10 @@ def test_global_options_also_after_the_command(aws, project, mlp):
     assert result.code == 1
     assert "no *.tar.gz archives" in result.err
     from tests.cli.support import write_tar
+    from tests.cli.support import ENSEMBLE, MODEL
 
     archive = write_tar(project.parent / "model_x.tar.gz",
-                        {"e/config.pbtxt": 'name: "e"\nplatform: "ensemble"\n'})
+                        {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL})
     result = mlp("models", "upload", "--cdk-json", project, "--stack-prefix", "Other", archive)
     assert "stack 'Other-Storage' not found in us-west-2" in result.err
 

@@ -6,11 +6,10 @@ import shutil
 
 import boto3
 
-from ml_platform.cli.upload import archive_problems
+from ml_platform.triton.repository import archive_problems
+from tests.cli.support import ENSEMBLE, MODEL
 from tests.cli.support import create_storage_stack, write_tar
 
-ENSEMBLE = 'name: "ensemble"\nplatform: "ensemble"\nmax_batch_size: 1\n'
-MODEL = 'name: "encoder"\nbackend: "onnxruntime"\nmax_batch_size: 1\n'
 
 
 def _keys(bucket: str) -> list[str]:
@@ -76,6 +75,16 @@ def test_archive_with_two_ensembles_is_refused(tmp_path):
     two = write_tar(tmp_path / "two.tar.gz",
                     {"a/config.pbtxt": ENSEMBLE, "b/config.pbtxt": ENSEMBLE})
     assert archive_problems(two) == ["2 ensembles at the root (a, b), expected exactly one"]
+
+
+def test_miswired_ensemble_is_refused_with_step_and_tensor(tmp_path):
+    wrong = write_tar(tmp_path / "wrong.tar.gz", {
+        "ensemble/config.pbtxt": ENSEMBLE,
+        "encoder/config.pbtxt": MODEL.replace("TYPE_FP32 dims: 4 }\noutput", "TYPE_INT32 dims: 4 }\noutput"),
+    })
+    problems = archive_problems(wrong)
+    assert problems and all("encoder" in p for p in problems)
+    assert any("'x'" in p and "INT32" in p for p in problems), problems
 
 
 def test_leading_dot_slash_members_are_accepted(tmp_path):

@@ -264,8 +264,25 @@ def _inference_stack(upload_dir: str | None):
     )
 
 
+def _write_archive(path, files: dict[str, str]) -> None:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
 def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> None:
-    (tmp_path / "model_trt_python.tar.gz").write_bytes(b"archive")
+    from tests.cli.support import ENSEMBLE, MODEL
+
+    _write_archive(
+        tmp_path / "model_small.tar.gz",
+        {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL},
+    )
     stack = _inference_stack(str(tmp_path))
     t = Template.from_stack(stack)
     t.has_resource_properties(
@@ -274,6 +291,20 @@ def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> N
     )
     upload_id = stack.get_logical_id(stack.upload.node.find_child("CustomResource").node.default_child)
     t.has_resource("AWS::SageMaker::Endpoint", {"DependsOn": Match.array_with([upload_id])})
+
+
+def test_upload_dir_with_a_broken_ensemble_fails_synthesis(tmp_path) -> None:
+    from tests.cli.support import ENSEMBLE, MODEL
+
+    _write_archive(
+        tmp_path / "model_broken.tar.gz",
+        {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL.replace('"y"', '"z"')},
+    )
+    with pytest.raises(ValueError) as info:
+        _inference_stack(str(tmp_path))
+    message = str(info.value)
+    assert "model_broken.tar.gz" in message
+    assert "encoder" in message and "'y'" in message
 
 
 def test_upload_dir_must_exist(tmp_path) -> None:
