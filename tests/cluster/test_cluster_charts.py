@@ -57,9 +57,14 @@ def copies(synth: SynthesizedPlatform) -> dict[str, list[dict[str, Any]]]:
     return token_free_charts(synth.platform.settings)
 
 
+# Charts of Triton on EKS (features.triton_on_eks, on by default); tests/triton_eks checks them.
+TRITON_MANIFESTS = {"NvidiaPlugin", "Triton"}
+
+
 def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
+    assert TRITON_MANIFESTS <= set(deployed)
     assert (
-        set(deployed)
+        set(deployed) - TRITON_MANIFESTS
         == set(copies)
         == {"Storage", "NeuronPlugin", "EfaPlugin", "Etcd", "VolcanoQueue"}
     )
@@ -116,7 +121,7 @@ def test_namespaces_are_set_per_object(deployed, synth: SynthesizedPlatform) -> 
         for obj in objects:
             namespace = obj["metadata"].get("namespace")
             assert (namespace is None) == (obj["kind"] in cluster_scoped), (name, key(obj))
-            assert namespace in (None, "kube-system", "etcd", training), (name, key(obj))
+            assert namespace in (None, "kube-system", "etcd", training, "triton"), (name, key(obj))
 
 
 # --- aws-cdk's own Neuron plugin is not applied -------------------------------------------

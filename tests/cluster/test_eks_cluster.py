@@ -45,7 +45,8 @@ def test_cluster_is_native_eks_with_managed_node_groups_not_auto_mode(
     assert props["AccessConfig"]["AuthenticationMode"] == "API"
     # Pinned managed add-ons install the networking components instead.
     assert props["BootstrapSelfManagedAddons"] is False
-    assert len(_resources(synth, "AWS::EKS::Nodegroup")) == 2
+    # system, Trainium and (features.triton_on_eks) GPU node groups
+    assert len(_resources(synth, "AWS::EKS::Nodegroup")) == 3
     # Nothing Auto Mode or the legacy cluster provider would add.
     assert not _resources(synth, "Custom::AWSCDK-EKS-Cluster")
 
