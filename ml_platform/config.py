@@ -617,6 +617,20 @@ def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
     raise TypeError(f"unsupported settings type {tp!r} at {label}")  # programming error
 
 
+def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``base`` with ``overrides`` merged in: objects merge key by key, any other
+    value replaces. How partial ``ml-platform`` objects combine with cdk.json's."""
+    import copy
+
+    out = copy.deepcopy(dict(base))
+    for key, value in overrides.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
 def settings_from_cdk_json(path: str = "cdk.json") -> Settings:
     """Read the settings the way ``cdk synth`` would, from a ``cdk.json`` file's context.
 

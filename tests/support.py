@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from dataclasses import dataclass, field
@@ -13,7 +12,7 @@ import aws_cdk as cdk
 from aws_cdk.assertions import Template
 
 from ml_platform.app import Platform, build_platform, settings_from_app
-from ml_platform.config import CONTEXT_KEY
+from ml_platform.config import CONTEXT_KEY, deep_merge
 
 ROOT = Path(__file__).resolve().parent.parent
 CDK_JSON = ROOT / "cdk.json"
@@ -22,17 +21,6 @@ CDK_JSON = ROOT / "cdk.json"
 def cdk_json_context() -> dict[str, Any]:
     """The context `cdk synth` would see from this repository's cdk.json."""
     return json.loads(CDK_JSON.read_text())["context"]
-
-
-def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Deep-merge ``overrides`` into a copy of ``base`` (dicts merge, other values replace)."""
-    out = copy.deepcopy(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merged(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 @dataclass
@@ -71,7 +59,7 @@ def synthesize(
     ``ml-platform`` context of cdk.json."""
     context = cdk_json_context()
     if overrides:
-        context[CONTEXT_KEY] = merged(context.get(CONTEXT_KEY, {}), overrides)
+        context[CONTEXT_KEY] = deep_merge(context.get(CONTEXT_KEY, {}), overrides)
     app = cdk.App(outdir=str(outdir), context=context)
     platform = build_platform(app, settings_from_app(app), nag=nag)
     error = None

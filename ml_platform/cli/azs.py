@@ -13,7 +13,6 @@ to ``cdk.json``'s object take effect after running ``mlp azs`` again.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -35,17 +34,6 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
                    "default: the first in sorted order")
     p.add_argument("--dry-run", action="store_true", help="print what would be written")
     p.set_defaults(run=run)
-
-
-def merged(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-    """Deep-merge ``overrides`` into a copy of ``base`` (objects merge, other values replace)."""
-    out = copy.deepcopy(base)
-    for key, value in overrides.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = merged(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -98,6 +86,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         Settings,
         SettingsError,
         TrainiumSettings,
+        deep_merge,
     )
 
     if not ctx.cdk_json.is_file():
@@ -147,7 +136,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
 
     keep = list(current_azs) if region == current_region and isinstance(current_azs, list) else []
     vpc_azs = choose_azs(trainium_az, keep, region_azs)
-    new_object = merged(
+    new_object = deep_merge(
         base,
         {
             "env": {"account": account, "region": region},

@@ -12,8 +12,7 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.names import NEURON_TAINT_KEY
-from ml_platform.k8s_charts.neuron import instance_type_affinity
+from ml_platform.k8s_charts.neuron import device_plugin_tolerations, instance_type_affinity
 
 NAME = "aws-efa-k8s-device-plugin"
 NAMESPACE = "kube-system"
@@ -58,12 +57,7 @@ class EfaDevicePluginChart(cdk8s.Chart):
                         automount_service_account_token=False,
                         host_network=True,
                         priority_class_name="system-node-critical",
-                        tolerations=[
-                            k8s.Toleration(key="CriticalAddonsOnly", operator="Exists"),
-                            k8s.Toleration(
-                                key=NEURON_TAINT_KEY, operator="Exists", effect="NoSchedule"
-                            ),
-                        ],
+                        tolerations=device_plugin_tolerations(),
                         affinity=instance_type_affinity(instance_types),
                         containers=[
                             k8s.Container(

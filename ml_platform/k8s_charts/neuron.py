@@ -98,12 +98,7 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                     spec=k8s.PodSpec(
                         service_account_name=NAME,
                         priority_class_name="system-node-critical",
-                        tolerations=[
-                            k8s.Toleration(key="CriticalAddonsOnly", operator="Exists"),
-                            k8s.Toleration(
-                                key=NEURON_TAINT_KEY, operator="Exists", effect="NoSchedule"
-                            ),
-                        ],
+                        tolerations=device_plugin_tolerations(),
                         affinity=instance_type_affinity(instance_types),
                         containers=[
                             k8s.Container(
@@ -144,6 +139,15 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                 ),
             ),
         )
+
+
+def device_plugin_tolerations() -> list[k8s.Toleration]:
+    """A node-critical plugin on the Trainium nodes: tolerate their Neuron taint and
+    CriticalAddonsOnly."""
+    return [
+        k8s.Toleration(key="CriticalAddonsOnly", operator="Exists"),
+        k8s.Toleration(key=NEURON_TAINT_KEY, operator="Exists", effect="NoSchedule"),
+    ]
 
 
 def instance_type_affinity(instance_types: Sequence[str]) -> k8s.Affinity:

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from ml_platform.cli.azs import choose_azs, merged
+from ml_platform.cli.azs import choose_azs
+from ml_platform.config import deep_merge
 from ml_platform.config import CONTEXT_KEY, settings_from_cdk_json
 
 # moto's us-west-2: trn1.32xlarge in usw2-az1 and usw2-az4; usw2-az1 is named us-west-2b
@@ -18,7 +19,7 @@ AZ_KEY = "availability-zones:account=123456789012:region=us-west-2"
 def _customise(cdk_json, **changes) -> dict:
     """Add settings to the project's cdk.json object; returns the new object."""
     project = json.loads(cdk_json.read_text())
-    project["context"][CONTEXT_KEY] = merged(project["context"][CONTEXT_KEY], changes)
+    project["context"][CONTEXT_KEY] = deep_merge(project["context"][CONTEXT_KEY], changes)
     cdk_json.write_text(json.dumps(project, indent=2))
     return project["context"][CONTEXT_KEY]
 
@@ -33,7 +34,7 @@ def test_writes_the_mapped_az_and_deep_merges_cdk_json(aws, project, mlp):
     assert "usw2-az1 (us-west-2b), usw2-az4 (us-west-2d)" in result.out
     written = json.loads(project.with_name("cdk.context.json").read_text())
     assert written[AZ_KEY] == REGION_AZS
-    expected = merged(original, {
+    expected = deep_merge(original, {
         "env": {"account": "123456789012", "region": "us-west-2"},
         "network": {"availability_zones": ["us-west-2a", "us-west-2b", "us-west-2d"],
                     "trainium_az": "us-west-2b"},

@@ -39,7 +39,7 @@ import boto3
 import numpy as np
 import pytest
 
-from ml_platform.cli.azs import merged
+from ml_platform.config import deep_merge
 from tests.cli.support import ACCOUNT, REGION, REPO, triton_json_response
 
 pytestmark = pytest.mark.e2e
@@ -105,7 +105,7 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     # moto cannot create switched off. The CLI's -c replaces the whole `ml-platform` object,
     # so it gets the complete deep-merged object too.
     repo_context = json.loads((REPO / "cdk.json").read_text())["context"]
-    settings = merged(repo_context["ml-platform"], {
+    settings = deep_merge(repo_context["ml-platform"], {
         "features": {"training_cluster": False, "triton_on_eks": False},
         "storage": {"removal_policy": "destroy"},
     })
