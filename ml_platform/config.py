@@ -14,8 +14,9 @@ import ipaddress
 import re
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from ml_platform.instances import (
     EKS_GPU_INSTANCES,
@@ -478,7 +479,7 @@ class Settings:
     @classmethod
     def from_context(
         cls, values: Mapping[str, Any] | None, *, known_azs: Mapping[str, Any] | None = None
-    ) -> "Settings":
+    ) -> Settings:
         """Parse and check the ``ml-platform`` context object.
 
         Args:

@@ -7,10 +7,10 @@ import os
 # jsii prints an end-of-life banner on Node 20; tests run on Node 20.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-import pytest  # noqa: E402
+import pytest
 
-from ml_platform.config import Settings, settings_from_cdk_json  # noqa: E402
-from tests.support import CDK_JSON, SynthesizedPlatform, synthesize  # noqa: E402
+from ml_platform.config import Settings, settings_from_cdk_json
+from tests.support import CDK_JSON, SynthesizedPlatform, synthesize
 
 
 @pytest.fixture(scope="session")

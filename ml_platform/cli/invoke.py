@@ -271,7 +271,12 @@ def _invoke_sagemaker(ctx: Context, args: argparse.Namespace, endpoint: str, tar
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
-    from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE, TEXT_ARCHIVE, validate_target_model
+    from ml_platform.triton import (
+        ARCHIVE_MODELS,
+        IMAGE_ARCHIVE,
+        TEXT_ARCHIVE,
+        validate_target_model,
+    )
 
     endpoint = args.endpoint or ctx.settings.inference.endpoints[0].name
     if args.image is not None:

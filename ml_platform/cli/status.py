@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from ml_platform.cli.aws import (
@@ -102,7 +102,7 @@ def latest_metrics(
     ctx: Context, name: str, minutes: int, now: datetime | None = None
 ) -> dict[str, Any]:
     """Newest datapoint of each metric in :data:`METRICS` (``None`` values when no data)."""
-    end = now or datetime.now(timezone.utc)
+    end = now or datetime.now(UTC)
     dimensions = [
         {"Name": "EndpointName", "Value": name},
         {"Name": "VariantName", "Value": VARIANT},
@@ -139,7 +139,7 @@ def latest_metrics(
             "statistic": stat,
             "unit": unit,
             "value": value,
-            "timestamp": stamp.astimezone(timezone.utc).isoformat() if stamp else None,
+            "timestamp": stamp.astimezone(UTC).isoformat() if stamp else None,
         }
     return out
 

@@ -3,12 +3,14 @@
 from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
+from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.constructs.storage import (
     LustreStorage,
     ModelArtifactBucket,
     TrainingImageRepository,
 )
 from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
+from ml_platform.constructs.triton_eks import TritonOnEks
 
 __all__ = [
     "EfaLaunchTemplate",
@@ -21,4 +23,6 @@ __all__ = [
     "TrainingImageRepository",
     "TrainingNodeSecurityGroup",
     "TrainiumNodeGroup",
+    "TritonMultiModelEndpoint",
+    "TritonOnEks",
 ]

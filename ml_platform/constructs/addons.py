@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
 
 from ml_platform.constructs.eks_cluster import managed_policy_finding

@@ -8,8 +8,11 @@ import ipaddress
 import json
 from collections.abc import Sequence
 
-from aws_cdk import Annotations, RemovalPolicy, Stack, aws_ec2 as ec2, aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam, aws_kms as kms
+from aws_cdk import Annotations, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct
 

@@ -14,10 +14,20 @@ from aws_cdk import (
     Duration,
     Stack,
     Token,
+)
+from aws_cdk import (
     aws_applicationautoscaling as appscaling,
+)
+from aws_cdk import (
     aws_cloudwatch as cloudwatch,
+)
+from aws_cdk import (
     aws_iam as iam,
+)
+from aws_cdk import (
     aws_s3 as s3,
+)
+from aws_cdk import (
     aws_sagemaker as sagemaker,
 )
 from constructs import Construct

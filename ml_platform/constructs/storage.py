@@ -6,8 +6,12 @@ keeps the id ``Resource`` for its main child so logical IDs never change silentl
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy, aws_ec2 as ec2, aws_ecr as ecr, aws_fsx as fsx
-from aws_cdk import aws_iam as iam, aws_s3 as s3
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_fsx as fsx
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))

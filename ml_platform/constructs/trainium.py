@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Token, aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
+from aws_cdk import Token
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ml_platform.constructs.eks_cluster import NODE_ROLE_POLICIES, acknowledge_node_role

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import cdk8s
-from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ml_platform.constructs.eks_cluster import acknowledge_node_role, hardened_launch_template

@@ -16,8 +16,8 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.k8s_charts.names import GPU_RESOURCE, GPU_TAINT_KEY, NODE_ROLE_LABEL
+from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
 
@@ -76,7 +76,7 @@ class TritonChart(cdk8s.Chart):
         load = models_to_load(props.archives)
         ns = props.namespace
         labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ml-platform"}
-        meta = lambda name: k8s.ObjectMeta(name=name, namespace=ns, labels=labels)  # noqa: E731
+        meta = lambda name: k8s.ObjectMeta(name=name, namespace=ns, labels=labels)
 
         self.namespace_object = k8s.KubeNamespace(self, "Namespace", metadata=k8s.ObjectMeta(name=ns))
         self.service_account = k8s.KubeServiceAccount(
@@ -109,7 +109,7 @@ class TritonChart(cdk8s.Chart):
             "--strict-readiness=true",
             "--exit-on-error=true",
         ]
-        probe = lambda path, failures: k8s.Probe(  # noqa: E731
+        probe = lambda path, failures: k8s.Probe(
             http_get=k8s.HttpGetAction(path=path, port=k8s.IntOrString.from_string("http")),
             period_seconds=10,
             failure_threshold=failures,

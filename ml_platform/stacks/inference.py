@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Fn, Stack, aws_s3 as s3, aws_s3_deployment as s3deploy
+from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from ml_platform.config import InferenceSettings

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack, aws_logs as logs
+from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ml_platform.config import LOG_RETENTION_DAYS, NetworkSettings

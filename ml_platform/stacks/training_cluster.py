@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import cdk8s
-from aws_cdk import CfnOutput, Fn, Stack, aws_ec2 as ec2, aws_s3 as s3
+from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ml_platform.config import Settings

@@ -20,9 +20,9 @@ import argparse
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ml_platform.config import Settings, settings_from_cdk_json
 from ml_platform.training import images

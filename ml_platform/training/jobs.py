@@ -7,8 +7,8 @@ against the ``trainium`` settings before anything is rendered.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from torchx.specs import AppDef
 

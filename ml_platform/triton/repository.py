@@ -23,8 +23,7 @@ import shutil
 import tarfile
 from pathlib import Path
 
-from ml_platform.triton.checker import check_ensemble
-from ml_platform.triton.checker import find_ensemble_problems
+from ml_platform.triton.checker import check_ensemble, find_ensemble_problems
 from ml_platform.triton.pbtxt import ENSEMBLE_PLATFORM, ensemble_from_configs, parse_pbtxt, to_pbtxt
 from ml_platform.triton.spec import EnsembleSpec, ModelSpec
 

@@ -7,8 +7,7 @@ import json
 import pytest
 
 from ml_platform.cli.azs import choose_azs
-from ml_platform.config import deep_merge
-from ml_platform.config import CONTEXT_KEY, settings_from_cdk_json
+from ml_platform.config import CONTEXT_KEY, deep_merge, settings_from_cdk_json
 
 # moto's us-west-2: trn1.32xlarge in usw2-az1 and usw2-az4; usw2-az1 is named us-west-2b
 # and usw2-az4 us-west-2d (the letters do not follow the IDs, as in real accounts).

@@ -51,8 +51,7 @@ def test_global_options_also_after_the_command(aws, project, mlp):
                  project.parent)
     assert result.code == 1
     assert "no *.tar.gz archives" in result.err
-    from tests.cli.support import write_tar
-    from tests.cli.support import ENSEMBLE, MODEL
+    from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
     archive = write_tar(project.parent / "model_x.tar.gz",
                         {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL})

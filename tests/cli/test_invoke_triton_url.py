@@ -22,7 +22,7 @@ class FakeTriton:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 size = int(self.headers.get("Inference-Header-Content-Length", len(body)))
                 fake.requests.append((self.path, json.loads(body[:size]), body[size:]))

@@ -9,8 +9,8 @@ import pytest
 from tritonclient.grpc import model_config_pb2 as mc
 
 from ml_platform.cli import invoke
-from ml_platform.triton.repository import archive_problems
 from ml_platform.triton import parse_pbtxt, to_model_config
+from ml_platform.triton.repository import archive_problems
 from tests.cli.support import archive_roots, build_archives, write_inputs
 
 

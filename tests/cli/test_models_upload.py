@@ -7,9 +7,7 @@ import shutil
 import boto3
 
 from ml_platform.triton.repository import archive_problems
-from tests.cli.support import ENSEMBLE, MODEL
-from tests.cli.support import create_storage_stack, write_tar
-
+from tests.cli.support import ENSEMBLE, MODEL, create_storage_stack, write_tar
 
 
 def _keys(bucket: str) -> list[str]:

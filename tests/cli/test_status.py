@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
-
 from botocore.stub import Stubber
 
 from ml_platform.cli import status
@@ -38,7 +37,7 @@ def _endpoint(name: str = ENDPOINT) -> None:
 
 def _put(namespace: str, metric: str, values: list[tuple[int, float]], name: str = ENDPOINT):
     """Datapoints ``(minutes ago, value)`` for the endpoint's AllTraffic variant."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     boto3.client("cloudwatch", region_name="us-west-2").put_metric_data(
         Namespace=namespace,
         MetricData=[
@@ -124,7 +123,7 @@ def test_metric_queries_use_the_sagemaker_namespaces(aws_env):
     """Request metrics live in AWS/SageMaker, instance metrics in /aws/sagemaker/Endpoints."""
     ctx = Context()
     cloudwatch = ctx.client("cloudwatch", "us-west-2")
-    now = datetime(2026, 11, 1, 12, 0, tzinfo=timezone.utc)
+    now = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
     dims = [{"Name": "EndpointName", "Value": "ep"}, {"Name": "VariantName", "Value": "AllTraffic"}]
     expected = [
         ("LoadedModelCount", "/aws/sagemaker/Endpoints", "Maximum"),

@@ -6,7 +6,8 @@ import json
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Match
 
 from ml_platform.constructs.addons import PlatformAddons

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
 
 from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
 from tests.support import SynthesizedPlatform
@@ -144,7 +145,7 @@ def test_node_security_group_allows_itself_and_the_control_plane_both_ways(
     ]
     assert len(self_rules) == 1
     ingress = _rules(synth, "TrainingCluster", "AWS::EC2::SecurityGroupIngress")
-    ports = lambda rules: {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules}  # noqa: E731
+    ports = lambda rules: {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules}
     from_cluster = [
         r
         for r in ingress

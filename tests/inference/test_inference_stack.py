@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_iam as iam, aws_s3 as s3
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint

@@ -6,7 +6,9 @@ import shlex
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_s3 as s3
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
@@ -95,14 +97,14 @@ def test_switch_off_removes_gpu_nodes_plugin_and_triton(
     synth: SynthesizedPlatform, without_triton: SynthesizedPlatform
 ) -> None:
     on, off = synth.template_json("TrainingCluster"), without_triton.template_json("TrainingCluster")
-    amis = lambda t: sorted(  # noqa: E731
+    amis = lambda t: sorted(
         r["Properties"].get("AmiType", "") for r in t["Resources"].values() if r["Type"] == "AWS::EKS::Nodegroup"
     )
     assert "AL2023_x86_64_NVIDIA" in amis(on)
     assert "AL2023_x86_64_NVIDIA" not in amis(off)
     assert len(amis(off)) == len(amis(on)) - 1
     assert triton_objects(on) and not triton_objects(off)
-    service_accounts = lambda t: [  # noqa: E731
+    service_accounts = lambda t: [
         r["Properties"]["ServiceAccount"]
         for r in t["Resources"].values()
         if r["Type"] == "AWS::EKS::PodIdentityAssociation"

@@ -55,7 +55,7 @@ class TritonPythonModel:
                 pooled = self.pool(embeddings, mask).astype(self.output_dtype)
                 output = pb_utils.Tensor(OUTPUT_NAME, pooled)
                 responses.append(pb_utils.InferenceResponse(output_tensors=[output]))
-            except Exception as exc:  # noqa: BLE001 - reported to the client, not raised
+            except Exception as exc:
                 error = pb_utils.TritonError(f"postprocess: {exc}")
                 responses.append(pb_utils.InferenceResponse(output_tensors=[], error=error))
         return responses

@@ -67,7 +67,7 @@ class TritonPythonModel:
                     pb_utils.Tensor(MASK_NAME, encoded["attention_mask"].astype(self.mask_dtype)),
                 ]
                 responses.append(pb_utils.InferenceResponse(output_tensors=outputs))
-            except Exception as exc:  # noqa: BLE001 - reported to the client, not raised
+            except Exception as exc:
                 error = pb_utils.TritonError(f"preprocess: {exc}")
                 responses.append(pb_utils.InferenceResponse(output_tensors=[], error=error))
         return responses
