@@ -67,3 +67,24 @@ def test_cdk_nag_fails_synthesis_on_a_new_finding(tmp_path) -> None:
     report = json.loads((tmp_path / "validation-report.json").read_text())
     rules = {v["ruleName"] for p in report["pluginReports"] for v in p["violations"]}
     assert {"AwsSolutions-S1", "AwsSolutions-S10"} <= rules
+
+
+def _acknowledgements(synth: SynthesizedPlatform) -> dict[str, str]:
+    """Every cdk-nag acknowledgement in the app: '<construct path> <rule>' -> reason. (aws-cdk
+    also acknowledges some of its own CloudFormation-Validate findings; those are not ours.)"""
+    out = {}
+    for construct in synth.platform.app.node.find_all():
+        for entry in construct.node.metadata:
+            if entry.type == "aws:cdk:acknowledged-rules":
+                for rule, reason in entry.data.items():
+                    if "AwsSolutions-" in rule:
+                        out[f"{construct.node.path} {rule}"] = reason
+    return out
+
+
+def test_every_cdk_nag_acknowledgement_carries_a_reason(synth: SynthesizedPlatform) -> None:
+    acknowledgements = _acknowledgements(synth)
+    # The platform needs some (managed policies EKS requires, aws-cdk's kubectl provider, ...).
+    assert len(acknowledgements) >= 10
+    for where, reason in acknowledgements.items():
+        assert len(reason.split()) >= 6, f"{where}: reason too thin: {reason!r}"
