@@ -88,7 +88,7 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             env=env,
             description="cdk-ml-platform: Triton ensembles on SageMaker multi-model endpoints",
         )
-        platform.inference.add_dependency(storage)
+        platform.inference.add_stack_dependency(storage)
     if settings.features.training_cluster:
         file_system = storage.lustre.file_system
         platform.training_cluster = TrainingClusterStack(
@@ -106,7 +106,7 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             env=env,
             description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
         )
-        platform.training_cluster.add_dependency(storage)
+        platform.training_cluster.add_stack_dependency(storage)
     for stack in platform.stacks:
         cdk.Tags.of(stack).add("project", "cdk-ml-platform")
     if nag:
