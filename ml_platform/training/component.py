@@ -170,7 +170,7 @@ def trainium_ddp(
     resource = specs.Resource(
         cpu=instance.vcpus - CPU_HEADROOM,
         gpu=0,
-        memMB=(TRAINIUM_INSTANCES[instance_type].memory_gib - MEMORY_HEADROOM_GIB) * 1024,
+        memMB=(instance.memory_gib - MEMORY_HEADROOM_GIB) * 1024,
         # The renderer turns this capability into a nodeSelector.
         capabilities={INSTANCE_TYPE_LABEL: instance_type},
         # Whole node: every Trainium chip and every EFA interface. `neurondevice`, which
