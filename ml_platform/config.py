@@ -25,7 +25,7 @@ from ml_platform.instances import (
 )
 from ml_platform.sagemaker_images import TRITON_VERSIONS
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
-from ml_platform.triton.repository import validate_target_model
+from ml_platform.triton.target_model import validate_target_model
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""

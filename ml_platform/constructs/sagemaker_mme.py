@@ -40,7 +40,7 @@ from ml_platform.sagemaker_images import (
     triton_account,
     triton_image_uri,
 )
-from ml_platform.triton.repository import validate_target_model
+from ml_platform.triton.target_model import validate_target_model
 
 VARIANT_NAME = "AllTraffic"
 

@@ -12,7 +12,6 @@ from constructs import Construct
 
 from ml_platform.config import InferenceSettings
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
-from ml_platform.triton.repository import archive_problems
 
 
 class InferenceStack(Stack):
@@ -63,6 +62,9 @@ class InferenceStack(Stack):
                     f"{self.node.path}: inference.upload_dir={settings.upload_dir!r}: not a directory"
                 )
             # Check every archive now: a broken ensemble fails synthesis, not the endpoint.
+            # (Imported here: the checker loads protobuf, needed only with upload_dir.)
+            from ml_platform.triton.repository import archive_problems
+
             problems = [
                 f"{archive.name}: {problem}"
                 for archive in sorted(source.glob("*.tar.gz"))
