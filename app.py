@@ -3,14 +3,12 @@
 
 import sys
 
-import aws_cdk as cdk
-
-from ml_platform.app import build_platform, settings_from_app
+from ml_platform.app import build_platform, new_app, settings_from_app
 from ml_platform.config import SettingsError
 
 
 def main() -> None:
-    app = cdk.App()
+    app = new_app()
     try:
         settings = settings_from_app(app)
     except SettingsError as error:

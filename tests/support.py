@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aws_cdk as cdk
 from aws_cdk.assertions import Template
 
-from ml_platform.app import Platform, build_platform, settings_from_app
+from ml_platform.app import Platform, build_platform, new_app, settings_from_app
 from ml_platform.config import CONTEXT_KEY, deep_merge
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,7 +59,7 @@ def synthesize(
     context = cdk_json_context()
     if overrides:
         context[CONTEXT_KEY] = deep_merge(context.get(CONTEXT_KEY, {}), overrides)
-    app = cdk.App(outdir=str(outdir), context=context)
+    app = new_app(outdir=str(outdir), context=context)
     platform = build_platform(app, settings_from_app(app), nag=nag)
     error = None
     try:

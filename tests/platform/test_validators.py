@@ -53,13 +53,12 @@ def test_cdk_nag_has_no_unacknowledged_findings(synth: SynthesizedPlatform) -> N
 def test_cdk_nag_fails_synthesis_on_a_new_finding(tmp_path) -> None:
     """The plugin build_platform attaches really runs: an unlogged, TLS-optional bucket added to a
     platform stack fails synthesis with AwsSolutions findings."""
-    import aws_cdk as cdk
     from aws_cdk import aws_s3 as s3
 
-    from ml_platform.app import build_platform, settings_from_app
+    from ml_platform.app import build_platform, new_app, settings_from_app
     from tests.support import cdk_json_context
 
-    app = cdk.App(outdir=str(tmp_path), context=cdk_json_context())
+    app = new_app(outdir=str(tmp_path), context=cdk_json_context())
     platform = build_platform(app, settings_from_app(app))
     s3.Bucket(platform.storage, "Careless")
     with pytest.raises(RuntimeError, match="ValidationFailed"):
