@@ -96,16 +96,19 @@ def text_tensors(sentences: list[str]) -> tuple[list[Any], list[Any]]:
     return [tensor], [http.InferRequestedOutput(TEXT_OUTPUT, binary_data=True)]
 
 
+def request_body(inputs: list[Any], outputs: list[Any]) -> tuple[bytes, int | None]:
+    """Triton binary+JSON request body and its JSON header size (None: plain JSON)."""
+    return _http().InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+
+
 def image_request(image: bytes) -> tuple[bytes, int | None]:
     """Request body (and JSON header size) for the image ensemble: one encoded image."""
-    inputs, outputs = image_tensors(image)
-    return _http().InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+    return request_body(*image_tensors(image))
 
 
 def text_request(sentences: list[str]) -> tuple[bytes, int | None]:
     """Request body (and JSON header size) for the text ensemble: a batch of sentences."""
-    inputs, outputs = text_tensors(sentences)
-    return _http().InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+    return request_body(*text_tensors(sentences))
 
 
 def infer_on_triton(url: str, model: str, inputs: list[Any], outputs: list[Any], output: str):
@@ -245,7 +248,7 @@ def _invoke_sagemaker(ctx: Context, args: argparse.Namespace, endpoint: str, tar
     """InvokeEndpoint with TargetModel, retrying while the archive loads."""
     from botocore.config import Config
 
-    body, json_size = _http().InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+    body, json_size = request_body(inputs, outputs)
     client = ctx.client(
         "sagemaker-runtime",
         config=Config(read_timeout=READ_TIMEOUT, retries={"mode": "standard", "max_attempts": 3}),

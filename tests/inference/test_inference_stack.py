@@ -265,22 +265,10 @@ def _inference_stack(upload_dir: str | None):
     )
 
 
-def _write_archive(path, files: dict[str, str]) -> None:
-    import io
-    import tarfile
-
-    with tarfile.open(path, "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
-
 def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> None:
-    from tests.cli.support import ENSEMBLE, MODEL
+    from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
-    _write_archive(
+    write_tar(
         tmp_path / "model_small.tar.gz",
         {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL},
     )
@@ -295,9 +283,9 @@ def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> N
 
 
 def test_upload_dir_with_a_broken_ensemble_fails_synthesis(tmp_path) -> None:
-    from tests.cli.support import ENSEMBLE, MODEL
+    from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
-    _write_archive(
+    write_tar(
         tmp_path / "model_broken.tar.gz",
         {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL.replace('"y"', '"z"')},
     )

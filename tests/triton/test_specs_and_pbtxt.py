@@ -198,3 +198,12 @@ def test_tensor_format_enum_roundtrip() -> None:
         outputs=(t("y", "FP32", 1),),
     )
     assert to_model_config(spec).input[0].format == mc.ModelInput.FORMAT_NHWC
+
+
+def test_lazy_exports_match_all() -> None:
+    """Every public name loads on first use, and __all__ (static, for tools) lists exactly them."""
+    import ml_platform.triton as triton
+
+    assert sorted(triton.__all__) == sorted(triton._EXPORTS)
+    for name in triton.__all__:
+        assert getattr(triton, name) is not None
