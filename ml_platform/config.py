@@ -24,8 +24,8 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
 )
 from ml_platform.sagemaker_images import TRITON_VERSIONS
-from ml_platform.triton.ensembles import ARCHIVE_MODELS
-from ml_platform.triton.target_model import validate_target_model
+from ml_platform.triton.archive_names import ArchiveRef, parse_ref
+from ml_platform.triton.ensembles import ARCHIVE_MODELS, IMAGE_ARCHIVE, TEXT_ARCHIVE
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
@@ -44,6 +44,26 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+# The logical names of the archives this repository builds (``model_tf_dali`` ...).
+KNOWN_ARCHIVES = tuple(sorted(name.removesuffix(".tar.gz") for name in ARCHIVE_MODELS))
+DEFAULT_ARCHIVES = tuple(name.removesuffix(".tar.gz") for name in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
+
+
+def archive_ref_problems(where: str, archives: tuple[str, ...]) -> list[str]:
+    """Problems of a list of archive references (``NAME`` or ``NAME@vXXXXXXXX``)."""
+    out = []
+    if not archives:
+        out.append(f"{where}: expected at least one archive")
+    for i, archive in enumerate(archives):
+        try:
+            parse_ref(archive)
+        except ValueError as error:
+            out.append(f"{where}[{i}] = {archive!r}: {error}")
+    duplicates = sorted({a for a in archives if archives.count(a) > 1})
+    if duplicates:
+        out.append(f"{where}: {duplicates} given more than once")
+    return out
 
 
 class SettingsError(ValueError):
@@ -326,8 +346,11 @@ class EndpointSettings:
         initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
         invocations_per_instance: Scaling target for SageMakerVariantInvocationsPerInstance
             (per minute). Default 1000.
-        archives: Ensemble archives (TargetModel names) this endpoint serves. Default both
-            ensembles of the source design.
+        archives: Archives this endpoint serves, each a logical name (``model_trt_python``:
+            every version, the newest for ``mlp invoke``) or an exact version
+            (``model_trt_python@v1a2b3c4d``), as ``mlp models package`` names them. Default both
+            ensembles of the source design. They scope :meth:`grant_invoke` and ``mlp``
+            commands; they are not written into the template.
     """
 
     name: str = "triton-ensembles"
@@ -336,7 +359,11 @@ class EndpointSettings:
     min_instances: int = 1
     max_instances: int = 2
     invocations_per_instance: int = 1000
-    archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+    archives: tuple[str, ...] = DEFAULT_ARCHIVES
+
+    @property
+    def archive_refs(self) -> tuple[ArchiveRef, ...]:
+        return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self, where: str) -> list[str]:
         out = []
@@ -357,12 +384,7 @@ class EndpointSettings:
             out.append(
                 f"{where}.invocations_per_instance = {self.invocations_per_instance}: expected 1 to 100000"
             )
-        if not self.archives:
-            out.append(f"{where}.archives: expected at least one archive")
-        for archive in self.archives:
-            problem = validate_target_model(archive)
-            if problem:
-                out.append(f"{where}.archives: {problem}")
+        out.extend(archive_ref_problems(f"{where}.archives", self.archives))
         return out
 
 
@@ -406,7 +428,9 @@ class TritonOnEksSettings:
         gpu_instance_type: Single-GPU EC2 instance type. Default ``g5.2xlarge``.
         gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
         replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
-        archives: Archives the Triton pods load. Default both ensembles.
+        archives: Archives the Triton pods load: logical names of the archives this
+            repository builds (the newest version under the prefix at pod start) or exact
+            versions (``NAME@vXXXXXXXX``). Default both ensembles.
     """
 
     gpu_instance_type: str = "g5.2xlarge"
@@ -414,7 +438,11 @@ class TritonOnEksSettings:
     max_gpu_nodes: int = 2
     replicas: int = 1
     max_replicas: int = 2
-    archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+    archives: tuple[str, ...] = DEFAULT_ARCHIVES
+
+    @property
+    def archive_refs(self) -> tuple[ArchiveRef, ...]:
+        return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self) -> list[str]:
         out = []
@@ -433,16 +461,21 @@ class TritonOnEksSettings:
                 f"triton_on_eks.replicas/max_replicas = {self.replicas}/{self.max_replicas}: "
                 "expected 1 <= replicas <= max_replicas <= 50"
             )
-        for archive in self.archives:
-            if archive not in ARCHIVE_MODELS:
+        out.extend(archive_ref_problems("triton_on_eks.archives", self.archives))
+        for i, archive in enumerate(self.archives):
+            logical = archive.split("@")[0]
+            if logical not in KNOWN_ARCHIVES:
                 out.append(
-                    f"triton_on_eks.archives: {archive!r}: Triton on EKS loads the models of "
-                    f"known archives, expected among {sorted(ARCHIVE_MODELS)}"
+                    f"triton_on_eks.archives[{i}] = {archive!r}: Triton on EKS loads the models of "
+                    f"the archives this repository builds, expected one of {list(KNOWN_ARCHIVES)} "
+                    "(optionally @vXXXXXXXX)"
                 )
-        if not self.archives or len(set(self.archives)) != len(self.archives):
+        logicals = [a.split("@")[0] for a in self.archives]
+        twice = sorted({name for name in logicals if logicals.count(name) > 1})
+        if twice:
             out.append(
-                f"triton_on_eks.archives = {list(self.archives)!r}: expected distinct archives, "
-                "at least one"
+                f"triton_on_eks.archives: {twice} named more than once (one version of an "
+                "ensemble per Triton server: their model names would clash)"
             )
         return out
 

@@ -6,6 +6,7 @@ builds on the Cfn resources.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -40,7 +41,7 @@ from ml_platform.sagemaker_images import (
     triton_account,
     triton_image_uri,
 )
-from ml_platform.triton.target_model import validate_target_model
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_ref
 
 VARIANT_NAME = "AllTraffic"
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
@@ -56,8 +57,11 @@ class TritonMultiModelEndpoint(Construct):
     Args:
         bucket: Bucket holding the archives.
         model_prefix: Key prefix of the archives, ending in ``/``. Default ``models/``.
-        archives: Archive names (TargetModel values) this endpoint is meant to serve; used
-            for validation, alarms and :meth:`grant_invoke` defaults.
+        archives: Archives this endpoint is meant to serve, as references of
+            :mod:`ml_platform.triton.archive_names`: a logical name (``model_trt_python``: any
+            version) or an exact version (``model_trt_python@v1a2b3c4d``); :class:`ArchiveRef`
+            values too. They are the default of :meth:`grant_invoke` (never written into the
+            template otherwise: thousands of archives must not grow it).
         endpoint_name: Endpoint name (1-63 letters, digits, hyphens). Required: clients and
             scaling refer to it.
         instance_type: Single-GPU instance type MME on GPU supports. Default
@@ -80,7 +84,7 @@ class TritonMultiModelEndpoint(Construct):
         *,
         bucket: s3.IBucket,
         endpoint_name: str,
-        archives: Sequence[str],
+        archives: Sequence[str | ArchiveRef],
         model_prefix: str = "models/",
         instance_type: str = "ml.g4dn.4xlarge",
         initial_instances: int = 1,
@@ -111,12 +115,17 @@ class TritonMultiModelEndpoint(Construct):
                 f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
                 "starting and ending with a letter or digit"
             )
+        refs = []
+        for archive in archives:
+            try:
+                refs.append(archive if isinstance(archive, ArchiveRef) else parse_ref(archive))
+            except ValueError as error:
+                errors.append(f"archives: {error}")
         if not archives:
             errors.append("archives=[]: expected at least one archive")
-        for archive in archives:
-            problem = validate_target_model(archive)
-            if problem:
-                errors.append(f"archives: {archive!r}: {problem}")
+        duplicates = sorted({str(r) for r in refs if refs.count(r) > 1})
+        if duplicates:
+            errors.append(f"archives: {duplicates} given more than once")
         if not model_prefix.endswith("/") or model_prefix.startswith("/"):
             errors.append(f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'")
         if image_uri is None and Token.is_unresolved(region):
@@ -125,7 +134,7 @@ class TritonMultiModelEndpoint(Construct):
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
         self.endpoint_name = endpoint_name
-        self.archives = tuple(archives)
+        self.archives: tuple[ArchiveRef, ...] = tuple(refs)
         self.image_uri = image_uri or triton_image_uri(region, triton_version)
         partition = Stack.of(self).partition
 
@@ -327,20 +336,83 @@ class TritonMultiModelEndpoint(Construct):
         return self._metric("/aws/sagemaker/Endpoints", "LoadedModelCount", "Maximum")
 
     def grant_invoke(
-        self, grantee: iam.IGrantable, target_models: Sequence[str] | None = None
+        self, grantee: iam.IGrantable, target_models: Sequence[str | ArchiveRef] | None = None
     ) -> iam.Grant:
         """Let ``grantee`` invoke this endpoint, only for the given archives.
 
+        The ``sagemaker:TargetModel`` condition lists one ``StringLike`` pattern per entry
+        (:attr:`ArchiveRef.key_pattern`: every version of a logical name, or one exact
+        version). IAM caps a role's inline policies at 10,240 characters and a managed policy
+        at 6,144, so a grant whose statement exceeds :data:`GRANT_POLICY_BUDGET` characters is
+        refused: grant a logical-name pattern (``team_a_*``) instead of listing thousands.
+
         Args:
-            target_models: Archives (TargetModel values) the grantee may call; patterns with
-                ``*`` are allowed. Default: the archives this endpoint serves.
+            target_models: Archive references (``NAME``, ``NAME@vXXXXXXXX``, or
+                :class:`ArchiveRef`), or logical-name patterns with ``*`` (``bert_*``: every
+                version of every logical name matching it). Default: the archives this
+                endpoint serves.
         """
-        models = list(target_models if target_models is not None else self.archives)
-        if not models:
+        entries = list(target_models if target_models is not None else self.archives)
+        if not entries:
             raise ValueError(f"{self.node.path}: grant_invoke: target_models must not be empty")
+        patterns, errors = [], []
+        for entry in entries:
+            try:
+                patterns.append(_target_model_pattern(entry))
+            except ValueError as error:
+                errors.append(str(error))
+        if errors:
+            raise ValueError(f"{self.node.path}: grant_invoke: " + "; ".join(errors))
+        patterns = sorted(set(patterns))
+        statement = iam.PolicyStatement(
+            actions=["sagemaker:InvokeEndpoint"],
+            resources=[self.endpoint_arn],
+            conditions={"StringLike": {"sagemaker:TargetModel": patterns}},
+        )
+        size = policy_size(Stack.of(self), statement)
+        if size > GRANT_POLICY_BUDGET:
+            raise ValueError(
+                f"{self.node.path}: grant_invoke: {len(patterns)} target models make a "
+                f"{size:,}-character statement; IAM allows 6,144 characters per managed policy "
+                f"and 10,240 for all inline policies of a role, so one grant may use at most "
+                f"{GRANT_POLICY_BUDGET:,}: grant logical-name patterns such as 'team_a_*' "
+                "(name archives with a shared prefix) instead of listing each archive"
+            )
         return iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["sagemaker:InvokeEndpoint"],
             resource_arns=[self.endpoint_arn],
-            conditions={"StringLike": {"sagemaker:TargetModel": models}},
+            conditions={"StringLike": {"sagemaker:TargetModel": patterns}},
         )
+
+
+# IAM quotas (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html):
+# managed policy 6,144 characters, a role's inline policies 10,240 in all (whitespace not
+# counted). One grant stays below the smaller, leaving room for the policy's envelope.
+GRANT_POLICY_BUDGET = 6_000
+_ARN_ALLOWANCE = 120  # a resolved endpoint ARN is longer than the {"Ref": ...} it replaces
+_LOGICAL_GLOB = re.compile(r"^[a-z0-9*][a-z0-9_*-]{0,99}$")
+
+
+def policy_size(stack: Stack, statement: iam.PolicyStatement) -> int:
+    """Characters ``statement`` takes in a policy document (IAM does not count whitespace),
+    with an allowance for the ARNs its tokens resolve to."""
+    resolved = stack.resolve(statement.to_statement_json())
+    return len(json.dumps(resolved, separators=(",", ":"))) + _ARN_ALLOWANCE
+
+
+def _target_model_pattern(entry: str | ArchiveRef) -> str:
+    """The ``sagemaker:TargetModel`` pattern of a reference or a logical-name pattern."""
+    if isinstance(entry, ArchiveRef):
+        return entry.key_pattern
+    if isinstance(entry, str) and "*" in entry and "@" not in entry:
+        if not _LOGICAL_GLOB.match(entry):
+            raise ValueError(
+                f"target_models: {entry!r} is not a logical-name pattern: expected lower-case "
+                "letters, digits, '_', '-' and '*'"
+            )
+        return f"{entry}-v*{ARCHIVE_SUFFIX}"
+    try:
+        return parse_ref(entry).key_pattern
+    except ValueError as error:
+        raise ValueError(f"target_models: {error}") from None

@@ -26,7 +26,8 @@ class TritonOnEks(Construct):
     Args:
         cluster: The EKS cluster.
         bucket: The model bucket. model_prefix: prefix of the archives (ends in ``/``).
-        archives: Archives to serve (each must be a known ensemble archive).
+        archives: Archives to serve: references ``NAME`` (newest version at pod start) or
+            ``NAME@vXXXXXXXX`` to archives this repository builds.
         triton_version: Triton release, the same as the SageMaker container's. Default 24.09.
         gpu_instance_type: Single-GPU instance type. Default ``g5.2xlarge``.
         gpu_nodes / max_gpu_nodes: GPU node group size. Default 1 / 2.
@@ -97,6 +98,14 @@ class TritonOnEks(Construct):
         )
         archives_arn = bucket.arn_for_objects(f"{model_prefix}*")
         self.role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[archives_arn]))
+        # Logical archive names resolve to their newest version at pod start: list the prefix.
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
+            )
+        )
         acknowledge(
             self.role,
             f"AwsSolutions-IAM5[Resource::{rendered_resource(self, archives_arn)}]",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,14 +11,39 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from ml_platform.config import InferenceSettings
+from ml_platform.config import EndpointSettings, InferenceSettings
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+
+
+# A CloudFormation stack holds at most 500 resources
+# (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html).
+# An endpoint takes RESOURCES_PER_ENDPOINT of them (tests count them), the archive upload about
+# a dozen: 30 endpoints per stack keep well below the limit; more go to further stacks.
+STACK_RESOURCE_LIMIT = 500
+ENDPOINTS_PER_STACK = 30
+
+
+def endpoint_groups(endpoints: Sequence[EndpointSettings]) -> list[tuple[EndpointSettings, ...]]:
+    """The endpoints of each inference stack, in settings order (appending endpoints to the
+    settings never moves an existing one to another stack)."""
+    return [
+        tuple(endpoints[i : i + ENDPOINTS_PER_STACK])
+        for i in range(0, len(endpoints), ENDPOINTS_PER_STACK)
+    ] or [()]
 
 
 class InferenceStack(Stack):
     """One :class:`TritonMultiModelEndpoint` per configured endpoint (by default one endpoint
     serving both ensembles: the cost point of the source design), plus an optional deploy-time
-    upload of locally built archives into the model prefix."""
+    upload of locally built archives into the model prefix.
+
+    Args:
+        endpoints: The endpoints of this stack. Default: every endpoint of ``settings`` (the
+            app gives each stack at most :data:`ENDPOINTS_PER_STACK`, see
+            :func:`endpoint_groups`).
+        upload: Add the ``settings.upload_dir`` upload here. Default true (the app puts it in
+            the first inference stack only).
+    """
 
     def __init__(
         self,
@@ -27,12 +53,14 @@ class InferenceStack(Stack):
         settings: InferenceSettings,
         bucket_arn_export: str,
         model_prefix: str,
+        endpoints: Sequence[EndpointSettings] | None = None,
+        upload: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         bucket = s3.Bucket.from_bucket_arn(self, "ModelBucket", Fn.import_value(bucket_arn_export))
         self.endpoints: dict[str, TritonMultiModelEndpoint] = {}
-        for endpoint in settings.endpoints:
+        for endpoint in settings.endpoints if endpoints is None else endpoints:
             construct = TritonMultiModelEndpoint(
                 self,
                 _construct_id(endpoint.name),
@@ -52,10 +80,11 @@ class InferenceStack(Stack):
                 self,
                 f"{_construct_id(endpoint.name)}Name",
                 value=endpoint.name,
-                description=f"Serves: {', '.join(endpoint.archives)}",
+                # Constant: archive lists would outgrow CloudFormation's 1,024 characters.
+                description="Name of a SageMaker multi-model endpoint serving Triton ensembles",
             )
         self.upload = None
-        if settings.upload_dir:
+        if settings.upload_dir and upload:
             source = Path(settings.upload_dir)
             if not source.is_dir():
                 raise ValueError(

@@ -125,9 +125,9 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models")
     with pytest.raises(ValueError) as info:
         TritonOnEks(
-            stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom.tar.gz"],
+            stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom"],
             gpu_instance_type="p5.48xlarge", gpu_nodes=3, max_gpu_nodes=2, replicas=0,
         )
     message = str(info.value)
-    for expected in ("gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "custom.tar.gz"):
+    for expected in ("gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "'custom'"):
         assert expected in message
