@@ -8,7 +8,6 @@ to load come from the same table the archives are built from (``ARCHIVE_MODELS``
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -72,7 +71,8 @@ def fetch_command(bucket: str, prefix: str, archive: str) -> str:
     if ref.version is not None:
         source = shlex.quote(f"s3://{bucket}/{prefix}{ref.key}")
         return f"aws s3 cp --only-show-errors {source} {target}"
-    key_re = re.escape(f"{prefix}{ref.logical}-") + "v[0-9a-f]{8}" + re.escape(ARCHIVE_SUFFIX)
+    # Extended regex of the exact key form; only '.' needs escaping in prefix and name.
+    key_re = f"{prefix}{ref.logical}-v[0-9a-f]{{8}}{ARCHIVE_SUFFIX}".replace(".", r"\.")
     listing = (
         f"aws s3api list-objects-v2 --bucket {shlex.quote(bucket)} "
         f"--prefix {shlex.quote(f'{prefix}{ref.logical}-v')} "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shlex
+import re
 
 import aws_cdk as cdk
 import pytest
@@ -71,9 +71,12 @@ def test_pod_identity_role_reads_only_the_model_prefix(synth: SynthesizedPlatfor
         if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
     ]
     (policy,) = policies
-    (statement,) = policy["PolicyDocument"]["Statement"]
-    assert statement["Action"] == "s3:GetObject"
-    assert statement["Resource"]["Fn::Join"][1][-1] == "/models/*"
+    get, listing = policy["PolicyDocument"]["Statement"]
+    assert get["Action"] == "s3:GetObject"
+    assert get["Resource"]["Fn::Join"][1][-1] == "/models/*"
+    # Listing, for logical archive names resolved at pod start: the prefix only.
+    assert listing["Action"] == "s3:ListBucket"
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
     t.has_output("ClusterName", Match.any_value())
 
 
@@ -86,11 +89,12 @@ def test_charts_are_applied_with_exactly_the_configured_archives(synth: Synthesi
     }
     pod = objects[("Deployment", "triton")]["spec"]["template"]["spec"]
     fetch = pod["initContainers"][0]["command"][2]
-    keys = [w.split("/", 3)[3] for w in shlex.split(fetch) if w.startswith("s3://")]
     archives = synth.platform.settings.triton_on_eks.archives
-    assert keys == [f"models/{a}" for a in archives]
+    # Logical names (the default): each listed under its own key prefix, newest copied.
+    prefixes = re.findall(r"--prefix (\S+) ", fetch)
+    assert prefixes == [f"models/{a}-v" for a in archives]
     loaded = [a.split("=", 1)[1] for a in pod["containers"][0]["args"] if a.startswith("--load-model=")]
-    assert loaded == [m for a in archives for m in ARCHIVE_MODELS[a]]
+    assert loaded == [m for a in archives for m in ARCHIVE_MODELS[f"{a}.tar.gz"]]
     assert pod["containers"][0]["image"].endswith(f":{synth.platform.settings.inference.triton_version}-py3")
 
 
