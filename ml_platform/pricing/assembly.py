@@ -63,15 +63,16 @@ def template_in_memory(stack: Any) -> dict[str, Any]:
 
     resources: dict[str, Any] = {}
     parameters: dict[str, Any] = {}
+    # Type checks run in Python first: every jsii call costs a round trip to Node.
     for child in stack.node.find_all():
-        if isinstance(child, cdk.CfnParameter) and cdk.Stack.of(child) is stack:
+        if isinstance(child, cdk.CfnResource):
+            if child.stack is not stack:
+                continue
+            type_ = child.cfn_resource_type
+            props = _properties(stack, child) if type_ in _READ_PROPERTIES else {}
+            resources[stack.resolve(child.logical_id)] = {"Type": type_, "Properties": props}
+        elif isinstance(child, cdk.CfnParameter) and child.stack is stack:
             parameters[stack.resolve(child.logical_id)] = {"Type": child.type}
-        elif isinstance(child, cdk.CfnResource) and cdk.Stack.of(child) is stack:
-            logical_id = stack.resolve(child.logical_id)
-            props: dict[str, Any] = {}
-            if child.cfn_resource_type in _READ_PROPERTIES:
-                props = _properties(stack, child)
-            resources[logical_id] = {"Type": child.cfn_resource_type, "Properties": props}
     return {"Resources": resources, "Parameters": parameters}
 
 
