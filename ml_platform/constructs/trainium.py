@@ -247,9 +247,35 @@ class TrainiumNodeGroup(Construct):
                 )
             ],
         )
-        rules = allow_control_plane(self, cluster.cluster_security_group, security_group)
+        # One set of rules per pair of groups, however many node groups share them (EC2
+        # rejects a duplicate rule).
+        rules = control_plane_rules(self, cluster.cluster_security_group, security_group)
         # Nodes must reach the API server to join.
         self.node_group.node.add_dependency(rules)
+
+
+class _ControlPlaneRules(Construct):
+    """The rules :func:`allow_control_plane` made for one (cluster group, node group) pair."""
+
+    key: tuple[str, str] = ("", "")
+
+
+def _group_key(group: ec2.ISecurityGroup) -> str:
+    group_id = group.security_group_id
+    return group.node.path if Token.is_unresolved(group_id) else group_id
+
+
+def control_plane_rules(
+    scope: Construct, cluster_sg: ec2.ISecurityGroup, node_sg: ec2.ISecurityGroup
+) -> Construct:
+    """The control-plane rules between ``cluster_sg`` and ``node_sg``, created in ``scope`` by
+    the first caller and returned as they are to every later caller anywhere in the app, so
+    each rule exists once per security group."""
+    key = (_group_key(cluster_sg), _group_key(node_sg))
+    for existing in scope.node.root.node.find_all():
+        if isinstance(existing, _ControlPlaneRules) and existing.key == key:
+            return existing
+    return allow_control_plane(scope, cluster_sg, node_sg)
 
 
 def allow_control_plane(
@@ -259,7 +285,8 @@ def allow_control_plane(
     443 and 1025-65535 both ways (API server, kubelet, webhooks), plus DNS from the nodes to
     CoreDNS, which runs on nodes in the cluster group. Returns the construct holding the rules,
     created in ``scope``."""
-    rules = Construct(scope, "ControlPlaneRules")
+    rules = _ControlPlaneRules(scope, "ControlPlaneRules")
+    rules.key = (_group_key(cluster_sg), _group_key(node_sg))
     for name, port in (
         ("Https", ec2.Port.tcp(443)),
         ("Ephemeral", ec2.Port.tcp_range(1025, 65535)),

@@ -7,6 +7,7 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 
+from ml_platform.app import new_app
 from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
 from tests.support import SynthesizedPlatform
 
@@ -240,7 +241,7 @@ def test_no_neuron_plugin_from_aws_cdk_in_the_construct_tree(synth: SynthesizedP
 
 def _stack() -> tuple[cdk.Stack, ec2.Vpc, ec2.SecurityGroup]:
     stack = cdk.Stack(
-        cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
     )
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     return stack, vpc, ec2.SecurityGroup(stack, "Nodes", vpc=vpc)

@@ -8,6 +8,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
+from ml_platform.app import new_app
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.sagemaker_images import triton_image_uri
 from tests.support import SynthesizedPlatform
@@ -16,7 +17,7 @@ ARCHIVES = ["model_tf_dali.tar.gz", "model_trt_python.tar.gz"]
 
 
 def endpoint_in(region: str, **props) -> tuple[TritonMultiModelEndpoint, cdk.Stack]:
-    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region=region))
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region=region))
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
     kwargs = {"bucket": bucket, "endpoint_name": "ep", "archives": ARCHIVES, **props}
     return TritonMultiModelEndpoint(stack, "Ep", **kwargs), stack
@@ -254,7 +255,7 @@ def _inference_stack(upload_dir: str | None):
     from ml_platform.config import InferenceSettings
     from ml_platform.stacks.inference import InferenceStack
 
-    app = cdk.App()
+    app = new_app()
     return InferenceStack(
         app,
         "Inference",
