@@ -85,8 +85,8 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
         out.append(Query(
             FSX_LUSTRE_PERSISTENT2, str(tier), "GB-month", "AmazonFSx",
             {"fileSystemType": "Lustre", "throughputCapacity": str(tier)},
-            lambda a: (a.get("storageType") == "SSD"
-                       and "persistent 2" in a.get("deploymentOption", "").lower().replace("_", " ")),
+            lambda a: (a.get("storageType") == "SSD" and "persistent 2"
+                       in a.get("deploymentOption", "").lower().replace("_", " ")),
         ))
     return out
 
