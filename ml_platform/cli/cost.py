@@ -116,6 +116,10 @@ def _money(value: float | None) -> str:
     return "-" if value is None else f"${value:,.2f}"
 
 
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.3f}"
+
+
 def render_text(report: dict[str, Any]) -> str:
     lines: list[str] = []
     for stack in report["stacks"]:
@@ -125,12 +129,15 @@ def render_text(report: dict[str, Any]) -> str:
         priced = [r for r in stack["resources"] if r["category"] == "priced"]
         for r in priced:
             if r["status"] == "ok":
-                figure = f"{_money(r['hourly_usd']):>12}/h {_money(r['monthly_usd']):>12}/mo"
-                if "ceiling_monthly_usd" in r:
-                    figure += f"  (max {_money(r['ceiling_monthly_usd'])}/mo)"
+                figure = f"{_rate(r['hourly_usd']):>10}/h {_money(r['monthly_usd']):>12}/mo"
             else:
-                figure = f"{r['status'].upper():>14} {'':>15}  {r.get('reason', '')}"
-            lines.append(f"  {r['logical_id']:<38} {figure}  {r['description']}")
+                figure = f"{r['status'].upper():>12} {'':>15}"
+            lines.append(f"  {r['logical_id']:<36} {figure}  {r['description']}")
+            if "ceiling_monthly_usd" in r:
+                lines.append(f"  {'':<36} {'':>28}  up to {_money(r['ceiling_monthly_usd'])}/mo "
+                             "at the maximum")
+            if r["status"] != "ok":
+                lines.append(f"  {'':<36} {'':>28}  {r.get('reason', '')}")
         usage = [r for r in stack["resources"] if r["category"] == "usage-based"]
         if usage:
             types = sorted({r["type"].split("::", 1)[1] for r in usage})
@@ -142,8 +149,8 @@ def render_text(report: dict[str, Any]) -> str:
     lines.append(f"Total: {_money(total['hourly_usd'])}/hour, {_money(total['monthly_usd'])}/month "
                  f"(730 h), up to {_money(total['ceiling_monthly_usd'])}/month at the maxima")
     if not total["complete"]:
-        lines.append("Not counted in the totals (missing price or unknown value): "
-                     + ", ".join(total["not_counted"]))
+        lines.append("Not counted in the totals (missing price or unknown value):")
+        lines += [f"  {name}" for name in total["not_counted"]]
     for c in report["multi_model"]:
         lines.append(
             f"Multi-model endpoint {c['endpoint']}: {c['archives']} archives on "
