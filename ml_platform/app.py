@@ -70,7 +70,12 @@ def annotate_costs(stacks: list[cdk.Stack]) -> None:
 
     table = PriceTable.load()
     for stack in stacks:
-        estimate = estimate_template(template_in_memory(stack), stack=stack.stack_name,
+        if cdk.Token.is_unresolved(stack.region):
+            cdk.Annotations.of(stack).add_info(
+                f"No cost estimate for {stack.stack_name}: the stack has no region")
+            continue
+        estimate = estimate_template(template_in_memory(stack, priced_only=True),
+                                     stack=stack.stack_name,
                                      region=stack.region, table=table)
         cdk.Annotations.of(stack).add_info(estimate.summary())
 
