@@ -334,3 +334,20 @@ def test_annotate_costs_puts_the_estimate_on_each_stack(tmp_path):
     assert infos("Nat") == ["Estimated on-demand cost of Nat in us-east-1: $0.05/hour, "
                             "$36.50/month (730 h)"]
     assert infos("Agnostic") == ["No cost estimate for Agnostic: the stack has no region"]
+
+
+def test_readme_shows_the_real_output_for_the_default_settings(synth, capsys):
+    readme = (ROOT / "README.md").read_text()
+    after = readme.split("Output of `make synth && mlp cost`", 1)[1]
+    shown = after.split("```text\n", 1)[1].split("\n```", 1)[0]
+    assert main(["cost", "--cdk-out", str(synth.outdir)]) == 0
+    printed = capsys.readouterr().out
+
+    def priced(text: str) -> list[str]:
+        # Counts of free and usage-based resources move with every stack change; the prices,
+        # totals and sources are what the section documents.
+        return [line.rstrip() for line in text.strip().splitlines()
+                if not line.lstrip().startswith(("free:", "usage-based"))]
+
+    assert priced(printed) == priced(shown), (
+        "README 'What it costs' is stale: paste the output of `make synth && mlp cost`")
