@@ -275,6 +275,42 @@ def test_refresh_rebuilds_from_get_products_and_keeps_missing_prices_missing():
     assert PriceTable.from_dict(json.loads(json.dumps(table.to_dict()))).prices == table.prices
 
 
+class _FakePricing:
+    """A pricing client answering get_products from a dict {(region, value): usd}."""
+
+    def __init__(self, answers):
+        self.answers, self.calls = answers, []
+
+    def get_products(self, **kwargs):
+        self.calls.append(kwargs)
+        fields = {f["Field"]: f["Value"] for f in kwargs["Filters"]}
+        for (region, value), usd in self.answers.items():
+            if fields["regionCode"] == region and value in fields.values():
+                return {"PriceList": [_product("F", usd)]}
+        return {"PriceList": []}
+
+
+def test_cli_refresh_writes_the_table_it_then_prices_with(synth, tmp_path, monkeypatch, capsys):
+    from ml_platform.cli.aws import Context
+
+    fake = _FakePricing({("us-east-1", "trn1.32xlarge"): "21.5000000000"})
+    monkeypatch.setattr(Context, "client", lambda self, service, region=None, **kw: fake)
+    target = tmp_path / "prices.json"
+    assert main(["cost", "--cdk-out", str(synth.outdir), "--refresh", "--refresh-regions",
+                 "us-east-1", "--prices", str(target), "--region", "us-east-1", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "not found (reported as missing)" in captured.err
+    written = PriceTable.load(target)
+    assert list(written.prices) == [("us-east-1", EC2, "trn1.32xlarge")]
+    assert {c["ServiceCode"] for c in fake.calls} >= {"AmazonEC2", "AmazonSageMaker", "AmazonEKS",
+                                                      "AmazonFSx", "AmazonVPC"}
+    report = json.loads(captured.out)
+    statuses = {r["description"].split(" x ")[0]: r["status"] for s in report["stacks"]
+                for r in s["resources"] if r["type"] == "AWS::EKS::Nodegroup"}
+    assert statuses == {"node group trn1.32xlarge": "ok", "node group m6i.large": "missing",
+                        "node group g5.2xlarge": "missing"}
+
+
 # --- synth-time annotations ------------------------------------------------------------------
 
 
