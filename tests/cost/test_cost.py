@@ -160,6 +160,17 @@ def test_unresolvable_values_are_unknown_not_zero():
                                                           "Elsewhere"}
 
 
+def test_shipped_table_prices_every_ec2_type_the_settings_allow_in_the_trainium_regions():
+    from ml_platform.config import ClusterSettings
+    from ml_platform.instances import EKS_GPU_INSTANCES, TRAINIUM_INSTANCES
+
+    wanted = set(TRAINIUM_INSTANCES) | set(EKS_GPU_INSTANCES) | {
+        ClusterSettings().system_instance_type}
+    for region in ("us-east-1", "us-east-2", "us-west-2"):
+        missing = sorted(t for t in wanted if SHIPPED.get(region, EC2, t) is None)
+        assert missing == [], f"{region}: no shipped price for {missing}"
+
+
 def test_shipped_prices_are_positive_and_sourced():
     assert SHIPPED.prices
     for price in SHIPPED.prices.values():
