@@ -9,6 +9,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
+from ml_platform.stacks.accelerators import GpuNodesStack, TrainiumNodesStack
 from ml_platform.stacks.inference import InferenceStack
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
@@ -54,10 +55,12 @@ class Platform:
     storage: StorageStack
     inference: InferenceStack | None = None
     training_cluster: TrainingClusterStack | None = None
+    trainium_nodes: TrainiumNodesStack | None = None
+    gpu_nodes: GpuNodesStack | None = None
 
     @property
     def stacks(self) -> list[cdk.Stack]:
-        optional = (self.inference, self.training_cluster)
+        optional = (self.inference, self.training_cluster, self.trainium_nodes, self.gpu_nodes)
         return [s for s in (self.network, self.storage, *optional) if s is not None]
 
 
@@ -116,6 +119,32 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
         )
         platform.training_cluster.add_stack_dependency(storage)
+        # Accelerator node groups in stacks of their own: an InsufficientInstanceCapacity
+        # failure rolls back only that stack, and `cdk deploy <stack>` can be retried.
+        cluster_stack = platform.training_cluster
+        platform.trainium_nodes = TrainiumNodesStack(
+            app,
+            f"{prefix}-TrainiumNodes",
+            settings=settings,
+            cluster=cluster_stack.eks.cluster,
+            trainium_subnet=network.trainium_subnet,
+            training_nodes=network.training_nodes.security_group,
+            nodes_ready_after=cluster_stack.addons.node_dependents(),
+            env=env,
+            description="cdk-ml-platform: Trainium node group (EFA), separate from the cluster",
+        )
+        platform.trainium_nodes.add_stack_dependency(cluster_stack)
+        if cluster_stack.triton is not None:
+            platform.gpu_nodes = GpuNodesStack(
+                app,
+                f"{prefix}-GpuNodes",
+                settings=settings,
+                cluster=cluster_stack.eks.cluster,
+                nodes_ready_after=cluster_stack.addons.node_dependents(),
+                env=env,
+                description="cdk-ml-platform: GPU node group of Triton on EKS",
+            )
+            platform.gpu_nodes.add_stack_dependency(cluster_stack)
     for stack in platform.stacks:
         cdk.Tags.of(stack).add("project", "cdk-ml-platform")
     if nag:

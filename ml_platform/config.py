@@ -55,13 +55,13 @@ _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
 _IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+_CAPACITY_RESERVATION = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")
 
 # Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
 # (and on stack deletion deletes) training.namespace, so it must never be one of these.
 RESERVED_NAMESPACES = (
     "default", "kube-system", "kube-public", "kube-node-lease",  # Kubernetes
     "volcano-system", "volcano-monitoring",  # Volcano's Helm chart
-    "etcd",  # the rendezvous server's chart (k8s_charts/etcd.py)
     "triton",  # Triton on EKS (k8s_charts/triton.py)
 )
 # Volcano creates and owns these queues ('root' is the parent of hierarchical queues).
@@ -392,13 +392,17 @@ class ClusterSettings:
 
 @dataclass(frozen=True)
 class TrainiumSettings:
-    """The Trainium node group.
+    """The Trainium node group (stack ``<prefix>-TrainiumNodes``).
 
     Attributes:
         instance_type: ``trn1.32xlarge`` (default, 8 EFA interfaces) or ``trn1n.32xlarge`` (16).
         nodes: Desired node count. Default 2 (the tutorial's 2 x 32 NeuronCores).
-        min_nodes: Default 2. max_nodes: Default 2.
+        min_nodes: Default 2 (0 lets the group scale to nothing). max_nodes: Default 2.
         root_volume_gib: Encrypted gp3 root volume size. Default 500.
+        capacity_reservation_id: An On-Demand Capacity Reservation (``cr-...``) the nodes launch
+            into. Default none.
+        capacity_block_id: A Capacity Block for ML (``cr-...``) the nodes launch into. Default
+            none. At most one of the two.
     """
 
     instance_type: str = "trn1.32xlarge"
@@ -406,6 +410,8 @@ class TrainiumSettings:
     min_nodes: int = 2
     max_nodes: int = 2
     root_volume_gib: int = 500
+    capacity_reservation_id: str | None = None
+    capacity_block_id: str | None = None
 
     def problems(self) -> list[str]:
         out = []
@@ -422,6 +428,18 @@ class TrainiumSettings:
             )
         if not 100 <= self.root_volume_gib <= 16384:
             out.append(f"trainium.root_volume_gib = {self.root_volume_gib}: expected 100 to 16384")
+        for key in ("capacity_reservation_id", "capacity_block_id"):
+            value = getattr(self, key)
+            if value is not None and not _CAPACITY_RESERVATION.fullmatch(value):
+                out.append(
+                    f"trainium.{key} = {value!r}: expected a capacity reservation id such as "
+                    "'cr-0123456789abcdef0'"
+                )
+        if self.capacity_reservation_id is not None and self.capacity_block_id is not None:
+            out.append(
+                "trainium.capacity_reservation_id and trainium.capacity_block_id are both set: "
+                "expected at most one"
+            )
         return out
 
 
@@ -590,6 +608,7 @@ class TritonOnEksSettings:
     Attributes:
         gpu_instance_type: Single-GPU EC2 instance type. Default ``g5.2xlarge``.
         gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
+        min_gpu_nodes: Default: ``gpu_nodes`` (0 lets the group scale to nothing).
         replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
         archives: Archives the Triton pods load. Default both ensembles.
     """
@@ -597,6 +616,7 @@ class TritonOnEksSettings:
     gpu_instance_type: str = "g5.2xlarge"
     gpu_nodes: int = 1
     max_gpu_nodes: int = 2
+    min_gpu_nodes: int | None = None
     replicas: int = 1
     max_replicas: int = 2
     archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
@@ -613,6 +633,11 @@ class TritonOnEksSettings:
                 f"triton_on_eks.gpu_nodes = {self.gpu_nodes}, triton_on_eks.max_gpu_nodes = "
                 f"{self.max_gpu_nodes}: "
                 "expected 1 <= gpu_nodes <= max_gpu_nodes <= 20"
+            )
+        if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
+            out.append(
+                f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
+                f"({self.gpu_nodes})"
             )
         if not 1 <= self.replicas <= self.max_replicas <= 50:
             out.append(
