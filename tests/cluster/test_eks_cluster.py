@@ -10,6 +10,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Match
 
+from ml_platform.app import new_app
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.eks_cluster import OPEN_TO_WORLD_WARNING, TrainingEksCluster
 from ml_platform.versions import EKS_ADDON_VERSIONS
@@ -103,7 +104,7 @@ def test_world_open_endpoint_is_a_synth_warning(synth: SynthesizedPlatform) -> N
 
 def _bare_cluster(**props) -> TrainingEksCluster:
     stack = cdk.Stack(
-        cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
     )
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     return TrainingEksCluster(stack, "Cluster", vpc=vpc, **props)
@@ -242,7 +243,7 @@ def test_fsx_csi_role_is_read_only_and_cloudwatch_role_has_the_agent_policy(
 
 
 def test_addon_pins_are_checked() -> None:
-    stack = cdk.Stack(cdk.App(), "S")
+    stack = cdk.Stack(new_app(), "S")
     cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c")
     with pytest.raises(ValueError, match=r"kubernetes_version='1.30'.*\['1.35'\]"):
         PlatformAddons(stack, "Addons", cluster=cluster, kubernetes_version="1.30")

@@ -8,6 +8,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
+from ml_platform.app import new_app
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.sagemaker_images import triton_image_uri
 from tests.support import SynthesizedPlatform
@@ -16,7 +17,7 @@ ARCHIVES = ["model_tf_dali.tar.gz", "model_trt_python.tar.gz"]
 
 
 def endpoint_in(region: str, **props) -> tuple[TritonMultiModelEndpoint, cdk.Stack]:
-    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region=region))
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region=region))
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
     kwargs = {"bucket": bucket, "endpoint_name": "ep", "archives": ARCHIVES, **props}
     return TritonMultiModelEndpoint(stack, "Ep", **kwargs), stack
@@ -97,6 +98,36 @@ def test_execution_role_reads_only_the_model_prefix(synth: SynthesizedPlatform) 
     listing = next(s for s in s3_statements if s["Action"] == "s3:ListBucket")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
     assert not any(s["Action"] == "s3:*" or s["Resource"] == "*" and "s3" in str(s) for s in statements)
+
+
+def _logs_statement(template: Template) -> dict:
+    (policy,) = [
+        p for p in template.find_resources("AWS::IAM::Policy").values()
+        if "ExecutionRole" in str(p["Properties"]["Roles"])
+    ]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    (logs,) = [s for s in statements if "logs:PutLogEvents" in s["Action"]]
+    return logs
+
+
+def test_execution_role_writes_to_its_own_log_group(synth: SynthesizedPlatform) -> None:
+    """The exact ARNs: the endpoint's log group (with ':*', as CloudWatch Logs evaluates
+    log-group actions) and its streams; not 'log-group' without a name."""
+    logs = _logs_statement(synth.template("Inference"))
+    # cdk.json enables partition literals: 'aws' for us-west-2.
+    group = "arn:aws:logs:us-west-2:123456789012:log-group:/aws/sagemaker/Endpoints/triton-ensembles"
+    assert logs["Resource"] == [f"{group}:*", f"{group}:log-stream:*"]
+    # Without partition literals, the partition comes from the stack.
+    _, stack = endpoint_in("eu-west-1")
+    prefix = ["arn:", {"Ref": "AWS::Partition"}]
+    group = ":logs:eu-west-1:123456789012:log-group:/aws/sagemaker/Endpoints/ep"
+    assert _logs_statement(Template.from_stack(stack))["Resource"] == [
+        {"Fn::Join": ["", [*prefix, f"{group}:*"]]},
+        {"Fn::Join": ["", [*prefix, f"{group}:log-stream:*"]]},
+    ]
+    assert set(logs["Action"]) == {
+        "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"
+    }
 
 
 def test_endpoint_config_and_endpoint(synth: SynthesizedPlatform) -> None:
@@ -254,7 +285,7 @@ def _inference_stack(upload_dir: str | None):
     from ml_platform.config import InferenceSettings
     from ml_platform.stacks.inference import InferenceStack
 
-    app = cdk.App()
+    app = new_app()
     return InferenceStack(
         app,
         "Inference",

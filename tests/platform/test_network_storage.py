@@ -7,6 +7,7 @@ import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk.assertions import Match, Template
 
+from ml_platform.app import new_app
 from ml_platform.constructs import LustreStorage, ModelArtifactBucket, PlatformVpc
 from tests.support import SynthesizedPlatform
 
@@ -193,7 +194,7 @@ def test_storage_stack_has_termination_protection_when_retaining(synth: Synthesi
 
 
 def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
-    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     sg = ec2.SecurityGroup(stack, "Clients", vpc=vpc)
     LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], clients=[sg],
@@ -205,7 +206,7 @@ def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
 
 
 def test_construct_validation_reports_all_problems() -> None:
-    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     with pytest.raises(ValueError, match=r"storage_capacity_gib=1000.*throughput_per_tib=200"):
         LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], clients=[],

@@ -12,6 +12,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
+from ml_platform.app import new_app
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.triton import ARCHIVE_MODELS
 from tests.cluster.manifests import all_objects
@@ -114,7 +115,7 @@ def test_switch_off_removes_gpu_nodes_plugin_and_triton(
 
 
 def test_construct_reports_every_bad_prop_at_once() -> None:
-    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     cluster = eks.Cluster(
         stack, "Cluster", vpc=vpc, version=eks.KubernetesVersion.V1_35,
