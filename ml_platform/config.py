@@ -44,6 +44,7 @@ _REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
 _NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
 _ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
 _K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+_CAPACITY_RESERVATION = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
 
 
 class SettingsError(ValueError):
@@ -246,13 +247,17 @@ class ClusterSettings:
 
 @dataclass(frozen=True)
 class TrainiumSettings:
-    """The Trainium node group.
+    """The Trainium node group (stack ``<prefix>-TrainiumNodes``).
 
     Attributes:
         instance_type: ``trn1.32xlarge`` (default, 8 EFA interfaces) or ``trn1n.32xlarge`` (16).
         nodes: Desired node count. Default 2 (the tutorial's 2 x 32 NeuronCores).
-        min_nodes: Default 2. max_nodes: Default 2.
+        min_nodes: Default 2 (0 lets the group scale to nothing). max_nodes: Default 2.
         root_volume_gib: Encrypted gp3 root volume size. Default 500.
+        capacity_reservation_id: An On-Demand Capacity Reservation (``cr-...``) the nodes launch
+            into. Default none.
+        capacity_block_id: A Capacity Block for ML (``cr-...``) the nodes launch into. Default
+            none. At most one of the two.
     """
 
     instance_type: str = "trn1.32xlarge"
@@ -260,6 +265,8 @@ class TrainiumSettings:
     min_nodes: int = 2
     max_nodes: int = 2
     root_volume_gib: int = 500
+    capacity_reservation_id: str | None = None
+    capacity_block_id: str | None = None
 
     def problems(self) -> list[str]:
         out = []
@@ -275,6 +282,18 @@ class TrainiumSettings:
             )
         if not 100 <= self.root_volume_gib <= 16384:
             out.append(f"trainium.root_volume_gib = {self.root_volume_gib}: expected 100 to 16384")
+        for key in ("capacity_reservation_id", "capacity_block_id"):
+            value = getattr(self, key)
+            if value is not None and not _CAPACITY_RESERVATION.match(value):
+                out.append(
+                    f"trainium.{key} = {value!r}: expected a capacity reservation id such as "
+                    "'cr-0123456789abcdef0'"
+                )
+        if self.capacity_reservation_id is not None and self.capacity_block_id is not None:
+            out.append(
+                "trainium.capacity_reservation_id and trainium.capacity_block_id are both set: "
+                "expected at most one"
+            )
         return out
 
 
@@ -405,6 +424,7 @@ class TritonOnEksSettings:
     Attributes:
         gpu_instance_type: Single-GPU EC2 instance type. Default ``g5.2xlarge``.
         gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
+        min_gpu_nodes: Default: ``gpu_nodes`` (0 lets the group scale to nothing).
         replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
         archives: Archives the Triton pods load. Default both ensembles.
     """
@@ -412,6 +432,7 @@ class TritonOnEksSettings:
     gpu_instance_type: str = "g5.2xlarge"
     gpu_nodes: int = 1
     max_gpu_nodes: int = 2
+    min_gpu_nodes: int | None = None
     replicas: int = 1
     max_replicas: int = 2
     archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
@@ -427,6 +448,11 @@ class TritonOnEksSettings:
             out.append(
                 f"triton_on_eks.gpu_nodes/max_gpu_nodes = {self.gpu_nodes}/{self.max_gpu_nodes}: "
                 "expected 1 <= gpu_nodes <= max_gpu_nodes <= 20"
+            )
+        if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
+            out.append(
+                f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
+                f"({self.gpu_nodes})"
             )
         if not 1 <= self.replicas <= self.max_replicas <= 50:
             out.append(
@@ -475,6 +501,9 @@ class Settings:
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     triton_on_eks: TritonOnEksSettings = field(default_factory=TritonOnEksSettings)
     features: FeatureSettings = field(default_factory=FeatureSettings)
+    # `cdk synth` adds an info annotation with each stack's estimated monthly on-demand cost
+    # (ml_platform.pricing). Default false.
+    cost_annotations: bool = False
 
     @classmethod
     def from_context(
