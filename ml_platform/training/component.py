@@ -71,10 +71,13 @@ RDZV_PORT = 29500
 RDZV_HOST = f"$${{{specs.macros.rank0_env}:=localhost}}"
 
 BOOTSTRAP_PORT = 48620
-"""Port the Neuron collectives bootstrap listens on; reserved in the pod (net.ipv4.
-ip_local_reserved_ports) so no ephemeral connection takes it first. Source: the pinned BERT
-sample's run script, `sysctl -w net.ipv4.ip_local_reserved_ports=48620`,
+"""Port of the Neuron collectives bootstrap (NEURON_RT_ROOT_COMM_ID); reserved in the pod
+(net.ipv4.ip_local_reserved_ports) so that no ephemeral connection takes it first, which
+hangs the collectives' init. Sources: the pinned BERT sample's run script
+(`sysctl -w net.ipv4.ip_local_reserved_ports=48620`),
 https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/run_dp_bert_large_hf_pretrain_bf16_s128.sh
+and Neuron's training troubleshooting guide ("Multiworker execution hangs during NCCL init"),
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/training-troubleshooting.html
 """
 
 RESERVED_PORTS_SYSCTL = "net.ipv4.ip_local_reserved_ports"
