@@ -125,6 +125,7 @@ class TrainingClusterStack(Stack):
             cluster=cluster,
             kubernetes_version=cfg.kubernetes_version,
             nodes_ready=[self.eks.system_nodes],
+            addon_versions=cfg.addon_versions,
         )
         self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
 
