@@ -66,6 +66,23 @@ class Platform:
         return [s for s in (self.network, self.storage, *optional) if s is not None]
 
 
+def annotate_costs(stacks: list[cdk.Stack]) -> None:
+    """An info annotation on each stack with its estimated on-demand cost (shipped prices)."""
+    from ml_platform.pricing import PriceTable, estimate_template
+    from ml_platform.pricing.assembly import template_in_memory
+
+    table = PriceTable.load()
+    for stack in stacks:
+        if cdk.Token.is_unresolved(stack.region):
+            cdk.Annotations.of(stack).add_info(
+                f"No cost estimate for {stack.stack_name}: the stack has no region")
+            continue
+        estimate = estimate_template(template_in_memory(stack, priced_only=True),
+                                     stack=stack.stack_name,
+                                     region=stack.region, table=table)
+        cdk.Annotations.of(stack).add_info(estimate.summary())
+
+
 def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Platform:
     """Add every stack the settings ask for to ``app``.
 
@@ -149,6 +166,8 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             platform.gpu_nodes.add_stack_dependency(cluster_stack)
     for stack in platform.stacks:
         cdk.Tags.of(stack).add("project", "cdk-ml-platform")
+    if settings.cost_annotations:
+        annotate_costs(platform.stacks)
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return platform

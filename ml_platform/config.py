@@ -524,6 +524,9 @@ class Settings:
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     triton_on_eks: TritonOnEksSettings = field(default_factory=TritonOnEksSettings)
     features: FeatureSettings = field(default_factory=FeatureSettings)
+    # `cdk synth` adds an info annotation with each stack's estimated monthly on-demand cost
+    # (ml_platform.pricing). Default false.
+    cost_annotations: bool = False
 
     @classmethod
     def from_context(
