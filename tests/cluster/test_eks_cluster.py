@@ -350,3 +350,21 @@ def test_stack_name_and_platform_wiring(synth: SynthesizedPlatform) -> None:
         "MlPlatform-Network",
         "MlPlatform-Storage",
     }
+
+
+def test_synthesis_warns_when_no_cluster_admin_role_is_set(synth: SynthesizedPlatform) -> None:
+    from ml_platform.stacks.training_cluster import NO_CLUSTER_ADMIN_WARNING
+
+    assert synth.platform.settings.cluster.admin_role_arn is None
+    metadata = json.loads(
+        (synth.outdir / f"{synth.stack_name('TrainingCluster')}.metadata.json").read_text()
+    )
+    warnings = [
+        e["data"]
+        for path, entries in metadata.items()
+        if path == f"/{synth.stack_name('TrainingCluster')}"
+        for e in entries
+        if e["type"] == "aws:cdk:warning"
+    ]
+    assert len(warnings) == 1
+    assert NO_CLUSTER_ADMIN_WARNING in warnings[0] and "mlp azs" in warnings[0]
