@@ -180,14 +180,15 @@ def render_text(report: dict[str, Any]) -> str:
 def _refresh(ctx: Context, args: argparse.Namespace, stacks: list[Any], target: Path) -> Any:
     from ml_platform.pricing.refresh import DEFAULT_REGIONS, PRICING_API_REGION, rebuild
 
-    regions = list(DEFAULT_REGIONS)
     if args.refresh_regions:
         regions = [r.strip() for r in args.refresh_regions.split(",") if r.strip()]
-    regions += [s.region for s in stacks if s.region and s.region not in regions]
+    else:
+        regions = list(DEFAULT_REGIONS)
+        regions += [s.region for s in stacks if s.region and s.region not in regions]
     if ctx.region_override and ctx.region_override not in regions:
         regions.append(ctx.region_override)
     types = _instance_types(stacks)
-    client = ctx.session().client("pricing", region_name=PRICING_API_REGION)
+    client = ctx.client("pricing", PRICING_API_REGION)
     table, missing = rebuild(client, regions, types,
                              progress=lambda line: print(line, file=sys.stderr))
     table.write(target)
