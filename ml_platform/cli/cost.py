@@ -1,4 +1,5 @@
-"""``mlp cost``: the on-demand cost of what ``cdk deploy`` would create, from ``cdk.out/``.
+"""``mlp cost``: the on-demand cost of what ``cdk deploy`` would create, from ``cdk.out/``;
+each stack priced in its own region (manifest.json) unless ``--region`` is given.
 
 Reads the synthesized templates (manifest.json gives the stacks and their regions), prices
 every resource that bills by the hour or by size from the price table shipped with the
@@ -33,7 +34,8 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p.add_argument("--prices", metavar="PATH",
                    help="price table to use instead of the shipped one")
     p.add_argument("--refresh", action="store_true",
-                   help="rebuild the price table from the AWS Price List API first")
+                   help="rebuild the price table from the AWS Price List API first (into the "
+                        "shipped table, or --prices PATH)")
     p.add_argument("--refresh-regions", metavar="R1,R2",
                    help="regions to fetch with --refresh (default: us-east-1,us-east-2,"
                         "us-west-2 and every region in the templates)")
