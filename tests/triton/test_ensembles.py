@@ -79,8 +79,14 @@ def test_image_ensemble_configs(artifacts: Artifacts, tmp_path: Path) -> None:
 @pytest.mark.parametrize("encoder_format", list(EncoderFormat))
 def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_format) -> None:
     encoder_path = artifacts.plan if encoder_format is EncoderFormat.TENSORRT else artifacts.onnx
+    tensorrt = encoder_format is EncoderFormat.TENSORRT
     spec = text_ensemble(
-        tokenizer_dir=MINILM_DIR, encoder_path=encoder_path, encoder_format=encoder_format.value
+        tokenizer_dir=MINILM_DIR, encoder_path=encoder_path, encoder_format=encoder_format.value,
+        gpu_target="a10g" if tensorrt else None,
+    )
+    # The archive says which GPU its plan was built for: in its name and its config.
+    assert spec.archive_filename == (
+        "model_trt_python_a10g.tar.gz" if tensorrt else "model_onnx_python.tar.gz"
     )
     repo = write_repository(spec, tmp_path / "repo")
 
@@ -98,6 +104,7 @@ def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_for
     if encoder_format is EncoderFormat.TENSORRT:
         assert (enc.platform, enc.backend) == ("tensorrt_plan", "")
         assert (repo / "bert-trt/1/model.plan").is_file()
+        assert enc.parameters["gpu_target"].string_value == "A10G"
     else:
         assert (enc.platform, enc.backend) == ("", "onnxruntime")
         assert (repo / "bert-trt/1/model.onnx").is_file()
@@ -136,6 +143,7 @@ def test_text_ensemble_sizes_and_execution_env(artifacts: Artifacts, tmp_path: P
     spec = text_ensemble(
         tokenizer_dir=MINILM_DIR,
         encoder_path=artifacts.plan,
+        gpu_target="t4",
         hidden_size=768,
         max_seq_len=256,
         max_batch_size=4,
@@ -160,11 +168,13 @@ def test_text_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ValueError, match="no vocabulary file vocab.txt"):
-        text_ensemble(tokenizer_dir=empty, encoder_path=artifacts.plan)
+        text_ensemble(tokenizer_dir=empty, encoder_path=artifacts.plan, gpu_target="t4")
     with pytest.raises(ValueError, match=r"tokenizer_dir=.*not a directory"):
-        text_ensemble(tokenizer_dir=tmp_path / "nope", encoder_path=artifacts.plan)
+        text_ensemble(tokenizer_dir=tmp_path / "nope", encoder_path=artifacts.plan, gpu_target="t4")
     with pytest.raises(ValueError, match=r"encoder_path=.*not a file"):
-        text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=tmp_path / "missing.plan")
+        text_ensemble(
+            tokenizer_dir=MINILM_DIR, encoder_path=tmp_path / "missing.plan", gpu_target="t4"
+        )
     with pytest.raises(ValueError, match=r"hidden_size=0.*max_batch_size=0"):
         text_ensemble(
             tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan, hidden_size=0, max_batch_size=0
