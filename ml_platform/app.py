@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,10 +39,9 @@ def new_app(**kwargs: Any) -> cdk.App:
 
 
 def settings_from_app(app: cdk.App) -> Settings:
-    """Parse the app's ``ml-platform`` context (a JSON string when given with ``-c``)."""
+    """Parse the app's ``ml-platform`` context (a JSON string when given with ``-c``, which
+    :meth:`Settings.from_context` parses; text that is not a JSON object is a SettingsError)."""
     raw = app.node.try_get_context(CONTEXT_KEY)
-    if isinstance(raw, str):
-        raw = json.loads(raw)
     return Settings.from_context(raw, known_azs=_AppContext(app))
 
 
