@@ -1,6 +1,6 @@
 """The two ensembles of the source design, described with :mod:`ml_platform.triton.spec`.
 
-* :func:`image_ensemble` -> ``model_tf_dali.tar.gz``: DALI decode/resize/normalise, then
+* :func:`image_ensemble` -> ``model_tf_dali.tar.gz``: DALI decode/crop/resize/scale, then
   Inception v3 (TensorFlow GraphDef) -> 1001 class scores.
 * :func:`text_ensemble` -> ``model_trt_python_<gpu>.tar.gz`` (TensorRT plan, one archive per
   GPU target) or ``model_onnx_python.tar.gz`` (ONNX): Python tokenizer, then the
@@ -103,8 +103,9 @@ def image_ensemble(
 ) -> EnsembleSpec:
     """The image ensemble ``ensemble_dali_inception`` (archive ``model_tf_dali.tar.gz``).
 
-    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (GPU decode, resize to
-    299x299, ImageNet normalisation; FP32 ``[299, 299, 3]``) -> ``inception_graphdef``
+    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (GPU decode, central 87.5%
+    crop, resize to 299x299, pixels scaled to [-1, 1] as TF-slim's Inception preprocessing;
+    FP32 ``[299, 299, 3]``) -> ``inception_graphdef``
     (TensorFlow GraphDef, NHWC) -> ``OUTPUT`` FP32 ``[1001]`` class probabilities, with
     a label file so clients can ask Triton for top-k class names.
 
@@ -356,10 +357,10 @@ def text_ensemble(
     )
 
 
-def serialize_dali_pipeline(
-    out_path: str | Path, *, batch_size: int = 256, device_id: int = 0
-) -> Path:
-    """Write ``model.dali`` with the shipped pipeline script (needs ``nvidia-dali``).
+def serialize_dali_pipeline(out_path: str | Path, *, batch_size: int = 256) -> Path:
+    """Write ``model.dali`` with the shipped pipeline script. Needs ``nvidia-dali`` (pinned
+    in requirements-dev.txt: ``nvidia-dali-cuda120``) but no GPU: the pipeline is built with
+    ``device_id=None`` and Triton's DALI backend places it on each instance's GPU.
 
     Raises:
         RuntimeError: ``nvidia.dali`` is not installed.
@@ -368,16 +369,16 @@ def serialize_dali_pipeline(
         import nvidia.dali  # noqa: F401 - only to fail early, helpfully
     except ImportError as exc:
         raise RuntimeError(
-            "serialize_dali_pipeline needs nvidia-dali; run "
-            f"'python {DALI_PIPELINE_SCRIPT} OUT' where it is installed, or pass a "
-            "prebuilt model.dali to image_ensemble(dali_model_path=...)"
+            "serializing the DALI pipeline needs nvidia-dali (pip install "
+            "nvidia-dali-cuda120); or pass a prebuilt model.dali "
+            "(image_ensemble(dali_model_path=...), mlp models package --dali-model)"
         ) from exc
     spec = importlib.util.spec_from_file_location(
         "_ml_platform_dali_pipeline", DALI_PIPELINE_SCRIPT
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.serialize(out_path, batch_size=batch_size, device_id=device_id)
+    return module.serialize(out_path, batch_size=batch_size)
 
 
 # The models each archive of the source design holds, ensemble first. Triton on EKS loads

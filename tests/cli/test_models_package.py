@@ -96,7 +96,7 @@ def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
 def test_refuses_missing_options(tmp_path, mlp):
     result = mlp("models", "package", "--out", tmp_path / "out")
     assert result.code == 1
-    missing = "image ensemble: missing --inception-graphdef, --inception-labels, --dali-model"
+    missing = "image ensemble: missing --inception-graphdef, --inception-labels\n"
     assert missing in result.err
     assert "text ensemble: missing --encoder" in result.err
 
