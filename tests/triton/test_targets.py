@@ -68,9 +68,9 @@ def test_settings_refuse_a_plan_for_another_gpu() -> None:
         triton_on_eks={"archives": ["model_trt_python_t4.tar.gz"]},
     )
     assert problems == [
-        "inference.endpoints[0].archives: archive 'model_trt_python_t4.tar.gz' holds a TensorRT "
-        "plan built for T4, but 'ml.g5.xlarge' has A10G; a plan only loads on the GPU it was "
-        "built for: build one for A10G (mlp models package --gpu-target a10g -> "
+        "inference.endpoints[0].archives[1]: archive 'model_trt_python_t4.tar.gz' holds a "
+        "TensorRT plan built for T4, but 'ml.g5.xlarge' has A10G; a plan only loads on the GPU "
+        "it was built for: build one for A10G (mlp models package --gpu-target a10g -> "
         "model_trt_python_a10g) or serve the ONNX archive 'model_onnx_python'",
         "triton_on_eks.archives: archive 'model_trt_python_t4.tar.gz' holds a TensorRT plan "
         "built for T4, but 'g5.2xlarge' has A10G; a plan only loads on the GPU it was built "
