@@ -26,7 +26,13 @@ from ml_platform.instances import (
 )
 from ml_platform.sagemaker_images import TRITON_VERSIONS
 from ml_platform.triton.archive_names import ArchiveRef, parse_ref
-from ml_platform.triton.ensembles import ARCHIVE_MODELS, IMAGE_ARCHIVE, TEXT_ARCHIVE
+from ml_platform.triton.ensembles import (
+    ARCHIVE_MODELS,
+    IMAGE_ARCHIVE,
+    TEXT_ARCHIVE,
+    TEXT_ONNX_ARCHIVE,
+)
+from ml_platform.triton.targets import gpu_problem, triton_version_problem
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
@@ -161,6 +167,9 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
 # The logical names of the archives this repository builds (``model_tf_dali`` ...).
 KNOWN_ARCHIVES = tuple(sorted(name.removesuffix(".tar.gz") for name in ARCHIVE_MODELS))
 DEFAULT_ARCHIVES = tuple(name.removesuffix(".tar.gz") for name in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
+DEFAULT_EKS_ARCHIVES = tuple(
+    name.removesuffix(".tar.gz") for name in (IMAGE_ARCHIVE, TEXT_ONNX_ARCHIVE)
+)
 
 
 def archive_ref_problems(where: str, archives: tuple[str, ...]) -> list[str]:
@@ -539,11 +548,13 @@ class EndpointSettings:
         initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
         invocations_per_instance: Scaling target for SageMakerVariantInvocationsPerInstance
             (per minute). Default 1000.
-        archives: Archives this endpoint serves, each a logical name (``model_trt_python``:
+        archives: Archives this endpoint serves, each a logical name (``model_tf_dali``:
             every version, the newest for ``mlp invoke``) or an exact version
-            (``model_trt_python@v1a2b3c4d``), as ``mlp models package`` names them. Default both
-            ensembles of the source design. They scope :meth:`grant_invoke` and ``mlp``
-            commands; they are not written into the template.
+            (``model_tf_dali@v1a2b3c4d``), as ``mlp models package`` names them. Default both
+            ensembles of the source design, the text one with its T4 plan. An archive with a
+            TensorRT plan (``model_trt_python_<gpu>``) must target the instance type's GPU.
+            They scope :meth:`grant_invoke` and ``mlp`` commands; they are not written into
+            the template.
     """
 
     name: str = "triton-ensembles"
@@ -578,6 +589,10 @@ class EndpointSettings:
                 f"{where}.invocations_per_instance = {self.invocations_per_instance}: expected 1 to 100000"
             )
         out.extend(archive_ref_problems(f"{where}.archives", self.archives))
+        for i, archive in enumerate(self.archives):
+            problem = gpu_problem(f"{where}.archives[{i}]", archive, self.instance_type)
+            if problem:
+                out.append(problem)
         return out
 
 
@@ -605,6 +620,16 @@ class InferenceSettings:
                 f"inference.triton_version = {self.triton_version!r}: expected one of "
                 f"{list(TRITON_SAGEMAKER_VERSIONS)}"
             )
+        served = [
+            (f"inference.endpoints[{i}].archives", archive)
+            for i, endpoint in enumerate(self.endpoints)
+            for archive in endpoint.archives
+        ]
+        problem = triton_version_problem(
+            "inference.triton_version", self.triton_version, served, TRITON_SAGEMAKER_VERSIONS
+        )
+        if problem:
+            out.append(problem)
         # SageMaker endpoint names are unique per region regardless of case.
         names = [e.name.lower() for e in self.endpoints]
         if len(set(names)) != len(names):
@@ -654,7 +679,9 @@ class TritonOnEksSettings:
         replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
         archives: Archives the Triton pods load: logical names of the archives this
             repository builds (the newest version under the prefix at pod start) or exact
-            versions (``NAME@vXXXXXXXX``). Default both ensembles.
+            versions (``NAME@vXXXXXXXX``). Default both ensembles, the text one with its ONNX
+            encoder (runs on any GPU; a ``model_trt_python_<gpu>`` archive must target
+            ``gpu_instance_type``'s GPU).
     """
 
     gpu_instance_type: str = "g5.2xlarge"
@@ -663,7 +690,7 @@ class TritonOnEksSettings:
     min_gpu_nodes: int | None = None
     replicas: int = 1
     max_replicas: int = 2
-    archives: tuple[str, ...] = DEFAULT_ARCHIVES
+    archives: tuple[str, ...] = DEFAULT_EKS_ARCHIVES
 
     @property
     def archive_refs(self) -> tuple[ArchiveRef, ...]:
@@ -702,6 +729,9 @@ class TritonOnEksSettings:
                     f"the archives this repository builds, expected one of {list(KNOWN_ARCHIVES)} "
                     "(optionally @vXXXXXXXX)"
                 )
+            problem = gpu_problem(f"triton_on_eks.archives[{i}]", archive, self.gpu_instance_type)
+            if problem:
+                out.append(problem)
         logicals = [a.split("@")[0] for a in self.archives]
         twice = sorted({name for name in logicals if logicals.count(name) > 1})
         if twice:
@@ -799,6 +829,14 @@ class Settings:
         out += self.training.problems()
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
+        if self.features.triton_on_eks:  # Triton on EKS runs the release of inference
+            eks = [("triton_on_eks.archives", archive) for archive in self.triton_on_eks.archives]
+            problem = triton_version_problem(
+                "inference.triton_version", self.inference.triton_version, eks,
+                TRITON_SAGEMAKER_VERSIONS,
+            )
+            if problem:
+                out.append(problem)
         for az in self.network.availability_zones:
             if not az.startswith(self.env.region):
                 out.append(f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}")

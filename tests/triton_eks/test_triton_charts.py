@@ -10,12 +10,13 @@ import pytest
 
 from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
-from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE, TEXT_ARCHIVE
+from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE
+from ml_platform.triton.ensembles import TEXT_ONNX_ARCHIVE as TEXT_ARCHIVE
 
 PROPS = TritonChartProps(
     bucket_name="models-bucket",
     model_prefix="models/",
-    archives=("model_tf_dali", "model_trt_python@v0123abcd"),
+    archives=("model_tf_dali", "model_onnx_python@v0123abcd"),
     triton_version="24.09",
     region="us-west-2",
     replicas=1,
@@ -52,14 +53,14 @@ def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str
     sources = [w for w in shlex.split(script) if w.startswith("s3://")]
     assert sources == [
         "s3://models-bucket/$key",
-        "s3://models-bucket/models/model_trt_python-v0123abcd.tar.gz",
+        "s3://models-bucket/models/model_onnx_python-v0123abcd.tar.gz",
     ]
     assert "--prefix models/model_tf_dali-v " in script
     # python3 -I -c <archive_safety.py> DEST ARCHIVE... (tests/platform/test_archive_safety.py
     # runs this command on real and malicious archives)
     assert unpack["command"][:3] == ["python3", "-I", "-c"]
     assert unpack["command"][4:] == [
-        "/models", "/archives/model_tf_dali.tar.gz", "/archives/model_trt_python.tar.gz"
+        "/models", "/archives/model_tf_dali.tar.gz", "/archives/model_onnx_python.tar.gz"
     ]
 
 
@@ -112,12 +113,12 @@ def test_a_logical_name_fetches_its_newest_version(tmp_path, listing: str, copie
 
 def test_one_archive_fetches_only_that_archive() -> None:
     app = cdk8s.App()
-    props = TritonChartProps(**{**PROPS.__dict__, "archives": ("model_trt_python@v0123abcd",)})
+    props = TritonChartProps(**{**PROPS.__dict__, "archives": ("model_onnx_python@v0123abcd",)})
     chart = TritonChart(app, "t", props=props)
     deployment = next(o for o in chart.to_json() if o["kind"] == "Deployment")
     script = deployment["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
     assert [w for w in shlex.split(script) if w.startswith("s3://")] == [
-        "s3://models-bucket/models/model_trt_python-v0123abcd.tar.gz"
+        "s3://models-bucket/models/model_onnx_python-v0123abcd.tar.gz"
     ]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert [a.split("=", 1)[1] for a in args if a.startswith("--load-model=")] == list(
@@ -175,4 +176,4 @@ def test_models_to_load_rejects_unknown_and_clashing_archives() -> None:
         with pytest.raises(ValueError, match=rf"{unknown}.*expected references to archives"):
             models_to_load([unknown])
     with pytest.raises(ValueError, match="appear twice"):
-        models_to_load(["model_trt_python", "model_trt_python@v0123abcd"])
+        models_to_load(["model_onnx_python", "model_onnx_python@v0123abcd"])
