@@ -10,7 +10,6 @@ import re
 from collections.abc import Sequence
 
 from aws_cdk import (
-    Arn,
     ArnFormat,
     Duration,
     Stack,
@@ -159,21 +158,32 @@ class TritonMultiModelEndpoint(Construct):
         )
         token_statement = iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
         self.role.add_to_principal_policy(token_statement)
-        log_group_arn = Arn.format(
-            {
-                "service": "logs",
-                "resource": "log-group",
-                "resource_name": f"/aws/sagemaker/Endpoints/{endpoint_name}:*",
-                "arn_format": ArnFormat.COLON_RESOURCE_NAME,
-            },
-            Stack.of(self),
-        )
+        # The endpoint's log group and its streams. Typed arguments: a plain dict given to a
+        # jsii struct parameter silently loses its snake_case keys (resource_name, arn_format).
+        stack = Stack.of(self)
+        log_group = f"/aws/sagemaker/Endpoints/{endpoint_name}"
+        self.log_group_arns = [
+            stack.format_arn(
+                service="logs",
+                resource="log-group",
+                resource_name=f"{log_group}{suffix}",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for suffix in (":*", ":log-stream:*")
+        ]
         self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[log_group_arn],
+                resources=self.log_group_arns,
             )
         )
+        for arn in self.log_group_arns:
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM5[Resource::{rendered_resource(self, arn)}]",
+                "SageMaker names the log streams of an endpoint after its instances; the "
+                "wildcard covers only the streams of this endpoint's own log group.",
+            )
         self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["cloudwatch:PutMetricData"],
