@@ -105,7 +105,7 @@ class TrainingEksCluster(Construct):
     - Self-managed add-ons are not bootstrapped: pinned managed add-ons
       (:class:`~ml_platform.constructs.addons.PlatformAddons`) install them.
     - A system node group (AL2023 standard AMI, label ``ml-platform/node-role=system``,
-      encrypted gp3 root, IMDSv2) for CoreDNS, Volcano, etcd and helper pods.
+      encrypted gp3 root, IMDSv2) for CoreDNS, Volcano and helper pods.
 
     Args:
         vpc: The VPC; the control plane ENIs and all nodes use its private subnets. Required.
