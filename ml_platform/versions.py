@@ -28,7 +28,8 @@ EKS_ADDON_VERSIONS: dict[str, dict[str, str]] = {
 }
 
 # --- Images and charts applied by the platform ----------------------------------------------
-# neuron-helm-charts 1.10.0 (`helm show values`): devicePlugin.image.tag.
+# neuron-helm-charts 1.10.0 (`helm show values`): devicePlugin.image.tag. Its RBAC, env and
+# mounts are matched in ml_platform/k8s_charts/neuron.py.
 NEURON_DEVICE_PLUGIN_IMAGE = "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0"
 
 # aws/eks-charts stable/aws-efa-k8s-device-plugin 0.5.30: appVersion (image tag).

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ml_platform.cli import azs, invoke, package, status, upload
+from ml_platform.cli import azs, cost, invoke, package, status, upload
 from ml_platform.cli.aws import doc_summary
 
 
@@ -45,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.set_defaults(help_of=models)
     invoke.add_parser(commands, [shared])
     status.add_parser(commands, [shared])
+    cost.add_parser(commands, [shared])
     return parser
 
 

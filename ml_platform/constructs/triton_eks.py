@@ -19,10 +19,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IDependable
 
-from ml_platform.constructs.eks_cluster import configure_node_role, hardened_launch_template
+from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import EKS_GPU_INSTANCES
-from ml_platform.k8s_charts.names import GPU_TAINT_KEY, NODE_ROLE_LABEL
+from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.k8s_charts.nvidia import NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
@@ -83,9 +83,14 @@ class TritonOnEks(Construct):
         replicas / max_replicas: Triton HPA range. Default 1 / 2.
         namespace / service_account: Where Triton runs; the namespace is created, so each
             instance on a cluster needs its own. Default ``triton`` / ``triton``.
+        gpu_node_group: Create the GPU node group here (a
+            :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`). Default True. False when
+            the GPU nodes live elsewhere, e.g. in a stack of their own so a capacity failure
+            rolls back only them; the Triton pods then wait (Pending) until GPU nodes join.
 
     Attributes:
-        node_group: The GPU ``eks_v2.Nodegroup``. role: The pods' IAM role.
+        gpu_nodes: The :class:`GpuNodeGroup` (``None`` with ``gpu_node_group=False``).
+        node_group: Its ``eks_v2.Nodegroup`` (or ``None``). role: The pods' IAM role.
         pod_identity: The ``CfnPodIdentityAssociation``. triton_chart: The cdk8s chart.
         manifest: The ``KubernetesManifest`` applying it. device_plugin: The manifest of the
             device plugin (shared), or ``None`` with ``device_plugin=False``.
@@ -113,16 +118,17 @@ class TritonOnEks(Construct):
         max_replicas: int = 2,
         namespace: str = "triton",
         service_account: str = "triton",
+        gpu_node_group: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         archives = list(archives)
         errors = []
-        if gpu_instance_type not in EKS_GPU_INSTANCES:
+        if gpu_node_group and gpu_instance_type not in EKS_GPU_INSTANCES:
             errors.append(
                 f"gpu_instance_type={gpu_instance_type!r}: expected one of "
                 f"{sorted(EKS_GPU_INSTANCES)}"
             )
-        if not 1 <= gpu_nodes <= max_gpu_nodes:
+        if gpu_node_group and not 1 <= gpu_nodes <= max_gpu_nodes:
             errors.append(
                 f"gpu_nodes={gpu_nodes}, max_gpu_nodes={max_gpu_nodes}: expected "
                 "1 <= gpu_nodes <= max_gpu_nodes"
@@ -166,26 +172,20 @@ class TritonOnEks(Construct):
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
-        self.launch_template = hardened_launch_template(self, "LaunchTemplate", root_volume_gib=100)
-        self.node_group = eks.Nodegroup(
-            self,
-            "GpuNodes",
-            cluster=cluster,
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
-            instance_types=[ec2.InstanceType(gpu_instance_type)],
-            launch_template_spec=eks.LaunchTemplateSpec(
-                id=self.launch_template.ref, version=self.launch_template.attr_latest_version_number
-            ),
-            subnets=subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-            min_size=gpu_nodes,
-            desired_size=gpu_nodes,
-            max_size=max_gpu_nodes,
-            labels={**(node_labels or {}), NODE_ROLE_LABEL: "gpu"},
-            taints=[
-                eks.TaintSpec(key=GPU_TAINT_KEY, value="true", effect=eks.TaintEffect.NO_SCHEDULE)
-            ],
-        )
-        configure_node_role(self.node_group.role)
+        self.gpu_nodes: GpuNodeGroup | None = None
+        self.node_group: eks.Nodegroup | None = None
+        if gpu_node_group:
+            self.gpu_nodes = GpuNodeGroup(
+                self,
+                "GpuNodes",
+                cluster=cluster,
+                instance_type=gpu_instance_type,
+                nodes=gpu_nodes,
+                max_nodes=max_gpu_nodes,
+                subnets=subnets,
+                labels=node_labels,
+            )
+            self.node_group = self.gpu_nodes.node_group
 
         # Pods of the service account get this role through EKS Pod Identity.
         self.role = iam.Role(
@@ -240,7 +240,9 @@ class TritonOnEks(Construct):
             self, "Manifest", cluster=cluster, manifest=self.triton_chart.to_json()
         )
         # Pods must find their Pod Identity role, a GPU node and the GPU resource at creation.
-        self.manifest.node.add_dependency(self.pod_identity, self.node_group)
+        self.manifest.node.add_dependency(self.pod_identity)
+        if self.node_group is not None:
+            self.manifest.node.add_dependency(self.node_group)
         if self.device_plugin is not None:
             self.manifest.node.add_dependency(self.device_plugin)
 

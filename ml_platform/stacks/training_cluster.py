@@ -1,5 +1,5 @@
-"""TrainingClusterStack: the EKS cluster, its Trainium nodes and the cluster services training
-needs (device plugins, Volcano, the FSx volume)."""
+"""TrainingClusterStack: the EKS cluster and the cluster services training needs (device
+plugins, Volcano, the FSx volume). The accelerator node groups are in stacks of their own."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from ml_platform.config import Settings
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.storage import LUSTRE_PORTS
-from ml_platform.constructs.trainium import TrainiumNodeGroup
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
@@ -68,13 +67,15 @@ def cluster_charts(
 
 
 class TrainingClusterStack(Stack):
-    """Composes :class:`TrainingEksCluster`, :class:`PlatformAddons`,
-    :class:`TrainiumNodeGroup`, Volcano's Helm chart and the cluster charts.
+    """Composes :class:`TrainingEksCluster`, :class:`PlatformAddons`, Volcano's Helm chart and
+    the cluster charts. The accelerator node groups are in
+    :mod:`ml_platform.stacks.accelerators`.
 
     Args:
         settings: All platform settings (cluster, trainium, training, storage, env). Required.
         vpc: The platform VPC. Required.
-        trainium_subnet: The private subnet of the Trainium AZ. Required.
+        trainium_subnet: The private subnet of the Trainium AZ. Not used since the Trainium
+            nodes moved to ``TrainiumNodesStack``; kept so existing callers still work.
         training_nodes: Security group of the Trainium nodes' EFA interfaces (it already
             reaches FSx on the Lustre ports). Required.
         file_system_id, file_system_dns_name, file_system_mount_name: The Lustre file system
@@ -127,20 +128,8 @@ class TrainingClusterStack(Stack):
         )
         self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
 
-        trn = settings.trainium
-        self.trainium = TrainiumNodeGroup(
-            self,
-            "Trainium",
-            cluster=cluster,
-            subnet=trainium_subnet,
-            security_group=training_nodes,
-            instance_type=trn.instance_type,
-            min_size=trn.min_nodes,
-            desired_size=trn.nodes,
-            max_size=trn.max_nodes,
-            root_volume_gib=trn.root_volume_gib,
-        )
-        self.trainium.node_group.node.add_dependency(*self.addons.node_dependents())
+        # The Trainium and GPU node groups live in stacks of their own
+        # (ml_platform.stacks.accelerators): a capacity failure must not roll back the cluster.
 
         if lustre_security_group is not None:
             self._allow_lustre_clients(lustre_security_group, self.eks.cluster_security_group)
@@ -193,8 +182,8 @@ class TrainingClusterStack(Stack):
                 max_gpu_nodes=triton.max_gpu_nodes,
                 replicas=triton.replicas,
                 max_replicas=triton.max_replicas,
+                gpu_node_group=False,  # GpuNodesStack
             )
-            self.triton.node_group.node.add_dependency(*self.addons.node_dependents())
 
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         CfnOutput(self, "ClusterArn", value=cluster.cluster_arn)

@@ -15,6 +15,7 @@ package under ``assets/``.
 from __future__ import annotations
 
 import importlib.util
+import json
 from enum import StrEnum
 from pathlib import Path
 
@@ -55,29 +56,17 @@ DEFAULT_MAX_SEQ_LEN = 128
 #: Where the Python models look for a conda-packed environment, if one is shipped.
 EXECUTION_ENV_FILE = "processing_env.tar.gz"
 EXECUTION_ENV_PARAMETER = "$$TRITON_MODEL_DIRECTORY/" + EXECUTION_ENV_FILE
-#: Tokenizer files copied from ``tokenizer_dir`` (weights are left behind).
+#: Tokenizer files copied from ``tokenizer_dir`` (weights are left behind). ``preprocess``
+#: tokenizes with ``wordpiece.py`` over ``vocab.txt``, configured by ``tokenizer_config.json``
+#: (and ``tokenizer.json``'s normalizer and WordPiece settings when present).
 TOKENIZER_FILES = (
-    "added_tokens.json",
     "config.json",
-    "merges.txt",
-    "sentencepiece.bpe.model",
     "special_tokens_map.json",
-    "spiece.model",
     "tokenizer.json",
-    "tokenizer.model",
     "tokenizer_config.json",
-    "vocab.json",
     "vocab.txt",
 )
-# At least one of these must be there for a tokenizer to load.
-_TOKENIZER_VOCABS = {
-    "tokenizer.json",
-    "vocab.txt",
-    "vocab.json",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-    "tokenizer.model",
-}
+WORDPIECE_SOURCE = Path(__file__).resolve().parent / "wordpiece.py"
 
 
 class EncoderFormat(StrEnum):
@@ -184,12 +173,20 @@ def _tokenizer_files(tokenizer_dir: str | Path) -> tuple[ModelFile, ...]:
     folder = Path(tokenizer_dir)
     if not folder.is_dir():
         raise ValueError(f"tokenizer_dir={str(folder)!r}: not a directory")
-    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()]
-    if not _TOKENIZER_VOCABS.intersection(present):
+    if not (folder / "vocab.txt").is_file():
         raise ValueError(
-            f"tokenizer_dir={str(folder)!r}: no vocabulary file, expected one of "
-            f"{sorted(_TOKENIZER_VOCABS)}"
+            f"tokenizer_dir={str(folder)!r}: no vocabulary file vocab.txt (preprocess runs a "
+            "BERT WordPiece tokenizer over it)"
         )
+    fast = folder / "tokenizer.json"
+    if fast.is_file():
+        model_type = (json.loads(fast.read_text("utf-8")).get("model") or {}).get("type")
+        if model_type != "WordPiece":
+            raise ValueError(
+                f"tokenizer_dir={str(folder)!r}: tokenizer.json is a {model_type} tokenizer; "
+                "preprocess only implements BERT WordPiece"
+            )
+    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()]
     return tuple(ModelFile(f"1/tokenizer/{name}", source=folder / name) for name in present)
 
 
@@ -206,8 +203,9 @@ def text_ensemble(
 ) -> EnsembleSpec:
     """The text ensemble ``ensemble`` (archive ``model_trt_python.tar.gz``).
 
-    ``INPUT0`` STRING ``[1]`` -> ``preprocess`` (Python, CPU: bundled tokenizer, INT32 ids
-    and mask padded to ``max_seq_len``) -> ``bert-trt`` (encoder: ``output`` FP32
+    ``INPUT0`` STRING ``[1]`` -> ``preprocess`` (Python, CPU: BERT WordPiece over the bundled
+    ``vocab.txt``, NumPy only; INT32 ids and mask padded to ``max_seq_len``) ->
+    ``bert-trt`` (encoder: ``output`` FP32
     ``[max_seq_len, hidden]`` and ``pooled_embeds``) -> ``postprocess`` (Python, CPU:
     mean pooling over the mask, L2 normalisation) -> ``finaloutput`` FP32 ``[hidden]``.
 
@@ -220,10 +218,11 @@ def text_ensemble(
         hidden_size: Encoder hidden size. Default: 384 (all-MiniLM-L6-v2).
         max_seq_len: Tokens per sentence after padding/truncation. Default: 128.
         max_batch_size: Batch limit of the ensemble and its models. Default: 16.
-        execution_env_path: Conda-packed environment with ``transformers`` for
-            ``preprocess`` (Python matching the container's stub). Shipped as
-            ``preprocess/processing_env.tar.gz`` and named by ``EXECUTION_ENV_PATH``.
-            Default: none (the container's Python must have ``transformers``).
+        execution_env_path: Conda-packed environment for Python dependencies of your own
+            beyond NumPy (Python matching the container's: 3.10 for Triton 23.05-25.11,
+            3.12 from 25.12). Shipped as ``preprocess/processing_env.tar.gz`` and named by
+            ``EXECUTION_ENV_PATH``. Default: none; the shipped models need only NumPy and
+            the standard library, which the stock container has.
         encoder_instance_kind: Placement of the encoder. Default: GPU.
 
     Raises:
@@ -248,6 +247,7 @@ def text_ensemble(
     preprocess_params: dict[str, str] = {}
     preprocess_files = [
         ModelFile("1/model.py", source=ASSETS / "preprocess" / "model.py"),
+        ModelFile("1/wordpiece.py", source=WORDPIECE_SOURCE),
         *tokenizer_files,
     ]
     if execution_env_path is not None:

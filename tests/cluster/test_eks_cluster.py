@@ -47,8 +47,10 @@ def test_cluster_is_native_eks_with_managed_node_groups_not_auto_mode(
     assert props["AccessConfig"]["AuthenticationMode"] == "API"
     # Pinned managed add-ons install the networking components instead.
     assert props["BootstrapSelfManagedAddons"] is False
-    # system, Trainium and (features.triton_on_eks) GPU node groups
-    assert len(_resources(synth, "AWS::EKS::Nodegroup")) == 3
+    # Only the system node group: the Trainium and GPU node groups have stacks of their own.
+    assert [g["Properties"]["AmiType"] for g in _resources(synth, "AWS::EKS::Nodegroup").values()] == [
+        "AL2023_x86_64_STANDARD"
+    ]
     # Nothing Auto Mode or the legacy cluster provider would add.
     assert not _resources(synth, "Custom::AWSCDK-EKS-Cluster")
 
@@ -170,6 +172,11 @@ def test_addon_order_networking_before_nodes_the_rest_after(synth: SynthesizedPl
     networking = {addon_ids[n] for n in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")}
     for logical_id, group in _resources(synth, "AWS::EKS::Nodegroup").items():
         assert networking <= set(group["DependsOn"]), logical_id
+    # The accelerator node groups' stacks are deployed after the whole cluster stack, add-ons
+    # included.
+    cluster_stack = synth.platform.training_cluster
+    for stack in (synth.platform.trainium_nodes, synth.platform.gpu_nodes):
+        assert cluster_stack in stack.dependencies
     system_nodes = next(
         k
         for k, r in _resources(synth, "AWS::EKS::Nodegroup").items()

@@ -159,7 +159,7 @@ def test_text_ensemble_sizes_and_execution_env(artifacts: Artifacts, tmp_path: P
 def test_text_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ValueError, match="no vocabulary file"):
+    with pytest.raises(ValueError, match="no vocabulary file vocab.txt"):
         text_ensemble(tokenizer_dir=empty, encoder_path=artifacts.plan)
     with pytest.raises(ValueError, match=r"tokenizer_dir=.*not a directory"):
         text_ensemble(tokenizer_dir=tmp_path / "nope", encoder_path=artifacts.plan)

@@ -23,7 +23,7 @@ from ml_platform.triton import (
     validate_target_model,
     write_repository,
 )
-from ml_platform.triton.ensembles import ASSETS, POOLING_SOURCE
+from ml_platform.triton.ensembles import ASSETS, POOLING_SOURCE, WORDPIECE_SOURCE
 from tests.triton.support import (
     FAKE_DALI,
     FAKE_GRAPHDEF,
@@ -78,6 +78,7 @@ def text_entries(encoder_file: str) -> list[str]:
         "preprocess/1/model.py",
         "preprocess/1/tokenizer",
         *[f"preprocess/1/tokenizer/{name}" for name in TOKENIZER],
+        "preprocess/1/wordpiece.py",
         "preprocess/config.pbtxt",
     ]
 
@@ -153,6 +154,7 @@ def test_text_archive_layout_and_contents(
         == (ASSETS / "preprocess" / "model.py").read_bytes()
     )
     assert read_member(archive, "postprocess/1/pooling.py") == POOLING_SOURCE.read_bytes()
+    assert read_member(archive, "preprocess/1/wordpiece.py") == WORDPIECE_SOURCE.read_bytes()
     assert (
         read_member(archive, "preprocess/1/tokenizer/vocab.txt")
         == (MINILM_DIR / "vocab.txt").read_bytes()
