@@ -266,7 +266,7 @@ class LustreStorage(Construct):
 
     Attributes:
         file_system: The ``fsx.LustreFileSystem``. security_group: Its security group.
-        connections: The ``ec2.Connections`` of that group.
+        connections: The ``ec2.Connections`` of that group. mount_name: The Lustre mount name.
     """
 
     def __init__(
@@ -322,6 +322,7 @@ class LustreStorage(Construct):
             ),
         )
         self.connections: ec2.Connections = self.file_system.connections
+        self.mount_name: str = self.file_system.mount_name
         # Lustre servers also talk to each other and back to clients on these ports.
         for port in LUSTRE_PORTS:
             self.security_group.add_ingress_rule(self.security_group, port, "Lustre servers")
@@ -350,9 +351,9 @@ class LustreStorage(Construct):
             "Resource",
             file_system_id=file_system_id,
             dns_name=dns_name,
-            mount_name=mount_name,
             security_group=security_group,
         )
+        self.mount_name = mount_name
         self.connections = self.file_system.connections
         return self
 

@@ -109,6 +109,18 @@ def test_training_clusters_get_distinct_names_from_cloudformation(outside: Outsi
     assert all("Name" not in r["Properties"] for r in clusters.values())
 
 
+def test_construct_warnings_name_props_not_cdk_json_keys(outside: Outside) -> None:
+    research, staging = outside.parts["clusters"]
+    warnings = lambda c: [
+        str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"
+    ]
+    assert warnings(research) == []
+    (message,) = warnings(staging)
+    assert "Clusters/Staging" in message
+    assert "set public_access_cidrs to your networks, or endpoint_access to 'private'" in message
+    assert "cluster." not in message
+
+
 def test_lustre_uses_the_given_kms_key(outside: Outside) -> None:
     systems = outside.resources("Shared", "AWS::FSx::FileSystem")
     keys = {json.dumps(r["Properties"].get("KmsKeyId")) for r in systems.values()}
