@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def _example_apps() -> list[Path]:
     """CDK apps under examples/: each folder's app.py (or a top-level examples/*.py app)."""
     folder = ROOT / "examples"
     apps = sorted(folder.glob("*/app.py")) + sorted(folder.glob("*.py"))
-    return [a for a in apps if "new_app(" in a.read_text() or "cdk.App(" in a.read_text()]
+    return [a for a in apps if re.search(r"\bnew_app\(|\.App\(", a.read_text())]
 
 
 def _example_types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
