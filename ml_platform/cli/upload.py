@@ -51,9 +51,13 @@ def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
 def run(ctx: Context, args: argparse.Namespace) -> int:
     archives, problems = collect_archives(args.paths)
     for archive in archives:
-        from ml_platform.triton.repository import archive_problems
+        from ml_platform.triton.repository import archive_gpu_target, archive_problems
+        from ml_platform.triton.targets import serving_problems
 
         problems.extend(f"{archive}: {p}" for p in archive_problems(archive))
+        gpu, gpu_problems = archive_gpu_target(archive)  # the GPU its plan was built for
+        problems.extend(f"{archive}: {p}" for p in gpu_problems)
+        problems.extend(serving_problems(archive.name, gpu, ctx.settings))
     if problems:
         raise CliError("refusing to upload:\n" + "\n".join(f"  - {p}" for p in problems))
 
