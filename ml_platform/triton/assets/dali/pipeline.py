@@ -16,8 +16,11 @@ The external source is named like the Triton model input (``DALI_INPUT_0``); the
 backend names the outputs ``DALI_OUTPUT_<i>`` in order.
 
 Serializing needs ``nvidia-dali`` but no GPU: the pipeline is built with ``device_id=None``
-and Triton's DALI backend runs it on the GPU of each model instance. ``mlp models package``
-does it when ``--dali-model`` is not given; by hand::
+and Triton's DALI backend runs it on the GPU of each model instance (it creates the pipeline
+from the serialized bytes with its own batch size, threads and the instance's device id:
+``CreatePipeline`` in
+https://github.com/triton-inference-server/dali_backend/blob/main/src/dali_executor/dali_pipeline.h).
+``mlp models package`` does it when ``--dali-model`` is not given; by hand::
 
     python pipeline.py path/to/model.dali [--batch-size 256]
 """
