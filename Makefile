@@ -42,6 +42,17 @@ cost: install
 test: install-dev
 	$(PY) -m pytest
 
+## checkov over every template and Kubernetes object; fails on any finding not listed with its
+## reason in .checkov-exceptions.yaml. checkov lives in .venv-scan (its pins conflict with boto3's).
+SCAN_VENV := .venv-scan
+$(SCAN_VENV)/.installed: requirements-scan.txt
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt
+	touch $@
+
+scan: install $(SCAN_VENV)/.installed
+	$(PY) scripts/scan.py --checkov $(SCAN_VENV)/bin/checkov
+
 ## Median synth time of the whole app against an empty CDK app.
 bench: install
 	$(PY) scripts/bench_synth.py

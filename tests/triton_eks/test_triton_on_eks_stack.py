@@ -89,8 +89,7 @@ def test_charts_are_applied_with_exactly_the_configured_archives(synth: Synthesi
     keys = [w.split("/", 3)[3] for w in shlex.split(fetch) if w.startswith("s3://")]
     archives = synth.platform.settings.triton_on_eks.archives
     assert keys == [f"models/{a}" for a in archives]
-    loaded = [a.split("=", 1)[1] for a in pod["containers"][0]["args"] if a.startswith("--load-model=")]
-    assert loaded == [m for a in archives for m in ARCHIVE_MODELS[a]]
+    assert "--model-control-mode=none" in pod["containers"][0]["args"]
     assert pod["containers"][0]["image"].endswith(f":{synth.platform.settings.inference.triton_version}-py3")
 
 
