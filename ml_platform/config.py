@@ -56,6 +56,7 @@ _IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
 _IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _CAPACITY_RESERVATION = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")
+_ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
 
 # Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
 # (and on stack deletion deletes) training.namespace, so it must never be one of these.
@@ -315,6 +316,10 @@ class ClusterSettings:
             synth-time warning: restrict it to your network.
         system_instance_type: Instance type of the small system node group. Default m6i.large.
         system_nodes: Nodes in the system node group. Default 2.
+        fsx_csi_driver_version: Version of the ``aws-fsx-csi-driver`` add-on. Default none:
+            EKS's default version (``mlp addons`` lists what exists).
+        cloudwatch_observability_version: Version of the ``amazon-cloudwatch-observability``
+            add-on. Default none: EKS's default version.
     """
 
     name: str = "ml-platform"
@@ -324,6 +329,17 @@ class ClusterSettings:
     public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
     system_instance_type: str = "m6i.large"
     system_nodes: int = 2
+    fsx_csi_driver_version: str | None = None
+    cloudwatch_observability_version: str | None = None
+
+    @property
+    def addon_versions(self) -> dict[str, str]:
+        """Add-on versions set in these settings, by add-on name."""
+        chosen = {
+            "aws-fsx-csi-driver": self.fsx_csi_driver_version,
+            "amazon-cloudwatch-observability": self.cloudwatch_observability_version,
+        }
+        return {name: version for name, version in chosen.items() if version is not None}
 
     def problems(self, region: str | None = None) -> list[str]:
         out = []
@@ -387,6 +403,13 @@ class ClusterSettings:
             )
         if not 1 <= self.system_nodes <= 10:
             out.append(f"cluster.system_nodes = {self.system_nodes}: expected 1 to 10")
+        for key in ("fsx_csi_driver_version", "cloudwatch_observability_version"):
+            value = getattr(self, key)
+            if value is not None and not _ADDON_VERSION.fullmatch(value):
+                out.append(
+                    f"cluster.{key} = {value!r}: expected an EKS add-on version such as "
+                    "'v1.9.0-eksbuild.1'"
+                )
         return out
 
 

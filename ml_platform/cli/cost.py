@@ -1,4 +1,5 @@
-"""``mlp cost``: the on-demand cost of what ``cdk deploy`` would create, from ``cdk.out/``.
+"""``mlp cost``: the on-demand cost of what ``cdk deploy`` would create, from ``cdk.out/``;
+each stack priced in its own region (manifest.json) unless ``--region`` is given.
 
 Reads the synthesized templates (manifest.json gives the stacks and their regions), prices
 every resource that bills by the hour or by size from the price table shipped with the
@@ -33,7 +34,8 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p.add_argument("--prices", metavar="PATH",
                    help="price table to use instead of the shipped one")
     p.add_argument("--refresh", action="store_true",
-                   help="rebuild the price table from the AWS Price List API first")
+                   help="rebuild the price table from the AWS Price List API first (into the "
+                        "shipped table, or --prices PATH)")
     p.add_argument("--refresh-regions", metavar="R1,R2",
                    help="regions to fetch with --refresh (default: us-east-1,us-east-2,"
                         "us-west-2 and every region in the templates)")
@@ -180,14 +182,15 @@ def render_text(report: dict[str, Any]) -> str:
 def _refresh(ctx: Context, args: argparse.Namespace, stacks: list[Any], target: Path) -> Any:
     from ml_platform.pricing.refresh import DEFAULT_REGIONS, PRICING_API_REGION, rebuild
 
-    regions = list(DEFAULT_REGIONS)
     if args.refresh_regions:
         regions = [r.strip() for r in args.refresh_regions.split(",") if r.strip()]
-    regions += [s.region for s in stacks if s.region and s.region not in regions]
+    else:
+        regions = list(DEFAULT_REGIONS)
+        regions += [s.region for s in stacks if s.region and s.region not in regions]
     if ctx.region_override and ctx.region_override not in regions:
         regions.append(ctx.region_override)
     types = _instance_types(stacks)
-    client = ctx.session().client("pricing", region_name=PRICING_API_REGION)
+    client = ctx.client("pricing", PRICING_API_REGION)
     table, missing = rebuild(client, regions, types,
                              progress=lambda line: print(line, file=sys.stderr))
     table.write(target)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ml_platform.cli import azs, cost, invoke, package, status, upload
+from ml_platform.cli import addons, azs, cost, invoke, package, status, upload
 from ml_platform.cli.aws import doc_summary
 
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     _global_options(shared, suppress=True)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     azs.add_parser(commands, [shared])
+    addons.add_parser(commands, [shared])
     models = commands.add_parser("models", help="build and upload ensemble archives",
                                  description="Build and upload ensemble archives.")
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")

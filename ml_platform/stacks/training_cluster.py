@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import cdk8s
-from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import Annotations, CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -28,6 +28,9 @@ from ml_platform.versions import (
     VOLCANO_NAMESPACE,
     efa_device_plugin_image,
 )
+
+
+NO_CLUSTER_ADMIN_WARNING = "ml-platform:noClusterAdmin"
 
 
 def cluster_charts(
@@ -110,6 +113,13 @@ class TrainingClusterStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         cfg = settings.cluster
+        if cfg.admin_role_arn is None:
+            Annotations.of(self).add_warning_v2(
+                NO_CLUSTER_ADMIN_WARNING,
+                "cluster.admin_role_arn is not set: only CloudFormation's execution role can use "
+                "the cluster's Kubernetes API (kubectl answers Unauthorized). Run `mlp azs` to "
+                "record your IAM role, or set cluster.admin_role_arn.",
+            )
         self.eks = TrainingEksCluster(
             self,
             "Cluster",
@@ -129,6 +139,7 @@ class TrainingClusterStack(Stack):
             cluster=cluster,
             kubernetes_version=cfg.kubernetes_version,
             nodes_ready=[self.eks.system_nodes],
+            addon_versions=cfg.addon_versions,
         )
         self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
 

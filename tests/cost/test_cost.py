@@ -56,15 +56,40 @@ def _item(estimates, type_):
 # --- coverage of resource types --------------------------------------------------------
 
 
-def _example_templates() -> list[Path]:
-    # Apps under examples/ that were synthesized keep their cdk.out beside them.
-    return sorted((ROOT / "examples").glob("**/cdk.out/*.template.json"))
+def _example_apps() -> list[Path]:
+    """CDK apps under examples/: each folder's app.py (or a top-level examples/*.py app)."""
+    folder = ROOT / "examples"
+    apps = sorted(folder.glob("*/app.py")) + sorted(folder.glob("*.py"))
+    return [a for a in apps if "new_app(" in a.read_text() or "cdk.App(" in a.read_text()]
 
 
-def test_every_synthesized_resource_type_is_priced_usage_based_or_free(stacks):
+def _example_types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """Resource types of every example app, synthesized as `python app.py` would."""
+    import runpy
+
+    import aws_cdk
+
+    original_app = aws_cdk.App
+    types: set[str] = set()
+    for number, app in enumerate(_example_apps()):
+        outdir = tmp_path / f"example-{number}"
+
+        def app_in_tmp(*args, outdir=str(outdir), **kwargs):
+            # The jsii kernel is already running, so CDK_OUTDIR cannot reach it: pass outdir.
+            return original_app(*args, **{**kwargs, "outdir": outdir})
+
+        monkeypatch.setattr(aws_cdk, "App", app_in_tmp)  # new_app() calls cdk.App too
+        monkeypatch.chdir(app.parent)
+        runpy.run_path(str(app), run_name="__main__")
+        types |= {r["Type"] for s in read_assembly(outdir)
+                  for r in s.template.get("Resources", {}).values()}
+    return types
+
+
+def test_every_synthesized_resource_type_is_priced_usage_based_or_free(stacks, tmp_path,
+                                                                       monkeypatch):
     types = {r["Type"] for s in stacks for r in s.template["Resources"].values()}
-    types |= {r["Type"] for p in _example_templates()
-              for r in json.loads(p.read_text())["Resources"].values()}
+    types |= _example_types(tmp_path, monkeypatch)
     unclassified = sorted(t for t in types if classify(t) == UNCLASSIFIED)
     assert unclassified == []
     # The billable ones the issue names are priced, not waved through as free.
@@ -158,6 +183,17 @@ def test_unresolvable_values_are_unknown_not_zero():
     assert estimate.hourly == pytest.approx(0.02)
     assert {i.logical_id for i in estimate.incomplete} == {"ByParam", "ByName", "Fsx",
                                                           "Elsewhere"}
+
+
+def test_shipped_table_prices_every_ec2_type_the_settings_allow_in_the_trainium_regions():
+    from ml_platform.config import ClusterSettings
+    from ml_platform.instances import EKS_GPU_INSTANCES, TRAINIUM_INSTANCES
+
+    wanted = set(TRAINIUM_INSTANCES) | set(EKS_GPU_INSTANCES) | {
+        ClusterSettings().system_instance_type}
+    for region in ("us-east-1", "us-east-2", "us-west-2"):
+        missing = sorted(t for t in wanted if SHIPPED.get(region, EC2, t) is None)
+        assert missing == [], f"{region}: no shipped price for {missing}"
 
 
 def test_shipped_prices_are_positive_and_sourced():
@@ -273,6 +309,42 @@ def test_refresh_rebuilds_from_get_products_and_keeps_missing_prices_missing():
     assert missing == ["us-west-2/ec2/trn1.32xlarge", "us-west-2/sagemaker-hosting/ml.g4dn.4xlarge"]
     # The rebuilt table round-trips through the shipped format.
     assert PriceTable.from_dict(json.loads(json.dumps(table.to_dict()))).prices == table.prices
+
+
+class _FakePricing:
+    """A pricing client answering get_products from a dict {(region, value): usd}."""
+
+    def __init__(self, answers):
+        self.answers, self.calls = answers, []
+
+    def get_products(self, **kwargs):
+        self.calls.append(kwargs)
+        fields = {f["Field"]: f["Value"] for f in kwargs["Filters"]}
+        for (region, value), usd in self.answers.items():
+            if fields["regionCode"] == region and value in fields.values():
+                return {"PriceList": [_product("F", usd)]}
+        return {"PriceList": []}
+
+
+def test_cli_refresh_writes_the_table_it_then_prices_with(synth, tmp_path, monkeypatch, capsys):
+    from ml_platform.cli.aws import Context
+
+    fake = _FakePricing({("us-east-1", "trn1.32xlarge"): "21.5000000000"})
+    monkeypatch.setattr(Context, "client", lambda self, service, region=None, **kw: fake)
+    target = tmp_path / "prices.json"
+    assert main(["cost", "--cdk-out", str(synth.outdir), "--refresh", "--refresh-regions",
+                 "us-east-1", "--prices", str(target), "--region", "us-east-1", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "not found (reported as missing)" in captured.err
+    written = PriceTable.load(target)
+    assert list(written.prices) == [("us-east-1", EC2, "trn1.32xlarge")]
+    assert {c["ServiceCode"] for c in fake.calls} >= {"AmazonEC2", "AmazonSageMaker", "AmazonEKS",
+                                                      "AmazonFSx", "AmazonVPC"}
+    report = json.loads(captured.out)
+    statuses = {r["description"].split(" x ")[0]: r["status"] for s in report["stacks"]
+                for r in s["resources"] if r["type"] == "AWS::EKS::Nodegroup"}
+    assert statuses == {"node group trn1.32xlarge": "ok", "node group m6i.large": "missing",
+                        "node group g5.2xlarge": "missing"}
 
 
 # --- synth-time annotations ------------------------------------------------------------------
