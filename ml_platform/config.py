@@ -25,7 +25,13 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
 )
 from ml_platform.sagemaker_images import TRITON_VERSIONS
-from ml_platform.triton.ensembles import ARCHIVE_MODELS
+from ml_platform.triton.ensembles import (
+    ARCHIVE_MODELS,
+    IMAGE_ARCHIVE,
+    TEXT_ARCHIVE,
+    TEXT_ONNX_ARCHIVE,
+)
+from ml_platform.triton.targets import gpu_problem, triton_version_problem
 from ml_platform.triton.target_model import validate_target_model
 
 CONTEXT_KEY = "ml-platform"
@@ -520,7 +526,8 @@ class EndpointSettings:
         invocations_per_instance: Scaling target for SageMakerVariantInvocationsPerInstance
             (per minute). Default 1000.
         archives: Ensemble archives (TargetModel names) this endpoint serves. Default both
-            ensembles of the source design.
+            ensembles of the source design, the text one with its T4 plan. An archive with a
+            TensorRT plan (``model_trt_python_<gpu>``) must target the instance type's GPU.
     """
 
     name: str = "triton-ensembles"
@@ -529,7 +536,7 @@ class EndpointSettings:
     min_instances: int = 1
     max_instances: int = 2
     invocations_per_instance: int = 1000
-    archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+    archives: tuple[str, ...] = (IMAGE_ARCHIVE, TEXT_ARCHIVE)
 
     def problems(self, where: str) -> list[str]:
         out = []
@@ -556,6 +563,9 @@ class EndpointSettings:
             problem = validate_target_model(archive)
             if problem:
                 out.append(f"{where}.archives[{i}]: {problem}")
+            problem = gpu_problem(f"{where}.archives[{i}]", archive, self.instance_type)
+            if problem:
+                out.append(problem)
         duplicates = sorted({a for a in self.archives if self.archives.count(a) > 1})
         if duplicates:
             out.append(f"{where}.archives: {duplicates!r} listed more than once")
@@ -586,6 +596,16 @@ class InferenceSettings:
                 f"inference.triton_version = {self.triton_version!r}: expected one of "
                 f"{list(TRITON_SAGEMAKER_VERSIONS)}"
             )
+        served = [
+            (f"inference.endpoints[{i}].archives", archive)
+            for i, endpoint in enumerate(self.endpoints)
+            for archive in endpoint.archives
+        ]
+        problem = triton_version_problem(
+            "inference.triton_version", self.triton_version, served, TRITON_SAGEMAKER_VERSIONS
+        )
+        if problem:
+            out.append(problem)
         # SageMaker endpoint names are unique per region regardless of case.
         names = [e.name.lower() for e in self.endpoints]
         if len(set(names)) != len(names):
@@ -633,7 +653,9 @@ class TritonOnEksSettings:
         gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
         min_gpu_nodes: Default: ``gpu_nodes`` (0 lets the group scale to nothing).
         replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
-        archives: Archives the Triton pods load. Default both ensembles.
+        archives: Archives the Triton pods load. Default both ensembles, the text one with
+            its ONNX encoder (runs on any GPU; a ``model_trt_python_<gpu>`` archive must
+            target ``gpu_instance_type``'s GPU).
     """
 
     gpu_instance_type: str = "g5.2xlarge"
@@ -642,7 +664,7 @@ class TritonOnEksSettings:
     min_gpu_nodes: int | None = None
     replicas: int = 1
     max_replicas: int = 2
-    archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+    archives: tuple[str, ...] = (IMAGE_ARCHIVE, TEXT_ONNX_ARCHIVE)
 
     def problems(self) -> list[str]:
         out = []
@@ -674,6 +696,9 @@ class TritonOnEksSettings:
                     f"triton_on_eks.archives[{i}] = {archive!r}: Triton on EKS loads the models of "
                     f"known archives, expected among {sorted(ARCHIVE_MODELS)}"
                 )
+            problem = gpu_problem("triton_on_eks.archives", archive, self.gpu_instance_type)
+            if problem:
+                out.append(problem)
         if not self.archives or len(set(self.archives)) != len(self.archives):
             out.append(
                 f"triton_on_eks.archives = {list(self.archives)!r}: expected distinct archives, "
@@ -769,6 +794,14 @@ class Settings:
         out += self.training.problems()
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
+        if self.features.triton_on_eks:  # Triton on EKS runs the release of inference
+            eks = [("triton_on_eks.archives", archive) for archive in self.triton_on_eks.archives]
+            problem = triton_version_problem(
+                "inference.triton_version", self.inference.triton_version, eks,
+                TRITON_SAGEMAKER_VERSIONS,
+            )
+            if problem:
+                out.append(problem)
         for az in self.network.availability_zones:
             if not az.startswith(self.env.region):
                 out.append(f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}")

@@ -60,13 +60,17 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     from ml_platform.triton.archive_safety import archive_safety_problems
 
     for archive in archives:
-        from ml_platform.triton.repository import archive_problems
+        from ml_platform.triton.repository import archive_gpu_target, archive_problems
+        from ml_platform.triton.targets import serving_problems
 
         # Unsafe members (links, '..', devices, oversize) first; an unreadable archive is
         # reported once, by the servability check.
         unsafe = [p for p in archive_safety_problems(archive) if "not a readable tar" not in p]
         problems.extend(f"{archive}: {p}" for p in unsafe)
         problems.extend(f"{archive}: {p}" for p in archive_problems(archive))
+        gpu, gpu_problems = archive_gpu_target(archive)  # the GPU its plan was built for
+        problems.extend(f"{archive}: {p}" for p in gpu_problems)
+        problems.extend(serving_problems(archive.name, gpu, ctx.settings))
     if problems:
         raise CliError("refusing to upload:\n" + "\n".join(f"  - {p}" for p in problems))
 

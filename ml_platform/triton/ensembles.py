@@ -1,10 +1,10 @@
 """The two ensembles of the source design, described with :mod:`ml_platform.triton.spec`.
 
-* :func:`image_ensemble` -> ``model_tf_dali.tar.gz``: DALI decode/resize/normalise, then
+* :func:`image_ensemble` -> ``model_tf_dali.tar.gz``: DALI decode/crop/resize/scale, then
   Inception v3 (TensorFlow GraphDef) -> 1001 class scores.
-* :func:`text_ensemble` -> ``model_trt_python.tar.gz``: Python tokenizer, then the
-  all-MiniLM-L6-v2 encoder (TensorRT plan or ONNX), then Python mean pooling -> sentence
-  embedding.
+* :func:`text_ensemble` -> ``model_trt_python_<gpu>.tar.gz`` (TensorRT plan, one archive per
+  GPU target) or ``model_onnx_python.tar.gz`` (ONNX): Python tokenizer, then the
+  all-MiniLM-L6-v2 encoder, then Python mean pooling -> sentence embedding.
 
 Artifacts that cannot be built on a CPU machine or downloaded here (the GraphDef, its
 labels, ``model.dali``, ``model.plan``) are passed in as paths; the builders only
@@ -29,15 +29,26 @@ from ml_platform.triton.spec import (
     TensorFormat,
     TensorSpec,
 )
+from ml_platform.triton.targets import (
+    GPU_PARAMETER,
+    GPU_TARGETS,
+    IMAGE_LOGICAL,
+    TEXT_ONNX_LOGICAL,
+    text_logical_name,
+)
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 POOLING_SOURCE = Path(__file__).resolve().parent / "pooling.py"
 DALI_PIPELINE_SCRIPT = ASSETS / "dali" / "pipeline.py"
 
 #: Archive (``TargetModel``) of the image ensemble.
-IMAGE_ARCHIVE = "model_tf_dali.tar.gz"
-#: Archive (``TargetModel``) of the text ensemble.
-TEXT_ARCHIVE = "model_trt_python.tar.gz"
+IMAGE_ARCHIVE = f"{IMAGE_LOGICAL}.tar.gz"
+#: Archive of the text ensemble with an ONNX encoder (runs on any GPU).
+TEXT_ONNX_ARCHIVE = f"{TEXT_ONNX_LOGICAL}.tar.gz"
+#: Archives of the text ensemble with a TensorRT plan, one per GPU target.
+TEXT_TRT_ARCHIVES = {gpu: f"{text_logical_name(gpu)}.tar.gz" for gpu in GPU_TARGETS}
+#: The text archive of the default SageMaker endpoint (ml.g4dn: T4).
+TEXT_ARCHIVE = TEXT_TRT_ARCHIVES["t4"]
 
 IMAGE_ENSEMBLE_NAME = "ensemble_dali_inception"
 DALI_MODEL_NAME = "dali"
@@ -92,8 +103,9 @@ def image_ensemble(
 ) -> EnsembleSpec:
     """The image ensemble ``ensemble_dali_inception`` (archive ``model_tf_dali.tar.gz``).
 
-    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (GPU decode, resize to
-    299x299, ImageNet normalisation; FP32 ``[299, 299, 3]``) -> ``inception_graphdef``
+    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (GPU decode, central 87.5%
+    crop, resize to 299x299, pixels scaled to [-1, 1] as TF-slim's Inception preprocessing;
+    FP32 ``[299, 299, 3]``) -> ``inception_graphdef``
     (TensorFlow GraphDef, NHWC) -> ``OUTPUT`` FP32 ``[1001]`` class probabilities, with
     a label file so clients can ask Triton for top-k class names.
 
@@ -200,8 +212,10 @@ def text_ensemble(
     max_batch_size: int = 16,
     execution_env_path: str | Path | None = None,
     encoder_instance_kind: InstanceKind = InstanceKind.GPU,
+    gpu_target: str | None = None,
 ) -> EnsembleSpec:
-    """The text ensemble ``ensemble`` (archive ``model_trt_python.tar.gz``).
+    """The text ensemble ``ensemble`` (archive ``model_trt_python_<gpu>.tar.gz`` or
+    ``model_onnx_python.tar.gz``).
 
     ``INPUT0`` STRING ``[1]`` -> ``preprocess`` (Python, CPU: BERT WordPiece over the bundled
     ``vocab.txt``, NumPy only; INT32 ids and mask padded to ``max_seq_len``) ->
@@ -224,9 +238,15 @@ def text_ensemble(
             ``EXECUTION_ENV_PATH``. Default: none; the shipped models need only NumPy and
             the standard library, which the stock container has.
         encoder_instance_kind: Placement of the encoder. Default: GPU.
+        gpu_target: GPU the TensorRT plan was built for, one of
+            :data:`~ml_platform.triton.targets.GPU_TARGETS` (``"t4"``, ``"a10g"``, ...);
+            required for a plan, not allowed for ONNX. It names the archive
+            (``model_trt_python_<gpu>.tar.gz``; ONNX: ``model_onnx_python.tar.gz``) and is
+            recorded as the encoder's ``gpu_target`` parameter.
 
     Raises:
-        ValueError: Bad sizes, missing files or an unknown encoder format.
+        ValueError: Bad sizes, missing files, an unknown encoder format, or a missing,
+            unknown or misplaced ``gpu_target``.
     """
     encoder_format = EncoderFormat(encoder_format)
     errors = [
@@ -238,6 +258,16 @@ def text_ensemble(
         )
         if value < 1
     ]
+    tensorrt = encoder_format is EncoderFormat.TENSORRT
+    if tensorrt and gpu_target not in GPU_TARGETS:
+        errors.append(
+            f"gpu_target={gpu_target!r}: a TensorRT plan only loads on the GPU it was built "
+            f"for; name it, one of {sorted(GPU_TARGETS)}"
+        )
+    if not tensorrt and gpu_target is not None:
+        errors.append(
+            f"gpu_target={gpu_target!r}: applies to TensorRT plans only (ONNX runs anywhere)"
+        )
     if errors:
         raise ValueError("text_ensemble: " + "; ".join(errors))
     encoder_file = _existing_file(encoder_path, "encoder_path")
@@ -267,7 +297,6 @@ def text_ensemble(
         parameters=preprocess_params,
         files=tuple(preprocess_files),
     )
-    tensorrt = encoder_format is EncoderFormat.TENSORRT
     encoder = ModelSpec(
         name=ENCODER_MODEL_NAME,
         platform="tensorrt_plan" if tensorrt else None,
@@ -282,6 +311,7 @@ def text_ensemble(
             TensorSpec("pooled_embeds", DataType.FP32, (hidden_size,)),
         ),
         instance_kind=encoder_instance_kind,
+        parameters={GPU_PARAMETER: GPU_TARGETS[gpu_target]} if tensorrt else {},
         files=(ModelFile("1/model.plan" if tensorrt else "1/model.onnx", source=encoder_file),),
     )
     # NumPy pooling gains nothing from a GPU instance, so postprocess stays on the CPU.
@@ -323,14 +353,14 @@ def text_ensemble(
             ),
         ),
         models=(preprocess, encoder, postprocess),
-        archive_name=TEXT_ARCHIVE,
+        archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
     )
 
 
-def serialize_dali_pipeline(
-    out_path: str | Path, *, batch_size: int = 256, device_id: int = 0
-) -> Path:
-    """Write ``model.dali`` with the shipped pipeline script (needs ``nvidia-dali``).
+def serialize_dali_pipeline(out_path: str | Path, *, batch_size: int = 256) -> Path:
+    """Write ``model.dali`` with the shipped pipeline script. Needs ``nvidia-dali`` (pinned
+    in requirements-dev.txt: ``nvidia-dali-cuda120``) but no GPU: the pipeline is built with
+    ``device_id=None`` and Triton's DALI backend places it on each instance's GPU.
 
     Raises:
         RuntimeError: ``nvidia.dali`` is not installed.
@@ -339,27 +369,29 @@ def serialize_dali_pipeline(
         import nvidia.dali  # noqa: F401 - only to fail early, helpfully
     except ImportError as exc:
         raise RuntimeError(
-            "serialize_dali_pipeline needs nvidia-dali; run "
-            f"'python {DALI_PIPELINE_SCRIPT} OUT' where it is installed, or pass a "
-            "prebuilt model.dali to image_ensemble(dali_model_path=...)"
+            "serializing the DALI pipeline needs nvidia-dali (pip install "
+            "nvidia-dali-cuda120); or pass a prebuilt model.dali "
+            "(image_ensemble(dali_model_path=...), mlp models package --dali-model)"
         ) from exc
     spec = importlib.util.spec_from_file_location(
         "_ml_platform_dali_pipeline", DALI_PIPELINE_SCRIPT
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.serialize(out_path, batch_size=batch_size, device_id=device_id)
+    return module.serialize(out_path, batch_size=batch_size)
 
 
 # The models each archive of the source design holds, ensemble first. Triton on EKS loads
 # exactly these (explicit model control), so SageMaker and EKS serve the same definitions;
 # tests check this table against the specs that image_ensemble/text_ensemble build.
+_TEXT_MODELS = (
+    TEXT_ENSEMBLE_NAME,
+    PREPROCESS_MODEL_NAME,
+    ENCODER_MODEL_NAME,
+    POSTPROCESS_MODEL_NAME,
+)
 ARCHIVE_MODELS: dict[str, tuple[str, ...]] = {
     IMAGE_ARCHIVE: (IMAGE_ENSEMBLE_NAME, DALI_MODEL_NAME, INCEPTION_MODEL_NAME),
-    TEXT_ARCHIVE: (
-        TEXT_ENSEMBLE_NAME,
-        PREPROCESS_MODEL_NAME,
-        ENCODER_MODEL_NAME,
-        POSTPROCESS_MODEL_NAME,
-    ),
+    TEXT_ONNX_ARCHIVE: _TEXT_MODELS,
+    **{archive: _TEXT_MODELS for archive in TEXT_TRT_ARCHIVES.values()},
 }

@@ -152,10 +152,10 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
 
     mlp = [*_mlp(), "--cdk-json", project / "cdk.json"]
     upload = _run([*mlp, "models", "upload", archives.folder], env, project)
-    assert f"s3://{bucket}/models/model_trt_python.tar.gz" in upload.stdout
+    assert f"s3://{bucket}/models/model_onnx_python.tar.gz" in upload.stdout
     listing = client("s3").list_objects_v2(Bucket=bucket, Prefix="models/")
     assert sorted(o["Key"] for o in listing["Contents"]) == [
-        "models/model_tf_dali.tar.gz", "models/model_trt_python.tar.gz"]
+        "models/model_onnx_python.tar.gz", "models/model_tf_dali.tar.gz"]
 
     # moto names the endpoint itself (see the module docstring): the error says so.
     missing = subprocess.run([*map(str, mlp), "status"], cwd=project, env=env,

@@ -177,7 +177,7 @@ def test_gives_up_at_the_timeout(runtime, waits, project, mlp):
     # Backoff 1, 2, 4, 8, then only the 5 s left of the 20 s budget.
     assert waits == [1.0, 2.0, 4.0, 8.0, 5.0]
     assert result.err.splitlines()[-1] == (
-        "mlp: error: model_trt_python.tar.gz on triton-ensembles still not ready after "
+        "mlp: error: model_trt_python_t4.tar.gz on triton-ensembles still not ready after "
         "6 attempts (20 s): Model is loading"
     )
 
@@ -202,7 +202,7 @@ def test_model_error_is_not_retried(runtime, waits, project, mlp):
     result = mlp("--cdk-json", project, "invoke", "--text", "hi")
     assert result.code == 1
     assert result.err.strip() == (
-        "mlp: error: model_trt_python.tar.gz on triton-ensembles failed (HTTP 500): "
+        "mlp: error: model_trt_python_t4.tar.gz on triton-ensembles failed (HTTP 500): "
         "unexpected shape for input"
     )
     assert waits == []

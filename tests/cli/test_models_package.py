@@ -33,7 +33,7 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
         "--dali-model", inputs.dali, "--encoder", inputs.onnx,
     )
     assert result.code == 0, result.err
-    image, text = out / "model_tf_dali.tar.gz", out / "model_trt_python.tar.gz"
+    image, text = out / "model_tf_dali.tar.gz", out / "model_onnx_python.tar.gz"
     assert f"{image}" in result.out and f"{text}" in result.out
     assert archive_roots(image) == {"ensemble_dali_inception", "dali", "inception_graphdef"}
     assert archive_roots(text) == {"ensemble", "preprocess", "bert-trt", "postprocess"}
@@ -51,12 +51,18 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
 def test_plan_encoder_selects_tensorrt(tmp_path, mlp):
     inputs = write_inputs(tmp_path / "in")
     result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out",
-                 "--encoder", inputs.plan)
+                 "--encoder", inputs.plan, "--gpu-target", "t4")
     assert result.code == 0, result.err
-    text = tmp_path / "out" / "model_trt_python.tar.gz"
+    text = tmp_path / "out" / "model_trt_python_t4.tar.gz"
     assert _config(text, "bert-trt").platform == "tensorrt_plan"
     assert "bert-trt/1/model.plan" in _names(text)
     assert not (tmp_path / "out" / "model_tf_dali.tar.gz").exists()
+    # Without --gpu-target a plan is refused: it would only load on the GPU it was built for.
+    result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out2",
+                 "--encoder", inputs.plan)
+    assert result.code == 1
+    assert "is a TensorRT plan, which only loads on the GPU it was built for: pass --gpu-target" \
+        in result.err
 
 
 def test_archives_are_reproducible(tmp_path, mlp):
@@ -64,7 +70,7 @@ def test_archives_are_reproducible(tmp_path, mlp):
     args = ["models", "package", "--ensemble", "text", "--encoder", inputs.onnx]
     assert mlp(*args, "--out", tmp_path / "a").code == 0
     assert mlp(*args, "--out", tmp_path / "b").code == 0
-    name = "model_trt_python.tar.gz"
+    name = "model_onnx_python.tar.gz"
     assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
@@ -90,7 +96,7 @@ def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
 def test_refuses_missing_options(tmp_path, mlp):
     result = mlp("models", "package", "--out", tmp_path / "out")
     assert result.code == 1
-    missing = "image ensemble: missing --inception-graphdef, --inception-labels, --dali-model"
+    missing = "image ensemble: missing --inception-graphdef, --inception-labels\n"
     assert missing in result.err
     assert "text ensemble: missing --encoder" in result.err
 
@@ -113,7 +119,7 @@ def test_refuses_a_miswired_ensemble(tmp_path, mlp, monkeypatch):
                  "--encoder", inputs.onnx)
     assert result.code == 1
     assert "refusing to package:" in result.err
-    assert "model_trt_python.tar.gz: " in result.err and "token_embeddings" in result.err
+    assert "model_onnx_python.tar.gz: " in result.err and "token_embeddings" in result.err
     assert not (tmp_path / "out").exists()
 
 

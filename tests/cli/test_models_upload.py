@@ -19,15 +19,15 @@ def test_uploads_a_folder_of_archives_under_the_prefix(aws, project, archives, m
     bucket = create_storage_stack()
     result = mlp("--cdk-json", project, "models", "upload", archives.folder)
     assert result.code == 0, result.err
-    assert _keys(bucket) == ["models/model_tf_dali.tar.gz", "models/model_trt_python.tar.gz"]
+    assert _keys(bucket) == ["models/model_onnx_python.tar.gz", "models/model_tf_dali.tar.gz"]
     assert result.out.splitlines() == [
+        f"s3://{bucket}/models/model_onnx_python.tar.gz  (TargetModel model_onnx_python.tar.gz)",
         f"s3://{bucket}/models/model_tf_dali.tar.gz  (TargetModel model_tf_dali.tar.gz)",
-        f"s3://{bucket}/models/model_trt_python.tar.gz  (TargetModel model_trt_python.tar.gz)",
     ]
     body = boto3.client("s3", region_name="us-west-2").get_object(
-        Bucket=bucket, Key="models/model_trt_python.tar.gz")["Body"].read()
+        Bucket=bucket, Key="models/model_onnx_python.tar.gz")["Body"].read()
     assert body == archives.text.read_bytes()
-    assert "model_trt_python.tar.gz" in result.err  # the progress bar, on stderr
+    assert "model_onnx_python.tar.gz" in result.err  # the progress bar, on stderr
 
 
 def test_prefix_and_stack_prefix_come_from_the_stack(aws, project, archives, mlp):

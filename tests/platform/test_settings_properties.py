@@ -208,7 +208,7 @@ ACCEPTED = [
                 {"name": "B" + "-c" * 31, "archives": ["d/e.tar.gz", "model_tf_dali.tar.gz"]},
             ]
         },
-        "triton_on_eks": {"archives": ["model_trt_python.tar.gz"], "replicas": 50, "max_replicas": 50},
+        "triton_on_eks": {"archives": ["model_onnx_python.tar.gz"], "replicas": 50, "max_replicas": 50},
         "trainium": {"min_nodes": 0, "nodes": 0, "max_nodes": 64},
     },
     {

@@ -98,8 +98,10 @@ def image(artifacts: Artifacts):
 
 def text(artifacts: Artifacts, encoder_format: EncoderFormat = EncoderFormat.TENSORRT):
     encoder = artifacts.plan if encoder_format is EncoderFormat.TENSORRT else artifacts.onnx
+    tensorrt = encoder_format is EncoderFormat.TENSORRT
     return text_ensemble(
-        tokenizer_dir=MINILM_DIR, encoder_path=encoder, encoder_format=encoder_format
+        tokenizer_dir=MINILM_DIR, encoder_path=encoder, encoder_format=encoder_format,
+        gpu_target="t4" if tensorrt else None,
     )
 
 
@@ -146,7 +148,9 @@ def test_text_archive_layout_and_contents(
     artifacts: Artifacts, tmp_path: Path, encoder_format, encoder_file: str, content: bytes
 ) -> None:
     archive = package(text(artifacts, encoder_format), tmp_path)
-    assert archive.name == TEXT_ARCHIVE
+    assert archive.name == (
+        TEXT_ARCHIVE if encoder_format is EncoderFormat.TENSORRT else "model_onnx_python.tar.gz"
+    )
     assert [i.name for i in members(archive)] == text_entries(encoder_file)
     assert read_member(archive, f"bert-trt/1/{encoder_file}") == content
     assert (

@@ -43,7 +43,7 @@ def shipped_python_files(tmp_path: Path) -> dict[str, str]:
             graphdef_path=artifacts.graphdef, labels_path=artifacts.labels,
             dali_model_path=artifacts.dali,
         ),
-        text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan),
+        text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan, gpu_target="t4"),
         text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.onnx, encoder_format="onnx"),
     ]
     return {
