@@ -75,11 +75,12 @@ def test_upload_failure_is_one_line_naming_what_was_already_uploaded(
     assert result.code == 1
     lines = result.err.strip().splitlines()
     error = [line for line in lines if line.startswith("mlp: error:")]
+    first, second = sorted(archives.folder.glob("*.tar.gz"))[:2]
     assert error == [
-        f"mlp: error: uploading model_trt_python.tar.gz to s3://{bucket}/models/"
-        "model_trt_python.tar.gz failed: Failed to upload x: An error occurred (AccessDenied) "
+        f"mlp: error: uploading {second.name} to s3://{bucket}/models/"
+        f"{second.name} failed: Failed to upload x: An error occurred (AccessDenied) "
         "when calling the PutObject operation: Access Denied; already uploaded: "
-        f"s3://{bucket}/models/model_tf_dali.tar.gz"
+        f"s3://{bucket}/models/{first.name}"
     ]
     assert "--debug" not in result.err
 

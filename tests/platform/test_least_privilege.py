@@ -19,6 +19,7 @@ from ml_platform.k8s_charts.network_policies import (
     TrainingNetworkPolicyChart,
 )
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
+from ml_platform.triton.ensembles import TEXT_ARCHIVE
 from tests.support import SynthesizedPlatform
 
 KUBERNETES = "1.35.0"
@@ -91,7 +92,7 @@ def allowed(policies: list[dict], direction: str, pod: dict[str, str], other: di
 @pytest.fixture(scope="module")
 def triton_policies() -> list[dict]:
     chart = TritonChart(cdk8s.App(), "t", props=TritonChartProps(
-        bucket_name="b", model_prefix="models/", archives=("model_trt_python.tar.gz",),
+        bucket_name="b", model_prefix="models/", archives=(TEXT_ARCHIVE,),
         triton_version="24.09", region="us-west-2",
     ))
     return [o for o in chart.to_json() if o["kind"] == "NetworkPolicy"]
