@@ -54,7 +54,8 @@ image: install
 
 ## API reference from the docstrings (pdoc) into docs/api/.
 docs: install-dev
-	$(PY) -m pdoc --docformat google --output-directory docs/api ml_platform.constructs ml_platform.app ml_platform.k8s_charts ml_platform.triton.archive_names
+	# jsii starts its Node runtime at import, which pdoc refuses unless allowed.
+	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc --docformat google --output-directory docs/api ml_platform.constructs ml_platform.app ml_platform.k8s_charts ml_platform.triton.archive_names
 
 ## Build the sdist and wheel, install the wheel without extras into a fresh venv and
 ## synthesize every example app with it; prints the installed size.
