@@ -121,7 +121,8 @@ class TrainingEksCluster(Construct):
 
     Args:
         vpc: The VPC; the control plane ENIs and all nodes use its private subnets. Required.
-        cluster_name: Default ``ml-platform``.
+        cluster_name: Default: CloudFormation names the cluster (unique per stack and
+            construct), so several clusters can share an account and region.
         kubernetes_version: A version with pinned add-ons and a kubectl layer. Default ``1.35``.
         endpoint_access: ``public_and_private`` (default) or ``private``.
         public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``, which
@@ -145,7 +146,7 @@ class TrainingEksCluster(Construct):
         construct_id: str,
         *,
         vpc: ec2.IVpc,
-        cluster_name: str = "ml-platform",
+        cluster_name: str | None = None,
         kubernetes_version: str = "1.35",
         endpoint_access: str = "public_and_private",
         public_access_cidrs: Sequence[str] = ("0.0.0.0/0",),
@@ -186,15 +187,15 @@ class TrainingEksCluster(Construct):
             if any(ipaddress.ip_network(c).prefixlen == 0 for c in cidrs):
                 Annotations.of(self).add_warning_v2(
                     OPEN_TO_WORLD_WARNING,
-                    f"The EKS API endpoint of {cluster_name!r} is public to {cidrs}: set "
-                    "cluster.public_access_cidrs to your networks, or cluster.endpoint_access "
-                    "to 'private'.",
+                    f"The EKS API endpoint of {self.node.path} is public to {cidrs}: set "
+                    "public_access_cidrs to your networks, or endpoint_access to 'private'.",
                 )
 
         self.secrets_key = kms.Key(
             self,
             "SecretsKey",
-            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster "
+            f"{cluster_name or self.node.path}",
             enable_key_rotation=True,
         )
         self.cluster = eks.Cluster(

@@ -275,6 +275,8 @@ class TrainiumNodeGroup(Construct):
         launch_template: The :class:`EfaLaunchTemplate`.
         node_group: The ``eks_v2.Nodegroup``.
         role: The node role.
+        connections: ``ec2.Connections`` of ``security_group`` (``IConnectable``), e.g. to
+            open a file system to these nodes.
     """
 
     def __init__(
@@ -310,6 +312,7 @@ class TrainiumNodeGroup(Construct):
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
+        self.connections = ec2.Connections(security_groups=[security_group])
         self.launch_template = EfaLaunchTemplate(
             self,
             "LaunchTemplate",

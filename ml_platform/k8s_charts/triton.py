@@ -69,6 +69,8 @@ class TritonChartProps:
         bucket_name / model_prefix: where the archives are.
         archives: the archives to serve. triton_version: e.g. ``24.09``.
         replicas / max_replicas: HPA range. region: for the AWS CLI.
+        models: models Triton loads, ensembles first. Default (empty): those the built-in
+            archives hold (``models_to_load(archives)``).
     """
 
     bucket_name: str
@@ -80,6 +82,7 @@ class TritonChartProps:
     max_replicas: int = 2
     namespace: str = "triton"
     service_account: str = "triton"
+    models: tuple[str, ...] = ()
 
 
 class TritonChart(cdk8s.Chart):
@@ -87,7 +90,9 @@ class TritonChart(cdk8s.Chart):
 
     def __init__(self, scope: Construct, construct_id: str, *, props: TritonChartProps) -> None:
         super().__init__(scope, construct_id)
-        models_to_load(props.archives)  # known archives whose model names do not clash
+        # Known archives (or the models given for custom ones) whose names do not clash.
+        # Triton loads every unpacked model (--model-control-mode=none below).
+        list(props.models) or models_to_load(props.archives)
         ns = props.namespace
         labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ml-platform"}
         meta = lambda name: k8s.ObjectMeta(name=name, namespace=ns, labels=labels)

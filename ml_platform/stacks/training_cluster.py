@@ -192,6 +192,7 @@ class TrainingClusterStack(Stack):
                 ),
                 model_prefix=settings.storage.model_prefix,
                 archives=triton.archives,
+                pod_identity_agent=self.addons.addons["eks-pod-identity-agent"],
                 triton_version=settings.inference.triton_version,
                 gpu_instance_type=triton.gpu_instance_type,
                 gpu_nodes=triton.gpu_nodes,

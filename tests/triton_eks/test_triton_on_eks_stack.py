@@ -123,7 +123,11 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
         TritonOnEks(
             stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom.tar.gz"],
             gpu_instance_type="p5.48xlarge", gpu_nodes=3, max_gpu_nodes=2, replicas=0,
+            pod_identity_agent=None, namespace="Bad_Namespace",
         )
     message = str(info.value)
-    for expected in ("gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "custom.tar.gz"):
+    for expected in (
+        "gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "custom.tar.gz",
+        "models=None", "namespace='Bad_Namespace'",
+    ):
         assert expected in message
