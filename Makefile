@@ -44,6 +44,17 @@ cost: install
 test: install-dev
 	$(PY) -m pytest
 
+## checkov over every template and Kubernetes object; fails on any finding not listed with its
+## reason in .checkov-exceptions.yaml. checkov lives in .venv-scan (its pins conflict with boto3's).
+SCAN_VENV := .venv-scan
+$(SCAN_VENV)/.installed: requirements-scan.txt
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt
+	touch $@
+
+scan: install $(SCAN_VENV)/.installed
+	$(PY) scripts/scan.py --checkov $(SCAN_VENV)/bin/checkov
+
 ## Median synth time of the whole app against an empty CDK app.
 bench: install
 	$(PY) scripts/bench_synth.py
@@ -54,7 +65,8 @@ image: install
 
 ## API reference from the docstrings (pdoc) into docs/api/.
 docs: install-dev
-	$(PY) -m pdoc --docformat google --output-directory docs/api ml_platform.constructs ml_platform.app ml_platform.k8s_charts ml_platform.triton.archive_names
+	# jsii starts its Node runtime at import, which pdoc refuses unless allowed.
+	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc --docformat google --output-directory docs/api ml_platform.constructs ml_platform.app ml_platform.k8s_charts ml_platform.triton.archive_names
 
 ## Build the sdist and wheel, install the wheel without extras into a fresh venv and
 ## synthesize every example app with it; prints the installed size.

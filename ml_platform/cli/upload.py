@@ -11,7 +11,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ml_platform.cli.aws import CliError, Context, doc_summary, require_output, stack_outputs
+from ml_platform.cli.aws import (
+    CliError,
+    Context,
+    doc_summary,
+    one_line,
+    require_output,
+    stack_outputs,
+)
 
 STORAGE = "Storage"
 
@@ -50,10 +57,16 @@ def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
     archives, problems = collect_archives(args.paths)
+    from ml_platform.triton.archive_safety import archive_safety_problems
+
     for archive in archives:
         from ml_platform.triton.repository import archive_gpu_target, archive_problems
         from ml_platform.triton.targets import serving_problems
 
+        # Unsafe members (links, '..', devices, oversize) first; an unreadable archive is
+        # reported once, by the servability check.
+        unsafe = [p for p in archive_safety_problems(archive) if "not a readable tar" not in p]
+        problems.extend(f"{archive}: {p}" for p in unsafe)
         problems.extend(f"{archive}: {p}" for p in archive_problems(archive))
         gpu, gpu_problems = archive_gpu_target(archive)  # the GPU its plan was built for
         problems.extend(f"{archive}: {p}" for p in gpu_problems)
@@ -90,16 +103,26 @@ def _upload(s3, archives: list[Path], bucket: str, prefix: str) -> list[str]:
         TransferSpeedColumn(),
         TimeRemainingColumn(),
     )
+    from boto3.exceptions import S3UploadFailedError
+    from botocore.exceptions import ClientError
+
     with Progress(*columns, console=Console(stderr=True)) as progress:
         for archive in archives:
             task = progress.add_task(archive.name, total=archive.stat().st_size)
             key = f"{prefix}{archive.name}"
             # boto3 calls back from its transfer threads with the bytes just sent.
-            s3.upload_file(
-                str(archive),
-                bucket,
-                key,
-                Callback=lambda sent, task=task: progress.advance(task, sent),
-            )
+            try:
+                s3.upload_file(
+                    str(archive),
+                    bucket,
+                    key,
+                    Callback=lambda sent, task=task: progress.advance(task, sent),
+                )
+            except (S3UploadFailedError, ClientError) as error:
+                done = ", ".join(uris) if uris else "none"
+                raise CliError(
+                    f"uploading {archive.name} to s3://{bucket}/{key} failed: "
+                    f"{one_line(str(error))}; already uploaded: {done}"
+                ) from None
             uris.append(f"s3://{bucket}/{key}")
     return uris

@@ -68,17 +68,29 @@ def configure_node_role(role: iam.IRole) -> None:
     acknowledge_node_role(role)
 
 
+IMDS_HOP_LIMIT = 1
+"""IMDS response hop limit of every node: 1 keeps the node role (with its CNI and ECR
+policies) away from pods, whose packets cross one more hop. Pods that call AWS use EKS Pod
+Identity (the agent listens on the node's link-local 169.254.170.23, not IMDS), and the
+host-network daemons that do use IMDS (aws-node, kube-proxy, the Pod Identity agent, the
+CloudWatch agent) share the node's network namespace, so 1 hop is enough for them.
+https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html
+(Restrict access to the instance profile assigned to the worker node)."""
+
+
 def hardened_launch_template(
     scope: Construct, construct_id: str, *, root_volume_gib: int
 ) -> ec2.CfnLaunchTemplate:
-    """Launch template of a managed node group: IMDSv2 only (hop limit 2 for pods behind the
-    node) and an encrypted gp3 root volume; EKS supplies AMI and bootstrap."""
+    """Launch template of a managed node group: IMDSv2 only with hop limit 1 (see
+    :data:`IMDS_HOP_LIMIT`) and an encrypted gp3 root volume; EKS supplies AMI and bootstrap."""
     return ec2.CfnLaunchTemplate(
         scope,
         construct_id,
         launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
             metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
+                http_endpoint="enabled",
+                http_tokens="required",
+                http_put_response_hop_limit=IMDS_HOP_LIMIT,
             ),
             block_device_mappings=[
                 ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(

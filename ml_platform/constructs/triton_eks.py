@@ -19,6 +19,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IDependable
 
+from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import EKS_GPU_INSTANCES
@@ -194,7 +195,7 @@ class TritonOnEks(Construct):
         self.role = iam.Role(
             self,
             "PodRole",
-            assumed_by=iam.SessionTagsPrincipal(iam.ServicePrincipal("pods.eks.amazonaws.com")),
+            assumed_by=pod_identity_principal(cluster.cluster_name, namespace, service_account),
             description="Triton pods on EKS: read the ensemble archives",
         )
         bucket = self._local_bucket(bucket)

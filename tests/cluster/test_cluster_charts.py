@@ -63,7 +63,7 @@ def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
     assert (
         set(deployed) - triton
         == set(copies)
-        == {"Storage", "NeuronPlugin", "EfaPlugin", "VolcanoQueue"}
+        == {"Storage", "NeuronPlugin", "EfaPlugin", "VolcanoQueue", "TrainingNetworkPolicies"}
     )
     for name, objects in copies.items():
         assert [key(o) for o in deployed[name]] == [key(o) for o in objects], name
@@ -101,7 +101,7 @@ def test_every_object_validates_against_kubernetes_1_35(copies) -> None:
                 continue  # a CRD object: checked against Volcano's schema below
             kubernetes_validate.validate(obj, KUBERNETES, strict=True)
             checked += 1
-    assert checked == 8
+    assert checked == 12  # 8 + the training namespace's 4 NetworkPolicies
 
 
 def test_validation_catches_a_broken_object(copies) -> None:

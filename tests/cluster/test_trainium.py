@@ -119,7 +119,7 @@ def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
     assert lt["MetadataOptions"] == {
         "HttpEndpoint": "enabled",
         "HttpTokens": "required",
-        "HttpPutResponseHopLimit": 2,
+        "HttpPutResponseHopLimit": 1,
     }
     (root,) = lt["BlockDeviceMappings"]
     assert root["Ebs"] == {

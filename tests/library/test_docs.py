@@ -67,13 +67,3 @@ def test_readme_use_the_constructs_example_synthesizes_as_written(
     template = json.loads((tmp_path / "Research.template.json").read_text())
     kinds = {r["Type"] for r in template["Resources"].values()}
     assert {"AWS::EC2::VPC", "AWS::FSx::FileSystem"} <= kinds
-
-
-def test_api_reference_renders_every_public_construct(tmp_path: Path) -> None:
-    import pdoc
-    import pdoc.render
-    pdoc.render.configure(docformat="google")
-    pdoc.pdoc("ml_platform.constructs", output_directory=tmp_path)
-    page = (tmp_path / "ml_platform" / "constructs.html").read_text()
-    for name in constructs.__all__:
-        assert f'id="{name}"' in page, name

@@ -41,14 +41,11 @@ class Example:
         ]
 
 
-@pytest.fixture(scope="session", params=NAMES)
-def example(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Example:
-    folder = EXAMPLES / request.param
+def _synthesize(folder: Path, outdir: Path) -> Example:
     context = json.loads((folder / "cdk.json").read_text())["context"]
     spec = importlib.util.spec_from_file_location(f"example_{folder.name}", folder / "app.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    outdir = tmp_path_factory.mktemp(folder.name)
     app = new_app(outdir=str(outdir), context=context)
     module.build(app)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -60,6 +57,19 @@ def example(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
             raise
         error = str(exc)
     return Example(name=folder.name, outdir=outdir, error=error)
+
+
+@pytest.fixture(scope="session")
+def examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Example]:
+    """Every example, synthesized once per session with cdk-nag attached."""
+    return {
+        name: _synthesize(EXAMPLES / name, tmp_path_factory.mktemp(name)) for name in NAMES
+    }
+
+
+@pytest.fixture(params=NAMES)
+def example(request: pytest.FixtureRequest, examples: dict[str, Example]) -> Example:
+    return examples[request.param]
 
 
 def test_every_example_is_a_cdk_app_folder() -> None:
@@ -77,11 +87,13 @@ def test_example_synthesizes_offline_and_passes_cdk_nag(example: Example) -> Non
     assert example.templates()
 
 
-def test_example_passes_cfn_lint(example: Example) -> None:
+def test_examples_pass_cfn_lint(examples: dict[str, Example]) -> None:
+    """All examples' templates in one cfn-lint run (its start-up dominates)."""
     config = yaml.safe_load((ROOT / ".cfnlintrc.yaml").read_text()) or {}
-    paths = [str(p) for p in example.outdir.glob("*.template.json")]
+    paths = [str(p) for e in examples.values() for p in e.outdir.glob("*.template.json")]
+    assert len(paths) == len(NAMES)
     findings = [
-        f"{m.rule.id} {m.message}"
+        f"{m.filename}: {m.rule.id} {m.message}"
         for m in lint_by_config(
             ManualArgs(templates=paths, regions=["us-east-1"],
                        ignore_checks=config.get("ignore_checks") or [])

@@ -87,9 +87,9 @@ def test_triton_in_its_own_stack_serves_the_named_archive_with_given_props(
     fetch = shlex.split(pod["initContainers"][0]["command"][2])
     assert [w for w in fetch if w.startswith("s3://")][0].endswith("/models/team-reranker-v0a1b2c3d.tar.gz")
     args = pod["containers"][0]["args"]
-    assert [a for a in args if a.startswith("--load-model=")] == [
-        "--load-model=reranker_ensemble", "--load-model=reranker_onnx",
-    ]
+    # Triton loads every unpacked model and refuses model control (issue #13)
+    assert "--model-control-mode=none" in args
+    assert not [a for a in args if a.startswith("--load-model")]
     (group,) = outside.resources("Serving", "AWS::EKS::Nodegroup").values()
     props = group["Properties"]
     assert props["Labels"] == {"team": "search", "ml-platform/node-role": "gpu"}

@@ -14,7 +14,6 @@ from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
 from ml_platform.app import new_app
 from ml_platform.constructs.triton_eks import TritonOnEks
-from ml_platform.triton import ARCHIVE_MODELS
 from tests.cluster.manifests import all_objects
 from tests.support import SynthesizedPlatform, synthesize
 
@@ -93,8 +92,7 @@ def test_charts_are_applied_with_exactly_the_configured_archives(synth: Synthesi
     # Logical names (the default): each listed under its own key prefix, newest copied.
     prefixes = re.findall(r"--prefix (\S+) ", fetch)
     assert prefixes == [f"models/{a}-v" for a in archives]
-    loaded = [a.split("=", 1)[1] for a in pod["containers"][0]["args"] if a.startswith("--load-model=")]
-    assert loaded == [m for a in archives for m in ARCHIVE_MODELS[f"{a}.tar.gz"]]
+    assert "--model-control-mode=none" in pod["containers"][0]["args"]
     assert pod["containers"][0]["image"].endswith(f":{synth.platform.settings.inference.triton_version}-py3")
 
 
