@@ -24,7 +24,12 @@ from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
 )
-from ml_platform.sagemaker_images import TRITON_VERSIONS
+from ml_platform.sagemaker_images import (
+    DEFAULT_INFERENCE_AMI_VERSION,
+    INFERENCE_AMI_VERSIONS,
+    TRITON_VERSIONS,
+    triton_region_problem,
+)
 from ml_platform.triton.archive_names import ArchiveRef, parse_ref
 from ml_platform.triton.ensembles import (
     ARCHIVE_MODELS,
@@ -61,6 +66,7 @@ _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
 _IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+_SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}")
 _CAPACITY_RESERVATION = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")
 _ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
 
@@ -98,7 +104,7 @@ def endpoint_construct_id(endpoint_name: str) -> str:
 
 
 # Construct ids InferenceStack uses beside the endpoints' ids and their '<id>Name' outputs.
-INFERENCE_FIXED_IDS = ("ModelBucket", "UploadArchives")
+INFERENCE_FIXED_IDS = ("ModelBucket", "UploadArchives", "AlarmTopic")
 
 
 # Address blocks a VPC cannot take: AWS rejects or reserves them, or they cannot route.
@@ -607,11 +613,19 @@ class InferenceSettings:
         endpoints: The endpoints. Default: one endpoint serving both ensembles.
         upload_dir: Local folder of built archives to upload into the model prefix at deploy
             time. Default none (``mlp models upload`` does it).
+        inference_ami_version: The endpoint instances' AMI (NVIDIA driver and CUDA). Default
+            ``al2-ami-sagemaker-inference-gpu-2`` (driver 535, CUDA 12.2, CUDA-compat mounted),
+            which runs the 24.09 container's CUDA 12.6 on data-center GPUs.
+        alarm_topic_arn: SNS topic ARN every endpoint alarm notifies. Default none.
+        network_isolation: ``EnableNetworkIsolation`` on each endpoint's model. Default true.
     """
 
     triton_version: str = "24.09"
     endpoints: tuple[EndpointSettings, ...] = (EndpointSettings(),)
     upload_dir: str | None = None
+    inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION
+    alarm_topic_arn: str | None = None
+    network_isolation: bool = True
 
     def problems(self) -> list[str]:
         out = []
@@ -619,6 +633,16 @@ class InferenceSettings:
             out.append(
                 f"inference.triton_version = {self.triton_version!r}: expected one of "
                 f"{list(TRITON_SAGEMAKER_VERSIONS)}"
+            )
+        if self.inference_ami_version not in INFERENCE_AMI_VERSIONS:
+            out.append(
+                f"inference.inference_ami_version = {self.inference_ami_version!r}: expected one "
+                f"of {list(INFERENCE_AMI_VERSIONS)}"
+            )
+        if self.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.fullmatch(self.alarm_topic_arn):
+            out.append(
+                f"inference.alarm_topic_arn = {self.alarm_topic_arn!r}: expected an SNS topic ARN "
+                "(arn:aws:sns:<region>:<account>:<name>)"
             )
         served = [
             (f"inference.endpoints[{i}].archives", archive)
@@ -837,6 +861,10 @@ class Settings:
             )
             if problem:
                 out.append(problem)
+        if self.features.inference and _REGION.fullmatch(self.env.region):
+            problem = triton_region_problem(self.env.region, self.inference.triton_version)
+            if problem:
+                out.append(f"env.region = {self.env.region!r} with inference.triton_version: {problem}")
         for az in self.network.availability_zones:
             if not az.startswith(self.env.region):
                 out.append(f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}")

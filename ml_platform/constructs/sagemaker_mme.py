@@ -26,7 +26,16 @@ from aws_cdk import (
     aws_iam as iam,
 )
 from aws_cdk import (
+    aws_cloudwatch_actions as cloudwatch_actions,
+)
+from aws_cdk import (
+    aws_logs as logs,
+)
+from aws_cdk import (
     aws_s3 as s3,
+)
+from aws_cdk import (
+    aws_sns as sns,
 )
 from aws_cdk import (
     aws_sagemaker as sagemaker,
@@ -36,14 +45,18 @@ from constructs import Construct
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
 from ml_platform.sagemaker_images import (
+    DEFAULT_INFERENCE_AMI_VERSION,
     DEFAULT_TRITON_VERSION,
+    INFERENCE_AMI_VERSIONS,
     TRITON_REPOSITORY,
     triton_account,
     triton_image_uri,
+    triton_region_problem,
 )
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_ref
 
 VARIANT_NAME = "AllTraffic"
+LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 
@@ -72,6 +85,12 @@ class TritonMultiModelEndpoint(Construct):
         triton_version: SageMaker Triton container version. Default ``24.09``.
         image_uri: Overrides the container image (default: SageMaker's Triton image for the
             stack's region and ``triton_version``).
+        inference_ami_version: The instances' AMI (driver/CUDA pairing), one of
+            :data:`INFERENCE_AMI_VERSIONS`. Default ``al2-ami-sagemaker-inference-gpu-2``
+            (see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the container's CUDA).
+        alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
+        network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
+            the archives' Python) gets no network. Default true.
         role: Execution role SageMaker assumes (trusting ``sagemaker.amazonaws.com``). The
             construct adds the statements it needs to it when the role is mutable. Default: a
             new role.
@@ -94,6 +113,9 @@ class TritonMultiModelEndpoint(Construct):
         triton_version: str = DEFAULT_TRITON_VERSION,
         image_uri: str | None = None,
         role: iam.IRole | None = None,
+        inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION,
+        alarm_topic: sns.ITopic | None = None,
+        network_isolation: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
@@ -130,6 +152,15 @@ class TritonMultiModelEndpoint(Construct):
             errors.append(f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'")
         if image_uri is None and Token.is_unresolved(region):
             errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
+        elif image_uri is None:
+            problem = triton_region_problem(region, triton_version)
+            if problem:
+                errors.append(f"triton_version={triton_version!r}: {problem}")
+        if inference_ami_version not in INFERENCE_AMI_VERSIONS:
+            errors.append(
+                f"inference_ami_version={inference_ami_version!r}: expected one of "
+                f"{list(INFERENCE_AMI_VERSIONS)}"
+            )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
@@ -157,14 +188,17 @@ class TritonMultiModelEndpoint(Construct):
                 conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
             )
         )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-                resources=[
-                    f"arn:{partition}:ecr:{region}:{triton_account(region)}:repository/{TRITON_REPOSITORY}"
-                ],
+        if image_uri is None:  # SageMaker's Triton image (a given image brings its own access)
+            account = triton_account(region, triton_version)
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=[
+                        "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchCheckLayerAvailability",
+                    ],
+                    resources=[f"arn:{partition}:ecr:{region}:{account}:repository/{TRITON_REPOSITORY}"],
+                )
             )
-        )
         token_statement = iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
         self.role.add_to_principal_policy(token_statement)
         # The endpoint's log group and its streams. Typed arguments: a plain dict given to a
@@ -223,6 +257,13 @@ class TritonMultiModelEndpoint(Construct):
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
             ),
+            # SageMaker, not the container, fetches archives from S3 and hands Triton a local
+            # path (the multi-model container contract: POST /models {"url": "/opt/ml/models/
+            # <name>/model"}, https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html),
+            # and the multi-model endpoint feature list excludes only Elastic Inference
+            # (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoints.html), so the
+            # container runs isolated: the archives' Python cannot reach the network.
+            enable_network_isolation=network_isolation,
         )
         # SageMaker checks the role's permissions when it creates the model: policy first.
         policy = self.role.node.try_find_child("DefaultPolicy")
@@ -238,6 +279,7 @@ class TritonMultiModelEndpoint(Construct):
                     instance_type=instance_type,
                     initial_instance_count=initial_instances,
                     initial_variant_weight=1,
+                    inference_ami_version=inference_ami_version,
                 )
             ],
         )
@@ -274,7 +316,37 @@ class TritonMultiModelEndpoint(Construct):
             scale_out_cooldown=Duration.minutes(2),
         )
 
+        # Triton logs "failed to load '<model>' version <n>: <reason>" when a model of an
+        # archive cannot load (triton-inference-server/core, src/model_lifecycle.cc). SageMaker's
+        # own metrics do not say so (ModelLoadingWaitTime only times loads, LoadedModelCount also
+        # drops on eviction), so a metric filter on the endpoint's log group counts those lines.
+        # The group exists once the endpoint is InService (SageMaker creates it): depend on it.
+        self.load_failure_filter = logs.CfnMetricFilter(
+            self,
+            "ModelLoadFailures",
+            log_group_name=log_group,
+            filter_pattern=logs.FilterPattern.literal('"failed to load"').log_pattern_string,
+            metric_transformations=[
+                logs.CfnMetricFilter.MetricTransformationProperty(
+                    metric_namespace=LOAD_FAILURE_NAMESPACE,
+                    metric_name=f"{endpoint_name}-ModelLoadFailures",
+                    metric_value="1",
+                    default_value=0,
+                )
+            ],
+        )
+        self.load_failure_filter.node.add_dependency(self.endpoint)
         self.alarms = {
+            "ModelLoadFailures": self.metric_model_load_failures().create_alarm(
+                self,
+                "ModelLoadFailureAlarm",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"{endpoint_name}: Triton failed to load a model of an archive "
+                "(see the endpoint's log group for 'failed to load')",
+            ),
             "ModelLoadingWaitTime": self.metric_model_loading_wait_time().create_alarm(
                 self,
                 "ModelLoadingWaitAlarm",
@@ -301,6 +373,11 @@ class TritonMultiModelEndpoint(Construct):
                 alarm_description=f"{endpoint_name}: server errors (5xx) from the endpoint",
             ),
         }
+
+        if alarm_topic is not None:
+            for alarm in self.alarms.values():
+                alarm.add_alarm_action(cloudwatch_actions.SnsAction(alarm_topic))
+                alarm.add_ok_action(cloudwatch_actions.SnsAction(alarm_topic))
 
     @property
     def endpoint_arn(self) -> str:
@@ -342,6 +419,16 @@ class TritonMultiModelEndpoint(Construct):
     def metric_gpu_memory_utilization(self, **options: object) -> cloudwatch.Metric:
         """GPU memory in use, percent (instance metric). ``options`` as for :meth:`metric`."""
         return self._metric("/aws/sagemaker/Endpoints", "GPUMemoryUtilization", "Maximum", options)
+
+    def metric_model_load_failures(self, **options: object) -> cloudwatch.Metric:
+        """Triton's "failed to load" log lines, counted by the metric filter on the endpoint's
+        log group (no dimensions). ``options`` as ``cloudwatch.Metric`` takes them."""
+        settings = {"period": Duration.minutes(5), "statistic": "Sum", **options}
+        return cloudwatch.Metric(
+            namespace=LOAD_FAILURE_NAMESPACE,
+            metric_name=f"{self.endpoint_name}-ModelLoadFailures",
+            **settings,
+        )
 
     def metric_loaded_model_count(self, **options: object) -> cloudwatch.Metric:
         """Models loaded in the containers. ``options`` as for :meth:`metric`."""

@@ -361,19 +361,22 @@ def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> N
         "Custom::CDKBucketDeployment",
         {"DestinationBucketKeyPrefix": "models/", "Prune": False},
     )
-    upload_id = stack.get_logical_id(stack.upload.node.find_child("CustomResource").node.default_child)
+    (custom,) = [c for c in stack.upload.node.children if c.node.id.startswith("CustomResource-")]
+    upload_id = stack.get_logical_id(custom.node.default_child)
     t.has_resource("AWS::SageMaker::Endpoint", {"DependsOn": Match.array_with([upload_id])})
 
 
 def test_upload_dir_with_a_broken_ensemble_fails_synthesis(tmp_path) -> None:
+    """The settings check every archive (once per synth; the stack does not check again)."""
+    from ml_platform.config import Settings, SettingsError
     from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
     write_tar(
         tmp_path / "model_broken.tar.gz",
         {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL.replace('"y"', '"z"')},
     )
-    with pytest.raises(ValueError) as info:
-        _inference_stack(str(tmp_path))
+    with pytest.raises(SettingsError) as info:
+        Settings.from_context({"inference": {"upload_dir": str(tmp_path)}})
     message = str(info.value)
     assert "model_broken.tar.gz" in message
     assert "encoder" in message and "'y'" in message
