@@ -10,6 +10,7 @@ import argparse
 import hashlib
 from pathlib import Path
 
+from ml_platform.cli.archives import version_archive
 from ml_platform.cli.aws import CliError, Context, doc_summary
 
 ENCODER_FORMATS = {".onnx": "onnx", ".plan": "tensorrt"}
@@ -117,8 +118,11 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             path = package(spec, args.out)
         except ValueError as error:  # a model file vanished since the check
             raise CliError(f"{spec.archive_filename}: {error}") from None
+        path, stale = version_archive(path)  # <logical>-v<hash8>.tar.gz: immutable on S3
         with path.open("rb") as handle:
             digest = hashlib.file_digest(handle, "sha256").hexdigest()
         size = path.stat().st_size
         print(f"{path}  {size / 1024:.1f} KiB  sha256 {digest[:16]}  (ensemble {spec.name!r})")
+        for old in stale:
+            print(f"  removed the older version {old.name} from {old.parent}")
     return 0
