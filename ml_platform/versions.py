@@ -35,10 +35,6 @@ NEURON_DEVICE_PLUGIN_IMAGE = "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.
 EFA_DEVICE_PLUGIN_TAG = "v0.5.20"
 EFA_DEVICE_PLUGIN_REPOSITORY = "eks/aws-efa-k8s-device-plugin"
 
-# etcd 3.6 removed the v2 API that TorchElastic's etcd rendezvous uses: stay on 3.5
-# (quay.io/coreos/etcd tags, v3.5 line).
-ETCD_IMAGE = "quay.io/coreos/etcd:v3.5.33"
-
 # Volcano releases: v1.15.1 supports Kubernetes up to 1.35 (volcano-sh/volcano README matrix).
 VOLCANO_HELM_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
 VOLCANO_HELM_CHART = "volcano"

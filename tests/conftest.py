@@ -9,6 +9,12 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import pytest
 
+from tests import jsii_guard
+
+# A dict passed where jsii expects a struct loses its snake_case keys silently: make it an
+# error in every test (see tests/jsii_guard.py).
+jsii_guard.install()
+
 from ml_platform.config import Settings, settings_from_cdk_json
 from tests.support import CDK_JSON, SynthesizedPlatform, synthesize
 

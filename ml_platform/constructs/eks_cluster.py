@@ -28,12 +28,16 @@ KUBECTL_LAYERS = {"1.35": KubectlV35Layer}
 """kubectl Lambda layer per Kubernetes version (the layer's kubectl must match the server)."""
 SYSTEM_NODES = (1, 10)
 OPEN_TO_WORLD_WARNING = "ml-platform:publicEndpointOpenToWorld"
+SSM_NODE_POLICY = "AmazonSSMManagedInstanceCore"
+"""Session Manager on the nodes: debug EFA and Neuron on a node without SSH or open ports."""
 NODE_ROLE_POLICIES = (
     "AmazonEKSWorkerNodePolicy",
     "AmazonEKS_CNI_Policy",
     "AmazonEC2ContainerRegistryReadOnly",
+    SSM_NODE_POLICY,
 )
-"""AWS managed policies of an EKS worker node role."""
+"""AWS managed policies of an EKS worker node role (aws-cdk's default node role has the first
+three; :func:`configure_node_role` adds the SSM one)."""
 NODE_ROLE_REASONS = {
     "AmazonEKSWorkerNodePolicy": "EKS managed node groups require this AWS-maintained policy "
     "on the node role for nodes to join the cluster.",
@@ -41,6 +45,8 @@ NODE_ROLE_REASONS = {
     "role's permissions, the EKS default; AWS maintains the policy.",
     "AmazonEC2ContainerRegistryReadOnly": "Nodes pull images (EKS add-ons, the training "
     "image) from ECR; read-only.",
+    SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy), the way to "
+    "debug EFA and Neuron on a node without SSH keys or inbound ports.",
 }
 
 
@@ -53,6 +59,13 @@ def acknowledge_node_role(role: iam.IRole) -> None:
     """Acknowledge the AWS managed policies every EKS worker node role carries."""
     for policy in NODE_ROLE_POLICIES:
         acknowledge(role, managed_policy_finding(policy), NODE_ROLE_REASONS[policy])
+
+
+def configure_node_role(role: iam.IRole) -> None:
+    """Give a node role aws-cdk created (worker, CNI, ECR policies) Session Manager access too,
+    and acknowledge all its AWS managed policies."""
+    role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(SSM_NODE_POLICY))
+    acknowledge_node_role(role)
 
 
 def hardened_launch_template(
@@ -92,7 +105,7 @@ class TrainingEksCluster(Construct):
     - Self-managed add-ons are not bootstrapped: pinned managed add-ons
       (:class:`~ml_platform.constructs.addons.PlatformAddons`) install them.
     - A system node group (AL2023 standard AMI, label ``ml-platform/node-role=system``,
-      encrypted gp3 root, IMDSv2) for CoreDNS, Volcano, etcd and helper pods.
+      encrypted gp3 root, IMDSv2) for CoreDNS, Volcano and helper pods.
 
     Args:
         vpc: The VPC; the control plane ENIs and all nodes use its private subnets. Required.
@@ -226,7 +239,7 @@ class TrainingEksCluster(Construct):
             "EKS requires the cluster role to carry this AWS-maintained policy; it holds only "
             "what the control plane itself needs.",
         )
-        acknowledge_node_role(self.system_nodes.role)
+        configure_node_role(self.system_nodes.role)
 
         # The kubectl provider (aws-cdk's custom-resource handler and its framework function).
         provider = self.cluster.kubectl_provider

@@ -92,11 +92,50 @@ def cidr_mask_for(cidr: str, az_count: int) -> int:
     return prefix + 1 + (slots.bit_length() - 1)
 
 
+# EC2 User Guide, "Get started with EFA", security group step
+# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html): an EFA security group
+# must allow all inbound AND all outbound traffic to and from the group itself. A 0.0.0.0/0
+# egress rule does not carry EFA (SRD) traffic.
+EFA_SELF_EGRESS_ID = "EfaSelfEgress"
+EFA_SELF_DESCRIPTION = "EFA and node-to-node traffic"
+
+
+def allow_efa_within(group: ec2.ISecurityGroup) -> ec2.CfnSecurityGroupEgress:
+    """Allow all traffic from ``group`` to itself, both ways, as EFA requires. Idempotent.
+
+    The ingress rule goes through ``add_ingress_rule`` (which skips a rule it already made).
+    The egress rule is an explicit ``CfnSecurityGroupEgress``: ``add_egress_rule`` silently
+    drops the rule on a group with ``allow_all_outbound=True``. Both are created as children of
+    the group (in the group's stack), so constructs that share a group (the platform's node
+    group and a user's launch template) emit each rule once.
+
+    Returns:
+        The egress rule (the one already there when called again for the same group).
+    """
+    group.add_ingress_rule(group, ec2.Port.all_traffic(), EFA_SELF_DESCRIPTION)
+    existing = group.node.try_find_child(EFA_SELF_EGRESS_ID)
+    if existing is not None:
+        return existing  # type: ignore[return-value]
+    return ec2.CfnSecurityGroupEgress(
+        group,
+        EFA_SELF_EGRESS_ID,
+        group_id=group.security_group_id,
+        ip_protocol="-1",
+        destination_security_group_id=group.security_group_id,
+        description=EFA_SELF_DESCRIPTION,
+    )
+
+
 class TrainingNodeSecurityGroup(Construct):
     """Security group of the Trainium nodes' EFA interfaces.
 
-    EFA requires all traffic to and from the group itself. Other resources open their ports to
-    this group (the Lustre file system, the EKS control plane), so it exists before the cluster.
+    EFA requires all traffic to and from the group itself, in both directions
+    (:func:`allow_efa_within`). Other resources open their ports to this group (the Lustre file
+    system, the EKS control plane), so it exists before the cluster.
+
+    Attributes:
+        security_group: The group.
+        efa_egress: Its explicit self egress rule.
     """
 
     def __init__(self, scope: Construct, construct_id: str, *, vpc: ec2.IVpc) -> None:
@@ -108,6 +147,4 @@ class TrainingNodeSecurityGroup(Construct):
             description="Trainium training nodes: EFA all-traffic within the group",
             allow_all_outbound=True,
         )
-        self.security_group.add_ingress_rule(
-            self.security_group, ec2.Port.all_traffic(), "EFA and node-to-node traffic"
-        )
+        self.efa_egress = allow_efa_within(self.security_group)

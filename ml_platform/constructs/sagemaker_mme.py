@@ -6,10 +6,10 @@ builds on the Cfn resources.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from aws_cdk import (
-    Arn,
     ArnFormat,
     Duration,
     Stack,
@@ -43,6 +43,8 @@ from ml_platform.sagemaker_images import (
 from ml_platform.triton.target_model import validate_target_model
 
 VARIANT_NAME = "AllTraffic"
+# CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
+ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 
 
 class TritonMultiModelEndpoint(Construct):
@@ -66,6 +68,9 @@ class TritonMultiModelEndpoint(Construct):
         triton_version: SageMaker Triton container version. Default ``24.09``.
         image_uri: Overrides the container image (default: SageMaker's Triton image for the
             stack's region and ``triton_version``).
+        role: Execution role SageMaker assumes (trusting ``sagemaker.amazonaws.com``). The
+            construct adds the statements it needs to it when the role is mutable. Default: a
+            new role.
     """
 
     def __init__(
@@ -84,6 +89,7 @@ class TritonMultiModelEndpoint(Construct):
         invocations_per_instance: int = 1000,
         triton_version: str = DEFAULT_TRITON_VERSION,
         image_uri: str | None = None,
+        role: iam.IRole | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
@@ -97,6 +103,13 @@ class TritonMultiModelEndpoint(Construct):
             errors.append(
                 f"min_instances={min_instances}, initial_instances={initial_instances}, "
                 f"max_instances={max_instances}: expected 1 <= min <= initial <= max"
+            )
+        if not Token.is_unresolved(endpoint_name) and not (
+            len(endpoint_name) <= 63 and ENDPOINT_NAME.fullmatch(endpoint_name)
+        ):
+            errors.append(
+                f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
+                "starting and ending with a letter or digit"
             )
         if not archives:
             errors.append("archives=[]: expected at least one archive")
@@ -116,26 +129,26 @@ class TritonMultiModelEndpoint(Construct):
         self.image_uri = image_uri or triton_image_uri(region, triton_version)
         partition = Stack.of(self).partition
 
-        self.role = iam.Role(
+        self.role: iam.IRole = role or iam.Role(
             self,
             "ExecutionRole",
             assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
             description=f"SageMaker execution role of the {endpoint_name} Triton endpoint",
         )
         # Read only the archives under the prefix (no bucket-wide or wildcard actions).
-        self.role.add_to_policy(
+        self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{model_prefix}*")]
             )
         )
-        self.role.add_to_policy(
+        self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["s3:ListBucket"],
                 resources=[bucket.bucket_arn],
                 conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
             )
         )
-        self.role.add_to_policy(
+        self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
                 resources=[
@@ -144,23 +157,34 @@ class TritonMultiModelEndpoint(Construct):
             )
         )
         token_statement = iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
-        self.role.add_to_policy(token_statement)
-        log_group_arn = Arn.format(
-            {
-                "service": "logs",
-                "resource": "log-group",
-                "resource_name": f"/aws/sagemaker/Endpoints/{endpoint_name}:*",
-                "arn_format": ArnFormat.COLON_RESOURCE_NAME,
-            },
-            Stack.of(self),
-        )
-        self.role.add_to_policy(
+        self.role.add_to_principal_policy(token_statement)
+        # The endpoint's log group and its streams. Typed arguments: a plain dict given to a
+        # jsii struct parameter silently loses its snake_case keys (resource_name, arn_format).
+        stack = Stack.of(self)
+        log_group = f"/aws/sagemaker/Endpoints/{endpoint_name}"
+        self.log_group_arns = [
+            stack.format_arn(
+                service="logs",
+                resource="log-group",
+                resource_name=f"{log_group}{suffix}",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+            for suffix in (":*", ":log-stream:*")
+        ]
+        self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[log_group_arn],
+                resources=self.log_group_arns,
             )
         )
-        self.role.add_to_policy(
+        for arn in self.log_group_arns:
+            acknowledge(
+                self.role,
+                f"AwsSolutions-IAM5[Resource::{rendered_resource(self, arn)}]",
+                "SageMaker names the log streams of an endpoint after its instances; the "
+                "wildcard covers only the streams of this endpoint's own log group.",
+            )
+        self.role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
@@ -192,7 +216,9 @@ class TritonMultiModelEndpoint(Construct):
             ),
         )
         # SageMaker checks the role's permissions when it creates the model: policy first.
-        self.model.node.add_dependency(self.role.node.find_child("DefaultPolicy"))
+        policy = self.role.node.try_find_child("DefaultPolicy")
+        if policy is not None:
+            self.model.node.add_dependency(policy)
         self.endpoint_config = sagemaker.CfnEndpointConfig(
             self,
             "Config",

@@ -15,13 +15,73 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+import re
+
 from ml_platform.constructs.eks_cluster import NODE_ROLE_POLICIES, acknowledge_node_role
+from ml_platform.constructs.network import allow_efa_within
 from ml_platform.instances import TRAINIUM_INSTANCES, TrainiumInstance
 from ml_platform.k8s_charts.names import NEURON_TAINT_KEY, NODE_ROLE_LABEL
 
 ROOT_DEVICE = "/dev/xvda"  # root device of the AL2023 EKS AMIs
 ROOT_VOLUME_GIB = (100, 16384)
 MAX_NODES = 64
+CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
+"""EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks)."""
+
+
+def efa_network_interfaces(
+    efa_devices: int, group_ids: Sequence[str]
+) -> list[ec2.CfnLaunchTemplate.NetworkInterfaceProperty]:
+    """The interfaces of a node with ``efa_devices`` EFA devices, one per network card.
+
+    EC2 User Guide, "Maximize network bandwidth on Amazon EC2 instances with multiple network
+    cards" (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html):
+    the primary interface (card 0, device index 0) is ENA; card 0, which supports EFA, gets an
+    ``efa-only`` interface at device index 1; every other card an ``efa-only`` interface at
+    device index 0. EFA-only interfaces take no IP address (SRD runs over MAC addresses), so a
+    trn1.32xlarge node uses one VPC address instead of 8 and still has 8 EFA devices (trn1n:
+    16). The EKS user guide ("Run machine learning training on Amazon EKS with Elastic Fabric
+    Adapter", https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html) keeps EFA-only
+    interfaces off the primary interface and needs VPC CNI 1.18.5 or later (pinned: 1.21).
+    """
+    groups = list(group_ids)
+
+    def interface(
+        card: int, device: int, kind: str
+    ) -> ec2.CfnLaunchTemplate.NetworkInterfaceProperty:
+        return ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
+            network_card_index=card,
+            device_index=device,
+            interface_type=kind,
+            groups=groups,
+            delete_on_termination=True,
+        )
+
+    return [
+        interface(0, 0, "interface"),  # ENA primary: the node's IP address
+        interface(0, 1, "efa-only"),
+        *(interface(card, 0, "efa-only") for card in range(1, efa_devices)),
+    ]
+
+
+def capacity_problems(capacity_reservation_id: str | None, capacity_block: bool) -> list[str]:
+    """What is wrong with these capacity props (empty when nothing is)."""
+    out = []
+    if capacity_block and capacity_reservation_id is None:
+        out.append(
+            "capacity_block=True: needs capacity_reservation_id, the Capacity Block's "
+            "reservation id (cr-...)"
+        )
+    if (
+        capacity_reservation_id is not None
+        and not Token.is_unresolved(capacity_reservation_id)
+        and not CAPACITY_RESERVATION_ID.match(capacity_reservation_id)
+    ):
+        out.append(
+            f"capacity_reservation_id={capacity_reservation_id!r}: expected a capacity "
+            "reservation id such as 'cr-0123456789abcdef0'"
+        )
+    return out
 
 
 def launch_template_problems(
@@ -48,24 +108,35 @@ def launch_template_problems(
 
 
 class EfaLaunchTemplate(Construct):
-    """Launch template for Trainium nodes of an EKS managed node group: one EFA interface per
-    network card, in a cluster placement group.
+    """Launch template for Trainium nodes of an EKS managed node group: an ENA primary
+    interface and one EFA device per network card, in a cluster placement group.
 
-    Interface ``i`` sits on network card ``i`` with device index 0 on card 0 and 1 on the
-    others (a higher index on a card is rejected). The interfaces carry the security groups;
-    the template has no subnet, no instance-level security groups, no instance profile and no
-    image (EKS picks the node group's AMI and writes the bootstrap). IMDSv2 is required with a
-    hop limit of 2 so pods can reach it; the root volume is encrypted gp3.
+    Interfaces (:func:`efa_network_interfaces`): ENA on card 0 at device index 0, ``efa-only``
+    on card 0 at device index 1 and on every other card at device index 0. The interfaces carry
+    the security groups, and each group gets the rules EFA needs (all traffic to and from
+    itself, both ways: :func:`~ml_platform.constructs.network.allow_efa_within`). The template
+    has no subnet, no instance-level security groups, no instance profile and no image (EKS
+    picks the node group's AMI and writes the bootstrap). IMDSv2 is required with a hop limit
+    of 2 so pods can reach it; the root volume is encrypted gp3.
+
+    Capacity (EKS user guide, "Create a managed node group with Capacity Blocks for ML",
+    https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html, and EC2 launch
+    template ``CapacityReservationSpecification``): with ``capacity_reservation_id`` the
+    instances launch into that reservation only (``CapacityReservationTarget``); with
+    ``capacity_block`` as well, the market type is ``capacity-block`` (a Capacity Block for ML;
+    the node group then needs capacity type ``CAPACITY_BLOCK``).
 
     Args:
         instance_type: A Trainium instance type of
             :data:`~ml_platform.instances.TRAINIUM_INSTANCES`. Default ``trn1.32xlarge``.
-        security_groups: Groups on every interface. Required, at least one; EFA needs a group
-            that allows all traffic to and from itself.
-        efa_interfaces: EFA interfaces. Default: one per network card of the instance type
+        security_groups: Groups on every interface. Required, at least one.
+        efa_interfaces: EFA devices. Default: one per network card of the instance type
             (8 on trn1.32xlarge, 16 on trn1n.32xlarge).
         root_volume_gib: Root volume size, 100 to 16384. Default 500.
         placement_group: Placement group of the instances. Default: a new ``cluster`` group.
+        capacity_reservation_id: On-Demand Capacity Reservation or Capacity Block id
+            (``cr-...``). Default none (any On-Demand capacity).
+        capacity_block: ``capacity_reservation_id`` is a Capacity Block for ML. Default False.
 
     Attributes:
         resource: The ``ec2.CfnLaunchTemplate``.
@@ -84,13 +155,17 @@ class EfaLaunchTemplate(Construct):
         efa_interfaces: int | None = None,
         root_volume_gib: int = 500,
         placement_group: ec2.IPlacementGroup | None = None,
+        capacity_reservation_id: str | None = None,
+        capacity_block: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
+        errors += capacity_problems(capacity_reservation_id, capacity_block)
         if not security_groups:
             errors.append("security_groups=[]: expected at least one security group")
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        self.efa_egress_rules = [allow_efa_within(sg) for sg in security_groups]
 
         self.instance: TrainiumInstance = TRAINIUM_INSTANCES[instance_type]
         self.efa_interfaces = efa_interfaces or self.instance.efa_interfaces
@@ -98,6 +173,7 @@ class EfaLaunchTemplate(Construct):
             self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
         )
         group_ids = [sg.security_group_id for sg in security_groups]
+        self._capacity_type = eks.CapacityType.CAPACITY_BLOCK if capacity_block else None
         self.resource = ec2.CfnLaunchTemplate(
             self,
             "Resource",
@@ -106,16 +182,15 @@ class EfaLaunchTemplate(Construct):
                 placement=ec2.CfnLaunchTemplate.PlacementProperty(
                     group_name=self.placement_group.placement_group_name
                 ),
-                network_interfaces=[
-                    ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
-                        network_card_index=card,
-                        device_index=0 if card == 0 else 1,
-                        interface_type="efa",
-                        groups=group_ids,
-                        delete_on_termination=True,
+                network_interfaces=efa_network_interfaces(self.efa_interfaces, group_ids),
+                capacity_reservation_specification=_capacity_reservation(capacity_reservation_id),
+                instance_market_options=(
+                    ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(
+                        market_type="capacity-block"
                     )
-                    for card in range(self.efa_interfaces)
-                ],
+                    if capacity_block
+                    else None
+                ),
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                     http_endpoint="enabled",
                     http_tokens="required",
@@ -136,11 +211,28 @@ class EfaLaunchTemplate(Construct):
         )
 
     @property
+    def capacity_type(self) -> eks.CapacityType | None:
+        """The node group capacity type this template needs (``None``: EKS's default)."""
+        return self._capacity_type
+
+    @property
     def spec(self) -> eks.LaunchTemplateSpec:
         """The template's latest version, as a node group takes it."""
         return eks.LaunchTemplateSpec(
             id=self.resource.ref, version=self.resource.attr_latest_version_number
         )
+
+
+def _capacity_reservation(
+    reservation_id: str | None,
+) -> ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty | None:
+    if reservation_id is None:
+        return None
+    return ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty(
+        capacity_reservation_target=ec2.CfnLaunchTemplate.CapacityReservationTargetProperty(
+            capacity_reservation_id=reservation_id
+        )
+    )
 
 
 class TrainiumNodeGroup(Construct):
@@ -168,9 +260,11 @@ class TrainiumNodeGroup(Construct):
         efa_interfaces: Default one per network card.
         root_volume_gib: Default 500.
         labels: Extra node labels. Default none.
-        node_role: Node IAM role. Default: a new role with the EKS worker, CNI and ECR
-            read-only managed policies.
+        node_role: Node IAM role. Default: a new role with the EKS worker, CNI, ECR
+            read-only and SSM managed instance policies.
         nodegroup_name: Default: CloudFormation picks one.
+        capacity_reservation_id / capacity_block: See :class:`EfaLaunchTemplate`. Default none
+            / False. A Capacity Block sets the node group's capacity type to ``CAPACITY_BLOCK``.
 
     Attributes:
         launch_template: The :class:`EfaLaunchTemplate`.
@@ -195,9 +289,12 @@ class TrainiumNodeGroup(Construct):
         labels: Mapping[str, str] | None = None,
         node_role: iam.IRole | None = None,
         nodegroup_name: str | None = None,
+        capacity_reservation_id: str | None = None,
+        capacity_block: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
+        errors += capacity_problems(capacity_reservation_id, capacity_block)
         if not 0 <= min_size <= desired_size <= max_size <= MAX_NODES or max_size < 1:
             errors.append(
                 f"min_size/desired_size/max_size={min_size}/{desired_size}/{max_size}: expected "
@@ -215,6 +312,8 @@ class TrainiumNodeGroup(Construct):
             instance_type=instance_type,
             efa_interfaces=efa_interfaces,
             root_volume_gib=root_volume_gib,
+            capacity_reservation_id=capacity_reservation_id,
+            capacity_block=capacity_block,
         )
         if node_role is None:
             node_role = iam.Role(
@@ -235,6 +334,7 @@ class TrainiumNodeGroup(Construct):
             nodegroup_name=nodegroup_name,
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_NEURON,
             launch_template_spec=self.launch_template.spec,
+            capacity_type=self.launch_template.capacity_type,
             subnets=ec2.SubnetSelection(subnets=[subnet]),
             min_size=min_size,
             desired_size=desired_size,
@@ -247,9 +347,35 @@ class TrainiumNodeGroup(Construct):
                 )
             ],
         )
-        rules = allow_control_plane(self, cluster.cluster_security_group, security_group)
+        # One set of rules per pair of groups, however many node groups share them (EC2
+        # rejects a duplicate rule).
+        rules = control_plane_rules(self, cluster.cluster_security_group, security_group)
         # Nodes must reach the API server to join.
         self.node_group.node.add_dependency(rules)
+
+
+class _ControlPlaneRules(Construct):
+    """The rules :func:`allow_control_plane` made for one (cluster group, node group) pair."""
+
+    key: tuple[str, str] = ("", "")
+
+
+def _group_key(group: ec2.ISecurityGroup) -> str:
+    group_id = group.security_group_id
+    return group.node.path if Token.is_unresolved(group_id) else group_id
+
+
+def control_plane_rules(
+    scope: Construct, cluster_sg: ec2.ISecurityGroup, node_sg: ec2.ISecurityGroup
+) -> Construct:
+    """The control-plane rules between ``cluster_sg`` and ``node_sg``, created in ``scope`` by
+    the first caller and returned as they are to every later caller anywhere in the app, so
+    each rule exists once per security group."""
+    key = (_group_key(cluster_sg), _group_key(node_sg))
+    for existing in scope.node.root.node.find_all():
+        if isinstance(existing, _ControlPlaneRules) and existing.key == key:
+            return existing
+    return allow_control_plane(scope, cluster_sg, node_sg)
 
 
 def allow_control_plane(
@@ -259,7 +385,8 @@ def allow_control_plane(
     443 and 1025-65535 both ways (API server, kubelet, webhooks), plus DNS from the nodes to
     CoreDNS, which runs on nodes in the cluster group. Returns the construct holding the rules,
     created in ``scope``."""
-    rules = Construct(scope, "ControlPlaneRules")
+    rules = _ControlPlaneRules(scope, "ControlPlaneRules")
+    rules.key = (_group_key(cluster_sg), _group_key(node_sg))
     for name, port in (
         ("Https", ec2.Port.tcp(443)),
         ("Ephemeral", ec2.Port.tcp_range(1025, 65535)),

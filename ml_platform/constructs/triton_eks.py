@@ -12,7 +12,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from ml_platform.constructs.eks_cluster import acknowledge_node_role, hardened_launch_template
+from ml_platform.constructs.eks_cluster import configure_node_role, hardened_launch_template
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import EKS_GPU_INSTANCES
 from ml_platform.k8s_charts.names import GPU_TAINT_KEY, NODE_ROLE_LABEL
@@ -86,7 +86,7 @@ class TritonOnEks(Construct):
             labels={NODE_ROLE_LABEL: "gpu"},
             taints=[eks.TaintSpec(key=GPU_TAINT_KEY, value="true", effect=eks.TaintEffect.NO_SCHEDULE)],
         )
-        acknowledge_node_role(self.node_group.role)
+        configure_node_role(self.node_group.role)
 
         # Pods of the service account get this role through EKS Pod Identity.
         self.role = iam.Role(

@@ -2,10 +2,6 @@
 
 FSX_CLAIM = "fsx-claim"  # the ReadWriteMany claim the training pods mount at /data
 FSX_MOUNT_PATH = "/data"
-ETCD_NAMESPACE = "etcd"
-ETCD_SERVICE = "etcd-server"  # TorchElastic's rendezvous endpoint is etcd-server:2379
-ETCD_CLIENT_PORT = 2379
-ETCD_PEER_PORT = 2380
 
 NEURON_RESOURCE = "aws.amazon.com/neuron"  # Trainium chips; `neurondevice` was removed in Neuron 2.22
 NEURONCORE_RESOURCE = "aws.amazon.com/neuroncore"

@@ -36,7 +36,7 @@ from constructs import Construct
 from ml_platform.config import Settings, settings_from_cdk_json
 from ml_platform.k8s_charts.workloads_dataset import DatasetCopyChart
 from ml_platform.k8s_charts.workloads_tensorboard import TensorBoardChart
-from ml_platform.training.jobs import TrainingJob, bert_jobs, validate_jobs
+from ml_platform.training.jobs import TrainingJob, bert_jobs, bert_problems, validate_jobs
 from ml_platform.training.render import VOLCANO_API_VERSION, render_volcano_job
 
 DATASET_FILE = "training-dataset.yaml"
@@ -103,10 +103,11 @@ def build_workload_manifests(settings: Settings) -> dict[str, list[dict[str, Any
 
     Raises:
         ValueError: listing every problem of the training jobs against ``settings``
-            (instance type, node and NeuronCore counts, cache set, precompile steps).
+            (instance type, node and NeuronCore counts, the BERT recipe's node count,
+            cache set, precompile steps).
     """
     precompile, pretrain = bert_jobs(settings)
-    validate_jobs(settings, [precompile, pretrain])
+    validate_jobs(settings, [precompile, pretrain], problems=bert_problems(settings))
     app = cdk8s.App()
     charts: dict[str, cdk8s.Chart] = {
         DATASET_FILE: DatasetCopyChart(app, "Dataset", settings=settings),

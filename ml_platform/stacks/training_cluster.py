@@ -1,5 +1,5 @@
 """TrainingClusterStack: the EKS cluster, its Trainium nodes and the cluster services training
-needs (device plugins, Volcano, etcd, the FSx volume)."""
+needs (device plugins, Volcano, the FSx volume)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from ml_platform.constructs.storage import LUSTRE_PORTS
 from ml_platform.constructs.trainium import TrainiumNodeGroup
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
-from ml_platform.k8s_charts.etcd import EtcdChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
@@ -64,7 +63,6 @@ def cluster_charts(
             instance_types=instance_types,
             image=efa_device_plugin_image(settings.env.region),
         ),
-        "Etcd": EtcdChart(app, "etcd", training_namespace=settings.training.namespace),
         "VolcanoQueue": VolcanoQueueChart(app, "volcano-queue", queue=settings.training.queue),
     }
 
@@ -159,8 +157,6 @@ class TrainingClusterStack(Stack):
         self.manifests = {
             name: cluster.add_cdk8s_chart(name, chart) for name, chart in self.charts.items()
         }
-        # The ExternalName alias lives in the training namespace the storage chart creates.
-        self.manifests["Etcd"].node.add_dependency(self.manifests["Storage"])
 
         self.volcano = cluster.add_helm_chart(
             "Volcano",

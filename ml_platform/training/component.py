@@ -14,7 +14,7 @@ its dotted name, ``ml_platform.training.component``, and puts the repository roo
         --name bert-pretrain --nnodes 2 --cacheset bert-large \\
         --image <account>.dkr.ecr.<region>.amazonaws.com/ml-platform/training:bert-pretrain-v1 \\
         --script dp_bert_large_hf_pretrain_hdf5.py \\
-        -- --batch_size 16 --grad_accum_usteps 32 --output_dir /data/output \\
+        -- --batch_size 16 --grad_accum_usteps 16 --output_dir /data/output \\
            --data_dir /data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128
 
 * ``-cfg`` (alias ``--scheduler_args``) takes the Volcano queue and the namespace;
@@ -34,6 +34,7 @@ parameter annotations at run time to build its argument parser.
 """
 
 import re
+import shlex
 
 import torchx.specs as specs
 from torchx.specs.overlays import set_overlay
@@ -41,8 +42,6 @@ from torchx.specs.overlays import set_overlay
 from ml_platform.instances import TRAINIUM_INSTANCES
 from ml_platform.k8s_charts.names import (
     EFA_RESOURCE,
-    ETCD_CLIENT_PORT,
-    ETCD_SERVICE,
     FSX_CLAIM,
     FSX_MOUNT_PATH,
     INSTANCE_TYPE_LABEL,
@@ -53,9 +52,46 @@ from ml_platform.k8s_charts.names import (
 ROLE_NAME = "worker"
 """Role (and so Volcano task) name: pods are ``<job>-worker-<replica>-0``."""
 
-# The tutorial's `etcd-server:2379`: the cluster chart gives the training namespace an
-# ExternalName Service `etcd-server` that points at etcd in its own namespace.
-RDZV_ENDPOINT = f"{ETCD_SERVICE}:{ETCD_CLIENT_PORT}"
+RDZV_BACKEND = "c10d"
+"""torchrun's rendezvous backend: a TCPStore hosted by the agent of the first pod. It lives
+and dies with that pod, so a rerun, a Volcano restart or a job longer than any TTL starts from
+a fresh store; nothing outside the job holds state (the ``etcd`` backend torch calls legacy
+kept a closed run id for 2 h and broke every rerun and retry)."""
+
+RDZV_PORT = 29500
+"""Port of the c10d store on the first pod (TorchX ``dist.torchrun``'s default ``rdzv_port``)."""
+
+# Rendezvous host, exactly as TorchX's dist.torchrun builds it: bash expands the env var named
+# by the `rank0_env` macro. The Kubernetes scheduler makes that TORCHX_RANK0_HOST=localhost on
+# the first pod and VC_WORKER_0_HOSTS on the others, which Volcano's svc plugin fills with the
+# first pod's stable DNS name `<job>-worker-0-0.<job>` (headless Service named after the Job,
+# addresses published before readiness). Sources: torchx/components/dist.py (torchrun) and
+# torchx/schedulers/kubernetes_scheduler.py (app_to_resource);
+# https://github.com/volcano-sh/volcano/blob/v1.15.1/pkg/controller/job/plugins/svc/svc.go
+RDZV_HOST = f"$${{{specs.macros.rank0_env}:=localhost}}"
+
+BOOTSTRAP_PORT = 48620
+"""Port of the Neuron collectives bootstrap (NEURON_RT_ROOT_COMM_ID); reserved in the pod
+(net.ipv4.ip_local_reserved_ports) so that no ephemeral connection takes it first, which
+hangs the collectives' init. Sources: the pinned BERT sample's run script
+(`sysctl -w net.ipv4.ip_local_reserved_ports=48620`),
+https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/run_dp_bert_large_hf_pretrain_bf16_s128.sh
+and Neuron's training troubleshooting guide ("Multiworker execution hangs during NCCL init"),
+https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/training-troubleshooting.html
+"""
+
+RESERVED_PORTS_SYSCTL = "net.ipv4.ip_local_reserved_ports"
+"""A namespaced, safe sysctl (kubelet allows it by default since Kubernetes 1.27, kernel 3.16+):
+https://github.com/kubernetes/kubernetes/blob/v1.35.0/pkg/kubelet/sysctl/safe_sysctls.go"""
+
+# Neuron runtime settings of the maintained sample's run scripts (same address as above):
+# NEURON_RT_EXEC_TIMEOUT=600 and NEURON_RT_STOCHASTIC_ROUNDING_SEED=0 for every run;
+# BUCKET_CAP_MB=512 with the EFA settings for multi-node runs.
+NEURON_RUNTIME_ENV = {
+    "NEURON_RT_EXEC_TIMEOUT": "600",
+    "NEURON_RT_STOCHASTIC_ROUNDING_SEED": "0",
+    "BUCKET_CAP_MB": "512",
+}
 
 STEPS_ARG = "--steps_this_run"
 """Script argument that bounds a run; precompilation needs it (it traces every step)."""
@@ -80,17 +116,19 @@ def trainium_ddp(
     nnodes: int = 2,
     nproc_per_node: int | None = None,
     instance_type: str = "trn1.32xlarge",
-    bf16: bool = True,
     precompile: bool = False,
     cacheset: str = "default",
     max_retries: int = 3,
     name: str = "trainium-ddp",
-    rdzv_endpoint: str = RDZV_ENDPOINT,
+    rdzv_port: int = RDZV_PORT,
 ) -> specs.AppDef:
     """Data-parallel training on Trainium: one pod per node, one worker per NeuronCore.
 
-    Workers rendezvous through etcd (TorchElastic), talk over EFA, and share the FSx for
-    Lustre claim mounted at /data (dataset, output, Neuron compile cache).
+    Workers rendezvous through torchrun's c10d store on the first pod (found by its Volcano
+    DNS name), talk over EFA, and share the FSx for Lustre claim mounted at /data (dataset,
+    output, Neuron compile cache, Hugging Face cache). Precision is the script's choice: the
+    Neuron BERT sample casts the model to bfloat16 itself (``XLA_DOWNCAST_BF16`` is no longer
+    supported since Neuron 2.24, and setting it makes that script skip its own cast).
 
     Args:
         script_args: Arguments of the training script, passed one by one after ``--``.
@@ -99,14 +137,13 @@ def trainium_ddp(
         nnodes: Trainium nodes (pods); each pod takes a whole node.
         nproc_per_node: Workers per node; default: every NeuronCore of the instance type.
         instance_type: Trainium instance type of the nodes (trn1.32xlarge or trn1n.32xlarge).
-        bf16: Downcast to bfloat16 (sets XLA_DOWNCAST_BF16=1).
         precompile: Run under neuron_parallel_compile to fill the compile cache; the
             script arguments must bound the run with --steps_this_run.
         cacheset: Name of the Neuron compile cache set under /data/neuron_cache; use the
             same name for a precompile run and the training run that reuses it.
         max_retries: Times Volcano restarts the whole job after a pod fails or is evicted.
         name: Job name: lower-case letters, digits and '-', at most 30 characters.
-        rdzv_endpoint: host:port of the etcd server used for the rendezvous.
+        rdzv_port: Port of the c10d rendezvous store on the first pod.
     """
     instance = TRAINIUM_INSTANCES.get(instance_type)
     if nproc_per_node is None and instance is not None:
@@ -124,6 +161,7 @@ def trainium_ddp(
         cacheset=cacheset,
         max_retries=max_retries,
         name=name,
+        rdzv_port=rdzv_port,
     )
     if problems:
         raise ValueError(
@@ -134,24 +172,24 @@ def trainium_ddp(
 
     launcher = [
         "python3", "-m", "torch.distributed.run",
-        "--rdzv_backend", "etcd",
-        "--rdzv_endpoint", rdzv_endpoint,
+        "--rdzv_backend", RDZV_BACKEND,
+        "--rdzv_endpoint", f"{RDZV_HOST}:{rdzv_port}",
         "--rdzv_id", specs.macros.app_id,
         "--nnodes", str(nnodes),
         "--nproc_per_node", str(workers),
         "--tee", "3",
-        "--role", "",
         script,
         *script_args,
     ]  # fmt: skip
-    # neuron_parallel_compile takes the command as separate arguments; one joined string
-    # would be taken as a file name ("File name too long").
+    # neuron_parallel_compile takes the command as separate arguments (one joined string would
+    # be taken as a file name: "File name too long").
     if precompile:
-        entrypoint, args = "neuron_parallel_compile", launcher
-    else:
-        entrypoint, args = launcher[0], launcher[1:]
+        launcher = ["neuron_parallel_compile", *launcher]
+    # bash expands the rendezvous host's env var, as in TorchX's dist.torchrun; bash -c execs
+    # a single command, so torchrun still receives the kubelet's SIGTERM.
+    args = ["-c", _bash_join(launcher, unquoted=f"{RDZV_HOST}:{rdzv_port}")]
 
-    cache_root = f"{FSX_MOUNT_PATH}/neuron_cache/{cacheset}_{specs.macros.replica_id}"
+    replica = specs.macros.replica_id
     env = {
         "CCOM_SOCKET_IFNAME": "eth0",
         "FI_PROVIDER": "efa",
@@ -159,13 +197,11 @@ def trainium_ddp(
         "FI_EFA_FORK_SAFE": "1",
         "NEURON_RT_RESET_CORES": "1",
         "XLA_TRANSFER_SEED_ASYNC": "1",
-        "NEURON_CC_FLAGS": f"--cache_dir={cache_root}",
-        "TRANSFORMERS_CACHE": (
-            f"{FSX_MOUNT_PATH}/transformers_cache/{cacheset}_{specs.macros.replica_id}"
-        ),
+        **NEURON_RUNTIME_ENV,
+        "NEURON_CC_FLAGS": f"--cache_dir={FSX_MOUNT_PATH}/neuron_cache/{cacheset}_{replica}",
+        # HF_HOME replaces the deprecated TRANSFORMERS_CACHE (transformers v5 drops it).
+        "HF_HOME": f"{FSX_MOUNT_PATH}/hf_home/{cacheset}_{replica}",
     }
-    if bf16:
-        env["XLA_DOWNCAST_BF16"] = "1"
 
     resource = specs.Resource(
         cpu=instance.vcpus - CPU_HEADROOM,
@@ -180,7 +216,7 @@ def trainium_ddp(
     role = specs.Role(
         name=ROLE_NAME,
         image=image,
-        entrypoint=entrypoint,
+        entrypoint="bash",
         args=args,
         env=env,
         num_replicas=nnodes,
@@ -189,6 +225,7 @@ def trainium_ddp(
         # A lost worker breaks the collective: restart every pod, not just the failed one.
         retry_policy=specs.RetryPolicy.APPLICATION,
         mounts=[specs.VolumeMount(src=FSX_CLAIM, dst_path=FSX_MOUNT_PATH)],
+        port_map={RDZV_BACKEND: rdzv_port},
     )
     # Fields the AppDef has no words for go through the Kubernetes pod overlay.
     set_overlay(
@@ -199,11 +236,19 @@ def trainium_ddp(
             "spec": {
                 "tolerations": [
                     {"key": NEURON_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
-                ]
+                ],
+                "securityContext": {
+                    "sysctls": [{"name": RESERVED_PORTS_SYSCTL, "value": str(BOOTSTRAP_PORT)}]
+                },
             }
         },
     )
     return specs.AppDef(name=name, roles=[role])
+
+
+def _bash_join(argv: list[str], *, unquoted: str) -> str:
+    """``shlex.join`` leaving the one ``unquoted`` argument to bash's expansion."""
+    return " ".join(a if a == unquoted else shlex.quote(a) for a in argv)
 
 
 def component_problems(
@@ -218,6 +263,7 @@ def component_problems(
     cacheset: str,
     max_retries: int,
     name: str,
+    rdzv_port: int = RDZV_PORT,
 ) -> list[str]:
     """Every problem with the component's parameters that needs no cluster settings."""
     out: list[str] = []
@@ -254,4 +300,9 @@ def component_problems(
         )
     if max_retries < 0:
         out.append(f"max_retries = {max_retries}: expected 0 or more")
+    if not 1024 <= rdzv_port <= 65535 or rdzv_port == BOOTSTRAP_PORT:
+        out.append(
+            f"rdzv_port = {rdzv_port}: expected 1024 to 65535, not the reserved Neuron "
+            f"bootstrap port {BOOTSTRAP_PORT}"
+        )
     return out

@@ -62,7 +62,6 @@ def build_args() -> dict[str, str]:
     """Dockerfile build arguments: the pinned values of :mod:`ml_platform.training.images`."""
     return {
         "BASE_IMAGE": images.NEURON_TRAINING_BASE_IMAGE,
-        "PYTHON_ETCD_VERSION": images.PYTHON_ETCD_VERSION,
         "NEURON_SAMPLES_COMMIT": images.NEURON_SAMPLES_COMMIT,
         "NEURON_SAMPLES_DIR": images.NEURON_SAMPLES_DIR,
         "NEURON_SAMPLES_FILES": " ".join(

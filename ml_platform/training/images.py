@@ -12,9 +12,6 @@ NEURON_TRAINING_BASE_IMAGE = (
     "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
 )
 
-# python-etcd: client TorchElastic's etcd rendezvous imports. Source: PyPI, newest release.
-PYTHON_ETCD_VERSION = "0.4.5"
-
 # aws-neuron/aws-neuron-samples commit holding torch-neuronx/training/dp_bert_hf_pretrain
 # ("Neuron Release 2.23.0", 2025-05-20, the folder's last change; unchanged at 2026-05 HEAD).
 NEURON_SAMPLES_COMMIT = "dd0e71f0041f9eb4a5fd3e070df5638d48a67285"

@@ -26,14 +26,49 @@ BERT_DATASET_URI = (
 )  # public bucket: read with --no-sign-request
 BERT_DATA_DIR = f"{FSX_MOUNT_PATH}/{BERT_DATASET}"
 BERT_OUTPUT_DIR = f"{FSX_MOUNT_PATH}/output"  # checkpoints and TensorBoard event files
-BERT_ARGS: tuple[str, ...] = (
-    "--batch_size", "16",
-    "--grad_accum_usteps", "32",
-    "--data_dir", BERT_DATA_DIR,
-    "--output_dir", BERT_OUTPUT_DIR,
-)  # fmt: skip
+# Phase-1 recipe of the maintained sample's run script (full bf16: the script casts the model
+# itself; FP32 optimizer state): 16 sequences per worker, 32 accumulation micro-steps on one
+# 32-NeuronCore node, i.e. a global batch of 16,384 sequences, the batch its learning rate is
+# tuned for. Across nodes the script divides the micro-steps by the node count
+# (GRAD_ACCUM_USTEPS/WORLD_SIZE_JOB) to keep that global batch:
+# https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/run_dp_bert_large_hf_pretrain_bf16_s128.sh
+BERT_BATCH_SIZE = 16
+BERT_NODE_GRAD_ACCUM_USTEPS = 32
 BERT_PRECOMPILE_STEPS = 10
 BERT_CACHE_SET = "bert-large"  # shared by precompile and training so training reuses graphs
+
+
+def bert_grad_accum_usteps(nodes: int) -> int:
+    """Accumulation micro-steps per worker that keep the sample's global batch on ``nodes``."""
+    return max(1, BERT_NODE_GRAD_ACCUM_USTEPS // nodes)
+
+
+def bert_args(nodes: int) -> tuple[str, ...]:
+    """Arguments of the BERT script for a job on ``nodes`` whole nodes."""
+    return (
+        "--batch_size", str(BERT_BATCH_SIZE),
+        "--grad_accum_usteps", str(bert_grad_accum_usteps(nodes)),
+        "--data_dir", BERT_DATA_DIR,
+        "--output_dir", BERT_OUTPUT_DIR,
+    )  # fmt: skip
+
+
+def bert_problems(settings: Settings) -> list[str]:
+    """Problems of the BERT recipe on the configured node count (none: empty)."""
+    nodes = bert_nodes(settings)
+    if BERT_NODE_GRAD_ACCUM_USTEPS % nodes:
+        allowed = [n for n in range(1, 65) if BERT_NODE_GRAD_ACCUM_USTEPS % n == 0]
+        return [
+            f"trainium.nodes = {nodes}: the BERT recipe keeps its global batch of 16,384 "
+            f"sequences by dividing {BERT_NODE_GRAD_ACCUM_USTEPS} accumulation micro-steps "
+            f"by the node count; expected one of {allowed}"
+        ]
+    return []
+
+
+def bert_nodes(settings: Settings) -> int:
+    """Nodes of the BERT jobs: ``trainium.nodes``, or ``max_nodes`` for a group scaled to 0."""
+    return settings.trainium.nodes or settings.trainium.max_nodes
 
 
 @dataclass(frozen=True)
@@ -47,7 +82,6 @@ class TrainingJob:
         nodes: Trainium nodes (one pod each).
         instance_type: Instance type the job asks for; must be the cluster's.
         nproc_per_node: Workers per node. Default ``None``: every NeuronCore of the instance.
-        bf16: Downcast to bfloat16. Default ``True``.
         precompile: Run under neuron_parallel_compile. Default ``False``.
         cache_set: Neuron compile cache set. Default ``default``.
         max_retries: Job restarts on pod failure or eviction. Default 3.
@@ -59,7 +93,6 @@ class TrainingJob:
     nodes: int
     instance_type: str
     nproc_per_node: int | None = None
-    bf16: bool = True
     precompile: bool = False
     cache_set: str = "default"
     max_retries: int = 3
@@ -81,7 +114,6 @@ class TrainingJob:
             nnodes=self.nodes,
             nproc_per_node=self.nproc_per_node,
             instance_type=self.instance_type,
-            bf16=self.bf16,
             precompile=self.precompile,
             cacheset=self.cache_set,
             max_retries=self.max_retries,
@@ -127,10 +159,13 @@ class TrainingJob:
         return [f"{self.name}: {p}" for p in out]
 
 
-def validate_jobs(settings: Settings, jobs: Iterable[TrainingJob]) -> None:
-    """Raise one ``ValueError`` listing every problem of every job (none: return)."""
+def validate_jobs(
+    settings: Settings, jobs: Iterable[TrainingJob], *, problems: Iterable[str] = ()
+) -> None:
+    """Raise one ``ValueError`` listing every problem of every job, after the given
+    ``problems`` (none at all: return)."""
     jobs = list(jobs)
-    problems = [p for job in jobs for p in job.problems(settings)]
+    problems = [*problems, *(p for job in jobs for p in job.problems(settings))]
     names = [job.name for job in jobs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -145,15 +180,17 @@ def validate_jobs(settings: Settings, jobs: Iterable[TrainingJob]) -> None:
 def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
     """The tutorial's two jobs on the configured node group: precompile, then pretrain.
 
-    Both use every node (``trainium.nodes``, or ``max_nodes`` when the group is scaled to
-    zero) and every NeuronCore, and share one compile cache set.
+    Both use every node (:func:`bert_nodes`) and every NeuronCore, share one compile cache
+    set, and keep the recipe's global batch (:func:`bert_grad_accum_usteps`; check
+    :func:`bert_problems` for node counts that cannot).
     """
     trn = settings.trainium
-    nodes = trn.nodes or trn.max_nodes
+    nodes = bert_nodes(settings)
+    args = bert_args(nodes)
     precompile = TrainingJob(
         name="bert-precompile",
         script=BERT_SCRIPT,
-        script_args=BERT_ARGS + ("--steps_this_run", str(BERT_PRECOMPILE_STEPS)),
+        script_args=args + ("--steps_this_run", str(BERT_PRECOMPILE_STEPS)),
         nodes=nodes,
         instance_type=trn.instance_type,
         precompile=True,
@@ -162,7 +199,7 @@ def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
     pretrain = TrainingJob(
         name="bert-pretrain",
         script=BERT_SCRIPT,
-        script_args=BERT_ARGS,
+        script_args=args,
         nodes=nodes,
         instance_type=trn.instance_type,
         cache_set=BERT_CACHE_SET,

@@ -11,12 +11,10 @@ import cdk8s
 import kubernetes_validate
 import pytest
 
-from ml_platform.k8s_charts.etcd import EtcdChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart
 from ml_platform.versions import (
-    ETCD_IMAGE,
     NEURON_DEVICE_PLUGIN_IMAGE,
     VOLCANO_HELM_CHART_VERSION,
     efa_device_plugin_image,
@@ -66,7 +64,7 @@ def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
     assert (
         set(deployed) - TRITON_MANIFESTS
         == set(copies)
-        == {"Storage", "NeuronPlugin", "EfaPlugin", "Etcd", "VolcanoQueue"}
+        == {"Storage", "NeuronPlugin", "EfaPlugin", "VolcanoQueue"}
     )
     for name, objects in copies.items():
         assert [key(o) for o in deployed[name]] == [key(o) for o in objects], name
@@ -104,11 +102,11 @@ def test_every_object_validates_against_kubernetes_1_35(copies) -> None:
                 continue  # a CRD object: checked against Volcano's schema below
             kubernetes_validate.validate(obj, KUBERNETES, strict=True)
             checked += 1
-    assert checked == 12
+    assert checked == 8
 
 
 def test_validation_catches_a_broken_object(copies) -> None:
-    broken = json.loads(json.dumps(copies["Etcd"][1]))
+    broken = json.loads(json.dumps(copies["NeuronPlugin"][3]))
     broken["spec"]["replica"] = 1
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, KUBERNETES, strict=True)
@@ -121,7 +119,7 @@ def test_namespaces_are_set_per_object(deployed, synth: SynthesizedPlatform) -> 
         for obj in objects:
             namespace = obj["metadata"].get("namespace")
             assert (namespace is None) == (obj["kind"] in cluster_scoped), (name, key(obj))
-            assert namespace in (None, "kube-system", "etcd", training, "triton"), (name, key(obj))
+            assert namespace in (None, "kube-system", training, "triton"), (name, key(obj))
 
 
 # --- aws-cdk's own Neuron plugin is not applied -------------------------------------------
@@ -247,44 +245,7 @@ def test_trn1n_moves_both_device_plugins_to_trn1n(trn1n: SynthesizedPlatform) ->
     assert _instance_types(deployed["aws-efa-k8s-device-plugin"]) == ["trn1n.32xlarge"]
 
 
-# --- etcd, Volcano, storage ---------------------------------------------------------------
-
-
-def test_etcd_for_torchelastic(deployed, synth: SynthesizedPlatform) -> None:
-    objects = {
-        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
-        for o in deployed["Etcd"]
-    }
-    training = synth.platform.settings.training.namespace
-    assert set(objects) == {
-        ("Namespace", None, "etcd"),
-        ("Deployment", "etcd", "etcd-server"),
-        ("Service", "etcd", "etcd-server"),
-        ("Service", training, "etcd-server"),
-    }
-    pod = objects[("Deployment", "etcd", "etcd-server")]["spec"]["template"]["spec"]
-    (container,) = pod["containers"]
-    assert container["image"] == ETCD_IMAGE and re.match(
-        r"^quay\.io/coreos/etcd:v3\.5\.\d+$", ETCD_IMAGE
-    )
-    assert "--enable-v2" in container["command"]
-    assert set(container["resources"]["requests"]) == {"cpu", "memory"}
-    assert pod["nodeSelector"] == {"ml-platform/node-role": "system"}
-    service = objects[("Service", "etcd", "etcd-server")]["spec"]
-    assert {(p["name"], p["port"]) for p in service["ports"]} == {("client", 2379), ("peer", 2380)}
-    assert (
-        service["selector"]
-        == objects[("Deployment", "etcd", "etcd-server")]["spec"]["selector"]["matchLabels"]
-    )
-    alias = objects[("Service", training, "etcd-server")]["spec"]
-    assert alias == {"type": "ExternalName", "externalName": "etcd-server.etcd.svc.cluster.local"}
-
-
-def test_etcd_waits_for_the_training_namespace(synth: SynthesizedPlatform) -> None:
-    resources = synth.template_json("TrainingCluster")["Resources"]
-    etcd = next(k for k in resources if k.startswith("ClusterEtcd"))
-    storage = next(k for k in resources if k.startswith("ClusterStorage"))
-    assert storage in resources[etcd]["DependsOn"]
+# --- Volcano, storage ---------------------------------------------------------------
 
 
 def test_volcano_helm_chart(synth: SynthesizedPlatform) -> None:
@@ -407,8 +368,6 @@ def test_chart_validation() -> None:
         NeuronDevicePluginChart(app, "n", instance_types=[])
     with pytest.raises(ValueError, match=r"weight=0: expected 1 to 65535"):
         VolcanoQueueChart(app, "q", queue="q", weight=0)
-    with pytest.raises(ValueError, match=r"training_namespace='etcd'"):
-        EtcdChart(app, "e", training_namespace="etcd")
     with pytest.raises(ValueError, match=r"storage_gib=0"):
         TrainingStorageChart(
             app,

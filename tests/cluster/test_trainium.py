@@ -12,13 +12,15 @@ from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
 from tests.support import SynthesizedPlatform
 
 TRAINING_SG_EXPORT = "TrainingNodes"  # part of the Network stack's export name of the node SG
+TRAINIUM_STACK = "TrainingCluster"  # stack of the Trainium node group
+GPU_STACK = "TrainingCluster"  # stack of the GPU node group
 CLUSTER_SG = {"Fn::GetAtt": ["Cluster9EE0221C", "ClusterSecurityGroupId"]}
 
 
 def _trainium_template(synth: SynthesizedPlatform) -> dict:
     (lt,) = [
         r["Properties"]["LaunchTemplateData"]
-        for r in synth.template_json("TrainingCluster")["Resources"].values()
+        for r in synth.template_json(TRAINIUM_STACK)["Resources"].values()
         if r["Type"] == "AWS::EC2::LaunchTemplate"
         and "NetworkInterfaces" in r["Properties"]["LaunchTemplateData"]
     ]
@@ -28,7 +30,7 @@ def _trainium_template(synth: SynthesizedPlatform) -> dict:
 def _trainium_node_group(synth: SynthesizedPlatform) -> dict:
     (group,) = [
         r["Properties"]
-        for r in synth.template_json("TrainingCluster")["Resources"].values()
+        for r in synth.template_json(TRAINIUM_STACK)["Resources"].values()
         if r["Type"] == "AWS::EKS::Nodegroup"
         and r["Properties"]["AmiType"] == "AL2023_x86_64_NEURON"
     ]
@@ -52,9 +54,16 @@ def test_one_efa_interface_per_network_card(
     lt = _trainium_template(request.getfixturevalue(fixture))
     assert lt["InstanceType"] == instance_type
     interfaces = lt["NetworkInterfaces"]
-    assert [i["NetworkCardIndex"] for i in interfaces] == list(range(cards))
-    assert [i["DeviceIndex"] for i in interfaces] == [0] + [1] * (cards - 1)
-    assert all(i["InterfaceType"] == "efa" for i in interfaces)
+    # ENA primary on card 0, then one EFA-only device per card: card 0 at device index 1,
+    # the others at device index 0 (EC2 user guide, efa-acc-inst-types).
+    layout = [(i["NetworkCardIndex"], i["DeviceIndex"], i["InterfaceType"]) for i in interfaces]
+    assert layout == [(0, 0, "interface"), (0, 1, "efa-only")] + [
+        (card, 0, "efa-only") for card in range(1, cards)
+    ]
+    # One VPC address per node (the ENA primary), every EFA device kept.
+    assert sum(i["InterfaceType"] != "efa-only" for i in interfaces) == 1
+    assert sum(i["InterfaceType"] == "efa-only" for i in interfaces) == cards
+    assert all(i["DeleteOnTermination"] is True for i in interfaces)
     assert all("SubnetId" not in i for i in interfaces)
     for i in interfaces:
         (group,) = i["Groups"]
@@ -114,16 +123,38 @@ def test_node_group_is_neuron_ami_in_the_trainium_subnet_tainted_and_sized(
     }
 
 
-def test_node_role_has_the_worker_cni_and_ecr_policies(synth: SynthesizedPlatform) -> None:
-    resources = synth.template_json("TrainingCluster")["Resources"]
-    role_id = _trainium_node_group(synth)["NodeRole"]["Fn::GetAtt"][0]
-    arns = resources[role_id]["Properties"]["ManagedPolicyArns"]
-    names = {a["Fn::Join"][1][-1].rsplit("/", 1)[-1] for a in arns}
-    assert names == {
-        "AmazonEKSWorkerNodePolicy",
-        "AmazonEKS_CNI_Policy",
-        "AmazonEC2ContainerRegistryReadOnly",
+def _policy_names(role: dict) -> set[str]:
+    arns = role["Properties"]["ManagedPolicyArns"]
+    for arn in arns:
+        parts = arn["Fn::Join"][1]
+        assert parts[0] == "arn:" and parts[2].startswith(":iam::aws:policy/"), arn
+    return {a["Fn::Join"][1][-1].rsplit("/", 1)[-1] for a in arns}
+
+
+NODE_POLICIES = {
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEKS_CNI_Policy",
+    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonSSMManagedInstanceCore",
+}
+
+
+def test_node_roles_have_worker_cni_ecr_and_ssm_policies(synth: SynthesizedPlatform) -> None:
+    """Every node group's role, Trainium, system and GPU: SSM lets operators debug EFA and
+    Neuron on a node without SSH."""
+    templates = {
+        short: synth.template_json(short)["Resources"]
+        for short in {TRAINIUM_STACK, GPU_STACK, "TrainingCluster"}
     }
+    seen = 0
+    for resources in templates.values():
+        for group in resources.values():
+            if group["Type"] != "AWS::EKS::Nodegroup":
+                continue
+            role_id = group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
+            assert _policy_names(resources[role_id]) == NODE_POLICIES
+            seen += 1
+    assert seen == 3
 
 
 def _rules(synth: SynthesizedPlatform, stack: str, rtype: str) -> list[dict]:
@@ -164,7 +195,8 @@ def test_node_security_group_allows_itself_and_the_control_plane_both_ways(
         ("tcp", 53, 53),
         ("udp", 53, 53),
     }
-    # Both groups allow all outbound traffic, so the return direction needs no egress rules.
+    # Both groups allow all outbound traffic, so the return direction needs no egress rules
+    # towards the control plane.
     network = synth.template_json("Network")["Resources"]
     (node_sg,) = [
         r
@@ -178,6 +210,37 @@ def test_node_security_group_allows_itself_and_the_control_plane_both_ways(
             "IpProtocol": "-1",
         }
     ]
+
+
+def test_node_security_group_has_an_explicit_all_traffic_egress_rule_to_itself(
+    synth: SynthesizedPlatform,
+) -> None:
+    """EFA needs egress to the group itself; the 0.0.0.0/0 rule does not carry EFA."""
+    network = synth.template_json("Network")["Resources"]
+    (sg_id,) = [
+        k
+        for k, r in network.items()
+        if r["Type"] == "AWS::EC2::SecurityGroup" and k.startswith("TrainingNodes")
+    ]
+    egress = [
+        r["Properties"] for r in network.values() if r["Type"] == "AWS::EC2::SecurityGroupEgress"
+    ]
+    itself = {"Fn::GetAtt": [sg_id, "GroupId"]}
+    assert egress == [
+        {
+            "GroupId": itself,
+            "IpProtocol": "-1",
+            "DestinationSecurityGroupId": itself,
+            "Description": "EFA and node-to-node traffic",
+        }
+    ]
+    # No other stack adds a second copy of the rule.
+    for short in ("TrainingCluster", TRAINIUM_STACK):
+        for rule in _rules(synth, short, "AWS::EC2::SecurityGroupEgress"):
+            assert not (
+                _is_training_sg(rule["GroupId"])
+                and _is_training_sg(rule.get("DestinationSecurityGroupId", {}))
+            )
 
 
 def test_node_group_waits_for_its_security_group_rules(synth: SynthesizedPlatform) -> None:
@@ -306,3 +369,104 @@ def test_node_group_validation_reports_every_problem_before_creating_anything() 
             desired_size=0,
             max_size=0,
         )
+
+
+def test_a_users_security_group_gets_the_efa_self_rules_once() -> None:
+    """A group the user passes (allow_all_outbound=True, where CDK drops add_egress_rule(self))
+    gets an explicit all-traffic egress rule to itself, and one ingress rule from itself, even
+    when two launch templates and the platform's helper all touch it."""
+    from aws_cdk.assertions import Template
+
+    from ml_platform.constructs.network import allow_efa_within
+
+    stack, vpc, sg = _stack()
+    other = ec2.SecurityGroup(stack, "Other", vpc=vpc, allow_all_outbound=False)
+    EfaLaunchTemplate(stack, "Lt", security_groups=[sg, other])
+    EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], instance_type="trn1n.32xlarge")
+    allow_efa_within(sg)
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    ids = {
+        name: stack.resolve(group.node.default_child.logical_id) for name, group in
+        (("sg", sg), ("other", other))
+    }
+    egress = sorted(
+        (
+            r["Properties"]
+            for r in resources.values()
+            if r["Type"] == "AWS::EC2::SecurityGroupEgress"
+        ),
+        key=lambda p: p["GroupId"]["Fn::GetAtt"][0],
+    )
+    assert egress == sorted(
+        (
+            {
+                "GroupId": {"Fn::GetAtt": [logical, "GroupId"]},
+                "IpProtocol": "-1",
+                "DestinationSecurityGroupId": {"Fn::GetAtt": [logical, "GroupId"]},
+                "Description": "EFA and node-to-node traffic",
+            }
+            for logical in ids.values()
+        ),
+        key=lambda p: p["GroupId"]["Fn::GetAtt"][0],
+    )
+    ingress = [
+        r["Properties"]
+        for r in resources.values()
+        if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+    ]
+    assert sorted(
+        (p["GroupId"]["Fn::GetAtt"][0], p["SourceSecurityGroupId"]["Fn::GetAtt"][0])
+        for p in ingress
+    ) == sorted((logical, logical) for logical in ids.values())
+    assert all(p["IpProtocol"] == "-1" for p in ingress)
+
+
+def test_capacity_reservation_and_capacity_block_in_the_launch_template() -> None:
+    from aws_cdk.assertions import Template
+
+    stack, vpc, sg = _stack()
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack, "Cluster", cluster_name="c", vpc=vpc,
+        cluster_security_group_id="sg-0123456789abcdef0",
+    )
+    odcr = EfaLaunchTemplate(
+        stack, "Odcr", security_groups=[sg], capacity_reservation_id="cr-0123456789abcdef0"
+    )
+    assert odcr.capacity_type is None
+    TrainiumNodeGroup(
+        stack, "Block", cluster=cluster, subnet=vpc.private_subnets[0], security_group=sg,
+        capacity_reservation_id="cr-02168da1478b509e0", capacity_block=True,
+        min_size=0, desired_size=0, max_size=2,
+    )
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    templates = {
+        k: r["Properties"]["LaunchTemplateData"]
+        for k, r in resources.items() if r["Type"] == "AWS::EC2::LaunchTemplate"
+    }
+    (odcr_data,) = [d for k, d in templates.items() if k.startswith("Odcr")]
+    (block_data,) = [d for k, d in templates.items() if k.startswith("Block")]
+    assert odcr_data["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-0123456789abcdef0"}
+    }
+    assert "InstanceMarketOptions" not in odcr_data
+    assert block_data["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": "cr-02168da1478b509e0"}
+    }
+    assert block_data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    (group,) = [
+        r["Properties"] for r in resources.values() if r["Type"] == "AWS::EKS::Nodegroup"
+    ]
+    assert group["CapacityType"] == "CAPACITY_BLOCK"
+    assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 2}
+
+
+def test_capacity_validation_names_the_prop() -> None:
+    stack, _, sg = _stack()
+    with pytest.raises(ValueError) as info:
+        EfaLaunchTemplate(
+            stack, "Lt", security_groups=[sg], capacity_reservation_id="cb-123",
+            capacity_block=True,
+        )
+    assert "capacity_reservation_id='cb-123': expected a capacity reservation id" in str(info.value)
+    with pytest.raises(ValueError, match=r"capacity_block=True: needs capacity_reservation_id"):
+        EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], capacity_block=True)

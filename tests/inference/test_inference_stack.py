@@ -100,6 +100,36 @@ def test_execution_role_reads_only_the_model_prefix(synth: SynthesizedPlatform) 
     assert not any(s["Action"] == "s3:*" or s["Resource"] == "*" and "s3" in str(s) for s in statements)
 
 
+def _logs_statement(template: Template) -> dict:
+    (policy,) = [
+        p for p in template.find_resources("AWS::IAM::Policy").values()
+        if "ExecutionRole" in str(p["Properties"]["Roles"])
+    ]
+    statements = policy["Properties"]["PolicyDocument"]["Statement"]
+    (logs,) = [s for s in statements if "logs:PutLogEvents" in s["Action"]]
+    return logs
+
+
+def test_execution_role_writes_to_its_own_log_group(synth: SynthesizedPlatform) -> None:
+    """The exact ARNs: the endpoint's log group (with ':*', as CloudWatch Logs evaluates
+    log-group actions) and its streams; not 'log-group' without a name."""
+    logs = _logs_statement(synth.template("Inference"))
+    # cdk.json enables partition literals: 'aws' for us-west-2.
+    group = "arn:aws:logs:us-west-2:123456789012:log-group:/aws/sagemaker/Endpoints/triton-ensembles"
+    assert logs["Resource"] == [f"{group}:*", f"{group}:log-stream:*"]
+    # Without partition literals, the partition comes from the stack.
+    _, stack = endpoint_in("eu-west-1")
+    prefix = ["arn:", {"Ref": "AWS::Partition"}]
+    group = ":logs:eu-west-1:123456789012:log-group:/aws/sagemaker/Endpoints/ep"
+    assert _logs_statement(Template.from_stack(stack))["Resource"] == [
+        {"Fn::Join": ["", [*prefix, f"{group}:*"]]},
+        {"Fn::Join": ["", [*prefix, f"{group}:log-stream:*"]]},
+    ]
+    assert set(logs["Action"]) == {
+        "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"
+    }
+
+
 def test_endpoint_config_and_endpoint(synth: SynthesizedPlatform) -> None:
     t = synth.template("Inference")
     t.has_resource_properties(

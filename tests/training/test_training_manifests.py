@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import shlex
 import warnings
 from pathlib import Path
 from typing import Any
@@ -15,10 +16,12 @@ import pytest
 import yaml
 from kubernetes.client import ApiClient
 from syrupy.extensions.json import JSONSnapshotExtension
+from torchx.components import dist
 from torchx.schedulers import kubernetes_scheduler
 
 from ml_platform.config import Settings
 from ml_platform.k8s_charts import workloads
+from ml_platform.training import jobs
 from ml_platform.training.component import trainium_ddp
 
 K8S_VERSION = "1.35.0"
@@ -131,6 +134,12 @@ def env_of(c: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e.get("value") for e in c["env"]}
 
 
+def argv_of(c: dict[str, Any]) -> list[str]:
+    """The container's command line as bash splits it (``bash -c <line>``)."""
+    assert c["command"][:2] == ["bash", "-c"] and len(c["command"]) == 3 and "args" not in c
+    return shlex.split(c["command"][2])
+
+
 # --- files and schemas ---------------------------------------------------------------
 
 
@@ -209,9 +218,8 @@ def test_volcano_job_runs_on_every_neuroncore_of_two_trn1_nodes(name, volcano_jo
         assert volumes[mounts["/data"]]["persistentVolumeClaim"] == {"claimName": "fsx-claim"}
         assert volumes[mounts["/dev/shm"]]["emptyDir"] == {"medium": "Memory"}
         env = env_of(c)
-        assert env["XLA_DOWNCAST_BF16"] == "1"
         assert env["NEURON_CC_FLAGS"] == f"--cache_dir=/data/neuron_cache/bert-large_{i}"
-        assert env["TRANSFORMERS_CACHE"].startswith("/data/")
+        assert env["HF_HOME"] == f"/data/hf_home/bert-large_{i}"
         assert {
             "CCOM_SOCKET_IFNAME": "eth0",
             "FI_PROVIDER": "efa",
@@ -222,36 +230,96 @@ def test_volcano_job_runs_on_every_neuroncore_of_two_trn1_nodes(name, volcano_jo
         }.items() <= env.items()
 
 
-TORCHRUN = [
-    "python3", "-m", "torch.distributed.run",
-    "--rdzv_backend", "etcd", "--rdzv_endpoint", "etcd-server:2379",
-]  # fmt: skip
+@pytest.mark.parametrize("name", ["bert-precompile", "bert-pretrain"])
+def test_neuron_recipe_of_the_pinned_sample(name, volcano_jobs):
+    """aws-neuron-samples dp_bert_hf_pretrain run scripts at the pinned commit (Neuron 2.30)."""
+    for i, task in enumerate(volcano_jobs[name]["spec"]["tasks"]):
+        c = container(volcano_jobs[name], i)
+        env = env_of(c)
+        # bf16 by the script's own model.to(torch.bfloat16): XLA_DOWNCAST_BF16 is unsupported
+        # since Neuron 2.24 and makes the script skip that cast; TRANSFORMERS_CACHE is
+        # deprecated in favour of HF_HOME.
+        assert not {"XLA_DOWNCAST_BF16", "XLA_USE_BF16", "TRANSFORMERS_CACHE"} & set(env)
+        assert "--enable_fp32" not in argv_of(c)
+        assert env["NEURON_RT_EXEC_TIMEOUT"] == "600"
+        assert env["NEURON_RT_STOCHASTIC_ROUNDING_SEED"] == "0"
+        assert env["BUCKET_CAP_MB"] == "512"
+        # The collectives bootstrap port, reserved through a safe (namespaced) pod sysctl.
+        pod = task["template"]["spec"]
+        assert pod["securityContext"]["sysctls"] == [
+            {"name": "net.ipv4.ip_local_reserved_ports", "value": "48620"}
+        ]
+        assert c["ports"] == [{"containerPort": 29500, "name": "c10d"}]
+
+
+@pytest.mark.parametrize(("nodes", "accum"), [(1, 32), (2, 16), (4, 8), (8, 4), (32, 1)])
+def test_grad_accumulation_keeps_the_recipe_global_batch(nodes, accum):
+    settings = Settings.from_context(
+        {"trainium": {"nodes": nodes, "min_nodes": nodes, "max_nodes": nodes}}
+    )
+    assert jobs.bert_problems(settings) == []
+    for job in jobs.bert_jobs(settings):
+        args = list(job.script_args)
+        batch = int(args[args.index("--batch_size") + 1])
+        steps = int(args[args.index("--grad_accum_usteps") + 1])
+        assert (batch, steps) == (16, accum)
+        assert nodes * job.workers_per_node * batch * steps == 16_384
+
+
+def test_grad_accumulation_needs_a_node_count_dividing_the_recipe():
+    settings = Settings.from_context({"trainium": {"nodes": 3, "max_nodes": 3}})
+    expected = r"trainium.nodes = 3: .*expected one of \[1, 2, 4, 8, 16, 32\]"
+    with pytest.raises(ValueError, match=expected):
+        workloads.build_workload_manifests(settings)
+
+
+TORCHRUN = ["python3", "-m", "torch.distributed.run", "--rdzv_backend", "c10d"]
 BERT_ARGS = [
     "dp_bert_large_hf_pretrain_hdf5.py",
-    "--batch_size", "16", "--grad_accum_usteps", "32",
+    "--batch_size", "16", "--grad_accum_usteps", "16",
     "--data_dir", "/data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128",
     "--output_dir", "/data/output",
 ]  # fmt: skip
+# TorchX's rank-0 host: the first pod hosts the store, the others find it by Volcano DNS name.
+ENDPOINTS = ["${TORCHX_RANK0_HOST:=localhost}:29500", "${VC_WORKER_0_HOSTS:=localhost}:29500"]
 
 
-def test_pretrain_command_is_the_etcd_rendezvous_as_an_argument_list(volcano_jobs):
-    assert container(volcano_jobs["bert-pretrain"])["command"] == [
-        *TORCHRUN,
-        "--rdzv_id", "bert-pretrain",
-        "--nnodes", "2", "--nproc_per_node", "32", "--tee", "3", "--role", "",
-        *BERT_ARGS,
-    ]  # fmt: skip
+def test_pretrain_command_is_the_c10d_rendezvous_on_the_first_pod(volcano_jobs):
+    for i, endpoint in enumerate(ENDPOINTS):
+        assert argv_of(container(volcano_jobs["bert-pretrain"], i)) == [
+            *TORCHRUN,
+            "--rdzv_endpoint", endpoint,
+            "--rdzv_id", "bert-pretrain",
+            "--nnodes", "2", "--nproc_per_node", "32", "--tee", "3",
+            *BERT_ARGS,
+        ]  # fmt: skip
 
 
 def test_precompile_wraps_the_same_command_in_neuron_parallel_compile(volcano_jobs):
-    assert container(volcano_jobs["bert-precompile"])["command"] == [
-        "neuron_parallel_compile",
-        *TORCHRUN,
-        "--rdzv_id", "bert-precompile",
-        "--nnodes", "2", "--nproc_per_node", "32", "--tee", "3", "--role", "",
-        *BERT_ARGS,
-        "--steps_this_run", "10",
-    ]  # fmt: skip
+    for i, endpoint in enumerate(ENDPOINTS):
+        assert argv_of(container(volcano_jobs["bert-precompile"], i)) == [
+            "neuron_parallel_compile",
+            *TORCHRUN,
+            "--rdzv_endpoint", endpoint,
+            "--rdzv_id", "bert-precompile",
+            "--nnodes", "2", "--nproc_per_node", "32", "--tee", "3",
+            *BERT_ARGS,
+            "--steps_this_run", "10",
+        ]  # fmt: skip
+
+
+def test_rendezvous_endpoint_is_the_one_torchx_dist_torchrun_renders(volcano_jobs, settings):
+    """Same host macro and port as TorchX's own c10d component, rendered by the same scheduler."""
+    app = dist.torchrun(script="worker.py", j="2x32", image=settings.training_image_uri)
+    reference = _torchx_dryrun(app, settings)
+
+    def endpoints(job: dict[str, Any]) -> list[str]:
+        return [
+            re.search(r"--rdzv_endpoint (\S+)", container(job, i)["command"][-1]).group(1)
+            for i in range(len(job["spec"]["tasks"]))
+        ]
+
+    assert endpoints(reference) == endpoints(volcano_jobs["bert-pretrain"]) == ENDPOINTS
 
 
 def test_trn1n_nodes_get_all_sixteen_efa_interfaces(trn1n_volcano_jobs):

@@ -10,7 +10,7 @@ import pytest
 from ml_platform.config import Settings
 from ml_platform.k8s_charts.workloads import build_workload_manifests
 from ml_platform.training.component import trainium_ddp
-from ml_platform.training.jobs import BERT_ARGS, TrainingJob, bert_jobs, validate_jobs
+from ml_platform.training.jobs import TrainingJob, bert_args, bert_jobs, validate_jobs
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_precompile_without_a_step_bound(settings, pretrain):
 
 def test_precompile_accepts_the_equals_form_of_the_step_bound(settings, pretrain):
     job = dataclasses.replace(
-        pretrain, precompile=True, script_args=BERT_ARGS + ("--steps_this_run=10",)
+        pretrain, precompile=True, script_args=bert_args(2) + ("--steps_this_run=10",)
     )
     validate_jobs(settings, [job])
 

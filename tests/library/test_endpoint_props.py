@@ -1,0 +1,65 @@
+"""TritonMultiModelEndpoint's role and endpoint-name props, as an outside app uses them."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
+
+from ml_platform.app import new_app
+from ml_platform.constructs import TritonMultiModelEndpoint
+
+ENV = cdk.Environment(account="111122223333", region="us-east-1")
+
+
+def _stack() -> tuple[cdk.Stack, s3.IBucket]:
+    stack = cdk.Stack(new_app(), "Inference", env=ENV)
+    return stack, s3.Bucket.from_bucket_name(stack, "Models", "team-models")
+
+
+@pytest.mark.parametrize(
+    "name", ["-lead", "trail-", "under_score", "dot.name", "a" * 64, "", "sp ace"]
+)
+def test_endpoint_name_is_validated(name: str) -> None:
+    stack, bucket = _stack()
+    with pytest.raises(ValueError, match=r"endpoint_name=.*expected 1 to 63 letters, digits"):
+        TritonMultiModelEndpoint(
+            stack, "Mme", bucket=bucket, endpoint_name=name, archives=["a.tar.gz"]
+        )
+
+
+def test_a_given_role_is_used_and_gets_the_statements() -> None:
+    stack, bucket = _stack()
+    role = iam.Role(stack, "Exec", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
+    mme = TritonMultiModelEndpoint(
+        stack, "Mme", bucket=bucket, endpoint_name="a" * 63, archives=["a.tar.gz"], role=role
+    )
+    assert mme.role is role
+    template = Template.from_stack(stack)
+    assert mme.node.try_find_child("ExecutionRole") is None
+    role_id = stack.get_logical_id(role.node.default_child)
+    model = template.find_resources("AWS::SageMaker::Model")
+    ((_, props),) = model.items()
+    assert props["Properties"]["ExecutionRoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    ((policy_id, policy),) = template.find_resources("AWS::IAM::Policy").items()
+    assert policy["Properties"]["Roles"] == [{"Ref": role_id}]
+    assert policy_id in props["DependsOn"]
+    actions = {
+        a for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
+    }
+    assert {"s3:GetObject", "s3:ListBucket", "ecr:BatchGetImage"} <= actions
+
+
+def test_an_imported_role_is_referenced_as_is() -> None:
+    stack, bucket = _stack()
+    arn = "arn:aws:iam::111122223333:role/team-sagemaker"
+    role = iam.Role.from_role_arn(stack, "Exec", arn, mutable=False)
+    TritonMultiModelEndpoint(
+        stack, "Mme", bucket=bucket, endpoint_name="team", archives=["a.tar.gz"], role=role
+    )
+    template = Template.from_stack(stack)
+    assert not [k for k in template.find_resources("AWS::IAM::Role") if "Execution" in k]
+    template.has_resource_properties("AWS::SageMaker::Model", {"ExecutionRoleArn": arn})

@@ -1,0 +1,262 @@
+"""The emitted rendezvous, run for real: torchrun on CPU with the manifest's own command line.
+
+Each "node" is the shell command and environment of one task of the rendered pretraining
+Volcano Job, changed only where a laptop differs from a Trainium node:
+
+* the training script becomes a tiny gloo ``all_reduce`` script written by the test, and
+  ``--nproc_per_node`` becomes 2 (2 nodes x 2 = world size 4);
+* Volcano's ``svc`` plugin env vars (``VC_<TASK>_HOSTS``, one DNS name per task, as its
+  GenerateHosts makes them) are added to every node, with each name resolved to 127.0.0.1
+  (the job's headless Service does that on the cluster);
+* the rendezvous port becomes a free one, so parallel test runs cannot collide.
+
+On one machine both agents see a loopback address and either may host the c10d store (torch
+falls back to a client when the port is taken); on the cluster only the first pod's name is
+its own. Everything else (backend, run id, node count, env, bash expansion) is the manifest's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ml_platform.training.jobs import BERT_SCRIPT
+
+NPROC = 2
+TIMEOUT_S = 60  # per phase; a healthy run takes a few seconds
+
+GLOO_SCRIPT = """\
+import json, os, sys, time
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+rank, world = dist.get_rank(), dist.get_world_size()
+total = torch.tensor([float(rank + 1)])
+dist.all_reduce(total)
+out = os.path.join(os.environ["RDZV_TEST_OUT"], f"rank-{rank}.json")
+with open(out + ".tmp", "w") as f:
+    json.dump({"rank": rank, "world": world, "sum": total.item(), "pid": os.getpid()}, f)
+os.replace(out + ".tmp", out)
+if os.environ.get("RDZV_TEST_HOLD"):  # stay "mid-run" until killed
+    time.sleep(TIMEOUT)
+dist.barrier()
+dist.destroy_process_group()
+""".replace("TIMEOUT", str(TIMEOUT_S))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env_key(task_name: str) -> str:
+    return task_name.replace("-", "_").upper()
+
+
+def volcano_svc_env(job: dict[str, Any]) -> dict[str, str]:
+    """The host env vars Volcano's svc plugin gives every pod of ``job``: per task
+    ``VC_<TASK>_HOSTS`` (``<job>-<task>-<i>.<job>``, comma separated) and ``VC_<TASK>_NUM``.
+    Source: https://github.com/volcano-sh/volcano/blob/v1.15.1/pkg/controller/job/plugins/svc/svc.go
+    """
+    name = job["metadata"]["name"]
+    env: dict[str, str] = {}
+    if "svc" not in job["spec"].get("plugins", {}):
+        return env  # without the plugin, pods get neither the variables nor the DNS names
+    for task in job["spec"]["tasks"]:
+        hosts = [f"{name}-{task['name']}-{i}.{name}" for i in range(task["replicas"])]
+        env[f"VC_{_env_key(task['name'])}_HOSTS"] = ",".join(hosts)
+        env[f"VC_{_env_key(task['name'])}_NUM"] = str(len(hosts))
+    return env
+
+
+@dataclass
+class Node:
+    """One task of the Volcano Job, ready to run here."""
+
+    command: list[str]
+    env: dict[str, str]
+
+
+def local_nodes(job: dict[str, Any], *, script: Path, port: int) -> list[Node]:
+    """Every task's container command and env, localized as the module docstring says."""
+    svc = volcano_svc_env(job)
+    resolved = {k: re.sub(r"[^,]+", "127.0.0.1", v) if k.endswith("_HOSTS") else v
+                for k, v in svc.items()}  # fmt: skip
+    nodes = []
+    for task in job["spec"]["tasks"]:
+        (container,) = task["template"]["spec"]["containers"]
+        argv = [*container.get("command", []), *container.get("args", [])]
+        assert argv[:2] == ["bash", "-c"] and len(argv) == 3, argv
+        line = argv[2]
+        script_arg = rf"(?<= ){re.escape(BERT_SCRIPT)}(?= )"
+        line, n_script = re.subn(script_arg, shlex.quote(str(script)), line)
+        line, n_nproc = re.subn(r"--nproc_per_node \d+", f"--nproc_per_node {NPROC}", line)
+        line, n_port = re.subn(r"(--rdzv_endpoint \S+:)\d+", rf"\g<1>{port}", line)
+        assert (n_script, n_nproc, n_port) == (1, 1, 1), line
+        env = {e["name"]: e["value"] for e in container.get("env", [])}
+        nodes.append(Node(command=["bash", "-c", line], env={**env, **resolved}))
+    return nodes
+
+
+class Cluster:
+    """Runs the nodes as process groups (one per pod) and cleans up after itself."""
+
+    def __init__(self, nodes: list[Node], workdir: Path) -> None:
+        self.nodes = nodes
+        self.workdir = workdir
+        self.procs: list[subprocess.Popen] = []
+        self.attempt = 0
+
+    def start(self, *, hold: bool = False) -> Path:
+        """Start every node (a new attempt); return the folder the ranks report into."""
+        self.attempt += 1
+        out = self.workdir / f"attempt-{self.attempt}"
+        out.mkdir()
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("VC_", "TORCHX_"))}
+        # `python3` of the command is this venv's interpreter (torch is installed here).
+        base["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{base.get('PATH', '')}"
+        base["RDZV_TEST_OUT"] = str(out)
+        if hold:
+            base["RDZV_TEST_HOLD"] = "1"
+        self.procs = []
+        for i, node in enumerate(self.nodes):
+            with (out / f"node-{i}.out").open("w") as stdout, (
+                out / f"node-{i}.err"
+            ).open("w") as stderr:
+                self.procs.append(
+                    subprocess.Popen(
+                        node.command,
+                        env={**base, **node.env},
+                        stdout=stdout,
+                        stderr=stderr,
+                        start_new_session=True,  # one process group per "pod"
+                    )
+                )
+        return out
+
+    def wait(self, timeout: float = TIMEOUT_S) -> list[int]:
+        deadline = time.monotonic() + timeout
+        codes = []
+        for proc in self.procs:
+            try:
+                codes.append(proc.wait(max(0.1, deadline - time.monotonic())))
+            except subprocess.TimeoutExpired:
+                self.kill()
+                pytest.fail(f"attempt {self.attempt}: nodes still running after {timeout} s")
+        return codes
+
+    def wait_any(self, timeout: float = TIMEOUT_S) -> int:
+        """Index of the first node to exit."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for i, proc in enumerate(self.procs):
+                if proc.poll() is not None:
+                    return i
+            time.sleep(0.1)
+        self.kill()
+        pytest.fail(f"attempt {self.attempt}: no node exited within {timeout} s")
+
+    def kill(self, sig: int = signal.SIGKILL, grace: float = 10) -> None:
+        """Signal every node's process group; SIGKILL what is left after ``grace`` s."""
+        for proc in self.procs:
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                pass
+        for proc in self.procs:
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+            try:  # workers of a group outlive a dead agent: clean the whole group
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+
+    def stderr(self) -> str:
+        out = self.workdir / f"attempt-{self.attempt}"
+        return "".join(p.read_text() for p in sorted(out.glob("node-*.err")))
+
+
+def _ranks(out: Path, *, expected: int = 2 * NPROC, timeout: float = TIMEOUT_S) -> list[dict]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and len(list(out.glob("rank-*.json"))) < expected:
+        time.sleep(0.1)
+    return sorted((json.loads(p.read_text()) for p in out.glob("rank-*.json")),
+                  key=lambda r: r["rank"])  # fmt: skip
+
+
+def _assert_group_formed(out: Path, cluster: Cluster) -> None:
+    ranks = _ranks(out)
+    assert [(r["rank"], r["world"], r["sum"]) for r in ranks] == [
+        (rank, 4, 10.0) for rank in range(4)
+    ], cluster.stderr()[-4000:]
+
+
+@pytest.fixture
+def cluster(volcano_jobs, tmp_path: Path) -> Iterator[Cluster]:
+    script = tmp_path / "gloo_all_reduce.py"
+    script.write_text(GLOO_SCRIPT)
+    nodes = local_nodes(volcano_jobs["bert-pretrain"], script=script, port=_free_port())
+    running = Cluster(nodes, tmp_path)
+    yield running
+    running.kill()
+
+
+def test_volcano_gives_the_rendezvous_host_to_every_pod(volcano_jobs):
+    """The endpoint names an env var the pod has: its own (first pod) or the svc plugin's."""
+    job = volcano_jobs["bert-pretrain"]
+    svc = volcano_svc_env(job)
+    assert svc["VC_WORKER_0_HOSTS"] == "bert-pretrain-worker-0-0.bert-pretrain"
+    # DNS answers for a pod before it is ready, so the others find the store while it starts.
+    assert job["spec"]["plugins"]["svc"] == ["--publish-not-ready-addresses"]
+    for i, task in enumerate(job["spec"]["tasks"]):
+        (container,) = task["template"]["spec"]["containers"]
+        line = container["command"][2]
+        host_var = re.search(r"--rdzv_endpoint \$\{(\w+):=localhost\}:29500 ", line)
+        assert host_var is not None, container["command"]
+        env = {e["name"]: e["value"] for e in container["env"]}
+        if i == 0:
+            assert env[host_var.group(1)] == "localhost"  # the first pod hosts the store
+        else:
+            assert host_var.group(1) == "VC_WORKER_0_HOSTS" and host_var.group(1) not in env
+
+
+def test_rendezvous_forms_again_on_rerun_and_after_a_volcano_restart(cluster: Cluster):
+    # First run, to the end.
+    out = cluster.start()
+    assert cluster.wait() == [0, 0], cluster.stderr()[-4000:]
+    _assert_group_formed(out, cluster)
+    assert "Traceback" not in cluster.stderr()
+
+    # "kubectl delete -f; kubectl apply -f" of the same manifest right away: the group forms
+    # again (asserted below) ...
+    out = cluster.start(hold=True)
+    _assert_group_formed(out, cluster)
+    # ... and while it runs, a worker dies: its node's agent fails the pod ...
+    victim = next(r for r in _ranks(out) if r["rank"] == 2 * NPROC - 1)
+    os.kill(victim["pid"], signal.SIGKILL)
+    failed = cluster.wait_any()
+    assert cluster.procs[failed].returncode != 0
+    # ... and Volcano's RestartJob deletes every pod (SIGTERM, then SIGKILL) and recreates them.
+    cluster.kill(signal.SIGTERM)
+    out = cluster.start()
+    assert cluster.wait() == [0, 0], cluster.stderr()[-4000:]
+    _assert_group_formed(out, cluster)
+    assert "Traceback" not in cluster.stderr()
