@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install install-dev synth test bench image clean
+.PHONY: install install-dev synth test bench image cost clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,10 @@ install-dev: $(VENV)/.dev node_modules/.installed
 synth: install
 	npx cdk synth --quiet
 	$(PY) -m ml_platform.k8s_charts.workloads --out dist/k8s
+
+## On-demand cost of the synthesized stacks in cdk.out/ (run `make synth` first).
+cost: install
+	$(VENV)/bin/mlp cost
 
 ## Run the whole test suite.
 test: install-dev

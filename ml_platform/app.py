@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +9,7 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
+from ml_platform.stacks.accelerators import GpuNodesStack, TrainiumNodesStack
 from ml_platform.stacks.inference import InferenceStack
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
@@ -39,10 +39,9 @@ def new_app(**kwargs: Any) -> cdk.App:
 
 
 def settings_from_app(app: cdk.App) -> Settings:
-    """Parse the app's ``ml-platform`` context (a JSON string when given with ``-c``)."""
+    """Parse the app's ``ml-platform`` context (a JSON string when given with ``-c``, which
+    :meth:`Settings.from_context` parses; text that is not a JSON object is a SettingsError)."""
     raw = app.node.try_get_context(CONTEXT_KEY)
-    if isinstance(raw, str):
-        raw = json.loads(raw)
     return Settings.from_context(raw, known_azs=_AppContext(app))
 
 
@@ -56,11 +55,30 @@ class Platform:
     storage: StorageStack
     inference: InferenceStack | None = None
     training_cluster: TrainingClusterStack | None = None
+    trainium_nodes: TrainiumNodesStack | None = None
+    gpu_nodes: GpuNodesStack | None = None
 
     @property
     def stacks(self) -> list[cdk.Stack]:
-        optional = (self.inference, self.training_cluster)
+        optional = (self.inference, self.training_cluster, self.trainium_nodes, self.gpu_nodes)
         return [s for s in (self.network, self.storage, *optional) if s is not None]
+
+
+def annotate_costs(stacks: list[cdk.Stack]) -> None:
+    """An info annotation on each stack with its estimated on-demand cost (shipped prices)."""
+    from ml_platform.pricing import PriceTable, estimate_template
+    from ml_platform.pricing.assembly import template_in_memory
+
+    table = PriceTable.load()
+    for stack in stacks:
+        if cdk.Token.is_unresolved(stack.region):
+            cdk.Annotations.of(stack).add_info(
+                f"No cost estimate for {stack.stack_name}: the stack has no region")
+            continue
+        estimate = estimate_template(template_in_memory(stack, priced_only=True),
+                                     stack=stack.stack_name,
+                                     region=stack.region, table=table)
+        cdk.Annotations.of(stack).add_info(estimate.summary())
 
 
 def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Platform:
@@ -118,8 +136,36 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
         )
         platform.training_cluster.add_stack_dependency(storage)
+        # Accelerator node groups in stacks of their own: an InsufficientInstanceCapacity
+        # failure rolls back only that stack, and `cdk deploy <stack>` can be retried.
+        cluster_stack = platform.training_cluster
+        platform.trainium_nodes = TrainiumNodesStack(
+            app,
+            f"{prefix}-TrainiumNodes",
+            settings=settings,
+            cluster=cluster_stack.eks.cluster,
+            trainium_subnet=network.trainium_subnet,
+            training_nodes=network.training_nodes.security_group,
+            nodes_ready_after=cluster_stack.addons.node_dependents(),
+            env=env,
+            description="cdk-ml-platform: Trainium node group (EFA), separate from the cluster",
+        )
+        platform.trainium_nodes.add_stack_dependency(cluster_stack)
+        if cluster_stack.triton is not None:
+            platform.gpu_nodes = GpuNodesStack(
+                app,
+                f"{prefix}-GpuNodes",
+                settings=settings,
+                cluster=cluster_stack.eks.cluster,
+                nodes_ready_after=cluster_stack.addons.node_dependents(),
+                env=env,
+                description="cdk-ml-platform: GPU node group of Triton on EKS",
+            )
+            platform.gpu_nodes.add_stack_dependency(cluster_stack)
     for stack in platform.stacks:
         cdk.Tags.of(stack).add("project", "cdk-ml-platform")
+    if settings.cost_annotations:
+        annotate_costs(platform.stacks)
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return platform

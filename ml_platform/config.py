@@ -10,6 +10,7 @@ reported together in one :class:`SettingsError`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import re
 import types
@@ -24,7 +25,13 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
 )
 from ml_platform.sagemaker_images import TRITON_VERSIONS
-from ml_platform.triton.ensembles import ARCHIVE_MODELS
+from ml_platform.triton.ensembles import (
+    ARCHIVE_MODELS,
+    IMAGE_ARCHIVE,
+    TEXT_ARCHIVE,
+    TEXT_ONNX_ARCHIVE,
+)
+from ml_platform.triton.targets import gpu_problem, triton_version_problem
 from ml_platform.triton.target_model import validate_target_model
 
 CONTEXT_KEY = "ml-platform"
@@ -39,11 +46,123 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
                       1827, 2192, 2557, 2922, 3288, 3653)
 TRITON_SAGEMAKER_VERSIONS = TRITON_VERSIONS
 
-_ACCOUNT = re.compile(r"^\d{12}$")
-_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d$")
-_NAME = re.compile(r"^[a-z][a-z0-9-]{0,39}$")
-_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+$")
-_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+# Every pattern is matched with ``fullmatch`` (``$`` would accept a trailing newline) and
+# spelled in ASCII classes (``\d`` and ``\w`` match other scripts' digits and letters).
+_ACCOUNT = re.compile(r"[0-9]{12}")
+_REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]")
+_NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
+_ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
+_K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_STACK_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}")
+# The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
+# it cannot parse fails deep in jsii. Group 3 holds the capability letters ('g': Graviton).
+_INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")
+_ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
+_IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+_CAPACITY_RESERVATION = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")
+_ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
+
+# Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
+# (and on stack deletion deletes) training.namespace, so it must never be one of these.
+RESERVED_NAMESPACES = (
+    "default", "kube-system", "kube-public", "kube-node-lease",  # Kubernetes
+    "volcano-system", "volcano-monitoring",  # Volcano's Helm chart
+    "triton",  # Triton on EKS (k8s_charts/triton.py)
+)
+# Volcano creates and owns these queues ('root' is the parent of hierarchical queues).
+RESERVED_QUEUES = ("default", "root")
+# EKS: "You can't add IPv6 CIDR blocks to IPv4 clusters"; at most 40 public access CIDRs.
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html
+# https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
+MAX_PUBLIC_ACCESS_CIDRS = 40
+# Partition of each region family, for ARNs given in settings.
+def partition_of(region: str) -> str:
+    """The AWS partition a region belongs to (``aws``, ``aws-cn``, ``aws-us-gov``, ...)."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    if region.startswith("us-isob-"):
+        return "aws-iso-b"
+    if region.startswith("us-iso-"):
+        return "aws-iso"
+    return "aws"
+
+
+def endpoint_construct_id(endpoint_name: str) -> str:
+    """The construct id InferenceStack gives an endpoint: 'triton-ensembles' ->
+    'TritonEnsembles' (stacks/inference.py; a test holds the two equal)."""
+    return "".join(part[:1].upper() + part[1:] for part in endpoint_name.split("-"))
+
+
+# Construct ids InferenceStack uses beside the endpoints' ids and their '<id>Name' outputs.
+INFERENCE_FIXED_IDS = ("ModelBucket", "UploadArchives")
+
+
+# Address blocks a VPC cannot take: AWS rejects or reserves them, or they cannot route.
+# https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html
+_NOT_FOR_VPC = {
+    "0.0.0.0/8": "'this network' (unspecified)",
+    "127.0.0.0/8": "loopback",
+    "169.254.0.0/16": "link-local",
+    "224.0.0.0/4": "multicast",
+    "240.0.0.0/4": "reserved",
+}
+
+
+def vpc_cidr_problems(cidr: str, key: str = "network.cidr") -> list[str]:
+    """Problems of a VPC CIDR: an IPv4 block /16 to /20, not in a special-purpose range."""
+    try:
+        net = ipaddress.ip_network(cidr)
+    except ValueError:
+        return [f"{key} = {cidr!r}: not a CIDR block (host bits must be zero)"]
+    if net.version != 4 or not 16 <= net.prefixlen <= 20:
+        return [f"{key} = {cidr!r}: expected an IPv4 block from /16 to /20"]
+    for block, what in _NOT_FOR_VPC.items():
+        if net.overlaps(ipaddress.ip_network(block)):
+            return [f"{key} = {cidr!r}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"]
+    return []
+
+
+# Caps of `inference.upload_dir`: the deploy-time upload is a Lambda-backed BucketDeployment.
+UPLOAD_DIR_MAX_ARCHIVES = 100
+
+
+def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> list[str]:
+    """Problems of a local folder of archives to upload at deploy time: it must be a folder
+    whose ``*.tar.gz`` archives are safe to unpack and servable (the checker runs only when
+    the folder holds archives, so protobuf loads only then)."""
+    from pathlib import Path
+
+    try:
+        folder = Path(upload_dir)
+        is_dir = folder.is_dir()
+        exists = folder.exists()
+    except (OSError, ValueError):  # e.g. an embedded NUL byte or a name too long
+        return [f"{key} = {upload_dir!r}: not a usable path"]
+    if not is_dir:
+        what = "is not a directory" if exists else "does not exist"
+        return [f"{key} = {upload_dir!r}: {what}; expected a folder of built archives"]
+    archives = sorted(folder.glob("*.tar.gz"))
+    if not archives:
+        return [f"{key} = {upload_dir!r}: holds no *.tar.gz archive"]
+    if len(archives) > UPLOAD_DIR_MAX_ARCHIVES:
+        return [f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"]
+    from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
+
+    out = []
+    for archive in archives:
+        try:
+            check_archive(archive)
+        except ArchiveSafetyError as error:
+            out.append(f"{key} = {upload_dir!r}: {error}")
+            continue
+        from ml_platform.triton.repository import archive_problems
+
+        out += [f"{key} = {upload_dir!r}: {archive.name}: {p}" for p in archive_problems(archive)]
+    return out
 
 
 class SettingsError(ValueError):
@@ -75,11 +194,11 @@ class EnvironmentSettings:
 
     def problems(self) -> list[str]:
         out = []
-        if not _ACCOUNT.match(self.account):
+        if not _ACCOUNT.fullmatch(self.account):
             out.append(f"env.account = {self.account!r}: expected a 12-digit AWS account id")
-        if not _REGION.match(self.region):
+        if not _REGION.fullmatch(self.region):
             out.append(f"env.region = {self.region!r}: expected a region name such as 'us-west-2'")
-        if not re.match(r"^[A-Za-z][A-Za-z0-9]{0,40}$", self.stack_prefix):
+        if not _STACK_PREFIX.fullmatch(self.stack_prefix):
             out.append(
                 f"env.stack_prefix = {self.stack_prefix!r}: expected letters and digits, "
                 "starting with a letter, at most 41 characters"
@@ -108,12 +227,7 @@ class NetworkSettings:
 
     def problems(self) -> list[str]:
         out = []
-        try:
-            net = ipaddress.ip_network(self.cidr)
-            if net.version != 4 or not 16 <= net.prefixlen <= 20:
-                out.append(f"network.cidr = {self.cidr!r}: expected an IPv4 block from /16 to /20")
-        except ValueError:
-            out.append(f"network.cidr = {self.cidr!r}: not a CIDR block")
+        out += vpc_cidr_problems(self.cidr)
         if len(self.availability_zones) < 2 or len(set(self.availability_zones)) != len(
             self.availability_zones
         ):
@@ -180,10 +294,16 @@ class StorageSettings:
             )
         if not 1 <= self.ecr_max_images <= 1000:
             out.append(f"storage.ecr_max_images = {self.ecr_max_images}: expected 1 to 1000")
-        if not re.match(r"^[A-Za-z0-9][A-Za-z0-9._/-]*/$", self.model_prefix):
+        segments = self.model_prefix.split("/")
+        if (
+            not self.model_prefix.endswith("/")
+            or len(self.model_prefix) > 512
+            or any(s in ("", ".", "..") or not _PREFIX_SEGMENT.fullmatch(s) for s in segments[:-1])
+        ):
             out.append(
                 f"storage.model_prefix = {self.model_prefix!r}: expected a relative S3 key prefix "
-                "ending in '/', e.g. 'models/'"
+                "ending in '/' of segments made of letters, digits and '._-' (none empty, '.' or "
+                "'..'), at most 512 characters, e.g. 'models/'"
             )
         return out
 
@@ -202,6 +322,10 @@ class ClusterSettings:
             synth-time warning: restrict it to your network.
         system_instance_type: Instance type of the small system node group. Default m6i.large.
         system_nodes: Nodes in the system node group. Default 2.
+        fsx_csi_driver_version: Version of the ``aws-fsx-csi-driver`` add-on. Default none:
+            EKS's default version (``mlp addons`` lists what exists).
+        cloudwatch_observability_version: Version of the ``amazon-cloudwatch-observability``
+            add-on. Default none: EKS's default version.
     """
 
     name: str = "ml-platform"
@@ -211,48 +335,103 @@ class ClusterSettings:
     public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
     system_instance_type: str = "m6i.large"
     system_nodes: int = 2
+    fsx_csi_driver_version: str | None = None
+    cloudwatch_observability_version: str | None = None
 
-    def problems(self) -> list[str]:
+    @property
+    def addon_versions(self) -> dict[str, str]:
+        """Add-on versions set in these settings, by add-on name."""
+        chosen = {
+            "aws-fsx-csi-driver": self.fsx_csi_driver_version,
+            "amazon-cloudwatch-observability": self.cloudwatch_observability_version,
+        }
+        return {name: version for name, version in chosen.items() if version is not None}
+
+    def problems(self, region: str | None = None) -> list[str]:
         out = []
-        if not _NAME.match(self.name):
+        if not _NAME.fullmatch(self.name):
             out.append(f"cluster.name = {self.name!r}: expected lower-case letters, digits and '-'")
         if self.kubernetes_version not in KUBERNETES_VERSIONS:
             out.append(
                 f"cluster.kubernetes_version = {self.kubernetes_version!r}: expected one of "
                 f"{list(KUBERNETES_VERSIONS)}"
             )
-        if self.admin_role_arn is not None and not _ROLE_ARN.match(self.admin_role_arn):
-            out.append(
-                f"cluster.admin_role_arn = {self.admin_role_arn!r}: expected an IAM role ARN"
-            )
+        if self.admin_role_arn is not None:
+            arn = _ROLE_ARN.fullmatch(self.admin_role_arn)
+            if not arn:
+                out.append(
+                    f"cluster.admin_role_arn = {self.admin_role_arn!r}: expected an IAM role ARN "
+                    "(arn:<partition>:iam::<12-digit account>:role/<name>)"
+                )
+            elif region is not None and arn.group(1) != partition_of(region):
+                out.append(
+                    f"cluster.admin_role_arn = {self.admin_role_arn!r}: partition {arn.group(1)!r} "
+                    f"differs from env.region {region!r}'s {partition_of(region)!r}"
+                )
         if self.endpoint_access not in ENDPOINT_ACCESS:
             out.append(
                 f"cluster.endpoint_access = {self.endpoint_access!r}: expected one of {list(ENDPOINT_ACCESS)}"
             )
-        for cidr in self.public_access_cidrs:
+        cidrs = list(self.public_access_cidrs)
+        if self.endpoint_access == "public_and_private" and not cidrs:
+            out.append(
+                "cluster.public_access_cidrs = []: a public endpoint needs at least one CIDR "
+                "(or set cluster.endpoint_access to 'private')"
+            )
+        if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
+            out.append(
+                f"cluster.public_access_cidrs: {len(cidrs)} blocks, EKS takes at most "
+                f"{MAX_PUBLIC_ACCESS_CIDRS}"
+            )
+        if len(set(cidrs)) != len(cidrs):
+            out.append(f"cluster.public_access_cidrs = {cidrs!r}: blocks must be distinct")
+        for i, cidr in enumerate(cidrs):
             try:
-                ipaddress.ip_network(cidr)
+                net = ipaddress.ip_network(cidr)  # strict: host bits set are an error
             except ValueError:
-                out.append(f"cluster.public_access_cidrs: {cidr!r} is not a CIDR block")
-        if not re.match(r"^[a-z][a-z0-9-]*\.[a-z0-9]+$", self.system_instance_type):
+                out.append(f"cluster.public_access_cidrs[{i}] = {cidr!r}: not a CIDR block")
+                continue
+            if net.version != 4:
+                out.append(
+                    f"cluster.public_access_cidrs[{i}] = {cidr!r}: IPv4 only (EKS takes no IPv6 "
+                    "blocks for an IPv4 cluster)"
+                )
+        instance = _INSTANCE_TYPE.fullmatch(self.system_instance_type)
+        if not instance:
             out.append(
                 f"cluster.system_instance_type = {self.system_instance_type!r}: expected an EC2 "
                 "instance type such as 'm6i.large'"
             )
+        elif "g" in instance.group(3) or instance.group(1) == "a":
+            out.append(
+                f"cluster.system_instance_type = {self.system_instance_type!r}: the system nodes "
+                "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
+            )
         if not 1 <= self.system_nodes <= 10:
             out.append(f"cluster.system_nodes = {self.system_nodes}: expected 1 to 10")
+        for key in ("fsx_csi_driver_version", "cloudwatch_observability_version"):
+            value = getattr(self, key)
+            if value is not None and not _ADDON_VERSION.fullmatch(value):
+                out.append(
+                    f"cluster.{key} = {value!r}: expected an EKS add-on version such as "
+                    "'v1.9.0-eksbuild.1'"
+                )
         return out
 
 
 @dataclass(frozen=True)
 class TrainiumSettings:
-    """The Trainium node group.
+    """The Trainium node group (stack ``<prefix>-TrainiumNodes``).
 
     Attributes:
         instance_type: ``trn1.32xlarge`` (default, 8 EFA interfaces) or ``trn1n.32xlarge`` (16).
         nodes: Desired node count. Default 2 (the tutorial's 2 x 32 NeuronCores).
-        min_nodes: Default 2. max_nodes: Default 2.
+        min_nodes: Default 2 (0 lets the group scale to nothing). max_nodes: Default 2.
         root_volume_gib: Encrypted gp3 root volume size. Default 500.
+        capacity_reservation_id: An On-Demand Capacity Reservation (``cr-...``) the nodes launch
+            into. Default none.
+        capacity_block_id: A Capacity Block for ML (``cr-...``) the nodes launch into. Default
+            none. At most one of the two.
     """
 
     instance_type: str = "trn1.32xlarge"
@@ -260,6 +439,8 @@ class TrainiumSettings:
     min_nodes: int = 2
     max_nodes: int = 2
     root_volume_gib: int = 500
+    capacity_reservation_id: str | None = None
+    capacity_block_id: str | None = None
 
     def problems(self) -> list[str]:
         out = []
@@ -270,11 +451,24 @@ class TrainiumSettings:
             )
         if not 0 <= self.min_nodes <= self.nodes <= self.max_nodes <= 64 or self.max_nodes < 1:
             out.append(
-                f"trainium.min_nodes/nodes/max_nodes = {self.min_nodes}/{self.nodes}/"
-                f"{self.max_nodes}: expected 0 <= min_nodes <= nodes <= max_nodes <= 64, max_nodes >= 1"
+                f"trainium.min_nodes = {self.min_nodes}, trainium.nodes = {self.nodes}, "
+                f"trainium.max_nodes = {self.max_nodes}: expected 0 <= min_nodes <= nodes <= "
+                "max_nodes <= 64, max_nodes >= 1"
             )
         if not 100 <= self.root_volume_gib <= 16384:
             out.append(f"trainium.root_volume_gib = {self.root_volume_gib}: expected 100 to 16384")
+        for key in ("capacity_reservation_id", "capacity_block_id"):
+            value = getattr(self, key)
+            if value is not None and not _CAPACITY_RESERVATION.fullmatch(value):
+                out.append(
+                    f"trainium.{key} = {value!r}: expected a capacity reservation id such as "
+                    "'cr-0123456789abcdef0'"
+                )
+        if self.capacity_reservation_id is not None and self.capacity_block_id is not None:
+            out.append(
+                "trainium.capacity_reservation_id and trainium.capacity_block_id are both set: "
+                "expected at most one"
+            )
         return out
 
 
@@ -299,18 +493,23 @@ class TrainingSettings:
 
     def problems(self) -> list[str]:
         out = []
-        for key in ("namespace", "queue"):
+        for key, reserved in (("namespace", RESERVED_NAMESPACES), ("queue", RESERVED_QUEUES)):
             value = getattr(self, key)
-            if not _K8S_NAME.match(value):
+            if not _K8S_NAME.fullmatch(value):
                 out.append(f"training.{key} = {value!r}: expected a Kubernetes DNS label")
-        if not re.match(r"^[a-z0-9]+([._/-][a-z0-9]+)*$", self.image_repository) or len(
+            elif value in reserved:
+                out.append(
+                    f"training.{key} = {value!r}: owned by Kubernetes, Volcano or another part of "
+                    f"the platform; expected a name other than {list(reserved)}"
+                )
+        if not _IMAGE_REPOSITORY.fullmatch(self.image_repository) or len(
             self.image_repository
         ) > 256:
             out.append(
                 f"training.image_repository = {self.image_repository!r}: expected an ECR "
                 "repository name (lower-case letters, digits, '._/-')"
             )
-        if not re.match(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$", self.image_tag):
+        if not _IMAGE_TAG.fullmatch(self.image_tag):
             out.append(f"training.image_tag = {self.image_tag!r}: expected a Docker image tag")
         return out
 
@@ -327,7 +526,8 @@ class EndpointSettings:
         invocations_per_instance: Scaling target for SageMakerVariantInvocationsPerInstance
             (per minute). Default 1000.
         archives: Ensemble archives (TargetModel names) this endpoint serves. Default both
-            ensembles of the source design.
+            ensembles of the source design, the text one with its T4 plan. An archive with a
+            TensorRT plan (``model_trt_python_<gpu>``) must target the instance type's GPU.
     """
 
     name: str = "triton-ensembles"
@@ -336,11 +536,11 @@ class EndpointSettings:
     min_instances: int = 1
     max_instances: int = 2
     invocations_per_instance: int = 1000
-    archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+    archives: tuple[str, ...] = (IMAGE_ARCHIVE, TEXT_ARCHIVE)
 
     def problems(self, where: str) -> list[str]:
         out = []
-        if not re.match(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", self.name):
+        if not _ENDPOINT_NAME.fullmatch(self.name):
             out.append(f"{where}.name = {self.name!r}: expected letters, digits and '-', at most 63")
         if self.instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
             out.append(
@@ -349,9 +549,9 @@ class EndpointSettings:
             )
         if not 1 <= self.min_instances <= self.initial_instances <= self.max_instances <= 100:
             out.append(
-                f"{where}.min_instances/initial_instances/max_instances = {self.min_instances}/"
-                f"{self.initial_instances}/{self.max_instances}: expected 1 <= min <= initial "
-                "<= max <= 100"
+                f"{where}.min_instances = {self.min_instances}, {where}.initial_instances = "
+                f"{self.initial_instances}, {where}.max_instances = {self.max_instances}: "
+                "expected 1 <= min <= initial <= max <= 100"
             )
         if not 1 <= self.invocations_per_instance <= 100_000:
             out.append(
@@ -359,10 +559,16 @@ class EndpointSettings:
             )
         if not self.archives:
             out.append(f"{where}.archives: expected at least one archive")
-        for archive in self.archives:
+        for i, archive in enumerate(self.archives):
             problem = validate_target_model(archive)
             if problem:
-                out.append(f"{where}.archives: {problem}")
+                out.append(f"{where}.archives[{i}]: {problem}")
+            problem = gpu_problem(f"{where}.archives[{i}]", archive, self.instance_type)
+            if problem:
+                out.append(problem)
+        duplicates = sorted({a for a in self.archives if self.archives.count(a) > 1})
+        if duplicates:
+            out.append(f"{where}.archives: {duplicates!r} listed more than once")
         return out
 
 
@@ -390,12 +596,52 @@ class InferenceSettings:
                 f"inference.triton_version = {self.triton_version!r}: expected one of "
                 f"{list(TRITON_SAGEMAKER_VERSIONS)}"
             )
-        names = [e.name for e in self.endpoints]
+        served = [
+            (f"inference.endpoints[{i}].archives", archive)
+            for i, endpoint in enumerate(self.endpoints)
+            for archive in endpoint.archives
+        ]
+        problem = triton_version_problem(
+            "inference.triton_version", self.triton_version, served, TRITON_SAGEMAKER_VERSIONS
+        )
+        if problem:
+            out.append(problem)
+        # SageMaker endpoint names are unique per region regardless of case.
+        names = [e.name.lower() for e in self.endpoints]
         if len(set(names)) != len(names):
-            out.append(f"inference.endpoints: names must be unique, got {names!r}")
+            out.append(
+                f"inference.endpoints: names must be unique (case-insensitive), got "
+                f"{[e.name for e in self.endpoints]!r}"
+            )
+        out += self._construct_id_problems()
         for i, endpoint in enumerate(self.endpoints):
             out.extend(endpoint.problems(f"inference.endpoints[{i}]"))
+        if self.upload_dir is not None:
+            out += upload_dir_problems(self.upload_dir)
         return out
+
+    def _construct_id_problems(self) -> list[str]:
+        """Endpoint names that InferenceStack would turn into one construct id."""
+        owners: dict[str, list[str]] = {i: ["(the stack)"] for i in INFERENCE_FIXED_IDS}
+        for i, endpoint in enumerate(self.endpoints):
+            where = f"inference.endpoints[{i}].name"
+            cid = endpoint_construct_id(endpoint.name)
+            owners.setdefault(cid, []).append(where)
+            owners.setdefault(f"{cid}Name", []).append(where)
+        out = []
+        for cid, keys in owners.items():
+            if len(keys) > 1:
+                named = sorted({k for k in keys if k != "(the stack)"})
+                names = ", ".join(f"{k} = {self._endpoint_name(k)!r}" for k in named)
+                out.append(
+                    f"{names}: map to the same construct id {cid!r}"
+                    + (" that the stack itself uses" if "(the stack)" in keys else "")
+                    + "; choose names that differ in more than case and repeated '-'"
+                )
+        return out
+
+    def _endpoint_name(self, key: str) -> str:
+        return self.endpoints[int(key.split("[")[1].split("]")[0])].name
 
 
 @dataclass(frozen=True)
@@ -405,16 +651,20 @@ class TritonOnEksSettings:
     Attributes:
         gpu_instance_type: Single-GPU EC2 instance type. Default ``g5.2xlarge``.
         gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
+        min_gpu_nodes: Default: ``gpu_nodes`` (0 lets the group scale to nothing).
         replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
-        archives: Archives the Triton pods load. Default both ensembles.
+        archives: Archives the Triton pods load. Default both ensembles, the text one with
+            its ONNX encoder (runs on any GPU; a ``model_trt_python_<gpu>`` archive must
+            target ``gpu_instance_type``'s GPU).
     """
 
     gpu_instance_type: str = "g5.2xlarge"
     gpu_nodes: int = 1
     max_gpu_nodes: int = 2
+    min_gpu_nodes: int | None = None
     replicas: int = 1
     max_replicas: int = 2
-    archives: tuple[str, ...] = ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+    archives: tuple[str, ...] = (IMAGE_ARCHIVE, TEXT_ONNX_ARCHIVE)
 
     def problems(self) -> list[str]:
         out = []
@@ -425,20 +675,30 @@ class TritonOnEksSettings:
             )
         if not 1 <= self.gpu_nodes <= self.max_gpu_nodes <= 20:
             out.append(
-                f"triton_on_eks.gpu_nodes/max_gpu_nodes = {self.gpu_nodes}/{self.max_gpu_nodes}: "
+                f"triton_on_eks.gpu_nodes = {self.gpu_nodes}, triton_on_eks.max_gpu_nodes = "
+                f"{self.max_gpu_nodes}: "
                 "expected 1 <= gpu_nodes <= max_gpu_nodes <= 20"
+            )
+        if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
+            out.append(
+                f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
+                f"({self.gpu_nodes})"
             )
         if not 1 <= self.replicas <= self.max_replicas <= 50:
             out.append(
-                f"triton_on_eks.replicas/max_replicas = {self.replicas}/{self.max_replicas}: "
+                f"triton_on_eks.replicas = {self.replicas}, triton_on_eks.max_replicas = "
+                f"{self.max_replicas}: "
                 "expected 1 <= replicas <= max_replicas <= 50"
             )
-        for archive in self.archives:
+        for i, archive in enumerate(self.archives):
             if archive not in ARCHIVE_MODELS:
                 out.append(
-                    f"triton_on_eks.archives: {archive!r}: Triton on EKS loads the models of "
+                    f"triton_on_eks.archives[{i}] = {archive!r}: Triton on EKS loads the models of "
                     f"known archives, expected among {sorted(ARCHIVE_MODELS)}"
                 )
+            problem = gpu_problem("triton_on_eks.archives", archive, self.gpu_instance_type)
+            if problem:
+                out.append(problem)
         if not self.archives or len(set(self.archives)) != len(self.archives):
             out.append(
                 f"triton_on_eks.archives = {list(self.archives)!r}: expected distinct archives, "
@@ -475,6 +735,9 @@ class Settings:
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     triton_on_eks: TritonOnEksSettings = field(default_factory=TritonOnEksSettings)
     features: FeatureSettings = field(default_factory=FeatureSettings)
+    # `cdk synth` adds an info annotation with each stack's estimated monthly on-demand cost
+    # (ml_platform.pricing). Default false.
+    cost_annotations: bool = False
 
     @classmethod
     def from_context(
@@ -483,7 +746,8 @@ class Settings:
         """Parse and check the ``ml-platform`` context object.
 
         Args:
-            values: The context object (a mapping); ``None`` means all defaults.
+            values: The context object (a mapping, or its JSON text as ``-c`` passes it);
+                ``None`` means all defaults, and so does ``null`` for any setting.
             known_azs: All CDK context, used to check that the configured AZs are among the
                 pre-seeded ``availability-zones:account=...:region=...`` entry, so synthesis never
                 falls back to an AWS lookup. ``None`` skips that check.
@@ -492,6 +756,10 @@ class Settings:
             SettingsError: listing every problem found (wrong keys, types and values).
         """
         problems: list[str] = []
+        if isinstance(values, str):  # `-c ml-platform='{...}'` arrives as a string
+            values = _json_object_or_problem(values, CONTEXT_KEY, problems)
+            if problems:
+                raise SettingsError(problems)
         settings = _parse(cls, values if values is not None else {}, "", problems)
         if settings is _INVALID:
             raise SettingsError(problems)
@@ -521,14 +789,27 @@ class Settings:
         out += self.env.problems()
         out += self.network.problems()
         out += self.storage.problems()
-        out += self.cluster.problems()
+        out += self.cluster.problems(self.env.region)
         out += self.trainium.problems()
         out += self.training.problems()
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
+        if self.features.triton_on_eks:  # Triton on EKS runs the release of inference
+            eks = [("triton_on_eks.archives", archive) for archive in self.triton_on_eks.archives]
+            problem = triton_version_problem(
+                "inference.triton_version", self.inference.triton_version, eks,
+                TRITON_SAGEMAKER_VERSIONS,
+            )
+            if problem:
+                out.append(problem)
         for az in self.network.availability_zones:
             if not az.startswith(self.env.region):
                 out.append(f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}")
+        if self.features.inference and not self.inference.endpoints:
+            out.append(
+                "inference.endpoints = []: expected at least one endpoint with "
+                "features.inference = true (or set features.inference to false)"
+            )
         if self.features.triton_on_eks and not self.features.training_cluster:
             out.append(
                 "features.triton_on_eks = true needs features.training_cluster = true "
@@ -539,6 +820,7 @@ class Settings:
             seeded = context.get(key)
             if not isinstance(seeded, list):
                 out.append(
+                    f"env.account = {self.env.account!r}, env.region = {self.env.region!r}: "
                     f"context {key!r} is missing: add this account's AZ names to cdk.json "
                     "(or run `mlp azs`) so synthesis needs no AWS lookup"
                 )
@@ -568,6 +850,12 @@ def _describe(tp: Any) -> str:
 _INVALID: Any = object()  # marks a value of the wrong type; the field keeps its default
 
 
+@functools.cache
+def _fields(tp: type) -> tuple[dict[str, Any], list[str]]:
+    """Type hints and field names of a settings dataclass (resolving hints is slow)."""
+    return typing.get_type_hints(tp), [f.name for f in dataclasses.fields(tp)]
+
+
 def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
     """Convert JSON-like ``value`` into ``tp``, recording type problems under ``path``."""
     label = path or CONTEXT_KEY
@@ -576,15 +864,17 @@ def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
         if not isinstance(value, Mapping):
             problems.append(f"{label} = {value!r}: expected an object")
             return _INVALID
-        hints = typing.get_type_hints(tp)
-        names = [f.name for f in dataclasses.fields(tp)]
+        hints, names = _fields(tp)
         for key in value:
-            if key not in names:
+            if not isinstance(key, str) or key not in names:
                 problems.append(f"{path + '.' if path else ''}{key}: unknown setting; known: {names}")
+        # null means "not set": the field keeps its default. One rule for every source:
+        # jsii drops null members of cdk.json's context before the app sees them, so `-c` and
+        # the CLI's own reading of cdk.json must treat them the same way.
         kwargs = {
             name: _parse(hints[name], value[name], f"{path + '.' if path else ''}{name}", problems)
             for name in names
-            if name in value
+            if value.get(name) is not None
         }
         return tp(**{k: v for k, v in kwargs.items() if v is not _INVALID})
     if origin is tuple:
@@ -618,6 +908,21 @@ def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
     raise TypeError(f"unsupported settings type {tp!r} at {label}")  # programming error
 
 
+def _json_object_or_problem(text: str, where: str, problems: list[str]) -> Any:
+    """``text`` parsed as JSON, or ``None`` with a problem naming ``where``."""
+    import json
+
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        problems.append(f"{where} = {text[:80]!r}: not valid JSON ({str(error)[:120]})")
+        return None
+    if value is not None and not isinstance(value, Mapping):
+        problems.append(f"{where} = {text[:80]!r}: expected a JSON object")
+        return None
+    return value
+
+
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``base`` with ``overrides`` merged in: objects merge key by key, any other
     value replaces. How partial ``ml-platform`` objects combine with cdk.json's."""
@@ -642,8 +947,31 @@ def settings_from_cdk_json(path: str = "cdk.json") -> Settings:
     from pathlib import Path
 
     cdk_json = Path(path)
-    context = dict(json.loads(cdk_json.read_text()).get("context", {}))
+    context = dict(_context_file(cdk_json, "context"))
     local = cdk_json.with_name("cdk.context.json")
     if local.exists():
-        context.update(json.loads(local.read_text()))
+        context.update(_context_file(local, None))
     return Settings.from_context(context.get(CONTEXT_KEY), known_azs=context)
+
+
+def _context_file(path: Any, member: str | None) -> Mapping[str, Any]:
+    """The JSON object in ``path`` (or its ``member`` object); SettingsError naming the file
+    when it is not UTF-8 JSON holding an object there."""
+    import json
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise SettingsError([f"{path}: cannot be read ({error.strerror or error})"]) from None
+    except UnicodeDecodeError:
+        raise SettingsError([f"{path}: not UTF-8 text"]) from None
+    except (ValueError, RecursionError) as error:
+        raise SettingsError([f"{path}: not valid JSON ({str(error)[:120]})"]) from None
+    if not isinstance(data, dict):
+        raise SettingsError([f"{path}: expected a JSON object, got {type(data).__name__}"])
+    if member is None:
+        return data
+    inner = data.get(member) or {}
+    if not isinstance(inner, dict):
+        raise SettingsError([f"{path}: '{member}' must be a JSON object"])
+    return inner

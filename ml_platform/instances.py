@@ -40,3 +40,22 @@ EKS_GPU_INSTANCES: frozenset[str] = frozenset(
     + [f"g5.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]
     + [f"g6.{s}" for s in ("xlarge", "2xlarge", "4xlarge", "8xlarge", "16xlarge")]
 )
+
+# The GPU of each accelerated instance family that the settings allow (one GPU model per
+# family), from the EC2 accelerated-computing instance pages; SageMaker's ml.* types use
+# the same hardware as the EC2 family of the same name.
+GPU_BY_FAMILY: dict[str, str] = {
+    "g4dn": "T4",  # NVIDIA T4 (Turing)
+    "g5": "A10G",  # NVIDIA A10G (Ampere)
+    "g6": "L4",  # NVIDIA L4 (Ada Lovelace)
+    "g6e": "L40S",  # NVIDIA L40S (Ada Lovelace)
+    "p3": "V100",  # NVIDIA V100 (Volta)
+    "p4d": "A100",  # NVIDIA A100 (Ampere)
+}
+
+
+def instance_gpu(instance_type: str) -> str | None:
+    """The GPU of an EC2 (``g5.2xlarge``) or SageMaker (``ml.g5.2xlarge``) instance type,
+    or ``None`` if its family is not in :data:`GPU_BY_FAMILY`."""
+    family = instance_type.removeprefix("ml.").split(".", 1)[0]
+    return GPU_BY_FAMILY.get(family)

@@ -9,7 +9,7 @@ pin before raising it, e.g. ``aws eks describe-addon-versions --addon-name cored
 from __future__ import annotations
 
 # --- EKS managed add-ons, per Kubernetes minor version --------------------------------------
-EKS_ADDON_VERSIONS: dict[str, dict[str, str]] = {
+EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {
     "1.35": {
         # EKS user guide, "Amazon VPC CNI" add-on versions; known good on 1.35.
         "vpc-cni": "v1.21.1-eksbuild.1",
@@ -19,16 +19,20 @@ EKS_ADDON_VERSIONS: dict[str, dict[str, str]] = {
         "kube-proxy": "v1.35.3-eksbuild.13",
         # EKS user guide, "EKS Pod Identity Agent" add-on versions.
         "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
-        # Upstream driver v1.9.0 (2026-04-21); add-on build seen in third-party configs, not in
-        # the user guide: confirm with `aws eks describe-addon-versions` before deploying.
-        "aws-fsx-csi-driver": "v1.9.0-eksbuild.1",
-        # EKS user guide, "Amazon CloudWatch Observability" add-on versions for 1.35.
-        "amazon-cloudwatch-observability": "v5.3.1-eksbuild.1",
+        # None = not pinned: EKS installs its default version for the cluster's Kubernetes
+        # version. No public AWS page lists an add-on build of either (v1.9.0-eksbuild.1 and
+        # v5.3.1-eksbuild.1 were seen only in third-party configs), and a version EKS does not
+        # have fails the add-on and rolls the stack back. Pin one with the settings
+        # cluster.fsx_csi_driver_version / cluster.cloudwatch_observability_version after
+        # `mlp addons` (EKS DescribeAddonVersions) shows it exists.
+        "aws-fsx-csi-driver": None,
+        "amazon-cloudwatch-observability": None,
     },
 }
 
 # --- Images and charts applied by the platform ----------------------------------------------
-# neuron-helm-charts 1.10.0 (`helm show values`): devicePlugin.image.tag.
+# neuron-helm-charts 1.10.0 (`helm show values`): devicePlugin.image.tag. Its RBAC, env and
+# mounts are matched in ml_platform/k8s_charts/neuron.py.
 NEURON_DEVICE_PLUGIN_IMAGE = "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0"
 
 # aws/eks-charts stable/aws-efa-k8s-device-plugin 0.5.30: appVersion (image tag).
@@ -67,8 +71,9 @@ EKS_REGISTRY_ACCOUNTS: dict[str, str] = {
 }
 
 
-def addon_version(addon_name: str, kubernetes_version: str) -> str:
-    """The pinned version of an EKS add-on for a Kubernetes minor version.
+def addon_version(addon_name: str, kubernetes_version: str) -> str | None:
+    """The pinned version of an EKS add-on for a Kubernetes minor version (``None``: EKS's
+    default version).
 
     Raises:
         ValueError: naming the Kubernetes version or add-on and what is pinned.

@@ -1,4 +1,5 @@
-"""``mlp azs``: find the AZ that offers Trainium and record it in ``cdk.context.json``.
+"""``mlp azs``: find the AZ that offers Trainium and record it, and the caller's IAM role as
+the cluster admin, in ``cdk.context.json``.
 
 Trainium is offered in a few AZ *IDs* per region, and each account maps AZ names to IDs
 differently, so the choice is made by ID and then translated into this account's name.
@@ -8,12 +9,21 @@ context keys of the same name (no deep merge). The ``ml-platform`` object writte
 therefore ``cdk.json``'s whole object with this command's keys (``env.account``,
 ``env.region``, ``network.availability_zones``, ``network.trainium_az``) merged in: edits
 to ``cdk.json``'s object take effect after running ``mlp azs`` again.
+
+Cluster access: the cluster grants cluster-admin only to ``cluster.admin_role_arn`` (and to
+CloudFormation's execution role, which created it). Unless ``cdk.json`` sets one (or
+``--admin-role-arn`` is given), the command writes the caller's own role: an assumed-role
+session ARN (``arn:aws:sts::<account>:assumed-role/<name>/<session>``) is resolved to the
+role's ARN with ``iam:GetRole``, which includes the role's path (SSO roles live under
+``/aws-reserved/sso.amazonaws.com/``). IAM users and the root user are not roles: then nothing
+is written and the command says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +42,8 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p.add_argument("--instance-type", help="default: trainium.instance_type of the settings")
     p.add_argument("--az-id", help="AZ ID to use among those offering the type (e.g. usw2-az4); "
                    "default: the first in sorted order")
+    p.add_argument("--admin-role-arn", help="IAM role given cluster-admin (default: "
+                   "cluster.admin_role_arn of cdk.json, else the caller's role)")
     p.add_argument("--dry-run", action="store_true", help="print what would be written")
     p.set_defaults(run=run)
 
@@ -76,6 +88,38 @@ def choose_azs(trainium_az: str, current: list[str], region_azs: list[str]) -> l
         if az not in picked:
             picked.append(az)
     return sorted(picked)
+
+
+_ASSUMED_ROLE = re.compile(r"arn:(aws[a-z-]*):sts::([0-9]{12}):assumed-role/([^/]+)/.+")
+_ROLE = re.compile(r"arn:(aws[a-z-]*):iam::([0-9]{12}):role/.+")
+
+
+def caller_role_arn(caller_arn: str, iam: Any) -> tuple[str | None, str]:
+    """The IAM role behind the caller's ARN (from STS GetCallerIdentity), and how it was found.
+
+    Returns:
+        (role ARN, note); the ARN is ``None`` when the caller is not a role (IAM user, root,
+        federated user).
+    """
+    match = _ASSUMED_ROLE.fullmatch(caller_arn)
+    if match:
+        partition, account, name = match.groups()
+        try:
+            return iam.get_role(RoleName=name)["Role"]["Arn"], f"role of session {caller_arn}"
+        except Exception as error:  # e.g. AccessDenied on iam:GetRole
+            from ml_platform.cli.aws import error_code
+
+            arn = f"arn:{partition}:iam::{account}:role/{name}"
+            return arn, (
+                f"role of session {caller_arn}; iam:GetRole failed ({error_code(error) or error}), "
+                "so a path the role may have is missing: set cluster.admin_role_arn if it has one"
+            )
+    if _ROLE.fullmatch(caller_arn):
+        return caller_arn, "the caller"
+    return None, (
+        f"the caller {caller_arn} is not an IAM role; cluster.admin_role_arn not written (set it "
+        "in cdk.json or pass --admin-role-arn)"
+    )
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
@@ -132,7 +176,14 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     az_id = args.az_id or usable[0]
     trainium_az = names_by_id[az_id]
     region_azs = sorted(names_by_id.values())
-    account = ctx.client("sts", region).get_caller_identity()["Account"]
+    identity = ctx.client("sts", region).get_caller_identity()
+    account = identity["Account"]
+    admin_role, admin_note = args.admin_role_arn, "--admin-role-arn"
+    configured = _setting(base, "cluster", "admin_role_arn", None)
+    if admin_role is None and configured is not None:
+        admin_role, admin_note = configured, "cluster.admin_role_arn of cdk.json"
+    if admin_role is None:
+        admin_role, admin_note = caller_role_arn(identity["Arn"], ctx.client("iam", region))
 
     keep = list(current_azs) if region == current_region and isinstance(current_azs, list) else []
     vpc_azs = choose_azs(trainium_az, keep, region_azs)
@@ -141,6 +192,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         {
             "env": {"account": account, "region": region},
             "network": {"availability_zones": vpc_azs, "trainium_az": trainium_az},
+            **({"cluster": {"admin_role_arn": admin_role}} if admin_role else {}),
         },
     )
     az_key = f"availability-zones:account={account}:region={region}"
@@ -157,6 +209,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         + ", ".join(f"{i} ({names_by_id[i]})" for i in usable)
     )
     print(f"Trainium AZ: {az_id} -> {trainium_az}; VPC AZs: {', '.join(vpc_azs)}")
+    if admin_role:
+        print(f"cluster admin: {admin_role} ({admin_note})")
+    else:
+        print(f"cluster admin: none: {admin_note}")
     text = json.dumps(updated, indent=2) + "\n"
     if args.dry_run:
         print(f"--dry-run: would write {local_path}:")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ml_platform.cli import azs, invoke, listing, package, retire, status, upload
+from ml_platform.cli import addons, azs, cost, invoke, listing, package, retire, status, upload
 from ml_platform.cli.aws import doc_summary
 
 
@@ -37,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     _global_options(shared, suppress=True)
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     azs.add_parser(commands, [shared])
+    addons.add_parser(commands, [shared])
     models = commands.add_parser("models", help="build, upload, list and retire ensemble archives",
                                  description="Build, upload, list and retire ensemble archives.")
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
@@ -47,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.set_defaults(help_of=models)
     invoke.add_parser(commands, [shared])
     status.add_parser(commands, [shared])
+    cost.add_parser(commands, [shared])
     return parser
 
 

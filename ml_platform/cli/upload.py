@@ -11,6 +11,7 @@ all problems are listed. Bucket and prefix come from the Storage stack's outputs
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import sys
 import threading
@@ -53,12 +54,22 @@ def _archive_problems(path: Path) -> list[str]:
 ARCHIVE_CHECKS: list[Callable[[Path], list[str]]] = [_archive_problems]
 
 
-def check_archive(path: Path) -> list[str]:
-    """Every problem :data:`ARCHIVE_CHECKS` find in one archive."""
+def check_archive(path: Path, extra: tuple[Callable[[Path], list[str]], ...] = ()) -> list[str]:
+    """Every problem :data:`ARCHIVE_CHECKS` (and ``extra`` checks) find in one archive."""
     problems: list[str] = []
-    for check in ARCHIVE_CHECKS:
+    for check in (*ARCHIVE_CHECKS, *extra):
         problems.extend(check(path))
     return problems
+
+
+def gpu_target_problems(path: Path, settings: Any) -> list[str]:
+    """The GPU the archive's TensorRT plan was built for, against what its name says and the
+    GPUs of the endpoints and node group that ``settings`` give it to."""
+    from ml_platform.triton.repository import archive_gpu_target
+    from ml_platform.triton.targets import serving_problems
+
+    gpu, problems = archive_gpu_target(path)
+    return problems + serving_problems(path.name, gpu, settings)
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -189,8 +200,9 @@ def upload_client(ctx: Context, concurrency: int) -> Any:
 
 class _Uploader:
     def __init__(self, s3: Any, bucket: str, prefix: str, existing: dict[str, Any],
-                 tally: _Tally) -> None:
+                 tally: _Tally, checks: tuple[Callable[[Path], list[str]], ...]) -> None:
         self.s3, self.bucket, self.prefix = s3, bucket, prefix
+        self.checks = checks
         self.existing = existing
         self.tally = tally
         self.stop = threading.Event()
@@ -224,7 +236,7 @@ class _Uploader:
         if named is not None and named.version != version_of_digest(digest):
             problems.append(f"{path}: named version {named.version}, but its content is version "
                             f"{version_of_digest(digest)} (repackage it with mlp models package)")
-        problems += [f"{path}: {p}" for p in check_archive(path)]
+        problems += [f"{path}: {p}" for p in check_archive(path, self.checks)]
         if problems:
             outcome.state, outcome.problems = "refused", problems
             return
@@ -300,7 +312,8 @@ def _md5_file(path: Path) -> str:
 
 
 def upload_archives(s3: Any, archives: list[Path], bucket: str, prefix: str, *,
-                    concurrency: int = DEFAULT_CONCURRENCY, console: Any = None) -> UploadReport:
+                    concurrency: int = DEFAULT_CONCURRENCY, console: Any = None,
+                    checks: tuple[Callable[[Path], list[str]], ...] = ()) -> UploadReport:
     """Check and upload ``archives`` (versioned names) under ``s3://bucket/prefix``.
 
     Cost is linear: one paginated listing of the prefix, one hash and one check pass per
@@ -317,7 +330,8 @@ def upload_archives(s3: Any, archives: list[Path], bucket: str, prefix: str, *,
     total = sum(path.stat().st_size for path in archives)
     progress = new_progress(console or Console(stderr=True))
     with progress:
-        uploader = _Uploader(s3, bucket, prefix, existing, _Tally(progress, len(archives), total))
+        tally = _Tally(progress, len(archives), total)
+        uploader = _Uploader(s3, bucket, prefix, existing, tally, checks)
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mlp-upload") as pool:
             for future in [pool.submit(uploader.run, outcome) for outcome in outcomes]:
                 future.result()  # re-raise an unexpected error (AWS errors included)
@@ -336,15 +350,18 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     if not 1 <= args.concurrency <= MAX_CONCURRENCY:
         raise CliError(f"--concurrency {args.concurrency}: expected 1 to {MAX_CONCURRENCY}")
     archives, problems = collect_archives(args.paths)
+    settings = ctx.settings
+    checks = (functools.partial(gpu_target_problems, settings=settings),)
     if problems:  # report the archives' own problems too, all at once, uploading nothing
         unique = list(dict.fromkeys(archives))
         with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-            for path, found in zip(unique, pool.map(check_archive, unique), strict=True):
+            found_all = pool.map(functools.partial(check_archive, extra=checks), unique)
+            for path, found in zip(unique, found_all, strict=True):
                 problems.extend(f"{path}: {p}" for p in found)
         raise CliError("refusing to upload:\n" + "\n".join(f"  - {p}" for p in problems))
     bucket, prefix = model_location(ctx)
     report = upload_archives(upload_client(ctx, args.concurrency), archives, bucket, prefix,
-                             concurrency=args.concurrency)
+                             concurrency=args.concurrency, checks=checks)
     for outcome in report.outcomes:
         if outcome.state in ("uploaded", "skipped"):
             note = "uploaded" if outcome.state == "uploaded" else "skipped: same content there"

@@ -6,7 +6,7 @@ credentials. Service-account roles trust ``pods.eks.amazonaws.com`` only.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -27,7 +27,8 @@ class PodIdentityAddon(Construct):
     Args:
         cluster: The cluster. Required.
         addon_name: Add-on name. Required.
-        addon_version: Add-on version. Required (pin it).
+        addon_version: Add-on version. Required: a version, or ``None`` for EKS's default
+            version of the cluster's Kubernetes version.
         namespace: Namespace of the add-on's service account. Required.
         service_account: Name of that service account. Required.
         managed_policies: AWS managed policy names for the role. Default none.
@@ -46,7 +47,7 @@ class PodIdentityAddon(Construct):
         *,
         cluster: eks.ICluster,
         addon_name: str,
-        addon_version: str,
+        addon_version: str | None,
         namespace: str,
         service_account: str,
         managed_policies: Sequence[str] = (),
@@ -102,8 +103,9 @@ class PlatformAddons(Construct):
 
     Args:
         cluster: The cluster. Required.
-        kubernetes_version: Selects the pins (:data:`~ml_platform.versions.EKS_ADDON_VERSIONS`).
-            Required.
+        kubernetes_version: Selects the pins (:data:`~ml_platform.versions.EKS_ADDON_VERSIONS`;
+            an add-on pinned to ``None`` gets EKS's default version). Required.
+        addon_versions: Versions that replace the pins, by add-on name. Default none.
         nodes_ready: What the node-dependent add-ons wait for (e.g. the system node group).
             Default nothing.
 
@@ -123,8 +125,10 @@ class PlatformAddons(Construct):
         cluster: eks.ICluster,
         kubernetes_version: str,
         nodes_ready: Sequence[IDependable] = (),
+        addon_versions: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        overrides = dict(addon_versions or {})
         try:
             pins = {
                 name: addon_version(name, kubernetes_version)
@@ -137,6 +141,14 @@ class PlatformAddons(Construct):
             }
         except ValueError as error:
             raise ValueError(f"{self.node.path}: {error}") from None
+        unknown = sorted(set(overrides) - set(pins))
+        if unknown:
+            raise ValueError(
+                f"{self.node.path}: addon_versions: unknown add-ons {unknown}; expected among "
+                f"{sorted(pins)}"
+            )
+        pins.update(overrides)
+        self.versions: dict[str, str | None] = dict(pins)
 
         self.addons: dict[str, eks.Addon] = {}
         for name in self.NETWORKING:

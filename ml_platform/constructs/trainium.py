@@ -25,7 +25,7 @@ from ml_platform.k8s_charts.names import NEURON_TAINT_KEY, NODE_ROLE_LABEL
 ROOT_DEVICE = "/dev/xvda"  # root device of the AL2023 EKS AMIs
 ROOT_VOLUME_GIB = (100, 16384)
 MAX_NODES = 64
-CAPACITY_RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{8}([0-9a-f]{9})?$")
+CAPACITY_RESERVATION_ID = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")  # fullmatch
 """EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks)."""
 
 
@@ -75,7 +75,7 @@ def capacity_problems(capacity_reservation_id: str | None, capacity_block: bool)
     if (
         capacity_reservation_id is not None
         and not Token.is_unresolved(capacity_reservation_id)
-        and not CAPACITY_RESERVATION_ID.match(capacity_reservation_id)
+        and not CAPACITY_RESERVATION_ID.fullmatch(capacity_reservation_id)
     ):
         out.append(
             f"capacity_reservation_id={capacity_reservation_id!r}: expected a capacity "

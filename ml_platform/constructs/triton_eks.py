@@ -6,16 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import cdk8s
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from ml_platform.constructs.eks_cluster import configure_node_role, hardened_launch_template
+from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import EKS_GPU_INSTANCES
-from ml_platform.k8s_charts.names import GPU_TAINT_KEY, NODE_ROLE_LABEL
 from ml_platform.k8s_charts.nvidia import NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
 
@@ -32,6 +30,10 @@ class TritonOnEks(Construct):
         gpu_nodes / max_gpu_nodes: GPU node group size. Default 1 / 2.
         replicas / max_replicas: Triton HPA range. Default 1 / 2.
         namespace / service_account: Where Triton runs. Default ``triton`` / ``triton``.
+        gpu_node_group: Create the GPU node group here (a
+            :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`). Default True. False when
+            the GPU nodes live elsewhere, e.g. in a stack of their own so a capacity failure
+            rolls back only them; the Triton pods then wait (Pending) until GPU nodes join.
     """
 
     def __init__(
@@ -51,14 +53,15 @@ class TritonOnEks(Construct):
         max_replicas: int = 2,
         namespace: str = "triton",
         service_account: str = "triton",
+        gpu_node_group: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         errors = []
-        if gpu_instance_type not in EKS_GPU_INSTANCES:
+        if gpu_node_group and gpu_instance_type not in EKS_GPU_INSTANCES:
             errors.append(
                 f"gpu_instance_type={gpu_instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}"
             )
-        if not 1 <= gpu_nodes <= max_gpu_nodes:
+        if gpu_node_group and not 1 <= gpu_nodes <= max_gpu_nodes:
             errors.append(f"gpu_nodes={gpu_nodes}, max_gpu_nodes={max_gpu_nodes}: expected 1 <= gpu_nodes <= max")
         if not 1 <= replicas <= max_replicas:
             errors.append(f"replicas={replicas}, max_replicas={max_replicas}: expected 1 <= replicas <= max")
@@ -69,24 +72,18 @@ class TritonOnEks(Construct):
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
-        self.launch_template = hardened_launch_template(self, "LaunchTemplate", root_volume_gib=100)
-        self.node_group = eks.Nodegroup(
-            self,
-            "GpuNodes",
-            cluster=cluster,
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
-            instance_types=[ec2.InstanceType(gpu_instance_type)],
-            launch_template_spec=eks.LaunchTemplateSpec(
-                id=self.launch_template.ref, version=self.launch_template.attr_latest_version_number
-            ),
-            subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-            min_size=gpu_nodes,
-            desired_size=gpu_nodes,
-            max_size=max_gpu_nodes,
-            labels={NODE_ROLE_LABEL: "gpu"},
-            taints=[eks.TaintSpec(key=GPU_TAINT_KEY, value="true", effect=eks.TaintEffect.NO_SCHEDULE)],
-        )
-        configure_node_role(self.node_group.role)
+        self.gpu_nodes: GpuNodeGroup | None = None
+        self.node_group: eks.Nodegroup | None = None
+        if gpu_node_group:
+            self.gpu_nodes = GpuNodeGroup(
+                self,
+                "GpuNodes",
+                cluster=cluster,
+                instance_type=gpu_instance_type,
+                nodes=gpu_nodes,
+                max_nodes=max_gpu_nodes,
+            )
+            self.node_group = self.gpu_nodes.node_group
 
         # Pods of the service account get this role through EKS Pod Identity.
         self.role = iam.Role(
@@ -133,4 +130,6 @@ class TritonOnEks(Construct):
         )
         self.manifest = cluster.add_cdk8s_chart("Triton", self.triton_chart)
         # Pods must find their Pod Identity role, a GPU node and the GPU resource at creation.
-        self.manifest.node.add_dependency(self.pod_identity, self.node_group, self.device_plugin)
+        self.manifest.node.add_dependency(self.pod_identity, self.device_plugin)
+        if self.node_group is not None:
+            self.manifest.node.add_dependency(self.node_group)

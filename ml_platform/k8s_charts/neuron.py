@@ -2,6 +2,13 @@
 
 The platform ships its own plugin (pinned image, RBAC, placement) instead of the one aws-cdk
 bundles with ``add_nodegroup_capacity``, which is years old and crash-loops.
+
+RBAC, environment and mounts follow the chart release that ships the pinned image
+(aws-neuron/neuron-helm-charts, charts/neuron-helm-chart: ``values.yaml`` ``devicePlugin.env``,
+``volumeMounts``, ``volumes`` and ``templates/device-plugin/device-plugin-rbac.yaml``;
+https://github.com/aws-neuron/neuron-helm-charts): ``nodes/proxy`` get/list in the
+ClusterRole, ``KUBECONFIG=/etc/kubernetes/kubelet.conf``, and the host's ``/opt/aws`` mounted
+read-only. Plugin 2.22 (the older raw manifest) had none of the three.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from ml_platform.versions import NEURON_DEVICE_PLUGIN_IMAGE
 NAME = "neuron-device-plugin"
 NAMESPACE = "kube-system"
 _SELECTOR = {"name": NAME}
+KUBELET_KUBECONFIG = "/etc/kubernetes/kubelet.conf"  # chart value devicePlugin.env KUBECONFIG
 # Nodes that must not run node-level plugins: Fargate, hybrid and Auto Mode nodes.
 _COMPUTE_TYPE_LABEL = "eks.amazonaws.com/compute-type"
 _UNMANAGED_COMPUTE = ["fargate", "hybrid", "auto"]
@@ -69,6 +77,8 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                     verbs=["get", "list", "watch", "update", "patch"],
                 ),
                 k8s.PolicyRule(api_groups=[""], resources=["events"], verbs=["create", "patch"]),
+                # Newer plugins read the kubelet's pod resources through the API server.
+                k8s.PolicyRule(api_groups=[""], resources=["nodes/proxy"], verbs=["get", "list"]),
             ],
         )
         self.cluster_role_binding = k8s.KubeClusterRoleBinding(
@@ -85,6 +95,8 @@ class NeuronDevicePluginChart(cdk8s.Chart):
             "device-plugin": ("/var/lib/kubelet/device-plugins", False),
             # host runtime state, mounted as the upstream manifest does
             "infa-map": ("/run", False),
+            # the host's Neuron runtime and tools, read-only (chart: volume aws-config)
+            "aws-config": ("/opt/aws", True),
         }
         self.daemon_set = k8s.KubeDaemonSet(
             self,
@@ -106,6 +118,7 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                                 image=image,
                                 image_pull_policy="IfNotPresent",
                                 env=[
+                                    k8s.EnvVar(name="KUBECONFIG", value=KUBELET_KUBECONFIG),
                                     k8s.EnvVar(
                                         name="NODE_NAME",
                                         value_from=k8s.EnvVarSource(

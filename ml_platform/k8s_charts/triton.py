@@ -4,6 +4,10 @@ Triton reads a model repository of folders, not the ``.tar.gz`` archives SageMak
 two init containers fetch the configured archives from the model bucket (AWS CLI, with the
 service account's Pod Identity role) and unpack them into the repository volume. The models
 to load come from the same table the archives are built from (``ARCHIVE_MODELS``).
+
+Unpacking runs ``ml_platform/triton/archive_safety.py`` itself with the Triton image's
+``python3``: it refuses ``..``/absolute names, links, device files, files outside the model
+folders and oversized members before writing anything (``tar -x`` would follow them).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import cdk8s
 from cdk8s_plus_35 import k8s
@@ -18,7 +23,8 @@ from constructs import Construct
 
 from ml_platform.k8s_charts.names import GPU_RESOURCE, GPU_TAINT_KEY, NODE_ROLE_LABEL
 from ml_platform.k8s_charts.workloads_common import resources
-from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE
+from ml_platform.training.images import AWS_CLI_IMAGE
+from ml_platform.triton import archive_safety
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
 
 NAME = "triton"
@@ -26,6 +32,13 @@ HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
 TRITON_UID = 1000  # the triton-server user of NVIDIA's image
 MODEL_DIR = "/models"
 ARCHIVE_DIR = "/archives"
+
+
+def unpack_command(archive_paths: Sequence[str], dest: str = MODEL_DIR) -> list[str]:
+    """The unpack init container's command: the archive-safety module run by ``python3``
+    (stdlib only) on ``archive_paths``, unpacking into ``dest``. Tests run it locally."""
+    source = Path(archive_safety.__file__).read_text(encoding="utf-8")
+    return ["python3", "-I", "-c", source, dest, *archive_paths]
 
 
 def triton_image(version: str) -> str:
@@ -88,9 +101,6 @@ class TritonChart(cdk8s.Chart):
             f"{shlex.quote(f'{ARCHIVE_DIR}/{a}')}"
             for a in props.archives
         )
-        unpack = " && ".join(
-            f"tar -xzf {shlex.quote(f'{ARCHIVE_DIR}/{a}')} -C {MODEL_DIR}" for a in props.archives
-        )
         drop_all = k8s.SecurityContext(
             allow_privilege_escalation=False,
             capabilities=k8s.Capabilities(drop=["ALL"]),
@@ -150,8 +160,12 @@ class TritonChart(cdk8s.Chart):
                             ),
                             k8s.Container(
                                 name="unpack-archives",
-                                image=BUSYBOX_IMAGE,
-                                command=["sh", "-ec", unpack],
+                                # The server's own image: its python3 (3.10 on Ubuntu 22.04 since
+                                # 23.02; https://docs.nvidia.com/deeplearning/triton-inference-server/
+                                # release-notes/rel-24-09.html) runs the safety module.
+                                image=triton_image(props.triton_version),
+                                command=unpack_command([f"{ARCHIVE_DIR}/{a}" for a in props.archives]),
+                                env=[k8s.EnvVar(name="PYTHONDONTWRITEBYTECODE", value="1")],
                                 volume_mounts=volume_mounts_init,
                                 security_context=drop_all,
                                 resources=resources("100m", "128Mi", "512Mi"),

@@ -1,12 +1,12 @@
-"""TrainingClusterStack: the EKS cluster, its Trainium nodes and the cluster services training
-needs (device plugins, Volcano, the FSx volume)."""
+"""TrainingClusterStack: the EKS cluster and the cluster services training needs (device
+plugins, Volcano, the FSx volume). The accelerator node groups are in stacks of their own."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import cdk8s
-from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import Annotations, CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
@@ -15,7 +15,6 @@ from ml_platform.config import Settings
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.storage import LUSTRE_PORTS
-from ml_platform.constructs.trainium import TrainiumNodeGroup
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
@@ -28,6 +27,9 @@ from ml_platform.versions import (
     VOLCANO_NAMESPACE,
     efa_device_plugin_image,
 )
+
+
+NO_CLUSTER_ADMIN_WARNING = "ml-platform:noClusterAdmin"
 
 
 def cluster_charts(
@@ -68,13 +70,15 @@ def cluster_charts(
 
 
 class TrainingClusterStack(Stack):
-    """Composes :class:`TrainingEksCluster`, :class:`PlatformAddons`,
-    :class:`TrainiumNodeGroup`, Volcano's Helm chart and the cluster charts.
+    """Composes :class:`TrainingEksCluster`, :class:`PlatformAddons`, Volcano's Helm chart and
+    the cluster charts. The accelerator node groups are in
+    :mod:`ml_platform.stacks.accelerators`.
 
     Args:
         settings: All platform settings (cluster, trainium, training, storage, env). Required.
         vpc: The platform VPC. Required.
-        trainium_subnet: The private subnet of the Trainium AZ. Required.
+        trainium_subnet: The private subnet of the Trainium AZ. Not used since the Trainium
+            nodes moved to ``TrainiumNodesStack``; kept so existing callers still work.
         training_nodes: Security group of the Trainium nodes' EFA interfaces (it already
             reaches FSx on the Lustre ports). Required.
         file_system_id, file_system_dns_name, file_system_mount_name: The Lustre file system
@@ -105,6 +109,13 @@ class TrainingClusterStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         cfg = settings.cluster
+        if cfg.admin_role_arn is None:
+            Annotations.of(self).add_warning_v2(
+                NO_CLUSTER_ADMIN_WARNING,
+                "cluster.admin_role_arn is not set: only CloudFormation's execution role can use "
+                "the cluster's Kubernetes API (kubectl answers Unauthorized). Run `mlp azs` to "
+                "record your IAM role, or set cluster.admin_role_arn.",
+            )
         self.eks = TrainingEksCluster(
             self,
             "Cluster",
@@ -124,23 +135,12 @@ class TrainingClusterStack(Stack):
             cluster=cluster,
             kubernetes_version=cfg.kubernetes_version,
             nodes_ready=[self.eks.system_nodes],
+            addon_versions=cfg.addon_versions,
         )
         self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
 
-        trn = settings.trainium
-        self.trainium = TrainiumNodeGroup(
-            self,
-            "Trainium",
-            cluster=cluster,
-            subnet=trainium_subnet,
-            security_group=training_nodes,
-            instance_type=trn.instance_type,
-            min_size=trn.min_nodes,
-            desired_size=trn.nodes,
-            max_size=trn.max_nodes,
-            root_volume_gib=trn.root_volume_gib,
-        )
-        self.trainium.node_group.node.add_dependency(*self.addons.node_dependents())
+        # The Trainium and GPU node groups live in stacks of their own
+        # (ml_platform.stacks.accelerators): a capacity failure must not roll back the cluster.
 
         if lustre_security_group is not None:
             self._allow_lustre_clients(lustre_security_group, self.eks.cluster_security_group)
@@ -192,8 +192,8 @@ class TrainingClusterStack(Stack):
                 max_gpu_nodes=triton.max_gpu_nodes,
                 replicas=triton.replicas,
                 max_replicas=triton.max_replicas,
+                gpu_node_group=False,  # GpuNodesStack
             )
-            self.triton.node_group.node.add_dependency(*self.addons.node_dependents())
 
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         CfnOutput(self, "ClusterArn", value=cluster.cluster_arn)

@@ -70,6 +70,13 @@ RDZV_PORT = 29500
 # https://github.com/volcano-sh/volcano/blob/v1.15.1/pkg/controller/job/plugins/svc/svc.go
 RDZV_HOST = f"$${{{specs.macros.rank0_env}:=localhost}}"
 
+RDZV_READ_TIMEOUT_S = 600
+"""How long an agent waits for the c10d store, its first connection included. With torch's
+default (60 s, one retry) a pod that starts 150 s before the first pod, e.g. while the first
+pod's node still pulls the image, failed with RendezvousConnectionError (measured on CPU);
+with 600 s it joined. 600 s is also the rendezvous' default join timeout, how long the first
+pod waits for the others."""
+
 BOOTSTRAP_PORT = 48620
 """Port of the Neuron collectives bootstrap (NEURON_RT_ROOT_COMM_ID); reserved in the pod
 (net.ipv4.ip_local_reserved_ports) so that no ephemeral connection takes it first, which
@@ -173,6 +180,7 @@ def trainium_ddp(
     launcher = [
         "python3", "-m", "torch.distributed.run",
         "--rdzv_backend", RDZV_BACKEND,
+        "--rdzv_conf", f"read_timeout={RDZV_READ_TIMEOUT_S}",
         "--rdzv_endpoint", f"{RDZV_HOST}:{rdzv_port}",
         "--rdzv_id", specs.macros.app_id,
         "--nnodes", str(nnodes),

@@ -1,10 +1,10 @@
 """The two ensembles of the source design, described with :mod:`ml_platform.triton.spec`.
 
-* :func:`image_ensemble` -> ``model_tf_dali.tar.gz``: DALI decode/resize/normalise, then
+* :func:`image_ensemble` -> ``model_tf_dali.tar.gz``: DALI decode/crop/resize/scale, then
   Inception v3 (TensorFlow GraphDef) -> 1001 class scores.
-* :func:`text_ensemble` -> ``model_trt_python.tar.gz``: Python tokenizer, then the
-  all-MiniLM-L6-v2 encoder (TensorRT plan or ONNX), then Python mean pooling -> sentence
-  embedding.
+* :func:`text_ensemble` -> ``model_trt_python_<gpu>.tar.gz`` (TensorRT plan, one archive per
+  GPU target) or ``model_onnx_python.tar.gz`` (ONNX): Python tokenizer, then the
+  all-MiniLM-L6-v2 encoder, then Python mean pooling -> sentence embedding.
 
 Artifacts that cannot be built on a CPU machine or downloaded here (the GraphDef, its
 labels, ``model.dali``, ``model.plan``) are passed in as paths; the builders only
@@ -15,6 +15,7 @@ package under ``assets/``.
 from __future__ import annotations
 
 import importlib.util
+import json
 from enum import StrEnum
 from pathlib import Path
 
@@ -28,15 +29,26 @@ from ml_platform.triton.spec import (
     TensorFormat,
     TensorSpec,
 )
+from ml_platform.triton.targets import (
+    GPU_PARAMETER,
+    GPU_TARGETS,
+    IMAGE_LOGICAL,
+    TEXT_ONNX_LOGICAL,
+    text_logical_name,
+)
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 POOLING_SOURCE = Path(__file__).resolve().parent / "pooling.py"
 DALI_PIPELINE_SCRIPT = ASSETS / "dali" / "pipeline.py"
 
 #: Archive (``TargetModel``) of the image ensemble.
-IMAGE_ARCHIVE = "model_tf_dali.tar.gz"
-#: Archive (``TargetModel``) of the text ensemble.
-TEXT_ARCHIVE = "model_trt_python.tar.gz"
+IMAGE_ARCHIVE = f"{IMAGE_LOGICAL}.tar.gz"
+#: Archive of the text ensemble with an ONNX encoder (runs on any GPU).
+TEXT_ONNX_ARCHIVE = f"{TEXT_ONNX_LOGICAL}.tar.gz"
+#: Archives of the text ensemble with a TensorRT plan, one per GPU target.
+TEXT_TRT_ARCHIVES = {gpu: f"{text_logical_name(gpu)}.tar.gz" for gpu in GPU_TARGETS}
+#: The text archive of the default SageMaker endpoint (ml.g4dn: T4).
+TEXT_ARCHIVE = TEXT_TRT_ARCHIVES["t4"]
 
 IMAGE_ENSEMBLE_NAME = "ensemble_dali_inception"
 DALI_MODEL_NAME = "dali"
@@ -55,29 +67,17 @@ DEFAULT_MAX_SEQ_LEN = 128
 #: Where the Python models look for a conda-packed environment, if one is shipped.
 EXECUTION_ENV_FILE = "processing_env.tar.gz"
 EXECUTION_ENV_PARAMETER = "$$TRITON_MODEL_DIRECTORY/" + EXECUTION_ENV_FILE
-#: Tokenizer files copied from ``tokenizer_dir`` (weights are left behind).
+#: Tokenizer files copied from ``tokenizer_dir`` (weights are left behind). ``preprocess``
+#: tokenizes with ``wordpiece.py`` over ``vocab.txt``, configured by ``tokenizer_config.json``
+#: (and ``tokenizer.json``'s normalizer and WordPiece settings when present).
 TOKENIZER_FILES = (
-    "added_tokens.json",
     "config.json",
-    "merges.txt",
-    "sentencepiece.bpe.model",
     "special_tokens_map.json",
-    "spiece.model",
     "tokenizer.json",
-    "tokenizer.model",
     "tokenizer_config.json",
-    "vocab.json",
     "vocab.txt",
 )
-# At least one of these must be there for a tokenizer to load.
-_TOKENIZER_VOCABS = {
-    "tokenizer.json",
-    "vocab.txt",
-    "vocab.json",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-    "tokenizer.model",
-}
+WORDPIECE_SOURCE = Path(__file__).resolve().parent / "wordpiece.py"
 
 
 class EncoderFormat(StrEnum):
@@ -103,8 +103,9 @@ def image_ensemble(
 ) -> EnsembleSpec:
     """The image ensemble ``ensemble_dali_inception`` (archive ``model_tf_dali.tar.gz``).
 
-    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (GPU decode, resize to
-    299x299, ImageNet normalisation; FP32 ``[299, 299, 3]``) -> ``inception_graphdef``
+    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (GPU decode, central 87.5%
+    crop, resize to 299x299, pixels scaled to [-1, 1] as TF-slim's Inception preprocessing;
+    FP32 ``[299, 299, 3]``) -> ``inception_graphdef``
     (TensorFlow GraphDef, NHWC) -> ``OUTPUT`` FP32 ``[1001]`` class probabilities, with
     a label file so clients can ask Triton for top-k class names.
 
@@ -184,12 +185,20 @@ def _tokenizer_files(tokenizer_dir: str | Path) -> tuple[ModelFile, ...]:
     folder = Path(tokenizer_dir)
     if not folder.is_dir():
         raise ValueError(f"tokenizer_dir={str(folder)!r}: not a directory")
-    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()]
-    if not _TOKENIZER_VOCABS.intersection(present):
+    if not (folder / "vocab.txt").is_file():
         raise ValueError(
-            f"tokenizer_dir={str(folder)!r}: no vocabulary file, expected one of "
-            f"{sorted(_TOKENIZER_VOCABS)}"
+            f"tokenizer_dir={str(folder)!r}: no vocabulary file vocab.txt (preprocess runs a "
+            "BERT WordPiece tokenizer over it)"
         )
+    fast = folder / "tokenizer.json"
+    if fast.is_file():
+        model_type = (json.loads(fast.read_text("utf-8")).get("model") or {}).get("type")
+        if model_type != "WordPiece":
+            raise ValueError(
+                f"tokenizer_dir={str(folder)!r}: tokenizer.json is a {model_type} tokenizer; "
+                "preprocess only implements BERT WordPiece"
+            )
+    present = [name for name in TOKENIZER_FILES if (folder / name).is_file()]
     return tuple(ModelFile(f"1/tokenizer/{name}", source=folder / name) for name in present)
 
 
@@ -203,11 +212,14 @@ def text_ensemble(
     max_batch_size: int = 16,
     execution_env_path: str | Path | None = None,
     encoder_instance_kind: InstanceKind = InstanceKind.GPU,
+    gpu_target: str | None = None,
 ) -> EnsembleSpec:
-    """The text ensemble ``ensemble`` (archive ``model_trt_python.tar.gz``).
+    """The text ensemble ``ensemble`` (archive ``model_trt_python_<gpu>.tar.gz`` or
+    ``model_onnx_python.tar.gz``).
 
-    ``INPUT0`` STRING ``[1]`` -> ``preprocess`` (Python, CPU: bundled tokenizer, INT32 ids
-    and mask padded to ``max_seq_len``) -> ``bert-trt`` (encoder: ``output`` FP32
+    ``INPUT0`` STRING ``[1]`` -> ``preprocess`` (Python, CPU: BERT WordPiece over the bundled
+    ``vocab.txt``, NumPy only; INT32 ids and mask padded to ``max_seq_len``) ->
+    ``bert-trt`` (encoder: ``output`` FP32
     ``[max_seq_len, hidden]`` and ``pooled_embeds``) -> ``postprocess`` (Python, CPU:
     mean pooling over the mask, L2 normalisation) -> ``finaloutput`` FP32 ``[hidden]``.
 
@@ -220,14 +232,21 @@ def text_ensemble(
         hidden_size: Encoder hidden size. Default: 384 (all-MiniLM-L6-v2).
         max_seq_len: Tokens per sentence after padding/truncation. Default: 128.
         max_batch_size: Batch limit of the ensemble and its models. Default: 16.
-        execution_env_path: Conda-packed environment with ``transformers`` for
-            ``preprocess`` (Python matching the container's stub). Shipped as
-            ``preprocess/processing_env.tar.gz`` and named by ``EXECUTION_ENV_PATH``.
-            Default: none (the container's Python must have ``transformers``).
+        execution_env_path: Conda-packed environment for Python dependencies of your own
+            beyond NumPy (Python matching the container's: 3.10 for Triton 23.05-25.11,
+            3.12 from 25.12). Shipped as ``preprocess/processing_env.tar.gz`` and named by
+            ``EXECUTION_ENV_PATH``. Default: none; the shipped models need only NumPy and
+            the standard library, which the stock container has.
         encoder_instance_kind: Placement of the encoder. Default: GPU.
+        gpu_target: GPU the TensorRT plan was built for, one of
+            :data:`~ml_platform.triton.targets.GPU_TARGETS` (``"t4"``, ``"a10g"``, ...);
+            required for a plan, not allowed for ONNX. It names the archive
+            (``model_trt_python_<gpu>.tar.gz``; ONNX: ``model_onnx_python.tar.gz``) and is
+            recorded as the encoder's ``gpu_target`` parameter.
 
     Raises:
-        ValueError: Bad sizes, missing files or an unknown encoder format.
+        ValueError: Bad sizes, missing files, an unknown encoder format, or a missing,
+            unknown or misplaced ``gpu_target``.
     """
     encoder_format = EncoderFormat(encoder_format)
     errors = [
@@ -239,6 +258,16 @@ def text_ensemble(
         )
         if value < 1
     ]
+    tensorrt = encoder_format is EncoderFormat.TENSORRT
+    if tensorrt and gpu_target not in GPU_TARGETS:
+        errors.append(
+            f"gpu_target={gpu_target!r}: a TensorRT plan only loads on the GPU it was built "
+            f"for; name it, one of {sorted(GPU_TARGETS)}"
+        )
+    if not tensorrt and gpu_target is not None:
+        errors.append(
+            f"gpu_target={gpu_target!r}: applies to TensorRT plans only (ONNX runs anywhere)"
+        )
     if errors:
         raise ValueError("text_ensemble: " + "; ".join(errors))
     encoder_file = _existing_file(encoder_path, "encoder_path")
@@ -248,6 +277,7 @@ def text_ensemble(
     preprocess_params: dict[str, str] = {}
     preprocess_files = [
         ModelFile("1/model.py", source=ASSETS / "preprocess" / "model.py"),
+        ModelFile("1/wordpiece.py", source=WORDPIECE_SOURCE),
         *tokenizer_files,
     ]
     if execution_env_path is not None:
@@ -267,7 +297,6 @@ def text_ensemble(
         parameters=preprocess_params,
         files=tuple(preprocess_files),
     )
-    tensorrt = encoder_format is EncoderFormat.TENSORRT
     encoder = ModelSpec(
         name=ENCODER_MODEL_NAME,
         platform="tensorrt_plan" if tensorrt else None,
@@ -282,6 +311,7 @@ def text_ensemble(
             TensorSpec("pooled_embeds", DataType.FP32, (hidden_size,)),
         ),
         instance_kind=encoder_instance_kind,
+        parameters={GPU_PARAMETER: GPU_TARGETS[gpu_target]} if tensorrt else {},
         files=(ModelFile("1/model.plan" if tensorrt else "1/model.onnx", source=encoder_file),),
     )
     # NumPy pooling gains nothing from a GPU instance, so postprocess stays on the CPU.
@@ -323,14 +353,14 @@ def text_ensemble(
             ),
         ),
         models=(preprocess, encoder, postprocess),
-        archive_name=TEXT_ARCHIVE,
+        archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
     )
 
 
-def serialize_dali_pipeline(
-    out_path: str | Path, *, batch_size: int = 256, device_id: int = 0
-) -> Path:
-    """Write ``model.dali`` with the shipped pipeline script (needs ``nvidia-dali``).
+def serialize_dali_pipeline(out_path: str | Path, *, batch_size: int = 256) -> Path:
+    """Write ``model.dali`` with the shipped pipeline script. Needs ``nvidia-dali`` (pinned
+    in requirements-dev.txt: ``nvidia-dali-cuda120``) but no GPU: the pipeline is built with
+    ``device_id=None`` and Triton's DALI backend places it on each instance's GPU.
 
     Raises:
         RuntimeError: ``nvidia.dali`` is not installed.
@@ -339,27 +369,29 @@ def serialize_dali_pipeline(
         import nvidia.dali  # noqa: F401 - only to fail early, helpfully
     except ImportError as exc:
         raise RuntimeError(
-            "serialize_dali_pipeline needs nvidia-dali; run "
-            f"'python {DALI_PIPELINE_SCRIPT} OUT' where it is installed, or pass a "
-            "prebuilt model.dali to image_ensemble(dali_model_path=...)"
+            "serializing the DALI pipeline needs nvidia-dali (pip install "
+            "nvidia-dali-cuda120); or pass a prebuilt model.dali "
+            "(image_ensemble(dali_model_path=...), mlp models package --dali-model)"
         ) from exc
     spec = importlib.util.spec_from_file_location(
         "_ml_platform_dali_pipeline", DALI_PIPELINE_SCRIPT
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.serialize(out_path, batch_size=batch_size, device_id=device_id)
+    return module.serialize(out_path, batch_size=batch_size)
 
 
 # The models each archive of the source design holds, ensemble first. Triton on EKS loads
 # exactly these (explicit model control), so SageMaker and EKS serve the same definitions;
 # tests check this table against the specs that image_ensemble/text_ensemble build.
+_TEXT_MODELS = (
+    TEXT_ENSEMBLE_NAME,
+    PREPROCESS_MODEL_NAME,
+    ENCODER_MODEL_NAME,
+    POSTPROCESS_MODEL_NAME,
+)
 ARCHIVE_MODELS: dict[str, tuple[str, ...]] = {
     IMAGE_ARCHIVE: (IMAGE_ENSEMBLE_NAME, DALI_MODEL_NAME, INCEPTION_MODEL_NAME),
-    TEXT_ARCHIVE: (
-        TEXT_ENSEMBLE_NAME,
-        PREPROCESS_MODEL_NAME,
-        ENCODER_MODEL_NAME,
-        POSTPROCESS_MODEL_NAME,
-    ),
+    TEXT_ONNX_ARCHIVE: _TEXT_MODELS,
+    **{archive: _TEXT_MODELS for archive in TEXT_TRT_ARCHIVES.values()},
 }

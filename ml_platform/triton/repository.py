@@ -25,6 +25,7 @@ from pathlib import Path
 from ml_platform.triton.checker import check_ensemble, find_ensemble_problems
 from ml_platform.triton.pbtxt import ENSEMBLE_PLATFORM, ensemble_from_configs, parse_pbtxt, to_pbtxt
 from ml_platform.triton.spec import EnsembleSpec, ModelSpec
+from ml_platform.triton.targets import GPU_PARAMETER, GPU_TARGETS, archive_gpu
 from ml_platform.triton.target_model import (  # noqa: F401 - re-exported
     ARCHIVE_SUFFIX,
     TARGET_MODEL_MAX_LENGTH,
@@ -211,3 +212,54 @@ def archive_problems(path: str | Path) -> list[str]:
         except ValueError as error:  # a config the typed specs reject (bad dims, names)
             problems.append(str(error))
     return problems
+
+
+def archive_gpu_target(path: str | Path) -> tuple[str | None, list[str]]:
+    """The GPU the archive's TensorRT plan was built for, from its config (the plan model's
+    ``gpu_target`` parameter), and what is wrong with that record: a plan without one,
+    plans for different GPUs, or a file name whose GPU suffix says otherwise.
+
+    Returns ``(None, [])`` for an archive without a plan (it runs on any GPU).
+    """
+    path = Path(path)
+    targets: dict[str, str | None] = {}
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                parts = member.name.removeprefix("./").split("/")
+                if len(parts) != 2 or parts[1] != "config.pbtxt" or not member.isfile():
+                    continue
+                if member.size > MAX_CONFIG_BYTES:
+                    continue  # archive_problems reports it
+                try:
+                    config = parse_pbtxt(tar.extractfile(member).read().decode("utf-8"))
+                except Exception:  # protobuf's ParseError; archive_problems reports it
+                    continue
+                if config.platform == "tensorrt_plan" or config.backend == "tensorrt":
+                    parameter = config.parameters.get(GPU_PARAMETER)
+                    targets[config.name or parts[0]] = parameter.string_value if parameter else None
+    except (tarfile.TarError, OSError, EOFError, UnicodeDecodeError):
+        return None, []  # archive_problems reports it
+    if not targets:
+        return None, []
+    problems = [
+        f"TensorRT model {name!r} records no {GPU_PARAMETER!r} parameter: a plan only loads on "
+        "the GPU it was built for; package it with mlp models package --gpu-target"
+        for name, gpu in sorted(targets.items())
+        if not gpu
+    ]
+    gpus = sorted({gpu for gpu in targets.values() if gpu})
+    if len(gpus) > 1:
+        problems.append(f"TensorRT models target different GPUs {gpus}: one archive per GPU")
+    gpu = gpus[0] if len(gpus) == 1 else None
+    named = archive_gpu(path.name)
+    if gpu and named != gpu:
+        problems.append(
+            f"its plan targets {gpu} (config parameter {GPU_PARAMETER!r}) but its name says "
+            f"{named or 'no GPU'}: expected a name ending in _{_suffix_of(gpu)}"
+        )
+    return gpu, problems
+
+
+def _suffix_of(gpu: str) -> str:
+    return next(suffix for suffix, name in GPU_TARGETS.items() if name == gpu)

@@ -175,3 +175,77 @@ def test_missing_cdk_json(aws, tmp_path, mlp):
 )
 def test_choose_azs(trainium, current, expected):
     assert choose_azs(trainium, current, REGION_AZS) == expected
+
+
+# --- cluster.admin_role_arn: the caller's role -----------------------------------------------
+
+
+def _assume(monkeypatch, name: str, path: str) -> str:
+    """Create a role in moto, assume it and make its session the caller; returns its ARN."""
+    import boto3
+
+    iam = boto3.client("iam", region_name="us-west-2")
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+             "Principal": {"AWS": "arn:aws:iam::123456789012:root"}}]}
+    role = iam.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(trust))
+    credentials = boto3.client("sts", region_name="us-west-2").assume_role(
+        RoleArn=role["Role"]["Arn"], RoleSessionName="alice@example.com"
+    )["Credentials"]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", credentials["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", credentials["SecretAccessKey"])
+    monkeypatch.setenv("AWS_SESSION_TOKEN", credentials["SessionToken"])
+    return role["Role"]["Arn"]
+
+
+def test_writes_the_callers_role_with_its_path_as_cluster_admin(aws, project, mlp, monkeypatch):
+    arn = _assume(monkeypatch, "AWSReservedSSO_Admin_0123456789abcdef",
+                  "/aws-reserved/sso.amazonaws.com/")
+    assert arn == ("arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/"
+                   "AWSReservedSSO_Admin_0123456789abcdef")
+    result = mlp("--cdk-json", project, "azs")
+    assert result.code == 0, result.err
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["cluster"]["admin_role_arn"] == arn
+    assert f"cluster admin: {arn} (role of session arn:aws:sts::123456789012:assumed-role/" \
+        in result.out
+    assert settings_from_cdk_json(str(project)).cluster.admin_role_arn == arn
+
+
+def test_a_role_set_in_cdk_json_or_on_the_command_line_wins(aws, project, mlp, monkeypatch):
+    _assume(monkeypatch, "caller", "/")
+    _customise(project, cluster={"admin_role_arn": "arn:aws:iam::123456789012:role/platform"})
+    assert mlp("--cdk-json", project, "azs").code == 0
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["cluster"]["admin_role_arn"] == "arn:aws:iam::123456789012:role/platform"
+    other = "arn:aws:iam::123456789012:role/ops/admins"
+    assert mlp("--cdk-json", project, "azs", "--admin-role-arn", other).code == 0
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["cluster"]["admin_role_arn"] == other
+    result = mlp("--cdk-json", project, "azs", "--admin-role-arn", "arn:aws:iam::1:user/bob")
+    assert result.code == 1 and "cluster.admin_role_arn = 'arn:aws:iam::1:user/bob'" in result.err
+
+
+def test_an_iam_user_is_not_written_as_admin(aws, project, mlp):
+    # moto's default caller is the IAM user arn:aws:iam::123456789012:user/moto.
+    result = mlp("--cdk-json", project, "azs")
+    assert result.code == 0, result.err
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert "admin_role_arn" not in written.get("cluster", {})
+    assert "is not an IAM role; cluster.admin_role_arn not written" in result.out
+
+
+def test_get_role_denied_falls_back_to_the_role_arn_without_path(aws_env):
+    import boto3
+    from botocore.stub import Stubber
+
+    from ml_platform.cli.azs import caller_role_arn
+
+    iam = boto3.client("iam", region_name="us-west-2")
+    with Stubber(iam) as stub:
+        stub.add_client_error("get_role", "AccessDenied", expected_params={"RoleName": "dev"})
+        arn, note = caller_role_arn("arn:aws:sts::111122223333:assumed-role/dev/s", iam)
+    assert arn == "arn:aws:iam::111122223333:role/dev"
+    assert "iam:GetRole failed (AccessDenied)" in note
+    assert caller_role_arn("arn:aws-cn:iam::111122223333:role/x/y", iam) == (
+        "arn:aws-cn:iam::111122223333:role/x/y", "the caller")
+    assert caller_role_arn("arn:aws:iam::111122223333:root", iam)[0] is None

@@ -29,7 +29,7 @@ from tests.cli.support import (
 ENDPOINT = "triton-ensembles"  # the first endpoint of cdk.json's settings
 # One version of each archive in the model bucket: what --model's default resolves to.
 IMAGE_KEY = "model_tf_dali-v0000000a.tar.gz"
-TEXT_KEY = "model_trt_python-v0000000b.tar.gz"
+TEXT_KEY = "model_trt_python_t4-v0000000b.tar.gz"
 IMAGE = b"\xff\xd8\xff\xe0 fake jpeg bytes \x00\x01\x02"
 
 

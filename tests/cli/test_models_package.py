@@ -34,10 +34,10 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
         "--dali-model", inputs.dali, "--encoder", inputs.onnx,
     )
     assert result.code == 0, result.err
-    image, text = _one(out, "model_tf_dali"), _one(out, "model_trt_python")
+    image, text = _one(out, "model_tf_dali"), _one(out, "model_onnx_python")
     # Named after their content: <logical>-v<first 8 hex digits of the SHA-256>.tar.gz.
     assert image.name == f"model_tf_dali-{content_version(image)}.tar.gz"
-    assert text.name == f"model_trt_python-{content_version(text)}.tar.gz"
+    assert text.name == f"model_onnx_python-{content_version(text)}.tar.gz"
     assert sorted(p.name for p in out.iterdir()) == sorted([image.name, text.name])
     assert f"{image}" in result.out and f"{text}" in result.out
     assert archive_roots(image) == {"ensemble_dali_inception", "dali", "inception_graphdef"}
@@ -56,12 +56,18 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
 def test_plan_encoder_selects_tensorrt(tmp_path, mlp):
     inputs = write_inputs(tmp_path / "in")
     result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out",
-                 "--encoder", inputs.plan)
+                 "--encoder", inputs.plan, "--gpu-target", "t4")
     assert result.code == 0, result.err
-    text = _one(tmp_path / "out", "model_trt_python")
+    text = _one(tmp_path / "out", "model_trt_python_t4")
     assert _config(text, "bert-trt").platform == "tensorrt_plan"
     assert "bert-trt/1/model.plan" in _names(text)
     assert not list((tmp_path / "out").glob("model_tf_dali*"))
+    # Without --gpu-target a plan is refused: it would only load on the GPU it was built for.
+    result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out2",
+                 "--encoder", inputs.plan)
+    assert result.code == 1
+    assert "is a TensorRT plan, which only loads on the GPU it was built for: pass --gpu-target" \
+        in result.err
 
 
 def test_archives_are_reproducible(tmp_path, mlp):
@@ -69,7 +75,7 @@ def test_archives_are_reproducible(tmp_path, mlp):
     args = ["models", "package", "--ensemble", "text", "--encoder", inputs.onnx]
     assert mlp(*args, "--out", tmp_path / "a").code == 0
     assert mlp(*args, "--out", tmp_path / "b").code == 0
-    a, b = _one(tmp_path / "a", "model_trt_python"), _one(tmp_path / "b", "model_trt_python")
+    a, b = _one(tmp_path / "a", "model_onnx_python"), _one(tmp_path / "b", "model_onnx_python")
     assert a.name == b.name and a.read_bytes() == b.read_bytes()
 
 
@@ -78,13 +84,15 @@ def test_a_new_build_is_a_new_version_and_replaces_the_old_one_locally(tmp_path,
     out = tmp_path / "out"
     args = ["models", "package", "--ensemble", "text", "--out", out]
     assert mlp(*args, "--encoder", inputs.onnx).code == 0
-    first = _one(out, "model_trt_python")
+    first = _one(out, "model_onnx_python")
     assert mlp(*args, "--encoder", inputs.onnx).code == 0  # same inputs: same version
-    assert _one(out, "model_trt_python") == first
-    result = mlp(*args, "--encoder", inputs.plan)
+    assert _one(out, "model_onnx_python") == first
+    retrained = tmp_path / "in" / "retrained.onnx"
+    retrained.write_bytes(inputs.onnx.read_bytes() + b"new weights")
+    result = mlp(*args, "--encoder", retrained)
     assert result.code == 0, result.err
-    second = _one(out, "model_trt_python")
-    assert second != first and second.name == f"model_trt_python-{content_version(second)}.tar.gz"
+    second = _one(out, "model_onnx_python")
+    assert second != first and second.name == f"model_onnx_python-{content_version(second)}.tar.gz"
     assert f"removed the older version {first.name} from {out}" in result.out
 
 
@@ -116,7 +124,7 @@ def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
 def test_refuses_missing_options(tmp_path, mlp):
     result = mlp("models", "package", "--out", tmp_path / "out")
     assert result.code == 1
-    missing = "image ensemble: missing --inception-graphdef, --inception-labels, --dali-model"
+    missing = "image ensemble: missing --inception-graphdef, --inception-labels\n"
     assert missing in result.err
     assert "text ensemble: missing --encoder" in result.err
 
@@ -139,7 +147,7 @@ def test_refuses_a_miswired_ensemble(tmp_path, mlp, monkeypatch):
                  "--encoder", inputs.onnx)
     assert result.code == 1
     assert "refusing to package:" in result.err
-    assert "model_trt_python.tar.gz: " in result.err and "token_embeddings" in result.err
+    assert "model_onnx_python.tar.gz: " in result.err and "token_embeddings" in result.err
     assert not (tmp_path / "out").exists()
 
 

@@ -53,11 +53,11 @@ def test_uploads_versioned_archives_with_their_sha256(aws, project, archives, ml
     result = mlp("--cdk-json", project, "models", "upload", archives.folder)
 
     assert result.code == 0, result.err
-    assert _keys(bucket) == [f"models/{image}", f"models/{text}"]
-    assert result.out.splitlines() == [
+    assert _keys(bucket) == sorted([f"models/{image}", f"models/{text}"])
+    assert result.out.splitlines() == sorted([
         f"s3://{bucket}/models/{image}  (uploaded)",
         f"s3://{bucket}/models/{text}  (uploaded)",
-    ]
+    ])
     got = _s3().get_object(Bucket=bucket, Key=f"models/{text}")
     assert got["Body"].read() == archives.text.read_bytes()
     assert got["Metadata"] == {
@@ -239,16 +239,14 @@ def test_uploads_run_in_parallel_up_to_the_concurrency(aws, tmp_path, concurrenc
 
     s3.meta.events.register("before-call.s3.PutObject", enter)
     s3.meta.events.register("after-call.s3.PutObject", leave)
-    started = time.perf_counter()
     report = upload.upload_archives(s3, paths, bucket, "models/", concurrency=concurrency,
                                     console=_quiet())
-    elapsed = time.perf_counter() - started
 
     assert report.count("uploaded") == 12
-    assert peak[0] == concurrency if concurrency == 1 else 2 <= peak[0] <= concurrency
-    assert len(threads) == min(concurrency, 12) or concurrency > 1
-    if concurrency > 1:
-        assert elapsed < 12 * 0.05  # faster than one request after another
+    if concurrency == 1:
+        assert peak[0] == 1 and len(threads) == 1
+    else:  # overlapping requests from several threads, never more than the flag allows
+        assert 2 <= peak[0] <= concurrency and len(threads) >= 2
 
 
 def test_large_archives_go_in_parts_with_a_conditional_completion(aws, tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """Fixtures of the training-cluster tests: the session's default synthesis (tests/conftest.py)
-plus one synthesis with trn1n.32xlarge."""
+plus one synthesis with trn1n.32xlarge (and the optional capacity settings)."""
 
 from __future__ import annotations
 
@@ -7,13 +7,17 @@ import pytest
 
 from tests.support import SynthesizedPlatform, synthesize
 
+CAPACITY_BLOCK = "cr-02168da1478b509e0"
+
 
 @pytest.fixture(scope="session")
 def trn1n(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
-    """The app with only the Trainium instance type changed (cdk-nag off: the default
-    synthesis already runs it over the same constructs)."""
+    """The app with the Trainium node group changed: trn1n.32xlarge in a Capacity Block,
+    scaling down to zero (cdk-nag off: the default synthesis already runs it over the same
+    constructs)."""
     return synthesize(
         tmp_path_factory.mktemp("cdk.out.trn1n"),
-        {"trainium": {"instance_type": "trn1n.32xlarge"}},
+        {"trainium": {"instance_type": "trn1n.32xlarge", "capacity_block_id": CAPACITY_BLOCK,
+                      "min_nodes": 0}},
         nag=False,
     )

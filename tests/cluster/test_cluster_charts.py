@@ -183,6 +183,7 @@ def test_neuron_plugin(deployed) -> None:
         (("",), ("nodes/status",)): {"patch", "update"},
         (("",), ("pods",)): {"get", "list", "watch", "update", "patch"},
         (("",), ("events",)): {"create", "patch"},
+        (("",), ("nodes/proxy",)): {"get", "list"},  # neuron-helm-charts 1.10.0
     }
     binding = kinds["ClusterRoleBinding"]
     assert binding["roleRef"]["name"] == kinds["ClusterRole"]["metadata"]["name"]
@@ -198,12 +199,22 @@ def test_neuron_plugin(deployed) -> None:
         ("aws.amazon.com/neuron", "NoSchedule"),
     }
     assert _instance_types(pod) == ["trn1.32xlarge"]
-    assert {v["hostPath"]["path"] for v in pod["volumes"]} == {
-        "/var/lib/kubelet/device-plugins",
-        "/run",
+    paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
+    assert paths == {
+        "device-plugin": "/var/lib/kubelet/device-plugins",
+        "infa-map": "/run",
+        "aws-config": "/opt/aws",
     }
     (container,) = pod["containers"]
     assert container["image"] == NEURON_DEVICE_PLUGIN_IMAGE
+    assert container["image"] == "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0"
+    mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
+    assert mounts == {"/var/lib/kubelet/device-plugins": False, "/run": False, "/opt/aws": True}
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+    assert env == {
+        "KUBECONFIG": "/etc/kubernetes/kubelet.conf",
+        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
+    }
     assert container["securityContext"]["allowPrivilegeEscalation"] is False
 
 

@@ -47,8 +47,9 @@ def test_cluster_is_native_eks_with_managed_node_groups_not_auto_mode(
     assert props["AccessConfig"]["AuthenticationMode"] == "API"
     # Pinned managed add-ons install the networking components instead.
     assert props["BootstrapSelfManagedAddons"] is False
-    # system, Trainium and (features.triton_on_eks) GPU node groups
-    assert len(_resources(synth, "AWS::EKS::Nodegroup")) == 3
+    # Only the system node group: the Trainium and GPU node groups have stacks of their own.
+    groups = _resources(synth, "AWS::EKS::Nodegroup").values()
+    assert [g["Properties"]["AmiType"] for g in groups] == ["AL2023_x86_64_STANDARD"]
     # Nothing Auto Mode or the legacy cluster provider would add.
     assert not _resources(synth, "Custom::AWSCDK-EKS-Cluster")
 
@@ -155,11 +156,49 @@ def test_cluster_construct_validation_reports_every_problem() -> None:
 def test_addons_are_pinned_for_the_kubernetes_version(synth: SynthesizedPlatform) -> None:
     pins = EKS_ADDON_VERSIONS["1.35"]
     found = {
-        r["Properties"]["AddonName"]: r["Properties"]["AddonVersion"]
+        r["Properties"]["AddonName"]: r["Properties"].get("AddonVersion")
         for r in _resources(synth, "AWS::EKS::Addon").values()
     }
     assert found == {name: pins[name] for name in ADDONS}
     assert found["kube-proxy"].startswith("v1.35.")
+    # No AWS source confirms a build of these two: EKS picks its default version.
+    assert found["aws-fsx-csi-driver"] is None
+    assert found["amazon-cloudwatch-observability"] is None
+
+
+def test_unconfirmed_addons_can_be_pinned_by_setting() -> None:
+    from aws_cdk.assertions import Template
+
+    from ml_platform.config import Settings, SettingsError
+
+    settings = Settings.from_context(
+        {"cluster": {"fsx_csi_driver_version": "v1.9.0-eksbuild.1"}}
+    )
+    assert settings.cluster.addon_versions == {"aws-fsx-csi-driver": "v1.9.0-eksbuild.1"}
+    env = cdk.Environment(account="123456789012", region="us-west-2")
+    stack = cdk.Stack(new_app(), "S", env=env)
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c", vpc=vpc)
+    PlatformAddons(
+        stack, "Addons", cluster=cluster, kubernetes_version="1.35",
+        addon_versions=settings.cluster.addon_versions,
+    )
+    versions = {
+        r["Properties"]["AddonName"]: r["Properties"].get("AddonVersion")
+        for r in Template.from_stack(stack).to_json()["Resources"].values()
+        if r["Type"] == "AWS::EKS::Addon"
+    }
+    assert versions["aws-fsx-csi-driver"] == "v1.9.0-eksbuild.1"
+    assert versions["amazon-cloudwatch-observability"] is None
+    with pytest.raises(ValueError, match=r"addon_versions: unknown add-ons \['vpc-cnii'\]"):
+        PlatformAddons(stack, "Bad", cluster=cluster, kubernetes_version="1.35",
+                       addon_versions={"vpc-cnii": "v1.0.0-eksbuild.1"})
+    with pytest.raises(SettingsError) as info:
+        Settings.from_context({"cluster": {"cloudwatch_observability_version": "5.3.1"}})
+    assert info.value.problems == [
+        "cluster.cloudwatch_observability_version = '5.3.1': expected an EKS add-on version "
+        "such as 'v1.9.0-eksbuild.1'"
+    ]
 
 
 def test_addon_order_networking_before_nodes_the_rest_after(synth: SynthesizedPlatform) -> None:
@@ -170,6 +209,11 @@ def test_addon_order_networking_before_nodes_the_rest_after(synth: SynthesizedPl
     networking = {addon_ids[n] for n in ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")}
     for logical_id, group in _resources(synth, "AWS::EKS::Nodegroup").items():
         assert networking <= set(group["DependsOn"]), logical_id
+    # The accelerator node groups' stacks are deployed after the whole cluster stack, add-ons
+    # included.
+    cluster_stack = synth.platform.training_cluster
+    for stack in (synth.platform.trainium_nodes, synth.platform.gpu_nodes):
+        assert cluster_stack in stack.dependencies
     system_nodes = next(
         k
         for k, r in _resources(synth, "AWS::EKS::Nodegroup").items()
@@ -306,3 +350,21 @@ def test_stack_name_and_platform_wiring(synth: SynthesizedPlatform) -> None:
         "MlPlatform-Network",
         "MlPlatform-Storage",
     }
+
+
+def test_synthesis_warns_when_no_cluster_admin_role_is_set(synth: SynthesizedPlatform) -> None:
+    from ml_platform.stacks.training_cluster import NO_CLUSTER_ADMIN_WARNING
+
+    assert synth.platform.settings.cluster.admin_role_arn is None
+    metadata = json.loads(
+        (synth.outdir / f"{synth.stack_name('TrainingCluster')}.metadata.json").read_text()
+    )
+    warnings = [
+        e["data"]
+        for path, entries in metadata.items()
+        if path == f"/{synth.stack_name('TrainingCluster')}"
+        for e in entries
+        if e["type"] == "aws:cdk:warning"
+    ]
+    assert len(warnings) == 1
+    assert NO_CLUSTER_ADMIN_WARNING in warnings[0] and "mlp azs" in warnings[0]

@@ -12,8 +12,8 @@ from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
 from tests.support import SynthesizedPlatform
 
 TRAINING_SG_EXPORT = "TrainingNodes"  # part of the Network stack's export name of the node SG
-TRAINIUM_STACK = "TrainingCluster"  # stack of the Trainium node group
-GPU_STACK = "TrainingCluster"  # stack of the GPU node group
+TRAINIUM_STACK = "TrainiumNodes"  # stack of the Trainium node group
+GPU_STACK = "GpuNodes"  # stack of the GPU node group
 CLUSTER_SG = {"Fn::GetAtt": ["Cluster9EE0221C", "ClusterSecurityGroupId"]}
 
 
@@ -39,6 +39,15 @@ def _trainium_node_group(synth: SynthesizedPlatform) -> dict:
 
 def _is_training_sg(value: dict) -> bool:
     return TRAINING_SG_EXPORT in value.get("Fn::ImportValue", "")
+
+
+def _is_cluster_sg(value: dict) -> bool:
+    """The cluster security group, in the cluster's stack or imported from it."""
+    imported = value.get("Fn::ImportValue", "")
+    return value == CLUSTER_SG or (
+        imported.startswith("MlPlatform-TrainingCluster:")
+        and "Cluster9EE0221CClusterSecurityGroupId" in imported
+    )
 
 
 @pytest.mark.parametrize(
@@ -95,7 +104,7 @@ def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
         "Encrypted": True,
         "DeleteOnTermination": True,
     }
-    resources = synth.template_json("TrainingCluster")["Resources"]
+    resources = synth.template_json(TRAINIUM_STACK)["Resources"]
     (pg_id,) = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::PlacementGroup"]
     assert resources[pg_id]["Properties"]["Strategy"] == "cluster"
     assert lt["Placement"] == {"GroupName": {"Fn::GetAtt": [pg_id, "GroupName"]}}
@@ -176,17 +185,17 @@ def test_node_security_group_allows_itself_and_the_control_plane_both_ways(
         and r["GroupId"]["Fn::GetAtt"][0].startswith(TRAINING_SG_EXPORT)
     ]
     assert len(self_rules) == 1
-    ingress = _rules(synth, "TrainingCluster", "AWS::EC2::SecurityGroupIngress")
+    ingress = _rules(synth, TRAINIUM_STACK, "AWS::EC2::SecurityGroupIngress")
     ports = lambda rules: {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules}
     from_cluster = [
         r
         for r in ingress
-        if _is_training_sg(r["GroupId"]) and r["SourceSecurityGroupId"] == CLUSTER_SG
+        if _is_training_sg(r["GroupId"]) and _is_cluster_sg(r["SourceSecurityGroupId"])
     ]
     to_cluster = [
         r
         for r in ingress
-        if r["GroupId"] == CLUSTER_SG and _is_training_sg(r["SourceSecurityGroupId"])
+        if _is_cluster_sg(r["GroupId"]) and _is_training_sg(r["SourceSecurityGroupId"])
     ]
     assert ports(from_cluster) == {("tcp", 443, 443), ("tcp", 1025, 65535)}
     assert ports(to_cluster) == {
@@ -244,7 +253,7 @@ def test_node_security_group_has_an_explicit_all_traffic_egress_rule_to_itself(
 
 
 def test_node_group_waits_for_its_security_group_rules(synth: SynthesizedPlatform) -> None:
-    resources = synth.template_json("TrainingCluster")["Resources"]
+    resources = synth.template_json(TRAINIUM_STACK)["Resources"]
     (group_id,) = [
         k
         for k, r in resources.items()
@@ -287,9 +296,10 @@ def test_trainium_nodes_and_system_nodes_reach_lustre(synth: SynthesizedPlatform
 
 
 def test_no_cluster_rule_is_open_to_the_world(synth: SynthesizedPlatform) -> None:
-    for rtype in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
-        for rule in _rules(synth, "TrainingCluster", rtype):
-            assert "CidrIp" not in rule and "CidrIpv6" not in rule
+    for short in ("TrainingCluster", TRAINIUM_STACK, GPU_STACK):
+        for rtype in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
+            for rule in _rules(synth, short, rtype):
+                assert "CidrIp" not in rule and "CidrIpv6" not in rule
 
 
 def test_no_neuron_plugin_from_aws_cdk_in_the_construct_tree(synth: SynthesizedPlatform) -> None:

@@ -32,7 +32,8 @@ def test_defaults_are_valid_and_documented_values() -> None:
     assert s.storage.removal_policy == "retain"
     assert s.cluster.kubernetes_version == "1.35"
     assert s.inference.endpoints[0].instance_type == "ml.g4dn.4xlarge"
-    assert s.inference.endpoints[0].archives == ("model_tf_dali.tar.gz", "model_trt_python.tar.gz")
+    assert s.inference.endpoints[0].archives == ("model_tf_dali.tar.gz", "model_trt_python_t4.tar.gz")
+    assert s.triton_on_eks.archives == ("model_tf_dali.tar.gz", "model_onnx_python.tar.gz")
 
 
 def test_cdk_json_settings_parse(settings: Settings) -> None:
@@ -73,10 +74,10 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
         ({"storage": {"ecr_max_images": 0}}, "storage.ecr_max_images = 0"),
         ({"cluster": {"kubernetes_version": "1.29"}}, "cluster.kubernetes_version = '1.29'"),
         ({"cluster": {"endpoint_access": "public"}}, "cluster.endpoint_access = 'public'"),
-        ({"cluster": {"public_access_cidrs": ["10.0.0.0/33"]}}, "'10.0.0.0/33' is not a CIDR"),
+        ({"cluster": {"public_access_cidrs": ["10.0.0.0/33"]}}, "cluster.public_access_cidrs[0] = '10.0.0.0/33': not a CIDR"),
         ({"cluster": {"admin_role_arn": "admin"}}, "cluster.admin_role_arn = 'admin'"),
         ({"cluster": {"system_nodes": 0}}, "cluster.system_nodes = 0"),
-        ({"trainium": {"nodes": 3}}, "trainium.min_nodes/nodes/max_nodes = 2/3/2"),
+        ({"trainium": {"nodes": 3}}, "trainium.min_nodes = 2, trainium.nodes = 3, trainium.max_nodes = 2"),
         ({"trainium": {"root_volume_gib": 10}}, "trainium.root_volume_gib = 10"),
         ({"training": {"queue": "Bad_Queue"}}, "training.queue = 'Bad_Queue'"),
         ({"training": {"image_repository": "UPPER"}}, "training.image_repository = 'UPPER'"),
@@ -87,7 +88,8 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
         ),
         (
             {"inference": {"endpoints": [{"min_instances": 3, "max_instances": 2}]}},
-            "inference.endpoints[0].min_instances/initial_instances/max_instances = 3/1/2",
+            "inference.endpoints[0].min_instances = 3, inference.endpoints[0].initial_instances = 1, "
+            "inference.endpoints[0].max_instances = 2",
         ),
         (
             {"inference": {"endpoints": [{"archives": ["../x.tar.gz"]}]}},
@@ -99,7 +101,7 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
         ),
         ({"triton_on_eks": {"gpu_instance_type": "p5.48xlarge"}}, "gpu_instance_type = 'p5.48xlarge'"),
         ({"features": {"training_cluster": False}}, "features.triton_on_eks = true needs"),
-        ({"triton_on_eks": {"archives": ["custom.tar.gz"]}}, "'custom.tar.gz': Triton on EKS loads"),
+        ({"triton_on_eks": {"archives": ["custom.tar.gz"]}}, "triton_on_eks.archives[0] = 'custom.tar.gz': Triton on EKS loads"),
         ({"features": {"inference": "yes"}}, "features.inference = 'yes': expected true or false"),
     ],
 )

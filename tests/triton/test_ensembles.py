@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from ml_platform.triton import (
     text_ensemble,
     write_repository,
 )
-from ml_platform.triton.ensembles import DALI_PIPELINE_SCRIPT, EXECUTION_ENV_PARAMETER
+from ml_platform.triton.ensembles import EXECUTION_ENV_PARAMETER
 from ml_platform.triton.export_onnx import TRTEXEC_COMMAND, trtexec_command
 from ml_platform.triton.pooling import mean_pool_normalize
 from tests.triton.support import MINILM_DIR, Artifacts, write_artifacts
@@ -79,8 +78,14 @@ def test_image_ensemble_configs(artifacts: Artifacts, tmp_path: Path) -> None:
 @pytest.mark.parametrize("encoder_format", list(EncoderFormat))
 def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_format) -> None:
     encoder_path = artifacts.plan if encoder_format is EncoderFormat.TENSORRT else artifacts.onnx
+    tensorrt = encoder_format is EncoderFormat.TENSORRT
     spec = text_ensemble(
-        tokenizer_dir=MINILM_DIR, encoder_path=encoder_path, encoder_format=encoder_format.value
+        tokenizer_dir=MINILM_DIR, encoder_path=encoder_path, encoder_format=encoder_format.value,
+        gpu_target="a10g" if tensorrt else None,
+    )
+    # The archive says which GPU its plan was built for: in its name and its config.
+    assert spec.archive_filename == (
+        "model_trt_python_a10g.tar.gz" if tensorrt else "model_onnx_python.tar.gz"
     )
     repo = write_repository(spec, tmp_path / "repo")
 
@@ -98,6 +103,7 @@ def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_for
     if encoder_format is EncoderFormat.TENSORRT:
         assert (enc.platform, enc.backend) == ("tensorrt_plan", "")
         assert (repo / "bert-trt/1/model.plan").is_file()
+        assert enc.parameters["gpu_target"].string_value == "A10G"
     else:
         assert (enc.platform, enc.backend) == ("", "onnxruntime")
         assert (repo / "bert-trt/1/model.onnx").is_file()
@@ -136,6 +142,7 @@ def test_text_ensemble_sizes_and_execution_env(artifacts: Artifacts, tmp_path: P
     spec = text_ensemble(
         tokenizer_dir=MINILM_DIR,
         encoder_path=artifacts.plan,
+        gpu_target="t4",
         hidden_size=768,
         max_seq_len=256,
         max_batch_size=4,
@@ -159,12 +166,14 @@ def test_text_ensemble_sizes_and_execution_env(artifacts: Artifacts, tmp_path: P
 def test_text_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ValueError, match="no vocabulary file"):
-        text_ensemble(tokenizer_dir=empty, encoder_path=artifacts.plan)
+    with pytest.raises(ValueError, match="no vocabulary file vocab.txt"):
+        text_ensemble(tokenizer_dir=empty, encoder_path=artifacts.plan, gpu_target="t4")
     with pytest.raises(ValueError, match=r"tokenizer_dir=.*not a directory"):
-        text_ensemble(tokenizer_dir=tmp_path / "nope", encoder_path=artifacts.plan)
+        text_ensemble(tokenizer_dir=tmp_path / "nope", encoder_path=artifacts.plan, gpu_target="t4")
     with pytest.raises(ValueError, match=r"encoder_path=.*not a file"):
-        text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=tmp_path / "missing.plan")
+        text_ensemble(
+            tokenizer_dir=MINILM_DIR, encoder_path=tmp_path / "missing.plan", gpu_target="t4"
+        )
     with pytest.raises(ValueError, match=r"hidden_size=0.*max_batch_size=0"):
         text_ensemble(
             tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan, hidden_size=0, max_batch_size=0
@@ -191,79 +200,9 @@ def test_image_ensemble_rejects_bad_input(artifacts: Artifacts) -> None:
         )
 
 
-class _FakeDali:
-    """Records the DALI calls the pipeline script makes."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, tuple, dict]] = []
-        self.serialized_to: str | None = None
-
-    def modules(self) -> dict[str, types.ModuleType]:
-        recorder = self
-
-        def op(name):
-            def call(*args, **kwargs):
-                recorder.calls.append((name, args, kwargs))
-                return name
-
-            return call
-
-        class Pipe:
-            def serialize(self, filename=None):
-                recorder.serialized_to = filename
-                Path(filename).write_bytes(b"serialized")
-
-        def pipeline_def(**options):
-            recorder.calls.append(("pipeline_def", (), options))
-
-            def wrap(graph):
-                def build():
-                    recorder.calls.append(("returned", (graph(),), {}))
-                    return Pipe()
-
-                return build
-
-            return wrap
-
-        dali = types.ModuleType("nvidia.dali")
-        dali.fn = types.SimpleNamespace(
-            external_source=op("external_source"),
-            decoders=types.SimpleNamespace(image=op("decoders.image")),
-            resize=op("resize"),
-            crop_mirror_normalize=op("crop_mirror_normalize"),
-        )
-        dali.pipeline_def = pipeline_def
-        dali.types = types.SimpleNamespace(RGB="RGB", FLOAT="FLOAT")
-        nvidia = types.ModuleType("nvidia")
-        nvidia.dali = dali
-        return {"nvidia": nvidia, "nvidia.dali": dali}
-
-
-def test_dali_pipeline_script(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    fake = _FakeDali()
-    for name, module in fake.modules().items():
-        monkeypatch.setitem(sys.modules, name, module)
-    out = serialize_dali_pipeline(tmp_path / "dali" / "model.dali", batch_size=256)
-    assert out.read_bytes() == b"serialized" and fake.serialized_to == str(out)
-    calls = {name: (args, kwargs) for name, args, kwargs in fake.calls}
-    assert calls["pipeline_def"][1] == {"batch_size": 256, "num_threads": 4, "device_id": 0}
-    # The external source is named like the dali model's Triton input.
-    assert calls["external_source"][1] == {"device": "cpu", "name": "DALI_INPUT_0"}
-    assert calls["decoders.image"] == (
-        ("external_source",),
-        {"device": "mixed", "output_type": "RGB"},
-    )
-    assert calls["resize"] == (("decoders.image",), {"resize_x": 299, "resize_y": 299})
-    args, kwargs = calls["crop_mirror_normalize"]
-    assert args == ("resize",) and kwargs["output_layout"] == "HWC" and kwargs["dtype"] == "FLOAT"
-    np.testing.assert_allclose(kwargs["mean"], [123.675, 116.28, 103.53])
-    np.testing.assert_allclose(kwargs["std"], [58.395, 57.12, 57.375])
-    assert calls["returned"][0] == ("crop_mirror_normalize",)
-
-
 def test_serialize_dali_pipeline_without_dali(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     monkeypatch.setitem(sys.modules, "nvidia.dali", None)  # makes the import fail
-    with pytest.raises(RuntimeError, match=f"needs nvidia-dali.*{DALI_PIPELINE_SCRIPT.name}"):
+    with pytest.raises(RuntimeError, match="needs nvidia-dali.*--dali-model"):
         serialize_dali_pipeline(tmp_path / "model.dali")
     assert not (tmp_path / "model.dali").exists()
 

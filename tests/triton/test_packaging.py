@@ -23,7 +23,7 @@ from ml_platform.triton import (
     validate_target_model,
     write_repository,
 )
-from ml_platform.triton.ensembles import ASSETS, POOLING_SOURCE
+from ml_platform.triton.ensembles import ASSETS, POOLING_SOURCE, WORDPIECE_SOURCE
 from tests.triton.support import (
     FAKE_DALI,
     FAKE_GRAPHDEF,
@@ -78,6 +78,7 @@ def text_entries(encoder_file: str) -> list[str]:
         "preprocess/1/model.py",
         "preprocess/1/tokenizer",
         *[f"preprocess/1/tokenizer/{name}" for name in TOKENIZER],
+        "preprocess/1/wordpiece.py",
         "preprocess/config.pbtxt",
     ]
 
@@ -97,8 +98,10 @@ def image(artifacts: Artifacts):
 
 def text(artifacts: Artifacts, encoder_format: EncoderFormat = EncoderFormat.TENSORRT):
     encoder = artifacts.plan if encoder_format is EncoderFormat.TENSORRT else artifacts.onnx
+    tensorrt = encoder_format is EncoderFormat.TENSORRT
     return text_ensemble(
-        tokenizer_dir=MINILM_DIR, encoder_path=encoder, encoder_format=encoder_format
+        tokenizer_dir=MINILM_DIR, encoder_path=encoder, encoder_format=encoder_format,
+        gpu_target="t4" if tensorrt else None,
     )
 
 
@@ -145,7 +148,9 @@ def test_text_archive_layout_and_contents(
     artifacts: Artifacts, tmp_path: Path, encoder_format, encoder_file: str, content: bytes
 ) -> None:
     archive = package(text(artifacts, encoder_format), tmp_path)
-    assert archive.name == TEXT_ARCHIVE
+    assert archive.name == (
+        TEXT_ARCHIVE if encoder_format is EncoderFormat.TENSORRT else "model_onnx_python.tar.gz"
+    )
     assert [i.name for i in members(archive)] == text_entries(encoder_file)
     assert read_member(archive, f"bert-trt/1/{encoder_file}") == content
     assert (
@@ -153,6 +158,7 @@ def test_text_archive_layout_and_contents(
         == (ASSETS / "preprocess" / "model.py").read_bytes()
     )
     assert read_member(archive, "postprocess/1/pooling.py") == POOLING_SOURCE.read_bytes()
+    assert read_member(archive, "preprocess/1/wordpiece.py") == WORDPIECE_SOURCE.read_bytes()
     assert (
         read_member(archive, "preprocess/1/tokenizer/vocab.txt")
         == (MINILM_DIR / "vocab.txt").read_bytes()

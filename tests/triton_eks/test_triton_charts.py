@@ -10,7 +10,8 @@ import pytest
 
 from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
-from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE, TEXT_ARCHIVE
+from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE
+from ml_platform.triton.ensembles import TEXT_ONNX_ARCHIVE as TEXT_ARCHIVE
 
 PROPS = TritonChartProps(
     bucket_name="models-bucket",
@@ -50,11 +51,15 @@ def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str
     sources = [w for w in shlex.split(script) if w.startswith("s3://")]
     assert sources == [
         "s3://models-bucket/models/model_tf_dali.tar.gz",
-        "s3://models-bucket/models/model_trt_python.tar.gz",
+        "s3://models-bucket/models/model_onnx_python.tar.gz",
     ]
     assert fetch["command"][:2] == ["sh", "-ec"]
-    untar = [w for w in shlex.split(unpack["command"][2]) if w.endswith(".tar.gz")]
-    assert untar == ["/archives/model_tf_dali.tar.gz", "/archives/model_trt_python.tar.gz"]
+    # python3 -I -c <archive_safety.py> DEST ARCHIVE... (tests/platform/test_archive_safety.py
+    # runs this command on real and malicious archives)
+    assert unpack["command"][:3] == ["python3", "-I", "-c"]
+    assert unpack["command"][4:] == [
+        "/models", "/archives/model_tf_dali.tar.gz", "/archives/model_onnx_python.tar.gz"
+    ]
 
 
 def test_one_archive_fetches_only_that_archive() -> None:
@@ -63,7 +68,7 @@ def test_one_archive_fetches_only_that_archive() -> None:
     deployment = next(o for o in chart.to_json() if o["kind"] == "Deployment")
     script = deployment["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
     assert [w for w in shlex.split(script) if w.startswith("s3://")] == [
-        "s3://models-bucket/models/model_trt_python.tar.gz"
+        "s3://models-bucket/models/model_onnx_python.tar.gz"
     ]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert [a.split("=", 1)[1] for a in args if a.startswith("--load-model=")] == list(

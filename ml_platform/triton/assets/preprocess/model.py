@@ -1,21 +1,23 @@
 """Triton Python-backend model ``preprocess``: sentences -> token ids and attention mask.
 
-Runs inside Triton, not in ``ml_platform``. Layout of the model folder::
+Runs inside Triton, not in ``ml_platform``, and needs nothing beyond what the stock Triton
+container's Python has (NumPy and the standard library). Layout of the model folder::
 
     preprocess/config.pbtxt
     preprocess/1/model.py          (this file)
-    preprocess/1/tokenizer/...     (tokenizer files, shipped in the archive)
+    preprocess/1/wordpiece.py      (copy of ml_platform/triton/wordpiece.py)
+    preprocess/1/tokenizer/...     (vocab.txt, tokenizer_config.json, ...: from the archive)
 
-The tokenizer is loaded from the shipped files only (``local_files_only``): endpoints
-often have no internet access, and a download at load time makes startup slow and
-fragile. ``transformers`` comes from the execution environment named by the
-``EXECUTION_ENV_PATH`` parameter (or the container's own Python).
+The tokenizer is the BERT WordPiece tokenizer of ``wordpiece.py`` over the bundled
+``vocab.txt``, configured by the bundled ``tokenizer_config.json`` (lower-casing, accent
+stripping, CJK splitting): no download, no ``transformers``.
 
 Input ``INPUT0``: STRING ``[batch, 1]``. Outputs ``OUTPUT0`` (token ids) and ``OUTPUT1``
 (attention mask): ``[batch, max_seq_len]``, padded to ``max_seq_len``, which is read from
 the outputs' dims in ``config.pbtxt``.
 """
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -33,21 +35,31 @@ def _decode(values: np.ndarray) -> list:
     return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values.reshape(-1)]
 
 
+def _load_tokenizer(folder: Path):
+    """``WordPieceTokenizer`` from the ``wordpiece.py`` beside this file, over ``folder``.
+
+    Loaded by path so that it neither depends on ``sys.path`` nor clashes with an
+    installed module of the same name.
+    """
+    path = Path(__file__).resolve().parent / "wordpiece.py"
+    spec = importlib.util.spec_from_file_location("_triton_preprocess_wordpiece", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.WordPieceTokenizer.from_dir(folder)
+
+
 class TritonPythonModel:
-    """Tokenizes each request's sentences with the bundled tokenizer."""
+    """Tokenizes each request's sentences with the bundled vocabulary."""
 
     def initialize(self, args):
         """Read output shapes and types from the config and load the tokenizer once."""
-        from transformers import AutoTokenizer
-
         config = json.loads(args["model_config"])
         ids_config = pb_utils.get_output_config_by_name(config, IDS_NAME)
         mask_config = pb_utils.get_output_config_by_name(config, MASK_NAME)
         self.max_seq_len = int(ids_config["dims"][-1])
         self.ids_dtype = pb_utils.triton_string_to_numpy(ids_config["data_type"])
         self.mask_dtype = pb_utils.triton_string_to_numpy(mask_config["data_type"])
-        tokenizer_dir = Path(__file__).resolve().parent / TOKENIZER_FOLDER
-        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir), local_files_only=True)
+        self.tokenizer = _load_tokenizer(Path(__file__).resolve().parent / TOKENIZER_FOLDER)
 
     def execute(self, requests):
         """One response per request; a failing request gets an error, not the batch."""
@@ -55,16 +67,10 @@ class TritonPythonModel:
         for request in requests:
             try:
                 texts = _decode(pb_utils.get_input_tensor_by_name(request, INPUT_NAME).as_numpy())
-                encoded = self.tokenizer(
-                    texts,
-                    padding="max_length",
-                    truncation=True,
-                    max_length=self.max_seq_len,
-                    return_tensors="np",
-                )
+                ids, mask = self.tokenizer.encode(texts, self.max_seq_len)
                 outputs = [
-                    pb_utils.Tensor(IDS_NAME, encoded["input_ids"].astype(self.ids_dtype)),
-                    pb_utils.Tensor(MASK_NAME, encoded["attention_mask"].astype(self.mask_dtype)),
+                    pb_utils.Tensor(IDS_NAME, ids.astype(self.ids_dtype)),
+                    pb_utils.Tensor(MASK_NAME, mask.astype(self.mask_dtype)),
                 ]
                 responses.append(pb_utils.InferenceResponse(output_tensors=outputs))
             except Exception as exc:

@@ -1,0 +1,247 @@
+"""``mlp cost``: the on-demand cost of what ``cdk deploy`` would create, from ``cdk.out/``;
+each stack priced in its own region (manifest.json) unless ``--region`` is given.
+
+Reads the synthesized templates (manifest.json gives the stacks and their regions), prices
+every resource that bills by the hour or by size from the price table shipped with the
+package, lists what bills by use, and compares each multi-model endpoint with one
+single-model endpoint per archive. ``--refresh`` rebuilds the table from the AWS Price List
+API (needs credentials allowed ``pricing:GetProducts``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ml_platform.cli.aws import CliError, Context, doc_summary
+
+
+def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("cost", parents=parents,
+                       help="hourly and monthly on-demand cost of the synthesized stacks",
+                       description=doc_summary(__doc__))
+    p.add_argument("--cdk-out", default="cdk.out", metavar="DIR",
+                   help="the cloud assembly to read (default: cdk.out)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--training-hours", type=float, metavar="N",
+                   help="also print the cost of a training run of N hours")
+    p.add_argument("--archives", action="append", default=[], metavar="ENDPOINT=N",
+                   help="archives served by a multi-model endpoint (default: the endpoint's "
+                        "archives in the settings, when it is named there)")
+    p.add_argument("--prices", metavar="PATH",
+                   help="price table to use instead of the shipped one")
+    p.add_argument("--refresh", action="store_true",
+                   help="rebuild the price table from the AWS Price List API first (into the "
+                        "shipped table, or --prices PATH)")
+    p.add_argument("--refresh-regions", metavar="R1,R2",
+                   help="regions to fetch with --refresh (default: us-east-1,us-east-2,"
+                        "us-west-2 and every region in the templates)")
+    p.set_defaults(run=run)
+
+
+def _archives(ctx: Context, args: argparse.Namespace) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    try:
+        for endpoint in ctx.settings.inference.endpoints:
+            counts[endpoint.name] = len(endpoint.archives)
+    except CliError:
+        pass
+    for spec in args.archives:
+        name, _, number = spec.partition("=")
+        if not number.isdigit() or int(number) < 1:
+            raise CliError(f"--archives {spec!r}: expected ENDPOINT=N with N >= 1")
+        counts[name] = int(number)
+    return counts
+
+
+def build_report(stacks: list[Any], table: Any, *, region: str | None,
+                 archives: dict[str, int], training_hours: float | None) -> dict[str, Any]:
+    """Everything ``mlp cost`` prints, as data (``--json`` prints exactly this)."""
+    from ml_platform.pricing import compare_multi_model, estimate_template, training_hourly
+    from ml_platform.pricing.table import SAGEMAKER_HOSTING
+
+    estimates = []
+    for stack in stacks:
+        where = region or stack.region
+        if where is None:
+            raise CliError(f"stack {stack.name} is environment-agnostic: pass --region")
+        estimates.append(estimate_template(stack.template, stack=stack.name, region=where,
+                                           table=table))
+    comparisons, comparison_notes = [], []
+    for estimate in estimates:
+        for item in estimate.items:
+            for variant in (item.endpoint or {}).get("variants", []):
+                if not variant.get("multi_model"):
+                    continue
+                name = item.endpoint.get("name") or item.logical_id
+                count = archives.get(name)
+                price = table.get(estimate.region, SAGEMAKER_HOSTING, variant["instance_type"])
+                if count is None:
+                    comparison_notes.append(f"{name}: archive count unknown (--archives {name}=N)")
+                elif price is None:
+                    comparison_notes.append(f"{name}: no price for {variant['instance_type']} "
+                                            f"in {estimate.region}")
+                else:
+                    comparisons.append(compare_multi_model(
+                        name, variant["instance_type"], variant["initial_instances"], count, price))
+    train_hourly, train_unknown = training_hourly(estimates)
+    training: dict[str, Any] = {
+        "node_groups": [i.logical_id for e in estimates for i in e.items if i.training],
+        "hourly_usd": round(train_hourly, 4),
+        "not_counted": [i.logical_id for i in train_unknown],
+    }
+    if training_hours is not None:
+        training["run_hours"] = training_hours
+        training["run_usd"] = round(train_hourly * training_hours, 2)
+    total_h = sum(e.hourly for e in estimates)
+    total_m = sum(e.monthly for e in estimates)
+    incomplete = [i for e in estimates for i in e.incomplete]
+    return {
+        "currency": "USD",
+        "hours_per_month": 730,
+        "total": {"hourly_usd": round(total_h, 4), "monthly_usd": round(total_m, 2),
+                  "ceiling_monthly_usd": round(sum(e.ceiling_monthly for e in estimates), 2),
+                  "complete": not incomplete,
+                  "not_counted": [f"{i.stack}/{i.logical_id} ({i.status})" for i in incomplete]},
+        "stacks": [e.to_dict() for e in estimates],
+        "multi_model": [c.to_dict() for c in comparisons],
+        "multi_model_notes": comparison_notes,
+        "training": training,
+        "unclassified_types": sorted({t for e in estimates for t in e.unclassified_types()}),
+    }
+
+
+def _money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.3f}"
+
+
+def render_text(report: dict[str, Any]) -> str:
+    lines: list[str] = []
+    for stack in report["stacks"]:
+        lines.append(f"{stack['stack']} ({stack['region']}): {_money(stack['hourly_usd'])}/hour, "
+                     f"{_money(stack['monthly_usd'])}/month"
+                     + ("" if stack["complete"] else "  [incomplete: see below]"))
+        priced = [r for r in stack["resources"] if r["category"] == "priced"]
+        for r in priced:
+            if r["status"] == "ok":
+                figure = f"{_rate(r['hourly_usd']):>10}/h {_money(r['monthly_usd']):>12}/mo"
+            else:
+                figure = f"{r['status'].upper():>12} {'':>15}"
+            lines.append(f"  {r['logical_id']:<36} {figure}  {r['description']}")
+            if "ceiling_monthly_usd" in r:
+                lines.append(f"  {'':<36} {'':>28}  up to {_money(r['ceiling_monthly_usd'])}/mo "
+                             "at the maximum")
+            if r["status"] != "ok":
+                lines.append(f"  {'':<36} {'':>28}  {r.get('reason', '')}")
+        usage = [r for r in stack["resources"] if r["category"] == "usage-based"]
+        if usage:
+            types = sorted({r["type"].split("::", 1)[1] for r in usage})
+            lines.append(f"  usage-based (not estimated): {', '.join(types)}")
+        free = [r for r in stack["resources"] if r["category"] == "free"]
+        lines.append(f"  free: {len(free)} resources")
+        lines.append("")
+    total = report["total"]
+    lines.append(f"Total: {_money(total['hourly_usd'])}/hour, {_money(total['monthly_usd'])}/month "
+                 f"(730 h), up to {_money(total['ceiling_monthly_usd'])}/month at the maxima")
+    if not total["complete"]:
+        lines.append("Not counted in the totals (missing price or unknown value):")
+        lines += [f"  {name}" for name in total["not_counted"]]
+    for c in report["multi_model"]:
+        lines.append(
+            f"Multi-model endpoint {c['endpoint']}: {c['archives']} archives on "
+            f"{c['instances']:g} x {c['instance_type']} = {_money(c['configured_hourly_usd'])}/h; "
+            f"one endpoint per archive = {_money(c['single_model_endpoints_hourly_usd'])}/h; "
+            f"saving {c['saving_percent']:.0f}%, {_money(c['saving_per_year_usd'])}/year")
+    for note in report["multi_model_notes"]:
+        lines.append(f"Multi-model comparison not possible: {note}")
+    training = report["training"]
+    if training["node_groups"]:
+        text = f"Training node groups: {_money(training['hourly_usd'])}/hour"
+        if "run_usd" in training:
+            text += f"; a {training['run_hours']:g}-hour run: {_money(training['run_usd'])}"
+        if training["not_counted"]:
+            text += f" (not counted: {', '.join(training['not_counted'])})"
+        lines.append(text)
+    if report["unclassified_types"]:
+        lines.append("Unclassified resource types: " + ", ".join(report["unclassified_types"]))
+    sources = sorted({(p["source"], p["taken"]) for s in report["stacks"]
+                      for r in s["resources"] for p in r.get("prices", [])})
+    if sources:
+        lines.append("Prices from:")
+        lines += [f"  {src} (taken {taken})" for src, taken in sources]
+    return "\n".join(lines)
+
+
+def _refresh(ctx: Context, args: argparse.Namespace, stacks: list[Any], target: Path) -> Any:
+    from ml_platform.pricing.refresh import DEFAULT_REGIONS, PRICING_API_REGION, rebuild
+
+    if args.refresh_regions:
+        regions = [r.strip() for r in args.refresh_regions.split(",") if r.strip()]
+    else:
+        regions = list(DEFAULT_REGIONS)
+        regions += [s.region for s in stacks if s.region and s.region not in regions]
+    if ctx.region_override and ctx.region_override not in regions:
+        regions.append(ctx.region_override)
+    types = _instance_types(stacks)
+    client = ctx.client("pricing", PRICING_API_REGION)
+    table, missing = rebuild(client, regions, types,
+                             progress=lambda line: print(line, file=sys.stderr))
+    table.write(target)
+    print(f"wrote {len(table.prices)} prices to {target}; {len(missing)} not found "
+          "(reported as missing)", file=sys.stderr)
+    return table
+
+
+def _instance_types(stacks: list[Any]) -> set[str]:
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key in ("InstanceType", "InstanceTypes"):
+                    for v in inner if isinstance(inner, list) else [inner]:
+                        if isinstance(v, str):
+                            found.add(v)
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    for stack in stacks:
+        walk(stack.template.get("Resources", {}))
+    return found
+
+
+def run(ctx: Context, args: argparse.Namespace) -> int:
+    from ml_platform.pricing import PriceTable
+    from ml_platform.pricing.assembly import read_assembly
+    from ml_platform.pricing.table import shipped_table_path
+
+    try:
+        stacks = read_assembly(args.cdk_out)
+    except FileNotFoundError as error:
+        raise CliError(str(error)) from None
+    if not stacks:
+        raise CliError(f"{args.cdk_out}: no CloudFormation stacks in the cloud assembly")
+    table_path = Path(args.prices) if args.prices else shipped_table_path()
+    if args.refresh:
+        table = _refresh(ctx, args, stacks, table_path)
+    else:
+        try:
+            table = PriceTable.load(table_path)
+        except (OSError, ValueError) as error:
+            raise CliError(f"--prices {table_path}: {error}") from None
+    report = build_report(stacks, table, region=ctx.region_override,
+                          archives=_archives(ctx, args), training_hours=args.training_hours)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(render_text(report))
+    return 0

@@ -1,0 +1,94 @@
+"""Templates to estimate: the stacks of a synthesized cloud assembly, or a stack in memory."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class StackTemplate:
+    name: str
+    region: str | None  # None when the stack is environment-agnostic
+    template: dict[str, Any]
+
+
+def read_assembly(outdir: str | Path) -> list[StackTemplate]:
+    """Every CloudFormation stack in ``outdir``/manifest.json, with its region and template."""
+    outdir = Path(outdir)
+    manifest_path = outdir / "manifest.json"
+    if not manifest_path.is_file():
+        raise FileNotFoundError(f"{manifest_path}: no cloud assembly (run `make synth` first)")
+    manifest = json.loads(manifest_path.read_text())
+    stacks = []
+    for name, artifact in manifest.get("artifacts", {}).items():
+        if artifact.get("type") != "aws:cloudformation:stack":
+            continue
+        template_file = artifact.get("properties", {}).get("templateFile", f"{name}.template.json")
+        template = json.loads((outdir / template_file).read_text())
+        env = artifact.get("environment", "")
+        region = env.rsplit("/", 1)[-1] if env.startswith("aws://") else None
+        stacks.append(StackTemplate(
+            artifact.get("displayName", name), None if region == "unknown-region" else region,
+            template,
+        ))
+    # Nested cloud assemblies (stages) hold more stacks.
+    for artifact in manifest.get("artifacts", {}).values():
+        if artifact.get("type") == "cdk:cloud-assembly":
+            stacks += read_assembly(outdir / artifact["properties"]["directoryName"])
+    return stacks
+
+
+# Types whose properties the estimator reads; the others need only their type.
+_READ_PROPERTIES = frozenset({
+    "AWS::EKS::Cluster", "AWS::EKS::Nodegroup", "AWS::EC2::LaunchTemplate",
+    "AWS::SageMaker::Endpoint", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Model",
+    "AWS::ApplicationAutoScaling::ScalableTarget", "AWS::FSx::FileSystem",
+    "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::VPCEndpoint",
+})
+
+
+def template_in_memory(stack: Any, *, priced_only: bool = False) -> dict[str, Any]:
+    """The resources of a CDK ``stack`` as they will synthesize, without synthesizing.
+
+    Built from each L1 resource's properties (``_cfn_properties`` and ``_render_properties``
+    are the jsii protected members every ``CfnResource`` exposes), resolved in the stack, for
+    the types the estimator reads. A property only synthesis can resolve (a cross-stack
+    reference) becomes an ``Fn::ImportValue`` marker, which the estimator reports as unknown.
+    Property overrides (``add_property_override``) are not seen. ``priced_only`` leaves out
+    the resources whose type the estimate does not read (they cost nothing in a total); it
+    halves the jsii round trips, which is what synth-time annotation uses.
+    """
+    import aws_cdk as cdk
+
+    resources: dict[str, Any] = {}
+    parameters: dict[str, Any] = {}
+    # Type checks run in Python first: every jsii call costs a round trip to Node.
+    for child in stack.node.find_all():
+        if isinstance(child, cdk.CfnResource):
+            type_ = child.cfn_resource_type
+            if (priced_only and type_ not in _READ_PROPERTIES) or child.stack is not stack:
+                continue
+            props = _properties(stack, child) if type_ in _READ_PROPERTIES else {}
+            resources[stack.resolve(child.logical_id)] = {"Type": type_, "Properties": props}
+        elif isinstance(child, cdk.CfnParameter) and child.stack is stack:
+            parameters[stack.resolve(child.logical_id)] = {"Type": child.type}
+    return {"Resources": resources, "Parameters": parameters}
+
+
+def _properties(stack: Any, child: Any) -> dict[str, Any]:
+    try:
+        return stack.resolve(child._render_properties(stack.resolve(child._cfn_properties))) or {}
+    except Exception:  # a value only synthesis resolves: render key by key
+        pass
+    out: dict[str, Any] = {}
+    for key, value in (child._cfn_properties or {}).items():
+        try:
+            resolved = stack.resolve(value)
+            rendered = stack.resolve(child._render_properties({key: resolved})) or {}
+        except Exception:
+            rendered = {key[:1].upper() + key[1:]: {"Fn::ImportValue": "unresolved at synth"}}
+        out.update(rendered)
+    return out

@@ -1,0 +1,601 @@
+"""On-demand cost of a CloudFormation template, resource by resource.
+
+The estimator reads a template (a synthesized file or the in-memory template at synth time)
+and knows resource *types*, never stack names: node groups, endpoints and file systems are
+found wherever they are. Each resource is one of:
+
+- ``priced``: it bills by the hour or by provisioned size; its line carries the hourly and
+  monthly figure, or a status ``missing`` (no price in the table for that region) or
+  ``unknown`` (a value the template does not fix, such as a Ref to a parameter or a
+  cross-stack import). Neither is ever counted as zero.
+- ``usage-based``: it bills by use (requests, GB stored or ingested): listed, not guessed.
+- ``free``: it has no charge of its own.
+
+A type in none of these is ``unclassified``; the test suite fails on any such type in the
+platform's synthesized templates.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ml_platform.pricing.table import (
+    EC2,
+    EKS_CLUSTER,
+    FSX_LUSTRE_PERSISTENT2,
+    HOURS_PER_MONTH,
+    HOURS_PER_YEAR,
+    NAT_GATEWAY,
+    PUBLIC_IPV4,
+    SAGEMAKER_HOSTING,
+    VPC_INTERFACE_ENDPOINT,
+    Price,
+    PriceTable,
+)
+
+PRICED = "priced"
+USAGE_BASED = "usage-based"
+FREE = "free"
+UNCLASSIFIED = "unclassified"
+
+OK = "ok"
+MISSING = "missing"  # no price for this region/key in the table
+UNKNOWN = "unknown"  # the template does not fix a value the cost depends on
+
+# Resources without a charge of their own (their cost, if any, shows on another line).
+FREE_TYPES: dict[str, str] = {
+    "AWS::CDK::Metadata": "CDK metadata",
+    "AWS::IAM::Role": "IAM",
+    "AWS::IAM::Policy": "IAM",
+    "AWS::IAM::ManagedPolicy": "IAM",
+    "AWS::IAM::InstanceProfile": "IAM",
+    "AWS::IAM::OIDCProvider": "IAM",
+    "AWS::EC2::VPC": "VPC",
+    "AWS::EC2::Subnet": "VPC",
+    "AWS::EC2::RouteTable": "VPC",
+    "AWS::EC2::Route": "VPC",
+    "AWS::EC2::SubnetRouteTableAssociation": "VPC",
+    "AWS::EC2::InternetGateway": "VPC (data transfer out bills by use)",
+    "AWS::EC2::VPCGatewayAttachment": "VPC",
+    "AWS::EC2::SecurityGroup": "VPC",
+    "AWS::EC2::SecurityGroupIngress": "VPC",
+    "AWS::EC2::SecurityGroupEgress": "VPC",
+    "AWS::EC2::NetworkAcl": "VPC",
+    "AWS::EC2::NetworkAclEntry": "VPC",
+    "AWS::EC2::SubnetNetworkAclAssociation": "VPC",
+    "AWS::EC2::LaunchTemplate": "billed through the node group that uses it",
+    "AWS::EC2::PlacementGroup": "no charge",
+    "AWS::EKS::AccessEntry": "no charge",
+    "AWS::EKS::PodIdentityAssociation": "no charge",
+    "AWS::EKS::Addon": "no charge for the add-on itself",
+    "AWS::SageMaker::Model": "billed through the endpoint",
+    "AWS::SageMaker::EndpointConfig": "billed through the endpoint that uses it",
+    "AWS::ApplicationAutoScaling::ScalableTarget": "no charge (its maximum is the ceiling)",
+    "AWS::ApplicationAutoScaling::ScalingPolicy": "no charge",
+    "AWS::S3::BucketPolicy": "no charge",
+    "AWS::KMS::Alias": "no charge",
+    "AWS::Lambda::Permission": "no charge",
+    "AWS::CloudFormation::CustomResource": "billed through its provider function",
+    "AWS::CloudFormation::WaitConditionHandle": "no charge",
+}
+# Resources that bill by use: listed, not guessed.
+USAGE_TYPES: dict[str, str] = {
+    "AWS::S3::Bucket": "GB-month stored, requests, transfer",
+    "AWS::ECR::Repository": "GB-month stored, transfer",
+    "AWS::Logs::LogGroup": "GB ingested and stored",
+    "AWS::EC2::FlowLog": "GB of flow logs delivered",
+    "AWS::KMS::Key": "requests, plus a monthly fee per key (not in the price table)",
+    "AWS::Lambda::Function": "requests and GB-seconds",
+    "AWS::Lambda::LayerVersion": "storage of the layer",
+    "AWS::CloudWatch::Alarm": "a monthly fee per alarm metric (not in the price table)",
+    "AWS::CloudWatch::Dashboard": "a monthly fee per dashboard (not in the price table)",
+    "AWS::SSM::Parameter": "standard parameters are free; advanced ones bill per month",
+    "AWS::SNS::Topic": "requests and deliveries",
+    "AWS::SQS::Queue": "requests",
+    "AWS::Events::Rule": "events",
+    "AWS::SecretsManager::Secret": "a monthly fee per secret and requests",
+    "AWS::DynamoDB::Table": "requests and GB-month stored",
+}
+# Custom resources (``Custom::*``) run their provider function, which bills by use.
+_CUSTOM = re.compile(r"^Custom::")
+
+# Instance families that make a node group a training node group (Trainium, GPU trainers).
+_TRAINING_FAMILIES = re.compile(r"^(trn\d+n?|p\d+[a-z]*)\.")
+
+
+class Unresolvable(Exception):
+    """A template value the estimator cannot turn into a literal (reason in the message)."""
+
+
+@dataclass
+class LineItem:
+    """The cost of one resource."""
+
+    stack: str
+    logical_id: str
+    type: str
+    category: str
+    description: str = ""
+    status: str = OK
+    hourly: float | None = None
+    monthly: float | None = None
+    ceiling_hourly: float | None = None  # at the autoscaling / node-group maximum
+    ceiling_monthly: float | None = None
+    prices: list[Price] = field(default_factory=list)
+    reason: str = ""  # why missing/unknown, or what a usage-based resource bills by
+    training: bool = False
+    endpoint: dict[str, Any] | None = None  # for SageMaker endpoints
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "stack": self.stack, "logical_id": self.logical_id, "type": self.type,
+            "category": self.category, "description": self.description, "status": self.status,
+            "hourly_usd": _round(self.hourly), "monthly_usd": _round(self.monthly),
+        }
+        if self.ceiling_hourly is not None:
+            out["ceiling_hourly_usd"] = _round(self.ceiling_hourly)
+            out["ceiling_monthly_usd"] = _round(self.ceiling_monthly)
+        if self.reason:
+            out["reason"] = self.reason
+        if self.prices:
+            out["prices"] = [p.to_dict() for p in self.prices]
+        if self.training:
+            out["training"] = True
+        if self.endpoint is not None:
+            out["endpoint"] = self.endpoint
+        return out
+
+
+@dataclass
+class StackEstimate:
+    """Every resource of one stack, and its totals."""
+
+    stack: str
+    region: str
+    items: list[LineItem] = field(default_factory=list)
+
+    @property
+    def priced(self) -> list[LineItem]:
+        return [i for i in self.items if i.category == PRICED]
+
+    @property
+    def incomplete(self) -> list[LineItem]:
+        """Priced resources whose cost is missing or unknown (the totals leave them out)."""
+        return [i for i in self.priced if i.status != OK]
+
+    @property
+    def hourly(self) -> float:
+        return sum(i.hourly or 0.0 for i in self.priced if i.status == OK)
+
+    @property
+    def monthly(self) -> float:
+        return sum(i.monthly or 0.0 for i in self.priced if i.status == OK)
+
+    @property
+    def ceiling_monthly(self) -> float:
+        return sum((i.ceiling_monthly if i.ceiling_monthly is not None else i.monthly) or 0.0
+                   for i in self.priced if i.status == OK)
+
+    def unclassified_types(self) -> set[str]:
+        return {i.type for i in self.items if i.category == UNCLASSIFIED}
+
+    def summary(self) -> str:
+        """One line for a review annotation."""
+        text = (f"Estimated on-demand cost of {self.stack} in {self.region}: "
+                f"${self.hourly:,.2f}/hour, ${self.monthly:,.2f}/month ({HOURS_PER_MONTH} h)")
+        if self.ceiling_monthly > self.monthly + 0.005:
+            text += f", up to ${self.ceiling_monthly:,.2f}/month at the autoscaling maxima"
+        if self.incomplete:
+            names = ", ".join(f"{i.logical_id} ({i.status})" for i in self.incomplete)
+            text += f"; not counted: {names}"
+        return text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack, "region": self.region,
+            "hourly_usd": _round(self.hourly), "monthly_usd": _round(self.monthly),
+            "ceiling_monthly_usd": _round(self.ceiling_monthly),
+            "complete": not self.incomplete,
+            "not_counted": [i.logical_id for i in self.incomplete],
+            "resources": [i.to_dict() for i in self.items],
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+# --- resolving template values ---------------------------------------------------------
+
+
+class _Template:
+    """A template with the lookups the handlers need."""
+
+    def __init__(self, template: Mapping[str, Any], region: str) -> None:
+        self.resources: Mapping[str, Any] = template.get("Resources", {}) or {}
+        self.parameters: Mapping[str, Any] = template.get("Parameters", {}) or {}
+        self.region = region
+
+    def props(self, logical_id: str) -> Mapping[str, Any]:
+        return (self.resources.get(logical_id) or {}).get("Properties", {}) or {}
+
+    def type_of(self, logical_id: str) -> str | None:
+        return (self.resources.get(logical_id) or {}).get("Type")
+
+    def of_type(self, type_: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        for logical_id, resource in self.resources.items():
+            if resource.get("Type") == type_:
+                yield logical_id, resource.get("Properties", {}) or {}
+
+    def resolve(self, value: Any) -> Any:
+        """A literal for ``value``; a Ref/GetAtt to a resource becomes ``{Id.Attr}``."""
+        if isinstance(value, str | int | float | bool) or value is None:
+            return value
+        if isinstance(value, list):
+            return [self.resolve(v) for v in value]
+        if isinstance(value, dict) and len(value) == 1:
+            (fn, arg), = value.items()
+            if fn == "Ref":
+                if arg == "AWS::Region":
+                    return self.region
+                if arg in self.parameters:
+                    raise Unresolvable(f"Ref to parameter {arg}")
+                if arg in self.resources:
+                    return f"{{{arg}}}"
+                raise Unresolvable(f"Ref to {arg}")
+            if fn == "Fn::GetAtt":
+                parts = arg if isinstance(arg, list) else str(arg).split(".", 1)
+                return f"{{{parts[0]}.{parts[1]}}}"
+            if fn == "Fn::Join":
+                sep, items = arg
+                return str(sep).join(str(self.resolve(i)) for i in items)
+            if fn == "Fn::ImportValue":
+                raise Unresolvable("a cross-stack import (Fn::ImportValue)")
+            raise Unresolvable(f"the intrinsic {fn}")
+        if isinstance(value, dict):
+            return {k: self.resolve(v) for k, v in value.items()}
+        raise Unresolvable(f"value {value!r}")
+
+    def referenced(self, value: Any) -> str | None:
+        """The logical id a Ref/GetAtt value points at, if it points at a resource here."""
+        try:
+            text = self.resolve(value)
+        except Unresolvable:
+            return None
+        match = re.fullmatch(r"\{([^.}]+)(\.[^}]*)?\}", str(text))
+        return match.group(1) if match and match.group(1) in self.resources else None
+
+
+def _number(t: _Template, value: Any, what: str) -> float:
+    if value is None:
+        raise Unresolvable(f"{what} is not set")
+    resolved = t.resolve(value)
+    try:
+        return float(resolved)
+    except (TypeError, ValueError):
+        raise Unresolvable(f"{what} = {resolved!r} is not a number") from None
+
+
+def _string(t: _Template, value: Any, what: str) -> str:
+    if value is None:
+        raise Unresolvable(f"{what} is not set")
+    resolved = t.resolve(value)
+    if not isinstance(resolved, str) or "{" in resolved:
+        raise Unresolvable(f"{what} = {resolved!r} is not fixed in the template")
+    return resolved
+
+
+# --- handlers of priced types -------------------------------------------------------------
+
+
+def _hourly_item(item: LineItem, price: Price | None, quantity: float, what: str,
+                 ceiling_quantity: float | None = None) -> LineItem:
+    if price is None:
+        item.status, item.reason = MISSING, f"no price for {what} in the table"
+        return item
+    item.prices.append(price)
+    item.hourly = quantity * price.usd
+    item.monthly = item.hourly * HOURS_PER_MONTH
+    if ceiling_quantity is not None and ceiling_quantity != quantity:
+        item.ceiling_hourly = ceiling_quantity * price.usd
+        item.ceiling_monthly = item.ceiling_hourly * HOURS_PER_MONTH
+    return item
+
+
+def _eks_cluster(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    item.description = "EKS control plane (standard support)"
+    price = table.get(t.region, EKS_CLUSTER, "standard")
+    return _hourly_item(item, price, 1, f"{EKS_CLUSTER} in {t.region}")
+
+
+def _nodegroup_instance_types(t: _Template, props: Mapping) -> list[str]:
+    if props.get("InstanceTypes"):
+        types = t.resolve(props["InstanceTypes"])
+        if all(isinstance(x, str) and "{" not in x for x in types):
+            return list(types)
+        raise Unresolvable(f"InstanceTypes = {types!r} is not fixed in the template")
+    spec = props.get("LaunchTemplate")
+    if not spec:
+        raise Unresolvable("neither InstanceTypes nor a launch template is set")
+    template_id = t.referenced(spec.get("Id")) if spec.get("Id") is not None else None
+    if template_id is None and spec.get("Name") is not None:
+        name = t.resolve(spec["Name"])
+        template_id = next((lid for lid, p in t.of_type("AWS::EC2::LaunchTemplate")
+                            if t.resolve(p.get("LaunchTemplateName")) == name), None)
+    if template_id is None or t.type_of(template_id) != "AWS::EC2::LaunchTemplate":
+        raise Unresolvable("its launch template is not in this template")
+    data = t.props(template_id).get("LaunchTemplateData", {}) or {}
+    return [_string(t, data.get("InstanceType"), f"{template_id}.InstanceType")]
+
+
+def _nodegroup(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    scaling = props.get("ScalingConfig") or {}
+    types = _nodegroup_instance_types(t, props)
+    desired = _number(t, scaling.get("DesiredSize"), "ScalingConfig.DesiredSize")
+    maximum = _number(t, scaling.get("MaxSize"), "ScalingConfig.MaxSize") \
+        if scaling.get("MaxSize") is not None else desired
+    item.training = any(_TRAINING_FAMILIES.match(x) for x in types)
+    prices = [table.get(t.region, EC2, x) for x in types]
+    item.description = f"node group {'/'.join(types)} x {desired:g} (max {maximum:g})"
+    if any(p is None for p in prices):
+        absent = [x for x, p in zip(types, prices, strict=True) if p is None]
+        item.status, item.reason = MISSING, f"no {EC2} price for {', '.join(absent)} in {t.region}"
+        return item
+    # With several instance types the bill depends on which launch: count the dearest.
+    price = max(prices, key=lambda p: p.usd)
+    notes = []
+    if len(types) > 1:
+        notes.append(f"priced at the dearest of {len(types)} instance types")
+    if str(t.resolve(props.get("CapacityType", "ON_DEMAND"))) == "SPOT":
+        notes.append("on-demand price shown; Spot bills less")
+    notes.append("EBS volumes not included")
+    item.reason = "; ".join(notes)
+    return _hourly_item(item, price, desired, "", maximum)
+
+
+def _endpoint_config(t: _Template, props: Mapping) -> tuple[str, Mapping]:
+    ref = props.get("EndpointConfigName")
+    config_id = t.referenced(ref) if ref is not None else None
+    if config_id is None and ref is not None:
+        try:
+            name = t.resolve(ref)
+        except Unresolvable:
+            name = None
+        config_id = next((lid for lid, p in t.of_type("AWS::SageMaker::EndpointConfig")
+                          if name is not None and t.resolve(p.get("EndpointConfigName")) == name),
+                         None)
+    if config_id is None or t.type_of(config_id) != "AWS::SageMaker::EndpointConfig":
+        raise Unresolvable("its endpoint configuration is not in this template")
+    return config_id, t.props(config_id)
+
+
+def _scaling_maximum(t: _Template, endpoint_id: str, endpoint_name: str | None,
+                     variant: str) -> float | None:
+    wanted = {f"endpoint/{{{endpoint_id}.EndpointName}}/variant/{variant}"}
+    if endpoint_name:
+        wanted.add(f"endpoint/{endpoint_name}/variant/{variant}")
+    for _, props in t.of_type("AWS::ApplicationAutoScaling::ScalableTarget"):
+        try:
+            if (t.resolve(props.get("ServiceNamespace")) == "sagemaker"
+                    and t.resolve(props.get("ResourceId")) in wanted):
+                return _number(t, props.get("MaxCapacity"), "MaxCapacity")
+        except Unresolvable:
+            continue
+    return None
+
+
+def _is_multi_model(t: _Template, model_ref: Any) -> bool:
+    model_id = t.referenced(model_ref) if model_ref is not None else None
+    if model_id is None:
+        return False
+    props = t.props(model_id)
+    containers = [props.get("PrimaryContainer") or {}] + list(props.get("Containers") or [])
+    return any((c or {}).get("Mode") == "MultiModel" for c in containers)
+
+
+def _endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    _, config = _endpoint_config(t, props)
+    try:
+        name = _string(t, props.get("EndpointName"), "EndpointName")
+    except Unresolvable:
+        name = None
+    variants = config.get("ProductionVariants") or []
+    hourly = ceiling = 0.0
+    found: list[dict[str, Any]] = []
+    missing: list[str] = []
+    for variant in variants:
+        variant_name = str(t.resolve(variant.get("VariantName", "AllTraffic")))
+        if variant.get("ServerlessConfig") is not None:
+            found.append({"variant": variant_name, "serverless": True})
+            continue
+        instance_type = _string(t, variant.get("InstanceType"), f"{variant_name}.InstanceType")
+        count = _number(t, variant.get("InitialInstanceCount"),
+                        f"{variant_name}.InitialInstanceCount")
+        maximum = _scaling_maximum(t, item.logical_id, name, variant_name)
+        found.append({"variant": variant_name, "instance_type": instance_type,
+                      "initial_instances": count, "max_instances": maximum,
+                      "multi_model": _is_multi_model(t, variant.get("ModelName"))})
+        price = table.get(t.region, SAGEMAKER_HOSTING, instance_type)
+        if price is None:
+            missing.append(instance_type)
+            continue
+        if price not in item.prices:
+            item.prices.append(price)
+        hourly += count * price.usd
+        ceiling += (maximum if maximum is not None else count) * price.usd
+    item.endpoint = {"name": name, "variants": found}
+    shapes = ", ".join(f"{v['instance_type']} x {v['initial_instances']:g}"
+                       + (f" (max {v['max_instances']:g})" if v.get("max_instances") else "")
+                       for v in found if not v.get("serverless"))
+    kind = "multi-model endpoint" if any(v.get("multi_model") for v in found) else "endpoint"
+    item.description = f"SageMaker {kind} {name or item.logical_id}: {shapes}"
+    if any(v.get("serverless") for v in found):
+        item.reason = "serverless variants bill by use"
+    if missing:
+        item.status = MISSING
+        item.reason = f"no {SAGEMAKER_HOSTING} price for {', '.join(missing)} in {t.region}"
+        return item
+    item.hourly, item.monthly = hourly, hourly * HOURS_PER_MONTH
+    if ceiling != hourly:
+        item.ceiling_hourly, item.ceiling_monthly = ceiling, ceiling * HOURS_PER_MONTH
+    return item
+
+
+def _file_system(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    fs_type = _string(t, props.get("FileSystemType"), "FileSystemType")
+    lustre = props.get("LustreConfiguration") or {}
+    deployment = str(t.resolve(lustre.get("DeploymentType", "SCRATCH_1")))
+    capacity = _number(t, props.get("StorageCapacity"), "StorageCapacity")
+    item.description = f"FSx {fs_type} {deployment} {capacity:g} GiB"
+    if fs_type != "LUSTRE" or deployment != "PERSISTENT_2":
+        item.status = MISSING
+        item.reason = f"the table prices Lustre PERSISTENT_2 only, not {fs_type} {deployment}"
+        return item
+    tier = _number(t, lustre.get("PerUnitStorageThroughput"), "PerUnitStorageThroughput")
+    item.description += f" at {tier:g} MB/s/TiB"
+    price = table.get(t.region, FSX_LUSTRE_PERSISTENT2, f"{tier:g}")
+    if price is None:
+        item.status = MISSING
+        item.reason = f"no {FSX_LUSTRE_PERSISTENT2} price for {tier:g} MB/s/TiB in {t.region}"
+        return item
+    item.prices.append(price)
+    item.monthly = capacity * price.usd
+    item.hourly = item.monthly / HOURS_PER_MONTH
+    item.reason = "backups and data transfer bill by use"
+    return item
+
+
+def _nat_gateway(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    item.description = "NAT gateway (data processing bills by use)"
+    return _hourly_item(item, table.get(t.region, NAT_GATEWAY, "hour"), 1,
+                        f"{NAT_GATEWAY} in {t.region}")
+
+
+def _eip(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    item.description = "public IPv4 address"
+    return _hourly_item(item, table.get(t.region, PUBLIC_IPV4, "hour"), 1,
+                        f"{PUBLIC_IPV4} in {t.region}")
+
+
+def _vpc_endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    kind = str(t.resolve(props.get("VpcEndpointType", "Gateway")))
+    service = t.resolve(props.get("ServiceName", "")) if props.get("ServiceName") else ""
+    if kind == "Gateway":
+        item.category, item.description = FREE, f"gateway endpoint {service}".strip()
+        return item
+    if kind != "Interface":
+        item.status, item.reason = MISSING, f"no price for {kind} endpoints in the table"
+        return item
+    subnets = t.resolve(props.get("SubnetIds") or [])
+    item.description = f"interface endpoint {service} in {len(subnets)} AZ(s)"
+    if not subnets:
+        raise Unresolvable("SubnetIds is not set")
+    item.reason = "data processing bills by use"
+    return _hourly_item(item, table.get(t.region, VPC_INTERFACE_ENDPOINT, "az-hour"),
+                        len(subnets), f"{VPC_INTERFACE_ENDPOINT} in {t.region}")
+
+
+HANDLERS = {
+    "AWS::EKS::Cluster": _eks_cluster,
+    "AWS::EKS::Nodegroup": _nodegroup,
+    "AWS::SageMaker::Endpoint": _endpoint,
+    "AWS::FSx::FileSystem": _file_system,
+    "AWS::EC2::NatGateway": _nat_gateway,
+    "AWS::EC2::EIP": _eip,
+    "AWS::EC2::VPCEndpoint": _vpc_endpoint,
+}
+
+
+def classify(type_: str) -> str:
+    """``priced``, ``usage-based``, ``free`` or ``unclassified`` for a resource type."""
+    if type_ in HANDLERS:
+        return PRICED
+    if type_ in USAGE_TYPES:
+        return USAGE_BASED
+    if type_ in FREE_TYPES or _CUSTOM.match(type_):
+        return FREE
+    return UNCLASSIFIED
+
+
+def estimate_template(template: Mapping[str, Any], *, stack: str, region: str,
+                      table: PriceTable) -> StackEstimate:
+    """The cost of every resource of ``template`` deployed in ``region``."""
+    t = _Template(template, region)
+    estimate = StackEstimate(stack=stack, region=region)
+    for logical_id, resource in t.resources.items():
+        type_ = resource.get("Type", "")
+        item = LineItem(stack=stack, logical_id=logical_id, type=type_, category=classify(type_))
+        if item.category == PRICED:
+            try:
+                item = HANDLERS[type_](t, table, item, resource.get("Properties", {}) or {})
+            except Unresolvable as why:
+                item.status, item.reason = UNKNOWN, str(why)
+        elif item.category == USAGE_BASED:
+            item.reason = USAGE_TYPES[type_]
+        elif item.category == FREE:
+            item.reason = FREE_TYPES.get(type_, "billed through its provider function")
+        estimate.items.append(item)
+    return estimate
+
+
+# --- multi-model comparison and training -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MultiModelComparison:
+    """One multi-model endpoint against one single-model endpoint per archive."""
+
+    endpoint: str
+    instance_type: str
+    instances: float
+    archives: int
+    price: Price
+
+    @property
+    def configured_hourly(self) -> float:
+        return self.instances * self.price.usd
+
+    @property
+    def single_model_hourly(self) -> float:
+        return self.archives * self.instances * self.price.usd
+
+    @property
+    def saving_hourly(self) -> float:
+        return self.single_model_hourly - self.configured_hourly
+
+    @property
+    def saving_percent(self) -> float:
+        return 100.0 * self.saving_hourly / self.single_model_hourly
+
+    @property
+    def saving_per_year(self) -> float:
+        return self.saving_hourly * HOURS_PER_YEAR
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint": self.endpoint, "instance_type": self.instance_type,
+            "instances": self.instances, "archives": self.archives,
+            "configured_hourly_usd": round(self.configured_hourly, 4),
+            "single_model_endpoints_hourly_usd": round(self.single_model_hourly, 4),
+            "saving_percent": round(self.saving_percent, 2),
+            "saving_per_year_usd": round(self.saving_per_year, 2),
+            "price": self.price.to_dict(),
+        }
+
+
+def compare_multi_model(endpoint: str, instance_type: str, instances: float, archives: int,
+                        price: Price) -> MultiModelComparison:
+    if archives < 1 or instances <= 0:
+        raise ValueError(f"{endpoint}: archives={archives}, instances={instances}: "
+                         "need at least one archive and one instance")
+    return MultiModelComparison(endpoint, instance_type, instances, archives, price)
+
+
+def training_hourly(estimates: list[StackEstimate]) -> tuple[float, list[LineItem]]:
+    """Hourly cost of the training node groups, and the ones whose cost is not known."""
+    items = [i for e in estimates for i in e.items if i.training]
+    return (sum(i.hourly or 0.0 for i in items if i.status == OK),
+            [i for i in items if i.status != OK])

@@ -1,0 +1,198 @@
+"""What a model archive may hold, checked before it is uploaded or unpacked.
+
+A model archive (``<name>.tar.gz``) holds Triton model folders at its root and nothing else.
+Every member must be a regular file or a directory, inside a model folder, with a relative
+name free of ``..``; sizes are capped per member and in total. Anything else (absolute or
+``../`` names, symlinks, hardlinks, device files, FIFOs, files at the root, duplicates,
+setuid bits, sizes above the caps) is refused with an error naming the archive and member.
+
+This module uses the standard library only and runs on Python 3.10 (the ``python3`` of
+NVIDIA's Triton images): the Triton-on-EKS init container runs this very file to unpack the
+archives (``python3 -c <this source> <dest> <archive>...``), and ``mlp models package`` /
+``mlp models upload`` and ``inference.upload_dir`` call :func:`check_archive`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import sys
+import tarfile
+
+#: Largest member, uncompressed: a TensorRT plan or ONNX encoder of a few GiB fits.
+MAX_MEMBER_BYTES = 4 * 1024**3
+#: Largest archive, uncompressed (also bounds a gzip bomb: reading stops at the cap).
+MAX_TOTAL_BYTES = 16 * 1024**3
+#: Most members in one archive.
+MAX_MEMBERS = 20_000
+#: Longest member name.
+MAX_NAME_LENGTH = 1024
+#: Most problems listed in one error.
+MAX_LISTED = 20
+
+_TYPE_NAMES = {
+    tarfile.SYMTYPE: "a symbolic link",
+    tarfile.LNKTYPE: "a hard link",
+    tarfile.CHRTYPE: "a character device",
+    tarfile.BLKTYPE: "a block device",
+    tarfile.FIFOTYPE: "a FIFO",
+    tarfile.CONTTYPE: "a contiguous file",
+    tarfile.GNUTYPE_SPARSE: "a sparse file",
+}
+
+
+class ArchiveSafetyError(ValueError):
+    """An archive holds members that must not be unpacked; the message names each."""
+
+
+def _member_problem(member: tarfile.TarInfo) -> str | None:
+    """Why ``member`` may not be unpacked, or ``None``."""
+    name = member.name
+    if not name or len(name) > MAX_NAME_LENGTH:
+        return f"name of {len(name)} characters (1 to {MAX_NAME_LENGTH})"
+    if any(ord(c) < 32 or c == "\x7f" for c in name) or "\\" in name:
+        return "name holds control characters or a backslash"
+    if name.startswith("/"):
+        return "absolute name"
+    parts = name.split("/")
+    if parts[-1] == "" and member.isdir():
+        parts = parts[:-1]  # 'model/' names a directory
+    if parts and parts[0] == ".":
+        parts = parts[1:]  # 'tar -C dir .' writes './model/...'
+    if ".." in parts:
+        return "name climbs out with '..'"
+    if any(p in ("", ".") for p in parts):
+        return "name has an empty or '.' segment"
+    if not member.isfile() and not member.isdir():
+        what = _TYPE_NAMES.get(member.type, f"of tar type {member.type!r}")
+        return f"is {what}; only regular files and directories are allowed"
+    if member.isfile() and member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE):
+        return f"is {_TYPE_NAMES.get(member.type, 'a special file')}"
+    if member.mode & (stat.S_ISUID | stat.S_ISGID):
+        return "has the setuid or setgid bit"
+    if member.isfile() and len(parts) < 2:
+        return "is a file at the archive root; files belong inside a model folder"
+    if member.size > MAX_MEMBER_BYTES:
+        return f"is {member.size} bytes, above the cap of {MAX_MEMBER_BYTES} per member"
+    return None
+
+
+def _normalized(name: str) -> str:
+    return "/".join(p for p in name.split("/") if p not in ("", "."))
+
+
+def archive_safety_problems(path: str | os.PathLike) -> list[str]:
+    """Every reason the archive at ``path`` may not be unpacked (empty when it may)."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    total = 0
+    count = 0
+    try:
+        with tarfile.open(path, "r:*") as tar:
+            for member in tar:
+                count += 1
+                if count > MAX_MEMBERS:
+                    problems.append(f"more than {MAX_MEMBERS} members")
+                    break
+                problem = _member_problem(member)
+                if problem:
+                    problems.append(f"member {member.name[:200]!r}: {problem}")
+                    continue
+                key = _normalized(member.name)
+                if key and key in seen:
+                    problems.append(f"member {member.name[:200]!r}: appears more than once")
+                seen.add(key)
+                total += member.size if member.isfile() else 0
+                if total > MAX_TOTAL_BYTES:
+                    problems.append(
+                        f"member {member.name[:200]!r}: unpacked size passes the cap of "
+                        f"{MAX_TOTAL_BYTES} bytes per archive"
+                    )
+                    break
+    except (tarfile.TarError, OSError, EOFError, ValueError) as error:
+        problems.append(f"not a readable tar archive ({error})")
+    if not problems and not any("/" in k for k in seen):
+        problems.append("holds no model folder (no file inside a folder at the root)")
+    return problems
+
+
+def check_archive(path: str | os.PathLike) -> None:
+    """Raise :class:`ArchiveSafetyError` naming the archive and every unsafe member."""
+    problems = archive_safety_problems(path)
+    if problems:
+        listed = problems[:MAX_LISTED]
+        more = len(problems) - len(listed)
+        tail = f"; and {more} more" if more else ""
+        raise ArchiveSafetyError(f"{os.fspath(path)}: " + "; ".join(listed) + tail)
+
+
+def extract_archive(path: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
+    """Check the archive, then unpack it into ``dest`` (which must exist).
+
+    Members are created one by one: directories with mode 0o755, files with 0o644 opened with
+    ``O_EXCL | O_NOFOLLOW``, so nothing already in ``dest`` (another archive's models, a link)
+    is overwritten or followed. Ownership and times are not restored.
+
+    Returns:
+        The top-level model folders unpacked.
+    """
+    check_archive(path)
+    root = os.path.realpath(dest)
+    folders: list[str] = []
+    with tarfile.open(path, "r:*") as tar:
+        for member in tar:
+            rel = _normalized(member.name)
+            if not rel:
+                continue
+            target = os.path.join(root, *rel.split("/"))
+            if os.path.commonpath([root, os.path.realpath(os.path.dirname(target))]) != root:
+                raise ArchiveSafetyError(f"{os.fspath(path)}: member {member.name!r}: leaves {root}")
+            top = rel.split("/")[0]
+            if top not in folders:
+                folders.append(top)
+            if member.isdir():
+                os.makedirs(target, mode=0o755, exist_ok=True)
+                continue
+            os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            try:
+                fd = os.open(target, flags, 0o644)
+            except FileExistsError:
+                raise ArchiveSafetyError(
+                    f"{os.fspath(path)}: member {member.name!r}: {rel} already exists in {root}"
+                ) from None
+            source = tar.extractfile(member)
+            with os.fdopen(fd, "wb") as out:
+                if source is not None:
+                    shutil.copyfileobj(source, out, 1 << 20)
+    return folders
+
+
+def main(argv: list[str]) -> int:
+    """``python3 archive_safety.py DEST ARCHIVE...``: check every archive, then unpack each."""
+    if len(argv) < 2:
+        print("usage: archive_safety DEST ARCHIVE...", file=sys.stderr)
+        return 2
+    dest, archives = argv[0], argv[1:]
+    problems = []
+    for archive in archives:
+        try:
+            check_archive(archive)
+        except ArchiveSafetyError as error:
+            problems.append(str(error))
+    if problems:
+        print("refusing to unpack:\n" + "\n".join(f"  - {p}" for p in problems), file=sys.stderr)
+        return 1
+    for archive in archives:
+        try:
+            folders = extract_archive(archive, dest)
+        except (ArchiveSafetyError, OSError) as error:
+            print(f"refusing to unpack: {error}", file=sys.stderr)
+            return 1
+        print(f"{archive}: unpacked {', '.join(folders)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

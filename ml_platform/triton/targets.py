@@ -1,0 +1,151 @@
+"""Where an ensemble archive can run: the GPU its TensorRT plan was built for, and the
+Triton releases whose image has the backends it needs.
+
+Kept free of heavy imports (no protobuf, no tritonclient): settings validation uses it.
+
+**GPU targets.** A TensorRT engine runs only on the GPU model it was built for (and with
+the TensorRT version that built it). TensorRT's hardware-compatible mode lifts the first
+limit only for Ampere and newer GPUs, so it cannot serve a T4 (Turing) or a V100 (Volta):
+https://docs.nvidia.com/deeplearning/tensorrt/latest/inference-library/advanced.html#hardware-compatibility
+So there is one text archive per GPU target, and the archive says which, twice:
+
+* in its logical name: ``model_trt_python_<gpu>`` (``model_trt_python_t4``,
+  ``model_trt_python_a10g``, ...), so settings, IAM and listings show it;
+* in its config: the TensorRT model's parameter ``gpu_target`` (``"T4"``), so that
+  ``mlp models upload`` can check the archive itself, whatever its file is called.
+
+The ONNX text ensemble (``model_onnx_python``) and the image ensemble (``model_tf_dali``)
+hold no plan and run on any GPU.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ml_platform.instances import instance_gpu
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
+
+#: GPU targets: name suffix -> the GPU (as ``instances.instance_gpu`` names it).
+GPU_TARGETS: dict[str, str] = {
+    "t4": "T4",
+    "a10g": "A10G",
+    "l4": "L4",
+    "l40s": "L40S",
+    "v100": "V100",
+    "a100": "A100",
+}
+#: The TensorRT model's config parameter that records its GPU target.
+GPU_PARAMETER = "gpu_target"
+
+IMAGE_LOGICAL = "model_tf_dali"
+TEXT_TRT_LOGICAL = "model_trt_python"
+TEXT_ONNX_LOGICAL = "model_onnx_python"
+
+#: The TensorFlow backend shipped last in Triton 25.02 and left with 25.03:
+#: https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-25-03.html
+TENSORFLOW_LAST_RELEASE = "25.02"
+#: Logical archives whose models need the TensorFlow backend (Inception v3 GraphDef).
+TENSORFLOW_ARCHIVES = frozenset({IMAGE_LOGICAL})
+
+_VERSIONED = re.compile(r"^(?P<logical>.+?)(?:-v[0-9a-f]{8})?$")
+
+
+def logical_name(entry: str) -> str:
+    """The logical archive an entry names, whatever its form: ``NAME``, ``NAME@vXXXXXXXX``,
+    ``NAME.tar.gz`` or ``NAME-vXXXXXXXX.tar.gz``."""
+    name = entry.split("@", 1)[0]
+    if name.endswith(ARCHIVE_SUFFIX):
+        name = _VERSIONED.match(name.removesuffix(ARCHIVE_SUFFIX))["logical"]
+    return name
+
+
+def text_logical_name(gpu_target: str | None) -> str:
+    """``model_trt_python_<gpu>`` for a TensorRT plan, ``model_onnx_python`` without one."""
+    if gpu_target is None:
+        return TEXT_ONNX_LOGICAL
+    if gpu_target not in GPU_TARGETS:
+        raise ValueError(f"gpu_target={gpu_target!r}: expected one of {sorted(GPU_TARGETS)}")
+    return f"{TEXT_TRT_LOGICAL}_{gpu_target}"
+
+
+def archive_gpu(entry: str) -> str | None:
+    """The GPU an archive's name says its plan targets (``"T4"``), or ``None`` for an
+    archive without a GPU suffix (no plan: runs anywhere)."""
+    logical = logical_name(entry)
+    head, _, suffix = logical.rpartition("_")
+    return GPU_TARGETS.get(suffix) if head else None
+
+
+def gpu_problem(
+    where: str, entry: str, instance_type: str, plan_gpu: str | None = None
+) -> str | None:
+    """Why ``instance_type`` cannot serve archive ``entry`` (``None`` if it can).
+
+    ``plan_gpu`` is the GPU recorded in the archive's config, when the archive itself is at
+    hand (``mlp models upload``); otherwise the name decides.
+    """
+    wanted = plan_gpu or archive_gpu(entry)
+    if wanted is None:
+        return None
+    gpu = instance_gpu(instance_type)
+    if gpu == wanted:
+        return None
+    return (
+        f"{where}: archive {entry!r} holds a TensorRT plan built for {wanted}, but "
+        f"{instance_type!r} has {gpu or 'an unknown GPU'}; a plan only loads on the GPU it was "
+        f"built for: build one for {gpu or 'that GPU'} "
+        f"({_suffix_hint(gpu)}) or serve the ONNX archive {TEXT_ONNX_LOGICAL!r}"
+    )
+
+
+def _suffix_hint(gpu: str | None) -> str:
+    suffix = next((s for s, g in GPU_TARGETS.items() if g == gpu), None)
+    if suffix is None:
+        return "no GPU target is defined for it"
+    return f"mlp models package --gpu-target {suffix} -> {TEXT_TRT_LOGICAL}_{suffix}"
+
+
+def needs_tensorflow(entry: str) -> bool:
+    """Whether the archive's models need Triton's TensorFlow backend."""
+    return logical_name(entry) in TENSORFLOW_ARCHIVES
+
+
+def releases_with_tensorflow(versions: tuple[str, ...]) -> list[str]:
+    """The Triton releases (``YY.MM``) among ``versions`` whose image has TensorFlow."""
+    return [v for v in versions if v <= TENSORFLOW_LAST_RELEASE]
+
+
+def triton_version_problem(
+    key: str, version: str, entries: list[tuple[str, str]], versions: tuple[str, ...]
+) -> str | None:
+    """Why Triton ``version`` (setting ``key``) cannot serve the archives ``entries``
+    (``(where, archive)`` pairs), or ``None``."""
+    if version <= TENSORFLOW_LAST_RELEASE:
+        return None
+    needing = sorted(
+        {f"{where} {archive!r}" for where, archive in entries if needs_tensorflow(archive)}
+    )
+    if not needing:
+        return None
+    return (
+        f"{key} = {version!r}: Triton images after {TENSORFLOW_LAST_RELEASE} have no TensorFlow "
+        f"backend, which {', '.join(needing)} needs; expected one of "
+        f"{releases_with_tensorflow(versions)}"
+    )
+
+
+def serving_problems(entry: str, plan_gpu: str | None, settings) -> list[str]:
+    """Why the endpoints and the EKS node group that ``settings`` (a
+    :class:`~ml_platform.config.Settings`) give archive ``entry`` cannot serve its plan
+    for ``plan_gpu`` (read from the archive's config)."""
+    logical = logical_name(entry)
+    users = [
+        (f"inference.endpoints[{i}] ({endpoint.name})", endpoint.instance_type)
+        for i, endpoint in enumerate(settings.inference.endpoints)
+        if any(logical_name(a) == logical for a in endpoint.archives)
+    ]
+    eks = settings.triton_on_eks
+    if settings.features.triton_on_eks and any(logical_name(a) == logical for a in eks.archives):
+        users.append(("triton_on_eks", eks.gpu_instance_type))
+    problems = (gpu_problem(where, entry, instance, plan_gpu) for where, instance in users)
+    return [p for p in problems if p]

@@ -1,0 +1,106 @@
+"""Accelerator node groups in stacks of their own: a capacity failure rolls back only them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ml_platform.config import Settings, SettingsError
+from tests.cluster.conftest import CAPACITY_BLOCK
+from tests.support import SynthesizedPlatform
+
+NODE_STACKS = {"TrainiumNodes": "AL2023_x86_64_NEURON", "GpuNodes": "AL2023_x86_64_NVIDIA"}
+
+
+def _node_groups(synth: SynthesizedPlatform, short: str) -> list[dict]:
+    return [
+        r["Properties"]
+        for r in synth.template_json(short)["Resources"].values()
+        if r["Type"] == "AWS::EKS::Nodegroup"
+    ]
+
+
+def test_each_accelerator_node_group_has_its_own_stack(synth: SynthesizedPlatform) -> None:
+    for short, ami in NODE_STACKS.items():
+        assert [g["AmiType"] for g in _node_groups(synth, short)] == [ami]
+    assert [g["AmiType"] for g in _node_groups(synth, "TrainingCluster")] == [
+        "AL2023_x86_64_STANDARD"
+    ]
+
+
+def test_node_stacks_depend_on_the_cluster_stack_never_the_reverse(
+    synth: SynthesizedPlatform,
+) -> None:
+    manifest = json.loads((synth.outdir / "manifest.json").read_text())["artifacts"]
+    cluster = synth.stack_name("TrainingCluster")
+    for short in NODE_STACKS:
+        assert cluster in manifest[synth.stack_name(short)]["dependencies"]
+        assert synth.stack_name(short) not in manifest[cluster].get("dependencies", [])
+    # The cluster's template imports nothing from the node stacks, so either can be deleted,
+    # rolled back or redeployed on its own.
+    text = json.dumps(synth.template_json("TrainingCluster"))
+    for short in NODE_STACKS:
+        assert synth.stack_name(short) + ":" not in text
+    # Each node stack is small; far from the 500-resource limit.
+    for short in NODE_STACKS:
+        assert len(synth.template_json(short)["Resources"]) <= 20
+
+
+def test_node_stacks_take_the_cluster_by_import(synth: SynthesizedPlatform) -> None:
+    for short in NODE_STACKS:
+        (group,) = _node_groups(synth, short)
+        assert group["ClusterName"]["Fn::ImportValue"].startswith(
+            synth.stack_name("TrainingCluster") + ":"
+        )
+
+
+def test_capacity_block_and_scale_to_zero_from_settings(trn1n: SynthesizedPlatform) -> None:
+    (lt,) = [
+        r["Properties"]["LaunchTemplateData"]
+        for r in trn1n.template_json("TrainiumNodes")["Resources"].values()
+        if r["Type"] == "AWS::EC2::LaunchTemplate"
+    ]
+    assert lt["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
+    assert lt["CapacityReservationSpecification"] == {
+        "CapacityReservationTarget": {"CapacityReservationId": CAPACITY_BLOCK}
+    }
+    (group,) = _node_groups(trn1n, "TrainiumNodes")
+    assert group["CapacityType"] == "CAPACITY_BLOCK"
+    assert group["ScalingConfig"]["MinSize"] == 0
+
+
+def test_default_trainium_group_has_no_capacity_reservation(synth: SynthesizedPlatform) -> None:
+    (group,) = _node_groups(synth, "TrainiumNodes")
+    assert "CapacityType" not in group
+    text = json.dumps(synth.template_json("TrainiumNodes"))
+    assert "CapacityReservationSpecification" not in text and "InstanceMarketOptions" not in text
+
+
+@pytest.mark.parametrize(
+    ("trainium", "expected"),
+    [
+        ({"capacity_reservation_id": "cr-123"},
+         "trainium.capacity_reservation_id = 'cr-123': expected a capacity reservation id"),
+        ({"capacity_block_id": "cb-0123456789abcdef0"},
+         "trainium.capacity_block_id = 'cb-0123456789abcdef0': expected a capacity reservation"),
+        ({"capacity_reservation_id": "cr-0123456789abcdef0",
+          "capacity_block_id": "cr-02168da1478b509e0"},
+         "trainium.capacity_reservation_id and trainium.capacity_block_id are both set"),
+    ],
+)
+def test_capacity_settings_are_validated(trainium: dict, expected: str) -> None:
+    with pytest.raises(SettingsError) as info:
+        Settings.from_context({"trainium": trainium})
+    assert any(p.startswith(expected) for p in info.value.problems), info.value.problems
+
+
+def test_scale_to_zero_settings_are_accepted() -> None:
+    settings = Settings.from_context(
+        {"trainium": {"min_nodes": 0, "capacity_reservation_id": "cr-0123456789abcdef0"},
+         "triton_on_eks": {"min_gpu_nodes": 0}}
+    )
+    assert settings.trainium.min_nodes == 0
+    assert settings.triton_on_eks.min_gpu_nodes == 0
+    with pytest.raises(SettingsError, match=r"triton_on_eks.min_gpu_nodes = 2: expected 0 to"):
+        Settings.from_context({"triton_on_eks": {"min_gpu_nodes": 2, "gpu_nodes": 1}})

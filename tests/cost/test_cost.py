@@ -1,0 +1,425 @@
+"""mlp cost: the estimator over the real synthesized templates, the CLI, refresh and annotations."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+
+from ml_platform.cli.cost import build_report
+from ml_platform.cli.main import main
+from ml_platform.config import Settings
+from ml_platform.pricing import (
+    FREE,
+    MISSING,
+    OK,
+    PRICED,
+    UNCLASSIFIED,
+    UNKNOWN,
+    USAGE_BASED,
+    Price,
+    PriceTable,
+    classify,
+    compare_multi_model,
+    estimate_template,
+)
+from ml_platform.pricing.assembly import read_assembly, template_in_memory
+from ml_platform.pricing.refresh import Query, rebuild
+from ml_platform.pricing.table import EC2, SAGEMAKER_HOSTING
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = PriceTable.load()
+
+
+def _price(region: str, service: str, key: str, usd: float, unit: str = "hour") -> Price:
+    return Price(region, service, key, usd, unit, "https://example.test/prices", "2026-12-01")
+
+
+@pytest.fixture(scope="module")
+def stacks(synth):
+    return read_assembly(synth.outdir)
+
+
+def _estimate(stacks, region, table=SHIPPED):
+    return [estimate_template(s.template, stack=s.name, region=region, table=table)
+            for s in stacks]
+
+
+def _item(estimates, type_):
+    return [i for e in estimates for i in e.items if i.type == type_]
+
+
+# --- coverage of resource types --------------------------------------------------------
+
+
+def _example_apps() -> list[Path]:
+    """CDK apps under examples/: each folder's app.py (or a top-level examples/*.py app)."""
+    folder = ROOT / "examples"
+    apps = sorted(folder.glob("*/app.py")) + sorted(folder.glob("*.py"))
+    return [a for a in apps if "new_app(" in a.read_text() or "cdk.App(" in a.read_text()]
+
+
+def _example_types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
+    """Resource types of every example app, synthesized as `python app.py` would."""
+    import runpy
+
+    import aws_cdk
+
+    original_app = aws_cdk.App
+    types: set[str] = set()
+    for number, app in enumerate(_example_apps()):
+        outdir = tmp_path / f"example-{number}"
+
+        def app_in_tmp(*args, outdir=str(outdir), **kwargs):
+            # The jsii kernel is already running, so CDK_OUTDIR cannot reach it: pass outdir.
+            return original_app(*args, **{**kwargs, "outdir": outdir})
+
+        monkeypatch.setattr(aws_cdk, "App", app_in_tmp)  # new_app() calls cdk.App too
+        monkeypatch.chdir(app.parent)
+        runpy.run_path(str(app), run_name="__main__")
+        types |= {r["Type"] for s in read_assembly(outdir)
+                  for r in s.template.get("Resources", {}).values()}
+    return types
+
+
+def test_every_synthesized_resource_type_is_priced_usage_based_or_free(stacks, tmp_path,
+                                                                       monkeypatch):
+    types = {r["Type"] for s in stacks for r in s.template["Resources"].values()}
+    types |= _example_types(tmp_path, monkeypatch)
+    unclassified = sorted(t for t in types if classify(t) == UNCLASSIFIED)
+    assert unclassified == []
+    # The billable ones the issue names are priced, not waved through as free.
+    for type_ in ("AWS::EKS::Cluster", "AWS::EKS::Nodegroup", "AWS::SageMaker::Endpoint",
+                  "AWS::FSx::FileSystem", "AWS::EC2::NatGateway"):
+        assert type_ in types and classify(type_) == PRICED
+    for type_ in ("AWS::S3::Bucket", "AWS::ECR::Repository", "AWS::Logs::LogGroup",
+                  "AWS::KMS::Key", "AWS::Lambda::Function"):
+        assert type_ in types and classify(type_) == USAGE_BASED
+    assert classify("AWS::IAM::Role") == FREE
+    assert classify("AWS::Made::Up") == UNCLASSIFIED
+
+
+# --- the default templates, priced --------------------------------------------------------
+
+
+def test_default_templates_in_us_east_1(stacks):
+    estimates = _estimate(stacks, "us-east-1")
+    nodegroups = {i.description.split()[2]: i for i in _item(estimates, "AWS::EKS::Nodegroup")}
+    trn = nodegroups["trn1.32xlarge"]
+    # Instance type read from the launch template the node group references.
+    assert trn.status == OK and trn.training
+    assert trn.hourly == pytest.approx(2 * SHIPPED.get("us-east-1", EC2, "trn1.32xlarge").usd)
+    assert trn.hourly == pytest.approx(43.0) and trn.monthly == pytest.approx(43.0 * 730)
+    gpu = nodegroups["g5.2xlarge"]
+    assert gpu.hourly == pytest.approx(1.212) and gpu.ceiling_hourly == pytest.approx(2 * 1.212)
+    assert not gpu.training
+    cluster, = _item(estimates, "AWS::EKS::Cluster")
+    assert cluster.hourly == pytest.approx(0.10)
+    fsx, = _item(estimates, "AWS::FSx::FileSystem")
+    assert fsx.monthly == pytest.approx(1200 * 0.145)
+    nat, = _item(estimates, "AWS::EC2::NatGateway")
+    assert nat.hourly == pytest.approx(0.045)
+    gateway_endpoint, = _item(estimates, "AWS::EC2::VPCEndpoint")
+    assert gateway_endpoint.category == FREE
+    # Every priced line names where its price came from and when.
+    for item in (trn, gpu, cluster, fsx, nat):
+        assert item.prices and all(p.source.startswith("https://") and p.taken for p in item.prices)
+
+
+def test_a_missing_price_is_reported_missing_and_left_out_of_the_total(stacks):
+    inference = next(s for s in stacks if any(
+        r["Type"] == "AWS::SageMaker::Endpoint" for r in s.template["Resources"].values()))
+    table = PriceTable()  # nothing priced
+    estimate = estimate_template(inference.template, stack=inference.name, region="us-east-1",
+                                 table=table)
+    endpoint, = _item([estimate], "AWS::SageMaker::Endpoint")
+    assert endpoint.status == MISSING and endpoint.hourly is None
+    assert "ml.g4dn.4xlarge" in endpoint.reason
+    assert estimate.incomplete == [endpoint] and "not counted" in estimate.summary()
+    table.add(_price("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge", 1.505))
+    estimate = estimate_template(inference.template, stack=inference.name, region="us-east-1",
+                                 table=table)
+    endpoint, = _item([estimate], "AWS::SageMaker::Endpoint")
+    assert endpoint.status == OK and endpoint.hourly == pytest.approx(1.505)
+    # The autoscaling target's maximum (2) is the ceiling.
+    assert endpoint.ceiling_hourly == pytest.approx(2 * 1.505)
+    assert endpoint.endpoint["variants"][0]["multi_model"] is True
+
+
+def test_unresolvable_values_are_unknown_not_zero():
+    template = {
+        "Parameters": {"Size": {"Type": "Number"}},
+        "Resources": {
+            "Lt": {"Type": "AWS::EC2::LaunchTemplate",
+                   "Properties": {"LaunchTemplateData": {"InstanceType": "m6i.large"}}},
+            "ByParam": {"Type": "AWS::EKS::Nodegroup", "Properties": {
+                "ScalingConfig": {"DesiredSize": {"Ref": "Size"}, "MaxSize": 3},
+                "LaunchTemplate": {"Id": {"Ref": "Lt"}}}},
+            "ByName": {"Type": "AWS::EKS::Nodegroup", "Properties": {
+                "ScalingConfig": {"DesiredSize": 3},
+                "InstanceTypes": [{"Fn::ImportValue": "Other-InstanceType"}]}},
+            "Fsx": {"Type": "AWS::FSx::FileSystem", "Properties": {
+                "FileSystemType": "LUSTRE", "StorageCapacity": {"Ref": "Size"},
+                "LustreConfiguration": {"DeploymentType": "PERSISTENT_2",
+                                        "PerUnitStorageThroughput": 125}}},
+            "Elsewhere": {"Type": "AWS::SageMaker::Endpoint", "Properties": {
+                "EndpointConfigName": {"Fn::ImportValue": "Other-Config"}}},
+            "Iface": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {
+                "VpcEndpointType": "Interface", "ServiceName": "com.amazonaws.us-east-1.ecr.api",
+                "SubnetIds": ["subnet-1", "subnet-2"]}},
+        },
+    }
+    estimate = estimate_template(template, stack="S", region="us-east-1", table=SHIPPED)
+    by_id = {i.logical_id: i for i in estimate.items}
+    assert by_id["ByParam"].status == UNKNOWN and "parameter Size" in by_id["ByParam"].reason
+    assert by_id["ByName"].status == UNKNOWN and "import" in by_id["ByName"].reason
+    assert by_id["Fsx"].status == UNKNOWN and by_id["Fsx"].monthly is None
+    assert by_id["Elsewhere"].status == UNKNOWN
+    assert by_id["Iface"].status == OK and by_id["Iface"].hourly == pytest.approx(2 * 0.01)
+    assert estimate.hourly == pytest.approx(0.02)
+    assert {i.logical_id for i in estimate.incomplete} == {"ByParam", "ByName", "Fsx",
+                                                          "Elsewhere"}
+
+
+def test_shipped_table_prices_every_ec2_type_the_settings_allow_in_the_trainium_regions():
+    from ml_platform.config import ClusterSettings
+    from ml_platform.instances import EKS_GPU_INSTANCES, TRAINIUM_INSTANCES
+
+    wanted = set(TRAINIUM_INSTANCES) | set(EKS_GPU_INSTANCES) | {
+        ClusterSettings().system_instance_type}
+    for region in ("us-east-1", "us-east-2", "us-west-2"):
+        missing = sorted(t for t in wanted if SHIPPED.get(region, EC2, t) is None)
+        assert missing == [], f"{region}: no shipped price for {missing}"
+
+
+def test_shipped_prices_are_positive_and_sourced():
+    assert SHIPPED.prices
+    for price in SHIPPED.prices.values():
+        assert price.usd > 0 and price.source.startswith("https://") and price.taken
+    for region in ("us-east-1", "us-east-2", "us-west-2"):
+        assert region in SHIPPED.regions()
+    with pytest.raises(ValueError, match="must be positive"):
+        PriceTable.from_dict({"prices": [_price("us-east-1", EC2, "x", 0).to_dict()]})
+
+
+# --- multi-model comparison and training ---------------------------------------------------
+
+
+def test_two_archives_on_one_g4dn_4xlarge_reproduce_the_source_design():
+    # The source design's figure: ml.g4dn.4xlarge real-time inference, us-east-1, $1.505/h.
+    price = _price("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge", 1.505)
+    comparison = compare_multi_model("triton-ensembles", "ml.g4dn.4xlarge", 1, 2, price)
+    assert comparison.saving_percent == pytest.approx(50.0)
+    assert comparison.saving_per_year == pytest.approx(1.505 * 8760)
+    assert comparison.saving_per_year > 13_000
+    with pytest.raises(ValueError, match="at least one archive"):
+        compare_multi_model("e", "ml.g4dn.4xlarge", 1, 0, price)
+
+
+def test_report_compares_each_multi_model_endpoint_and_prices_a_training_run(stacks):
+    table = PriceTable.load()
+    table.add(_price("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge", 1.505))
+    report = build_report(stacks, table, region="us-east-1",
+                          archives={"triton-ensembles": 2}, training_hours=10)
+    comparison, = report["multi_model"]
+    assert comparison["saving_percent"] == 50.0
+    assert comparison["saving_per_year_usd"] == pytest.approx(13183.8)
+    assert report["training"]["hourly_usd"] == pytest.approx(43.0)
+    assert report["training"]["run_usd"] == pytest.approx(430.0)
+    unknown = build_report(stacks, table, region="us-east-1", archives={}, training_hours=None)
+    assert unknown["multi_model"] == [] and "archive count unknown" in \
+        unknown["multi_model_notes"][0]
+
+
+def test_cli_json(synth, capsys):
+    assert main(["cost", "--cdk-out", str(synth.outdir), "--json", "--region", "us-east-1",
+                 "--training-hours", "2", "--archives", "triton-ensembles=3"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {s["region"] for s in report["stacks"]} == {"us-east-1"}
+    assert report["training"]["run_usd"] == pytest.approx(86.0)
+    assert report["unclassified_types"] == []
+    assert report["total"]["complete"] is False  # no shipped SageMaker price for us-east-1
+    assert any("TritonEnsembles" in n for n in report["total"]["not_counted"])
+    assert report["total"]["hourly_usd"] == pytest.approx(
+        sum(s["hourly_usd"] for s in report["stacks"]), abs=1e-3)
+    # Without --region, each stack's region comes from manifest.json.
+    assert main(["cost", "--cdk-out", str(synth.outdir)]) == 0
+    text = capsys.readouterr().out
+    assert f"({synth.platform.settings.env.region})" in text and "MISSING" in text
+
+
+def test_cli_without_assembly(tmp_path, capsys):
+    assert main(["cost", "--cdk-out", str(tmp_path)]) == 1
+    assert "make synth" in capsys.readouterr().err
+
+
+# --- refresh from the Price List API ---------------------------------------------------------
+
+
+def _product(sku: str, usd: str, usagetype: str = "USE1-BoxUsage:trn1.32xlarge") -> str:
+    return json.dumps({
+        "product": {"sku": sku, "attributes": {"usagetype": usagetype}},
+        "terms": {"OnDemand": {f"{sku}.T": {"priceDimensions": {
+            f"{sku}.T.D": {"unit": "Hrs", "pricePerUnit": {"USD": usd}}}}}},
+    })
+
+
+def test_refresh_rebuilds_from_get_products_and_keeps_missing_prices_missing():
+    client = boto3.client("pricing", region_name="us-east-1", aws_access_key_id="x",
+                          aws_secret_access_key="x")
+    ec2 = Query(EC2, "trn1.32xlarge", "hour", "AmazonEC2", {"instanceType": "trn1.32xlarge"})
+    sm = Query(SAGEMAKER_HOSTING, "ml.g4dn.4xlarge", "hour", "AmazonSageMaker",
+               {"instanceName": "ml.g4dn.4xlarge"}, lambda a: "Host:" in a.get("usagetype", ""))
+
+    def expect(stubber, code, region, field, value, price_list, token=None, next_token=None):
+        params = {"ServiceCode": code, "FormatVersion": "aws_v1", "MaxResults": 100,
+                  "Filters": [{"Type": "TERM_MATCH", "Field": "regionCode", "Value": region},
+                              {"Type": "TERM_MATCH", "Field": field, "Value": value}]}
+        if token:
+            params["NextToken"] = token
+        response = {"PriceList": price_list, "FormatVersion": "aws_v1"}
+        if next_token:
+            response["NextToken"] = next_token
+        stubber.add_response("get_products", response, params)
+
+    with Stubber(client) as stubber:
+        expect(stubber, "AmazonEC2", "us-east-1", "instanceType", "trn1.32xlarge",
+               [_product("A", "21.5000000000")])
+        # SageMaker: a training product first (rejected), the hosting one on page two.
+        expect(stubber, "AmazonSageMaker", "us-east-1", "instanceName", "ml.g4dn.4xlarge",
+               [_product("B", "1.8", "USE1-Train:ml.g4dn.4xlarge")], next_token="p2")
+        expect(stubber, "AmazonSageMaker", "us-east-1", "instanceName", "ml.g4dn.4xlarge",
+               [_product("C", "1.5050000000", "USE1-Host:ml.g4dn.4xlarge")], token="p2")
+        # us-west-2: the API has no EC2 product, and a zero-priced SageMaker one.
+        expect(stubber, "AmazonEC2", "us-west-2", "instanceType", "trn1.32xlarge", [])
+        expect(stubber, "AmazonSageMaker", "us-west-2", "instanceName", "ml.g4dn.4xlarge",
+               [_product("D", "0.0000000000", "USW2-Host:ml.g4dn.4xlarge")])
+        table, missing = rebuild(client, ["us-east-1", "us-west-2"], today="2026-12-01",
+                                 only=[ec2, sm])
+        stubber.assert_no_pending_responses()
+    assert table.get("us-east-1", EC2, "trn1.32xlarge").usd == 21.5
+    hosting = table.get("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge")
+    assert hosting.usd == 1.505 and "sku C" in hosting.note and hosting.taken == "2026-12-01"
+    assert table.get("us-west-2", EC2, "trn1.32xlarge") is None
+    assert table.get("us-west-2", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge") is None
+    assert missing == ["us-west-2/ec2/trn1.32xlarge", "us-west-2/sagemaker-hosting/ml.g4dn.4xlarge"]
+    # The rebuilt table round-trips through the shipped format.
+    assert PriceTable.from_dict(json.loads(json.dumps(table.to_dict()))).prices == table.prices
+
+
+class _FakePricing:
+    """A pricing client answering get_products from a dict {(region, value): usd}."""
+
+    def __init__(self, answers):
+        self.answers, self.calls = answers, []
+
+    def get_products(self, **kwargs):
+        self.calls.append(kwargs)
+        fields = {f["Field"]: f["Value"] for f in kwargs["Filters"]}
+        for (region, value), usd in self.answers.items():
+            if fields["regionCode"] == region and value in fields.values():
+                return {"PriceList": [_product("F", usd)]}
+        return {"PriceList": []}
+
+
+def test_cli_refresh_writes_the_table_it_then_prices_with(synth, tmp_path, monkeypatch, capsys):
+    from ml_platform.cli.aws import Context
+
+    fake = _FakePricing({("us-east-1", "trn1.32xlarge"): "21.5000000000"})
+    monkeypatch.setattr(Context, "client", lambda self, service, region=None, **kw: fake)
+    target = tmp_path / "prices.json"
+    assert main(["cost", "--cdk-out", str(synth.outdir), "--refresh", "--refresh-regions",
+                 "us-east-1", "--prices", str(target), "--region", "us-east-1", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "not found (reported as missing)" in captured.err
+    written = PriceTable.load(target)
+    assert list(written.prices) == [("us-east-1", EC2, "trn1.32xlarge")]
+    assert {c["ServiceCode"] for c in fake.calls} >= {"AmazonEC2", "AmazonSageMaker", "AmazonEKS",
+                                                      "AmazonFSx", "AmazonVPC"}
+    report = json.loads(captured.out)
+    statuses = {r["description"].split(" x ")[0]: r["status"] for s in report["stacks"]
+                for r in s["resources"] if r["type"] == "AWS::EKS::Nodegroup"}
+    assert statuses == {"node group trn1.32xlarge": "ok", "node group m6i.large": "missing",
+                        "node group g5.2xlarge": "missing"}
+
+
+# --- synth-time annotations ------------------------------------------------------------------
+
+
+def test_cost_annotations_setting_defaults_to_false():
+    assert Settings().cost_annotations is False
+    assert Settings.from_context({"cost_annotations": True}).cost_annotations is True
+
+
+def test_in_memory_estimate_matches_the_synthesized_template_and_is_cheap(synth, stacks):
+    by_name = {s.name: s for s in stacks}
+    # Every resource, for the smallest stack (each jsii round trip costs; one stack shows it).
+    smallest = min(synth.platform.stacks, key=lambda s: len(by_name[s.stack_name].template[
+        "Resources"]))
+    for stack in [smallest]:
+        name, region = stack.stack_name, by_name[stack.stack_name].region
+        full = estimate_template(template_in_memory(stack), stack=name, region=region,
+                                 table=SHIPPED)
+        synthesized = estimate_template(by_name[name].template, stack=name, region=region,
+                                        table=SHIPPED)
+        assert full.summary() == synthesized.summary()
+        assert ({i.logical_id: i.type for i in full.items}
+                == {i.logical_id: i.type for i in synthesized.items})
+    # What `cdk synth` runs with cost_annotations on: only the types a total depends on.
+    started = time.perf_counter()
+    summaries = {s.stack_name: estimate_template(
+        template_in_memory(s, priced_only=True), stack=s.stack_name,
+        region=by_name[s.stack_name].region, table=SHIPPED).summary()
+        for s in synth.platform.stacks}
+    elapsed = time.perf_counter() - started
+    for name, summary in summaries.items():
+        assert summary == estimate_template(by_name[name].template, stack=name,
+                                            region=by_name[name].region, table=SHIPPED).summary()
+    # About 0.3 s on an idle 2-core machine; the bound leaves room for a loaded one.
+    assert elapsed < 3.0, f"synth-time estimates took {elapsed:.2f} s"
+
+
+def test_annotate_costs_puts_the_estimate_on_each_stack(tmp_path):
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    from ml_platform.app import annotate_costs, new_app
+
+    app = new_app(outdir=str(tmp_path))
+    stack = cdk.Stack(app, "Nat", env=cdk.Environment(account="123456789012",
+                                                      region="us-east-1"))
+    eip = ec2.CfnEIP(stack, "Eip")
+    ec2.CfnNatGateway(stack, "Nat", subnet_id="subnet-1", allocation_id=eip.attr_allocation_id)
+    agnostic = cdk.Stack(app, "Agnostic")
+    ec2.CfnNatGateway(agnostic, "Nat", subnet_id="subnet-1")
+    annotate_costs([stack, agnostic])
+    assembly = app.synth()
+
+    def infos(name):
+        artifact = assembly.get_stack_by_name(name)
+        return [m.entry.data for m in artifact.messages if m.entry.type == "aws:cdk:info"]
+
+    assert infos("Nat") == ["Estimated on-demand cost of Nat in us-east-1: $0.05/hour, "
+                            "$36.50/month (730 h)"]
+    assert infos("Agnostic") == ["No cost estimate for Agnostic: the stack has no region"]
+
+
+def test_readme_shows_the_real_output_for_the_default_settings(synth, capsys):
+    readme = (ROOT / "README.md").read_text()
+    after = readme.split("Output of `make synth && mlp cost`", 1)[1]
+    shown = after.split("```text\n", 1)[1].split("\n```", 1)[0]
+    assert main(["cost", "--cdk-out", str(synth.outdir)]) == 0
+    printed = capsys.readouterr().out
+
+    def priced(text: str) -> list[str]:
+        # Counts of free and usage-based resources move with every stack change; the prices,
+        # totals and sources are what the section documents.
+        return [line.rstrip() for line in text.strip().splitlines()
+                if not line.lstrip().startswith(("free:", "usage-based"))]
+
+    assert priced(printed) == priced(shown), (
+        "README 'What it costs' is stale: paste the output of `make synth && mlp cost`")

@@ -1,0 +1,54 @@
+"""Nothing stateful changes identity silently.
+
+CloudFormation replaces a resource whose logical ID changes: for a file system, bucket,
+registry, key, log group, cluster or endpoint config that means new (empty) data, a new key
+that cannot decrypt the old, or a new cluster. Snapshots would let such a change through
+after ``--snapshot-update``; this list does not. Change it only together with a migration.
+"""
+
+from __future__ import annotations
+
+from tests.support import SynthesizedPlatform
+
+STATEFUL_TYPES = (
+    "AWS::FSx::FileSystem",
+    "AWS::S3::Bucket",
+    "AWS::ECR::Repository",
+    "AWS::KMS::Key",
+    "AWS::Logs::LogGroup",
+    "AWS::EKS::Cluster",
+    "AWS::SageMaker::EndpointConfig",
+)
+
+# (stack, logical ID) -> (type, DeletionPolicy) with cdk.json's settings.
+STATEFUL = {
+    ("Network", "VpcFlowLogs3A4A3791"): ("AWS::Logs::LogGroup", "Retain"),
+    ("Storage", "LustreDCDAF745"): ("AWS::FSx::FileSystem", "Retain"),
+    ("Storage", "Models7F217E31"): ("AWS::S3::Bucket", "Retain"),
+    ("Storage", "ModelsAccessLogs3743BCAB"): ("AWS::S3::Bucket", "Retain"),
+    ("Storage", "TrainingImages84E3863B"): ("AWS::ECR::Repository", "Retain"),
+    ("TrainingCluster", "Cluster9EE0221C"): ("AWS::EKS::Cluster", None),
+    ("TrainingCluster", "ClusterSecretsKey462B29B5"): ("AWS::KMS::Key", "Retain"),
+    ("Inference", "TritonEnsemblesConfig4AAE7098"): ("AWS::SageMaker::EndpointConfig", None),
+}
+
+
+def stateful_resources(synth: SynthesizedPlatform) -> dict[tuple[str, str], tuple[str, str | None]]:
+    found = {}
+    for path in synth.template_paths():
+        stack = path.name.removesuffix(".template.json").split("-", 1)[1]
+        for logical_id, resource in synth.template_json(stack).get("Resources", {}).items():
+            if resource["Type"] in STATEFUL_TYPES:
+                found[(stack, logical_id)] = (resource["Type"], resource.get("DeletionPolicy"))
+    return found
+
+
+def test_every_stateful_resource_keeps_its_logical_id(synth: SynthesizedPlatform) -> None:
+    found = stateful_resources(synth)
+    renamed_or_removed = sorted(set(STATEFUL) - set(found))
+    added = sorted(set(found) - set(STATEFUL))
+    assert not renamed_or_removed and not added, (
+        f"stateful resources changed identity: gone {renamed_or_removed}, new {added}; "
+        "a new logical ID means CloudFormation replaces the resource (and its data)"
+    )
+    assert found == STATEFUL
