@@ -7,13 +7,15 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install install-dev synth test bench bench-models image cost clean
+.PHONY: install install-dev synth test bench bench-models image cost docs check-core clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Stamps make installs idempotent: reinstall only when a pin file changes.
-$(VENV)/.runtime: requirements.txt pyproject.toml | $(VENV)/bin/python
+# requirements.txt is the core (requirements-core.txt) plus every extra: `make synth` also
+# renders the TorchX training manifests ([training]).
+$(VENV)/.runtime: requirements.txt requirements-core.txt pyproject.toml | $(VENV)/bin/python
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $@
@@ -42,6 +44,17 @@ cost: install
 test: install-dev
 	$(PY) -m pytest
 
+## checkov over every template and Kubernetes object; fails on any finding not listed with its
+## reason in .checkov-exceptions.yaml. checkov lives in .venv-scan (its pins conflict with boto3's).
+SCAN_VENV := .venv-scan
+$(SCAN_VENV)/.installed: requirements-scan.txt
+	$(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt
+	touch $@
+
+scan: install $(SCAN_VENV)/.installed
+	$(PY) scripts/scan.py --checkov $(SCAN_VENV)/bin/checkov
+
 ## Median synth time (wall and CPU) of the whole app against the floor, alone and via npx cdk synth.
 bench: install node_modules/.installed
 	$(PY) scripts/bench_synth.py
@@ -54,5 +67,15 @@ bench-models: install-dev
 image: install
 	bash ml_platform/training/image.sh
 
+## API reference from the docstrings (pdoc) into docs/api/.
+docs: install-dev
+	# jsii starts its Node runtime at import, which pdoc refuses unless allowed.
+	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc --docformat google --output-directory docs/api ml_platform.constructs ml_platform.app ml_platform.k8s_charts ml_platform.triton.archive_names
+
+## Build the sdist and wheel, install the wheel without extras into a fresh venv and
+## synthesize every example app with it; prints the installed size.
+check-core: install-dev
+	$(PY) scripts/check_core_install.py
+
 clean:
-	rm -rf cdk.out dist .pytest_cache
+	rm -rf cdk.out dist docs/api .pytest_cache

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from ml_platform.cli.aws import (
     doc_summary,
     error_code,
     error_message,
+    one_line,
 )
 
 # Tensor names of the ensembles in ml_platform.triton.ensembles (a test pins them).
@@ -36,6 +38,29 @@ MAX_BACKOFF = 10.0
 # Indirections so tests can run the retry loop without waiting.
 _sleep = time.sleep
 _clock = time.monotonic
+
+
+def timeout_seconds(text: str) -> float:
+    """``--timeout``: a finite number of seconds, zero or more (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a finite number of seconds >= 0")
+    return value
+
+
+def triton_address(text: str) -> str:
+    """``--triton-url``: host:port without a scheme (tritonclient adds http:// itself)."""
+    if "://" in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give host:port without a scheme, e.g. localhost:8000"
+        )
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected host:port, e.g. localhost:8000")
+    return text
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -57,12 +82,12 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
                              "--image, model_trt_python for --text)")
     target.add_argument("--target-model",
                         help="exact TargetModel (archive key under the prefix), not resolved")
-    p.add_argument("--timeout", type=float, default=180.0,
+    p.add_argument("--timeout", type=timeout_seconds, default=180.0,
                    help="seconds to keep retrying while the model loads (default: 180)")
     p.add_argument("--top-k", type=int, default=5, help="classes to print for --image (default: 5)")
     p.add_argument("--labels", type=Path, help="label file, one class per line, for --image")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--triton-url",
+    p.add_argument("--triton-url", type=triton_address,
                    help="send to this Triton server (host:port, e.g. localhost:8000 through "
                         "kubectl port-forward to Triton on EKS) instead of the SageMaker endpoint")
     p.set_defaults(run=run)
@@ -204,7 +229,15 @@ def invoke_with_retry(
 
 def _explain_invoke_error(error: Exception, endpoint: str, target_model: str) -> Exception:
     code, message = error_code(error), error_message(error)
-    if code == "ValidationError" and "not found" in message.lower():
+    lowered = message.lower()
+    # SageMaker says "Endpoint <name> of account <id> not found." for a missing endpoint, and
+    # "Failed to download model data ..." / "... model ... not found" for a missing archive.
+    if code == "ValidationError" and ("model data" in lowered or "targetmodel" in lowered):
+        return CliError(
+            f"{target_model} not found under {endpoint}'s model prefix (upload it with "
+            f"`mlp models upload`): {one_line(message)}"
+        )
+    if code == "ValidationError" and re.search(r"endpoint\b.*\bnot found", lowered):
         return EndpointNotFound(f"endpoint {endpoint!r} not found: {message}")
     if code == "ModelError":
         details = getattr(error, "response", {})
@@ -222,6 +255,8 @@ def _read_labels(path: Path | None) -> list[str]:
         return [line.strip() for line in lines if line.strip()]
     except OSError as error:
         raise CliError(f"--labels {path}: {error.strerror}") from None
+    except UnicodeDecodeError as error:
+        raise CliError(f"--labels {path}: not UTF-8 text (byte {error.start})") from None
 
 
 def top_k(scores, k: int, labels: list[str]) -> list[dict[str, Any]]:

@@ -126,6 +126,19 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
         return None
 
 
+def _check_out_dir(out: Path) -> None:
+    """``--out`` must be a folder we can write (or one we can create)."""
+    import os
+
+    existing = out
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing.exists() and not existing.is_dir():
+        raise CliError(f"--out {out}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise CliError(f"--out {out}: {existing} is not writable")
+
+
 def run(ctx: Context, args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="mlp-package-") as scratch:
         args.scratch = scratch
@@ -135,6 +148,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from ml_platform.triton import find_ensemble_problems, package
 
+    _check_out_dir(args.out)
     builders = {"image": _image_spec, "text": _text_spec}
     wanted = list(builders) if args.ensemble == "all" else [args.ensemble]
     problems: list[str] = []
@@ -150,6 +164,13 @@ def _run(args: argparse.Namespace) -> int:
             path = package(spec, args.out)
         except ValueError as error:  # a model file vanished since the check
             raise CliError(f"{spec.archive_filename}: {error}") from None
+        from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
+
+        try:  # what `mlp models upload` and the Triton init container will require
+            check_archive(path)
+        except ArchiveSafetyError as error:
+            path.unlink()
+            raise CliError(f"refusing to package: {error}") from None
         path, stale = version_archive(path)  # <logical>-v<hash8>.tar.gz: immutable on S3
         with path.open("rb") as handle:
             digest = hashlib.file_digest(handle, "sha256").hexdigest()

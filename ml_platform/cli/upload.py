@@ -30,7 +30,7 @@ from ml_platform.cli.archives import (
     sha256_file,
     version_of_digest,
 )
-from ml_platform.cli.aws import CliError, Context, doc_summary, error_code
+from ml_platform.cli.aws import CliError, Context, doc_summary, error_code, one_line
 from ml_platform.triton.archive_names import parse_key
 
 DEFAULT_CONCURRENCY = 16
@@ -47,11 +47,19 @@ def _archive_problems(path: Path) -> list[str]:
     return archive_problems(path)
 
 
+def _archive_safety(path: Path) -> list[str]:
+    from ml_platform.triton.archive_safety import archive_safety_problems
+
+    # Unsafe members (links, '..', devices, oversize); an unreadable archive is reported once,
+    # by the servability check.
+    return [p for p in archive_safety_problems(path) if "not a readable tar" not in p]
+
+
 #: The per-archive validation hook: each check takes an archive's path and returns its
 #: problems (empty when fine). They run in the upload's worker threads, one archive after
 #: another per thread, in parallel with other archives' uploads; an archive is uploaded only
 #: when every check passes. Add checks here (e.g. archive safety) rather than in the pipeline.
-ARCHIVE_CHECKS: list[Callable[[Path], list[str]]] = [_archive_problems]
+ARCHIVE_CHECKS: list[Callable[[Path], list[str]]] = [_archive_safety, _archive_problems]
 
 
 def check_archive(path: Path, extra: tuple[Callable[[Path], list[str]], ...] = ()) -> list[str]:
@@ -126,6 +134,7 @@ class Outcome:
     state: str = "not started"
     problems: list[str] = field(default_factory=list)
     sent: int = 0  # bytes already counted by the transfer manager's callback
+    error: BaseException | None = None
 
 
 @dataclass
@@ -219,8 +228,9 @@ class _Uploader:
         size = path.stat().st_size
         try:
             self._run(outcome, size)
-        except BaseException:
+        except BaseException as error:
             self.stop.set()  # an unexpected (e.g. AWS) error: start nothing more
+            outcome.state, outcome.error = "failed", error
             raise
         finally:
             if outcome.problems:
@@ -333,8 +343,20 @@ def upload_archives(s3: Any, archives: list[Path], bucket: str, prefix: str, *,
         tally = _Tally(progress, len(archives), total)
         uploader = _Uploader(s3, bucket, prefix, existing, tally, checks)
         with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mlp-upload") as pool:
-            for future in [pool.submit(uploader.run, outcome) for outcome in outcomes]:
-                future.result()  # re-raise an unexpected error (AWS errors included)
+            futures = [pool.submit(uploader.run, outcome) for outcome in outcomes]
+            for future in futures:
+                future.exception()  # wait; failures are read from the outcomes below
+    failed = next((o for o in outcomes if o.state == "failed"), None)
+    if failed is not None:
+        from boto3.exceptions import S3UploadFailedError
+        from botocore.exceptions import ClientError
+
+        if not isinstance(failed.error, S3UploadFailedError | ClientError):
+            raise failed.error
+        done = ", ".join(f"s3://{bucket}/{prefix}{o.key}" for o in outcomes
+                         if o.state == "uploaded") or "none"
+        raise CliError(f"uploading {failed.key} to s3://{bucket}/{prefix}{failed.key} failed: "
+                       f"{one_line(str(failed.error))}; already uploaded: {done}")
     return UploadReport(outcomes, time.perf_counter() - started)
 
 

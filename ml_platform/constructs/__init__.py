@@ -2,6 +2,7 @@
 
 from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
+from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.constructs.storage import (
@@ -14,6 +15,7 @@ from ml_platform.constructs.triton_eks import TritonOnEks
 
 __all__ = [
     "EfaLaunchTemplate",
+    "GpuNodeGroup",
     "LustreStorage",
     "ModelArtifactBucket",
     "PlatformAddons",

@@ -16,9 +16,35 @@ from ml_platform.constructs.eks_cluster import managed_policy_finding
 from ml_platform.constructs.nag import acknowledge
 from ml_platform.versions import addon_version
 
+# The VPC CNI enforces NetworkPolicies only with its network policy agent switched on.
+# https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
+ADDON_CONFIGURATION = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 FSX_CSI_SERVICE_ACCOUNT = ("kube-system", "fsx-csi-controller-sa")
 CLOUDWATCH_SERVICE_ACCOUNT = ("amazon-cloudwatch", "cloudwatch-agent")
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+
+
+def pod_identity_principal(
+    cluster_name: str, namespace: str, service_account: str
+) -> iam.IPrincipal:
+    """EKS Pod Identity as a role's principal, limited to one cluster, namespace and service
+    account through the session tags Pod Identity sets (with ``sts:TagSession``), so no
+    other association in the account can take the role.
+    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html
+    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html
+    """
+    return iam.SessionTagsPrincipal(
+        iam.ServicePrincipal(
+            POD_IDENTITY_PRINCIPAL,
+            conditions={
+                "StringEquals": {
+                    "aws:RequestTag/eks-cluster-name": cluster_name,
+                    "aws:RequestTag/kubernetes-namespace": namespace,
+                    "aws:RequestTag/kubernetes-service-account": service_account,
+                }
+            },
+        )
+    )
 
 
 class PodIdentityAddon(Construct):
@@ -57,18 +83,11 @@ class PodIdentityAddon(Construct):
         self.role = iam.Role(
             self,
             "Role",
-            assumed_by=iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL),
+            assumed_by=pod_identity_principal(cluster.cluster_name, namespace, service_account),
             description=f"EKS Pod Identity role of {namespace}/{service_account} ({addon_name})",
             managed_policies=[
                 iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in managed_policies
             ],
-        )
-        # Pod Identity needs TagSession besides AssumeRole.
-        self.role.assume_role_policy.add_statements(
-            iam.PolicyStatement(
-                actions=["sts:TagSession"],
-                principals=[iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL)],
-            )
         )
         for statement in statements:
             self.role.add_to_principal_policy(statement)
@@ -158,6 +177,7 @@ class PlatformAddons(Construct):
                 cluster=cluster,
                 addon_name=name,
                 addon_version=pins[name],
+                configuration_values=ADDON_CONFIGURATION.get(name),
             )
         self.addons["coredns"] = eks.Addon(
             self, "Coredns", cluster=cluster, addon_name="coredns", addon_version=pins["coredns"]

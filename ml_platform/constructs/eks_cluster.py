@@ -68,17 +68,29 @@ def configure_node_role(role: iam.IRole) -> None:
     acknowledge_node_role(role)
 
 
+IMDS_HOP_LIMIT = 1
+"""IMDS response hop limit of every node: 1 keeps the node role (with its CNI and ECR
+policies) away from pods, whose packets cross one more hop. Pods that call AWS use EKS Pod
+Identity (the agent listens on the node's link-local 169.254.170.23, not IMDS), and the
+host-network daemons that do use IMDS (aws-node, kube-proxy, the Pod Identity agent, the
+CloudWatch agent) share the node's network namespace, so 1 hop is enough for them.
+https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html
+(Restrict access to the instance profile assigned to the worker node)."""
+
+
 def hardened_launch_template(
     scope: Construct, construct_id: str, *, root_volume_gib: int
 ) -> ec2.CfnLaunchTemplate:
-    """Launch template of a managed node group: IMDSv2 only (hop limit 2 for pods behind the
-    node) and an encrypted gp3 root volume; EKS supplies AMI and bootstrap."""
+    """Launch template of a managed node group: IMDSv2 only with hop limit 1 (see
+    :data:`IMDS_HOP_LIMIT`) and an encrypted gp3 root volume; EKS supplies AMI and bootstrap."""
     return ec2.CfnLaunchTemplate(
         scope,
         construct_id,
         launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
             metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                http_endpoint="enabled", http_tokens="required", http_put_response_hop_limit=2
+                http_endpoint="enabled",
+                http_tokens="required",
+                http_put_response_hop_limit=IMDS_HOP_LIMIT,
             ),
             block_device_mappings=[
                 ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
@@ -109,7 +121,8 @@ class TrainingEksCluster(Construct):
 
     Args:
         vpc: The VPC; the control plane ENIs and all nodes use its private subnets. Required.
-        cluster_name: Default ``ml-platform``.
+        cluster_name: Default: CloudFormation names the cluster (unique per stack and
+            construct), so several clusters can share an account and region.
         kubernetes_version: A version with pinned add-ons and a kubectl layer. Default ``1.35``.
         endpoint_access: ``public_and_private`` (default) or ``private``.
         public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``, which
@@ -133,7 +146,7 @@ class TrainingEksCluster(Construct):
         construct_id: str,
         *,
         vpc: ec2.IVpc,
-        cluster_name: str = "ml-platform",
+        cluster_name: str | None = None,
         kubernetes_version: str = "1.35",
         endpoint_access: str = "public_and_private",
         public_access_cidrs: Sequence[str] = ("0.0.0.0/0",),
@@ -174,15 +187,15 @@ class TrainingEksCluster(Construct):
             if any(ipaddress.ip_network(c).prefixlen == 0 for c in cidrs):
                 Annotations.of(self).add_warning_v2(
                     OPEN_TO_WORLD_WARNING,
-                    f"The EKS API endpoint of {cluster_name!r} is public to {cidrs}: set "
-                    "cluster.public_access_cidrs to your networks, or cluster.endpoint_access "
-                    "to 'private'.",
+                    f"The EKS API endpoint of {self.node.path} is public to {cidrs}: set "
+                    "public_access_cidrs to your networks, or endpoint_access to 'private'.",
                 )
 
         self.secrets_key = kms.Key(
             self,
             "SecretsKey",
-            description=f"Envelope encryption of Kubernetes secrets in EKS cluster {cluster_name}",
+            description=f"Envelope encryption of Kubernetes secrets in EKS cluster "
+            f"{cluster_name or self.node.path}",
             enable_key_rotation=True,
         )
         self.cluster = eks.Cluster(

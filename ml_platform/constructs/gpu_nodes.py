@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
@@ -38,6 +40,8 @@ class GpuNodeGroup(Construct):
         instance_type: A type of :data:`~ml_platform.instances.EKS_GPU_INSTANCES`. Default
             ``g5.2xlarge``.
         nodes: Desired nodes. Default 1. min_nodes: Default ``nodes``. max_nodes: Default 2.
+        subnets: Subnets of the nodes. Default: the VPC's private subnets with egress.
+        labels: Extra node labels. Default none.
 
     Attributes:
         launch_template: The ``CfnLaunchTemplate``.
@@ -54,10 +58,14 @@ class GpuNodeGroup(Construct):
         nodes: int = 1,
         min_nodes: int | None = None,
         max_nodes: int = 2,
+        subnets: ec2.SubnetSelection | None = None,
+        labels: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         low = nodes if min_nodes is None else min_nodes
         errors = gpu_node_problems(instance_type, low, nodes, max_nodes)
+        if labels and NODE_ROLE_LABEL in labels:
+            errors.append(f"labels: {NODE_ROLE_LABEL!r} is set by this construct")
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         self.launch_template = hardened_launch_template(self, "LaunchTemplate", root_volume_gib=100)
@@ -70,11 +78,12 @@ class GpuNodeGroup(Construct):
             launch_template_spec=eks.LaunchTemplateSpec(
                 id=self.launch_template.ref, version=self.launch_template.attr_latest_version_number
             ),
-            subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            subnets=subnets
+            or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
             min_size=low,
             desired_size=nodes,
             max_size=max_nodes,
-            labels={NODE_ROLE_LABEL: "gpu"},
+            labels={**(labels or {}), NODE_ROLE_LABEL: "gpu"},
             taints=[
                 eks.TaintSpec(key=GPU_TAINT_KEY, value="true", effect=eks.TaintEffect.NO_SCHEDULE)
             ],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Token
+from aws_cdk import Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_logs as logs
 from constructs import Construct
@@ -71,10 +71,25 @@ class PlatformVpc(Construct):
             },
         )
         self.flow_log_group = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention)
-        self.vpc.add_flow_log(
+        self.flow_log = self.vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
+        )
+        # Confused-deputy guard on the delivery role aws-cdk creates: only flow logs of this
+        # account and region may assume it.
+        # https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html
+        stack = Stack.of(self)
+        role = self.flow_log.node.find_child("IAMRole").node.default_child
+        role.add_property_override(
+            "AssumeRolePolicyDocument.Statement.0.Condition",
+            {
+                "StringEquals": {"aws:SourceAccount": stack.account},
+                "ArnLike": {
+                    "aws:SourceArn": f"arn:{stack.partition}:ec2:{stack.region}:{stack.account}"
+                    ":vpc-flow-log/*"
+                },
+            },
         )
         self.trainium_az = trainium_az
         self.trainium_subnet: ec2.ISubnet = self.vpc.select_subnets(

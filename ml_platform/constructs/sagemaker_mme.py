@@ -295,36 +295,48 @@ class TritonMultiModelEndpoint(Construct):
 
     @property
     def endpoint_arn(self) -> str:
+        """The endpoint's ARN (``Ref`` of ``AWS::SageMaker::Endpoint``)."""
         return self.endpoint.ref
 
-    def _metric(self, namespace: str, name: str, statistic: str) -> cloudwatch.Metric:
+    def metric(
+        self, metric_name: str, *, namespace: str = "AWS/SageMaker", **options: object
+    ) -> cloudwatch.Metric:
+        """A metric of this endpoint's variant (dimensions ``EndpointName``, ``VariantName``).
+        ``options`` as ``cloudwatch.Metric`` takes them (``period``, ``statistic``,
+        ``label``...); default: 5-minute average."""
+        settings = {"period": Duration.minutes(5), "statistic": "Average", **options}
         return cloudwatch.Metric(
             namespace=namespace,
-            metric_name=name,
+            metric_name=metric_name,
             dimensions_map={"EndpointName": self.endpoint_name, "VariantName": VARIANT_NAME},
-            statistic=statistic,
-            period=Duration.minutes(5),
+            **settings,
         )
 
-    def metric_model_loading_wait_time(self) -> cloudwatch.Metric:
-        """Average time (microseconds) requests waited for their model to load."""
-        return self._metric("AWS/SageMaker", "ModelLoadingWaitTime", "Average")
+    def _metric(
+        self, namespace: str, name: str, statistic: str, options: dict | None = None
+    ) -> cloudwatch.Metric:
+        return self.metric(name, namespace=namespace, **{"statistic": statistic, **(options or {})})
 
-    def metric_model_cache_hit(self) -> cloudwatch.Metric:
-        """Share of requests whose model was already loaded."""
-        return self._metric("AWS/SageMaker", "ModelCacheHit", "Average")
+    def metric_model_loading_wait_time(self, **options: object) -> cloudwatch.Metric:
+        """Average time (microseconds) requests waited for their model to load. ``options``
+        as for :meth:`metric`."""
+        return self._metric("AWS/SageMaker", "ModelLoadingWaitTime", "Average", options)
 
-    def metric_invocation_5xx_errors(self) -> cloudwatch.Metric:
-        """Server errors returned by the endpoint."""
-        return self._metric("AWS/SageMaker", "Invocation5XXErrors", "Sum")
+    def metric_model_cache_hit(self, **options: object) -> cloudwatch.Metric:
+        """Share of requests whose model was already loaded. ``options`` as for :meth:`metric`."""
+        return self._metric("AWS/SageMaker", "ModelCacheHit", "Average", options)
 
-    def metric_gpu_memory_utilization(self) -> cloudwatch.Metric:
-        """GPU memory in use, percent (instance metric)."""
-        return self._metric("/aws/sagemaker/Endpoints", "GPUMemoryUtilization", "Maximum")
+    def metric_invocation_5xx_errors(self, **options: object) -> cloudwatch.Metric:
+        """Server errors returned by the endpoint. ``options`` as for :meth:`metric`."""
+        return self._metric("AWS/SageMaker", "Invocation5XXErrors", "Sum", options)
 
-    def metric_loaded_model_count(self) -> cloudwatch.Metric:
-        """Models loaded in the containers."""
-        return self._metric("/aws/sagemaker/Endpoints", "LoadedModelCount", "Maximum")
+    def metric_gpu_memory_utilization(self, **options: object) -> cloudwatch.Metric:
+        """GPU memory in use, percent (instance metric). ``options`` as for :meth:`metric`."""
+        return self._metric("/aws/sagemaker/Endpoints", "GPUMemoryUtilization", "Maximum", options)
+
+    def metric_loaded_model_count(self, **options: object) -> cloudwatch.Metric:
+        """Models loaded in the containers. ``options`` as for :meth:`metric`."""
+        return self._metric("/aws/sagemaker/Endpoints", "LoadedModelCount", "Maximum", options)
 
     def grant_invoke(
         self, grantee: iam.IGrantable, target_models: Sequence[str] | None = None

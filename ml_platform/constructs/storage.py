@@ -6,16 +6,52 @@ keeps the id ``Resource`` for its main child so logical IDs never change silentl
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from collections.abc import Sequence
+
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_fsx as fsx
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from ml_platform.constructs.nag import acknowledge
+
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure)."""
+
+# aws-cdk's stack-level singletons behind auto_delete_objects / empty_on_delete.
+_DELETE_PROVIDERS = {
+    "Custom::S3AutoDeleteObjectsCustomResourceProvider": "empties the model and access-log "
+    "buckets",
+    "Custom::ECRAutoDeleteImagesCustomResourceProvider": "empties the training image registry",
+}
+S3_LOG_POLICY_FLAG = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
+
+
+def _acknowledge_delete_provider(scope: Construct) -> None:
+    """Acknowledge cdk-nag's findings on aws-cdk's empty-on-delete handler, which only exists
+    with ``removal_policy=DESTROY``."""
+    stack = Stack.of(scope)
+    for provider_id, purpose in _DELETE_PROVIDERS.items():
+        provider = stack.node.try_find_child(provider_id)
+        if provider is None:
+            continue
+        acknowledge(
+            provider,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AWSLambdaBasicExecutionRole]",
+            f"aws-cdk's delete handler ({purpose} on stack deletion with "
+            "removal_policy=DESTROY) logs with the AWS-maintained basic execution policy.",
+        )
+        acknowledge(
+            provider,
+            "AwsSolutions-L1",
+            "aws-cdk pins the runtime of its bundled delete handler.",
+        )
 
 
 class TrainingImageRepository(Construct):
@@ -24,7 +60,11 @@ class TrainingImageRepository(Construct):
     Args:
         repository_name: Repository name. Default: CloudFormation picks one.
         max_images: Images kept before the oldest expire. Default 30.
-        removal_policy: Default RETAIN.
+        removal_policy: Default RETAIN. With DESTROY the registry is emptied on deletion
+            (``empty_on_delete``), so the deletion succeeds.
+
+    Attributes:
+        repository: The ``ecr.Repository``.
     """
 
     def __init__(
@@ -47,6 +87,7 @@ class TrainingImageRepository(Construct):
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,
             encryption=ecr.RepositoryEncryption.AES_256,
             removal_policy=removal_policy,
+            empty_on_delete=removal_policy == RemovalPolicy.DESTROY,
             lifecycle_rules=[
                 ecr.LifecycleRule(
                     description="Expire untagged images after a week",
@@ -63,18 +104,32 @@ class TrainingImageRepository(Construct):
             ],
         )
 
+        _acknowledge_delete_provider(self)
+
     def grant_pull(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` pull images from this repository."""
         return self.repository.grant_pull(grantee)
+
+    def grant_push(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` push (and pull) images of this repository."""
+        return self.repository.grant_pull_push(grantee)
 
 
 class ModelArtifactBucket(Construct):
     """S3 bucket of Triton ensemble archives: encrypted, versioned, private, TLS only, with
     server access logs in a second bucket.
 
+    Server access logs are delivered through a bucket policy (never an ACL), whatever the
+    app's ``@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy`` feature flag says.
+
     Args:
         model_prefix: Key prefix of the archives (ends in ``/``). Default ``models/``.
-        removal_policy: Default RETAIN (both buckets).
+        removal_policy: Default RETAIN (both buckets). With DESTROY both buckets are emptied
+            on deletion (``auto_delete_objects``), so the deletion succeeds.
+
+    Attributes:
+        bucket: The model bucket. access_logs: The access-log bucket (``None`` when imported).
+        model_prefix: The prefix.
     """
 
     def __init__(
@@ -86,21 +141,21 @@ class ModelArtifactBucket(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        if not model_prefix.endswith("/") or model_prefix.startswith("/"):
-            raise ValueError(
-                f"{self.node.path}: model_prefix={model_prefix!r}: expected a relative prefix "
-                "ending in '/'"
-            )
+        _check_prefix(self, model_prefix)
+        # Log delivery by bucket policy, not the LogDeliveryWrite ACL, independent of the
+        # consumer's cdk.json (the flag is read from the log bucket's scope).
+        self.node.set_context(S3_LOG_POLICY_FLAG, True)
+        destroy = removal_policy == RemovalPolicy.DESTROY
         self.model_prefix = model_prefix
-        self.access_logs = s3.Bucket(
+        self.access_logs: s3.IBucket | None = s3.Bucket(
             self,
             "AccessLogs",
             encryption=s3.BucketEncryption.S3_MANAGED,
             block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
             enforce_ssl=True,
-            # Ownership left to CDK: a bucket policy for log delivery where the app sets
-            # @aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy (cdk.json does), an ACL otherwise.
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             removal_policy=removal_policy,
+            auto_delete_objects=destroy,
             lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
         )
         self.bucket = s3.Bucket(
@@ -114,19 +169,81 @@ class ModelArtifactBucket(Construct):
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="model-bucket/",
             removal_policy=removal_policy,
+            auto_delete_objects=destroy,
             lifecycle_rules=[
                 s3.LifecycleRule(noncurrent_version_expiration=Duration.days(90)),
                 s3.LifecycleRule(abort_incomplete_multipart_upload_after=Duration.days(7)),
             ],
         )
 
+        _acknowledge_delete_provider(self)
+
+    @classmethod
+    def from_bucket_name(
+        cls, scope: Construct, construct_id: str, bucket_name: str, *, model_prefix: str = "models/"
+    ) -> ModelArtifactBucket:
+        """An existing model bucket (``grant_*`` then add to the grantee's policy only)."""
+        self = cls.__new__(cls)
+        Construct.__init__(self, scope, construct_id)
+        _check_prefix(self, model_prefix)
+        self.model_prefix = model_prefix
+        self.access_logs = None
+        self.bucket = s3.Bucket.from_bucket_name(self, "Resource", bucket_name)
+        return self
+
     def archive_arn(self, key_pattern: str = "*") -> str:
         """ARN of objects under the model prefix matching ``key_pattern``."""
         return self.bucket.arn_for_objects(f"{self.model_prefix}{key_pattern}")
 
     def grant_read_models(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Read access to the archives under the model prefix only."""
-        return self.bucket.grant_read(grantee, f"{self.model_prefix}*")
+        """Read the archives under the model prefix: ``s3:GetObject`` on ``<prefix>*`` and
+        ``s3:ListBucket`` limited by an ``s3:prefix`` condition to the same prefix."""
+        get = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:GetObject"], resource_arns=[self.archive_arn()]
+        )
+        listing = iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:ListBucket"],
+            resource_arns=[self.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{self.model_prefix}*"]}},
+        )
+        return get.combine(listing)
+
+    def grant_write_models(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Upload archives under the model prefix (``s3:PutObject`` on ``<prefix>*``)."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:PutObject"], resource_arns=[self.archive_arn()]
+        )
+
+    def metric_object_count(self, **options: object) -> cloudwatch.Metric:
+        """Objects in the bucket (S3 daily storage metric, all storage classes). ``options``
+        as ``cloudwatch.Metric`` takes them (``period``, ``statistic``, ``label``...);
+        default: daily average."""
+        return self._storage_metric("NumberOfObjects", "AllStorageTypes", options)
+
+    def metric_bucket_size_bytes(self, **options: object) -> cloudwatch.Metric:
+        """Bytes stored in the Standard class (S3 daily storage metric). ``options`` as for
+        :meth:`metric_object_count`."""
+        return self._storage_metric("BucketSizeBytes", "StandardStorage", options)
+
+    def _storage_metric(self, name: str, storage_type: str, options: dict) -> cloudwatch.Metric:
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html
+        # (storage metrics are reported once a day)
+        settings = {"period": Duration.days(1), "statistic": "Average", **options}
+        return cloudwatch.Metric(
+            namespace="AWS/S3",
+            metric_name=name,
+            dimensions_map={"BucketName": self.bucket.bucket_name, "StorageType": storage_type},
+            **settings,
+        )
+
+
+def _check_prefix(scope: Construct, model_prefix: str) -> None:
+    if not model_prefix.endswith("/") or model_prefix.startswith("/"):
+        raise ValueError(
+            f"{scope.node.path}: model_prefix={model_prefix!r}: expected a relative prefix "
+            "ending in '/'"
+        )
 
 
 class LustreStorage(Construct):
@@ -134,13 +251,22 @@ class LustreStorage(Construct):
     TCP 988 and 1018-1023 from the given client security groups only. Encrypted at rest
     (PERSISTENT_2 always is; pass ``kms_key`` for a customer-managed key).
 
+    Implements ``ec2.IConnectable``: ``connections`` holds the file system's security group
+    (default port 988); use :meth:`allow_client` to open both Lustre port ranges.
+
     Args:
-        vpc: The VPC.
-        subnet: The one subnet (the Trainium AZ's private subnet).
-        clients: Security groups allowed to mount the file system.
-        storage_capacity_gib: 1200 or a multiple of 2400. Default 1200.
+        vpc: The VPC. Required.
+        subnet: The one subnet (the Trainium AZ's private subnet). Required.
+        clients: Security groups (or other ``IConnectable``) allowed to mount the file system.
+            Default none (call :meth:`allow_client` later).
+        storage_capacity_gib: 1200 or a multiple of 2400 up to 2400000. Default 1200.
         throughput_per_tib: 125, 250, 500 or 1000 MB/s per TiB. Default 125.
+        kms_key: Customer-managed key encrypting the data at rest. Default: an AWS-owned key.
         removal_policy: Default RETAIN.
+
+    Attributes:
+        file_system: The ``fsx.LustreFileSystem``. security_group: Its security group.
+        connections: The ``ec2.Connections`` of that group. mount_name: The Lustre mount name.
     """
 
     def __init__(
@@ -150,19 +276,26 @@ class LustreStorage(Construct):
         *,
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
-        clients: list[ec2.ISecurityGroup],
+        clients: Sequence[ec2.ISecurityGroup | ec2.IConnectable] = (),
         storage_capacity_gib: int = 1200,
         throughput_per_tib: int = 125,
+        kms_key: kms.IKey | None = None,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
         errors = []
-        if not (storage_capacity_gib == 1200 or (storage_capacity_gib > 0 and storage_capacity_gib % 2400 == 0)):
+        if not Token.is_unresolved(storage_capacity_gib) and not (
+            storage_capacity_gib == 1200
+            or (0 < storage_capacity_gib <= 2_400_000 and storage_capacity_gib % 2400 == 0)
+        ):
             errors.append(
-                f"storage_capacity_gib={storage_capacity_gib}: expected 1200 or a multiple of 2400"
+                f"storage_capacity_gib={storage_capacity_gib}: expected 1200 or a multiple of "
+                "2400 up to 2400000"
             )
         if throughput_per_tib not in (125, 250, 500, 1000):
-            errors.append(f"throughput_per_tib={throughput_per_tib}: expected 125, 250, 500 or 1000")
+            errors.append(
+                f"throughput_per_tib={throughput_per_tib}: expected 125, 250, 500 or 1000"
+            )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         self.security_group = ec2.SecurityGroup(
@@ -180,6 +313,7 @@ class LustreStorage(Construct):
             storage_capacity_gib=storage_capacity_gib,
             file_system_type_version=fsx.FileSystemTypeVersion.V_2_15,
             security_group=self.security_group,
+            kms_key=kms_key,
             removal_policy=removal_policy,
             lustre_configuration=fsx.LustreConfiguration(
                 deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
@@ -187,6 +321,8 @@ class LustreStorage(Construct):
                 data_compression_type=fsx.LustreDataCompressionType.LZ4,
             ),
         )
+        self.connections: ec2.Connections = self.file_system.connections
+        self.mount_name: str = self.file_system.mount_name
         # Lustre servers also talk to each other and back to clients on these ports.
         for port in LUSTRE_PORTS:
             self.security_group.add_ingress_rule(self.security_group, port, "Lustre servers")
@@ -194,8 +330,55 @@ class LustreStorage(Construct):
         for client in clients:
             self.allow_client(client)
 
-    def allow_client(self, client: ec2.ISecurityGroup) -> None:
-        """Open the Lustre ports to ``client`` (and let the file system answer it)."""
-        for port in LUSTRE_PORTS:
-            self.security_group.add_ingress_rule(client, port, "Lustre clients")
-            self.security_group.add_egress_rule(client, port, "Lustre replies to clients")
+    @classmethod
+    def from_file_system_attributes(
+        cls,
+        scope: Construct,
+        construct_id: str,
+        *,
+        file_system_id: str,
+        dns_name: str,
+        mount_name: str,
+        security_group: ec2.ISecurityGroup,
+    ) -> LustreStorage:
+        """An existing Lustre file system, to open it to clients with :meth:`allow_client`
+        (the rules are created in ``scope``'s stack) or read its attributes."""
+        self = cls.__new__(cls)
+        Construct.__init__(self, scope, construct_id)
+        self.security_group = security_group
+        self.file_system = fsx.LustreFileSystem.from_lustre_file_system_attributes(
+            self,
+            "Resource",
+            file_system_id=file_system_id,
+            dns_name=dns_name,
+            security_group=security_group,
+        )
+        self.mount_name = mount_name
+        self.connections = self.file_system.connections
+        return self
+
+    def allow_client(self, client: ec2.ISecurityGroup | ec2.IConnectable) -> None:
+        """Open the Lustre ports to ``client`` (a security group, or any ``IConnectable``
+        such as a node group's connections) and let the file system answer it."""
+        # A security group is itself connectable (its connections hold just the group).
+        for group in client.connections.security_groups:
+            for port in LUSTRE_PORTS:
+                self.security_group.add_ingress_rule(group, port, "Lustre clients")
+                self.security_group.add_egress_rule(group, port, "Lustre replies to clients")
+
+    def metric(self, metric_name: str, **options: object) -> cloudwatch.Metric:
+        """An ``AWS/FSx`` metric of this file system (e.g. ``FreeDataStorageCapacity``,
+        ``DataReadBytes``). ``options`` as ``cloudwatch.Metric`` takes them (``period``,
+        ``statistic``, ``label``...); default: 5-minute average."""
+        # https://docs.aws.amazon.com/fsx/latest/LustreGuide/fs-metrics.html
+        settings = {"period": Duration.minutes(5), "statistic": "Average", **options}
+        return cloudwatch.Metric(
+            namespace="AWS/FSx",
+            metric_name=metric_name,
+            dimensions_map={"FileSystemId": self.file_system.file_system_id},
+            **settings,
+        )
+
+    def metric_free_capacity(self, **options: object) -> cloudwatch.Metric:
+        """Free data storage capacity in bytes (minimum over the period by default)."""
+        return self.metric("FreeDataStorageCapacity", **{"statistic": "Minimum", **options})

@@ -17,7 +17,11 @@ from constructs import Construct
 
 import re
 
-from ml_platform.constructs.eks_cluster import NODE_ROLE_POLICIES, acknowledge_node_role
+from ml_platform.constructs.eks_cluster import (
+    IMDS_HOP_LIMIT,
+    NODE_ROLE_POLICIES,
+    acknowledge_node_role,
+)
 from ml_platform.constructs.network import allow_efa_within
 from ml_platform.instances import TRAINIUM_INSTANCES, TrainiumInstance
 from ml_platform.k8s_charts.names import NEURON_TAINT_KEY, NODE_ROLE_LABEL
@@ -117,7 +121,8 @@ class EfaLaunchTemplate(Construct):
     itself, both ways: :func:`~ml_platform.constructs.network.allow_efa_within`). The template
     has no subnet, no instance-level security groups, no instance profile and no image (EKS
     picks the node group's AMI and writes the bootstrap). IMDSv2 is required with a hop limit
-    of 2 so pods can reach it; the root volume is encrypted gp3.
+    of 1 (``IMDS_HOP_LIMIT``: pods get credentials from Pod Identity, never the node role);
+    the root volume is encrypted gp3.
 
     Capacity (EKS user guide, "Create a managed node group with Capacity Blocks for ML",
     https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html, and EC2 launch
@@ -194,7 +199,7 @@ class EfaLaunchTemplate(Construct):
                 metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                     http_endpoint="enabled",
                     http_tokens="required",
-                    http_put_response_hop_limit=2,
+                    http_put_response_hop_limit=IMDS_HOP_LIMIT,
                 ),
                 block_device_mappings=[
                     ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
@@ -270,6 +275,8 @@ class TrainiumNodeGroup(Construct):
         launch_template: The :class:`EfaLaunchTemplate`.
         node_group: The ``eks_v2.Nodegroup``.
         role: The node role.
+        connections: ``ec2.Connections`` of ``security_group`` (``IConnectable``), e.g. to
+            open a file system to these nodes.
     """
 
     def __init__(
@@ -305,6 +312,7 @@ class TrainiumNodeGroup(Construct):
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
+        self.connections = ec2.Connections(security_groups=[security_group])
         self.launch_template = EfaLaunchTemplate(
             self,
             "LaunchTemplate",

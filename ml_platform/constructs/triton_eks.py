@@ -1,39 +1,100 @@
-"""Triton on the EKS cluster: a GPU node group, NVIDIA's device plugin and the Triton chart,
-with a Pod Identity role that can only read the model archives."""
+"""Triton on an EKS cluster: a GPU node group, NVIDIA's device plugin and the Triton chart,
+with a Pod Identity role that can only read the model archives.
+
+Every Kubernetes object is applied by a manifest in this construct's own scope (not the
+cluster's), so several instances can share a cluster and an instance can live in a stack of
+its own: the manifests there depend on the cluster stack, never the other way round.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 
 import cdk8s
+from aws_cdk import CfnOutput, Fn, Names, Stack, Token
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from constructs import Construct
+from constructs import Construct, IDependable
 
+from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import EKS_GPU_INSTANCES
+from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.k8s_charts.nvidia import NvidiaDevicePluginChart
-from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
+from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
+from ml_platform.triton.ensembles import ARCHIVE_MODELS
+from ml_platform.triton.target_model import validate_target_model
+
+# RFC 1123 label: what Kubernetes accepts as a namespace or service account name.
+_DNS_LABEL_MAX = 63
+
+
+def _dns_label_problem(value: str) -> str | None:
+    if len(value) <= _DNS_LABEL_MAX and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", value):
+        return None
+    return "expected an RFC 1123 label (lower-case letters, digits, '-', at most 63)"
+
+
+class _SharedDevicePlugin(Construct):
+    """NVIDIA's device plugin, applied once per cluster however many instances ask for it."""
+
+    cluster_key = ""
+
+
+def _cluster_key(cluster: eks.ICluster) -> str:
+    name = cluster.cluster_name
+    return cluster.node.path if Token.is_unresolved(name) else name
 
 
 class TritonOnEks(Construct):
-    """Serves the ensemble archives from the cluster, alongside the SageMaker endpoints.
+    """Serves Triton ensemble archives from an EKS cluster, next to (or instead of) the
+    SageMaker endpoints.
+
+    Creates a GPU managed node group (AL2023 NVIDIA AMI, labelled
+    ``ml-platform/node-role=gpu`` and tainted ``nvidia.com/gpu:NoSchedule``), a Pod Identity
+    role that reads only ``<model_prefix>*`` of ``bucket``, its association with the service
+    account, and applies the Triton chart (namespace, service account, Deployment whose init
+    containers fetch and unpack the archives, Service, HPA, PDB).
 
     Args:
-        cluster: The EKS cluster.
-        bucket: The model bucket. model_prefix: prefix of the archives (ends in ``/``).
-        archives: Archives to serve (each must be a known ensemble archive).
-        triton_version: Triton release, the same as the SageMaker container's. Default 24.09.
+        cluster: The EKS cluster; it needs a kubectl provider. Required.
+        bucket: Bucket holding the archives. Required.
+        archives: Archive keys under ``model_prefix`` to serve (any ``*.tar.gz`` names).
+            Required, at least one.
+        pod_identity_agent: The cluster's ``eks-pod-identity-agent`` add-on (e.g.
+            ``PlatformAddons.addons["eks-pod-identity-agent"]`` or your ``eks.Addon``): the
+            Triton pods get their credentials through it, so they are created after it. Pass
+            ``None`` only when the agent is installed outside this app. Required.
+        models: Models Triton loads (explicit model control), ensembles first. Default: the
+            models the built-in archives hold (``ARCHIVE_MODELS``); required when an archive is
+            not one of them.
+        model_prefix: Key prefix of the archives, ending in ``/``. Default ``models/``.
+        triton_version: NGC Triton release, the same as the SageMaker container's. Default
+            ``24.09``.
         gpu_instance_type: Single-GPU instance type. Default ``g5.2xlarge``.
         gpu_nodes / max_gpu_nodes: GPU node group size. Default 1 / 2.
+        subnets: Subnets of the GPU nodes. Default: the VPC's private subnets with egress.
+        node_labels: Extra labels of the GPU nodes. Default none.
+        device_plugin: Apply NVIDIA's device plugin (once per cluster, shared by every
+            instance on it). Default ``True``; ``False`` when the cluster already runs one.
         replicas / max_replicas: Triton HPA range. Default 1 / 2.
-        namespace / service_account: Where Triton runs. Default ``triton`` / ``triton``.
+        namespace / service_account: Where Triton runs; the namespace is created, so each
+            instance on a cluster needs its own. Default ``triton`` / ``triton``.
         gpu_node_group: Create the GPU node group here (a
             :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`). Default True. False when
             the GPU nodes live elsewhere, e.g. in a stack of their own so a capacity failure
             rolls back only them; the Triton pods then wait (Pending) until GPU nodes join.
+
+    Attributes:
+        gpu_nodes: The :class:`GpuNodeGroup` (``None`` with ``gpu_node_group=False``).
+        node_group: Its ``eks_v2.Nodegroup`` (or ``None``). role: The pods' IAM role.
+        pod_identity: The ``CfnPodIdentityAssociation``. triton_chart: The cdk8s chart.
+        manifest: The ``KubernetesManifest`` applying it. device_plugin: The manifest of the
+            device plugin (shared), or ``None`` with ``device_plugin=False``.
     """
 
     def __init__(
@@ -41,14 +102,19 @@ class TritonOnEks(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster: eks.Cluster,
+        cluster: eks.ICluster,
         bucket: s3.IBucket,
         archives: Sequence[str],
+        pod_identity_agent: IDependable | None,
+        models: Sequence[str] | None = None,
         model_prefix: str = "models/",
         triton_version: str = "24.09",
         gpu_instance_type: str = "g5.2xlarge",
         gpu_nodes: int = 1,
         max_gpu_nodes: int = 2,
+        subnets: ec2.SubnetSelection | None = None,
+        node_labels: Mapping[str, str] | None = None,
+        device_plugin: bool = True,
         replicas: int = 1,
         max_replicas: int = 2,
         namespace: str = "triton",
@@ -56,19 +122,54 @@ class TritonOnEks(Construct):
         gpu_node_group: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
+        archives = list(archives)
         errors = []
         if gpu_node_group and gpu_instance_type not in EKS_GPU_INSTANCES:
             errors.append(
-                f"gpu_instance_type={gpu_instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}"
+                f"gpu_instance_type={gpu_instance_type!r}: expected one of "
+                f"{sorted(EKS_GPU_INSTANCES)}"
             )
         if gpu_node_group and not 1 <= gpu_nodes <= max_gpu_nodes:
-            errors.append(f"gpu_nodes={gpu_nodes}, max_gpu_nodes={max_gpu_nodes}: expected 1 <= gpu_nodes <= max")
+            errors.append(
+                f"gpu_nodes={gpu_nodes}, max_gpu_nodes={max_gpu_nodes}: expected "
+                "1 <= gpu_nodes <= max_gpu_nodes"
+            )
         if not 1 <= replicas <= max_replicas:
-            errors.append(f"replicas={replicas}, max_replicas={max_replicas}: expected 1 <= replicas <= max")
-        try:
-            models_to_load(archives)
-        except ValueError as error:
-            errors.append(str(error))
+            errors.append(
+                f"replicas={replicas}, max_replicas={max_replicas}: expected "
+                "1 <= replicas <= max_replicas"
+            )
+        if not archives:
+            errors.append("archives=[]: expected at least one archive")
+        for archive in archives:
+            problem = validate_target_model(archive)
+            if problem:
+                errors.append(f"archives: {archive!r}: {problem}")
+        unknown = [a for a in archives if a not in ARCHIVE_MODELS]
+        load = list(models or [])
+        if models is None:
+            if unknown:
+                errors.append(
+                    f"models=None: archives {unknown!r} are not built-in "
+                    f"({sorted(ARCHIVE_MODELS)}); name the models Triton should load"
+                )
+            else:
+                load = [m for a in archives for m in ARCHIVE_MODELS[a]]
+        elif not load:
+            errors.append("models=[]: expected at least one model name")
+        clashes = sorted({m for m in load if load.count(m) > 1})
+        if clashes:
+            errors.append(f"models: {clashes} appear more than once")
+        if not model_prefix.endswith("/") or model_prefix.startswith("/"):
+            errors.append(
+                f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'"
+            )
+        for prop, value in (("namespace", namespace), ("service_account", service_account)):
+            problem = _dns_label_problem(value)
+            if problem:
+                errors.append(f"{prop}={value!r}: {problem}")
+        if node_labels and NODE_ROLE_LABEL in node_labels:
+            errors.append(f"node_labels: {NODE_ROLE_LABEL!r} is set by this construct")
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
@@ -82,6 +183,8 @@ class TritonOnEks(Construct):
                 instance_type=gpu_instance_type,
                 nodes=gpu_nodes,
                 max_nodes=max_gpu_nodes,
+                subnets=subnets,
+                labels=node_labels,
             )
             self.node_group = self.gpu_nodes.node_group
 
@@ -89,11 +192,14 @@ class TritonOnEks(Construct):
         self.role = iam.Role(
             self,
             "PodRole",
-            assumed_by=iam.SessionTagsPrincipal(iam.ServicePrincipal("pods.eks.amazonaws.com")),
+            assumed_by=pod_identity_principal(cluster.cluster_name, namespace, service_account),
             description="Triton pods on EKS: read the ensemble archives",
         )
+        bucket = self._local_bucket(bucket)
         archives_arn = bucket.arn_for_objects(f"{model_prefix}*")
-        self.role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[archives_arn]))
+        self.role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[archives_arn])
+        )
         acknowledge(
             self.role,
             f"AwsSolutions-IAM5[Resource::{rendered_resource(self, archives_arn)}]",
@@ -108,11 +214,13 @@ class TritonOnEks(Construct):
             service_account=service_account,
             role_arn=self.role.role_arn,
         )
+        if pod_identity_agent is not None:
+            self.pod_identity.node.add_dependency(pod_identity_agent)
 
         charts = cdk8s.App()
-        self.device_plugin = cluster.add_cdk8s_chart(
-            "NvidiaPlugin", NvidiaDevicePluginChart(charts, "nvidia-device-plugin")
-        )
+        self.device_plugin: eks.KubernetesManifest | None = None
+        if device_plugin:
+            self.device_plugin = self._shared_device_plugin(cluster, charts)
         self.triton_chart = TritonChart(
             charts,
             "triton",
@@ -120,16 +228,47 @@ class TritonOnEks(Construct):
                 bucket_name=bucket.bucket_name,
                 model_prefix=model_prefix,
                 archives=tuple(archives),
+                models=tuple(load),
                 triton_version=triton_version,
-                region=cluster.stack.region,
+                region=Stack.of(self).region,
                 replicas=replicas,
                 max_replicas=max_replicas,
                 namespace=namespace,
                 service_account=service_account,
             ),
         )
-        self.manifest = cluster.add_cdk8s_chart("Triton", self.triton_chart)
+        self.manifest = eks.KubernetesManifest(
+            self, "Manifest", cluster=cluster, manifest=self.triton_chart.to_json()
+        )
         # Pods must find their Pod Identity role, a GPU node and the GPU resource at creation.
-        self.manifest.node.add_dependency(self.pod_identity, self.device_plugin)
+        self.manifest.node.add_dependency(self.pod_identity)
         if self.node_group is not None:
             self.manifest.node.add_dependency(self.node_group)
+        if self.device_plugin is not None:
+            self.manifest.node.add_dependency(self.device_plugin)
+
+    def _local_bucket(self, bucket: s3.IBucket) -> s3.IBucket:
+        """``bucket`` as this stack refers to it. A bucket of another stack is exported under
+        an explicit name (as aws-cdk would under a generated one), so that the cdk-nag
+        finding on the archive ARN can be acknowledged by name."""
+        producer, consumer = Stack.of(bucket), Stack.of(self)
+        if producer is consumer or not Token.is_unresolved(bucket.bucket_arn):
+            return bucket
+        output_id = f"MlPlatformExport{Names.unique_id(bucket)}Arn"
+        export_name = f"{producer.stack_name}-{output_id}"
+        if producer.node.try_find_child(output_id) is None:
+            CfnOutput(producer, output_id, value=bucket.bucket_arn, export_name=export_name)
+        consumer.add_dependency(producer, "TritonOnEks reads the model bucket's exported ARN")
+        return s3.Bucket.from_bucket_arn(self, "ModelBucket", Fn.import_value(export_name))
+
+    def _shared_device_plugin(
+        self, cluster: eks.ICluster, charts: cdk8s.App
+    ) -> eks.KubernetesManifest:
+        key = _cluster_key(cluster)
+        for existing in self.node.root.node.find_all():
+            if isinstance(existing, _SharedDevicePlugin) and existing.cluster_key == key:
+                return existing.node.find_child("Resource")
+        holder = _SharedDevicePlugin(self, "DevicePlugin")
+        holder.cluster_key = key
+        chart = NvidiaDevicePluginChart(charts, "nvidia-device-plugin")
+        return eks.KubernetesManifest(holder, "Resource", cluster=cluster, manifest=chart.to_json())

@@ -21,6 +21,7 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
+from ml_platform.k8s_charts.network_policies import triton_policies
 from ml_platform.k8s_charts.names import GPU_RESOURCE, GPU_TAINT_KEY, NODE_ROLE_LABEL
 from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.training.images import AWS_CLI_IMAGE
@@ -68,6 +69,8 @@ class TritonChartProps:
         bucket_name / model_prefix: where the archives are.
         archives: the archives to serve. triton_version: e.g. ``24.09``.
         replicas / max_replicas: HPA range. region: for the AWS CLI.
+        models: models Triton loads, ensembles first. Default (empty): those the built-in
+            archives hold (``models_to_load(archives)``).
     """
 
     bucket_name: str
@@ -79,6 +82,7 @@ class TritonChartProps:
     max_replicas: int = 2
     namespace: str = "triton"
     service_account: str = "triton"
+    models: tuple[str, ...] = ()
 
 
 class TritonChart(cdk8s.Chart):
@@ -86,7 +90,9 @@ class TritonChart(cdk8s.Chart):
 
     def __init__(self, scope: Construct, construct_id: str, *, props: TritonChartProps) -> None:
         super().__init__(scope, construct_id)
-        load = models_to_load(props.archives)
+        # Known archives (or the models given for custom ones) whose names do not clash.
+        # Triton loads every unpacked model (--model-control-mode=none below).
+        list(props.models) or models_to_load(props.archives)
         ns = props.namespace
         labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ml-platform"}
         meta = lambda name: k8s.ObjectMeta(name=name, namespace=ns, labels=labels)
@@ -114,8 +120,11 @@ class TritonChart(cdk8s.Chart):
         quantity = k8s.Quantity.from_string
         triton_args = [
             f"--model-repository={MODEL_DIR}",
-            "--model-control-mode=explicit",
-            *[f"--load-model={m}" for m in load],
+            # Mode none: Triton loads every model in the repository (exactly the unpacked
+            # archives' models) at start, and refuses every load/unload request of the
+            # model-repository API, so no caller can swap models.
+            # https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
+            "--model-control-mode=none",
             "--strict-readiness=true",
             "--exit-on-error=true",
         ]
@@ -267,5 +276,15 @@ class TritonChart(cdk8s.Chart):
                 selector=k8s.LabelSelector(match_labels=labels),
             ),
         )
-        for obj in (self.service_account, self.deployment, self.service, self.autoscaler, self.disruption_budget):
+        self.network_policies = triton_policies(
+            self,
+            namespace=ns,
+            pod_labels=labels,
+            serving_ports=(HTTP_PORT, GRPC_PORT),
+            metrics_port=METRICS_PORT,
+        )
+        for obj in (
+            self.service_account, self.deployment, self.service, self.autoscaler,
+            self.disruption_budget, *self.network_policies,
+        ):
             obj.add_dependency(self.namespace_object)

@@ -80,14 +80,17 @@ class VolcanoJobChart(cdk8s.Chart):
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, job: TrainingJob, settings: Settings
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        job: TrainingJob,
+        image: str,
+        queue: str,
+        namespace: str,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.manifest = render_volcano_job(
-            job.to_app(settings.training_image_uri),
-            queue=settings.training.queue,
-            namespace=settings.training.namespace,
-        )
+        self.manifest = render_volcano_job(job.to_app(image), queue=queue, namespace=namespace)
         self.job = cdk8s.ApiObject(
             self,
             "Job",
@@ -109,11 +112,16 @@ def build_workload_manifests(settings: Settings) -> dict[str, list[dict[str, Any
     precompile, pretrain = bert_jobs(settings)
     validate_jobs(settings, [precompile, pretrain], problems=bert_problems(settings))
     app = cdk8s.App()
+    # The charts take explicit props; only this function reads the settings.
+    placement = dict(namespace=settings.training.namespace,
+                     trainium_az=settings.network.trainium_az)
+    job_props = dict(image=settings.training_image_uri, queue=settings.training.queue,
+                     namespace=settings.training.namespace)
     charts: dict[str, cdk8s.Chart] = {
-        DATASET_FILE: DatasetCopyChart(app, "Dataset", settings=settings),
-        PRECOMPILE_FILE: VolcanoJobChart(app, "Precompile", job=precompile, settings=settings),
-        PRETRAIN_FILE: VolcanoJobChart(app, "Pretrain", job=pretrain, settings=settings),
-        TENSORBOARD_FILE: TensorBoardChart(app, "TensorBoard", settings=settings),
+        DATASET_FILE: DatasetCopyChart(app, "Dataset", **placement, region=settings.env.region),
+        PRECOMPILE_FILE: VolcanoJobChart(app, "Precompile", job=precompile, **job_props),
+        PRETRAIN_FILE: VolcanoJobChart(app, "Pretrain", job=pretrain, **job_props),
+        TENSORBOARD_FILE: TensorBoardChart(app, "TensorBoard", **placement),
     }
     return {name: list(chart.to_json()) for name, chart in charts.items()}
 

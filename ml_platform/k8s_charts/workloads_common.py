@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from cdk8s_plus_35 import k8s
 
-from ml_platform.config import Settings
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 
 PART_OF = "ml-platform"
@@ -26,7 +25,7 @@ def system_node_selector() -> dict[str, str]:
     return {NODE_ROLE_LABEL: "system"}
 
 
-def near_fsx_affinity(settings: Settings) -> k8s.Affinity:
+def near_fsx_affinity(trainium_az: str) -> k8s.Affinity:
     """Prefer nodes in the Trainium AZ, where FSx for Lustre lives (no cross-AZ traffic)."""
     return k8s.Affinity(
         node_affinity=k8s.NodeAffinity(
@@ -38,7 +37,7 @@ def near_fsx_affinity(settings: Settings) -> k8s.Affinity:
                             k8s.NodeSelectorRequirement(
                                 key=ZONE_LABEL,
                                 operator="In",
-                                values=[settings.network.trainium_az],
+                                values=[trainium_az],
                             )
                         ]
                     ),

@@ -17,7 +17,6 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.config import Settings
 from ml_platform.k8s_charts.names import FSX_CLAIM, FSX_MOUNT_PATH
 from ml_platform.k8s_charts.workloads_common import (
     labels,
@@ -64,11 +63,18 @@ echo "dataset ready: $DATA_DIR"
 class DatasetCopyChart(cdk8s.Chart):
     """The dataset copy Job in the training namespace, on the system nodes.
 
+    Args:
+        namespace: The training namespace (holds the FSx claim). Required.
+        trainium_az: The AZ of the file system; the pod runs there. Required.
+        region: Region of the dataset bucket client. Required.
+
     Attributes:
         job: The ``batch/v1`` Job.
     """
 
-    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, namespace: str, trainium_az: str, region: str
+    ) -> None:
         super().__init__(scope, construct_id)
         env = [
             k8s.EnvVar(name="DATASET_URI", value=BERT_DATASET_URI),
@@ -86,7 +92,7 @@ class DatasetCopyChart(cdk8s.Chart):
             self,
             "Job",
             metadata=k8s.ObjectMeta(
-                name=JOB_NAME, namespace=settings.training.namespace, labels=pod_labels
+                name=JOB_NAME, namespace=namespace, labels=pod_labels
             ),
             spec=k8s.JobSpec(
                 backoff_limit=4,
@@ -98,7 +104,7 @@ class DatasetCopyChart(cdk8s.Chart):
                         restart_policy="Never",
                         automount_service_account_token=False,  # no Kubernetes API access
                         node_selector=system_node_selector(),
-                        affinity=near_fsx_affinity(settings),
+                        affinity=near_fsx_affinity(trainium_az),
                         security_context=k8s.PodSecurityContext(
                             run_as_user=0,
                             run_as_group=0,
@@ -112,7 +118,7 @@ class DatasetCopyChart(cdk8s.Chart):
                                 args=[DOWNLOAD_SCRIPT],
                                 env=[
                                     *env,
-                                    k8s.EnvVar(name="AWS_REGION", value=settings.env.region),
+                                    k8s.EnvVar(name="AWS_REGION", value=region),
                                     k8s.EnvVar(name="HOME", value="/tmp"),
                                 ],
                                 resources=resources("250m", "256Mi", "1Gi"),

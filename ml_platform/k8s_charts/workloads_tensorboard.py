@@ -13,7 +13,6 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.config import Settings
 from ml_platform.k8s_charts.names import FSX_CLAIM, FSX_MOUNT_PATH
 from ml_platform.k8s_charts.workloads_common import (
     PART_OF,
@@ -34,6 +33,11 @@ UNPRIVILEGED_UID = 1000
 class TensorBoardChart(cdk8s.Chart):
     """TensorBoard Deployment and ClusterIP Service in the training namespace.
 
+    Args:
+        namespace: The training namespace (holds the FSx claim). Required.
+        trainium_az: The AZ of the file system; the pod runs there. Required.
+        logdir: Event files to serve. Default the BERT output folder.
+
     Attributes:
         deployment: The ``apps/v1`` Deployment.
         service: The ``v1`` Service (port 6006).
@@ -44,11 +48,11 @@ class TensorBoardChart(cdk8s.Chart):
         scope: Construct,
         construct_id: str,
         *,
-        settings: Settings,
+        namespace: str,
+        trainium_az: str,
         logdir: str = BERT_OUTPUT_DIR,
     ) -> None:
         super().__init__(scope, construct_id)
-        namespace = settings.training.namespace
         selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": PART_OF}
         pod_labels = labels(NAME, "monitoring")
         http = k8s.IntOrString.from_string("http")
@@ -65,7 +69,7 @@ class TensorBoardChart(cdk8s.Chart):
                     spec=k8s.PodSpec(
                         automount_service_account_token=False,  # no Kubernetes API access
                         node_selector=system_node_selector(),
-                        affinity=near_fsx_affinity(settings),
+                        affinity=near_fsx_affinity(trainium_az),
                         security_context=k8s.PodSecurityContext(
                             run_as_non_root=True,
                             run_as_user=UNPRIVILEGED_UID,

@@ -18,6 +18,7 @@ from ml_platform.constructs.storage import LUSTRE_PORTS
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
+from ml_platform.k8s_charts.network_policies import TrainingNetworkPolicyChart
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
 from ml_platform.versions import (
@@ -66,6 +67,9 @@ def cluster_charts(
             image=efa_device_plugin_image(settings.env.region),
         ),
         "VolcanoQueue": VolcanoQueueChart(app, "volcano-queue", queue=settings.training.queue),
+        "TrainingNetworkPolicies": TrainingNetworkPolicyChart(
+            app, "training-network-policies", namespace=settings.training.namespace
+        ),
     }
 
 
@@ -173,6 +177,8 @@ class TrainingClusterStack(Stack):
         # admission webhook.
         self.volcano.node.add_dependency(self.eks.system_nodes, self.addons.addons["coredns"])
         self.manifests["VolcanoQueue"].node.add_dependency(self.volcano)
+        # The policies live in the training namespace the storage chart creates.
+        self.manifests["TrainingNetworkPolicies"].node.add_dependency(self.manifests["Storage"])
 
         self.triton = None
         if settings.features.triton_on_eks and model_bucket_arn_export:
@@ -186,6 +192,7 @@ class TrainingClusterStack(Stack):
                 ),
                 model_prefix=settings.storage.model_prefix,
                 archives=triton.archives,
+                pod_identity_agent=self.addons.addons["eks-pod-identity-agent"],
                 triton_version=settings.inference.triton_version,
                 gpu_instance_type=triton.gpu_instance_type,
                 gpu_nodes=triton.gpu_nodes,

@@ -68,12 +68,35 @@ def render_volcano_job(app: AppDef, *, queue: str, namespace: str) -> dict[str, 
 
     The Job is named after the app (``normalize_str(app.name)``).
     """
-    doc = normalize_volcano_job(
-        torchx_volcano_job(app, queue=queue, namespace=namespace), namespace=namespace
+    doc = harden_containers(
+        normalize_volcano_job(
+            torchx_volcano_job(app, queue=queue, namespace=namespace), namespace=namespace
+        )
     )
     expected = normalize_str(app.name)
     if doc["metadata"]["name"] != expected:  # TorchX changed its naming scheme
         raise ValueError(f"rendered Job {doc['metadata']['name']!r}, expected {expected!r}")
+    return doc
+
+
+TRAINING_SECURITY_CONTEXT = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+"""securityContext of every training container. No privilege escalation and no Linux
+capabilities: Neuron devices and EFA interfaces come from their device plugins, torchrun
+listens on unprivileged ports. Not runAsNonRoot: the Neuron training image runs as root and
+the shared FSx volume (/data: dataset, checkpoints, compile cache) is root-owned. Not
+readOnlyRootFilesystem: the Neuron compiler and runtime write under /tmp and ~/.cache."""
+
+
+def harden_containers(doc: dict[str, Any]) -> dict[str, Any]:
+    """Set :data:`TRAINING_SECURITY_CONTEXT` on every container of every task (a copy)."""
+    doc = copy.deepcopy(doc)
+    for task in doc.get("spec", {}).get("tasks", []):
+        pod = task["template"]["spec"]
+        for container in [*pod.get("initContainers", []), *pod.get("containers", [])]:
+            container["securityContext"] = {
+                **container.get("securityContext", {}),
+                **copy.deepcopy(TRAINING_SECURITY_CONTEXT),
+            }
     return doc
 
 

@@ -6,8 +6,8 @@ or a reproducible ``.tar.gz`` per ensemble::
 
     from ml_platform.triton import package, text_ensemble
 
-    spec = text_ensemble(tokenizer_dir=tok, encoder_path="model.plan")
-    package(spec, "build/")  # build/model_trt_python.tar.gz
+    spec = text_ensemble(tokenizer_dir=tok, encoder_path="model.plan", gpu_target="t4")
+    package(spec, "build/")  # build/model_trt_python_t4.tar.gz
 
 Importing this package loads no ML framework (only protobuf and tritonclient's config
 messages); :mod:`ml_platform.triton.export_onnx` imports torch when it runs.

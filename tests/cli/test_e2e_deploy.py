@@ -107,7 +107,8 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     repo_context = json.loads((REPO / "cdk.json").read_text())["context"]
     settings = deep_merge(repo_context["ml-platform"], {
         "features": {"training_cluster": False, "triton_on_eks": False},
-        "storage": {"removal_policy": "destroy"},
+        # Default removal policy (retain): with "destroy" the buckets are emptied on
+        # deletion by aws-cdk's Lambda-backed custom resource, which moto does not run.
     })
     project = tmp_path / "project"
     project.mkdir()

@@ -317,7 +317,7 @@ def test_system_node_group(synth: SynthesizedPlatform) -> None:
                 "MetadataOptions": {
                     "HttpEndpoint": "enabled",
                     "HttpTokens": "required",
-                    "HttpPutResponseHopLimit": 2,
+                    "HttpPutResponseHopLimit": 1,
                 },
                 "BlockDeviceMappings": [
                     Match.object_like(

@@ -88,6 +88,30 @@ def test_one_efa_interface_per_network_card(
         assert absent not in lt
 
 
+@pytest.mark.parametrize("fixture", ["synth", "trn1n"])
+def test_pods_request_exactly_the_efa_devices_a_node_has(
+    request: pytest.FixtureRequest, fixture: str
+) -> None:
+    """The training pods' vpc.amazonaws.com/efa limit (from the instance facts) equals the
+    EFA devices the launch template gives a node: the efa-only interfaces; the ENA primary
+    has no EFA device."""
+    from ml_platform.instances import TRAINIUM_INSTANCES
+    from ml_platform.k8s_charts.names import EFA_RESOURCE
+    from ml_platform.training.component import trainium_ddp
+
+    synth = request.getfixturevalue(fixture)
+    lt = _trainium_template(synth)
+    efa_devices = sum(i["InterfaceType"] in ("efa", "efa-only") for i in lt["NetworkInterfaces"])
+    instance = TRAINIUM_INSTANCES[lt["InstanceType"]]
+    assert efa_devices == instance.efa_interfaces == {"trn1.32xlarge": 8, "trn1n.32xlarge": 16}[
+        lt["InstanceType"]
+    ]
+    (role,) = trainium_ddp(
+        script="train.py", image="example.com/train:1", instance_type=lt["InstanceType"]
+    ).roles
+    assert role.resource.devices[EFA_RESOURCE] == efa_devices
+
+
 def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
     synth: SynthesizedPlatform,
 ) -> None:
@@ -95,7 +119,7 @@ def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
     assert lt["MetadataOptions"] == {
         "HttpEndpoint": "enabled",
         "HttpTokens": "required",
-        "HttpPutResponseHopLimit": 2,
+        "HttpPutResponseHopLimit": 1,
     }
     (root,) = lt["BlockDeviceMappings"]
     assert root["Ebs"] == {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -60,7 +61,7 @@ def _example_apps() -> list[Path]:
     """CDK apps under examples/: each folder's app.py (or a top-level examples/*.py app)."""
     folder = ROOT / "examples"
     apps = sorted(folder.glob("*/app.py")) + sorted(folder.glob("*.py"))
-    return [a for a in apps if "new_app(" in a.read_text() or "cdk.App(" in a.read_text()]
+    return [a for a in apps if re.search(r"\bnew_app\(|\.App\(", a.read_text())]
 
 
 def _example_types(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> set[str]:
@@ -379,7 +380,7 @@ def test_in_memory_estimate_matches_the_synthesized_template_and_is_cheap(synth,
     for name, summary in summaries.items():
         assert summary == estimate_template(by_name[name].template, stack=name,
                                             region=by_name[name].region, table=SHIPPED).summary()
-    # About 0.3 s on an idle 2-core machine; the bound leaves room for a loaded one.
+    # 0.2-0.5 s for the platform's stacks on this 2-core machine under load; room to spare.
     assert elapsed < 3.0, f"synth-time estimates took {elapsed:.2f} s"
 
 

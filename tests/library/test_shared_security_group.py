@@ -44,30 +44,6 @@ def _base(app: cdk.App) -> tuple[cdk.Stack, ec2.Vpc, ec2.SecurityGroup, eks.IClu
     return stack, vpc, efa, cluster
 
 
-def test_two_node_groups_on_one_group_emit_each_rule_once() -> None:
-    app = new_app()
-    stack, vpc, efa, cluster = _base(app)
-    groups = [
-        TrainiumNodeGroup(stack, name, cluster=cluster, subnet=vpc.private_subnets[1],
-                          security_group=efa)
-        for name in ("TrnA", "TrnB")
-    ]
-    template = Template.from_stack(stack)
-    ingress = _rules(template, "AWS::EC2::SecurityGroupIngress")
-    assert len(ingress) == 6 and len(set(ingress)) == 6
-    # Both node groups wait for the one set of rules.
-    resources = template.to_json()["Resources"]
-    rule_ids = {
-        k
-        for k, r in resources.items()
-        if r["Type"] == "AWS::EC2::SecurityGroupIngress"
-        and r["Properties"]["GroupId"] != r["Properties"]["SourceSecurityGroupId"]
-    }
-    for group in groups:
-        logical = stack.get_logical_id(group.node_group.node.default_child)
-        assert rule_ids <= set(resources[logical]["DependsOn"])
-
-
 def test_node_groups_in_two_stacks_share_the_rules_of_the_first() -> None:
     app = new_app()
     base, vpc, efa, cluster = _base(app)

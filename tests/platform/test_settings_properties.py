@@ -101,7 +101,7 @@ TRICKY_STRINGS = [
     "arn:aws:iam::123456789012:user/x",
     # allowed alternatives of enumerations
     "private", "public_and_private", "destroy", "retain", "1.35", "24.09",
-    "model_tf_dali.tar.gz", "model_trt_python.tar.gz", "x.tar.gz", "../x.tar.gz",
+    "model_tf_dali.tar.gz", "model_trt_python.tar.gz", "model_trt_python_t4.tar.gz", "x.tar.gz", "../x.tar.gz",
 ]
 
 BOUNDARY_INTS = [-(2**63), -1, 0, 1, 2, 3, 10, 11, 20, 21, 50, 51, 64, 65, 100, 101, 125, 1000,

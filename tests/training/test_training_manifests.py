@@ -389,7 +389,13 @@ def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
     assert re.fullmatch(rf"{name}-[a-z0-9]+", unique)
     expected = json.loads(json.dumps(raw).replace(unique, name))
     expected["metadata"]["namespace"] = settings.training.namespace
-    assert volcano_jobs[name] == expected
+    # ...and apart from the securityContext every container gets (issue #13)
+    from ml_platform.training.render import TRAINING_SECURITY_CONTEXT, harden_containers
+
+    assert volcano_jobs[name] == harden_containers(expected)
+    for task in volcano_jobs[name]["spec"]["tasks"]:
+        for container in task["template"]["spec"]["containers"]:
+            assert container["securityContext"] == TRAINING_SECURITY_CONTEXT
 
 
 # --- helpers: dataset copy and TensorBoard -------------------------------------------

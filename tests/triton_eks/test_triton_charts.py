@@ -39,7 +39,7 @@ def pod(objects: dict[str, dict]) -> dict:
 def test_every_object_validates_against_kubernetes_1_35(objects: dict[str, dict]) -> None:
     assert set(objects) == {
         "Namespace", "ServiceAccount", "Deployment", "Service", "HorizontalPodAutoscaler",
-        "PodDisruptionBudget", "DaemonSet",
+        "PodDisruptionBudget", "DaemonSet", "NetworkPolicy",
     }
     for obj in objects.values():
         kubernetes_validate.validate(obj, "1.35.0", strict=True)
@@ -71,17 +71,15 @@ def test_one_archive_fetches_only_that_archive() -> None:
         "s3://models-bucket/models/model_onnx_python.tar.gz"
     ]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert [a.split("=", 1)[1] for a in args if a.startswith("--load-model=")] == list(
-        ARCHIVE_MODELS[TEXT_ARCHIVE]
-    )
+    assert not [a for a in args if a.startswith("--load-model")]
 
 
-def test_triton_loads_the_ensembles_models_explicitly(objects: dict[str, dict]) -> None:
+def test_triton_loads_the_repository_and_refuses_model_control(objects: dict[str, dict]) -> None:
+    """Mode none: every unpacked model loads at start; load/unload requests are refused."""
     (server,) = pod(objects)["containers"]
     assert server["image"] == "nvcr.io/nvidia/tritonserver:24.09-py3"
-    assert "--model-control-mode=explicit" in server["args"]
-    loaded = [a.split("=", 1)[1] for a in server["args"] if a.startswith("--load-model=")]
-    assert loaded == [*ARCHIVE_MODELS[IMAGE_ARCHIVE], *ARCHIVE_MODELS[TEXT_ARCHIVE]]
+    assert "--model-control-mode=none" in server["args"]
+    assert not [a for a in server["args"] if a.startswith("--load-model") or "explicit" in a]
 
 
 def test_probes_ports_gpu_and_shared_memory(objects: dict[str, dict]) -> None:

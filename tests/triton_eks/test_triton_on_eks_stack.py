@@ -89,8 +89,7 @@ def test_charts_are_applied_with_exactly_the_configured_archives(synth: Synthesi
     keys = [w.split("/", 3)[3] for w in shlex.split(fetch) if w.startswith("s3://")]
     archives = synth.platform.settings.triton_on_eks.archives
     assert keys == [f"models/{a}" for a in archives]
-    loaded = [a.split("=", 1)[1] for a in pod["containers"][0]["args"] if a.startswith("--load-model=")]
-    assert loaded == [m for a in archives for m in ARCHIVE_MODELS[a]]
+    assert "--model-control-mode=none" in pod["containers"][0]["args"]
     assert pod["containers"][0]["image"].endswith(f":{synth.platform.settings.inference.triton_version}-py3")
 
 
@@ -124,7 +123,11 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
         TritonOnEks(
             stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom.tar.gz"],
             gpu_instance_type="p5.48xlarge", gpu_nodes=3, max_gpu_nodes=2, replicas=0,
+            pod_identity_agent=None, namespace="Bad_Namespace",
         )
     message = str(info.value)
-    for expected in ("gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "custom.tar.gz"):
+    for expected in (
+        "gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "custom.tar.gz",
+        "models=None", "namespace='Bad_Namespace'",
+    ):
         assert expected in message

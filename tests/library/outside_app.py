@@ -1,0 +1,117 @@
+"""An app as another team writes it: its own VPC, eks_v2 cluster and bucket, two of each of the
+platform's constructs, and Triton on EKS in a stack of its own. No Settings, no cdk.json of
+this repository (so none of its feature flags either)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+from ml_platform.constructs import (
+    LustreStorage,
+    ModelArtifactBucket,
+    PlatformVpc,
+    TrainingEksCluster,
+    TrainingImageRepository,
+    TrainingNodeSecurityGroup,
+    TrainiumNodeGroup,
+    TritonMultiModelEndpoint,
+    TritonOnEks,
+)
+
+ENV = cdk.Environment(account="111122223333", region="us-east-1")
+AZS = ["us-east-1a", "us-east-1f"]
+CUSTOM_ARCHIVE = "team-reranker-v0a1b2c3d.tar.gz"
+
+
+def build(app: cdk.App) -> dict[str, object]:
+    """Add the outside stacks to ``app``; returns the constructs the tests look at."""
+    shared = cdk.Stack(app, "Shared", env=ENV)
+    vpc = ec2.Vpc(shared, "Vpc", availability_zones=AZS, nat_gateways=1)
+    cluster = eks.Cluster(
+        shared,
+        "Cluster",
+        vpc=vpc,
+        version=eks.KubernetesVersion.V1_35,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+        default_capacity=0,
+        kubectl_provider_options=eks.KubectlProviderOptions(
+            kubectl_layer=KubectlV35Layer(shared, "Kubectl")
+        ),
+    )
+    agent = eks.Addon(
+        shared, "PodIdentityAgent", cluster=cluster, addon_name="eks-pod-identity-agent"
+    )
+    bucket = s3.Bucket(shared, "TeamModels", enforce_ssl=True)
+
+    efa = TrainingNodeSecurityGroup(shared, "Efa", vpc=vpc)
+    trainium_subnet = vpc.select_subnets(
+        subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-east-1f"]
+    ).subnets[0]
+    node_groups = [
+        TrainiumNodeGroup(
+            shared, name, cluster=cluster, subnet=trainium_subnet,
+            security_group=efa.security_group, min_size=0, desired_size=0, max_size=2,
+        )
+        for name in ("TrnA", "TrnB")
+    ]
+    key = kms.Key(shared, "ScratchKey", enable_key_rotation=True)
+    lustre = [
+        LustreStorage(shared, "ScratchA", vpc=vpc, subnet=trainium_subnet,
+                      clients=[efa.security_group], kms_key=key),
+        LustreStorage(shared, "ScratchB", vpc=vpc, subnet=trainium_subnet,
+                      clients=[node_groups[0]], storage_capacity_gib=2400,
+                      removal_policy=cdk.RemovalPolicy.DESTROY),
+    ]
+    model_buckets = [
+        ModelArtifactBucket(shared, "ModelsA"),
+        ModelArtifactBucket(shared, "ModelsB", model_prefix="triton/",
+                            removal_policy=cdk.RemovalPolicy.DESTROY),
+    ]
+    registries = [
+        TrainingImageRepository(shared, "ImagesA"),
+        TrainingImageRepository(shared, "ImagesB", removal_policy=cdk.RemovalPolicy.DESTROY),
+    ]
+    reader = iam.Role(shared, "Reader", assumed_by=iam.AccountRootPrincipal())
+    model_buckets[1].grant_read_models(reader)
+    registries[0].grant_pull(reader)
+    endpoints = [
+        TritonMultiModelEndpoint(shared, name, bucket=bucket, endpoint_name=name.lower(),
+                                 archives=["model_trt_python.tar.gz"])
+        for name in ("EndpointA", "EndpointB")
+    ]
+    endpoints[0].grant_invoke(reader)
+    tritons = [
+        TritonOnEks(shared, name, cluster=cluster, bucket=bucket, namespace=namespace,
+                    archives=["model_tf_dali.tar.gz"], pod_identity_agent=agent)
+        for name, namespace in (("TritonA", "triton-a"), ("TritonB", "triton-b"))
+    ]
+
+    clusters_stack = cdk.Stack(app, "Clusters", env=ENV)
+    net = PlatformVpc(clusters_stack, "Net", availability_zones=AZS, trainium_az="us-east-1f")
+    PlatformVpc(clusters_stack, "Net2", availability_zones=AZS, trainium_az="us-east-1a",
+                cidr="10.1.0.0/16")
+    clusters = [
+        TrainingEksCluster(clusters_stack, "Research", vpc=net.vpc, endpoint_access="private"),
+        TrainingEksCluster(clusters_stack, "Staging", vpc=net.vpc),  # public: warns
+    ]
+
+    serving = cdk.Stack(app, "Serving", env=ENV)
+    serving_triton = TritonOnEks(
+        serving, "Triton", cluster=cluster, bucket=bucket, archives=[CUSTOM_ARCHIVE],
+        models=["reranker_ensemble", "reranker_onnx"], pod_identity_agent=agent,
+        device_plugin=False, node_labels={"team": "search"},
+        subnets=ec2.SubnetSelection(subnets=[trainium_subnet]), namespace="search",
+    )
+    return {
+        "shared": shared, "clusters_stack": clusters_stack, "serving": serving,
+        "node_groups": node_groups, "lustre": lustre, "model_buckets": model_buckets,
+        "registries": registries, "endpoints": endpoints, "tritons": tritons,
+        "clusters": clusters, "serving_triton": serving_triton, "reader": reader,
+        "cluster": cluster,
+    }
