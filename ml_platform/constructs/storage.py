@@ -156,7 +156,15 @@ class ModelArtifactBucket(Construct):
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             removal_policy=removal_policy,
             auto_delete_objects=destroy,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(365))],
+            # Versioned, so a deleted or overwritten log object can be recovered (checkov
+            # CKV_AWS_21); old versions expire after 30 days.
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    expiration=Duration.days(365),
+                    noncurrent_version_expiration=Duration.days(30),
+                )
+            ],
         )
         self.bucket = s3.Bucket(
             self,

@@ -287,3 +287,11 @@ def test_flow_log_role_trusts_only_this_accounts_flow_logs(synth: SynthesizedPla
         "StringEquals": {"aws:SourceAccount": "123456789012"},
         "ArnLike": {"aws:SourceArn": "arn:aws:ec2:us-west-2:123456789012:vpc-flow-log/*"},
     }
+
+
+def test_access_log_bucket_is_versioned(synth: SynthesizedPlatform) -> None:
+    bucket = synth.template_json("Storage")["Resources"]["ModelsAccessLogs3743BCAB"]["Properties"]
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    (rule,) = bucket["LifecycleConfiguration"]["Rules"]
+    assert rule["ExpirationInDays"] == 365
+    assert rule["NoncurrentVersionExpiration"] == {"NoncurrentDays": 30}
