@@ -40,9 +40,9 @@ synth: install
 cost: install
 	$(VENV)/bin/mlp cost
 
-## Run the whole test suite.
+## Run the whole test suite (two workers: the tests are CPU-bound and CI has two cores).
 test: install-dev
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 ## checkov over every template and Kubernetes object; fails on any finding not listed with its
 ## reason in .checkov-exceptions.yaml. checkov lives in .venv-scan (its pins conflict with boto3's).
