@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install install-dev synth test bench image cost docs check-core clean
+.PHONY: install install-dev synth test bench bench-models image cost docs check-core clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,9 +55,13 @@ $(SCAN_VENV)/.installed: requirements-scan.txt
 scan: install $(SCAN_VENV)/.installed
 	$(PY) scripts/scan.py --checkov $(SCAN_VENV)/bin/checkov
 
-## Median synth time of the whole app against an empty CDK app.
-bench: install
+## Median synth time (wall and CPU) of the whole app against the floor, alone and via npx cdk synth.
+bench: install node_modules/.installed
 	$(PY) scripts/bench_synth.py
+
+## Package, upload, list 10/100/1,000 archives against a local moto server (started by the script).
+bench-models: install-dev
+	$(PY) scripts/bench_models.py
 
 ## Build the training image and push it to the stack's ECR repository (needs Docker and AWS credentials).
 image: install

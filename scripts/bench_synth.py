@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Median synth time of the whole platform app against an empty CDK app.
+"""Median synth time (wall and CPU) of the whole platform app against the floor.
 
 Runs each app as `cdk synth` would (a fresh Python process with the CLI's context in
-CDK_CONTEXT_JSON and an empty CDK_OUTDIR), alternating them so machine noise hits all alike.
+CDK_CONTEXT_JSON and an empty CDK_OUTDIR), alternating them so machine noise hits all alike,
+and then through the real CDK CLI (`npx cdk synth`), which adds Node's start and the CLI's
+own work. CPU is user+system time of the process and its children (the jsii Node runtime).
 Budget: the whole app within 1.5x the empty app (a default `cdk.App()` with one empty stack).
 
 The platform app switches off aws-cdk-lib's built-in CloudFormation validation (cfn-lint
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -35,7 +38,13 @@ EMPTY_APP = (
 )
 
 
-def run(argv: list[str], context: dict) -> float:
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(argv: list[str], context: dict) -> tuple[float, float]:
+    """(wall, CPU) seconds of one synth."""
     with tempfile.TemporaryDirectory() as outdir:
         env = {
             **os.environ,
@@ -43,14 +52,31 @@ def run(argv: list[str], context: dict) -> float:
             "CDK_OUTDIR": outdir,
             "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
         }
-        start = time.perf_counter()
+        cpu, start = _cpu(), time.perf_counter()
         subprocess.run(argv, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
-        return time.perf_counter() - start
+        return time.perf_counter() - start, _cpu() - cpu
+
+
+def run_cli(app: str | None, nag: bool) -> tuple[float, float]:
+    """(wall, CPU) seconds of `npx cdk synth --quiet` (the app of cdk.json, or ``app``)."""
+    with tempfile.TemporaryDirectory() as outdir:
+        argv = ["npx", "cdk", "synth", "--quiet", "--output", outdir]
+        if app:
+            argv += ["--app", app]
+        if not nag:
+            argv += ["-c", "ml-platform:nag=false"]
+        env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+               "CDK_DISABLE_VERSION_CHECK": "1"}
+        cpu, start = _cpu(), time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        return time.perf_counter() - start, _cpu() - cpu
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--cli-runs", type=int, default=3)
     parser.add_argument("--no-nag", action="store_true", help="skip cdk-nag in the platform app")
     args = parser.parse_args()
     context = json.loads((ROOT / "cdk.json").read_text())["context"]
@@ -58,22 +84,33 @@ def main() -> None:
         context["ml-platform:nag"] = False
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as empty:
         empty.write(EMPTY_APP)
-    platform_times, empty_times, floor_times = [], [], []
+    rows: dict[str, list[tuple[float, float]]] = {
+        "empty CDK app (default)": [], "floor: empty app, no built-in validation": [],
+        "whole platform": [], "npx cdk synth, floor": [], "npx cdk synth, whole platform": []}
+    names = list(rows)
     try:
         for _ in range(args.runs):
-            empty_times.append(run([sys.executable, empty.name, "default"], context))
-            platform_times.append(run([sys.executable, str(ROOT / "app.py")], context))
-            floor_times.append(run([sys.executable, empty.name, "no-cfn-validation"], context))
+            rows[names[0]].append(run([sys.executable, empty.name, "default"], context))
+            rows[names[2]].append(run([sys.executable, str(ROOT / "app.py")], context))
+            rows[names[1]].append(run([sys.executable, empty.name, "no-cfn-validation"], context))
+        for _ in range(args.cli_runs):
+            rows[names[3]].append(run_cli(f"{sys.executable} {empty.name} no-cfn-validation",
+                                          not args.no_nag))
+            rows[names[4]].append(run_cli(None, not args.no_nag))
     finally:
         os.unlink(empty.name)
-    p, e, f = (statistics.median(t) for t in (platform_times, empty_times, floor_times))
-    show = lambda ts: ", ".join(f"{t:.2f}" for t in ts)  # noqa: E731
-    print(f"runs: {args.runs}")
-    print(f"empty CDK app (default):                median {e:.2f} s  ({show(empty_times)})")
-    print(f"empty CDK app (no built-in validation): median {f:.2f} s  ({show(floor_times)})")
-    print(f"whole platform:                         median {p:.2f} s  ({show(platform_times)})")
-    print(f"ratio to the empty app: {p / e:.2f}x (budget 1.50x); above the floor: +{p - f:.2f} s")
-
+    med = {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+           for name, v in rows.items() if v}
+    print(f"runs: {args.runs} (app alone), {args.cli_runs} (npx cdk synth); median seconds")
+    print(f"| {'what':<42} | wall | CPU | wall vs floor | CPU vs floor |")
+    print("|---|---|---|---|---|")
+    for name, (wall, cpu) in med.items():
+        floor = med[names[3]] if name.startswith("npx") else med[names[1]]
+        print(f"| {name:<42} | {wall:.2f} | {cpu:.2f} | {wall / floor[0]:.2f}x | "
+              f"{cpu / floor[1]:.2f}x |")
+    p, e = med[names[2]][0], med[names[0]][0]
+    print(f"whole platform vs the default empty app: {p / e:.2f}x wall (budget 1.50x); "
+          f"above the floor: +{p - med[names[1]][0]:.2f} s wall")
 
 if __name__ == "__main__":
     main()

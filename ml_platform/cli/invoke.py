@@ -75,9 +75,13 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     what.add_argument("--text", action="append",
                       help="sentence for the text ensemble (repeat for a batch)")
     p.add_argument("--endpoint", help="endpoint name (default: the first endpoint in the settings)")
-    p.add_argument("--target-model",
-                   help="archive to call (default: model_tf_dali.tar.gz for --image, "
-                        "model_trt_python.tar.gz for --text)")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument("--model", metavar="NAME[@VERSION]",
+                        help="archive to call: a logical name (its newest version under the "
+                             "model prefix) or NAME@VERSION (default: model_tf_dali for "
+                             "--image, model_trt_python for --text)")
+    target.add_argument("--target-model",
+                        help="exact TargetModel (archive key under the prefix), not resolved")
     p.add_argument("--timeout", type=timeout_seconds, default=180.0,
                    help="seconds to keep retrying while the model loads (default: 180)")
     p.add_argument("--top-k", type=int, default=5, help="classes to print for --image (default: 5)")
@@ -140,7 +144,8 @@ def infer_on_triton(url: str, model: str, inputs: list[Any], outputs: list[Any],
     """Send the request straight to a Triton server (e.g. Triton on EKS through
     ``kubectl port-forward``) and return the ``output`` tensor."""
     http = _http()
-    client = http.InferenceServerClient(url=url, connection_timeout=10, network_timeout=READ_TIMEOUT)
+    client = http.InferenceServerClient(url=url, connection_timeout=10,
+                                        network_timeout=READ_TIMEOUT)
     try:
         result = client.infer(model, inputs, outputs=outputs)
     except Exception as error:  # InferenceServerException or a connection error
@@ -308,6 +313,25 @@ def _invoke_sagemaker(ctx: Context, args: argparse.Namespace, endpoint: str, tar
     return array, attempts
 
 
+def _logical(model: str) -> str:
+    from ml_platform.triton.archive_names import parse_ref
+
+    try:
+        return parse_ref(model).logical
+    except ValueError as error:
+        raise CliError(f"--model: {error}") from None
+
+
+def _resolve(ctx: Context, model: str) -> str:
+    """The TargetModel of ``NAME`` (newest version) or ``NAME@VERSION`` under the prefix."""
+    from ml_platform.cli.archives import model_location, resolve
+
+    _logical(model)  # a malformed reference fails before any AWS call
+    bucket, prefix = model_location(ctx)
+    key, _ = resolve(ctx.client("s3"), bucket, prefix, model)
+    return key
+
+
 def run(ctx: Context, args: argparse.Namespace) -> int:
     from ml_platform.triton import (
         ARCHIVE_MODELS,
@@ -315,6 +339,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         TEXT_ARCHIVE,
         validate_target_model,
     )
+    from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
 
     endpoint = args.endpoint or ctx.settings.inference.endpoints[0].name
     if args.image is not None:
@@ -324,7 +349,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             raise CliError(f"--image {args.image}: {error.strerror}") from None
         if not image:
             raise CliError(f"--image {args.image}: the file is empty")
-        target, output = args.target_model or IMAGE_ARCHIVE, IMAGE_OUTPUT
+        default, output = IMAGE_ARCHIVE, IMAGE_OUTPUT
         inputs, outputs = image_tensors(image)
         if args.top_k < 1:
             raise CliError("--top-k must be at least 1")
@@ -333,20 +358,24 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         if len(args.text) > TEXT_MAX_BATCH:
             raise CliError(f"--text given {len(args.text)} times; the ensemble takes at most "
                            f"{TEXT_MAX_BATCH} sentences per request")
-        target, output = args.target_model or TEXT_ARCHIVE, TEXT_OUTPUT
+        default, output = TEXT_ARCHIVE, TEXT_OUTPUT
         inputs, outputs = text_tensors(args.text)
-    problem = validate_target_model(target)
-    if problem:
-        raise CliError(problem)
+    model = args.model or default.removesuffix(ARCHIVE_SUFFIX)
 
     started = time.monotonic()
     if args.triton_url:
-        if target not in ARCHIVE_MODELS:
-            raise CliError(f"--triton-url needs a known archive, got {target!r}")
-        endpoint, attempts = args.triton_url, 1
-        model = ARCHIVE_MODELS[target][0]  # the archive's ensemble
-        array = infer_on_triton(args.triton_url, model, inputs, outputs, output)
+        # Triton on EKS serves the archive's models by name: no S3 resolution.
+        archive = args.target_model or _logical(model) + ARCHIVE_SUFFIX
+        if archive not in ARCHIVE_MODELS:
+            raise CliError(f"--triton-url needs a known archive, got {archive!r}")
+        endpoint, attempts, target = args.triton_url, 1, archive
+        ensemble = ARCHIVE_MODELS[archive][0]  # the archive's ensemble
+        array = infer_on_triton(args.triton_url, ensemble, inputs, outputs, output)
     else:
+        target = args.target_model or _resolve(ctx, model)
+        problem = validate_target_model(target)
+        if problem:
+            raise CliError(problem)
         array, attempts = _invoke_sagemaker(ctx, args, endpoint, target, inputs, outputs, output)
     elapsed = time.monotonic() - started
     if args.image is None and (array.ndim != 2 or array.shape[0] != len(args.text)):

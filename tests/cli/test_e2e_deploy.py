@@ -153,10 +153,10 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
 
     mlp = [*_mlp(), "--cdk-json", project / "cdk.json"]
     upload = _run([*mlp, "models", "upload", archives.folder], env, project)
-    assert f"s3://{bucket}/models/model_onnx_python.tar.gz" in upload.stdout
+    assert f"s3://{bucket}/models/{archives.text.name}  (uploaded)" in upload.stdout
     listing = client("s3").list_objects_v2(Bucket=bucket, Prefix="models/")
     assert sorted(o["Key"] for o in listing["Contents"]) == [
-        "models/model_onnx_python.tar.gz", "models/model_tf_dali.tar.gz"]
+        f"models/{archives.image.name}", f"models/{archives.text.name}"]
 
     # moto names the endpoint itself (see the module docstring): the error says so.
     missing = subprocess.run([*map(str, mlp), "status"], cwd=project, env=env,
@@ -183,6 +183,7 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
         headers={"Content-Type": "application/json"}, method="POST"), timeout=10).close()
     invoked = json.loads(_run([*mlp, "invoke", "--endpoint", name, "--text", "hello", "--json"],
                               env, project).stdout)
+    assert invoked["target_model"] == archives.text.name  # the newest model_trt_python
     assert invoked["embeddings"][0]["dimension"] == 384
     assert invoked["embeddings"][0]["norm"] == pytest.approx(1.0, abs=1e-5)
 

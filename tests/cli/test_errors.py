@@ -53,7 +53,7 @@ def test_global_options_also_after_the_command(aws, project, mlp):
     assert "no *.tar.gz archives" in result.err
     from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
-    archive = write_tar(project.parent / "model_x.tar.gz",
+    archive = write_tar(project.parent / "model_x-v00000000.tar.gz",
                         {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL})
     result = mlp("models", "upload", "--cdk-json", project, "--stack-prefix", "Other", archive)
     assert "stack 'Other-Storage' not found in us-west-2" in result.err

@@ -20,9 +20,16 @@ from tritonclient.utils import deserialize_bytes_tensor
 
 from ml_platform.cli import invoke
 from ml_platform.cli.aws import Context
-from tests.cli.support import triton_binary_response, triton_json_response
+from tests.cli.support import (
+    create_storage_stack,
+    triton_binary_response,
+    triton_json_response,
+)
 
 ENDPOINT = "triton-ensembles"  # the first endpoint of cdk.json's settings
+# One version of each archive in the model bucket: what --model's default resolves to.
+IMAGE_KEY = "model_tf_dali-v0000000a.tar.gz"
+TEXT_KEY = "model_trt_python_t4-v0000000b.tar.gz"
 IMAGE = b"\xff\xd8\xff\xe0 fake jpeg bytes \x00\x01\x02"
 
 
@@ -72,9 +79,19 @@ def test_parse_errors_are_user_errors():
 # --- the whole command, with the boto3 call stubbed -------------------------------------
 
 
+def _storage_with_archives(*keys: str) -> str:
+    bucket = create_storage_stack()
+    s3 = boto3.client("s3", region_name="us-west-2")
+    for key in keys:
+        s3.put_object(Bucket=bucket, Key=f"models/{key}", Body=b"archive")
+    return bucket
+
+
 @pytest.fixture
-def runtime(aws_env, monkeypatch):
-    """The sagemaker-runtime client mlp uses, under a Stubber; other services unchanged."""
+def runtime(aws, monkeypatch):
+    """The sagemaker-runtime client mlp uses, under a Stubber; other services in moto, with
+    the Storage stack and one version of each archive."""
+    _storage_with_archives(IMAGE_KEY, TEXT_KEY)
     client = boto3.client("sagemaker-runtime", region_name="us-west-2")
     original = Context.client
 
@@ -123,7 +140,7 @@ def test_image_retries_while_loading_then_prints_top_k(runtime, waits, project, 
     body, size = invoke.image_request(IMAGE)
     expected = {
         "EndpointName": ENDPOINT,
-        "TargetModel": "model_tf_dali.tar.gz",
+        "TargetModel": IMAGE_KEY,
         "ContentType": f"application/vnd.sagemaker-triton.binary+json;json-header-size={size}",
         "Body": body,
     }
@@ -139,7 +156,7 @@ def test_image_retries_while_loading_then_prints_top_k(runtime, waits, project, 
     assert waits == [1.0, 2.0]
     assert "model not ready (attempt 1), retrying in 1 s" in result.err
     lines = result.out.splitlines()
-    assert lines[0].startswith("triton-ensembles / model_tf_dali.tar.gz: 3 attempt(s)")
+    assert lines[0].startswith(f"triton-ensembles / {IMAGE_KEY}: 3 attempt(s)")
     assert lines[1:] == [
         " 1. 0.7000  label_282  (class 282)",
         " 2. 0.2000  label_7  (class 7)",
@@ -177,7 +194,7 @@ def test_gives_up_at_the_timeout(runtime, waits, project, mlp):
     # Backoff 1, 2, 4, 8, then only the 5 s left of the 20 s budget.
     assert waits == [1.0, 2.0, 4.0, 8.0, 5.0]
     assert result.err.splitlines()[-1] == (
-        "mlp: error: model_trt_python_t4.tar.gz on triton-ensembles still not ready after "
+        f"mlp: error: {TEXT_KEY} on triton-ensembles still not ready after "
         "6 attempts (20 s): Model is loading"
     )
 
@@ -202,7 +219,7 @@ def test_model_error_is_not_retried(runtime, waits, project, mlp):
     result = mlp("--cdk-json", project, "invoke", "--text", "hi")
     assert result.code == 1
     assert result.err.strip() == (
-        "mlp: error: model_trt_python_t4.tar.gz on triton-ensembles failed (HTTP 500): "
+        f"mlp: error: {TEXT_KEY} on triton-ensembles failed (HTTP 500): "
         "unexpected shape for input"
     )
     assert waits == []
@@ -235,6 +252,7 @@ def test_bad_arguments(aws_env, project, tmp_path, mlp):
 
 
 def test_through_moto_runtime(aws, project, mlp):
+    _storage_with_archives(TEXT_KEY)
     vector = np.full((1, 384), 1 / np.sqrt(384), dtype=np.float32)
     body = triton_json_response("finaloutput", vector)
     content_type = f"application/vnd.sagemaker-triton.binary+json;json-header-size={len(body)}"

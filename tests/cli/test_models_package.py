@@ -10,6 +10,7 @@ from tritonclient.grpc import model_config_pb2 as mc
 
 from ml_platform.cli import invoke
 from ml_platform.triton import parse_pbtxt, to_model_config
+from ml_platform.triton.archive_names import content_version
 from ml_platform.triton.repository import archive_problems
 from tests.cli.support import archive_roots, build_archives, write_inputs
 
@@ -33,7 +34,11 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
         "--dali-model", inputs.dali, "--encoder", inputs.onnx,
     )
     assert result.code == 0, result.err
-    image, text = out / "model_tf_dali.tar.gz", out / "model_onnx_python.tar.gz"
+    image, text = _one(out, "model_tf_dali"), _one(out, "model_onnx_python")
+    # Named after their content: <logical>-v<first 8 hex digits of the SHA-256>.tar.gz.
+    assert image.name == f"model_tf_dali-{content_version(image)}.tar.gz"
+    assert text.name == f"model_onnx_python-{content_version(text)}.tar.gz"
+    assert sorted(p.name for p in out.iterdir()) == sorted([image.name, text.name])
     assert f"{image}" in result.out and f"{text}" in result.out
     assert archive_roots(image) == {"ensemble_dali_inception", "dali", "inception_graphdef"}
     assert archive_roots(text) == {"ensemble", "preprocess", "bert-trt", "postprocess"}
@@ -53,10 +58,10 @@ def test_plan_encoder_selects_tensorrt(tmp_path, mlp):
     result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out",
                  "--encoder", inputs.plan, "--gpu-target", "t4")
     assert result.code == 0, result.err
-    text = tmp_path / "out" / "model_trt_python_t4.tar.gz"
+    text = _one(tmp_path / "out", "model_trt_python_t4")
     assert _config(text, "bert-trt").platform == "tensorrt_plan"
     assert "bert-trt/1/model.plan" in _names(text)
-    assert not (tmp_path / "out" / "model_tf_dali.tar.gz").exists()
+    assert not list((tmp_path / "out").glob("model_tf_dali*"))
     # Without --gpu-target a plan is refused: it would only load on the GPU it was built for.
     result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out2",
                  "--encoder", inputs.plan)
@@ -70,8 +75,31 @@ def test_archives_are_reproducible(tmp_path, mlp):
     args = ["models", "package", "--ensemble", "text", "--encoder", inputs.onnx]
     assert mlp(*args, "--out", tmp_path / "a").code == 0
     assert mlp(*args, "--out", tmp_path / "b").code == 0
-    name = "model_onnx_python.tar.gz"
-    assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    a, b = _one(tmp_path / "a", "model_onnx_python"), _one(tmp_path / "b", "model_onnx_python")
+    assert a.name == b.name and a.read_bytes() == b.read_bytes()
+
+
+def test_a_new_build_is_a_new_version_and_replaces_the_old_one_locally(tmp_path, mlp):
+    inputs = write_inputs(tmp_path / "in")
+    out = tmp_path / "out"
+    args = ["models", "package", "--ensemble", "text", "--out", out]
+    assert mlp(*args, "--encoder", inputs.onnx).code == 0
+    first = _one(out, "model_onnx_python")
+    assert mlp(*args, "--encoder", inputs.onnx).code == 0  # same inputs: same version
+    assert _one(out, "model_onnx_python") == first
+    retrained = tmp_path / "in" / "retrained.onnx"
+    retrained.write_bytes(inputs.onnx.read_bytes() + b"new weights")
+    result = mlp(*args, "--encoder", retrained)
+    assert result.code == 0, result.err
+    second = _one(out, "model_onnx_python")
+    assert second != first and second.name == f"model_onnx_python-{content_version(second)}.tar.gz"
+    assert f"removed the older version {first.name} from {out}" in result.out
+
+
+def _one(folder, logical: str):
+    """The one archive of ``logical`` in ``folder``."""
+    (path,) = folder.glob(f"{logical}-v*.tar.gz")
+    return path
 
 
 def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):

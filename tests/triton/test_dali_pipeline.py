@@ -112,7 +112,8 @@ def test_package_serializes_the_pipeline_itself(tmp_path: Path, capsys) -> None:
         "--inception-labels", str(artifacts.labels),
     ])
     assert code == 0, capsys.readouterr().err
-    with tarfile.open(tmp_path / "out" / "model_tf_dali.tar.gz") as tar:
+    (archive,) = (tmp_path / "out").glob("model_tf_dali-v*.tar.gz")  # versioned by content
+    with tarfile.open(archive) as tar:
         model = tar.extractfile("dali/1/model.dali").read()
     assert model == serialize_dali_pipeline(tmp_path / "again.dali", batch_size=256).read_bytes()
 
