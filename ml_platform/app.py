@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aws_cdk as cdk
@@ -10,7 +10,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
 from ml_platform.stacks.accelerators import GpuNodesStack, TrainiumNodesStack
-from ml_platform.stacks.inference import InferenceStack
+from ml_platform.stacks.inference import InferenceStack, endpoint_groups
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
 from ml_platform.stacks.training_cluster import TrainingClusterStack
@@ -57,10 +57,13 @@ class Platform:
     training_cluster: TrainingClusterStack | None = None
     trainium_nodes: TrainiumNodesStack | None = None
     gpu_nodes: GpuNodesStack | None = None
+    #: Every inference stack: ``inference`` first, then ``<prefix>-Inference2`` ... when there
+    #: are more endpoints than one stack holds.
+    inference_stacks: list[InferenceStack] = field(default_factory=list)
 
     @property
     def stacks(self) -> list[cdk.Stack]:
-        optional = (self.inference, self.training_cluster, self.trainium_nodes, self.gpu_nodes)
+        optional = (*self.inference_stacks, self.training_cluster, self.trainium_nodes, self.gpu_nodes)
         return [s for s in (self.network, self.storage, *optional) if s is not None]
 
 
@@ -108,16 +111,25 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
     )
     platform = Platform(app=app, settings=settings, network=network, storage=storage)
     if settings.features.inference:
-        platform.inference = InferenceStack(
-            app,
-            f"{prefix}-Inference",
-            settings=settings.inference,
-            bucket_arn_export=storage.model_bucket_arn_export,
-            model_prefix=settings.storage.model_prefix,
-            env=env,
-            description="cdk-ml-platform: Triton ensembles on SageMaker multi-model endpoints",
-        )
-        platform.inference.add_stack_dependency(storage)
+        groups = endpoint_groups(settings.inference.endpoints)
+        for i, endpoints in enumerate(groups):
+            stack = InferenceStack(
+                app,
+                f"{prefix}-Inference{i + 1 if i else ''}",
+                settings=settings.inference,
+                endpoints=endpoints,
+                upload=i == 0,
+                bucket_arn_export=storage.model_bucket_arn_export,
+                model_prefix=settings.storage.model_prefix,
+                env=env,
+                description="cdk-ml-platform: Triton ensembles on SageMaker multi-model endpoints"
+                + (f" ({i + 1} of {len(groups)})" if len(groups) > 1 else ""),
+            )
+            stack.add_stack_dependency(storage)
+            if i:  # the first stack uploads upload_dir's archives before any endpoint starts
+                stack.add_stack_dependency(platform.inference_stacks[0])
+            platform.inference_stacks.append(stack)
+        platform.inference = platform.inference_stacks[0]
     if settings.features.training_cluster:
         file_system = storage.lustre.file_system
         platform.training_cluster = TrainingClusterStack(

@@ -24,7 +24,13 @@ from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
 )
-from ml_platform.sagemaker_images import TRITON_VERSIONS
+from ml_platform.sagemaker_images import (
+    DEFAULT_INFERENCE_AMI_VERSION,
+    INFERENCE_AMI_VERSIONS,
+    TRITON_VERSIONS,
+    triton_region_problem,
+)
+from ml_platform.triton.archive_names import ArchiveRef, parse_ref
 from ml_platform.triton.ensembles import (
     ARCHIVE_MODELS,
     IMAGE_ARCHIVE,
@@ -32,7 +38,6 @@ from ml_platform.triton.ensembles import (
     TEXT_ONNX_ARCHIVE,
 )
 from ml_platform.triton.targets import gpu_problem, triton_version_problem
-from ml_platform.triton.target_model import validate_target_model
 from ml_platform.versions import KUBERNETES_VERSIONS
 
 CONTEXT_KEY = "ml-platform"
@@ -61,6 +66,7 @@ _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
 _IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+_SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}")
 _CAPACITY_RESERVATION = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")
 _ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
 
@@ -98,7 +104,7 @@ def endpoint_construct_id(endpoint_name: str) -> str:
 
 
 # Construct ids InferenceStack uses beside the endpoints' ids and their '<id>Name' outputs.
-INFERENCE_FIXED_IDS = ("ModelBucket", "UploadArchives")
+INFERENCE_FIXED_IDS = ("ModelBucket", "UploadArchives", "AlarmTopic")
 
 
 # Address blocks a VPC cannot take: AWS rejects or reserves them, or they cannot route.
@@ -162,6 +168,29 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
         from ml_platform.triton.repository import archive_problems
 
         out += [f"{key} = {upload_dir!r}: {archive.name}: {p}" for p in archive_problems(archive)]
+    return out
+
+# The logical names of the archives this repository builds (``model_tf_dali`` ...).
+KNOWN_ARCHIVES = tuple(sorted(name.removesuffix(".tar.gz") for name in ARCHIVE_MODELS))
+DEFAULT_ARCHIVES = tuple(name.removesuffix(".tar.gz") for name in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
+DEFAULT_EKS_ARCHIVES = tuple(
+    name.removesuffix(".tar.gz") for name in (IMAGE_ARCHIVE, TEXT_ONNX_ARCHIVE)
+)
+
+
+def archive_ref_problems(where: str, archives: tuple[str, ...]) -> list[str]:
+    """Problems of a list of archive references (``NAME`` or ``NAME@vXXXXXXXX``)."""
+    out = []
+    if not archives:
+        out.append(f"{where}: expected at least one archive")
+    for i, archive in enumerate(archives):
+        try:
+            parse_ref(archive)
+        except ValueError as error:
+            out.append(f"{where}[{i}] = {archive!r}: {error}")
+    duplicates = sorted({a for a in archives if archives.count(a) > 1})
+    if duplicates:
+        out.append(f"{where}: {duplicates} given more than once")
     return out
 
 
@@ -526,9 +555,13 @@ class EndpointSettings:
         initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
         invocations_per_instance: Scaling target for SageMakerVariantInvocationsPerInstance
             (per minute). Default 1000.
-        archives: Ensemble archives (TargetModel names) this endpoint serves. Default both
+        archives: Archives this endpoint serves, each a logical name (``model_tf_dali``:
+            every version, the newest for ``mlp invoke``) or an exact version
+            (``model_tf_dali@v1a2b3c4d``), as ``mlp models package`` names them. Default both
             ensembles of the source design, the text one with its T4 plan. An archive with a
             TensorRT plan (``model_trt_python_<gpu>``) must target the instance type's GPU.
+            They scope :meth:`grant_invoke` and ``mlp`` commands; they are not written into
+            the template.
     """
 
     name: str = "triton-ensembles"
@@ -537,7 +570,11 @@ class EndpointSettings:
     min_instances: int = 1
     max_instances: int = 2
     invocations_per_instance: int = 1000
-    archives: tuple[str, ...] = (IMAGE_ARCHIVE, TEXT_ARCHIVE)
+    archives: tuple[str, ...] = DEFAULT_ARCHIVES
+
+    @property
+    def archive_refs(self) -> tuple[ArchiveRef, ...]:
+        return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self, where: str) -> list[str]:
         out = []
@@ -558,18 +595,11 @@ class EndpointSettings:
             out.append(
                 f"{where}.invocations_per_instance = {self.invocations_per_instance}: expected 1 to 100000"
             )
-        if not self.archives:
-            out.append(f"{where}.archives: expected at least one archive")
+        out.extend(archive_ref_problems(f"{where}.archives", self.archives))
         for i, archive in enumerate(self.archives):
-            problem = validate_target_model(archive)
-            if problem:
-                out.append(f"{where}.archives[{i}]: {problem}")
             problem = gpu_problem(f"{where}.archives[{i}]", archive, self.instance_type)
             if problem:
                 out.append(problem)
-        duplicates = sorted({a for a in self.archives if self.archives.count(a) > 1})
-        if duplicates:
-            out.append(f"{where}.archives: {duplicates!r} listed more than once")
         return out
 
 
@@ -584,11 +614,19 @@ class InferenceSettings:
         endpoints: The endpoints. Default: one endpoint serving both ensembles.
         upload_dir: Local folder of built archives to upload into the model prefix at deploy
             time. Default none (``mlp models upload`` does it).
+        inference_ami_version: The endpoint instances' AMI (NVIDIA driver and CUDA). Default
+            ``al2-ami-sagemaker-inference-gpu-2`` (driver 535, CUDA 12.2, CUDA-compat mounted),
+            which runs the 24.09 container's CUDA 12.6 on data-center GPUs.
+        alarm_topic_arn: SNS topic ARN every endpoint alarm notifies. Default none.
+        network_isolation: ``EnableNetworkIsolation`` on each endpoint's model. Default true.
     """
 
     triton_version: str = "24.09"
     endpoints: tuple[EndpointSettings, ...] = (EndpointSettings(),)
     upload_dir: str | None = None
+    inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION
+    alarm_topic_arn: str | None = None
+    network_isolation: bool = True
 
     def problems(self) -> list[str]:
         out = []
@@ -596,6 +634,16 @@ class InferenceSettings:
             out.append(
                 f"inference.triton_version = {self.triton_version!r}: expected one of "
                 f"{list(TRITON_SAGEMAKER_VERSIONS)}"
+            )
+        if self.inference_ami_version not in INFERENCE_AMI_VERSIONS:
+            out.append(
+                f"inference.inference_ami_version = {self.inference_ami_version!r}: expected one "
+                f"of {list(INFERENCE_AMI_VERSIONS)}"
+            )
+        if self.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.fullmatch(self.alarm_topic_arn):
+            out.append(
+                f"inference.alarm_topic_arn = {self.alarm_topic_arn!r}: expected an SNS topic ARN "
+                "(arn:aws:sns:<region>:<account>:<name>)"
             )
         served = [
             (f"inference.endpoints[{i}].archives", archive)
@@ -654,9 +702,11 @@ class TritonOnEksSettings:
         gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
         min_gpu_nodes: Default: ``gpu_nodes`` (0 lets the group scale to nothing).
         replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
-        archives: Archives the Triton pods load. Default both ensembles, the text one with
-            its ONNX encoder (runs on any GPU; a ``model_trt_python_<gpu>`` archive must
-            target ``gpu_instance_type``'s GPU).
+        archives: Archives the Triton pods load: logical names of the archives this
+            repository builds (the newest version under the prefix at pod start) or exact
+            versions (``NAME@vXXXXXXXX``). Default both ensembles, the text one with its ONNX
+            encoder (runs on any GPU; a ``model_trt_python_<gpu>`` archive must target
+            ``gpu_instance_type``'s GPU).
     """
 
     gpu_instance_type: str = "g5.2xlarge"
@@ -665,7 +715,11 @@ class TritonOnEksSettings:
     min_gpu_nodes: int | None = None
     replicas: int = 1
     max_replicas: int = 2
-    archives: tuple[str, ...] = (IMAGE_ARCHIVE, TEXT_ONNX_ARCHIVE)
+    archives: tuple[str, ...] = DEFAULT_EKS_ARCHIVES
+
+    @property
+    def archive_refs(self) -> tuple[ArchiveRef, ...]:
+        return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self) -> list[str]:
         out = []
@@ -691,19 +745,24 @@ class TritonOnEksSettings:
                 f"{self.max_replicas}: "
                 "expected 1 <= replicas <= max_replicas <= 50"
             )
+        out.extend(archive_ref_problems("triton_on_eks.archives", self.archives))
         for i, archive in enumerate(self.archives):
-            if archive not in ARCHIVE_MODELS:
+            logical = archive.split("@")[0]
+            if logical not in KNOWN_ARCHIVES:
                 out.append(
                     f"triton_on_eks.archives[{i}] = {archive!r}: Triton on EKS loads the models of "
-                    f"known archives, expected among {sorted(ARCHIVE_MODELS)}"
+                    f"the archives this repository builds, expected one of {list(KNOWN_ARCHIVES)} "
+                    "(optionally @vXXXXXXXX)"
                 )
-            problem = gpu_problem("triton_on_eks.archives", archive, self.gpu_instance_type)
+            problem = gpu_problem(f"triton_on_eks.archives[{i}]", archive, self.gpu_instance_type)
             if problem:
                 out.append(problem)
-        if not self.archives or len(set(self.archives)) != len(self.archives):
+        logicals = [a.split("@")[0] for a in self.archives]
+        twice = sorted({name for name in logicals if logicals.count(name) > 1})
+        if twice:
             out.append(
-                f"triton_on_eks.archives = {list(self.archives)!r}: expected distinct archives, "
-                "at least one"
+                f"triton_on_eks.archives: {twice} named more than once (one version of an "
+                "ensemble per Triton server: their model names would clash)"
             )
         return out
 
@@ -803,6 +862,10 @@ class Settings:
             )
             if problem:
                 out.append(problem)
+        if self.features.inference and _REGION.fullmatch(self.env.region):
+            problem = triton_region_problem(self.env.region, self.inference.triton_version)
+            if problem:
+                out.append(f"env.region = {self.env.region!r} with inference.triton_version: {problem}")
         for az in self.network.availability_zones:
             if not az.startswith(self.env.region):
                 out.append(f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}")

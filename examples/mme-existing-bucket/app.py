@@ -21,7 +21,7 @@ def build(app: cdk.App) -> None:
         bucket=models.bucket,
         model_prefix=models.model_prefix,
         endpoint_name="team-ensembles",
-        archives=["model_trt_python.tar.gz", "model_tf_dali.tar.gz"],
+        archives=["model_trt_python_t4", "model_tf_dali"],
         max_instances=3,
     )
     caller = iam.Role(
@@ -30,7 +30,7 @@ def build(app: cdk.App) -> None:
         assumed_by=iam.AccountPrincipal("111122223333"),
         description="The search service: calls the text ensemble only",
     )
-    endpoint.grant_invoke(caller, ["model_trt_python.tar.gz"])
+    endpoint.grant_invoke(caller, ["model_trt_python_t4"])
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ builds on the Cfn resources.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 
@@ -25,7 +26,16 @@ from aws_cdk import (
     aws_iam as iam,
 )
 from aws_cdk import (
+    aws_cloudwatch_actions as cloudwatch_actions,
+)
+from aws_cdk import (
+    aws_logs as logs,
+)
+from aws_cdk import (
     aws_s3 as s3,
+)
+from aws_cdk import (
+    aws_sns as sns,
 )
 from aws_cdk import (
     aws_sagemaker as sagemaker,
@@ -35,14 +45,18 @@ from constructs import Construct
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
 from ml_platform.sagemaker_images import (
+    DEFAULT_INFERENCE_AMI_VERSION,
     DEFAULT_TRITON_VERSION,
+    INFERENCE_AMI_VERSIONS,
     TRITON_REPOSITORY,
     triton_account,
     triton_image_uri,
+    triton_region_problem,
 )
-from ml_platform.triton.target_model import validate_target_model
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_ref
 
 VARIANT_NAME = "AllTraffic"
+LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 
@@ -56,8 +70,11 @@ class TritonMultiModelEndpoint(Construct):
     Args:
         bucket: Bucket holding the archives.
         model_prefix: Key prefix of the archives, ending in ``/``. Default ``models/``.
-        archives: Archive names (TargetModel values) this endpoint is meant to serve; used
-            for validation, alarms and :meth:`grant_invoke` defaults.
+        archives: Archives this endpoint is meant to serve, as references of
+            :mod:`ml_platform.triton.archive_names`: a logical name (``model_trt_python``: any
+            version) or an exact version (``model_trt_python@v1a2b3c4d``); :class:`ArchiveRef`
+            values too. They are the default of :meth:`grant_invoke` (never written into the
+            template otherwise: thousands of archives must not grow it).
         endpoint_name: Endpoint name (1-63 letters, digits, hyphens). Required: clients and
             scaling refer to it.
         instance_type: Single-GPU instance type MME on GPU supports. Default
@@ -68,6 +85,12 @@ class TritonMultiModelEndpoint(Construct):
         triton_version: SageMaker Triton container version. Default ``24.09``.
         image_uri: Overrides the container image (default: SageMaker's Triton image for the
             stack's region and ``triton_version``).
+        inference_ami_version: The instances' AMI (driver/CUDA pairing), one of
+            :data:`INFERENCE_AMI_VERSIONS`. Default ``al2-ami-sagemaker-inference-gpu-2``
+            (see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the container's CUDA).
+        alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
+        network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
+            the archives' Python) gets no network. Default true.
         role: Execution role SageMaker assumes (trusting ``sagemaker.amazonaws.com``). The
             construct adds the statements it needs to it when the role is mutable. Default: a
             new role.
@@ -80,7 +103,7 @@ class TritonMultiModelEndpoint(Construct):
         *,
         bucket: s3.IBucket,
         endpoint_name: str,
-        archives: Sequence[str],
+        archives: Sequence[str | ArchiveRef],
         model_prefix: str = "models/",
         instance_type: str = "ml.g4dn.4xlarge",
         initial_instances: int = 1,
@@ -90,6 +113,9 @@ class TritonMultiModelEndpoint(Construct):
         triton_version: str = DEFAULT_TRITON_VERSION,
         image_uri: str | None = None,
         role: iam.IRole | None = None,
+        inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION,
+        alarm_topic: sns.ITopic | None = None,
+        network_isolation: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
@@ -111,21 +137,35 @@ class TritonMultiModelEndpoint(Construct):
                 f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
                 "starting and ending with a letter or digit"
             )
+        refs = []
+        for archive in archives:
+            try:
+                refs.append(archive if isinstance(archive, ArchiveRef) else parse_ref(archive))
+            except ValueError as error:
+                errors.append(f"archives: {error}")
         if not archives:
             errors.append("archives=[]: expected at least one archive")
-        for archive in archives:
-            problem = validate_target_model(archive)
-            if problem:
-                errors.append(f"archives: {archive!r}: {problem}")
+        duplicates = sorted({str(r) for r in refs if refs.count(r) > 1})
+        if duplicates:
+            errors.append(f"archives: {duplicates} given more than once")
         if not model_prefix.endswith("/") or model_prefix.startswith("/"):
             errors.append(f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'")
         if image_uri is None and Token.is_unresolved(region):
             errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
+        elif image_uri is None:
+            problem = triton_region_problem(region, triton_version)
+            if problem:
+                errors.append(f"triton_version={triton_version!r}: {problem}")
+        if inference_ami_version not in INFERENCE_AMI_VERSIONS:
+            errors.append(
+                f"inference_ami_version={inference_ami_version!r}: expected one of "
+                f"{list(INFERENCE_AMI_VERSIONS)}"
+            )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
         self.endpoint_name = endpoint_name
-        self.archives = tuple(archives)
+        self.archives: tuple[ArchiveRef, ...] = tuple(refs)
         self.image_uri = image_uri or triton_image_uri(region, triton_version)
         partition = Stack.of(self).partition
 
@@ -148,14 +188,17 @@ class TritonMultiModelEndpoint(Construct):
                 conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
             )
         )
-        self.role.add_to_principal_policy(
-            iam.PolicyStatement(
-                actions=["ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer", "ecr:BatchCheckLayerAvailability"],
-                resources=[
-                    f"arn:{partition}:ecr:{region}:{triton_account(region)}:repository/{TRITON_REPOSITORY}"
-                ],
+        if image_uri is None:  # SageMaker's Triton image (a given image brings its own access)
+            account = triton_account(region, triton_version)
+            self.role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=[
+                        "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchCheckLayerAvailability",
+                    ],
+                    resources=[f"arn:{partition}:ecr:{region}:{account}:repository/{TRITON_REPOSITORY}"],
+                )
             )
-        )
         token_statement = iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
         self.role.add_to_principal_policy(token_statement)
         # The endpoint's log group and its streams. Typed arguments: a plain dict given to a
@@ -214,6 +257,13 @@ class TritonMultiModelEndpoint(Construct):
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
             ),
+            # SageMaker, not the container, fetches archives from S3 and hands Triton a local
+            # path (the multi-model container contract: POST /models {"url": "/opt/ml/models/
+            # <name>/model"}, https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html),
+            # and the multi-model endpoint feature list excludes only Elastic Inference
+            # (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoints.html), so the
+            # container runs isolated: the archives' Python cannot reach the network.
+            enable_network_isolation=network_isolation,
         )
         # SageMaker checks the role's permissions when it creates the model: policy first.
         policy = self.role.node.try_find_child("DefaultPolicy")
@@ -229,6 +279,7 @@ class TritonMultiModelEndpoint(Construct):
                     instance_type=instance_type,
                     initial_instance_count=initial_instances,
                     initial_variant_weight=1,
+                    inference_ami_version=inference_ami_version,
                 )
             ],
         )
@@ -265,7 +316,37 @@ class TritonMultiModelEndpoint(Construct):
             scale_out_cooldown=Duration.minutes(2),
         )
 
+        # Triton logs "failed to load '<model>' version <n>: <reason>" when a model of an
+        # archive cannot load (triton-inference-server/core, src/model_lifecycle.cc). SageMaker's
+        # own metrics do not say so (ModelLoadingWaitTime only times loads, LoadedModelCount also
+        # drops on eviction), so a metric filter on the endpoint's log group counts those lines.
+        # The group exists once the endpoint is InService (SageMaker creates it): depend on it.
+        self.load_failure_filter = logs.CfnMetricFilter(
+            self,
+            "ModelLoadFailures",
+            log_group_name=log_group,
+            filter_pattern=logs.FilterPattern.literal('"failed to load"').log_pattern_string,
+            metric_transformations=[
+                logs.CfnMetricFilter.MetricTransformationProperty(
+                    metric_namespace=LOAD_FAILURE_NAMESPACE,
+                    metric_name=f"{endpoint_name}-ModelLoadFailures",
+                    metric_value="1",
+                    default_value=0,
+                )
+            ],
+        )
+        self.load_failure_filter.node.add_dependency(self.endpoint)
         self.alarms = {
+            "ModelLoadFailures": self.metric_model_load_failures().create_alarm(
+                self,
+                "ModelLoadFailureAlarm",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description=f"{endpoint_name}: Triton failed to load a model of an archive "
+                "(see the endpoint's log group for 'failed to load')",
+            ),
             "ModelLoadingWaitTime": self.metric_model_loading_wait_time().create_alarm(
                 self,
                 "ModelLoadingWaitAlarm",
@@ -292,6 +373,11 @@ class TritonMultiModelEndpoint(Construct):
                 alarm_description=f"{endpoint_name}: server errors (5xx) from the endpoint",
             ),
         }
+
+        if alarm_topic is not None:
+            for alarm in self.alarms.values():
+                alarm.add_alarm_action(cloudwatch_actions.SnsAction(alarm_topic))
+                alarm.add_ok_action(cloudwatch_actions.SnsAction(alarm_topic))
 
     @property
     def endpoint_arn(self) -> str:
@@ -334,25 +420,98 @@ class TritonMultiModelEndpoint(Construct):
         """GPU memory in use, percent (instance metric). ``options`` as for :meth:`metric`."""
         return self._metric("/aws/sagemaker/Endpoints", "GPUMemoryUtilization", "Maximum", options)
 
+    def metric_model_load_failures(self, **options: object) -> cloudwatch.Metric:
+        """Triton's "failed to load" log lines, counted by the metric filter on the endpoint's
+        log group (no dimensions). ``options`` as ``cloudwatch.Metric`` takes them."""
+        settings = {"period": Duration.minutes(5), "statistic": "Sum", **options}
+        return cloudwatch.Metric(
+            namespace=LOAD_FAILURE_NAMESPACE,
+            metric_name=f"{self.endpoint_name}-ModelLoadFailures",
+            **settings,
+        )
+
     def metric_loaded_model_count(self, **options: object) -> cloudwatch.Metric:
         """Models loaded in the containers. ``options`` as for :meth:`metric`."""
         return self._metric("/aws/sagemaker/Endpoints", "LoadedModelCount", "Maximum", options)
 
     def grant_invoke(
-        self, grantee: iam.IGrantable, target_models: Sequence[str] | None = None
+        self, grantee: iam.IGrantable, target_models: Sequence[str | ArchiveRef] | None = None
     ) -> iam.Grant:
         """Let ``grantee`` invoke this endpoint, only for the given archives.
 
+        The ``sagemaker:TargetModel`` condition lists one ``StringLike`` pattern per entry
+        (:attr:`ArchiveRef.key_pattern`: every version of a logical name, or one exact
+        version). IAM caps a role's inline policies at 10,240 characters and a managed policy
+        at 6,144, so a grant whose statement exceeds :data:`GRANT_POLICY_BUDGET` characters is
+        refused: grant a logical-name pattern (``team_a_*``) instead of listing thousands.
+
         Args:
-            target_models: Archives (TargetModel values) the grantee may call; patterns with
-                ``*`` are allowed. Default: the archives this endpoint serves.
+            target_models: Archive references (``NAME``, ``NAME@vXXXXXXXX``, or
+                :class:`ArchiveRef`), or logical-name patterns with ``*`` (``bert_*``: every
+                version of every logical name matching it). Default: the archives this
+                endpoint serves.
         """
-        models = list(target_models if target_models is not None else self.archives)
-        if not models:
+        entries = list(target_models if target_models is not None else self.archives)
+        if not entries:
             raise ValueError(f"{self.node.path}: grant_invoke: target_models must not be empty")
+        patterns, errors = [], []
+        for entry in entries:
+            try:
+                patterns.append(_target_model_pattern(entry))
+            except ValueError as error:
+                errors.append(str(error))
+        if errors:
+            raise ValueError(f"{self.node.path}: grant_invoke: " + "; ".join(errors))
+        patterns = sorted(set(patterns))
+        statement = iam.PolicyStatement(
+            actions=["sagemaker:InvokeEndpoint"],
+            resources=[self.endpoint_arn],
+            conditions={"StringLike": {"sagemaker:TargetModel": patterns}},
+        )
+        size = policy_size(Stack.of(self), statement)
+        if size > GRANT_POLICY_BUDGET:
+            raise ValueError(
+                f"{self.node.path}: grant_invoke: {len(patterns)} target models make a "
+                f"{size:,}-character statement; IAM allows 6,144 characters per managed policy "
+                f"and 10,240 for all inline policies of a role, so one grant may use at most "
+                f"{GRANT_POLICY_BUDGET:,}: grant logical-name patterns such as 'team_a_*' "
+                "(name archives with a shared prefix) instead of listing each archive"
+            )
         return iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["sagemaker:InvokeEndpoint"],
             resource_arns=[self.endpoint_arn],
-            conditions={"StringLike": {"sagemaker:TargetModel": models}},
+            conditions={"StringLike": {"sagemaker:TargetModel": patterns}},
         )
+
+
+# IAM quotas (https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_iam-quotas.html):
+# managed policy 6,144 characters, a role's inline policies 10,240 in all (whitespace not
+# counted). One grant stays below the smaller, leaving room for the policy's envelope.
+GRANT_POLICY_BUDGET = 6_000
+_ARN_ALLOWANCE = 120  # a resolved endpoint ARN is longer than the {"Ref": ...} it replaces
+_LOGICAL_GLOB = re.compile(r"^[a-z0-9*][a-z0-9_*-]{0,99}$")
+
+
+def policy_size(stack: Stack, statement: iam.PolicyStatement) -> int:
+    """Characters ``statement`` takes in a policy document (IAM does not count whitespace),
+    with an allowance for the ARNs its tokens resolve to."""
+    resolved = stack.resolve(statement.to_statement_json())
+    return len(json.dumps(resolved, separators=(",", ":"))) + _ARN_ALLOWANCE
+
+
+def _target_model_pattern(entry: str | ArchiveRef) -> str:
+    """The ``sagemaker:TargetModel`` pattern of a reference or a logical-name pattern."""
+    if isinstance(entry, ArchiveRef):
+        return entry.key_pattern
+    if isinstance(entry, str) and "*" in entry and "@" not in entry:
+        if not _LOGICAL_GLOB.match(entry):
+            raise ValueError(
+                f"target_models: {entry!r} is not a logical-name pattern: expected lower-case "
+                "letters, digits, '_', '-' and '*'"
+            )
+        return f"{entry}-v*{ARCHIVE_SUFFIX}"
+    try:
+        return parse_ref(entry).key_pattern
+    except ValueError as error:
+        raise ValueError(f"target_models: {error}") from None

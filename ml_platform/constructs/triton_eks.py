@@ -27,7 +27,7 @@ from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.k8s_charts.nvidia import NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
-from ml_platform.triton.target_model import validate_target_model
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref
 
 # RFC 1123 label: what Kubernetes accepts as a namespace or service account name.
 _DNS_LABEL_MAX = 63
@@ -63,8 +63,9 @@ class TritonOnEks(Construct):
     Args:
         cluster: The EKS cluster; it needs a kubectl provider. Required.
         bucket: Bucket holding the archives. Required.
-        archives: Archive keys under ``model_prefix`` to serve (any ``*.tar.gz`` names).
-            Required, at least one.
+        archives: Archives under ``model_prefix`` to serve, as references of
+            :mod:`ml_platform.triton.archive_names`: ``NAME`` (its newest version there at pod
+            start) or ``NAME@vXXXXXXXX``. Required, at least one.
         pod_identity_agent: The cluster's ``eks-pod-identity-agent`` add-on (e.g.
             ``PlatformAddons.addons["eks-pod-identity-agent"]`` or your ``eks.Addon``): the
             Triton pods get their credentials through it, so they are created after it. Pass
@@ -141,11 +142,13 @@ class TritonOnEks(Construct):
             )
         if not archives:
             errors.append("archives=[]: expected at least one archive")
+        files = {}  # reference -> the ARCHIVE_MODELS key of its logical name
         for archive in archives:
-            problem = validate_target_model(archive)
-            if problem:
-                errors.append(f"archives: {archive!r}: {problem}")
-        unknown = [a for a in archives if a not in ARCHIVE_MODELS]
+            try:
+                files[archive] = f"{parse_ref(archive).logical}{ARCHIVE_SUFFIX}"
+            except ValueError as error:
+                errors.append(f"archives: {error}")
+        unknown = [a for a in archives if files.get(a) not in ARCHIVE_MODELS]
         load = list(models or [])
         if models is None:
             if unknown:
@@ -154,7 +157,7 @@ class TritonOnEks(Construct):
                     f"({sorted(ARCHIVE_MODELS)}); name the models Triton should load"
                 )
             else:
-                load = [m for a in archives for m in ARCHIVE_MODELS[a]]
+                load = [m for a in archives for m in ARCHIVE_MODELS[files[a]]]
         elif not load:
             errors.append("models=[]: expected at least one model name")
         clashes = sorted({m for m in load if load.count(m) > 1})
@@ -199,6 +202,14 @@ class TritonOnEks(Construct):
         archives_arn = bucket.arn_for_objects(f"{model_prefix}*")
         self.role.add_to_policy(
             iam.PolicyStatement(actions=["s3:GetObject"], resources=[archives_arn])
+        )
+        # Logical archive names resolve to their newest version at pod start: list the prefix.
+        self.role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
+            )
         )
         acknowledge(
             self.role,

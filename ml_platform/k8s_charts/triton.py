@@ -26,6 +26,7 @@ from ml_platform.k8s_charts.names import GPU_RESOURCE, GPU_TAINT_KEY, NODE_ROLE_
 from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
 
 NAME = "triton"
@@ -47,16 +48,56 @@ def triton_image(version: str) -> str:
     return f"nvcr.io/nvidia/tritonserver:{version}-py3"
 
 
+def _archive_file(archive: str) -> str:
+    """``model_tf_dali`` or ``model_tf_dali@v1a2b3c4d`` -> its ``ARCHIVE_MODELS`` key."""
+    return f"{parse_ref(archive).logical}{ARCHIVE_SUFFIX}"
+
+
 def models_to_load(archives: Sequence[str]) -> list[str]:
-    """Model names Triton loads for ``archives``, ensembles first; unknown archives raise."""
-    unknown = [a for a in archives if a not in ARCHIVE_MODELS]
+    """Model names Triton loads for ``archives`` (references ``NAME`` or ``NAME@vXXXXXXXX``
+    of the archives this repository builds), ensembles first; unknown archives raise."""
+    known = sorted(a.removesuffix(ARCHIVE_SUFFIX) for a in ARCHIVE_MODELS)
+    unknown = []
+    for a in archives:
+        try:
+            if _archive_file(a) not in ARCHIVE_MODELS:
+                unknown.append(a)
+        except ValueError:
+            unknown.append(a)
     if unknown:
-        raise ValueError(f"archives={unknown!r}: expected archives among {sorted(ARCHIVE_MODELS)}")
-    names = [m for a in archives for m in ARCHIVE_MODELS[a]]
+        raise ValueError(
+            f"archives={unknown!r}: expected references to archives among {known} "
+            "(NAME or NAME@vXXXXXXXX)"
+        )
+    names = [m for a in archives for m in ARCHIVE_MODELS[_archive_file(a)]]
     clashes = sorted({n for n in names if names.count(n) > 1})
     if clashes:
         raise ValueError(f"archives={list(archives)!r}: model names {clashes} appear twice")
     return names
+
+
+def fetch_command(bucket: str, prefix: str, archive: str) -> str:
+    """Shell that copies one archive to ``/archives/<logical>.tar.gz``: an exact version by its
+    key, a logical name as its newest version under the prefix (latest LastModified among
+    ``<logical>-vXXXXXXXX.tar.gz``; the AWS CLI pages through every object)."""
+    ref = parse_ref(archive)
+    target = shlex.quote(f"{ARCHIVE_DIR}/{ref.logical}{ARCHIVE_SUFFIX}")
+    if ref.version is not None:
+        source = shlex.quote(f"s3://{bucket}/{prefix}{ref.key}")
+        return f"aws s3 cp --only-show-errors {source} {target}"
+    # Extended regex of the exact key form; only '.' needs escaping in prefix and name.
+    key_re = f"{prefix}{ref.logical}-v[0-9a-f]{{8}}{ARCHIVE_SUFFIX}".replace(".", r"\.")
+    listing = (
+        f"aws s3api list-objects-v2 --bucket {shlex.quote(bucket)} "
+        f"--prefix {shlex.quote(f'{prefix}{ref.logical}-v')} "
+        "--query 'Contents[].[LastModified,Key]' --output text"
+    )
+    newest = f"$({listing} | grep -E {shlex.quote(chr(9) + key_re + '$')} | sort | tail -n 1 | cut -f 2)"
+    missing = shlex.quote(f"no version of {ref.logical} under s3://{bucket}/{prefix}")
+    return (
+        f'key="{newest}" && {{ [ -n "$key" ] || {{ echo {missing} >&2; exit 1; }}; }} && '
+        f'aws s3 cp --only-show-errors "s3://{bucket}/$key" {target}'
+    )
 
 
 @dataclass(frozen=True)
@@ -67,7 +108,7 @@ class TritonChartProps:
         namespace: Namespace created for Triton. service_account: its service account, the
             name the Pod Identity association binds.
         bucket_name / model_prefix: where the archives are.
-        archives: the archives to serve. triton_version: e.g. ``24.09``.
+        archives: the archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). triton_version: e.g. ``24.09``.
         replicas / max_replicas: HPA range. region: for the AWS CLI.
         models: models Triton loads, ensembles first. Default (empty): those the built-in
             archives hold (``models_to_load(archives)``).
@@ -102,10 +143,7 @@ class TritonChart(cdk8s.Chart):
             self, "ServiceAccount", metadata=meta(props.service_account)
         )
         fetch = " && ".join(
-            f"aws s3 cp --only-show-errors "
-            f"{shlex.quote(f's3://{props.bucket_name}/{props.model_prefix}{a}')} "
-            f"{shlex.quote(f'{ARCHIVE_DIR}/{a}')}"
-            for a in props.archives
+            fetch_command(props.bucket_name, props.model_prefix, a) for a in props.archives
         )
         drop_all = k8s.SecurityContext(
             allow_privilege_escalation=False,
@@ -173,7 +211,9 @@ class TritonChart(cdk8s.Chart):
                                 # 23.02; https://docs.nvidia.com/deeplearning/triton-inference-server/
                                 # release-notes/rel-24-09.html) runs the safety module.
                                 image=triton_image(props.triton_version),
-                                command=unpack_command([f"{ARCHIVE_DIR}/{a}" for a in props.archives]),
+                                command=unpack_command(
+                                    [f"{ARCHIVE_DIR}/{_archive_file(a)}" for a in props.archives]
+                                ),
                                 env=[k8s.EnvVar(name="PYTHONDONTWRITEBYTECODE", value="1")],
                                 volume_mounts=volume_mounts_init,
                                 security_context=drop_all,

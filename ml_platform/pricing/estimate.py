@@ -91,6 +91,7 @@ USAGE_TYPES: dict[str, str] = {
     "AWS::Lambda::Function": "requests and GB-seconds",
     "AWS::Lambda::LayerVersion": "storage of the layer",
     "AWS::CloudWatch::Alarm": "a monthly fee per alarm metric (not in the price table)",
+    "AWS::Logs::MetricFilter": "the custom metric it publishes (not in the price table)",
     "AWS::CloudWatch::Dashboard": "a monthly fee per dashboard (not in the price table)",
     "AWS::SSM::Parameter": "standard parameters are free; advanced ones bill per month",
     "AWS::SNS::Topic": "requests and deliveries",

@@ -25,7 +25,7 @@ def test_upload_refuses_a_plan_for_another_gpu(aws, tmp_path: Path, project: Pat
     config = json.loads(project.read_text())
     config["context"]["ml-platform"]["inference"] = {
         "endpoints": [{"name": "on-g5", "instance_type": "ml.g5.xlarge",
-                       "archives": ["model_tf_dali.tar.gz", "model_trt_python_a10g.tar.gz"]}]
+                       "archives": ["model_tf_dali", "model_trt_python_a10g"]}]
     }
     project.write_text(json.dumps(config))
     # The config says T4; a file renamed for the A10G endpoint does not fool the check.

@@ -13,7 +13,7 @@ from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.sagemaker_images import triton_image_uri
 from tests.support import SynthesizedPlatform
 
-ARCHIVES = ["model_tf_dali.tar.gz", "model_trt_python.tar.gz"]
+ARCHIVES = ["model_tf_dali", "model_trt_python@v0123abcd"]
 
 
 def endpoint_in(region: str, **props) -> tuple[TritonMultiModelEndpoint, cdk.Stack]:
@@ -210,8 +210,9 @@ def test_alarms_on_multi_model_metrics(synth: SynthesizedPlatform, namespace: st
 def test_grant_invoke_uses_the_target_model_condition() -> None:
     endpoint, stack = endpoint_in("us-west-2")
     role = iam.Role(stack, "Client", assumed_by=iam.AccountRootPrincipal())
-    endpoint.grant_invoke(role, target_models=["model_trt_python.tar.gz"])
+    endpoint.grant_invoke(role, target_models=["model_trt_python"])
     endpoint.grant_invoke(iam.Role(stack, "All", assumed_by=iam.AccountRootPrincipal()))
+    endpoint.grant_invoke(iam.Role(stack, "Team", assumed_by=iam.AccountRootPrincipal()), ["team_a_*"])
     t = Template.from_stack(stack)
     t.has_resource_properties(
         "AWS::IAM::Policy",
@@ -223,21 +224,71 @@ def test_grant_invoke_uses_the_target_model_condition() -> None:
                         "Action": "sagemaker:InvokeEndpoint",
                         "Effect": "Allow",
                         "Resource": {"Ref": Match.string_like_regexp("^Ep")},
-                        "Condition": {"StringLike": {"sagemaker:TargetModel": ["model_trt_python.tar.gz"]}},
+                        "Condition": {
+                            "StringLike": {"sagemaker:TargetModel": ["model_trt_python-v*.tar.gz"]}
+                        },
                     }
                 ]
             },
         },
     )
-    t.has_resource_properties(
-        "AWS::IAM::Policy",
-        {
-            "Roles": [{"Ref": Match.string_like_regexp("^All")}],
-            "PolicyDocument": {
-                "Statement": [Match.object_like({"Condition": {"StringLike": {"sagemaker:TargetModel": ARCHIVES}}})]
+    # Default: the endpoint's archives, every version of a logical name or the exact one.
+    everything = ["model_tf_dali-v*.tar.gz", "model_trt_python-v0123abcd.tar.gz"]
+    for role_id, patterns in (("^All", everything), ("^Team", ["team_a_*-v*.tar.gz"])):
+        condition = {"StringLike": {"sagemaker:TargetModel": patterns}}
+        t.has_resource_properties(
+            "AWS::IAM::Policy",
+            {
+                "Roles": [{"Ref": Match.string_like_regexp(role_id)}],
+                "PolicyDocument": {"Statement": [Match.object_like({"Condition": condition})]},
             },
-        },
-    )
+        )
+
+
+def test_grant_invoke_rejects_file_names_and_bad_patterns() -> None:
+    endpoint, stack = endpoint_in("us-west-2")
+    role = iam.Role(stack, "Client", assumed_by=iam.AccountRootPrincipal())
+    with pytest.raises(ValueError) as info:
+        endpoint.grant_invoke(role, ["model_trt_python.tar.gz", "Bad*", "x@v1"])
+    message = str(info.value)
+    for bad in ("'model_trt_python.tar.gz' is not an archive reference", "'Bad*'", "'x@v1'"):
+        assert bad in message
+
+
+def _policy_chars(template: dict, stack: cdk.Stack, role: iam.Role) -> int:
+    """Characters of the role's synthesized policy document, without whitespace (as IAM
+    counts them), the endpoint's Ref standing in for its ARN."""
+    import json
+
+    role_id = stack.get_logical_id(role.node.default_child)
+    (policy,) = [
+        p for p in template["Resources"].values()
+        if p["Type"] == "AWS::IAM::Policy" and p["Properties"]["Roles"] == [{"Ref": role_id}]
+    ]
+    return len(json.dumps(policy["Properties"]["PolicyDocument"], separators=(",", ":")))
+
+
+def test_grant_invoke_stays_within_iam_policy_limits() -> None:
+    from ml_platform.constructs.sagemaker_mme import GRANT_POLICY_BUDGET
+
+    many = [f"ensemble_{i:04d}" for i in range(1000)]
+    endpoint, stack = endpoint_in("us-west-2", archives=many)
+    some = iam.Role(stack, "Some", assumed_by=iam.AccountRootPrincipal())
+    endpoint.grant_invoke(some, many[:200])
+    # 1,000 (the endpoint's default) would be about 25,000 characters: refused, naming the
+    # limit and the way out.
+    with pytest.raises(ValueError) as info:
+        endpoint.grant_invoke(iam.Role(stack, "All", assumed_by=iam.AccountRootPrincipal()))
+    message = str(info.value)
+    assert "1000 target models make a" in message and "6,144 characters" in message
+    assert "'team_a_*'" in message
+    # A pattern covers them all in a few characters.
+    pattern = iam.Role(stack, "Pattern", assumed_by=iam.AccountRootPrincipal())
+    endpoint.grant_invoke(pattern, ["ensemble_*"])
+    # 200 logical names fit: measured below IAM's 6,144-character managed-policy limit.
+    template = Template.from_stack(stack).to_json()
+    assert 5_000 < _policy_chars(template, stack, some) <= GRANT_POLICY_BUDGET < 6_144
+    assert _policy_chars(template, stack, pattern) < 300
 
 
 def test_construct_reports_every_bad_prop_at_once() -> None:
@@ -247,12 +298,13 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
             instance_type="ml.p4d.24xlarge",
             min_instances=3,
             max_instances=2,
-            archives=["/abs.tar.gz"],
+            archives=["/abs.tar.gz", "model_a", "model_a"],
         )
     message = str(info.value)
     assert "instance_type='ml.p4d.24xlarge'" in message
     assert "min_instances=3" in message and "max_instances=2" in message
-    assert "'/abs.tar.gz'" in message
+    assert "'/abs.tar.gz' is not an archive reference" in message
+    assert "['model_a'] given more than once" in message
 
 
 def test_one_endpoint_per_configured_endpoint(tmp_path) -> None:
@@ -264,8 +316,8 @@ def test_one_endpoint_per_configured_endpoint(tmp_path) -> None:
             "features": {"training_cluster": False, "triton_on_eks": False},
             "inference": {
                 "endpoints": [
-                    {"name": "images", "archives": ["model_tf_dali.tar.gz"]},
-                    {"name": "text", "archives": ["model_trt_python.tar.gz"], "instance_type": "ml.g5.xlarge"},
+                    {"name": "images", "archives": ["model_tf_dali"]},
+                    {"name": "text", "archives": ["model_trt_python"], "instance_type": "ml.g5.xlarge"},
                 ]
             },
         },
@@ -309,19 +361,22 @@ def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> N
         "Custom::CDKBucketDeployment",
         {"DestinationBucketKeyPrefix": "models/", "Prune": False},
     )
-    upload_id = stack.get_logical_id(stack.upload.node.find_child("CustomResource").node.default_child)
+    (custom,) = [c for c in stack.upload.node.children if c.node.id.startswith("CustomResource-")]
+    upload_id = stack.get_logical_id(custom.node.default_child)
     t.has_resource("AWS::SageMaker::Endpoint", {"DependsOn": Match.array_with([upload_id])})
 
 
 def test_upload_dir_with_a_broken_ensemble_fails_synthesis(tmp_path) -> None:
+    """The settings check every archive (once per synth; the stack does not check again)."""
+    from ml_platform.config import Settings, SettingsError
     from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
     write_tar(
         tmp_path / "model_broken.tar.gz",
         {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL.replace('"y"', '"z"')},
     )
-    with pytest.raises(ValueError) as info:
-        _inference_stack(str(tmp_path))
+    with pytest.raises(SettingsError) as info:
+        Settings.from_context({"inference": {"upload_dir": str(tmp_path)}})
     message = str(info.value)
     assert "model_broken.tar.gz" in message
     assert "encoder" in message and "'y'" in message

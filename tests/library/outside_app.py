@@ -26,7 +26,7 @@ from ml_platform.constructs import (
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 AZS = ["us-east-1a", "us-east-1f"]
-CUSTOM_ARCHIVE = "team-reranker-v0a1b2c3d.tar.gz"
+CUSTOM_ARCHIVE = "team-reranker@v0a1b2c3d"  # a reference: NAME@vXXXXXXXX
 
 
 def build(app: cdk.App) -> dict[str, object]:
@@ -82,13 +82,13 @@ def build(app: cdk.App) -> dict[str, object]:
     registries[0].grant_pull(reader)
     endpoints = [
         TritonMultiModelEndpoint(shared, name, bucket=bucket, endpoint_name=name.lower(),
-                                 archives=["model_trt_python.tar.gz"])
+                                 archives=["model_trt_python_t4"])
         for name in ("EndpointA", "EndpointB")
     ]
     endpoints[0].grant_invoke(reader)
     tritons = [
         TritonOnEks(shared, name, cluster=cluster, bucket=bucket, namespace=namespace,
-                    archives=["model_tf_dali.tar.gz"], pod_identity_agent=agent)
+                    archives=["model_tf_dali"], pod_identity_agent=agent)
         for name, namespace in (("TritonA", "triton-a"), ("TritonB", "triton-b"))
     ]
 

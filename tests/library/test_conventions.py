@@ -28,7 +28,7 @@ def stack() -> cdk.Stack:
 def test_metrics_take_the_usual_options(stack: cdk.Stack) -> None:
     bucket = s3.Bucket.from_bucket_name(stack, "B", "team-models")
     mme = TritonMultiModelEndpoint(
-        stack, "Mme", bucket=bucket, endpoint_name="team", archives=["a.tar.gz"]
+        stack, "Mme", bucket=bucket, endpoint_name="team", archives=["a"]
     )
     metric = mme.metric_model_cache_hit(period=cdk.Duration.minutes(1), statistic="Minimum",
                                         label="cache hits")

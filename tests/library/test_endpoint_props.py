@@ -26,7 +26,7 @@ def test_endpoint_name_is_validated(name: str) -> None:
     stack, bucket = _stack()
     with pytest.raises(ValueError, match=r"endpoint_name=.*expected 1 to 63 letters, digits"):
         TritonMultiModelEndpoint(
-            stack, "Mme", bucket=bucket, endpoint_name=name, archives=["a.tar.gz"]
+            stack, "Mme", bucket=bucket, endpoint_name=name, archives=["a"]
         )
 
 
@@ -34,7 +34,7 @@ def test_a_given_role_is_used_and_gets_the_statements() -> None:
     stack, bucket = _stack()
     role = iam.Role(stack, "Exec", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
     mme = TritonMultiModelEndpoint(
-        stack, "Mme", bucket=bucket, endpoint_name="a" * 63, archives=["a.tar.gz"], role=role
+        stack, "Mme", bucket=bucket, endpoint_name="a" * 63, archives=["a"], role=role
     )
     assert mme.role is role
     template = Template.from_stack(stack)
@@ -58,7 +58,7 @@ def test_an_imported_role_is_referenced_as_is() -> None:
     arn = "arn:aws:iam::111122223333:role/team-sagemaker"
     role = iam.Role.from_role_arn(stack, "Exec", arn, mutable=False)
     TritonMultiModelEndpoint(
-        stack, "Mme", bucket=bucket, endpoint_name="team", archives=["a.tar.gz"], role=role
+        stack, "Mme", bucket=bucket, endpoint_name="team", archives=["a"], role=role
     )
     template = Template.from_stack(stack)
     assert not [k for k in template.find_resources("AWS::IAM::Role") if "Execution" in k]

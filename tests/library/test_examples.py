@@ -127,7 +127,7 @@ def test_example_builds_what_it_says(example: Example) -> None:
             if s["Action"] == "sagemaker:InvokeEndpoint"
         ]
         assert [s["Condition"] for s in statements] == [
-            {"StringLike": {"sagemaker:TargetModel": ["model_trt_python.tar.gz"]}}
+            {"StringLike": {"sagemaker:TargetModel": ["model_trt_python_t4-v*.tar.gz"]}}
         ]
     else:
         (fs,) = example.resources("AWS::FSx::FileSystem")

@@ -32,8 +32,8 @@ def test_defaults_are_valid_and_documented_values() -> None:
     assert s.storage.removal_policy == "retain"
     assert s.cluster.kubernetes_version == "1.35"
     assert s.inference.endpoints[0].instance_type == "ml.g4dn.4xlarge"
-    assert s.inference.endpoints[0].archives == ("model_tf_dali.tar.gz", "model_trt_python_t4.tar.gz")
-    assert s.triton_on_eks.archives == ("model_tf_dali.tar.gz", "model_onnx_python.tar.gz")
+    assert s.inference.endpoints[0].archives == ("model_tf_dali", "model_trt_python_t4")
+    assert s.triton_on_eks.archives == ("model_tf_dali", "model_onnx_python")
 
 
 def test_cdk_json_settings_parse(settings: Settings) -> None:
@@ -93,7 +93,8 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
         ),
         (
             {"inference": {"endpoints": [{"archives": ["../x.tar.gz"]}]}},
-            "TargetModel '../x.tar.gz'",
+            "inference.endpoints[0].archives[0] = '../x.tar.gz': '../x.tar.gz' is not an archive "
+            "reference: expected NAME or NAME@vXXXXXXXX",
         ),
         (
             {"inference": {"endpoints": [{"name": "a"}, {"name": "a"}]}},

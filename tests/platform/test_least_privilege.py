@@ -92,7 +92,7 @@ def allowed(policies: list[dict], direction: str, pod: dict[str, str], other: di
 @pytest.fixture(scope="module")
 def triton_policies() -> list[dict]:
     chart = TritonChart(cdk8s.App(), "t", props=TritonChartProps(
-        bucket_name="b", model_prefix="models/", archives=(TEXT_ARCHIVE,),
+        bucket_name="b", model_prefix="models/", archives=(TEXT_ARCHIVE.removesuffix(".tar.gz"),),
         triton_version="24.09", region="us-west-2",
     ))
     return [o for o in chart.to_json() if o["kind"] == "NetworkPolicy"]

@@ -230,7 +230,7 @@ def test_ipv6_public_access_cidrs_are_settings_errors(cidr: str) -> None:
 
 def test_duplicate_archives_in_one_endpoint_are_a_settings_error() -> None:
     one_problem(
-        {"inference": {"endpoints": [{"archives": ["a.tar.gz", "a.tar.gz"]}]}},
+        {"inference": {"endpoints": [{"archives": ["a", "a"]}]}},
         "inference.endpoints[0].archives", "more than once",
     )
 

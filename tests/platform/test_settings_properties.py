@@ -204,11 +204,11 @@ ACCEPTED = [
         "training": {"namespace": "ml-jobs-1", "queue": "q"},
         "inference": {
             "endpoints": [
-                {"name": "a", "archives": ["x.tar.gz"]},
-                {"name": "B" + "-c" * 31, "archives": ["d/e.tar.gz", "model_tf_dali.tar.gz"]},
+                {"name": "a", "archives": ["x"]},
+                {"name": "B" + "-c" * 31, "archives": ["d-e_f", "model_tf_dali@v0123abcd"]},
             ]
         },
-        "triton_on_eks": {"archives": ["model_onnx_python.tar.gz"], "replicas": 50, "max_replicas": 50},
+        "triton_on_eks": {"archives": ["model_onnx_python"], "replicas": 50, "max_replicas": 50},
         "trainium": {"min_nodes": 0, "nodes": 0, "max_nodes": 64},
     },
     {

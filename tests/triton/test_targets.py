@@ -57,22 +57,22 @@ def test_archive_names_carry_the_gpu_target(entry: str, logical: str, gpu: str |
 def test_defaults_serve_each_target_its_own_text_archive() -> None:
     s = settings()
     assert s.inference.endpoints[0].instance_type == "ml.g4dn.4xlarge"
-    assert s.inference.endpoints[0].archives[1] == "model_trt_python_t4.tar.gz"
+    assert s.inference.endpoints[0].archives[1] == "model_trt_python_t4"
     assert s.triton_on_eks.gpu_instance_type == "g5.2xlarge"
-    assert s.triton_on_eks.archives[1] == "model_onnx_python.tar.gz"  # runs on any GPU
+    assert s.triton_on_eks.archives[1] == "model_onnx_python"  # runs on any GPU
 
 
 def test_settings_refuse_a_plan_for_another_gpu() -> None:
     problems = problems_of(
         inference={"endpoints": [{"instance_type": "ml.g5.xlarge"}]},
-        triton_on_eks={"archives": ["model_trt_python_t4.tar.gz"]},
+        triton_on_eks={"archives": ["model_trt_python_t4"]},
     )
     assert problems == [
-        "inference.endpoints[0].archives[1]: archive 'model_trt_python_t4.tar.gz' holds a "
+        "inference.endpoints[0].archives[1]: archive 'model_trt_python_t4' holds a "
         "TensorRT plan built for T4, but 'ml.g5.xlarge' has A10G; a plan only loads on the GPU "
         "it was built for: build one for A10G (mlp models package --gpu-target a10g -> "
         "model_trt_python_a10g) or serve the ONNX archive 'model_onnx_python'",
-        "triton_on_eks.archives: archive 'model_trt_python_t4.tar.gz' holds a TensorRT plan "
+        "triton_on_eks.archives[0]: archive 'model_trt_python_t4' holds a TensorRT plan "
         "built for T4, but 'g5.2xlarge' has A10G; a plan only loads on the GPU it was built "
         "for: build one for A10G (mlp models package --gpu-target a10g -> "
         "model_trt_python_a10g) or serve the ONNX archive 'model_onnx_python'",
@@ -80,9 +80,9 @@ def test_settings_refuse_a_plan_for_another_gpu() -> None:
     # The matching targets are fine, and so is ONNX anywhere.
     settings(
         inference={"endpoints": [{"instance_type": "ml.g5.xlarge",
-                                  "archives": ["model_trt_python_a10g.tar.gz"]}]},
+                                  "archives": ["model_trt_python_a10g"]}]},
         triton_on_eks={"gpu_instance_type": "g4dn.xlarge",
-                       "archives": ["model_trt_python_t4.tar.gz", "model_onnx_python.tar.gz"]},
+                       "archives": ["model_trt_python_t4", "model_onnx_python"]},
     )
 
 
@@ -90,22 +90,22 @@ def test_triton_version_must_have_the_tensorflow_backend_for_the_image_ensemble(
     problems = problems_of(inference={"triton_version": "25.04"})
     assert problems == [
         "inference.triton_version = '25.04': Triton images after 25.02 have no TensorFlow "
-        "backend, which inference.endpoints[0].archives 'model_tf_dali.tar.gz' needs; expected "
+        "backend, which inference.endpoints[0].archives 'model_tf_dali' needs; expected "
         f"one of {SAGEMAKER_VERSIONS_WITH_TF}",
         "inference.triton_version = '25.04': Triton images after 25.02 have no TensorFlow "
-        "backend, which triton_on_eks.archives 'model_tf_dali.tar.gz' needs; expected one of "
+        "backend, which triton_on_eks.archives 'model_tf_dali' needs; expected one of "
         f"{SAGEMAKER_VERSIONS_WITH_TF}",
     ]
     # Without the image ensemble any listed release will do; with it, 24.09 and older.
     settings(
         inference={"triton_version": "26.05",
-                   "endpoints": [{"archives": ["model_trt_python_t4.tar.gz"]}]},
-        triton_on_eks={"archives": ["model_onnx_python.tar.gz"]},
+                   "endpoints": [{"archives": ["model_trt_python_t4"]}]},
+        triton_on_eks={"archives": ["model_onnx_python"]},
     )
     settings(inference={"triton_version": "23.12"})
     settings(
         inference={"triton_version": "25.09",
-                   "endpoints": [{"archives": ["model_onnx_python.tar.gz"]}]},
+                   "endpoints": [{"archives": ["model_onnx_python"]}]},
         features={"triton_on_eks": False},
     )
 
@@ -151,8 +151,8 @@ def test_archives_record_their_gpu_in_the_config(plans: dict[str, Path], tmp_pat
 def test_serving_problems_follow_the_settings(plans: dict[str, Path]) -> None:
     s = settings(inference={"endpoints": [
         {"name": "a", "instance_type": "ml.g4dn.xlarge",
-         "archives": ["model_trt_python_t4.tar.gz"]},
-        {"name": "b", "instance_type": "ml.g5.xlarge", "archives": ["model_onnx_python.tar.gz"]},
+         "archives": ["model_trt_python_t4"]},
+        {"name": "b", "instance_type": "ml.g5.xlarge", "archives": ["model_onnx_python"]},
     ]})
     assert serving_problems("model_trt_python_t4.tar.gz", "T4", s) == []
     assert serving_problems("model_onnx_python.tar.gz", None, s) == []

@@ -16,7 +16,7 @@ from ml_platform.triton.ensembles import TEXT_ONNX_ARCHIVE as TEXT_ARCHIVE
 PROPS = TritonChartProps(
     bucket_name="models-bucket",
     model_prefix="models/",
-    archives=(IMAGE_ARCHIVE, TEXT_ARCHIVE),
+    archives=("model_tf_dali", "model_onnx_python@v0123abcd"),
     triton_version="24.09",
     region="us-west-2",
     replicas=1,
@@ -48,12 +48,14 @@ def test_every_object_validates_against_kubernetes_1_35(objects: dict[str, dict]
 def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str, dict]) -> None:
     fetch, unpack = pod(objects)["initContainers"]
     script = fetch["command"][2]
+    assert fetch["command"][:2] == ["sh", "-ec"]
+    # The exact version by its key; the logical name through a listing of its versions.
     sources = [w for w in shlex.split(script) if w.startswith("s3://")]
     assert sources == [
-        "s3://models-bucket/models/model_tf_dali.tar.gz",
-        "s3://models-bucket/models/model_onnx_python.tar.gz",
+        "s3://models-bucket/$key",
+        "s3://models-bucket/models/model_onnx_python-v0123abcd.tar.gz",
     ]
-    assert fetch["command"][:2] == ["sh", "-ec"]
+    assert "--prefix models/model_tf_dali-v " in script
     # python3 -I -c <archive_safety.py> DEST ARCHIVE... (tests/platform/test_archive_safety.py
     # runs this command on real and malicious archives)
     assert unpack["command"][:3] == ["python3", "-I", "-c"]
@@ -62,13 +64,61 @@ def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str
     ]
 
 
+FAKE_AWS = """#!/bin/sh
+# Stand-in for the AWS CLI: prints LISTING for list-objects-v2, records cp's arguments.
+case "$1 $2" in
+  "s3api list-objects-v2") printf '%b' "$LISTING" ;;
+  "s3 cp") echo "$4 $5" >> "$COPIED" ;;
+  *) exit 2 ;;
+esac
+"""
+
+
+@pytest.mark.parametrize(
+    ("listing", "copied"),
+    [
+        # The newest LastModified wins, whatever the hash order; other logical names whose
+        # name starts the same ('model_tf_dali-vision') and non-archives are ignored.
+        (
+            "2026-11-02T10:00:00+00:00\tmodels/model_tf_dali-vffffffff.tar.gz\n"
+            "2026-11-03T09:00:00+00:00\tmodels/model_tf_dali-v00000000.tar.gz\n"
+            "2026-11-04T09:00:00+00:00\tmodels/model_tf_dali-vision-v11111111.tar.gz\n"
+            "2026-11-05T09:00:00+00:00\tmodels/model_tf_dali-v22222222.tar.gz.tmp\n",
+            "s3://models-bucket/models/model_tf_dali-v00000000.tar.gz /archives/model_tf_dali.tar.gz",
+        ),
+        ("None\n", None),  # no version uploaded: the pod fails to start, naming the archive
+    ],
+)
+def test_a_logical_name_fetches_its_newest_version(tmp_path, listing: str, copied) -> None:
+    import os
+    import subprocess
+
+    from ml_platform.k8s_charts.triton import fetch_command
+
+    (tmp_path / "aws").write_text(FAKE_AWS)
+    (tmp_path / "aws").chmod(0o755)
+    log = tmp_path / "copied"
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "LISTING": listing,
+           "COPIED": str(log)}
+    script = fetch_command("models-bucket", "models/", "model_tf_dali")
+    result = subprocess.run(["sh", "-ec", script], env=env, capture_output=True, text=True)
+    if copied is None:
+        assert result.returncode != 0
+        assert "no version of model_tf_dali under s3://models-bucket/models/" in result.stderr
+        assert not log.exists()
+    else:
+        assert result.returncode == 0, result.stderr
+        assert log.read_text().split("\n")[0] == copied
+
+
 def test_one_archive_fetches_only_that_archive() -> None:
     app = cdk8s.App()
-    chart = TritonChart(app, "t", props=TritonChartProps(**{**PROPS.__dict__, "archives": (TEXT_ARCHIVE,)}))
+    props = TritonChartProps(**{**PROPS.__dict__, "archives": ("model_onnx_python@v0123abcd",)})
+    chart = TritonChart(app, "t", props=props)
     deployment = next(o for o in chart.to_json() if o["kind"] == "Deployment")
     script = deployment["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
     assert [w for w in shlex.split(script) if w.startswith("s3://")] == [
-        "s3://models-bucket/models/model_onnx_python.tar.gz"
+        "s3://models-bucket/models/model_onnx_python-v0123abcd.tar.gz"
     ]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not [a for a in args if a.startswith("--load-model")]
@@ -120,7 +170,8 @@ def test_nvidia_plugin_only_on_gpu_nodes(objects: dict[str, dict]) -> None:
 
 
 def test_models_to_load_rejects_unknown_and_clashing_archives() -> None:
-    with pytest.raises(ValueError, match="other.tar.gz"):
-        models_to_load(["other.tar.gz"])
+    for unknown in ("other", "model_tf_dali.tar.gz"):  # file names are no references
+        with pytest.raises(ValueError, match=rf"{unknown}.*expected references to archives"):
+            models_to_load([unknown])
     with pytest.raises(ValueError, match="appear twice"):
-        models_to_load([TEXT_ARCHIVE, TEXT_ARCHIVE])
+        models_to_load(["model_onnx_python", "model_onnx_python@v0123abcd"])

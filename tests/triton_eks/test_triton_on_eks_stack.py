@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import shlex
+import re
 
 import aws_cdk as cdk
 import pytest
@@ -14,7 +14,6 @@ from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
 from ml_platform.app import new_app
 from ml_platform.constructs.triton_eks import TritonOnEks
-from ml_platform.triton import ARCHIVE_MODELS
 from tests.cluster.manifests import all_objects
 from tests.support import SynthesizedPlatform, synthesize
 
@@ -71,9 +70,12 @@ def test_pod_identity_role_reads_only_the_model_prefix(synth: SynthesizedPlatfor
         if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
     ]
     (policy,) = policies
-    (statement,) = policy["PolicyDocument"]["Statement"]
-    assert statement["Action"] == "s3:GetObject"
-    assert statement["Resource"]["Fn::Join"][1][-1] == "/models/*"
+    get, listing = policy["PolicyDocument"]["Statement"]
+    assert get["Action"] == "s3:GetObject"
+    assert get["Resource"]["Fn::Join"][1][-1] == "/models/*"
+    # Listing, for logical archive names resolved at pod start: the prefix only.
+    assert listing["Action"] == "s3:ListBucket"
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
     t.has_output("ClusterName", Match.any_value())
 
 
@@ -86,9 +88,10 @@ def test_charts_are_applied_with_exactly_the_configured_archives(synth: Synthesi
     }
     pod = objects[("Deployment", "triton")]["spec"]["template"]["spec"]
     fetch = pod["initContainers"][0]["command"][2]
-    keys = [w.split("/", 3)[3] for w in shlex.split(fetch) if w.startswith("s3://")]
     archives = synth.platform.settings.triton_on_eks.archives
-    assert keys == [f"models/{a}" for a in archives]
+    # Logical names (the default): each listed under its own key prefix, newest copied.
+    prefixes = re.findall(r"--prefix (\S+) ", fetch)
+    assert prefixes == [f"models/{a}-v" for a in archives]
     assert "--model-control-mode=none" in pod["containers"][0]["args"]
     assert pod["containers"][0]["image"].endswith(f":{synth.platform.settings.inference.triton_version}-py3")
 
@@ -121,13 +124,13 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models")
     with pytest.raises(ValueError) as info:
         TritonOnEks(
-            stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom.tar.gz"],
+            stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom"],
             gpu_instance_type="p5.48xlarge", gpu_nodes=3, max_gpu_nodes=2, replicas=0,
             pod_identity_agent=None, namespace="Bad_Namespace",
         )
     message = str(info.value)
     for expected in (
-        "gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "custom.tar.gz",
+        "gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "'custom'",
         "models=None", "namespace='Bad_Namespace'",
     ):
         assert expected in message

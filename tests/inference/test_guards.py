@@ -1,0 +1,120 @@
+"""Guards and operations of the endpoint: image regions, AMI, isolation, alarms."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk.assertions import Match, Template
+
+from ml_platform.app import new_app
+from ml_platform.config import Settings, SettingsError
+from ml_platform.constructs.sagemaker_mme import LOAD_FAILURE_NAMESPACE, TritonMultiModelEndpoint
+from ml_platform.sagemaker_images import (
+    TRITON_REGISTRIES,
+    triton_image_uri,
+    triton_region_problem,
+)
+from tests.support import SynthesizedPlatform
+
+TOPIC = "arn:aws:sns:us-west-2:123456789012:ml-alarms"
+
+
+def _endpoint(
+    region: str = "us-west-2", topic: bool = False, **props
+) -> tuple[TritonMultiModelEndpoint, cdk.Stack]:
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region=region))
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
+    if topic:
+        props["alarm_topic"] = sns.Topic.from_topic_arn(stack, "Topic", TOPIC)
+    kwargs = {"bucket": bucket, "endpoint_name": "ep", "archives": ["model_tf_dali"], **props}
+    return TritonMultiModelEndpoint(stack, "Ep", **kwargs), stack
+
+
+def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
+    # ap-south-2 (Hyderabad) has no SageMaker Triton image: no silent use of another account.
+    assert triton_region_problem("us-west-2") is None
+    message = triton_region_problem("ap-south-2", "24.09")
+    assert message.startswith("SageMaker publishes no Triton 24.09 image in 'ap-south-2'")
+    assert "'us-west-2'" in message and "'eu-west-1'" in message and len(TRITON_REGISTRIES["24.09"]) == 26
+    with pytest.raises(ValueError, match="no Triton 24.09 image in 'ap-south-2'"):
+        triton_image_uri("ap-south-2")
+    with pytest.raises(ValueError, match=r"triton_version='24.09': SageMaker publishes no Triton"):
+        _endpoint("ap-south-2")
+    # A given image is the caller's choice.
+    _endpoint("ap-south-2", image_uri="111122223333.dkr.ecr.ap-south-2.amazonaws.com/triton:1")
+    # In settings: one SettingsError naming env.region.
+    with pytest.raises(SettingsError, match=r"env.region = 'ap-south-2' with inference.triton_version"):
+        Settings.from_context({
+            "env": {"region": "ap-south-2"},
+            "network": {"availability_zones": ["ap-south-2a", "ap-south-2b"],
+                        "trainium_az": "ap-south-2a"},
+        })
+
+
+def test_endpoint_config_pins_the_inference_ami(synth: SynthesizedPlatform) -> None:
+    synth.template("Inference").has_resource_properties(
+        "AWS::SageMaker::EndpointConfig",
+        {"ProductionVariants": [Match.object_like(
+            {"InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-2"}
+        )]},
+    )
+    with pytest.raises(ValueError, match=r"inference_ami_version='al2-ami-gpu-9': expected one of"):
+        _endpoint(inference_ami_version="al2-ami-gpu-9")
+    with pytest.raises(SettingsError, match=r"inference.inference_ami_version = 'x': expected"):
+        Settings.from_context({"inference": {"inference_ami_version": "x"}})
+
+
+def test_the_model_runs_network_isolated(synth: SynthesizedPlatform) -> None:
+    synth.template("Inference").has_resource_properties(
+        "AWS::SageMaker::Model", {"EnableNetworkIsolation": True}
+    )
+
+
+def test_a_failed_model_load_raises_an_alarm_that_notifies_the_topic() -> None:
+    endpoint, stack = _endpoint(topic=True)
+    t = Template.from_stack(stack)
+    (filter_id, metric_filter), = t.find_resources("AWS::Logs::MetricFilter").items()
+    assert metric_filter["Properties"] == {
+        "LogGroupName": "/aws/sagemaker/Endpoints/ep",
+        "FilterPattern": '"failed to load"',
+        "MetricTransformations": [{
+            "MetricNamespace": LOAD_FAILURE_NAMESPACE, "MetricName": "ep-ModelLoadFailures",
+            "MetricValue": "1", "DefaultValue": 0,
+        }],
+    }
+    # SageMaker creates the log group when the endpoint starts: the filter comes after it.
+    endpoint_id = stack.get_logical_id(endpoint.endpoint)
+    assert metric_filter["DependsOn"] == [endpoint_id]
+    t.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "Namespace": LOAD_FAILURE_NAMESPACE, "MetricName": "ep-ModelLoadFailures",
+        "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+    })
+    alarms = t.find_resources("AWS::CloudWatch::Alarm").values()
+    assert len(alarms) == 4
+    for alarm in alarms:
+        assert alarm["Properties"]["AlarmActions"] == [TOPIC]
+        assert alarm["Properties"]["OKActions"] == [TOPIC]
+    # Without a topic, no actions.
+    _, plain = _endpoint()
+    for alarm in Template.from_stack(plain).find_resources("AWS::CloudWatch::Alarm").values():
+        assert "AlarmActions" not in alarm["Properties"]
+
+
+def test_the_alarm_topic_setting_reaches_every_endpoint() -> None:
+    from ml_platform.config import EndpointSettings, InferenceSettings
+    from ml_platform.stacks.inference import InferenceStack
+
+    settings = InferenceSettings(
+        alarm_topic_arn=TOPIC,
+        endpoints=(EndpointSettings(name="a"), EndpointSettings(name="b")),
+    )
+    stack = InferenceStack(
+        new_app(), "Inference", settings=settings, bucket_arn_export="Storage-ModelBucketArn",
+        model_prefix="models/", env=cdk.Environment(account="123456789012", region="us-west-2"),
+    )
+    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
+    assert len(alarms) == 8 and all(a["Properties"]["AlarmActions"] == [TOPIC] for a in alarms)
+    with pytest.raises(SettingsError, match=r"inference.alarm_topic_arn = 'topic': expected an SNS"):
+        Settings.from_context({"inference": {"alarm_topic_arn": "topic"}})
