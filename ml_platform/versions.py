@@ -12,6 +12,9 @@ from __future__ import annotations
 # The Kubernetes versions the platform supports: every one that Volcano VOLCANO_HELM_CHART_VERSION
 # supports (1.34 and 1.35 for v1.15.1; not 1.36) and that has add-on pins here and a kubectl
 # Lambda layer (ml_platform.constructs.eks_cluster.KUBECTL_LAYERS).
+# The charts stay on cdk8s-plus-35: they use only stable APIs (v1, apps/v1, batch/v1,
+# networking.k8s.io/v1, policy/v1, autoscaling/v2) whose schemas 1.34 shares, and the tests
+# validate every applied object against both versions' schemas.
 KUBERNETES_VERSIONS = ("1.34", "1.35")
 
 # Version-independent within KUBERNETES_VERSIONS: one build serves 1.34 and 1.35.

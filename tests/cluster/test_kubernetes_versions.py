@@ -4,15 +4,22 @@ add-on pins, lints clean and applies only objects valid for Kubernetes 1.34."""
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
+import aws_cdk as cdk
 import kubernetes_validate
 import pytest
 import yaml
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint_by_config
 
+from ml_platform.app import new_app
+
 from ml_platform.config import Settings, SettingsError
+from ml_platform.constructs import eks_cluster
 from ml_platform.k8s_charts.workloads import build_workload_manifests
 from ml_platform.versions import EKS_ADDON_VERSIONS, KUBERNETES_VERSIONS
 from tests.cluster.manifests import manifests_by_id
@@ -118,3 +125,23 @@ def test_every_manifest_validates_against_kubernetes_1_34(k8s134: SynthesizedPla
     # Storage 3, Neuron plugin 4, EFA plugin 1, training NetworkPolicies 4, Triton device
     # plugin 1 and Triton 11, workloads 3 (dataset Job, TensorBoard Deployment and Service).
     assert checked == 27
+
+
+def test_only_the_kubectl_layer_of_the_chosen_version_is_imported(monkeypatch) -> None:
+    imported: list[str] = []
+    real_import = importlib.import_module
+
+    def recording_import(name: str):
+        imported.append(name)
+        return real_import(name)
+
+    monkeypatch.setattr(eks_cluster.importlib, "import_module", recording_import)
+    env = cdk.Environment(account="123456789012", region="us-west-2")
+    stack = cdk.Stack(new_app(), "S", env=env)
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    eks_cluster.TrainingEksCluster(stack, "Cluster", vpc=vpc, kubernetes_version="1.35")
+    assert imported == ["aws_cdk.lambda_layer_kubectl_v35"]
+    layers = Template.from_stack(stack).find_resources("AWS::Lambda::LayerVersion")
+    kubectl = [r for r in layers.values() if "kubectl" in r["Properties"].get("Description", "")]
+    assert len(kubectl) == 1
+    assert kubectl[0]["Properties"]["Description"].startswith("/opt/kubectl/kubectl 1.35.")
