@@ -38,12 +38,12 @@ from ml_platform.triton.ensembles import (
     TEXT_ONNX_ARCHIVE,
 )
 from ml_platform.triton.targets import gpu_problem, triton_version_problem
+from ml_platform.versions import KUBERNETES_VERSIONS
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
 
 REMOVAL_POLICIES = ("retain", "destroy")
-KUBERNETES_VERSIONS = ("1.35",)  # Volcano 1.15 supports up to 1.35; add-on pins exist for it
 ENDPOINT_ACCESS = ("public_and_private", "private")
 FSX_THROUGHPUTS = (125, 250, 500, 1000)  # MB/s per TiB, PERSISTENT_2
 # The retention periods CloudWatch Logs accepts, in days (ONE_DAY ... TEN_YEARS).
@@ -343,7 +343,8 @@ class ClusterSettings:
 
     Attributes:
         name: Cluster name. Default ``ml-platform``.
-        kubernetes_version: Default ``1.35`` (newest that Volcano 1.15 supports).
+        kubernetes_version: ``1.34`` or ``1.35`` (the versions Volcano 1.15 supports, each
+            with its own add-on pins and kubectl layer). Default ``1.35``.
         admin_role_arn: IAM role given cluster-admin through an EKS access entry. Default none
             (only the stack's creator role can reach the API).
         endpoint_access: ``public_and_private`` (default) or ``private``.

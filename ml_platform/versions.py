@@ -9,24 +9,52 @@ pin before raising it, e.g. ``aws eks describe-addon-versions --addon-name cored
 from __future__ import annotations
 
 # --- EKS managed add-ons, per Kubernetes minor version --------------------------------------
+# The Kubernetes versions the platform supports: every one that Volcano VOLCANO_HELM_CHART_VERSION
+# supports (1.34 and 1.35 for v1.15.1; not 1.36) and that has add-on pins here and a kubectl
+# Lambda layer (ml_platform.constructs.eks_cluster.KUBECTL_LAYERS).
+# The charts stay on cdk8s-plus-35: they use only stable APIs (v1, apps/v1, batch/v1,
+# networking.k8s.io/v1, policy/v1, autoscaling/v2) whose schemas 1.34 shares, and the tests
+# validate every applied object against both versions' schemas.
+KUBERNETES_VERSIONS = ("1.34", "1.35")
+
+# Version-independent within KUBERNETES_VERSIONS: one build serves 1.34 and 1.35.
+# EKS user guide, "Amazon VPC CNI" add-on versions; known good on 1.34 and 1.35.
+_VPC_CNI = "v1.21.1-eksbuild.1"
+# EKS user guide, "EKS Pod Identity Agent" add-on versions.
+_POD_IDENTITY_AGENT = "v1.3.10-eksbuild.2"
+# None = not pinned: EKS installs its default version for the cluster's Kubernetes version. No
+# public AWS page lists an add-on build of either (v1.9.0-eksbuild.1 and v5.3.1-eksbuild.1 were
+# seen only in third-party configs), and a version EKS does not have fails the add-on and rolls
+# the stack back. Pin one with the settings cluster.fsx_csi_driver_version /
+# cluster.cloudwatch_observability_version after `mlp addons` (EKS DescribeAddonVersions) shows
+# it exists.
+_UNPINNED: dict[str, str | None] = {
+    "aws-fsx-csi-driver": None,
+    "amazon-cloudwatch-observability": None,
+}
+
 EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {
     "1.35": {
-        # EKS user guide, "Amazon VPC CNI" add-on versions; known good on 1.35.
-        "vpc-cni": "v1.21.1-eksbuild.1",
-        # EKS user guide, "CoreDNS" add-on versions table for 1.35.
+        "vpc-cni": _VPC_CNI,
+        # EKS user guide, "Manage CoreDNS", CoreDNS versions table, row 1.35:
+        # https://docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-coredns.md
         "coredns": "v1.14.3-eksbuild.3",
-        # EKS user guide, "kube-proxy" add-on versions table for 1.35 (latest listed).
+        # EKS user guide, "Manage kube-proxy", kube-proxy versions table, row 1.35:
+        # https://docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-kube-proxy.md
         "kube-proxy": "v1.35.3-eksbuild.13",
-        # EKS user guide, "EKS Pod Identity Agent" add-on versions.
-        "eks-pod-identity-agent": "v1.3.10-eksbuild.2",
-        # None = not pinned: EKS installs its default version for the cluster's Kubernetes
-        # version. No public AWS page lists an add-on build of either (v1.9.0-eksbuild.1 and
-        # v5.3.1-eksbuild.1 were seen only in third-party configs), and a version EKS does not
-        # have fails the add-on and rolls the stack back. Pin one with the settings
-        # cluster.fsx_csi_driver_version / cluster.cloudwatch_observability_version after
-        # `mlp addons` (EKS DescribeAddonVersions) shows it exists.
-        "aws-fsx-csi-driver": None,
-        "amazon-cloudwatch-observability": None,
+        "eks-pod-identity-agent": _POD_IDENTITY_AGENT,
+        **_UNPINNED,
+    },
+    "1.34": {
+        "vpc-cni": _VPC_CNI,
+        # EKS user guide, "Manage CoreDNS", CoreDNS versions table, row 1.34:
+        # https://docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-coredns.md
+        "coredns": "v1.13.2-eksbuild.11",
+        # EKS user guide, "Manage kube-proxy", kube-proxy versions table, row 1.34:
+        # https://docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-kube-proxy.md
+        "kube-proxy": "v1.34.6-eksbuild.13",
+        "eks-pod-identity-agent": _POD_IDENTITY_AGENT,
+        **_UNPINNED,
     },
 }
 
@@ -39,7 +67,8 @@ NEURON_DEVICE_PLUGIN_IMAGE = "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.
 EFA_DEVICE_PLUGIN_TAG = "v0.5.20"
 EFA_DEVICE_PLUGIN_REPOSITORY = "eks/aws-efa-k8s-device-plugin"
 
-# Volcano releases: v1.15.1 supports Kubernetes up to 1.35 (volcano-sh/volcano README matrix).
+# Volcano releases: v1.15.1 supports Kubernetes 1.34 and 1.35, not 1.36 (volcano-sh/volcano
+# README, Kubernetes compatibility matrix).
 VOLCANO_HELM_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
 VOLCANO_HELM_CHART = "volcano"
 VOLCANO_HELM_CHART_VERSION = "1.15.1"

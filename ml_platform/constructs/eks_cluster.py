@@ -4,6 +4,7 @@ secrets, and a small system node group for cluster services."""
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import json
 from collections.abc import Sequence
@@ -13,7 +14,6 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from constructs import Construct
 
 from ml_platform.constructs.nag import acknowledge, rendered_resource
@@ -24,8 +24,14 @@ ENDPOINT_ACCESS = {
     "public_and_private": eks.EndpointAccess.PUBLIC_AND_PRIVATE,
     "private": eks.EndpointAccess.PRIVATE,
 }
-KUBECTL_LAYERS = {"1.35": KubectlV35Layer}
-"""kubectl Lambda layer per Kubernetes version (the layer's kubectl must match the server)."""
+KUBECTL_LAYERS = {
+    "1.34": ("aws_cdk.lambda_layer_kubectl_v34", "KubectlV34Layer"),
+    "1.35": ("aws_cdk.lambda_layer_kubectl_v35", "KubectlV35Layer"),
+}
+"""kubectl Lambda layer (module, class) per Kubernetes version: kubectl must be within one minor
+version of the server. Imported lazily (:func:`kubectl_layer`), so synthesis loads one only."""
+EKS_VERSIONS = {"1.34": eks.KubernetesVersion.V1_34, "1.35": eks.KubernetesVersion.V1_35}
+"""aws_eks_v2's named version per Kubernetes version."""
 SYSTEM_NODES = (1, 10)
 OPEN_TO_WORLD_WARNING = "ml-platform:publicEndpointOpenToWorld"
 SSM_NODE_POLICY = "AmazonSSMManagedInstanceCore"
@@ -48,6 +54,12 @@ NODE_ROLE_REASONS = {
     SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy), the way to "
     "debug EFA and Neuron on a node without SSH keys or inbound ports.",
 }
+
+
+def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) -> Construct:
+    """The kubectl Lambda layer for ``kubernetes_version`` (a key of :data:`KUBECTL_LAYERS`)."""
+    module, name = KUBECTL_LAYERS[kubernetes_version]
+    return getattr(importlib.import_module(module), name)(scope, construct_id)
 
 
 def managed_policy_finding(policy: str) -> str:
@@ -123,7 +135,8 @@ class TrainingEksCluster(Construct):
         vpc: The VPC; the control plane ENIs and all nodes use its private subnets. Required.
         cluster_name: Default: CloudFormation names the cluster (unique per stack and
             construct), so several clusters can share an account and region.
-        kubernetes_version: A version with pinned add-ons and a kubectl layer. Default ``1.35``.
+        kubernetes_version: ``1.34`` or ``1.35`` (a version with pinned add-ons, a kubectl
+            layer and Volcano support). Default ``1.35``.
         endpoint_access: ``public_and_private`` (default) or ``private``.
         public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``, which
             adds a synth-time warning.
@@ -158,7 +171,7 @@ class TrainingEksCluster(Construct):
         super().__init__(scope, construct_id)
         cidrs = list(public_access_cidrs)
         errors = []
-        supported = sorted(set(KUBECTL_LAYERS) & set(EKS_ADDON_VERSIONS))
+        supported = sorted(set(KUBECTL_LAYERS) & set(EKS_VERSIONS) & set(EKS_ADDON_VERSIONS))
         if kubernetes_version not in supported:
             errors.append(f"kubernetes_version={kubernetes_version!r}: expected one of {supported}")
         if endpoint_access not in ENDPOINT_ACCESS:
@@ -202,7 +215,7 @@ class TrainingEksCluster(Construct):
             self,
             "Resource",
             cluster_name=cluster_name,
-            version=eks.KubernetesVersion.of(kubernetes_version),
+            version=EKS_VERSIONS[kubernetes_version],
             vpc=vpc,
             vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
@@ -213,7 +226,7 @@ class TrainingEksCluster(Construct):
             secrets_encryption_key=self.secrets_key,
             cluster_logging=list(eks.ClusterLoggingTypes),
             kubectl_provider_options=eks.KubectlProviderOptions(
-                kubectl_layer=KUBECTL_LAYERS[kubernetes_version](self, "KubectlLayer")
+                kubectl_layer=kubectl_layer(self, "KubectlLayer", kubernetes_version)
             ),
             output_config_command=False,
             removal_policy=removal_policy,

@@ -129,4 +129,4 @@ def test_a_version_set_in_the_settings_is_checked(eks, project, mlp):
 def test_unknown_kubernetes_version(aws_env, project, mlp):
     result = mlp("--cdk-json", project, "addons", "--kubernetes-version", "1.29")
     assert result.code == 1
-    assert "Kubernetes 1.29: add-on versions are pinned for ['1.35']" in result.err
+    assert "Kubernetes 1.29: add-on versions are pinned for ['1.34', '1.35']" in result.err

@@ -145,7 +145,7 @@ def test_cluster_construct_validation_reports_every_problem() -> None:
     message = str(info.value)
     for expected in (
         "kubernetes_version='1.29'",
-        "['1.35']",
+        "['1.34', '1.35']",
         "endpoint_access='public'",
         "'10.0.0.0/33' is not a CIDR",
         "system_nodes=0: expected 1 to 10",
@@ -289,7 +289,7 @@ def test_fsx_csi_role_is_read_only_and_cloudwatch_role_has_the_agent_policy(
 def test_addon_pins_are_checked() -> None:
     stack = cdk.Stack(new_app(), "S")
     cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c")
-    with pytest.raises(ValueError, match=r"kubernetes_version='1.30'.*\['1.35'\]"):
+    with pytest.raises(ValueError, match=r"kubernetes_version='1.30'.*\['1.34', '1.35'\]"):
         PlatformAddons(stack, "Addons", cluster=cluster, kubernetes_version="1.30")
 
 
