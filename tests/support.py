@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aws_cdk as cdk
 from aws_cdk.assertions import Template
 
 from ml_platform.app import Platform, build_platform, new_app, settings_from_app
@@ -61,14 +62,23 @@ def synthesize(
         context[CONTEXT_KEY] = deep_merge(context.get(CONTEXT_KEY, {}), overrides)
     app = new_app(outdir=str(outdir), context=context)
     platform = build_platform(app, settings_from_app(app), nag=nag)
-    error = None
+    return SynthesizedPlatform(
+        platform=platform, outdir=outdir, validation_error=synth_collecting_nag(app)
+    )
+
+
+def synth_collecting_nag(app: cdk.App) -> str | None:
+    """Synthesize ``app``; return cdk-nag's ValidationFailed message, or ``None`` when clean.
+
+    Any other synthesis error is raised as it is.
+    """
     try:
         app.synth()
     except RuntimeError as exc:  # cdk-nag findings surface as ValidationFailed
         if "ValidationFailed" not in str(exc):
             raise
-        error = str(exc)
-    return SynthesizedPlatform(platform=platform, outdir=outdir, validation_error=error)
+        return str(exc)
+    return None
 
 
 _HASH = re.compile(r"\b[0-9a-f]{64}\b")

@@ -13,6 +13,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.app import new_app
 from tests.library import outside_app
+from tests.support import synth_collecting_nag
 
 
 @dataclass
@@ -49,11 +50,5 @@ def outside(tmp_path_factory: pytest.TempPathFactory) -> Outside:
     app = new_app(outdir=str(outdir))
     parts = outside_app.build(app)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    error = None
-    try:
-        app.synth()
-    except RuntimeError as exc:
-        if "ValidationFailed" not in str(exc):
-            raise
-        error = str(exc)
+    error = synth_collecting_nag(app)
     return Outside(app=app, parts=parts, outdir=outdir, validation_error=error)

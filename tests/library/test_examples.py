@@ -16,7 +16,7 @@ from cdk_nag import AwsSolutionsChecks
 from cfnlint.api import ManualArgs, lint_by_config
 
 from ml_platform.app import new_app
-from tests.support import ROOT
+from tests.support import ROOT, synth_collecting_nag
 
 EXAMPLES = ROOT / "examples"
 NAMES = ("trainium-node-group", "mme-existing-bucket", "fsx-node-security-group")
@@ -49,13 +49,7 @@ def _synthesize(folder: Path, outdir: Path) -> Example:
     app = new_app(outdir=str(outdir), context=context)
     module.build(app)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
-    error = None
-    try:
-        app.synth()
-    except RuntimeError as exc:
-        if "ValidationFailed" not in str(exc):
-            raise
-        error = str(exc)
+    error = synth_collecting_nag(app)
     return Example(name=folder.name, outdir=outdir, error=error)
 
 
