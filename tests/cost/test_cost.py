@@ -211,9 +211,7 @@ KNOWN_MISSING: dict[str, dict[tuple[str, str], str]] = {
         **{(FSX_LUSTRE_PERSISTENT2, t): _NO_SOURCE for t in ("125", "250", "500", "1000")},
     },
     "us-east-1": {
-        **{(SAGEMAKER_HOSTING, t): _NO_SOURCE for t in (
-            "ml.g4dn.xlarge", "ml.g4dn.2xlarge", "ml.g4dn.8xlarge", "ml.g4dn.16xlarge",
-            "ml.g5.4xlarge", "ml.g5.8xlarge", "ml.g5.16xlarge")},
+        (SAGEMAKER_HOSTING, "ml.g5.16xlarge"): _NO_SOURCE,
         **{(FSX_LUSTRE_PERSISTENT2, t): _NO_SOURCE for t in ("250", "500", "1000")},
     },
 }
