@@ -156,8 +156,8 @@ def render_text(report: dict[str, Any]) -> str:
     for c in report["multi_model"]:
         lines.append(
             f"Multi-model endpoint {c['endpoint']}: {c['archives']} archives on "
-            f"{c['instances']:g} x {c['instance_type']} = {_money(c['configured_hourly_usd'])}/h; "
-            f"one endpoint per archive = {_money(c['single_model_endpoints_hourly_usd'])}/h; "
+            f"{c['instances']:g} x {c['instance_type']} = {_rate(c['configured_hourly_usd'])}/h; "
+            f"one endpoint per archive = {_rate(c['single_model_endpoints_hourly_usd'])}/h; "
             f"saving {c['saving_percent']:.0f}%, {_money(c['saving_per_year_usd'])}/year")
     for note in report["multi_model_notes"]:
         lines.append(f"Multi-model comparison not possible: {note}")

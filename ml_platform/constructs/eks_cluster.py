@@ -114,6 +114,34 @@ def hardened_launch_template(
     )
 
 
+def restrict_cluster_role_trust(cluster: eks.Cluster, cluster_name: str | None) -> None:
+    """Confused-deputy guard on the cluster role aws-cdk made: only EKS acting for this
+    account's cluster may assume it (``aws:SourceArn`` the cluster's ARN, ``aws:SourceAccount``
+    the account), as the EKS user guide recommends for cluster roles.
+    https://docs.aws.amazon.com/eks/latest/userguide/cross-service-confused-deputy-prevention.html
+
+    The condition goes onto the SAME role's trust policy in place (updating
+    ``AssumeRolePolicyDocument`` is "Update requires: No interruption", see
+    docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-iam-role.html);
+    passing another role would change the cluster's ``RoleArn`` and replace the cluster.
+    The ARN is formatted from the name, not from ``cluster.cluster_arn``: the cluster
+    references the role, so a reference back would be circular. Without a name
+    CloudFormation names the cluster, so any cluster of the account and region matches.
+    """
+    stack = Stack.of(cluster)
+    cluster_arn = stack.format_arn(
+        service="eks", resource="cluster", resource_name=cluster_name or "*"
+    )
+    role = cluster.role.node.default_child
+    role.add_property_override(
+        "AssumeRolePolicyDocument.Statement.0.Condition",
+        {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": cluster_arn},
+        },
+    )
+
+
 class TrainingEksCluster(Construct):
     """An EKS cluster whose nodes live in the VPC's private subnets.
 
@@ -226,6 +254,7 @@ class TrainingEksCluster(Construct):
             output_config_command=False,
             removal_policy=removal_policy,
         )
+        restrict_cluster_role_trust(self.cluster, cluster_name)
         self.admin_access: eks.AccessEntry | None = None
         if admin_role_arn is not None:
             self.admin_access = self.cluster.grant_cluster_admin("AdminAccess", admin_role_arn)

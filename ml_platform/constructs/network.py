@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Stack, Token
+from aws_cdk import ArnFormat, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 
 class PlatformVpc(Construct):
     """A VPC with public and private subnets in the given AZs, NAT, an S3 gateway endpoint and
-    flow logs.
+    flow logs in a log group encrypted with its own rotating KMS key.
 
     One of the AZs is the Trainium AZ: EFA traffic never leaves an AZ, so the Trainium node
     group and the Lustre file system share its private subnet (:attr:`trainium_subnet`).
@@ -23,6 +25,13 @@ class PlatformVpc(Construct):
         trainium_az: The AZ, among ``availability_zones``, that offers the Trainium instances.
         nat_gateways: NAT gateways. Default 1.
         flow_log_retention: Flow log retention. Default three months.
+        removal_policy: Of the flow-log group and its key. Default ``RETAIN``.
+
+    Attributes:
+        vpc: The ``ec2.Vpc``.
+        flow_log_group: The flow-log group.
+        flow_log_key: The KMS key encrypting it.
+        flow_log: The ``ec2.FlowLog``.
     """
 
     def __init__(
@@ -35,6 +44,7 @@ class PlatformVpc(Construct):
         cidr: str = "10.0.0.0/16",
         nat_gateways: int = 1,
         flow_log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
         azs = list(availability_zones)
@@ -70,7 +80,27 @@ class PlatformVpc(Construct):
                 "S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)
             },
         )
-        self.flow_log_group = logs.LogGroup(self, "FlowLogs", retention=flow_log_retention)
+        stack = Stack.of(self)
+        self.flow_log_key = kms.Key(
+            self,
+            "FlowLogsKey",
+            description=f"Encryption of the VPC flow logs of {self.node.path}",
+            enable_key_rotation=True,
+            removal_policy=removal_policy,
+        )
+        self.flow_log_key.add_to_resource_policy(flow_log_key_statement(stack))
+        # Associating the key with the existing group is an in-place update (KmsKeyId: "Update
+        # requires: No interruption"). The group keeps its CloudFormation-made name: naming it
+        # now (LogGroupName: "Update requires: Replacement") would replace the group of every
+        # deployed VPC. Both from the AWS::Logs::LogGroup reference:
+        # https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-logs-loggroup.html
+        self.flow_log_group = logs.LogGroup(
+            self,
+            "FlowLogs",
+            retention=flow_log_retention,
+            encryption_key=self.flow_log_key,
+            removal_policy=removal_policy,
+        )
         self.flow_log = self.vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
@@ -79,7 +109,6 @@ class PlatformVpc(Construct):
         # Confused-deputy guard on the delivery role aws-cdk creates: only flow logs of this
         # account and region may assume it.
         # https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html
-        stack = Stack.of(self)
         role = self.flow_log.node.find_child("IAMRole").node.default_child
         role.add_property_override(
             "AssumeRolePolicyDocument.Statement.0.Condition",
@@ -95,6 +124,45 @@ class PlatformVpc(Construct):
         self.trainium_subnet: ec2.ISubnet = self.vpc.select_subnets(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=[trainium_az]
         ).subnets[0]
+
+
+FLOW_LOG_KEY_ACTIONS = (
+    "kms:Encrypt*",
+    "kms:Decrypt*",
+    "kms:ReEncrypt*",
+    "kms:GenerateDataKey*",
+    "kms:Describe*",
+)
+"""What CloudWatch Logs needs on a log group's key (the actions of the key policy in
+https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html)."""
+
+
+def flow_log_key_statement(stack: Stack) -> iam.PolicyStatement:
+    """Key-policy statement letting CloudWatch Logs of the stack's region use the key for log
+    groups of the stack's account and region only (the ``kms:EncryptionContext:aws:logs:arn``
+    condition of the CloudWatch Logs guide:
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html).
+
+    Scoped to the account's log groups rather than the flow-log group's exact ARN: the key
+    policy cannot reference the group (the group references the key: circular), and formatting
+    the ARN needs a fixed group name, which would replace the existing group.
+    """
+    return iam.PolicyStatement(
+        sid="CloudWatchLogsOfThisAccount",
+        principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+        actions=list(FLOW_LOG_KEY_ACTIONS),
+        resources=["*"],
+        conditions={
+            "ArnLike": {
+                "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                    service="logs",
+                    resource="log-group",
+                    resource_name="*",
+                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                )
+            }
+        },
+    )
 
 
 def cidr_mask_for(cidr: str, az_count: int) -> int:

@@ -181,7 +181,9 @@ class TritonMultiModelEndpoint(Construct):
         self.role: iam.IRole = role or iam.Role(
             self,
             "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            assumed_by=iam.ServicePrincipal(
+                "sagemaker.amazonaws.com", conditions=sagemaker_trust_conditions(self)
+            ),
             description=f"SageMaker execution role of the {endpoint_name} Triton endpoint",
         )
         # Read only the archives under the prefix (no bucket-wide or wildcard actions).
@@ -562,3 +564,17 @@ def _target_model_pattern(entry: str | ArchiveRef) -> str:
         return parse_ref(entry).key_pattern
     except ValueError as error:
         raise ValueError(f"target_models: {error}") from None
+
+
+def sagemaker_trust_conditions(scope: Construct) -> dict:
+    """Confused-deputy guard on an execution role SageMaker hosting assumes: only SageMaker
+    acting for this account and region. For real-time inference AWS documents exactly the
+    source ARN ``arn:<partition>:sagemaker:<region>:<account>:*`` and says not to narrow it to
+    a model or endpoint ARN (CreateModel and endpoints would fail to assume the role).
+    https://docs.aws.amazon.com/sagemaker/latest/dg/security-confused-deputy-prevention.html
+    (section "SageMaker AI Inference")."""
+    stack = Stack.of(scope)
+    return {
+        "StringEquals": {"aws:SourceAccount": stack.account},
+        "ArnLike": {"aws:SourceArn": stack.format_arn(service="sagemaker", resource="*")},
+    }

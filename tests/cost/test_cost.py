@@ -30,7 +30,7 @@ from ml_platform.pricing import (
 )
 from ml_platform.pricing.assembly import read_assembly, template_in_memory
 from ml_platform.pricing.refresh import Query, rebuild
-from ml_platform.pricing.table import EC2, SAGEMAKER_HOSTING
+from ml_platform.pricing.table import EC2, FSX_LUSTRE_PERSISTENT2, SAGEMAKER_HOSTING
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = PriceTable.load()
@@ -197,6 +197,57 @@ def test_shipped_table_prices_every_ec2_type_the_settings_allow_in_the_trainium_
         assert missing == [], f"{region}: no shipped price for {missing}"
 
 
+_NO_SOURCE = "no citable public source found on 2026-12-01 (mlp cost --refresh fetches it)"
+_NO_HOSTING_SOURCE = ("no citable public source for SageMaker real-time inference prices in "
+                      "this region found on 2026-12-01 (mlp cost --refresh fetches it)")
+# Prices the settings can ask for that the shipped table lacks, each with the reason. The test
+# below fails both ways: a missing price not listed here, and a listed one that is now shipped.
+KNOWN_MISSING: dict[str, dict[tuple[str, str], str]] = {
+    "us-west-2": {
+        **{(SAGEMAKER_HOSTING, t): _NO_HOSTING_SOURCE for t in (
+            "ml.g4dn.xlarge", "ml.g4dn.2xlarge", "ml.g4dn.4xlarge", "ml.g4dn.8xlarge",
+            "ml.g4dn.16xlarge", "ml.g5.xlarge", "ml.g5.2xlarge", "ml.g5.4xlarge",
+            "ml.g5.8xlarge", "ml.g5.16xlarge", "ml.p3.2xlarge")},
+        **{(FSX_LUSTRE_PERSISTENT2, t): _NO_SOURCE for t in ("125", "250", "500", "1000")},
+    },
+    "us-east-1": {
+        (SAGEMAKER_HOSTING, "ml.g5.16xlarge"): _NO_SOURCE,
+        **{(FSX_LUSTRE_PERSISTENT2, t): _NO_SOURCE for t in ("250", "500", "1000")},
+    },
+}
+
+
+def _allowed_prices() -> set[tuple[str, str]]:
+    """(service, key) of every price the settings can make the platform need."""
+    from ml_platform.config import FSX_THROUGHPUTS, ClusterSettings
+    from ml_platform.instances import (
+        EKS_GPU_INSTANCES,
+        SAGEMAKER_MME_GPU_INSTANCES,
+        TRAINIUM_INSTANCES,
+    )
+
+    ec2 = set(TRAINIUM_INSTANCES) | set(EKS_GPU_INSTANCES) | {
+        ClusterSettings().system_instance_type}
+    return ({(EC2, t) for t in ec2} | {(SAGEMAKER_HOSTING, t) for t in SAGEMAKER_MME_GPU_INSTANCES}
+            | {(FSX_LUSTRE_PERSISTENT2, f"{t:g}") for t in FSX_THROUGHPUTS})
+
+
+@pytest.mark.parametrize("region", [Settings().env.region, "us-east-1"])
+def test_every_price_the_settings_allow_is_shipped_or_listed_with_a_reason(region):
+    allowed = _allowed_prices()
+    # 2 Trainium + 15 GPU + 1 system EC2 types, 11 SageMaker MME GPU types, 4 Lustre tiers.
+    assert len(allowed) == 18 + 11 + 4
+    missing = {k for k in allowed if SHIPPED.get(region, *k) is None}
+    listed = KNOWN_MISSING[region]
+    assert sorted(missing - set(listed)) == [], f"{region}: unlisted missing prices"
+    assert sorted(set(listed) - missing) == [], f"{region}: listed but now shipped or not allowed"
+    assert all(reason for reason in listed.values())
+
+
+def test_the_default_region_is_the_one_the_missing_list_was_written_for():
+    assert Settings().env.region == "us-west-2"
+
+
 def test_shipped_prices_are_positive_and_sourced():
     assert SHIPPED.prices
     for price in SHIPPED.prices.values():
@@ -211,29 +262,55 @@ def test_shipped_prices_are_positive_and_sourced():
 
 
 def test_two_archives_on_one_g4dn_4xlarge_reproduce_the_source_design():
-    # The source design's figure: ml.g4dn.4xlarge real-time inference, us-east-1, $1.505/h.
-    price = _price("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge", 1.505)
+    # The source design's figures from the SHIPPED table: ml.g4dn.4xlarge real-time inference
+    # in us-east-1 at the price the design publishes, two archives on one instance.
+    price = SHIPPED.get("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge")
+    assert price is not None and price.usd == 1.505 and price.unit == "hour"
+    assert price.source.startswith("https://aws.amazon.com/blogs/machine-learning/deploy-thousands")
     comparison = compare_multi_model("triton-ensembles", "ml.g4dn.4xlarge", 1, 2, price)
-    assert comparison.saving_percent == pytest.approx(50.0)
-    assert comparison.saving_per_year == pytest.approx(1.505 * 8760)
+    assert comparison.configured_hourly == 1.505
+    assert comparison.single_model_hourly == 3.01
+    assert comparison.saving_percent == 50.0
+    assert round(comparison.saving_per_year, 2) == 13_183.80  # 1.505 x 8,760 h
     assert comparison.saving_per_year > 13_000
+    assert comparison.to_dict()["saving_per_year_usd"] == 13_183.8
+
+
+def test_multi_model_arithmetic_with_a_supplied_price():
+    # The arithmetic alone, on a made-up price: three archives on two instances at $2/h.
+    price = _price("us-east-1", SAGEMAKER_HOSTING, "ml.g5.xlarge", 2.0)
+    comparison = compare_multi_model("e", "ml.g5.xlarge", 2, 3, price)
+    assert comparison.configured_hourly == 4.0 and comparison.single_model_hourly == 12.0
+    assert comparison.saving_hourly == 8.0 and comparison.saving_per_year == 8.0 * 8760
+    assert round(comparison.saving_percent, 4) == 66.6667
     with pytest.raises(ValueError, match="at least one archive"):
         compare_multi_model("e", "ml.g4dn.4xlarge", 1, 0, price)
+    with pytest.raises(ValueError, match="at least one archive"):
+        compare_multi_model("e", "ml.g4dn.4xlarge", 0, 2, price)
 
 
 def test_report_compares_each_multi_model_endpoint_and_prices_a_training_run(stacks):
-    table = PriceTable.load()
-    table.add(_price("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge", 1.505))
-    report = build_report(stacks, table, region="us-east-1",
+    report = build_report(stacks, SHIPPED, region="us-east-1",
                           archives={"triton-ensembles": 2}, training_hours=10)
     comparison, = report["multi_model"]
+    assert comparison["instance_type"] == "ml.g4dn.4xlarge"
+    assert comparison["configured_hourly_usd"] == 1.505
+    assert comparison["single_model_endpoints_hourly_usd"] == 3.01
     assert comparison["saving_percent"] == 50.0
-    assert comparison["saving_per_year_usd"] == pytest.approx(13183.8)
+    assert comparison["saving_per_year_usd"] == 13_183.8
+    assert comparison["price"]["source"] == SHIPPED.get(
+        "us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge").source
     assert report["training"]["hourly_usd"] == pytest.approx(43.0)
     assert report["training"]["run_usd"] == pytest.approx(430.0)
-    unknown = build_report(stacks, table, region="us-east-1", archives={}, training_hours=None)
+    unknown = build_report(stacks, SHIPPED, region="us-east-1", archives={}, training_hours=None)
     assert unknown["multi_model"] == [] and "archive count unknown" in \
         unknown["multi_model_notes"][0]
+    # In a region without a shipped hosting price the comparison says so instead of guessing.
+    elsewhere = build_report(stacks, SHIPPED, region="us-west-2",
+                             archives={"triton-ensembles": 2}, training_hours=None)
+    assert elsewhere["multi_model"] == []
+    assert elsewhere["multi_model_notes"] == [
+        "triton-ensembles: no price for ml.g4dn.4xlarge in us-west-2"]
 
 
 def test_cli_json(synth, capsys):
@@ -243,14 +320,32 @@ def test_cli_json(synth, capsys):
     assert {s["region"] for s in report["stacks"]} == {"us-east-1"}
     assert report["training"]["run_usd"] == pytest.approx(86.0)
     assert report["unclassified_types"] == []
-    assert report["total"]["complete"] is False  # no shipped SageMaker price for us-east-1
-    assert any("TritonEnsembles" in n for n in report["total"]["not_counted"])
+    # us-east-1 has a shipped price for everything the default settings deploy.
+    assert report["total"]["complete"] is True and report["total"]["not_counted"] == []
+    endpoint, = [r for s in report["stacks"] for r in s["resources"]
+                 if r["type"] == "AWS::SageMaker::Endpoint"]
+    assert endpoint["status"] == "ok" and endpoint["hourly_usd"] == 1.505
+    assert endpoint["ceiling_hourly_usd"] == 3.01
+    assert report["multi_model"][0]["archives"] == 3
+    assert report["multi_model"][0]["saving_per_year_usd"] == round(2 * 1.505 * 8760, 2)
     assert report["total"]["hourly_usd"] == pytest.approx(
         sum(s["hourly_usd"] for s in report["stacks"]), abs=1e-3)
     # Without --region, each stack's region comes from manifest.json.
     assert main(["cost", "--cdk-out", str(synth.outdir)]) == 0
     text = capsys.readouterr().out
     assert f"({synth.platform.settings.env.region})" in text and "MISSING" in text
+
+
+def test_cli_text_prints_the_source_design_comparison_in_us_east_1(synth, capsys):
+    assert main(["cost", "--cdk-out", str(synth.outdir), "--region", "us-east-1"]) == 0
+    text = capsys.readouterr().out
+    assert ("Multi-model endpoint triton-ensembles: 2 archives on 1 x ml.g4dn.4xlarge = "
+            "$1.505/h; one endpoint per archive = $3.010/h; saving 50%, $13,183.80/year"
+            ) in text.splitlines()
+    assert "Not counted in the totals" not in text
+    assert ("  https://aws.amazon.com/blogs/machine-learning/deploy-thousands-of-model-ensembles-"
+            "with-amazon-sagemaker-multi-model-endpoints-on-gpu-to-minimize-your-hosting-costs/ "
+            "(taken 2026-12-01)") in text.splitlines()
 
 
 def test_cli_without_assembly(tmp_path, capsys):

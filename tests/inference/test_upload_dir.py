@@ -87,3 +87,14 @@ def test_the_asset_is_named_by_content_not_rehashed(nagged, tmp_path: Path) -> N
     assert archives_fingerprint([plain]) == before
     plain.write_bytes(plain.read_bytes() + b"\0")
     assert archives_fingerprint([plain]) != before
+
+
+def test_upload_dir_roles_are_conditioned_or_listed(nagged) -> None:
+    """The BucketDeployment role exists only with upload_dir: walked like the app's roles."""
+    from tests.platform.trust import UNCONDITIONED, trust_problems
+
+    _, outdir, _ = nagged
+    template = json.loads((outdir / "Inference.template.json").read_text())
+    problems, used = trust_problems("Inference", template)
+    assert problems == []
+    assert [e for e in UNCONDITIONED if not e.default_app and e in used] != []

@@ -43,6 +43,58 @@ def test_s3_gateway_endpoint_and_flow_logs(synth: SynthesizedPlatform) -> None:
     t.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
 
 
+def test_flow_logs_are_encrypted_with_their_own_rotating_retained_key(
+    synth: SynthesizedPlatform,
+) -> None:
+    resources = synth.template_json("Network")["Resources"]
+    group, key = resources["VpcFlowLogs3A4A3791"], resources["VpcFlowLogsKey4140EC14"]
+    # The same (unnamed) group gains the key: an in-place update, no new group.
+    assert "LogGroupName" not in group["Properties"]
+    assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": ["VpcFlowLogsKey4140EC14", "Arn"]}
+    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert key["Type"] == "AWS::KMS::Key"
+    assert key["Properties"]["EnableKeyRotation"] is True
+    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert key["Properties"]["KeyPolicy"]["Statement"] == [
+        {
+            "Action": "kms:*",
+            "Effect": "Allow",
+            "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+            "Resource": "*",
+        },
+        {
+            "Sid": "CloudWatchLogsOfThisAccount",
+            "Action": [
+                "kms:Decrypt*", "kms:Describe*", "kms:Encrypt*", "kms:GenerateDataKey*",
+                "kms:ReEncrypt*",
+            ],
+            "Condition": {
+                "ArnLike": {
+                    "kms:EncryptionContext:aws:logs:arn":
+                        "arn:aws:logs:us-west-2:123456789012:log-group:*"
+                }
+            },
+            "Effect": "Allow",
+            "Principal": {"Service": "logs.us-west-2.amazonaws.com"},
+            "Resource": "*",
+        },
+    ]
+    # Nothing but the flow-log group uses the key in this stack.
+    users = [
+        k for k, r in resources.items() if "VpcFlowLogsKey4140EC14" in str(r.get("Properties"))
+    ]
+    assert users == ["VpcFlowLogs3A4A3791"]
+
+
+def test_flow_log_group_and_key_can_opt_out_of_retain() -> None:
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    PlatformVpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"],
+                trainium_az="us-west-2a", removal_policy=cdk.RemovalPolicy.DESTROY)
+    t = Template.from_stack(stack)
+    t.has_resource("AWS::KMS::Key", {"DeletionPolicy": "Delete"})
+    t.has_resource("AWS::Logs::LogGroup", {"DeletionPolicy": "Delete"})
+
+
 def test_training_node_group_allows_all_traffic_within_itself(synth: SynthesizedPlatform) -> None:
     t = synth.template("Network")
     t.has_resource_properties(

@@ -23,6 +23,7 @@ STATEFUL_TYPES = (
 # (stack, logical ID) -> (type, DeletionPolicy) with cdk.json's settings.
 STATEFUL = {
     ("Network", "VpcFlowLogs3A4A3791"): ("AWS::Logs::LogGroup", "Retain"),
+    ("Network", "VpcFlowLogsKey4140EC14"): ("AWS::KMS::Key", "Retain"),
     ("Storage", "LustreDCDAF745"): ("AWS::FSx::FileSystem", "Retain"),
     ("Storage", "Models7F217E31"): ("AWS::S3::Bucket", "Retain"),
     ("Storage", "ModelsAccessLogs3743BCAB"): ("AWS::S3::Bucket", "Retain"),
