@@ -619,6 +619,11 @@ class InferenceSettings:
             which runs the 24.09 container's CUDA 12.6 on data-center GPUs.
         alarm_topic_arn: SNS topic ARN every endpoint alarm notifies. Default none.
         network_isolation: ``EnableNetworkIsolation`` on each endpoint's model. Default true.
+        instance_type_changes: Let an endpoint's ``instance_type`` change deploy although
+            autoscaling is registered on it (SageMaker refuses that update otherwise): a small
+            Lambda-backed custom resource per endpoint deregisters the target before the
+            endpoint moves and registers it again after. Default true. False: no Lambda; an
+            instance-type change then needs SageMaker's manual steps (README).
     """
 
     triton_version: str = "24.09"
@@ -627,6 +632,7 @@ class InferenceSettings:
     inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION
     alarm_topic_arn: str | None = None
     network_isolation: bool = True
+    instance_type_changes: bool = True
 
     def problems(self) -> list[str]:
         out = []

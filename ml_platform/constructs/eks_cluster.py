@@ -16,7 +16,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from ml_platform.constructs.nag import acknowledge, rendered_resource
+from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.versions import EKS_ADDON_VERSIONS
 
@@ -60,11 +60,6 @@ def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) 
     """The kubectl Lambda layer for ``kubernetes_version`` (a key of :data:`KUBECTL_LAYERS`)."""
     module, name = KUBECTL_LAYERS[kubernetes_version]
     return getattr(importlib.import_module(module), name)(scope, construct_id)
-
-
-def managed_policy_finding(policy: str) -> str:
-    """cdk-nag's finding id for an AWS managed policy on a role."""
-    return f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]"
 
 
 def acknowledge_node_role(role: iam.IRole) -> None:

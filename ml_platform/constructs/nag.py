@@ -38,3 +38,8 @@ def acknowledge(scope: IConstruct, finding: str, reason: str) -> None:
     if not reason.strip():
         raise ValueError(f"{scope.node.path}: acknowledging {finding} needs a reason")
     Validations.of(scope).acknowledge(Acknowledgment(id=finding, reason=reason))
+
+
+def managed_policy_finding(policy: str) -> str:
+    """cdk-nag's finding id for an AWS managed policy on a role."""
+    return f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]"

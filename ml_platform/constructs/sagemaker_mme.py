@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from aws_cdk import (
     ArnFormat,
+    CustomResource,
     Duration,
     Stack,
     Token,
@@ -42,6 +43,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
+from ml_platform.constructs.endpoint_scaling import RESOURCE_TYPE, EndpointScalingProvider
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
 from ml_platform.sagemaker_images import (
@@ -91,6 +93,12 @@ class TritonMultiModelEndpoint(Construct):
         alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
         network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
             the archives' Python) gets no network. Default true.
+        instance_type_changes: Make a change of ``instance_type`` deploy although autoscaling
+            is registered (SageMaker refuses that update otherwise): two custom resources of
+            one handler per stack deregister the target before the endpoint moves and register
+            it, with the target-tracking policy, after. Default true. False: a plain
+            target-tracking policy, no Lambda; an instance-type change then needs the manual
+            steps of https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html.
         role: Execution role SageMaker assumes (trusting ``sagemaker.amazonaws.com``). The
             construct adds the statements it needs to it when the role is mutable. Default: a
             new role.
@@ -116,6 +124,7 @@ class TritonMultiModelEndpoint(Construct):
         inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION,
         alarm_topic: sns.ITopic | None = None,
         network_isolation: bool = True,
+        instance_type_changes: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
@@ -310,13 +319,51 @@ class TritonMultiModelEndpoint(Construct):
             max_capacity=max_instances,
         )
         self.scalable_target.node.add_dependency(self.endpoint)
-        self.scalable_target.scale_to_track_metric(
-            "InvocationsPerInstance",
-            target_value=invocations_per_instance,
-            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
-            scale_in_cooldown=Duration.minutes(10),  # loading models on a new instance is slow
-            scale_out_cooldown=Duration.minutes(2),
-        )
+        scale_in = Duration.minutes(10)  # loading models on a new instance is slow
+        scale_out = Duration.minutes(2)
+        self.scaling_guard: CustomResource | None = None
+        self.scaling_policy: CustomResource | None = None
+        if instance_type_changes:
+            # SageMaker refuses an update that changes the instance type of an autoscaled
+            # variant: the custom resources deregister the target before the endpoint moves
+            # and register it, with the policy, after (endpoint_scaling.py).
+            provider = EndpointScalingProvider.of(self)
+            provider.serve(endpoint_name, VARIANT_NAME)
+            properties = {
+                "EndpointName": endpoint_name,
+                "VariantName": VARIANT_NAME,
+                "InstanceType": instance_type,
+                "MinCapacity": min_instances,
+                "MaxCapacity": max_instances,
+                "PolicyName": f"{endpoint_name}-invocations-per-instance",
+                "TargetValue": invocations_per_instance,
+                "ScaleInCooldown": scale_in.to_seconds(),
+                "ScaleOutCooldown": scale_out.to_seconds(),
+            }
+            self.scaling_guard = CustomResource(
+                self,
+                "ScalingGuard",
+                service_token=provider.service_token,
+                resource_type=RESOURCE_TYPE,
+                properties={**properties, "Phase": "before"},
+            )
+            self.endpoint.node.add_dependency(self.scaling_guard)
+            self.scaling_policy = CustomResource(
+                self,
+                "ScalingPolicy",
+                service_token=provider.service_token,
+                resource_type=RESOURCE_TYPE,
+                properties={**properties, "Phase": "after"},
+            )
+            self.scaling_policy.node.add_dependency(self.scalable_target)
+        else:
+            self.scalable_target.scale_to_track_metric(
+                "InvocationsPerInstance",
+                target_value=invocations_per_instance,
+                predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
+                scale_in_cooldown=scale_in,
+                scale_out_cooldown=scale_out,
+            )
 
         # Triton logs "failed to load '<model>' version <n>: <reason>" when a model of an
         # archive cannot load (triton-inference-server/core, src/model_lifecycle.cc). SageMaker's

@@ -129,6 +129,7 @@ class InferenceStack(Stack):
                 triton_version=settings.triton_version,
                 inference_ami_version=settings.inference_ami_version,
                 network_isolation=settings.network_isolation,
+                instance_type_changes=settings.instance_type_changes,
                 alarm_topic=topic,
             )
             self.endpoints[endpoint.name] = construct

@@ -10,8 +10,10 @@ What moto 5.2.5 cannot do, and what that means here:
 
 * It cannot create EKS clusters, and it does not run Lambda-backed custom resources
   (the kubectl provider behind ``add_cdk8s_chart``/``add_helm_chart``, ``BucketDeployment``'s
-  upload). So the training cluster and Triton on EKS are switched off
-  (``features.training_cluster``/``triton_on_eks`` = false) and no ``inference.upload_dir``
+  upload, the endpoint-scaling guard). So the training cluster and Triton on EKS are switched
+  off (``features.training_cluster``/``triton_on_eks`` = false), so is
+  ``inference.instance_type_changes`` (tests/inference/test_endpoint_scaling.py runs its
+  handler against moto's Application Auto Scaling instead), and no ``inference.upload_dir``
   is set (``mlp models upload`` does the upload instead).
 * It has no CloudFormation support for ``AWS::FSx::FileSystem``: the resource is skipped
   silently, the Storage stack still completes, and its ``FileSystemId`` output is absent.
@@ -107,6 +109,7 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     repo_context = json.loads((REPO / "cdk.json").read_text())["context"]
     settings = deep_merge(repo_context["ml-platform"], {
         "features": {"training_cluster": False, "triton_on_eks": False},
+        "inference": {"instance_type_changes": False},
         # Default removal policy (retain): with "destroy" the buckets are emptied on
         # deletion by aws-cdk's Lambda-backed custom resource, which moto does not run.
     })

@@ -43,8 +43,10 @@ def test_a_given_role_is_used_and_gets_the_statements() -> None:
     model = template.find_resources("AWS::SageMaker::Model")
     ((_, props),) = model.items()
     assert props["Properties"]["ExecutionRoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
-    ((policy_id, policy),) = template.find_resources("AWS::IAM::Policy").items()
-    assert policy["Properties"]["Roles"] == [{"Ref": role_id}]
+    ((policy_id, policy),) = [
+        (k, p) for k, p in template.find_resources("AWS::IAM::Policy").items()
+        if p["Properties"]["Roles"] == [{"Ref": role_id}]
+    ]
     assert policy_id in props["DependsOn"]
     actions = {
         a for s in policy["Properties"]["PolicyDocument"]["Statement"]

@@ -1,0 +1,189 @@
+"""Autoscaling of a SageMaker endpoint that survives a change of instance type.
+
+SageMaker refuses to update an endpoint when the update changes the instance type of a
+variant registered with Application Auto Scaling
+(https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html), so a plain
+``ScalableTarget`` plus policy makes every instance-type change a failed stack update. The
+custom resources made here deregister the target before the endpoint moves and register it
+(with its target-tracking policy) again afterwards; the handler's docstring
+(:mod:`ml_platform.constructs.endpoint_scaling_handler.index`) has the full sequence,
+rollbacks included.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import (
+    ArnFormat,
+    Duration,
+    Stack,
+)
+from aws_cdk import (
+    aws_iam as iam,
+)
+from aws_cdk import (
+    aws_lambda as lambda_,
+)
+from aws_cdk import (
+    aws_logs as logs,
+)
+from aws_cdk import (
+    custom_resources as cr,
+)
+from constructs import Construct
+
+from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
+
+HANDLER_DIR = Path(__file__).with_name("endpoint_scaling_handler")
+RESOURCE_TYPE = "Custom::EndpointScaling"
+PROVIDER_ID = "EndpointScalingProvider"
+
+
+class EndpointScalingProvider(Construct):
+    """One handler per stack, shared by every endpoint of the stack (use :meth:`of`)."""
+
+    @classmethod
+    def of(cls, scope: Construct) -> EndpointScalingProvider:
+        stack = Stack.of(scope)
+        found = stack.node.try_find_child(PROVIDER_ID)
+        return found if isinstance(found, cls) else cls(stack, PROVIDER_ID)
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self._endpoints: list[str] = []
+        self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR)
+        self.handler = lambda_.Function(
+            self,
+            "Handler",
+            runtime=lambda_.Runtime.PYTHON_3_13,
+            handler="index.on_event",
+            code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
+            timeout=Duration.minutes(1),
+            memory_size=128,
+            log_group=self.log_group,
+            description="Deregisters and registers SageMaker endpoint autoscaling around "
+            "instance-type changes",
+        )
+        self.provider = cr.Provider(self, "Provider", on_event_handler=self.handler)
+        # aws-cdk makes both functions depend on their role explicitly although the role is
+        # already referenced; cfn-lint flags that (W3005) on these two resources only.
+        framework = self.provider.node.find_child("framework-onEvent")
+        for function in (self.handler, framework):
+            function.node.default_child.add_metadata(
+                "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
+            )
+        self._statements = {
+            "endpoints": iam.PolicyStatement(
+                actions=[
+                    "sagemaker:DescribeEndpoint",
+                    # Application Auto Scaling calls these with the caller's permissions when it
+                    # registers an endpoint variant
+                    # (https://docs.aws.amazon.com/autoscaling/application/userguide/security_iam_id-based-policy-examples.html).
+                    "sagemaker:UpdateEndpointWeightsAndCapacities",
+                ],
+            ),
+            "alarms": iam.PolicyStatement(
+                # Target tracking creates and deletes its alarms with the caller's permissions.
+                actions=[
+                    "cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm",
+                    "cloudwatch:DeleteAlarms",
+                ],
+            ),
+        }
+        stack = Stack.of(self)
+        self.handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["sagemaker:DescribeEndpointConfig"],
+                # CloudFormation names the endpoint configs: any config of this account/region.
+                resources=[stack.format_arn(service="sagemaker", resource="endpoint-config",
+                                            resource_name="*")],
+            )
+        )
+        self.handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "application-autoscaling:DescribeScalableTargets",
+                    "application-autoscaling:DescribeScalingPolicies",
+                    "application-autoscaling:RegisterScalableTarget",
+                    "application-autoscaling:DeregisterScalableTarget",
+                    "application-autoscaling:PutScalingPolicy",
+                    "application-autoscaling:DeleteScalingPolicy",
+                ],
+                resources=["*"],
+            )
+        )
+        self._acknowledge()
+
+    @property
+    def service_token(self) -> str:
+        return self.provider.service_token
+
+    def serve(self, endpoint_name: str, variant_name: str) -> None:
+        """Let the handler act on ``endpoint_name``'s variant (and nothing else)."""
+        if endpoint_name in self._endpoints:
+            return
+        first = not self._endpoints
+        self._endpoints.append(endpoint_name)
+        stack = Stack.of(self)
+        # SageMaker ARNs carry the endpoint name in lower case.
+        self._statements["endpoints"].add_resources(
+            stack.format_arn(service="sagemaker", resource="endpoint",
+                             resource_name=endpoint_name.lower())
+        )
+        # Target tracking names its alarms TargetTracking-<resource id>-AlarmHigh/Low-<uuid>.
+        self._statements["alarms"].add_resources(
+            stack.format_arn(
+                service="cloudwatch", resource="alarm",
+                resource_name=f"TargetTracking-endpoint/{endpoint_name}/variant/{variant_name}-*",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME,
+            )
+        )
+        if first:
+            for statement in self._statements.values():
+                self.handler.add_to_role_policy(statement)
+        alarms = stack.format_arn(
+            service="cloudwatch", resource="alarm",
+            resource_name=f"TargetTracking-endpoint/{endpoint_name}/variant/{variant_name}-*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        acknowledge(
+            self,
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, alarms)}]",
+            "Target tracking names its alarms after the variant with a random suffix; the "
+            "wildcard covers only this variant's alarms.",
+        )
+
+    def _acknowledge(self) -> None:
+        stack = Stack.of(self)
+        acknowledge(
+            self,
+            managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"),
+            "Log delivery of the endpoint-scaling handler and of aws-cdk's custom-resource "
+            "framework function.",
+        )
+        acknowledge(
+            self,
+            "AwsSolutions-IAM5[Resource::*]",
+            "Application Auto Scaling's scalable-target ARNs are opaque ids, not endpoint names: "
+            "its actions cannot be scoped to one endpoint's target by resource.",
+        )
+        config_arn = stack.format_arn(service="sagemaker", resource="endpoint-config",
+                                      resource_name="*")
+        acknowledge(
+            self,
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, config_arn)}]",
+            "CloudFormation generates the endpoint-config names; DescribeEndpointConfig is "
+            "read-only.",
+        )
+        acknowledge(
+            self,
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, self.handler.function_arn)}:*]",
+            "aws-cdk's custom-resource framework invokes any version of this handler, only it.",
+        )
+        acknowledge(
+            self,
+            "AwsSolutions-L1",
+            "aws-cdk pins the runtime of its custom-resource framework function.",
+        )
+

@@ -1,0 +1,382 @@
+"""An autoscaled endpoint can change instance type: the template's order, the handler's
+permissions, and the handler run through CloudFormation's update and rollback sequences.
+
+SageMaker refuses ``UpdateEndpoint`` when it changes the instance type of a variant that is
+registered with Application Auto Scaling
+(https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html). moto does not
+implement ``UpdateEndpoint``, so :class:`SageMakerModel` below models the endpoint with that
+documented rule, while the registrations and policies live in moto's real Application Auto
+Scaling backend. The handler gets the custom resources' properties exactly as the synthesized
+templates carry them, and the sequences follow the template's ``DependsOn`` (asserted first).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import aws_cdk as cdk
+import boto3
+import pytest
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Template
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from ml_platform.app import new_app
+from ml_platform.constructs.endpoint_scaling import HANDLER_DIR, RESOURCE_TYPE
+from ml_platform.constructs.endpoint_scaling_handler import index as handler
+from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from tests.support import SynthesizedPlatform
+
+REGION = "us-west-2"
+ACCOUNT = "123456789012"
+NAMESPACE = "sagemaker"
+DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+
+
+def stack_with(*endpoints: dict, **props) -> cdk.Stack:
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account=ACCOUNT, region=REGION))
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
+    for i, endpoint in enumerate(endpoints):
+        TritonMultiModelEndpoint(
+            stack, f"Ep{i}", bucket=bucket, archives=["model_tf_dali"], **{**props, **endpoint}
+        )
+    return stack
+
+
+def custom_resources(template: Template) -> dict[str, dict]:
+    return template.find_resources(RESOURCE_TYPE)
+
+
+def by_phase(template: Template) -> dict[str, dict]:
+    """The two custom resources' properties by phase, without the service token."""
+    out = {}
+    for resource in custom_resources(template).values():
+        props = {k: v for k, v in resource["Properties"].items() if k != "ServiceToken"}
+        out[props["Phase"]] = props
+    return out
+
+
+# --- the template ------------------------------------------------------------------------
+
+
+def test_guard_before_the_endpoint_policy_after_the_target(synth: SynthesizedPlatform) -> None:
+    t = synth.template("Inference")
+    resources = t.to_json()["Resources"]
+    crs = custom_resources(t)
+    assert len(crs) == 2
+    guard = next(k for k, v in crs.items() if v["Properties"]["Phase"] == "before")
+    policy = next(k for k, v in crs.items() if v["Properties"]["Phase"] == "after")
+    (endpoint,) = t.find_resources("AWS::SageMaker::Endpoint")
+    (target,) = t.find_resources("AWS::ApplicationAutoScaling::ScalableTarget")
+    assert guard in resources[endpoint]["DependsOn"]
+    assert target in resources[policy]["DependsOn"]
+    assert endpoint in resources[target]["DependsOn"]
+    common = {
+        "EndpointName": "triton-ensembles",
+        "VariantName": "AllTraffic",
+        "InstanceType": "ml.g4dn.4xlarge",
+        "MinCapacity": 1,
+        "MaxCapacity": 2,
+        "PolicyName": "triton-ensembles-invocations-per-instance",
+        "TargetValue": 1000,
+        "ScaleInCooldown": 600,
+        "ScaleOutCooldown": 120,
+    }
+    assert by_phase(t) == {"before": {**common, "Phase": "before"}, "after": {**common, "Phase": "after"}}
+    # The policy belongs to the custom resource; a second, native one would fight it.
+    t.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 0)
+
+
+def test_one_handler_per_stack_with_exact_permissions() -> None:
+    stack = stack_with(
+        {"endpoint_name": "Team-A", "instance_type": "ml.g4dn.xlarge"},
+        {"endpoint_name": "team-b", "instance_type": "ml.g5.xlarge"},
+    )
+    t = Template.from_stack(stack)
+    assert len(custom_resources(t)) == 4
+    functions = t.find_resources("AWS::Lambda::Function")
+    handlers = [f for f in functions.values() if f["Properties"].get("Handler") == "index.on_event"]
+    assert len(handlers) == 1
+    assert handlers[0]["Properties"]["Runtime"] == "python3.13"
+    role = handlers[0]["Properties"]["Role"]["Fn::GetAtt"][0]
+    (policy,) = [
+        p for p in t.find_resources("AWS::IAM::Policy").values()
+        if p["Properties"]["Roles"] == [{"Ref": role}]
+    ]
+    statements = {
+        json.dumps(s["Action"]): s["Resource"]
+        for s in stack.resolve(policy["Properties"]["PolicyDocument"])["Statement"]
+    }
+    partition = {"Ref": "AWS::Partition"}
+
+    def arn(tail: str) -> dict:
+        return {"Fn::Join": ["", ["arn:", partition, tail]]}
+
+    assert statements == {
+        '"sagemaker:DescribeEndpointConfig"': arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint-config/*"),
+        json.dumps([
+            "application-autoscaling:DescribeScalableTargets",
+            "application-autoscaling:DescribeScalingPolicies",
+            "application-autoscaling:RegisterScalableTarget",
+            "application-autoscaling:DeregisterScalableTarget",
+            "application-autoscaling:PutScalingPolicy",
+            "application-autoscaling:DeleteScalingPolicy",
+        ]): "*",
+        # SageMaker ARNs carry endpoint names in lower case.
+        '["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"]': [
+            arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint/team-a"),
+            arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint/team-b"),
+        ],
+        '["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"]': [
+            arn(f":cloudwatch:{REGION}:{ACCOUNT}:alarm:TargetTracking-endpoint/Team-A/variant/AllTraffic-*"),
+            arn(f":cloudwatch:{REGION}:{ACCOUNT}:alarm:TargetTracking-endpoint/team-b/variant/AllTraffic-*"),
+        ],
+    }
+
+
+def test_without_the_guard_a_plain_policy_and_no_lambda() -> None:
+    t = Template.from_stack(stack_with({"endpoint_name": "ep"}, instance_type_changes=False))
+    assert custom_resources(t) == {}
+    t.resource_count_is("AWS::Lambda::Function", 0)
+    t.has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalingPolicy",
+        {
+            "PolicyType": "TargetTrackingScaling",
+            "TargetTrackingScalingPolicyConfiguration": {
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"
+                },
+                "TargetValue": 1000,
+                "ScaleInCooldown": 600,
+                "ScaleOutCooldown": 120,
+            },
+        },
+    )
+
+
+def test_the_handler_asset_is_the_handler_alone() -> None:
+    shipped = sorted(p.name for p in HANDLER_DIR.iterdir() if p.name != "__pycache__")
+    assert shipped == ["index.py"]
+    imports = [
+        line.split()[1] for line in (HANDLER_DIR / "index.py").read_text().splitlines()
+        if line.startswith(("import ", "from "))
+    ]
+    # What the Lambda Python runtime has: the standard library and boto3/botocore.
+    assert {name.split(".")[0] for name in imports} <= {"__future__", "logging", "typing",
+                                                         "boto3", "botocore"}
+
+
+# --- the handler through CloudFormation's sequences ---------------------------------------
+
+
+@dataclass
+class SageMakerModel:
+    """The endpoint as SageMaker documents it, for the calls the handler and CloudFormation
+    make; registrations are read from the real (moto) Application Auto Scaling backend."""
+
+    autoscaling: object
+    endpoints: dict[str, str] = field(default_factory=dict)  # name -> config name
+    configs: dict[str, str] = field(default_factory=dict)  # config name -> instance type
+    refused: list[str] = field(default_factory=list)
+
+    def _missing(self, name: str) -> ClientError:
+        return ClientError(
+            {"Error": {"Code": "ValidationException", "Message": f"Could not find endpoint {name}"}},
+            "DescribeEndpoint",
+        )
+
+    def describe_endpoint(self, EndpointName: str) -> dict:
+        if EndpointName not in self.endpoints:
+            raise self._missing(EndpointName)
+        return {"EndpointName": EndpointName, "EndpointConfigName": self.endpoints[EndpointName]}
+
+    def describe_endpoint_config(self, EndpointConfigName: str) -> dict:
+        return {"ProductionVariants": [
+            {"VariantName": "AllTraffic", "InstanceType": self.configs[EndpointConfigName]}
+        ]}
+
+    def put_config(self, instance_type: str) -> str:
+        name = f"config-{len(self.configs)}"
+        self.configs[name] = instance_type
+        return name
+
+    def create_endpoint(self, name: str, instance_type: str) -> None:
+        self.endpoints[name] = self.put_config(instance_type)
+
+    def update_endpoint(self, name: str, instance_type: str) -> None:
+        current = self.configs[self.endpoints[name]]
+        registered = self.autoscaling.describe_scalable_targets(
+            ServiceNamespace=NAMESPACE, ResourceIds=[f"endpoint/{name}/variant/AllTraffic"],
+            ScalableDimension=DIMENSION,
+        )["ScalableTargets"]
+        if registered and current != instance_type:
+            self.refused.append(f"{current} -> {instance_type}")
+            raise ClientError(
+                {"Error": {"Code": "ValidationException",
+                           "Message": "The variant(s) include auto scaling configuration"}},
+                "UpdateEndpoint",
+            )
+        self.endpoints[name] = self.put_config(instance_type)
+
+    def delete_endpoint(self, name: str) -> None:
+        del self.endpoints[name]
+
+
+@pytest.fixture(scope="module")
+def props() -> dict[str, dict[str, dict]]:
+    """The custom resources' properties, synthesized for three settings of one endpoint."""
+    out = {}
+    for key, settings in {
+        "small": {"instance_type": "ml.g4dn.xlarge"},
+        "large": {"instance_type": "ml.g4dn.2xlarge"},
+        "small-wider": {"instance_type": "ml.g4dn.xlarge", "max_instances": 4,
+                        "invocations_per_instance": 500},
+    }.items():
+        t = Template.from_stack(stack_with({"endpoint_name": "ep", **settings}))
+        out[key] = by_phase(t)
+    return out
+
+
+@pytest.fixture
+def cloud():
+    with mock_aws():
+        autoscaling = boto3.client("application-autoscaling", region_name=REGION)
+        yield SageMakerModel(autoscaling), autoscaling
+
+
+def event(request_type: str, properties: dict) -> dict:
+    return {"RequestType": request_type, "ResourceProperties": properties}
+
+
+def registration(autoscaling) -> tuple[tuple[int, int] | None, dict | None]:
+    """(min, max) of the registered target and the policy's configuration, or None."""
+    targets = autoscaling.describe_scalable_targets(ServiceNamespace=NAMESPACE)["ScalableTargets"]
+    policies = autoscaling.describe_scaling_policies(ServiceNamespace=NAMESPACE)["ScalingPolicies"]
+    assert len(targets) <= 1 and len(policies) <= 1
+    target = (targets[0]["MinCapacity"], targets[0]["MaxCapacity"]) if targets else None
+    policy = None
+    if policies:
+        config = policies[0]["TargetTrackingScalingPolicyConfiguration"]
+        policy = {
+            "name": policies[0]["PolicyName"], "target": config["TargetValue"],
+            "in": config["ScaleInCooldown"], "out": config["ScaleOutCooldown"],
+        }
+    return target, policy
+
+
+def native_target(autoscaling, p: dict) -> None:
+    """What AWS::ApplicationAutoScaling::ScalableTarget does on create or update."""
+    autoscaling.register_scalable_target(
+        ServiceNamespace=NAMESPACE, ResourceId="endpoint/ep/variant/AllTraffic",
+        ScalableDimension=DIMENSION, MinCapacity=p["MinCapacity"], MaxCapacity=p["MaxCapacity"],
+    )
+
+
+def create(sagemaker: SageMakerModel, autoscaling, p: dict[str, dict]) -> None:
+    """Stack creation, in the template's order: guard, endpoint, target, policy."""
+    assert handler.handle(event("Create", p["before"]), sagemaker, autoscaling)["Data"] == {
+        "Outcome": "no endpoint yet"
+    }
+    sagemaker.create_endpoint("ep", p["before"]["InstanceType"])
+    native_target(autoscaling, p["before"])
+    handler.handle(event("Create", p["after"]), sagemaker, autoscaling)
+
+
+SMALL_POLICY = {"name": "ep-invocations-per-instance", "target": 1000.0, "in": 600, "out": 120}
+
+
+def test_create_registers_target_and_policy(cloud, props) -> None:
+    sagemaker, autoscaling = cloud
+    create(sagemaker, autoscaling, props["small"])
+    assert registration(autoscaling) == ((1, 2), SMALL_POLICY)
+
+
+def test_the_rule_is_real_without_the_guard(cloud, props) -> None:
+    """Control: with the target registered, the modelled SageMaker refuses the change."""
+    sagemaker, autoscaling = cloud
+    create(sagemaker, autoscaling, props["small"])
+    with pytest.raises(ClientError, match="auto scaling"):
+        sagemaker.update_endpoint("ep", "ml.g4dn.2xlarge")
+    assert sagemaker.refused == ["ml.g4dn.xlarge -> ml.g4dn.2xlarge"]
+
+
+def test_instance_type_change_deploys_and_keeps_scaling(cloud, props) -> None:
+    sagemaker, autoscaling = cloud
+    create(sagemaker, autoscaling, props["small"])
+    new = props["large"]
+    out = handler.handle(event("Update", new["before"]), sagemaker, autoscaling)
+    assert out["Data"]["Outcome"] == "deregistered (ml.g4dn.xlarge -> ml.g4dn.2xlarge)"
+    assert registration(autoscaling) == (None, None)
+    sagemaker.update_endpoint("ep", "ml.g4dn.2xlarge")  # not refused
+    # The native target is unchanged (same properties): CloudFormation skips it.
+    out = handler.handle(event("Update", new["after"]), sagemaker, autoscaling)
+    assert out["Data"]["Outcome"] == "registered on ml.g4dn.2xlarge"
+    assert registration(autoscaling) == ((1, 2), SMALL_POLICY)
+    assert sagemaker.refused == []
+
+
+def test_capacity_and_target_change_on_the_same_type(cloud, props) -> None:
+    sagemaker, autoscaling = cloud
+    create(sagemaker, autoscaling, props["small"])
+    wider = props["small-wider"]
+    handler.handle(event("Update", wider["before"]), sagemaker, autoscaling)
+    native_target(autoscaling, wider["before"])
+    handler.handle(event("Update", wider["after"]), sagemaker, autoscaling)
+    assert registration(autoscaling) == ((1, 4), {**SMALL_POLICY, "target": 500.0})
+
+
+def test_rollback_after_the_endpoint_update_fails(cloud, props) -> None:
+    """Say the account has no quota for the new type: UpdateEndpoint fails, and
+    CloudFormation rolls back in reverse order (the endpoint stays, then the guard)."""
+    sagemaker, autoscaling = cloud
+    create(sagemaker, autoscaling, props["small"])
+    handler.handle(event("Update", props["large"]["before"]), sagemaker, autoscaling)
+    # UpdateEndpoint fails (ResourceLimitExceeded): the endpoint keeps the old type.
+    out = handler.handle(event("Update", props["small"]["before"]), sagemaker, autoscaling)
+    assert out["Data"]["Outcome"] == "registered on ml.g4dn.xlarge"
+    assert registration(autoscaling) == ((1, 2), SMALL_POLICY)
+
+
+def test_rollback_after_the_policy_step_fails(cloud, props, monkeypatch) -> None:
+    """The endpoint moved, then registering its policy failed: the rollback must deregister
+    before the endpoint moves back, or SageMaker refuses the rollback itself."""
+    sagemaker, autoscaling = cloud
+    create(sagemaker, autoscaling, props["small"])
+    handler.handle(event("Update", props["large"]["before"]), sagemaker, autoscaling)
+    sagemaker.update_endpoint("ep", "ml.g4dn.2xlarge")
+    real = autoscaling.put_scaling_policy
+
+    def throttled(**kwargs):
+        raise ClientError({"Error": {"Code": "ConcurrentUpdateException", "Message": "x"}},
+                          "PutScalingPolicy")
+
+    monkeypatch.setattr(autoscaling, "put_scaling_policy", throttled)
+    with pytest.raises(ClientError):
+        handler.handle(event("Update", props["large"]["after"]), sagemaker, autoscaling)
+    monkeypatch.setattr(autoscaling, "put_scaling_policy", real)
+    assert registration(autoscaling)[0] == (1, 2)  # registered, without policy
+    # Rollback, dependents first: policy resource (old properties), endpoint, guard.
+    out = handler.handle(event("Update", props["small"]["after"]), sagemaker, autoscaling)
+    assert out["Data"]["Outcome"] == "deregistered (ml.g4dn.2xlarge -> ml.g4dn.xlarge)"
+    sagemaker.update_endpoint("ep", "ml.g4dn.xlarge")  # not refused
+    handler.handle(event("Update", props["small"]["before"]), sagemaker, autoscaling)
+    assert registration(autoscaling) == ((1, 2), SMALL_POLICY)
+    assert sagemaker.refused == []
+
+
+def test_delete_removes_the_policy_and_leaves_the_target_to_cloudformation(cloud, props) -> None:
+    sagemaker, autoscaling = cloud
+    create(sagemaker, autoscaling, props["small"])
+    p = props["small"]
+    done = handler.handle({**event("Delete", p["after"]), "PhysicalResourceId": "x"},
+                          sagemaker, autoscaling)
+    assert done["PhysicalResourceId"] == "x"
+    assert registration(autoscaling) == ((1, 2), None)
+    handler.handle({**event("Delete", p["before"]), "PhysicalResourceId": "y"},
+                   sagemaker, autoscaling)
+    assert registration(autoscaling) == ((1, 2), None)  # the guard deletes nothing
+    # Deleting again (a retried delete) is not an error.
+    handler.handle({**event("Delete", p["after"]), "PhysicalResourceId": "x"},
+                   sagemaker, autoscaling)
