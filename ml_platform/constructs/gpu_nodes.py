@@ -20,7 +20,7 @@ def gpu_node_problems(instance_type: str, min_nodes: int, nodes: int, max_nodes:
     out = []
     if instance_type not in EKS_GPU_INSTANCES:
         out.append(
-            f"gpu_instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}"
+            f"instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}"
         )
     if not 0 <= min_nodes <= nodes <= max_nodes <= MAX_GPU_NODES or max_nodes < 1:
         out.append(

@@ -86,7 +86,7 @@ _EC2 = (
     "EC2 instance roles: EC2 documents no aws:SourceArn/aws:SourceAccount for the role of an "
     "instance profile, and the EKS node role page prescribes the trust policy without "
     "conditions. The node role is reached only through the instance profile EKS launches the "
-    "managed node group with; pods cannot reach it (IMDS hop limit 1)."
+    "managed node group with; pods off the host network cannot reach it (IMDS hop limit 1)."
 )
 _EC2_SOURCE = "https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html"
 _LAMBDA = (

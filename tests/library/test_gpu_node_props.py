@@ -1,0 +1,22 @@
+"""GpuNodeGroup names its own props in its errors (not the settings key of Triton on EKS)."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+
+from ml_platform.app import new_app
+from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+
+
+def test_bad_props_are_reported_together_under_their_own_names() -> None:
+    stack = cdk.Stack(new_app(), "S")
+    with pytest.raises(ValueError) as raised:
+        # The props are checked before the cluster is touched.
+        GpuNodeGroup(stack, "Gpu", cluster=None, instance_type="p9.large", nodes=3, max_nodes=2,
+                     labels={"ml-platform/node-role": "x"})
+    message = str(raised.value)
+    assert message.startswith("S/Gpu: instance_type='p9.large': expected one of [")
+    assert "gpu_instance_type" not in message
+    assert "min_nodes/nodes/max_nodes=3/3/2" in message
+    assert "labels: 'ml-platform/node-role' is set by this construct" in message
