@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from aws_cdk import ArnFormat, RemovalPolicy, Stack, Token
@@ -26,6 +27,10 @@ class PlatformVpc(Construct):
         nat_gateways: NAT gateways. Default 1.
         flow_log_retention: Flow log retention. Default three months.
         removal_policy: Of the flow-log group and its key. Default ``RETAIN``.
+        flow_log_group_name: Names the flow-log group, which scopes its key to exactly that
+            group (the ARN can then be formatted without a reference to the group). Default:
+            CloudFormation names it and the key serves the account's log groups in the
+            region. Setting or changing it on a deployed VPC replaces the group.
 
     Attributes:
         vpc: The ``ec2.Vpc``.
@@ -45,6 +50,7 @@ class PlatformVpc(Construct):
         nat_gateways: int = 1,
         flow_log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        flow_log_group_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         azs = list(availability_zones)
@@ -55,6 +61,15 @@ class PlatformVpc(Construct):
             errors.append(f"trainium_az={trainium_az!r}: expected one of {azs!r}")
         if not 1 <= nat_gateways <= max(len(azs), 1):
             errors.append(f"nat_gateways={nat_gateways}: expected 1 to {len(azs)}")
+        if (
+            flow_log_group_name is not None
+            and not Token.is_unresolved(flow_log_group_name)
+            and not LOG_GROUP_NAME.fullmatch(flow_log_group_name)
+        ):
+            errors.append(
+                f"flow_log_group_name={flow_log_group_name!r}: expected 1 to 512 of "
+                "A-Z a-z 0-9 . - _ / #, not starting with 'aws/'"
+            )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
@@ -88,15 +103,18 @@ class PlatformVpc(Construct):
             enable_key_rotation=True,
             removal_policy=removal_policy,
         )
-        self.flow_log_key.add_to_resource_policy(flow_log_key_statement(stack))
+        self.flow_log_key.add_to_resource_policy(
+            flow_log_key_statement(stack, flow_log_group_name)
+        )
         # Associating the key with the existing group is an in-place update (KmsKeyId: "Update
-        # requires: No interruption"). The group keeps its CloudFormation-made name: naming it
-        # now (LogGroupName: "Update requires: Replacement") would replace the group of every
-        # deployed VPC. Both from the AWS::Logs::LogGroup reference:
+        # requires: No interruption"). By default the group keeps its CloudFormation-made name:
+        # naming it (LogGroupName: "Update requires: Replacement") would replace the group of
+        # every deployed VPC, so a name is opt-in. Both from the AWS::Logs::LogGroup reference:
         # https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-resource-logs-loggroup.html
         self.flow_log_group = logs.LogGroup(
             self,
             "FlowLogs",
+            log_group_name=flow_log_group_name,
             retention=flow_log_retention,
             encryption_key=self.flow_log_key,
             removal_policy=removal_policy,
@@ -137,29 +155,34 @@ FLOW_LOG_KEY_ACTIONS = (
 https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html)."""
 
 
-def flow_log_key_statement(stack: Stack) -> iam.PolicyStatement:
-    """Key-policy statement letting CloudWatch Logs of the stack's region use the key for log
-    groups of the stack's account and region only (the ``kms:EncryptionContext:aws:logs:arn``
-    condition of the CloudWatch Logs guide:
-    https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html).
+LOG_GROUP_NAME = re.compile(r"(?!aws/)[.\-_/#A-Za-z0-9]{1,512}")
+"""A log group name CloudWatch Logs accepts (CreateLogGroup naming rules)."""
 
-    Scoped to the account's log groups rather than the flow-log group's exact ARN: the key
-    policy cannot reference the group (the group references the key: circular), and formatting
-    the ARN needs a fixed group name, which would replace the existing group.
+
+def flow_log_key_statement(stack: Stack, group_name: str | None = None) -> iam.PolicyStatement:
+    """Key-policy statement letting CloudWatch Logs of the stack's region use the key, under the
+    ``kms:EncryptionContext:aws:logs:arn`` condition of the CloudWatch Logs guide
+    (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html): for
+    the group ``group_name`` only, or without a name for the log groups of the stack's account
+    and region.
+
+    The exact ARN needs the name: the key policy cannot reference the group (the group
+    references the key: circular), and naming a deployed group replaces it.
     """
+    arn = stack.format_arn(
+        service="logs",
+        resource="log-group",
+        resource_name=group_name or "*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
     return iam.PolicyStatement(
-        sid="CloudWatchLogsOfThisAccount",
+        sid="CloudWatchLogsOfThisGroup" if group_name else "CloudWatchLogsOfThisAccount",
         principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
         actions=list(FLOW_LOG_KEY_ACTIONS),
         resources=["*"],
         conditions={
-            "ArnLike": {
-                "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
-                    service="logs",
-                    resource="log-group",
-                    resource_name="*",
-                    arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                )
+            ("ArnEquals" if group_name else "ArnLike"): {
+                "kms:EncryptionContext:aws:logs:arn": arn
             }
         },
     )

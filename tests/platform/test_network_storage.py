@@ -267,3 +267,32 @@ def test_construct_validation_reports_all_problems() -> None:
         PlatformVpc(stack, "Bad", availability_zones=["a"], trainium_az="b")
     with pytest.raises(ValueError, match="model_prefix='/x'"):
         ModelArtifactBucket(stack, "Models", model_prefix="/x")
+
+
+def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    vpc = PlatformVpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"],
+                      trainium_az="us-west-2a", flow_log_group_name="/ml-platform/S/vpc-flow-logs")
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    group = resources[stack.get_logical_id(vpc.flow_log_group.node.default_child)]
+    assert group["Properties"]["LogGroupName"] == "/ml-platform/S/vpc-flow-logs"
+    key = resources[stack.get_logical_id(vpc.flow_log_key.node.default_child)]
+    (statement,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if "Sid" in s]
+    assert statement["Sid"] == "CloudWatchLogsOfThisGroup"
+    assert statement["Principal"] == {"Service": "logs.us-west-2.amazonaws.com"}
+    assert statement["Condition"] == {
+        "ArnEquals": {
+            "kms:EncryptionContext:aws:logs:arn": {
+                "Fn::Join": ["", [
+                    "arn:", {"Ref": "AWS::Partition"},
+                    ":logs:us-west-2:123456789012:log-group:/ml-platform/S/vpc-flow-logs",
+                ]]
+            }
+        }
+    }
+    with pytest.raises(ValueError, match=r"flow_log_group_name='aws/x': expected 1 to 512"):
+        PlatformVpc(stack, "Bad", availability_zones=["us-west-2a", "us-west-2b"],
+                    trainium_az="us-west-2a", flow_log_group_name="aws/x")
+    with pytest.raises(ValueError, match=r"flow_log_group_name='a b'"):
+        PlatformVpc(stack, "Bad2", availability_zones=["us-west-2a", "us-west-2b"],
+                    trainium_az="us-west-2a", flow_log_group_name="a b")
