@@ -248,6 +248,39 @@ def test_the_default_region_is_the_one_the_missing_list_was_written_for():
     assert Settings().env.region == "us-west-2"
 
 
+_AWS_OWNED_HOSTS = ("aws.amazon.com", "docs.aws.amazon.com", "repost.aws")
+
+
+def _aws_owned(url: str) -> bool:
+    from urllib.parse import urlparse
+
+    host = urlparse(url).hostname or ""
+    return any(host == h or host.endswith("." + h) for h in _AWS_OWNED_HOSTS)
+
+
+def test_service_prices_cite_aws_or_say_why_not():
+    # The flat service prices (not the instance tables) cite an AWS-owned page; a third-party
+    # source stays only with a note saying no AWS-owned page stating the figure was found.
+    services = ("eks-cluster", "nat-gateway", "public-ipv4", "vpc-interface-endpoint",
+                FSX_LUSTRE_PERSISTENT2)
+    rows = [p for p in SHIPPED.prices.values() if p.service in services]
+    assert len(rows) == 11
+    for price in rows:
+        if not _aws_owned(price.source):
+            assert re.search(r"no (other )?AWS-owned page", price.note, re.IGNORECASE), price
+    for region in ("us-east-1", "us-east-2", "us-west-2"):
+        eks = SHIPPED.get(region, "eks-cluster", "standard")
+        assert eks.usd == 0.10 and eks.source == (
+            "https://aws.amazon.com/blogs/containers/"
+            "amazon-eks-extended-support-for-kubernetes-versions-pricing/")
+        assert "$0.10 per cluster per hour" in eks.note
+        ipv4 = SHIPPED.get(region, "public-ipv4", "hour")
+        assert ipv4.usd == 0.005 and ipv4.source.startswith("https://repost.aws/articles/")
+        assert "$0.005 per IP per hour" in ipv4.note
+    assert not _aws_owned("https://aws.amazon.com.example.test/x")
+    assert _aws_owned("https://repost.aws/knowledge-center/x")
+
+
 def test_shipped_prices_are_positive_and_sourced():
     assert SHIPPED.prices
     for price in SHIPPED.prices.values():
