@@ -248,6 +248,10 @@ def trainium_ddp(
                 "securityContext": {
                     "sysctls": [{"name": RESERVED_PORTS_SYSCTL, "value": str(BOOTSTRAP_PORT)}]
                 },
+                # The workers call no Kubernetes API (c10d rendezvous is plain TCP; Volcano's
+                # svc plugin hands them the peers' names through a ConfigMap volume and
+                # environment) and use no AWS credentials: no service account token.
+                "automountServiceAccountToken": False,
             }
         },
     )

@@ -78,6 +78,7 @@ def test_defaults_use_every_neuroncore_and_retry_the_whole_job():
             "securityContext": {
                 "sysctls": [{"name": "net.ipv4.ip_local_reserved_ports", "value": "48620"}]
             },
+            "automountServiceAccountToken": False,
         }
     }
     assert role.port_map == {"c10d": 29500}

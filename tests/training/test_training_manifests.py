@@ -249,6 +249,8 @@ def test_neuron_recipe_of_the_pinned_sample(name, volcano_jobs):
         assert pod["securityContext"]["sysctls"] == [
             {"name": "net.ipv4.ip_local_reserved_ports", "value": "48620"}
         ]
+        # No Kubernetes API and no AWS credentials in the workers: no token mounted.
+        assert pod["automountServiceAccountToken"] is False
         assert c["ports"] == [{"containerPort": 29500, "name": "c10d"}]
 
 
