@@ -83,13 +83,15 @@ class MotoServer:
 
 @pytest.fixture(scope="session")
 def moto_server(tmp_path_factory: pytest.TempPathFactory):
-    """``moto_server`` as a subprocess on a free localhost port, killed at session end."""
+    """``moto_server`` as a subprocess on a free localhost port, killed at session end
+    (run from the repository root, so ``tests.cli.moto_server_patched`` imports)."""
     port = _free_port()
     log = (tmp_path_factory.mktemp("moto") / "server.log").open("wb")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-p", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
+        # moto.server, with one moto bug fixed (see the module).
+        [sys.executable, "-m", "tests.cli.moto_server_patched", "-p", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).resolve().parents[2],
     )
     url = f"http://localhost:{port}"
     try:

@@ -24,6 +24,8 @@ What moto 5.2.5 cannot do, and what that means here:
   after the stack and logical id), so ``mlp status`` without ``--endpoint`` reports the
   configured name as not found, listing moto's name; the test then passes that name.
 * Its InvokeEndpoint returns queued canned bodies: the test queues a Triton JSON response.
+* Its ``AWS::KMS::Key`` drops a key that has ``Tags`` (the flow-log key has the project tag):
+  the server runs as ``tests/cli/moto_server_patched.py``, which fixes only that.
 """
 
 from __future__ import annotations
