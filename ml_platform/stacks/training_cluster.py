@@ -210,13 +210,7 @@ class TrainingClusterStack(Stack):
             value=cluster.kubectl_provider.role.role_arn,
             description="Role of the stack's kubectl provider (cluster-admin)",
         )
-        region = f" --region {self.region}"
-        role = f" --role-arn {cfg.admin_role_arn}" if cfg.admin_role_arn else ""
-        CfnOutput(
-            self,
-            "UpdateKubeconfigCommand",
-            value=f"aws eks update-kubeconfig --name {cluster.cluster_name}{region}{role}",
-        )
+        kubeconfig_outputs(self, cluster.cluster_name, cfg.admin_role_arn)
 
     def _allow_lustre_clients(
         self, lustre: ec2.ISecurityGroup, clients: ec2.ISecurityGroup
@@ -245,3 +239,26 @@ class TrainingClusterStack(Stack):
                 description="Lustre replies to cluster-group nodes",
                 **fields,
             )
+
+
+def kubeconfig_outputs(stack: Stack, cluster_name: str, admin_role_arn: str | None) -> None:
+    """``UpdateKubeconfigCommand`` and, with an admin role, ``AdminRoleArn``.
+
+    The command carries no ``--role-arn``: ``mlp azs`` writes the caller's own role as
+    ``admin_role_arn``, and asking the CLI to assume the role its credentials already are
+    fails unless that role trusts itself. Whoever runs with other credentials adds
+    ``--role-arn`` with the ``AdminRoleArn`` output.
+    """
+    CfnOutput(
+        stack,
+        "UpdateKubeconfigCommand",
+        value=f"aws eks update-kubeconfig --name {cluster_name} --region {stack.region}",
+    )
+    if admin_role_arn:
+        CfnOutput(
+            stack,
+            "AdminRoleArn",
+            value=admin_role_arn,
+            description="Role with cluster-admin: add --role-arn with it to the update-kubeconfig "
+            "command when your credentials are not already this role",
+        )

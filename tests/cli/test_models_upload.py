@@ -267,11 +267,11 @@ def test_large_archives_go_in_parts_with_a_conditional_completion(aws, tmp_path,
 
 def test_duplicate_check_is_linear():
     # 200,000 names: a pairwise (quadratic) check would take minutes; one pass takes well
-    # under a second even on a loaded machine.
+    # under a second, so 10 s separates the two even on a loaded machine.
     names = [f"a-{i:06d}.tar.gz" for i in range(200_000)] + ["a-000009.tar.gz", "a-000007.tar.gz"]
     started = time.perf_counter()
     assert upload.duplicate_names(names) == ["a-000007.tar.gz", "a-000009.tar.gz"]
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 10.0
 
 
 def test_concurrency_flag_is_bounded(aws, project, archives, mlp):

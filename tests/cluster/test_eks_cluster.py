@@ -8,7 +8,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk.assertions import Match
+from aws_cdk.assertions import Match, Template
 
 from ml_platform.app import new_app
 from ml_platform.constructs.addons import PlatformAddons
@@ -368,3 +368,23 @@ def test_synthesis_warns_when_no_cluster_admin_role_is_set(synth: SynthesizedPla
     ]
     assert len(warnings) == 1
     assert NO_CLUSTER_ADMIN_WARNING in warnings[0] and "mlp azs" in warnings[0]
+
+
+def test_kubeconfig_command_never_assumes_the_admin_role_itself() -> None:
+    """`mlp azs` makes the caller's own role the admin role; `--role-arn` with it would make
+    the CLI assume the role its credentials already are. The ARN is a separate output."""
+    from ml_platform.app import new_app
+    from ml_platform.stacks.training_cluster import kubeconfig_outputs
+
+    admin = "arn:aws:iam::123456789012:role/platform-admins"
+    outputs = {}
+    for role in (None, admin):
+        stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012",
+                                                               region="eu-west-1"))
+        kubeconfig_outputs(stack, "ml-platform", role)
+        outputs[role] = Template.from_stack(stack).to_json()["Outputs"]
+    command = "aws eks update-kubeconfig --name ml-platform --region eu-west-1"
+    assert outputs[None] == {"UpdateKubeconfigCommand": {"Value": command}}
+    assert outputs[admin]["UpdateKubeconfigCommand"] == {"Value": command}
+    assert outputs[admin]["AdminRoleArn"]["Value"] == admin
+    assert "--role-arn" in outputs[admin]["AdminRoleArn"]["Description"]
