@@ -249,12 +249,17 @@ def test_the_default_region_is_the_one_the_missing_list_was_written_for():
 
 
 _AWS_OWNED_HOSTS = ("aws.amazon.com", "docs.aws.amazon.com", "repost.aws")
+_AWS_GITHUB_ORGS = ("aws", "awslabs", "aws-samples", "awsdocs")
 
 
 def _aws_owned(url: str) -> bool:
+    """An AWS web page, or a file in one of AWS's own GitHub organisations."""
     from urllib.parse import urlparse
 
-    host = urlparse(url).hostname or ""
+    parsed = urlparse(url)
+    host = parsed.hostname or ""
+    if host == "github.com":
+        return parsed.path.split("/")[1] in _AWS_GITHUB_ORGS
     return any(host == h or host.endswith("." + h) for h in _AWS_OWNED_HOSTS)
 
 
@@ -265,6 +270,8 @@ def test_service_prices_cite_aws_or_say_why_not():
                 FSX_LUSTRE_PERSISTENT2)
     rows = [p for p in SHIPPED.prices.values() if p.service in services]
     assert len(rows) == 11
+    third_party = sorted((p.region, p.service, p.key) for p in rows if not _aws_owned(p.source))
+    assert third_party == [("us-east-1", FSX_LUSTRE_PERSISTENT2, "125")]
     for price in rows:
         if not _aws_owned(price.source):
             assert re.search(r"no (other )?AWS-owned page", price.note, re.IGNORECASE), price
@@ -277,7 +284,20 @@ def test_service_prices_cite_aws_or_say_why_not():
         ipv4 = SHIPPED.get(region, "public-ipv4", "hour")
         assert ipv4.usd == 0.005 and ipv4.source.startswith("https://repost.aws/articles/")
         assert "$0.005 per IP per hour" in ipv4.note
+        nat = SHIPPED.get(region, "nat-gateway", "hour")
+        assert nat.usd == 0.045 and "0.045" in nat.note
+    # us-east-1 network prices: the AWS Solutions cost page, which names the region.
+    for service, quoted in (("nat-gateway", "$0.045 per NAT Gateway Hour"),
+                            ("vpc-interface-endpoint", "$0.01 per AZ Hour")):
+        price = next(p for p in rows if p.region == "us-east-1" and p.service == service)
+        assert price.source.startswith("https://github.com/awslabs/clickstream-analytics-on-aws/")
+        assert quoted in price.note and "us-east-1 region" in price.note
+    # Elsewhere the NAT price comes from an AWS sample's per-region table, quoted whole.
+    for region in ("us-east-2", "us-west-2"):
+        note = SHIPPED.get(region, "nat-gateway", "hour").note
+        assert f"'{region}': 0.045" in note
     assert not _aws_owned("https://aws.amazon.com.example.test/x")
+    assert not _aws_owned("https://github.com/awsome/x")
     assert _aws_owned("https://repost.aws/knowledge-center/x")
 
 
