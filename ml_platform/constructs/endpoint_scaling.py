@@ -56,7 +56,7 @@ class EndpointScalingProvider(Construct):
         self.handler = lambda_.Function(
             self,
             "Handler",
-            runtime=lambda_.Runtime.PYTHON_3_13,
+            runtime=lambda_.Runtime.PYTHON_3_14,
             handler="index.on_event",
             code=lambda_.Code.from_asset(str(HANDLER_DIR), exclude=["__pycache__", "*.pyc"]),
             timeout=Duration.minutes(1),
@@ -180,10 +180,5 @@ class EndpointScalingProvider(Construct):
             self,
             f"AwsSolutions-IAM5[Resource::{rendered_resource(self, self.handler.function_arn)}:*]",
             "aws-cdk's custom-resource framework invokes any version of this handler, only it.",
-        )
-        acknowledge(
-            self,
-            "AwsSolutions-L1",
-            "aws-cdk pins the runtime of its custom-resource framework function.",
         )
 

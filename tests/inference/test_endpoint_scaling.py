@@ -99,7 +99,7 @@ def test_one_handler_per_stack_with_exact_permissions() -> None:
     functions = t.find_resources("AWS::Lambda::Function")
     handlers = [f for f in functions.values() if f["Properties"].get("Handler") == "index.on_event"]
     assert len(handlers) == 1
-    assert handlers[0]["Properties"]["Runtime"] == "python3.13"
+    assert handlers[0]["Properties"]["Runtime"] == "python3.14"
     role = handlers[0]["Properties"]["Role"]["Fn::GetAtt"][0]
     (policy,) = [
         p for p in t.find_resources("AWS::IAM::Policy").values()
