@@ -42,7 +42,7 @@ cost: install
 
 ## Run the whole test suite (two workers: the tests are CPU-bound and CI has two cores).
 test: install-dev
-	$(PY) -m pytest -n 2
+	$(PY) -m pytest -n 2 --dist worksteal
 
 ## checkov over every template and Kubernetes object; fails on any finding not listed with its
 ## reason in .checkov-exceptions.yaml. checkov lives in .venv-scan (its pins conflict with boto3's).
