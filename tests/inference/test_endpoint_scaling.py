@@ -317,6 +317,27 @@ def test_instance_type_change_deploys_and_keeps_scaling(cloud, props) -> None:
     assert sagemaker.refused == []
 
 
+def as_sent(properties: dict) -> dict:
+    """Custom-resource properties as CloudFormation delivers them: every value a string
+    (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/crpg-ref-requests.html)."""
+    return {k: str(v) for k, v in properties.items()}
+
+
+def test_string_properties_as_cloudformation_sends_them(cloud, props) -> None:
+    sagemaker, autoscaling = cloud
+    small, large = props["small"], props["large"]
+    handler.handle(event("Create", as_sent(small["before"])), sagemaker, autoscaling)
+    sagemaker.create_endpoint("ep", "ml.g4dn.xlarge")
+    native_target(autoscaling, small["before"])
+    handler.handle(event("Create", as_sent(small["after"])), sagemaker, autoscaling)
+    assert registration(autoscaling) == ((1, 2), SMALL_POLICY)
+    handler.handle(event("Update", as_sent(large["before"])), sagemaker, autoscaling)
+    sagemaker.update_endpoint("ep", "ml.g4dn.2xlarge")
+    handler.handle(event("Update", as_sent(large["after"])), sagemaker, autoscaling)
+    assert registration(autoscaling) == ((1, 2), SMALL_POLICY)
+    assert sagemaker.refused == []
+
+
 def test_capacity_and_target_change_on_the_same_type(cloud, props) -> None:
     sagemaker, autoscaling = cloud
     create(sagemaker, autoscaling, props["small"])
