@@ -20,6 +20,7 @@ import gzip
 import io
 import shutil
 import tarfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from ml_platform.triton.checker import check_ensemble, find_ensemble_problems
@@ -181,10 +182,7 @@ def archive_problems(path: str | Path) -> list[str]:
     ensembles, models, ensemble_folders = [], [], []
     try:
         with tarfile.open(path, "r:gz") as tar:
-            for member in tar:
-                parts = member.name.removeprefix("./").split("/")
-                if len(parts) != 2 or parts[1] != "config.pbtxt" or not member.isfile():
-                    continue
+            for folder, member in _root_configs(tar):
                 if member.size > MAX_CONFIG_BYTES:
                     problems.append(f"{member.name}: {member.size} bytes, too large for a config")
                     continue
@@ -196,7 +194,7 @@ def archive_problems(path: str | Path) -> list[str]:
                     continue
                 if config.platform == ENSEMBLE_PLATFORM:
                     ensembles.append(config)
-                    ensemble_folders.append(parts[0])
+                    ensemble_folders.append(folder)
                 else:
                     models.append(config)
     except (tarfile.TarError, OSError, EOFError) as error:
@@ -225,10 +223,7 @@ def archive_gpu_target(path: str | Path) -> tuple[str | None, list[str]]:
     targets: dict[str, str | None] = {}
     try:
         with tarfile.open(path, "r:gz") as tar:
-            for member in tar:
-                parts = member.name.removeprefix("./").split("/")
-                if len(parts) != 2 or parts[1] != "config.pbtxt" or not member.isfile():
-                    continue
+            for folder, member in _root_configs(tar):
                 if member.size > MAX_CONFIG_BYTES:
                     continue  # archive_problems reports it
                 try:
@@ -237,7 +232,7 @@ def archive_gpu_target(path: str | Path) -> tuple[str | None, list[str]]:
                     continue
                 if config.platform == "tensorrt_plan" or config.backend == "tensorrt":
                     parameter = config.parameters.get(GPU_PARAMETER)
-                    targets[config.name or parts[0]] = parameter.string_value if parameter else None
+                    targets[config.name or folder] = parameter.string_value if parameter else None
     except (tarfile.TarError, OSError, EOFError, UnicodeDecodeError):
         return None, []  # archive_problems reports it
     if not targets:
@@ -259,6 +254,14 @@ def archive_gpu_target(path: str | Path) -> tuple[str | None, list[str]]:
             f"{named or 'no GPU'}: expected a name ending in _{_suffix_of(gpu)}"
         )
     return gpu, problems
+
+
+def _root_configs(tar: tarfile.TarFile) -> Iterator[tuple[str, tarfile.TarInfo]]:
+    """The ``<model>/config.pbtxt`` files at the archive's root, with their model folder."""
+    for member in tar:
+        parts = member.name.removeprefix("./").split("/")
+        if len(parts) == 2 and parts[1] == "config.pbtxt" and member.isfile():
+            yield parts[0], member
 
 
 def _suffix_of(gpu: str) -> str:
