@@ -2,9 +2,9 @@
 """Archive operations at scale: package, upload, re-upload, list and status against a local
 moto server, compared with a plain serial boto3 loop.
 
-The script starts ``moto.server`` itself on 127.0.0.1 (a random free port), points every AWS
-client at it, and for 10, 100 and 1,000 small archives (each a valid ensemble of a few KiB
-with its own content, so its own version) times:
+The script starts the CLI tests' moto server (``tests/local_moto.py``) on 127.0.0.1 (a random
+free port), points every AWS client at it, and for 10, 100 and 1,000 small archives (each a
+valid ensemble of a few KiB with its own content, so its own version) times:
 
 * package: write the archive and give it its versioned name (``version_archive``, what
   ``mlp models package`` does after building);
@@ -29,66 +29,15 @@ import contextlib
 import io
 import json
 import os
-import socket
-import subprocess
 import sys
 import tarfile
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 REGION = "us-west-2"
 LATENCY = 0.05
-
-ENSEMBLE = """name: "ensemble"
-platform: "ensemble"
-max_batch_size: 1
-input { name: "IN" data_type: TYPE_FP32 dims: 4 }
-output { name: "OUT" data_type: TYPE_FP32 dims: 4 }
-ensemble_scheduling {
-  step { model_name: "encoder" model_version: -1
-         input_map { key: "x" value: "IN" } output_map { key: "y" value: "OUT" } }
-}
-"""
-MODEL = """name: "encoder"
-backend: "onnxruntime"
-max_batch_size: 1
-input { name: "x" data_type: TYPE_FP32 dims: 4 }
-output { name: "y" data_type: TYPE_FP32 dims: 4 }
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@contextlib.contextmanager
-def moto_server(log: Path):
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, env=env)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    urllib.request.urlopen(f"{url}/moto-api/", timeout=1).close()
-                    break
-                except OSError:
-                    if process.poll() is not None or time.monotonic() > deadline:
-                        raise RuntimeError(f"moto.server did not start (see {log})") from None
-                    time.sleep(0.1)
-            yield url
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
 
 
 def isolate_aws(url: str, folder: Path) -> None:
@@ -111,6 +60,7 @@ def add_latency(events, seconds: float) -> None:
 
 def package(folder: Path, count: int, tag: str) -> tuple[list[Path], float]:
     from ml_platform.cli.archives import version_archive
+    from tests.cli.support import ENSEMBLE, MODEL  # the CLI tests' minimal valid ensemble
 
     folder.mkdir(parents=True)
     started = time.perf_counter()
@@ -203,8 +153,10 @@ def main() -> None:
     parser.add_argument("--latencies-ms", type=int, nargs="+", default=[0, 50])
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    from tests.local_moto import moto_server  # what the CLI tests start, too
+
     with tempfile.TemporaryDirectory(prefix="bench-models-") as tmp, \
-            moto_server(Path(tmp) / "moto.log") as url:
+            moto_server(Path(tmp) / "moto.log", timeout=30) as (url, _):
         isolate_aws(url, Path(tmp))
         import boto3
 

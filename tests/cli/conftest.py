@@ -3,19 +3,14 @@ archives built once, and (for the end-to-end test) a moto server on a free local
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from ml_platform.cli.main import main
+from tests import local_moto
 from tests.cli.support import REPO, build_archives, isolate_aws
 
 
@@ -69,12 +64,6 @@ def archives(tmp_path_factory: pytest.TempPathFactory):
     return build_archives(tmp_path_factory.mktemp("archives"))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("localhost", 0))
-        return sock.getsockname()[1]
-
-
 @dataclass(frozen=True)
 class MotoServer:
     url: str  # http://localhost:PORT (S3 virtual-host names resolve under localhost)
@@ -83,33 +72,7 @@ class MotoServer:
 
 @pytest.fixture(scope="session")
 def moto_server(tmp_path_factory: pytest.TempPathFactory):
-    """``moto_server`` as a subprocess on a free localhost port, killed at session end
-    (run from the repository root, so ``tests.cli.moto_server_patched`` imports)."""
-    port = _free_port()
-    log = (tmp_path_factory.mktemp("moto") / "server.log").open("wb")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    process = subprocess.Popen(
-        # moto.server, with one moto bug fixed (see the module).
-        [sys.executable, "-m", "tests.cli.moto_server_patched", "-p", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=Path(__file__).resolve().parents[2],
-    )
-    url = f"http://localhost:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/moto-api/", timeout=1).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not start (see {log.name})") from None
-                time.sleep(0.1)
+    """The local moto server (:mod:`tests.local_moto`), killed at session end."""
+    log = tmp_path_factory.mktemp("moto") / "server.log"
+    with local_moto.moto_server(log, url_host="localhost") as (url, port):
         yield MotoServer(url=url, port=port)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
