@@ -91,14 +91,18 @@ class EndpointScalingProvider(Construct):
                 ],
             ),
         }
-        stack = Stack.of(self)
+        # CloudFormation names the endpoint configs: any config of this account/region.
+        configs = Stack.of(self).format_arn(
+            service="sagemaker", resource="endpoint-config", resource_name="*"
+        )
         self.handler.add_to_role_policy(
-            iam.PolicyStatement(
-                actions=["sagemaker:DescribeEndpointConfig"],
-                # CloudFormation names the endpoint configs: any config of this account/region.
-                resources=[stack.format_arn(service="sagemaker", resource="endpoint-config",
-                                            resource_name="*")],
-            )
+            iam.PolicyStatement(actions=["sagemaker:DescribeEndpointConfig"], resources=[configs])
+        )
+        acknowledge(
+            self,
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, configs)}]",
+            "CloudFormation generates the endpoint-config names; DescribeEndpointConfig is "
+            "read-only.",
         )
         self.handler.add_to_role_policy(
             iam.PolicyStatement(
@@ -132,21 +136,15 @@ class EndpointScalingProvider(Construct):
                              resource_name=endpoint_name.lower())
         )
         # Target tracking names its alarms TargetTracking-<resource id>-AlarmHigh/Low-<uuid>.
-        self._statements["alarms"].add_resources(
-            stack.format_arn(
-                service="cloudwatch", resource="alarm",
-                resource_name=f"TargetTracking-endpoint/{endpoint_name}/variant/{variant_name}-*",
-                arn_format=ArnFormat.COLON_RESOURCE_NAME,
-            )
-        )
-        if first:
-            for statement in self._statements.values():
-                self.handler.add_to_role_policy(statement)
         alarms = stack.format_arn(
             service="cloudwatch", resource="alarm",
             resource_name=f"TargetTracking-endpoint/{endpoint_name}/variant/{variant_name}-*",
             arn_format=ArnFormat.COLON_RESOURCE_NAME,
         )
+        self._statements["alarms"].add_resources(alarms)
+        if first:
+            for statement in self._statements.values():
+                self.handler.add_to_role_policy(statement)
         acknowledge(
             self,
             f"AwsSolutions-IAM5[Resource::{rendered_resource(self, alarms)}]",
@@ -155,7 +153,6 @@ class EndpointScalingProvider(Construct):
         )
 
     def _acknowledge(self) -> None:
-        stack = Stack.of(self)
         acknowledge(
             self,
             managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"),
@@ -167,14 +164,6 @@ class EndpointScalingProvider(Construct):
             "AwsSolutions-IAM5[Resource::*]",
             "Application Auto Scaling's scalable-target ARNs are opaque ids, not endpoint names: "
             "its actions cannot be scoped to one endpoint's target by resource.",
-        )
-        config_arn = stack.format_arn(service="sagemaker", resource="endpoint-config",
-                                      resource_name="*")
-        acknowledge(
-            self,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, config_arn)}]",
-            "CloudFormation generates the endpoint-config names; DescribeEndpointConfig is "
-            "read-only.",
         )
         acknowledge(
             self,
