@@ -38,7 +38,7 @@ from ml_platform.triton.ensembles import (
     TEXT_ONNX_ARCHIVE,
 )
 from ml_platform.triton.targets import gpu_problem, triton_version_problem
-from ml_platform.versions import KUBERNETES_VERSIONS
+from ml_platform.versions import EKS_SUPPORT_TYPES, KUBERNETES_VERSIONS
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
@@ -356,6 +356,9 @@ class ClusterSettings:
             EKS's default version (``mlp addons`` lists what exists).
         cloudwatch_observability_version: Version of the ``amazon-cloudwatch-observability``
             add-on. Default none: EKS's default version.
+        support_type: The cluster's upgrade policy, ``EXTENDED`` (default, as EKS's own:
+            a version past standard support keeps running at the extended-support rate, which
+            ``mlp cost`` reports) or ``STANDARD`` (EKS upgrades the control plane then).
     """
 
     name: str = "ml-platform"
@@ -367,6 +370,7 @@ class ClusterSettings:
     system_nodes: int = 2
     fsx_csi_driver_version: str | None = None
     cloudwatch_observability_version: str | None = None
+    support_type: str = "EXTENDED"
 
     @property
     def addon_versions(self) -> dict[str, str]:
@@ -401,6 +405,11 @@ class ClusterSettings:
         if self.endpoint_access not in ENDPOINT_ACCESS:
             out.append(
                 f"cluster.endpoint_access = {self.endpoint_access!r}: expected one of {list(ENDPOINT_ACCESS)}"
+            )
+        if self.support_type not in EKS_SUPPORT_TYPES:
+            out.append(
+                f"cluster.support_type = {self.support_type!r}: expected one of "
+                f"{list(EKS_SUPPORT_TYPES)}"
             )
         cidrs = list(self.public_access_cidrs)
         if self.endpoint_access == "public_and_private" and not cidrs:

@@ -16,6 +16,10 @@ from __future__ import annotations
 # networking.k8s.io/v1, policy/v1, autoscaling/v2) whose schemas 1.34 shares, and the tests
 # validate every applied object against both versions' schemas.
 KUBERNETES_VERSIONS = ("1.34", "1.35")
+# The cluster's upgrade policy: EXTENDED keeps a version past standard support at the
+# extended-support rate; STANDARD lets EKS upgrade it then. EKS's default is EXTENDED
+# (https://docs.aws.amazon.com/eks/latest/userguide/extended-support-control.html).
+EKS_SUPPORT_TYPES = ("EXTENDED", "STANDARD")
 
 # Version-independent within KUBERNETES_VERSIONS: one build serves 1.34 and 1.35.
 # EKS user guide, "Amazon VPC CNI" add-on versions; known good on 1.34 and 1.35.

@@ -18,7 +18,7 @@ from constructs import Construct
 
 from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
-from ml_platform.versions import EKS_ADDON_VERSIONS
+from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
 
 ENDPOINT_ACCESS = {
     "public_and_private": eks.EndpointAccess.PUBLIC_AND_PRIVATE,
@@ -196,6 +196,8 @@ class TrainingEksCluster(Construct):
         system_nodes: System nodes, 1 to 10. Default 2.
         removal_policy: Applied to the cluster and its node groups. Default: CloudFormation's
             (delete).
+        support_type: The upgrade policy, ``EXTENDED`` (default, as EKS's own) or
+            ``STANDARD``; written to the template so the cost report can read it.
 
     Attributes:
         cluster: The ``eks_v2.Cluster``.
@@ -218,10 +220,14 @@ class TrainingEksCluster(Construct):
         system_instance_type: str = "m6i.large",
         system_nodes: int = 2,
         removal_policy: RemovalPolicy | None = None,
+        support_type: str = "EXTENDED",
     ) -> None:
         super().__init__(scope, construct_id)
         cidrs = list(public_access_cidrs)
         errors = []
+        if support_type not in EKS_SUPPORT_TYPES:
+            errors.append(f"support_type={support_type!r}: expected one of "
+                          f"{list(EKS_SUPPORT_TYPES)}")
         supported = sorted(set(KUBECTL_LAYERS) & set(EKS_VERSIONS) & set(EKS_ADDON_VERSIONS))
         if kubernetes_version not in supported:
             errors.append(f"kubernetes_version={kubernetes_version!r}: expected one of {supported}")
@@ -281,6 +287,10 @@ class TrainingEksCluster(Construct):
             ),
             output_config_command=False,
             removal_policy=removal_policy,
+        )
+        # eks_v2.Cluster has no prop for it: set it on the AWS::EKS::Cluster itself.
+        self.cluster.node.default_child.add_property_override(
+            "UpgradePolicy.SupportType", support_type
         )
         restrict_cluster_role_trust(self.cluster, cluster_name)
         self.admin_access: eks.AccessEntry | None = None

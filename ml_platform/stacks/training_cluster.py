@@ -131,6 +131,7 @@ class TrainingClusterStack(Stack):
             admin_role_arn=cfg.admin_role_arn,
             system_instance_type=cfg.system_instance_type,
             system_nodes=cfg.system_nodes,
+            support_type=cfg.support_type,
         )
         cluster = self.eks.cluster
         self.addons = PlatformAddons(
