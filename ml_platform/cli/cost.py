@@ -26,20 +26,31 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p.add_argument("--cdk-out", default="cdk.out", metavar="DIR",
                    help="the cloud assembly to read (default: cdk.out)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--training-hours", type=float, metavar="N",
-                   help="also print the cost of a training run of N hours")
+    p.add_argument("--training-hours", type=_hours, metavar="N",
+                   help="also print the cost of a training run of N hours (N > 0)")
     p.add_argument("--archives", action="append", default=[], metavar="ENDPOINT=N",
                    help="archives served by a multi-model endpoint (default: the endpoint's "
                         "archives in the settings, when it is named there)")
     p.add_argument("--prices", metavar="PATH",
-                   help="price table to use instead of the shipped one")
+                   help="price table to use instead of the shipped one and the refreshed one")
     p.add_argument("--refresh", action="store_true",
-                   help="rebuild the price table from the AWS Price List API first (into the "
-                        "shipped table, or --prices PATH)")
+                   help="rebuild the price table from the AWS Price List API first, into "
+                        "--prices PATH or else $XDG_DATA_HOME/ml-platform/prices.json, which "
+                        "later runs read over the shipped table")
     p.add_argument("--refresh-regions", metavar="R1,R2",
                    help="regions to fetch with --refresh (default: us-east-1,us-east-2,"
                         "us-west-2 and every region in the templates)")
     p.set_defaults(run=run)
+
+
+def _hours(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of hours above 0")
+    return value
 
 
 def _archives(ctx: Context, args: argparse.Namespace) -> dict[str, int]:
@@ -61,7 +72,8 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
                  archives: dict[str, int], training_hours: float | None) -> dict[str, Any]:
     """Everything ``mlp cost`` prints, as data (``--json`` prints exactly this)."""
     from ml_platform.pricing import compare_multi_model, estimate_template, training_hourly
-    from ml_platform.pricing.table import SAGEMAKER_HOSTING
+    from ml_platform.pricing.estimate import MULTI_MODEL_ASSUMPTION
+    from ml_platform.pricing.table import SAGEMAKER_HOSTING, aws_owned
 
     estimates = []
     for stack in stacks:
@@ -69,7 +81,7 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
         if where is None:
             raise CliError(f"stack {stack.name} is environment-agnostic: pass --region")
         estimates.append(estimate_template(stack.template, stack=stack.name, region=where,
-                                           table=table))
+                                           table=table, account=getattr(stack, "account", None)))
     comparisons, comparison_notes = [], []
     for estimate in estimates:
         for item in estimate.items:
@@ -87,6 +99,10 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
                 else:
                     comparisons.append(compare_multi_model(
                         name, variant["instance_type"], variant["initial_instances"], count, price))
+                    maximum = variant.get("max_instances")
+                    if maximum and maximum != variant["initial_instances"]:
+                        comparisons.append(compare_multi_model(
+                            name, variant["instance_type"], maximum, count, price, "maximum"))
     train_hourly, train_unknown = training_hourly(estimates)
     training: dict[str, Any] = {
         "node_groups": [i.logical_id for e in estimates for i in e.items if i.training],
@@ -99,16 +115,23 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
     total_h = sum(e.hourly for e in estimates)
     total_m = sum(e.monthly for e in estimates)
     incomplete = [i for e in estimates for i in e.incomplete]
+    sources = sorted({(p["source"], p["taken"]) for e in estimates for i in e.items
+                      for p in (x.to_dict() for x in i.prices)})
     return {
         "currency": "USD",
         "hours_per_month": 730,
         "total": {"hourly_usd": round(total_h, 4), "monthly_usd": round(total_m, 2),
                   "ceiling_monthly_usd": round(sum(e.ceiling_monthly for e in estimates), 2),
                   "complete": not incomplete,
-                  "not_counted": [f"{i.stack}/{i.logical_id} ({i.status})" for i in incomplete]},
+                  "not_counted": [f"{i.stack}/{i.logical_id} ({i.status})" for i in incomplete],
+                  "not_estimated": [f"{e.stack}/{note}" for e in estimates
+                                    for note in e.not_estimated]},
         "stacks": [e.to_dict() for e in estimates],
         "multi_model": [c.to_dict() for c in comparisons],
+        "multi_model_assumption": MULTI_MODEL_ASSUMPTION if comparisons else None,
         "multi_model_notes": comparison_notes,
+        "sources": [{"source": src, "taken": taken, "third_party": not aws_owned(src)}
+                    for src, taken in sources],
         "training": training,
         "unclassified_types": sorted({t for e in estimates for t in e.unclassified_types()}),
     }
@@ -119,6 +142,8 @@ def _money(value: float | None) -> str:
 
 
 def _rate(value: float | None) -> str:
+    if value is not None and 0 < value < 0.0005:
+        return "<$0.001"
     return "-" if value is None else f"${value:,.3f}"
 
 
@@ -129,17 +154,18 @@ def render_text(report: dict[str, Any]) -> str:
                      f"{_money(stack['monthly_usd'])}/month"
                      + ("" if stack["complete"] else "  [incomplete: see below]"))
         priced = [r for r in stack["resources"] if r["category"] == "priced"]
+        width = max([36] + [len(r["logical_id"]) for r in priced])
+        pad = f"  {'':<{width}} {'':>28}  "
         for r in priced:
             if r["status"] == "ok":
                 figure = f"{_rate(r['hourly_usd']):>10}/h {_money(r['monthly_usd']):>12}/mo"
             else:
                 figure = f"{r['status'].upper():>12} {'':>15}"
-            lines.append(f"  {r['logical_id']:<36} {figure}  {r['description']}")
+            lines.append(f"  {r['logical_id']:<{width}} {figure}  {r['description']}")
             if "ceiling_monthly_usd" in r:
-                lines.append(f"  {'':<36} {'':>28}  up to {_money(r['ceiling_monthly_usd'])}/mo "
-                             "at the maximum")
-            if r["status"] != "ok":
-                lines.append(f"  {'':<36} {'':>28}  {r.get('reason', '')}")
+                lines.append(f"{pad}up to {_money(r['ceiling_monthly_usd'])}/mo at the maximum")
+            if r.get("reason"):  # why missing or unknown, or the caveats of a priced line
+                lines.append(f"{pad}{r['reason']}")
         usage = [r for r in stack["resources"] if r["category"] == "usage-based"]
         if usage:
             types = sorted({r["type"].split("::", 1)[1] for r in usage})
@@ -153,12 +179,17 @@ def render_text(report: dict[str, Any]) -> str:
     if not total["complete"]:
         lines.append("Not counted in the totals (missing price or unknown value):")
         lines += [f"  {name}" for name in total["not_counted"]]
+    if total["not_estimated"]:
+        lines.append("Not estimated (charges the templates imply but do not fix):")
+        lines += [f"  {note}" for note in total["not_estimated"]]
     for c in report["multi_model"]:
         lines.append(
-            f"Multi-model endpoint {c['endpoint']}: {c['archives']} archives on "
+            f"Multi-model endpoint {c['endpoint']} ({c['at']} size): {c['archives']} archives on "
             f"{c['instances']:g} x {c['instance_type']} = {_rate(c['configured_hourly_usd'])}/h; "
             f"one endpoint per archive = {_rate(c['single_model_endpoints_hourly_usd'])}/h; "
             f"saving {c['saving_percent']:.0f}%, {_money(c['saving_per_year_usd'])}/year")
+    if report.get("multi_model_assumption"):
+        lines.append(f"  The comparison {report['multi_model_assumption']}.")
     for note in report["multi_model_notes"]:
         lines.append(f"Multi-model comparison not possible: {note}")
     training = report["training"]
@@ -171,11 +202,11 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(text)
     if report["unclassified_types"]:
         lines.append("Unclassified resource types: " + ", ".join(report["unclassified_types"]))
-    sources = sorted({(p["source"], p["taken"]) for s in report["stacks"]
-                      for r in s["resources"] for p in r.get("prices", [])})
-    if sources:
+    if report["sources"]:
         lines.append("Prices from:")
-        lines += [f"  {src} (taken {taken})" for src, taken in sources]
+        lines += [f"  {s['source']} (taken {s['taken']})"
+                  + (" [third-party: replace with `mlp cost --refresh`]" if s["third_party"]
+                     else "") for s in report["sources"]]
     return "\n".join(lines)
 
 
@@ -219,10 +250,33 @@ def _instance_types(stacks: list[Any]) -> set[str]:
     return found
 
 
+def load_table(path: Path, flag: str) -> Any:
+    """The price table at ``path``, or a one-line error naming ``flag``, the file and why."""
+    from ml_platform.pricing import PriceTable
+
+    if path.is_dir():
+        raise CliError(f"{flag} {path}: is a directory, expected a prices.json file")
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise CliError(f"{flag} {path}: no such file") from None
+    except OSError as error:
+        raise CliError(f"{flag} {path}: cannot read it ({error.strerror})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise CliError(f"{flag} {path}: not JSON ({error.msg} at line {error.lineno}, column "
+                       f"{error.colno})") from None
+    try:
+        return PriceTable.from_dict(data)
+    except (ValueError, KeyError, TypeError) as error:
+        raise CliError(f"{flag} {path}: not a price table: {error}") from None
+
+
 def run(ctx: Context, args: argparse.Namespace) -> int:
     from ml_platform.pricing import PriceTable
     from ml_platform.pricing.assembly import read_assembly
-    from ml_platform.pricing.table import shipped_table_path
+    from ml_platform.pricing.table import user_table_path
 
     try:
         stacks = read_assembly(args.cdk_out)
@@ -230,14 +284,21 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     if not stacks:
         raise CliError(f"{args.cdk_out}: no CloudFormation stacks in the cloud assembly")
-    table_path = Path(args.prices) if args.prices else shipped_table_path()
-    if args.refresh:
-        table = _refresh(ctx, args, stacks, table_path)
+    if args.prices:  # exactly that table
+        target = Path(args.prices)
+        table = _refresh(ctx, args, stacks, target) if args.refresh \
+            else load_table(target, "--prices")
     else:
-        try:
-            table = PriceTable.load(table_path)
-        except (OSError, ValueError) as error:
-            raise CliError(f"--prices {table_path}: {error}") from None
+        # The shipped table, with what `--refresh` wrote to the user's own path over it.
+        user = user_table_path()
+        table = PriceTable.load()
+        if args.refresh:
+            user.parent.mkdir(parents=True, exist_ok=True)
+            table = table.overlay(_refresh(ctx, args, stacks, user))
+        elif user.is_file():
+            table = table.overlay(load_table(user, "refreshed price table"))
+            print(f"prices: the shipped table, with {user} (from `mlp cost --refresh`) over it",
+                  file=sys.stderr)
     report = build_report(stacks, table, region=ctx.region_override,
                           archives=_archives(ctx, args), training_hours=args.training_hours)
     if args.json:

@@ -13,6 +13,7 @@ class StackTemplate:
     name: str
     region: str | None  # None when the stack is environment-agnostic
     template: dict[str, Any]
+    account: str | None = None  # None when the stack is environment-agnostic
 
 
 def read_assembly(outdir: str | Path) -> list[StackTemplate]:
@@ -29,10 +30,11 @@ def read_assembly(outdir: str | Path) -> list[StackTemplate]:
         template_file = artifact.get("properties", {}).get("templateFile", f"{name}.template.json")
         template = json.loads((outdir / template_file).read_text())
         env = artifact.get("environment", "")
-        region = env.rsplit("/", 1)[-1] if env.startswith("aws://") else None
+        account, _, region = env[len("aws://"):].partition("/") if env.startswith("aws://") \
+            else (None, "", None)
         stacks.append(StackTemplate(
             artifact.get("displayName", name), None if region == "unknown-region" else region,
-            template,
+            template, None if account in (None, "unknown-account") else account,
         ))
     # Nested cloud assemblies (stages) hold more stacks.
     for artifact in manifest.get("artifacts", {}).values():
@@ -46,7 +48,9 @@ _READ_PROPERTIES = frozenset({
     "AWS::EKS::Cluster", "AWS::EKS::Nodegroup", "AWS::EC2::LaunchTemplate",
     "AWS::SageMaker::Endpoint", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Model",
     "AWS::ApplicationAutoScaling::ScalableTarget", "AWS::FSx::FileSystem",
-    "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::VPCEndpoint",
+    "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::VPCEndpoint", "AWS::KMS::Key",
+    "AWS::CloudWatch::Alarm", "AWS::Logs::MetricFilter", "AWS::CloudWatch::Dashboard",
+    "AWS::SecretsManager::Secret", "AWS::EKS::Addon",
 })
 
 

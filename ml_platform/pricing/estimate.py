@@ -22,15 +22,24 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ml_platform.config import partition_of
 from ml_platform.pricing.table import (
+    CLOUDWATCH_ALARM,
+    CLOUDWATCH_DASHBOARD,
+    CLOUDWATCH_METRIC,
+    EBS_GP3,
     EC2,
     EKS_CLUSTER,
     FSX_LUSTRE_PERSISTENT2,
+    GP3_BASELINE_IOPS,
+    GP3_BASELINE_THROUGHPUT,
     HOURS_PER_MONTH,
     HOURS_PER_YEAR,
+    KMS_KEY,
     NAT_GATEWAY,
     PUBLIC_IPV4,
     SAGEMAKER_HOSTING,
+    SECRETS_MANAGER,
     VPC_INTERFACE_ENDPOINT,
     Price,
     PriceTable,
@@ -87,19 +96,18 @@ USAGE_TYPES: dict[str, str] = {
     "AWS::ECR::Repository": "GB-month stored, transfer",
     "AWS::Logs::LogGroup": "GB ingested and stored",
     "AWS::EC2::FlowLog": "GB of flow logs delivered",
-    "AWS::KMS::Key": "requests, plus a monthly fee per key (not in the price table)",
     "AWS::Lambda::Function": "requests and GB-seconds",
     "AWS::Lambda::LayerVersion": "storage of the layer",
-    "AWS::CloudWatch::Alarm": "a monthly fee per alarm metric (not in the price table)",
-    "AWS::Logs::MetricFilter": "the custom metric it publishes (not in the price table)",
-    "AWS::CloudWatch::Dashboard": "a monthly fee per dashboard (not in the price table)",
     "AWS::SSM::Parameter": "standard parameters are free; advanced ones bill per month",
     "AWS::SNS::Topic": "requests and deliveries",
     "AWS::SQS::Queue": "requests",
     "AWS::Events::Rule": "events",
-    "AWS::SecretsManager::Secret": "a monthly fee per secret and requests",
     "AWS::DynamoDB::Table": "requests and GB-month stored",
 }
+# The partition's domain (``AWS::URLSuffix``), as CloudFormation resolves it.
+_URL_SUFFIX = {"aws": "amazonaws.com", "aws-cn": "amazonaws.com.cn",
+               "aws-us-gov": "amazonaws.com", "aws-iso": "c2s.ic.gov",
+               "aws-iso-b": "sc2s.sgov.gov"}
 # Custom resources (``Custom::*``) run their provider function, which bills by use.
 _CUSTOM = re.compile(r"^Custom::")
 
@@ -157,6 +165,8 @@ class StackEstimate:
     stack: str
     region: str
     items: list[LineItem] = field(default_factory=list)
+    # Charges the template implies but cannot price (logs by volume, extended support later).
+    not_estimated: list[str] = field(default_factory=list)
 
     @property
     def priced(self) -> list[LineItem]:
@@ -201,6 +211,7 @@ class StackEstimate:
             "ceiling_monthly_usd": _round(self.ceiling_monthly),
             "complete": not self.incomplete,
             "not_counted": [i.logical_id for i in self.incomplete],
+            "not_estimated": list(self.not_estimated),
             "resources": [i.to_dict() for i in self.items],
         }
 
@@ -212,13 +223,28 @@ def _round(value: float | None) -> float | None:
 # --- resolving template values ---------------------------------------------------------
 
 
+def _is_intrinsic(key: str) -> bool:
+    """``Ref``/``Fn::*``/``Condition``: the keys that make a one-key object a function."""
+    return key in ("Ref", "Condition") or key.startswith("Fn::")
+
+
 class _Template:
     """A template with the lookups the handlers need."""
 
-    def __init__(self, template: Mapping[str, Any], region: str) -> None:
+    def __init__(self, template: Mapping[str, Any], region: str,
+                 account: str | None = None) -> None:
         self.resources: Mapping[str, Any] = template.get("Resources", {}) or {}
         self.parameters: Mapping[str, Any] = template.get("Parameters", {}) or {}
         self.region = region
+        partition = partition_of(region)
+        # The pseudo parameters a template deployed in ``region`` (and ``account``) sees
+        # (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/pseudo-parameter-reference.html).
+        self.pseudo: dict[str, str] = {"AWS::Region": region, "AWS::Partition": partition,
+                                       "AWS::URLSuffix": _URL_SUFFIX.get(partition,
+                                                                         "amazonaws.com")}
+        if account:
+            self.pseudo["AWS::AccountId"] = account
+        self.not_estimated: list[str] = []
 
     def props(self, logical_id: str) -> Mapping[str, Any]:
         return (self.resources.get(logical_id) or {}).get("Properties", {}) or {}
@@ -237,11 +263,11 @@ class _Template:
             return value
         if isinstance(value, list):
             return [self.resolve(v) for v in value]
-        if isinstance(value, dict) and len(value) == 1:
+        if isinstance(value, dict) and len(value) == 1 and _is_intrinsic(next(iter(value))):
             (fn, arg), = value.items()
             if fn == "Ref":
-                if arg == "AWS::Region":
-                    return self.region
+                if arg in self.pseudo:
+                    return self.pseudo[arg]
                 if arg in self.parameters:
                     raise Unresolvable(f"Ref to parameter {arg}")
                 if arg in self.resources:
@@ -253,12 +279,32 @@ class _Template:
             if fn == "Fn::Join":
                 sep, items = arg
                 return str(sep).join(str(self.resolve(i)) for i in items)
+            if fn == "Fn::Sub":
+                return self._sub(arg)
             if fn == "Fn::ImportValue":
                 raise Unresolvable("a cross-stack import (Fn::ImportValue)")
             raise Unresolvable(f"the intrinsic {fn}")
         if isinstance(value, dict):
             return {k: self.resolve(v) for k, v in value.items()}
         raise Unresolvable(f"value {value!r}")
+
+    def _sub(self, arg: Any) -> str:
+        """``Fn::Sub`` in both forms: a string, or [string, {name: value}]."""
+        text, names = (arg, {}) if isinstance(arg, str) else (arg[0], dict(arg[1]))
+        if not isinstance(text, str):
+            raise Unresolvable(f"Fn::Sub of {text!r}")
+
+        def one(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name.startswith("!"):  # ${!Literal} stands for the text ${Literal}
+                return "${" + name[1:] + "}"
+            if name in names:
+                return str(self.resolve(names[name]))
+            if "." in name:
+                return str(self.resolve({"Fn::GetAtt": name.split(".", 1)}))
+            return str(self.resolve({"Ref": name}))
+
+        return re.sub(r"\$\{([^}]+)\}", one, text)
 
     def referenced(self, value: Any) -> str | None:
         """The logical id a Ref/GetAtt value points at, if it points at a resource here."""
@@ -306,10 +352,65 @@ def _hourly_item(item: LineItem, price: Price | None, quantity: float, what: str
     return item
 
 
+def _monthly_item(item: LineItem, price: Price | None, quantity: float, what: str) -> LineItem:
+    """A fixed monthly fee of ``quantity`` units (keys, alarm metrics, dashboards)."""
+    if price is None:
+        item.status, item.reason = MISSING, what
+        return item
+    item.prices.append(price)
+    item.monthly = quantity * price.usd
+    item.hourly = item.monthly / HOURS_PER_MONTH
+    return item
+
+
+# EKS bills the control plane at the extended-support rate once its Kubernetes version leaves
+# standard support, unless the upgrade policy says STANDARD; unset means EXTENDED
+# (https://docs.aws.amazon.com/eks/latest/userguide/extended-support-control.html).
+EKS_DEFAULT_SUPPORT_TYPE = "EXTENDED"
+_EKS_VERSIONS_PAGE = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
+
+
 def _eks_cluster(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
-    item.description = "EKS control plane (standard support)"
-    price = table.get(t.region, EKS_CLUSTER, "standard")
-    return _hourly_item(item, price, 1, f"{EKS_CLUSTER} in {t.region}")
+    policy = props.get("UpgradePolicy") or {}
+    stated = policy.get("SupportType")
+    support = str(t.resolve(stated)) if stated is not None else EKS_DEFAULT_SUPPORT_TYPE
+    version = str(t.resolve(props.get("Version", "")) or "?")
+    item.description = f"EKS control plane (Kubernetes {version}, standard support)"
+    standard = table.get(t.region, EKS_CLUSTER, "standard")
+    if support == "STANDARD":
+        item.reason = (f"support type STANDARD: EKS upgrades the control plane when {version} "
+                       f"leaves standard support ({_EKS_VERSIONS_PAGE}); no extended-support fee")
+    else:
+        extended = table.get(t.region, EKS_CLUSTER, "extended")
+        rate = (f"${extended.usd:.2f}/h" if extended is not None else "the extended-support rate "
+                "(no price in the table)")
+        was = f" instead of ${standard.usd:.2f}/h" if standard is not None else ""
+        how = "" if stated is not None else " (the default: the template sets no UpgradePolicy)"
+        t.not_estimated.append(
+            f"{item.logical_id}: {rate}{was} once Kubernetes {version} leaves standard support "
+            f"({_EKS_VERSIONS_PAGE}): support type {support}{how}")
+    enabled = (((props.get("Logging") or {}).get("ClusterLogging") or {})
+               .get("EnabledTypes") or [])
+    if enabled:
+        kinds = ", ".join(str(t.resolve((e or {}).get("Type"))) for e in enabled)
+        t.not_estimated.append(f"{item.logical_id}: CloudWatch Logs ingestion and storage of the "
+                               f"control-plane logs ({kinds}): bills by volume")
+    return _hourly_item(item, standard, 1, f"{EKS_CLUSTER} in {t.region}")
+
+
+def _launch_template(t: _Template, props: Mapping) -> tuple[str, Mapping] | None:
+    """The launch template a node group names (its logical id and data), if it names one."""
+    spec = props.get("LaunchTemplate")
+    if not spec:
+        return None
+    template_id = t.referenced(spec.get("Id")) if spec.get("Id") is not None else None
+    if template_id is None and spec.get("Name") is not None:
+        name = t.resolve(spec["Name"])
+        template_id = next((lid for lid, p in t.of_type("AWS::EC2::LaunchTemplate")
+                            if t.resolve(p.get("LaunchTemplateName")) == name), None)
+    if template_id is None or t.type_of(template_id) != "AWS::EC2::LaunchTemplate":
+        raise Unresolvable("its launch template is not in this template")
+    return template_id, t.props(template_id).get("LaunchTemplateData", {}) or {}
 
 
 def _nodegroup_instance_types(t: _Template, props: Mapping) -> list[str]:
@@ -318,21 +419,85 @@ def _nodegroup_instance_types(t: _Template, props: Mapping) -> list[str]:
         if all(isinstance(x, str) and "{" not in x for x in types):
             return list(types)
         raise Unresolvable(f"InstanceTypes = {types!r} is not fixed in the template")
-    spec = props.get("LaunchTemplate")
-    if not spec:
+    template = _launch_template(t, props)
+    if template is None:
         raise Unresolvable("neither InstanceTypes nor a launch template is set")
-    template_id = t.referenced(spec.get("Id")) if spec.get("Id") is not None else None
-    if template_id is None and spec.get("Name") is not None:
-        name = t.resolve(spec["Name"])
-        template_id = next((lid for lid, p in t.of_type("AWS::EC2::LaunchTemplate")
-                            if t.resolve(p.get("LaunchTemplateName")) == name), None)
-    if template_id is None or t.type_of(template_id) != "AWS::EC2::LaunchTemplate":
-        raise Unresolvable("its launch template is not in this template")
-    data = t.props(template_id).get("LaunchTemplateData", {}) or {}
+    template_id, data = template
     return [_string(t, data.get("InstanceType"), f"{template_id}.InstanceType")]
 
 
-def _nodegroup(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _gp3_monthly(t: _Template, table: PriceTable, ebs: Mapping) -> tuple[float, str, list[Price]]:
+    """Monthly price of one gp3 volume, its description and the prices used."""
+    size = _number(t, ebs.get("VolumeSize"), "VolumeSize")
+    iops = _number(t, ebs.get("Iops"), "Iops") if ebs.get("Iops") is not None \
+        else GP3_BASELINE_IOPS
+    throughput = _number(t, ebs.get("Throughput"), "Throughput") \
+        if ebs.get("Throughput") is not None else GP3_BASELINE_THROUGHPUT
+    wanted = [("storage", size)]
+    if iops > GP3_BASELINE_IOPS:
+        wanted.append(("iops", iops - GP3_BASELINE_IOPS))
+    if throughput > GP3_BASELINE_THROUGHPUT:
+        wanted.append(("throughput", throughput - GP3_BASELINE_THROUGHPUT))
+    prices = []
+    for key, _ in wanted:
+        price = table.get(t.region, EBS_GP3, key)
+        if price is None:
+            raise LookupError(table.missing_reason(t.region, EBS_GP3, key))
+        prices.append(price)
+    monthly = sum(q * p.usd for (_, q), p in zip(wanted, prices, strict=True))
+    text = f"{size:g} GiB gp3"
+    if iops > GP3_BASELINE_IOPS or throughput > GP3_BASELINE_THROUGHPUT:
+        text += f" at {iops:g} IOPS, {throughput:g} MiB/s"
+    return monthly, text, prices
+
+
+def _nodegroup_volumes(t: _Template, table: PriceTable, nodegroup: LineItem, props: Mapping,
+                       desired: float, maximum: float) -> LineItem:
+    """The node group's EBS volumes per node, at the desired and the maximum size."""
+    item = LineItem(stack=nodegroup.stack, logical_id=nodegroup.logical_id,
+                    type=nodegroup.type, category=PRICED, training=nodegroup.training)
+    try:
+        template = _launch_template(t, props)
+        if template is None:
+            raise Unresolvable("the node group uses EKS's own launch template, whose volume type "
+                               "the template does not fix")
+        template_id, data = template
+        mappings = [m for m in data.get("BlockDeviceMappings") or [] if (m or {}).get("Ebs")]
+        if not mappings:
+            raise Unresolvable(f"{template_id} maps no EBS volume (the AMI's root volume "
+                               "applies, whose size the template does not fix)")
+        per_node, parts = 0.0, []
+        for mapping in mappings:
+            ebs = mapping["Ebs"]
+            kind = str(t.resolve(ebs.get("VolumeType", "unset")))
+            if kind != "gp3":
+                item.status = MISSING
+                item.reason = f"{mapping.get('DeviceName', 'a volume')}: the table prices gp3 " \
+                              f"volumes only, not {kind}"
+                item.description = "EBS volumes"
+                return item
+            monthly, text, prices = _gp3_monthly(t, table, ebs)
+            per_node += monthly
+            parts.append(text)
+            item.prices += [p for p in prices if p not in item.prices]
+    except LookupError as why:
+        item.status, item.reason, item.description = MISSING, str(why), "EBS volumes"
+        return item
+    except Unresolvable as why:
+        item.status, item.reason, item.description = UNKNOWN, str(why), "EBS volumes"
+        return item
+    item.description = (f"EBS {' + '.join(parts)} per node x {desired:g} (max {maximum:g})")
+    item.monthly = per_node * desired
+    item.hourly = item.monthly / HOURS_PER_MONTH
+    if maximum != desired:
+        item.ceiling_monthly = per_node * maximum
+        item.ceiling_hourly = item.ceiling_monthly / HOURS_PER_MONTH
+    item.reason = "snapshots bill by use"
+    return item
+
+
+def _nodegroup(t: _Template, table: PriceTable, item: LineItem,
+               props: Mapping) -> list[LineItem]:
     scaling = props.get("ScalingConfig") or {}
     types = _nodegroup_instance_types(t, props)
     desired = _number(t, scaling.get("DesiredSize"), "ScalingConfig.DesiredSize")
@@ -341,10 +506,11 @@ def _nodegroup(t: _Template, table: PriceTable, item: LineItem, props: Mapping) 
     item.training = any(_TRAINING_FAMILIES.match(x) for x in types)
     prices = [table.get(t.region, EC2, x) for x in types]
     item.description = f"node group {'/'.join(types)} x {desired:g} (max {maximum:g})"
+    volumes = _nodegroup_volumes(t, table, item, props, desired, maximum)
     if any(p is None for p in prices):
         absent = [x for x, p in zip(types, prices, strict=True) if p is None]
         item.status, item.reason = MISSING, f"no {EC2} price for {', '.join(absent)} in {t.region}"
-        return item
+        return [item, volumes]
     # With several instance types the bill depends on which launch: count the dearest.
     price = max(prices, key=lambda p: p.usd)
     notes = []
@@ -352,9 +518,9 @@ def _nodegroup(t: _Template, table: PriceTable, item: LineItem, props: Mapping) 
         notes.append(f"priced at the dearest of {len(types)} instance types")
     if str(t.resolve(props.get("CapacityType", "ON_DEMAND"))) == "SPOT":
         notes.append("on-demand price shown; Spot bills less")
-    notes.append("EBS volumes not included")
+    notes.append("EBS volumes on their own line")
     item.reason = "; ".join(notes)
-    return _hourly_item(item, price, desired, "", maximum)
+    return [_hourly_item(item, price, desired, "", maximum), volumes]
 
 
 def _endpoint_config(t: _Template, props: Mapping) -> tuple[str, Mapping]:
@@ -437,7 +603,7 @@ def _endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -
         item.reason = "serverless variants bill by use"
     if missing:
         item.status = MISSING
-        item.reason = f"no {SAGEMAKER_HOSTING} price for {', '.join(missing)} in {t.region}"
+        item.reason = table.missing_reason(t.region, SAGEMAKER_HOSTING, ", ".join(missing))
         return item
     item.hourly, item.monthly = hourly, hourly * HOURS_PER_MONTH
     if ceiling != hourly:
@@ -460,7 +626,7 @@ def _file_system(t: _Template, table: PriceTable, item: LineItem, props: Mapping
     price = table.get(t.region, FSX_LUSTRE_PERSISTENT2, f"{tier:g}")
     if price is None:
         item.status = MISSING
-        item.reason = f"no {FSX_LUSTRE_PERSISTENT2} price for {tier:g} MB/s/TiB in {t.region}"
+        item.reason = table.missing_reason(t.region, FSX_LUSTRE_PERSISTENT2, f"{tier:g} MB/s/TiB")
         return item
     item.prices.append(price)
     item.monthly = capacity * price.usd
@@ -483,20 +649,81 @@ def _eip(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> Lin
 
 def _vpc_endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
     kind = str(t.resolve(props.get("VpcEndpointType", "Gateway")))
-    service = t.resolve(props.get("ServiceName", "")) if props.get("ServiceName") else ""
+    # The type decides the charge; the service name only labels the line.
+    try:
+        service = str(t.resolve(props["ServiceName"])) if props.get("ServiceName") else ""
+    except Unresolvable:
+        service = ""
     if kind == "Gateway":
         item.category, item.description = FREE, f"gateway endpoint {service}".strip()
+        item.reason = "no charge"
         return item
     if kind != "Interface":
         item.status, item.reason = MISSING, f"no price for {kind} endpoints in the table"
         return item
     subnets = t.resolve(props.get("SubnetIds") or [])
-    item.description = f"interface endpoint {service} in {len(subnets)} AZ(s)"
+    item.description = f"interface endpoint {service} in {len(subnets)} AZ(s)".replace("  ", " ")
     if not subnets:
         raise Unresolvable("SubnetIds is not set")
     item.reason = "data processing bills by use"
     return _hourly_item(item, table.get(t.region, VPC_INTERFACE_ENDPOINT, "az-hour"),
                         len(subnets), f"{VPC_INTERFACE_ENDPOINT} in {t.region}")
+
+
+# --- fixed monthly fees (the per-request part bills by use) ---------------------------------
+
+
+def _kms_key(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    item.description = "KMS customer managed key"
+    notes = ["requests bill by use"]
+    if t.resolve(props.get("EnableKeyRotation")) in (True, "true"):
+        notes.append("each yearly rotation adds $1/month for the key version it keeps")
+    item.reason = "; ".join(notes)
+    price = table.get(t.region, KMS_KEY, "month")
+    return _monthly_item(item, price, 1, table.missing_reason(t.region, KMS_KEY, "month"))
+
+
+def _alarm(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    # Alarms bill per metric they evaluate: one for a metric alarm, one per MetricStat of a
+    # metric-math alarm; a period under 60 s is high resolution
+    # (https://aws.amazon.com/cloudwatch/pricing/, Alarms).
+    if props.get("Metrics"):
+        metrics = sum(1 for m in t.resolve(props["Metrics"]) if (m or {}).get("MetricStat"))
+        periods = [(m.get("MetricStat") or {}).get("Period", 60)
+                   for m in t.resolve(props["Metrics"]) if m]
+    else:
+        metrics, periods = 1, [t.resolve(props.get("Period", 60))]
+    key = "high-resolution" if any(float(p) < 60 for p in periods) else "standard"
+    item.description = f"CloudWatch alarm ({metrics} {key} alarm metric{'s' * (metrics != 1)})"
+    item.reason = "the first 10 standard alarm metrics of an account are free"
+    return _monthly_item(item, table.get(t.region, CLOUDWATCH_ALARM, key), metrics,
+                         table.missing_reason(t.region, CLOUDWATCH_ALARM, key))
+
+
+def _metric_filter(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    transformations = t.resolve(props.get("MetricTransformations") or [])
+    count = len(transformations)
+    item.description = f"metric filter publishing {count} custom metric{'s' * (count != 1)}"
+    notes = ["a custom metric bills for the hours it receives data"]
+    if any((x or {}).get("Dimensions") for x in transformations):
+        notes.append("each distinct dimension value is a metric of its own (counted once)")
+    item.reason = "; ".join(notes)
+    return _monthly_item(item, table.get(t.region, CLOUDWATCH_METRIC, "custom"), count,
+                         table.missing_reason(t.region, CLOUDWATCH_METRIC, "custom"))
+
+
+def _dashboard(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    item.description = "CloudWatch dashboard"
+    item.reason = "the first 3 dashboards of an account are free"
+    return _monthly_item(item, table.get(t.region, CLOUDWATCH_DASHBOARD, "month"), 1,
+                         table.missing_reason(t.region, CLOUDWATCH_DASHBOARD, "month"))
+
+
+def _secret(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+    item.description = "Secrets Manager secret"
+    item.reason = "API calls bill by use"
+    return _monthly_item(item, table.get(t.region, SECRETS_MANAGER, "month"), 1,
+                         table.missing_reason(t.region, SECRETS_MANAGER, "month"))
 
 
 HANDLERS = {
@@ -507,6 +734,18 @@ HANDLERS = {
     "AWS::EC2::NatGateway": _nat_gateway,
     "AWS::EC2::EIP": _eip,
     "AWS::EC2::VPCEndpoint": _vpc_endpoint,
+    "AWS::KMS::Key": _kms_key,
+    "AWS::CloudWatch::Alarm": _alarm,
+    "AWS::Logs::MetricFilter": _metric_filter,
+    "AWS::CloudWatch::Dashboard": _dashboard,
+    "AWS::SecretsManager::Secret": _secret,
+}
+
+# Add-ons whose own charges no resource of the template shows.
+_ADDON_CHARGES = {
+    "amazon-cloudwatch-observability": (
+        "Container Insights metrics and logs of the amazon-cloudwatch-observability add-on: "
+        "bill by volume (https://aws.amazon.com/cloudwatch/pricing/, Container Insights)"),
 }
 
 
@@ -522,23 +761,34 @@ def classify(type_: str) -> str:
 
 
 def estimate_template(template: Mapping[str, Any], *, stack: str, region: str,
-                      table: PriceTable) -> StackEstimate:
-    """The cost of every resource of ``template`` deployed in ``region``."""
-    t = _Template(template, region)
+                      table: PriceTable, account: str | None = None) -> StackEstimate:
+    """The cost of every resource of ``template`` deployed in ``region`` (and ``account``)."""
+    t = _Template(template, region, account)
     estimate = StackEstimate(stack=stack, region=region)
     for logical_id, resource in t.resources.items():
         type_ = resource.get("Type", "")
+        props = resource.get("Properties", {}) or {}
         item = LineItem(stack=stack, logical_id=logical_id, type=type_, category=classify(type_))
+        items = [item]
         if item.category == PRICED:
             try:
-                item = HANDLERS[type_](t, table, item, resource.get("Properties", {}) or {})
+                result = HANDLERS[type_](t, table, item, props)
+                items = result if isinstance(result, list) else [result]
             except Unresolvable as why:
                 item.status, item.reason = UNKNOWN, str(why)
         elif item.category == USAGE_BASED:
             item.reason = USAGE_TYPES[type_]
         elif item.category == FREE:
             item.reason = FREE_TYPES.get(type_, "billed through its provider function")
-        estimate.items.append(item)
+            if type_ == "AWS::EKS::Addon":
+                try:
+                    name = t.resolve(props.get("AddonName"))
+                except Unresolvable:
+                    name = None
+                if name in _ADDON_CHARGES:
+                    t.not_estimated.append(f"{logical_id}: {_ADDON_CHARGES[name]}")
+        estimate.items += items
+    estimate.not_estimated = t.not_estimated
     return estimate
 
 
@@ -554,6 +804,7 @@ class MultiModelComparison:
     instances: float
     archives: int
     price: Price
+    at: str = "initial"  # "initial" (InitialInstanceCount) or "maximum" (autoscaling)
 
     @property
     def configured_hourly(self) -> float:
@@ -578,7 +829,7 @@ class MultiModelComparison:
     def to_dict(self) -> dict[str, Any]:
         return {
             "endpoint": self.endpoint, "instance_type": self.instance_type,
-            "instances": self.instances, "archives": self.archives,
+            "at": self.at, "instances": self.instances, "archives": self.archives,
             "configured_hourly_usd": round(self.configured_hourly, 4),
             "single_model_endpoints_hourly_usd": round(self.single_model_hourly, 4),
             "saving_percent": round(self.saving_percent, 2),
@@ -587,12 +838,19 @@ class MultiModelComparison:
         }
 
 
+# What the single-model baseline assumes; the report prints it beside every comparison.
+MULTI_MODEL_ASSUMPTION = (
+    "assumes one single-model endpoint per archive, each with as many instances of the same "
+    "type as the multi-model endpoint (archives x instances x price); archives with little "
+    "traffic could run on fewer or smaller instances, which shrinks the saving")
+
+
 def compare_multi_model(endpoint: str, instance_type: str, instances: float, archives: int,
-                        price: Price) -> MultiModelComparison:
+                        price: Price, at: str = "initial") -> MultiModelComparison:
     if archives < 1 or instances <= 0:
         raise ValueError(f"{endpoint}: archives={archives}, instances={instances}: "
                          "need at least one archive and one instance")
-    return MultiModelComparison(endpoint, instance_type, instances, archives, price)
+    return MultiModelComparison(endpoint, instance_type, instances, archives, price, at)
 
 
 def training_hourly(estimates: list[StackEstimate]) -> tuple[float, list[LineItem]]:

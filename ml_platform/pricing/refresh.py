@@ -17,12 +17,19 @@ from typing import Any
 
 from ml_platform.instances import EKS_GPU_INSTANCES, SAGEMAKER_MME_GPU_INSTANCES, TRAINIUM_INSTANCES
 from ml_platform.pricing.table import (
+    CLOUDWATCH_ALARM,
+    CLOUDWATCH_DASHBOARD,
+    CLOUDWATCH_METRIC,
+    EBS_GP3,
     EC2,
     EKS_CLUSTER,
     FSX_LUSTRE_PERSISTENT2,
+    HOURS_PER_MONTH,
+    KMS_KEY,
     NAT_GATEWAY,
     PUBLIC_IPV4,
     SAGEMAKER_HOSTING,
+    SECRETS_MANAGER,
     VPC_INTERFACE_ENDPOINT,
     Price,
     PriceTable,
@@ -50,6 +57,22 @@ class Query:
     service_code: str
     filters: dict[str, str]
     accept: Callable[[dict[str, Any]], bool] = lambda attributes: True
+    # The API's price dimension unit -> factor to the table's unit (1 where they agree).
+    convert: Callable[[str], float] = lambda unit: 1.0
+
+
+def _usage(suffix: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda a: a.get("usagetype", "").endswith(suffix)
+
+
+def _per_month(unit: str) -> float:
+    """Hourly-billed monthly fees (dashboards) come per hour: x 730 for the table's month."""
+    return HOURS_PER_MONTH if unit.lower().startswith("hr") or "hour" in unit.lower() else 1.0
+
+
+def _per_mibps(unit: str) -> float:
+    """gp3 throughput may come per GiBps-month: the table keeps MiB/s-month."""
+    return 1 / 1024 if unit.lower().startswith("gibps") else 1.0
 
 
 def _ec2(instance_type: str) -> Query:
@@ -74,6 +97,28 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
     out = [_ec2(x) for x in sorted(ec2)] + [_sagemaker(x) for x in sorted(ml)]
     out.append(Query(EKS_CLUSTER, "standard", "hour", "AmazonEKS", {},
                      lambda a: a.get("usagetype", "").endswith("AmazonEKS-Hours:perCluster")))
+    out.append(Query(EKS_CLUSTER, "extended", "hour", "AmazonEKS", {},
+                     _usage("AmazonEKS-Hours:extendedSupport")))
+    # EBS gp3 volumes: storage, and the IOPS and throughput above the free baseline.
+    out.append(Query(EBS_GP3, "storage", "GB-month", "AmazonEC2",
+                     {"productFamily": "Storage", "volumeApiName": "gp3"}))
+    out.append(Query(EBS_GP3, "iops", "IOPS-month", "AmazonEC2",
+                     {"productFamily": "System Operation", "volumeApiName": "gp3"}))
+    out.append(Query(EBS_GP3, "throughput", "MiBps-month", "AmazonEC2",
+                     {"productFamily": "Provisioned Throughput", "volumeApiName": "gp3"},
+                     convert=_per_mibps))
+    # Fixed monthly fees (the per-request parts bill by use).
+    out.append(Query(KMS_KEY, "month", "month", "awskms", {}, _usage("KMS-Keys")))
+    out.append(Query(CLOUDWATCH_ALARM, "standard", "month", "AmazonCloudWatch", {},
+                     _usage("CW:AlarmMonitorUsage")))
+    out.append(Query(CLOUDWATCH_ALARM, "high-resolution", "month", "AmazonCloudWatch", {},
+                     _usage("CW:HighResAlarmMonitorUsage")))
+    out.append(Query(CLOUDWATCH_METRIC, "custom", "month", "AmazonCloudWatch", {},
+                     _usage("CW:MetricMonitorUsage")))
+    out.append(Query(CLOUDWATCH_DASHBOARD, "month", "month", "AmazonCloudWatch", {},
+                     _usage("DashboardsUsageHour"), convert=_per_month))
+    out.append(Query(SECRETS_MANAGER, "month", "month", "AWSSecretsManager", {},
+                     _usage("AWSSecretsManager-Secrets")))
     out.append(Query(NAT_GATEWAY, "hour", "hour", "AmazonEC2", {"productFamily": "NAT Gateway"},
                      lambda a: a.get("usagetype", "").endswith("NatGateway-Hours")))
     out.append(Query(PUBLIC_IPV4, "hour", "hour", "AmazonVPC", {},
@@ -91,13 +136,16 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
     return out
 
 
-def _on_demand_usd(product: dict[str, Any]) -> float | None:
+def _on_demand_usd(product: dict[str, Any]) -> tuple[float, str] | None:
+    """(USD, unit) of the product's on-demand price: the dearest positive dimension, which is
+    the first tier of a tiered price (custom metrics) and the only one elsewhere."""
+    found: tuple[float, str] | None = None
     for term in product.get("terms", {}).get("OnDemand", {}).values():
         for dimension in term.get("priceDimensions", {}).values():
             usd = float(dimension.get("pricePerUnit", {}).get("USD", "0") or 0)
-            if usd > 0:
-                return usd
-    return None
+            if usd > 0 and (found is None or usd > found[0]):
+                found = (usd, str(dimension.get("unit", "")))
+    return found
 
 
 def fetch(client: Any, query: Query, region: str) -> tuple[float, str] | None:
@@ -116,9 +164,10 @@ def fetch(client: Any, query: Query, region: str) -> tuple[float, str] | None:
             attributes = product.get("product", {}).get("attributes", {})
             if not query.accept(attributes):
                 continue
-            usd = _on_demand_usd(product)
-            if usd is not None:
-                return usd, product.get("product", {}).get("sku", "")
+            price = _on_demand_usd(product)
+            if price is not None:
+                usd, unit = price
+                return usd * query.convert(unit), product.get("product", {}).get("sku", "")
         token = page.get("NextToken")
         if not token:
             return None

@@ -95,10 +95,14 @@ def test_every_synthesized_resource_type_is_priced_usage_based_or_free(stacks, t
     assert unclassified == []
     # The billable ones the issue names are priced, not waved through as free.
     for type_ in ("AWS::EKS::Cluster", "AWS::EKS::Nodegroup", "AWS::SageMaker::Endpoint",
-                  "AWS::FSx::FileSystem", "AWS::EC2::NatGateway"):
+                  "AWS::FSx::FileSystem", "AWS::EC2::NatGateway",
+                  # a fixed monthly fee whatever the use
+                  "AWS::KMS::Key", "AWS::CloudWatch::Alarm", "AWS::Logs::MetricFilter"):
         assert type_ in types and classify(type_) == PRICED
+    for type_ in ("AWS::CloudWatch::Dashboard", "AWS::SecretsManager::Secret"):
+        assert classify(type_) == PRICED
     for type_ in ("AWS::S3::Bucket", "AWS::ECR::Repository", "AWS::Logs::LogGroup",
-                  "AWS::KMS::Key", "AWS::Lambda::Function"):
+                  "AWS::Lambda::Function"):
         assert type_ in types and classify(type_) == USAGE_BASED
     assert classify("AWS::IAM::Role") == FREE
     assert classify("AWS::Made::Up") == UNCLASSIFIED
@@ -118,6 +122,7 @@ def test_default_templates_in_us_east_1(stacks):
     gpu = nodegroups["g5.2xlarge"]
     assert gpu.hourly == pytest.approx(1.212) and gpu.ceiling_hourly == pytest.approx(2 * 1.212)
     assert not gpu.training
+    assert "EBS volumes on their own line" in trn.reason
     cluster, = _item(estimates, "AWS::EKS::Cluster")
     assert cluster.hourly == pytest.approx(0.10)
     fsx, = _item(estimates, "AWS::FSx::FileSystem")
@@ -140,7 +145,8 @@ def test_a_missing_price_is_reported_missing_and_left_out_of_the_total(stacks):
     endpoint, = _item([estimate], "AWS::SageMaker::Endpoint")
     assert endpoint.status == MISSING and endpoint.hourly is None
     assert "ml.g4dn.4xlarge" in endpoint.reason
-    assert estimate.incomplete == [endpoint] and "not counted" in estimate.summary()
+    assert endpoint in estimate.incomplete and "not counted" in estimate.summary()
+    assert estimate.monthly == 0  # nothing priced counts as zero
     table.add(_price("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge", 1.505))
     estimate = estimate_template(inference.template, stack=inference.name, region="us-east-1",
                                  table=table)
@@ -149,6 +155,219 @@ def test_a_missing_price_is_reported_missing_and_left_out_of_the_total(stacks):
     # The autoscaling target's maximum (2) is the ceiling.
     assert endpoint.ceiling_hourly == pytest.approx(2 * 1.505)
     assert endpoint.endpoint["variants"][0]["multi_model"] is True
+
+
+def _ebs_items(estimates):
+    return {(i.stack, i.logical_id): i for i in _item(estimates, "AWS::EKS::Nodegroup")
+            if i.description.startswith("EBS")}
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "us-west-2"])
+def test_node_group_root_volumes_are_priced_per_node_at_desired_and_maximum(stacks, region):
+    estimates = _estimate(stacks, region)
+    volumes = _ebs_items(estimates)
+    gp3 = SHIPPED.get(region, "ebs-gp3", "storage").usd
+    assert gp3 == 0.08
+    # 2 x 500 GiB Trainium, 2 x 50 GiB system, 1 x 100 GiB GPU (at most 2).
+    assert sorted(round(i.monthly / gp3) for i in volumes.values()) == [100, 100, 1000]
+    trn = next(i for i in volumes.values() if i.training)
+    assert trn.description == "EBS 500 GiB gp3 per node x 2 (max 2)"
+    assert trn.monthly == pytest.approx(2 * 500 * 0.08) and trn.hourly == pytest.approx(80 / 730)
+    gpu = next(i for i in volumes.values() if "max 2" in i.description and "x 1" in i.description)
+    assert gpu.monthly == pytest.approx(8.0) and gpu.ceiling_monthly == pytest.approx(16.0)
+    assert sum(i.monthly for i in volumes.values()) == pytest.approx(96.0)
+    assert all(i.status == OK and i.prices for i in volumes.values())
+    # A training run pays for its nodes' volumes too.
+    from ml_platform.pricing import training_hourly
+    assert training_hourly(estimates)[0] == pytest.approx(43.0 + 80 / 730)
+
+
+def _launch_template_group(ebs, **nodegroup):
+    return {"Resources": {
+        "Lt": {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateData": {
+            "InstanceType": "m6i.large",
+            "BlockDeviceMappings": [{"DeviceName": "/dev/xvda", "Ebs": ebs}]}}},
+        "Ng": {"Type": "AWS::EKS::Nodegroup", "Properties": {
+            "ScalingConfig": {"DesiredSize": 2, "MaxSize": 3},
+            "LaunchTemplate": {"Id": {"Ref": "Lt"}}, **nodegroup}},
+    }}
+
+
+def test_gp3_iops_and_throughput_above_the_baseline_bill_on_top():
+    template = _launch_template_group({"VolumeType": "gp3", "VolumeSize": 100, "Iops": 6000,
+                                       "Throughput": 250})
+    estimate = estimate_template(template, stack="S", region="us-east-1", table=SHIPPED)
+    volumes, = _ebs_items([estimate]).values()
+    # 100 GiB x $0.08 + (6,000 - 3,000) IOPS x $0.005 + (250 - 125) MiB/s x $0.04 = $28/node.
+    assert volumes.monthly == pytest.approx(2 * 28.0)
+    assert volumes.ceiling_monthly == pytest.approx(3 * 28.0)
+    assert volumes.description == ("EBS 100 GiB gp3 at 6000 IOPS, 250 MiB/s per node x 2 "
+                                   "(max 3)")
+    assert {p.key for p in volumes.prices} == {"storage", "iops", "throughput"}
+    # At the baseline, only storage bills.
+    base = estimate_template(_launch_template_group({"VolumeType": "gp3", "VolumeSize": 100,
+                                                     "Iops": 3000, "Throughput": 125}),
+                             stack="S", region="us-east-1", table=SHIPPED)
+    volumes, = _ebs_items([base]).values()
+    assert volumes.monthly == pytest.approx(16.0) and [p.key for p in volumes.prices] == [
+        "storage"]
+
+
+def test_volumes_the_table_cannot_price_are_missing_or_unknown_never_zero():
+    gp2 = estimate_template(_launch_template_group({"VolumeType": "gp2", "VolumeSize": 100}),
+                            stack="S", region="us-east-1", table=SHIPPED)
+    item, = [i for i in gp2.items if i.description == "EBS volumes"]
+    assert item.status == MISSING and "gp3 volumes only, not gp2" in item.reason
+    assert item in gp2.incomplete
+    sized_by_ami = estimate_template(_launch_template_group({"VolumeType": "gp3"}), stack="S",
+                                     region="us-east-1", table=SHIPPED)
+    item, = [i for i in sized_by_ami.items if i.description == "EBS volumes"]
+    assert item.status == UNKNOWN and "VolumeSize is not set" in item.reason
+    own_template = {"Resources": {"Ng": {"Type": "AWS::EKS::Nodegroup", "Properties": {
+        "ScalingConfig": {"DesiredSize": 1}, "InstanceTypes": ["m6i.large"], "DiskSize": 20}}}}
+    estimate = estimate_template(own_template, stack="S", region="us-east-1", table=SHIPPED)
+    compute, volumes = estimate.items
+    assert compute.status == OK and volumes.status == UNKNOWN
+    assert "EKS's own launch template" in volumes.reason
+    no_gp3 = PriceTable(prices={k: v for k, v in SHIPPED.prices.items() if k[1] != "ebs-gp3"})
+    estimate = estimate_template(_launch_template_group({"VolumeType": "gp3", "VolumeSize": 10}),
+                                 stack="S", region="us-east-1", table=no_gp3)
+    item, = [i for i in estimate.items if i.description == "EBS volumes"]
+    assert item.status == MISSING and "no ebs-gp3 price for storage in us-east-1" in item.reason
+
+
+def test_fixed_monthly_fees_are_priced_and_their_use_stays_usage_based(stacks):
+    estimates = _estimate(stacks, "us-west-2")
+    keys = _item(estimates, "AWS::KMS::Key")
+    alarms = _item(estimates, "AWS::CloudWatch::Alarm")
+    filters = _item(estimates, "AWS::Logs::MetricFilter")
+    assert keys and alarms and filters
+    for key in keys:
+        assert key.status == OK and key.monthly == 1.0 and "requests bill by use" in key.reason
+        assert key.prices[0].source == "https://aws.amazon.com/kms/pricing/"
+    # Every key of the platform rotates: the yearly rotation's fee is named.
+    assert all("rotation adds $1/month" in k.reason for k in keys)
+    for alarm in alarms:
+        assert alarm.status == OK and alarm.monthly == pytest.approx(0.10)
+        assert alarm.description == "CloudWatch alarm (1 standard alarm metric)"
+    for metric_filter in filters:
+        assert metric_filter.monthly == pytest.approx(0.30)
+    fees = sum(i.monthly for i in keys + alarms + filters)
+    assert fees == pytest.approx(len(keys) * 1.0 + len(alarms) * 0.10 + len(filters) * 0.30)
+    # The alarms' and metrics' fees reach the stack totals.
+    inference = next(e for e in estimates if any(i in e.items for i in alarms))
+    assert inference.monthly == pytest.approx(sum(
+        i.monthly for i in inference.items if i.category == PRICED and i.status == OK))
+    assert inference.monthly > 0
+
+
+def test_alarm_metrics_resolution_dashboards_and_secrets():
+    template = {"Resources": {
+        "Math": {"Type": "AWS::CloudWatch::Alarm", "Properties": {"Metrics": [
+            {"Id": "a", "MetricStat": {"Metric": {"MetricName": "A"}, "Period": 60}},
+            {"Id": "b", "MetricStat": {"Metric": {"MetricName": "B"}, "Period": 60}},
+            {"Id": "e", "Expression": "a + b"}]}},
+        "Fast": {"Type": "AWS::CloudWatch::Alarm", "Properties": {"MetricName": "X",
+                                                                "Period": 10}},
+        "Dash": {"Type": "AWS::CloudWatch::Dashboard", "Properties": {"DashboardBody": "{}"}},
+        "Secret": {"Type": "AWS::SecretsManager::Secret", "Properties": {}},
+        "Filter": {"Type": "AWS::Logs::MetricFilter", "Properties": {"MetricTransformations": [
+            {"MetricName": "A", "MetricNamespace": "N", "MetricValue": "1",
+             "Dimensions": [{"Key": "k", "Value": "$.k"}]},
+            {"MetricName": "B", "MetricNamespace": "N", "MetricValue": "1"}]}},
+    }}
+    estimate = estimate_template(template, stack="S", region="us-east-2", table=SHIPPED)
+    by_id = {i.logical_id: i for i in estimate.items}
+    assert by_id["Math"].monthly == pytest.approx(0.20)  # two metrics, the expression is free
+    assert by_id["Fast"].monthly == pytest.approx(0.30)  # 10 s: high resolution
+    assert "high-resolution" in by_id["Fast"].description
+    assert by_id["Dash"].monthly == 3.0 and "first 3 dashboards" in by_id["Dash"].reason
+    assert by_id["Secret"].monthly == 0.40 and "API calls bill by use" in by_id["Secret"].reason
+    assert by_id["Filter"].monthly == pytest.approx(0.60)
+    assert "distinct dimension value" in by_id["Filter"].reason
+    assert estimate.monthly == pytest.approx(0.20 + 0.30 + 3.0 + 0.40 + 0.60)
+    # A region with no such fee in the table: missing, never zero.
+    elsewhere = estimate_template(template, stack="S", region="eu-west-1", table=SHIPPED)
+    assert {i.status for i in elsewhere.items} == {MISSING} and elsewhere.monthly == 0
+
+
+def test_what_the_templates_imply_but_cannot_price_is_named_not_estimated(stacks, settings):
+    estimates = _estimate(stacks, "us-west-2")
+    notes = [n for e in estimates for n in e.not_estimated]
+    version = settings.cluster.kubernetes_version
+    cluster, = _item(estimates, "AWS::EKS::Cluster")
+    # The template states the support type the settings chose (EKS's default, EXTENDED).
+    assert settings.cluster.support_type == "EXTENDED"
+    assert [n for n in notes if "extended support" in n.lower() or "standard support" in n] == [
+        f"{cluster.logical_id}: $0.60/h instead of $0.10/h once Kubernetes {version} leaves "
+        "standard support (https://docs.aws.amazon.com/eks/latest/userguide/"
+        "kubernetes-versions.html): support type EXTENDED"]
+    assert any("control-plane logs (api, audit, authenticator, controllerManager, scheduler)"
+               in n for n in notes)
+    assert any("amazon-cloudwatch-observability" in n and "Container Insights" in n
+               for n in notes)
+    # A cluster on STANDARD support has no such line; one with no UpgradePolicy says that
+    # EKS's default applies.
+    def cluster_template(policy):
+        props = {"Version": "1.35", **({"UpgradePolicy": policy} if policy else {})}
+        return {"Resources": {"C": {"Type": "AWS::EKS::Cluster", "Properties": props}}}
+
+    standard = estimate_template(cluster_template({"SupportType": "STANDARD"}), stack="S",
+                                 region="us-east-1", table=SHIPPED)
+    assert standard.not_estimated == [] and "no extended-support fee" in standard.items[0].reason
+    unset = estimate_template(cluster_template(None), stack="S", region="us-east-1",
+                              table=SHIPPED)
+    assert unset.not_estimated == [
+        "C: $0.60/h instead of $0.10/h once Kubernetes 1.35 leaves standard support "
+        "(https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html): support "
+        "type EXTENDED (the default: the template sets no UpgradePolicy)"]
+    extended = SHIPPED.get("us-east-1", "eks-cluster", "extended")
+    assert extended.usd == 0.60 and "$0.60 per cluster per hour" in extended.note
+
+
+def test_support_type_setting_is_validated_and_reaches_the_template(synth):
+    from ml_platform.config import SettingsError
+
+    with pytest.raises(SettingsError, match=r"cluster.support_type = 'LONG': expected one of "
+                                            r"\['EXTENDED', 'STANDARD'\]"):
+        Settings.from_context({"cluster": {"support_type": "LONG"}})
+    assert Settings.from_context({"cluster": {"support_type": "STANDARD"}}).cluster \
+        .support_type == "STANDARD"
+    clusters = [r["Properties"] for s in read_assembly(synth.outdir)
+                for r in s.template["Resources"].values() if r["Type"] == "AWS::EKS::Cluster"]
+    assert [c["UpgradePolicy"] for c in clusters] == [{"SupportType": "EXTENDED"}]
+
+
+def test_pseudo_parameters_sub_and_join_resolve_as_cloudformation_would():
+    template = {"Resources": {
+        "SubGateway": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {
+            "VpcEndpointType": "Gateway", "ServiceName": {"Fn::Sub": "com.amazonaws.${AWS::Region}.s3"}}},
+        "JoinGateway": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {
+            "ServiceName": {"Fn::Join": [".", [{"Ref": "AWS::URLSuffix"}, "dynamodb"]]}}},
+        "ImportedGateway": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {
+            "VpcEndpointType": "Gateway", "ServiceName": {"Fn::ImportValue": "x"}}},
+        "Iface": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {
+            "VpcEndpointType": "Interface", "SubnetIds": ["s-1"],
+            "ServiceName": {"Fn::Sub": ["com.${Domain}.${AWS::Region}.ecr.${Api}${!Literal}",
+                                        {"Domain": "amazonaws", "Api": "api"}]}}},
+        "Lt": {"Type": "AWS::EC2::LaunchTemplate", "Properties": {"LaunchTemplateData": {
+            "InstanceType": {"Fn::Sub": "m6i.${Size}"}}}},
+        "Ng": {"Type": "AWS::EKS::Nodegroup", "Properties": {
+            "ScalingConfig": {"DesiredSize": 1}, "LaunchTemplate": {"Id": {"Ref": "Lt"}}}},
+    }, "Parameters": {"Size": {"Type": "String"}}}
+    estimate = estimate_template(template, stack="S", region="cn-north-1", table=SHIPPED,
+                                 account="123456789012")
+    by_id = {i.logical_id: i for i in estimate.items}
+    assert by_id["SubGateway"].category == FREE
+    assert by_id["SubGateway"].description == "gateway endpoint com.amazonaws.cn-north-1.s3"
+    assert by_id["JoinGateway"].category == FREE
+    assert by_id["JoinGateway"].description == "gateway endpoint amazonaws.com.cn.dynamodb"
+    # The endpoint type decides the charge: a gateway is free whatever its name resolves to.
+    assert by_id["ImportedGateway"].category == FREE
+    assert by_id["Iface"].description == (
+        "interface endpoint com.amazonaws.cn-north-1.ecr.api${Literal} in 1 AZ(s)")
+    # A Ref to a parameter inside Fn::Sub stays unknown.
+    assert by_id["Ng"].status == UNKNOWN and "parameter Size" in by_id["Ng"].reason
 
 
 def test_unresolvable_values_are_unknown_not_zero():
@@ -248,19 +467,7 @@ def test_the_default_region_is_the_one_the_missing_list_was_written_for():
     assert Settings().env.region == "us-west-2"
 
 
-_AWS_OWNED_HOSTS = ("aws.amazon.com", "docs.aws.amazon.com", "repost.aws")
-_AWS_GITHUB_ORGS = ("aws", "awslabs", "aws-samples", "awsdocs")
-
-
-def _aws_owned(url: str) -> bool:
-    """An AWS web page, or a file in one of AWS's own GitHub organisations."""
-    from urllib.parse import urlparse
-
-    parsed = urlparse(url)
-    host = parsed.hostname or ""
-    if host == "github.com":
-        return parsed.path.split("/")[1] in _AWS_GITHUB_ORGS
-    return any(host == h or host.endswith("." + h) for h in _AWS_OWNED_HOSTS)
+from ml_platform.pricing.table import aws_owned as _aws_owned  # noqa: E402  (one rule, shared)
 
 
 def test_service_prices_cite_aws_or_say_why_not():
@@ -269,7 +476,7 @@ def test_service_prices_cite_aws_or_say_why_not():
     services = ("eks-cluster", "nat-gateway", "public-ipv4", "vpc-interface-endpoint",
                 FSX_LUSTRE_PERSISTENT2)
     rows = [p for p in SHIPPED.prices.values() if p.service in services]
-    assert len(rows) == 11
+    assert len(rows) == 14  # eks-cluster standard and extended in 3 regions, ...
     third_party = sorted((p.region, p.service, p.key) for p in rows if not _aws_owned(p.source))
     assert third_party == [("us-east-1", FSX_LUSTRE_PERSISTENT2, "125")]
     for price in rows:
@@ -345,16 +552,24 @@ def test_multi_model_arithmetic_with_a_supplied_price():
 def test_report_compares_each_multi_model_endpoint_and_prices_a_training_run(stacks):
     report = build_report(stacks, SHIPPED, region="us-east-1",
                           archives={"triton-ensembles": 2}, training_hours=10)
-    comparison, = report["multi_model"]
+    comparison, at_maximum = report["multi_model"]
+    assert comparison["at"] == "initial" and comparison["instances"] == 1
     assert comparison["instance_type"] == "ml.g4dn.4xlarge"
+    # At the autoscaling maximum (2 instances) each single-model endpoint scales alike.
+    assert at_maximum["at"] == "maximum" and at_maximum["instances"] == 2
+    assert at_maximum["configured_hourly_usd"] == 3.01
+    assert at_maximum["single_model_endpoints_hourly_usd"] == 6.02
+    assert at_maximum["saving_percent"] == 50.0
+    assert "as many instances of the same type" in report["multi_model_assumption"]
     assert comparison["configured_hourly_usd"] == 1.505
     assert comparison["single_model_endpoints_hourly_usd"] == 3.01
     assert comparison["saving_percent"] == 50.0
     assert comparison["saving_per_year_usd"] == 13_183.8
     assert comparison["price"]["source"] == SHIPPED.get(
         "us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge").source
-    assert report["training"]["hourly_usd"] == pytest.approx(43.0)
-    assert report["training"]["run_usd"] == pytest.approx(430.0)
+    # Two trn1.32xlarge at $21.50/h plus their 2 x 500 GiB gp3 root volumes ($80/month).
+    assert report["training"]["hourly_usd"] == pytest.approx(43.0 + 80 / 730, abs=1e-4)
+    assert report["training"]["run_usd"] == pytest.approx(10 * (43.0 + 80 / 730), abs=0.01)
     unknown = build_report(stacks, SHIPPED, region="us-east-1", archives={}, training_hours=None)
     assert unknown["multi_model"] == [] and "archive count unknown" in \
         unknown["multi_model_notes"][0]
@@ -371,7 +586,7 @@ def test_cli_json(synth, capsys):
                  "--training-hours", "2", "--archives", "triton-ensembles=3"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert {s["region"] for s in report["stacks"]} == {"us-east-1"}
-    assert report["training"]["run_usd"] == pytest.approx(86.0)
+    assert report["training"]["run_usd"] == pytest.approx(2 * (43.0 + 80 / 730), abs=0.01)
     assert report["unclassified_types"] == []
     # us-east-1 has a shipped price for everything the default settings deploy.
     assert report["total"]["complete"] is True and report["total"]["not_counted"] == []
@@ -379,7 +594,7 @@ def test_cli_json(synth, capsys):
                  if r["type"] == "AWS::SageMaker::Endpoint"]
     assert endpoint["status"] == "ok" and endpoint["hourly_usd"] == 1.505
     assert endpoint["ceiling_hourly_usd"] == 3.01
-    assert report["multi_model"][0]["archives"] == 3
+    assert [c["archives"] for c in report["multi_model"]] == [3, 3]
     assert report["multi_model"][0]["saving_per_year_usd"] == round(2 * 1.505 * 8760, 2)
     assert report["total"]["hourly_usd"] == pytest.approx(
         sum(s["hourly_usd"] for s in report["stacks"]), abs=1e-3)
@@ -392,9 +607,17 @@ def test_cli_json(synth, capsys):
 def test_cli_text_prints_the_source_design_comparison_in_us_east_1(synth, capsys):
     assert main(["cost", "--cdk-out", str(synth.outdir), "--region", "us-east-1"]) == 0
     text = capsys.readouterr().out
-    assert ("Multi-model endpoint triton-ensembles: 2 archives on 1 x ml.g4dn.4xlarge = "
-            "$1.505/h; one endpoint per archive = $3.010/h; saving 50%, $13,183.80/year"
-            ) in text.splitlines()
+    lines = text.splitlines()
+    assert ("Multi-model endpoint triton-ensembles (initial size): 2 archives on 1 x "
+            "ml.g4dn.4xlarge = $1.505/h; one endpoint per archive = $3.010/h; saving 50%, "
+            "$13,183.80/year") in lines
+    assert ("Multi-model endpoint triton-ensembles (maximum size): 2 archives on 2 x "
+            "ml.g4dn.4xlarge = $3.010/h; one endpoint per archive = $6.020/h; saving 50%, "
+            "$26,367.60/year") in lines
+    assert ("  The comparison assumes one single-model endpoint per archive, each with as many "
+            "instances of the same type as the multi-model endpoint (archives x instances x "
+            "price); archives with little traffic could run on fewer or smaller instances, which "
+            "shrinks the saving.") in lines
     assert "Not counted in the totals" not in text
     assert ("  https://aws.amazon.com/blogs/machine-learning/deploy-thousands-of-model-ensembles-"
             "with-amazon-sagemaker-multi-model-endpoints-on-gpu-to-minimize-your-hosting-costs/ "
@@ -493,7 +716,7 @@ def test_cli_refresh_writes_the_table_it_then_prices_with(synth, tmp_path, monke
     statuses = {r["description"].split(" x ")[0]: r["status"] for s in report["stacks"]
                 for r in s["resources"] if r["type"] == "AWS::EKS::Nodegroup"}
     assert statuses == {"node group trn1.32xlarge": "ok", "node group m6i.large": "missing",
-                        "node group g5.2xlarge": "missing"}
+                        "node group g5.2xlarge": "missing", "EBS volumes": "missing"}
 
 
 # --- synth-time annotations ------------------------------------------------------------------
@@ -572,3 +795,192 @@ def test_readme_shows_the_real_output_for_the_default_settings(synth, capsys):
 
     assert priced(printed) == priced(shown), (
         "README 'What it costs' is stale: paste the output of `make synth && mlp cost`")
+
+
+# --- what the text report prints, the default region, the user's refreshed table -------------
+
+
+@pytest.fixture(autouse=True)
+def _own_data_home(tmp_path, monkeypatch):
+    """`mlp cost` reads a refreshed table from $XDG_DATA_HOME: never the tester's own."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data-home"))
+
+
+def test_text_report_prints_each_priced_lines_caveats(stacks, capsys):
+    template = {"Resources": {
+        "Two": {"Type": "AWS::EKS::Nodegroup", "Properties": {
+            "ScalingConfig": {"DesiredSize": 1}, "InstanceTypes": ["g5.xlarge", "g5.2xlarge"]}},
+        "Iface": {"Type": "AWS::EC2::VPCEndpoint", "Properties": {
+            "VpcEndpointType": "Interface", "ServiceName": "com.amazonaws.us-east-1.ecr.api",
+            "SubnetIds": ["s-1"]}},
+    }}
+    from ml_platform.cli.cost import render_text
+    from ml_platform.pricing.assembly import StackTemplate
+
+    report = build_report([StackTemplate("S", "us-east-1", template)], SHIPPED, region=None,
+                          archives={}, training_hours=None)
+    lines = [line.strip() for line in render_text(report).splitlines()]
+    assert ("priced at the dearest of 2 instance types; EBS volumes on their own line") in lines
+    assert "data processing bills by use" in lines
+    # The default app's report: the node groups' and keys' caveats reach the text too.
+    text = render_text(build_report(stacks, SHIPPED, region="us-east-1", archives={},
+                                    training_hours=None))
+    assert "requests bill by use; each yearly rotation adds $1/month for the key version it " \
+           "keeps" in text
+    assert "the first 10 standard alarm metrics of an account are free" in text
+
+
+def test_default_region_report_says_exactly_why_the_endpoint_and_lustre_are_not_priced(stacks):
+    report = build_report(stacks, SHIPPED, region=None, archives={}, training_hours=None)
+    assert {s["region"] for s in report["stacks"]} == {"us-west-2"}
+    missing = {r["type"]: r["reason"] for s in report["stacks"] for r in s["resources"]
+               if r["status"] == "missing"}
+    assert set(missing) == {"AWS::SageMaker::Endpoint", "AWS::FSx::FileSystem"}
+    for reason in missing.values():
+        assert "no public, dated source stating this price for this region was found on " \
+               "2026-12-01" in reason and "mlp cost --refresh" in reason
+    assert "ml.g4dn.4xlarge in us-west-2" in missing["AWS::SageMaker::Endpoint"]
+    assert "125 MB/s/TiB in us-west-2" in missing["AWS::FSx::FileSystem"]
+    # Every recorded gap is a real one: its region and service lack a price the settings allow.
+    for (region, service), why in SHIPPED.gaps.items():
+        assert why and any((service, key) in _allowed_prices() and SHIPPED.get(region, service,
+                                                                                key) is None
+                           for key in {k for _, k in _allowed_prices()}), (region, service)
+
+
+def test_sources_are_marked_third_party_unless_aws_owned(stacks):
+    from ml_platform.cli.cost import render_text
+    from ml_platform.pricing.table import aws_owned
+
+    report = build_report(stacks, SHIPPED, region="us-east-1", archives={}, training_hours=None)
+    marked = {s["source"]: s["third_party"] for s in report["sources"]}
+    assert marked and all(flag == (not aws_owned(src)) for src, flag in marked.items())
+    third = [src for src, flag in marked.items() if flag]
+    assert third  # the Lustre 125 and the EC2 catalogue figures
+    text = render_text(report)
+    for src in third:
+        assert f"{src} (taken 2026-12-01) [third-party: replace with `mlp cost --refresh`]" in text
+    assert aws_owned("https://api.pricing.us-east-1.amazonaws.com (AWS Price List API, "
+                     "GetProducts)")
+
+
+def test_refresh_writes_the_users_table_not_the_package_and_later_runs_read_it(
+        synth, tmp_path, monkeypatch, capsys):
+    import hashlib
+
+    from ml_platform.cli.aws import Context
+    from ml_platform.pricing.table import shipped_table_path, user_table_path
+
+    shipped = hashlib.sha256(shipped_table_path().read_bytes()).hexdigest()
+    class Hosting(_FakePricing):
+        def get_products(self, **kwargs):
+            fields = {f["Field"]: f["Value"] for f in kwargs["Filters"]}
+            if (fields["regionCode"], fields.get("instanceName")) == ("us-west-2",
+                                                                       "ml.g4dn.4xlarge"):
+                return {"PriceList": [_product("F", "1.5050000000",
+                                               "USW2-Host:ml.g4dn.4xlarge")]}
+            return super().get_products(**kwargs)
+
+    fake = Hosting({})
+    monkeypatch.setattr(Context, "client", lambda self, service, region=None, **kw: fake)
+    assert main(["cost", "--cdk-out", str(synth.outdir), "--refresh", "--refresh-regions",
+                 "us-west-2", "--json"]) == 0
+    captured = capsys.readouterr()
+    user = user_table_path()
+    assert user == tmp_path / "data-home" / "ml-platform" / "prices.json" and user.is_file()
+    assert hashlib.sha256(shipped_table_path().read_bytes()).hexdigest() == shipped
+    written = PriceTable.load(user)
+    price = written.get("us-west-2", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge")
+    # Where the figure came from and when: the API, its filters and SKU, today.
+    assert price.source.startswith("https://api.pricing.us-east-1.amazonaws.com")
+    assert "AmazonSageMaker instanceName=ml.g4dn.4xlarge sku F" in price.note and price.taken
+    report = json.loads(captured.out)
+    endpoint, = [r for s in report["stacks"] for r in s["resources"]
+                 if r["type"] == "AWS::SageMaker::Endpoint"]
+    assert endpoint["status"] == "ok" and endpoint["hourly_usd"] == 1.505
+    # The shipped prices the refresh did not find stay, with their own sources.
+    trn = [r for s in report["stacks"] for r in s["resources"]
+           if r["description"].startswith("node group trn1")]
+    assert trn[0]["status"] == "ok"
+    # A later run without --refresh reads the user's table over the shipped one, and says so.
+    assert main(["cost", "--cdk-out", str(synth.outdir)]) == 0
+    captured = capsys.readouterr()
+    assert f"with {user} (from `mlp cost --refresh`) over it" in captured.err
+    assert ("Multi-model comparison not possible: triton-ensembles: archive count unknown"
+            not in captured.out)
+    assert "MISSING" in captured.out  # Lustre in us-west-2 is still not priced
+
+
+def test_refresh_converts_units_and_takes_the_first_tier():
+    from ml_platform.pricing.refresh import queries
+
+    def product(sku, usd, usagetype, unit, more=()):
+        dimensions = {f"{sku}.D{i}": {"unit": unit, "pricePerUnit": {"USD": value}}
+                      for i, value in enumerate((usd, *more))}
+        return json.dumps({"product": {"sku": sku, "attributes": {"usagetype": usagetype}},
+                           "terms": {"OnDemand": {f"{sku}.T": {"priceDimensions": dimensions}}}})
+
+    answers = {
+        ("cloudwatch-dashboard", "month"): product("D", "0.0041095890", "USE1-DashboardsUsageHour",
+                                                   "Hrs"),
+        ("ebs-gp3", "throughput"): product("T", "40.96", "USE1-EBS:VolumeP-Throughput.gp3",
+                                           "GiBps-mo"),
+        # Tiers: the first 10,000 metrics at $0.30, then $0.10, $0.05, $0.02.
+        ("cloudwatch-metric", "custom"): product("M", "0.02", "USE1-CW:MetricMonitorUsage",
+                                                 "Metrics", ("0.30", "0.10", "0.05")),
+    }
+    wanted = [q for q in queries() if (q.service, q.key) in answers]
+    assert len(wanted) == 3
+
+    class Client:
+        """Every product of the service that matches the filters, as the API answers."""
+
+        def get_products(self, **kwargs):
+            return {"PriceList": [
+                answers[(q.service, q.key)] for q in wanted
+                if q.service_code == kwargs["ServiceCode"]
+                and all({"Type": "TERM_MATCH", "Field": k, "Value": v} in kwargs["Filters"]
+                        for k, v in q.filters.items())]}
+
+    table, missing = rebuild(Client(), ["us-east-1"], today="2026-12-01", only=wanted)
+    assert missing == []
+    assert table.get("us-east-1", "cloudwatch-dashboard", "month").usd == pytest.approx(3.0, 1e-6)
+    assert table.get("us-east-1", "ebs-gp3", "throughput").usd == pytest.approx(0.04)
+    assert table.get("us-east-1", "cloudwatch-metric", "custom").usd == pytest.approx(0.30)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("-1", "'-1': expected a number of hours above 0"),
+    ("0", "'0': expected a number of hours above 0"),
+    ("nan", "'nan': expected a number of hours above 0"),
+    ("ten", "'ten' is not a number of hours"),
+])
+def test_training_hours_must_be_a_positive_number(synth, capsys, value, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(["cost", "--cdk-out", str(synth.outdir), "--training-hours", value])
+    assert exit_.value.code == 2
+    assert f"argument --training-hours: {message}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, message", [
+    (None, "no such file"),
+    ("dir", "is a directory, expected a prices.json file"),
+    ("{not json", "not JSON (Expecting property name enclosed in double quotes at line 1, "
+                  "column 2)"),
+    ("[1, 2]", "not a price table: expected an object with a list 'prices' (the shipped "
+               "format)"),
+    ('{"prices": [{"region": "us-east-1", "cost": 1}]}',
+     "not a price table: prices[0]: got an unexpected keyword argument 'cost' (a row has the "
+     "fields ['key', 'note', 'region', 'service', 'source', 'taken', 'unit', 'usd'])"),
+    ('{"prices": [{"region": "r", "service": "s", "key": "k", "usd": "1", "unit": "hour", '
+     '"source": "https://x", "taken": "2026-12-01"}]}',
+     "not a price table: prices[0].usd = '1': expected a number"),
+])
+def test_a_bad_prices_file_is_one_line_naming_it(synth, tmp_path, capsys, content, message):
+    path = tmp_path / "prices.json"
+    if content == "dir":
+        path.mkdir()
+    elif content is not None:
+        path.write_text(content)
+    assert main(["cost", "--cdk-out", str(synth.outdir), "--prices", str(path)]) == 1
+    assert capsys.readouterr().err.splitlines() == [f"mlp: error: --prices {path}: {message}"]
