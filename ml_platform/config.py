@@ -103,9 +103,10 @@ def endpoint_construct_id(endpoint_name: str) -> str:
     return "".join(part[:1].upper() + part[1:] for part in endpoint_name.split("-"))
 
 
-# Construct ids InferenceStack uses beside the endpoints' ids, their '<id>Name' and
-# '<id>DashboardUrl' outputs and '<id>Dashboard' dashboards.
-INFERENCE_FIXED_IDS = ("ModelBucket", "UploadArchives", "AlarmTopic")
+# Construct ids InferenceStack uses beside the endpoints' ids and their '<id>Name' outputs.
+INFERENCE_FIXED_IDS = (
+    "ModelBucket", "UploadArchives", "AlarmTopic", "EndpointsDashboard", "EndpointsDashboardUrl",
+)
 
 
 # Address blocks a VPC cannot take: AWS rejects or reserves them, or they cannot route.
@@ -683,8 +684,7 @@ class InferenceSettings:
             where = f"inference.endpoints[{i}].name"
             cid = endpoint_construct_id(endpoint.name)
             owners.setdefault(cid, []).append(where)
-            for suffix in ("Name", "Dashboard", "DashboardUrl"):  # outputs and dashboard
-                owners.setdefault(f"{cid}{suffix}", []).append(where)
+            owners.setdefault(f"{cid}Name", []).append(where)
         out = []
         for cid, keys in owners.items():
             if len(keys) > 1:

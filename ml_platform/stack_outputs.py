@@ -6,8 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from ml_platform.config import endpoint_construct_id
-
 # A CloudFormation stack holds at most 500 resources
 # (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html).
 # An endpoint takes RESOURCES_PER_ENDPOINT of them (tests count them), the archive upload about
@@ -16,6 +14,8 @@ STACK_RESOURCE_LIMIT = 500
 ENDPOINTS_PER_STACK = 30
 TRAINING_CLUSTER_STACK = "TrainingCluster"
 TRAINING_DASHBOARD_OUTPUT = "TrainingDashboardUrl"
+# Each inference stack's dashboard of its endpoints (a section per endpoint).
+ENDPOINTS_DASHBOARD_OUTPUT = "EndpointsDashboardUrl"
 
 T = TypeVar("T")
 
@@ -32,8 +32,3 @@ def endpoint_groups(endpoints: Sequence[T]) -> list[tuple[T, ...]]:
 def inference_stack_short(index: int) -> str:
     """Short name (without the prefix) of the ``index``-th inference stack (0-based)."""
     return f"Inference{index + 1 if index else ''}"
-
-
-def endpoint_dashboard_output(endpoint_name: str) -> str:
-    """The output holding the console URL of an endpoint's dashboard."""
-    return f"{endpoint_construct_id(endpoint_name)}DashboardUrl"

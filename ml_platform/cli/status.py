@@ -26,10 +26,10 @@ from ml_platform.cli.aws import (
     stack_outputs,
 )
 from ml_platform.stack_outputs import (
+    ENDPOINTS_DASHBOARD_OUTPUT,
     ENDPOINTS_PER_STACK,
     TRAINING_CLUSTER_STACK,
     TRAINING_DASHBOARD_OUTPUT,
-    endpoint_dashboard_output,
     inference_stack_short,
 )
 
@@ -155,7 +155,8 @@ def latest_metrics(
 
 
 def dashboard_links(ctx: Context, names: list[str]) -> tuple[dict[str, str | None], str | None]:
-    """Console URLs of the endpoints' dashboards (by name) and of the training dashboard,
+    """Console URLs of the endpoints' dashboards (by endpoint name: the dashboard of the
+    endpoint's inference stack, a section per endpoint) and of the training dashboard,
     read from the stacks' outputs; ``None`` where a stack or output is absent (an endpoint
     not in the settings, a stack not deployed)."""
     cache: dict[str, dict[str, str]] = {}
@@ -173,7 +174,7 @@ def dashboard_links(ctx: Context, names: list[str]) -> tuple[dict[str, str | Non
     for name in names:
         if name in configured:
             short = inference_stack_short(configured.index(name) // ENDPOINTS_PER_STACK)
-            links[name] = outputs(short).get(endpoint_dashboard_output(name))
+            links[name] = outputs(short).get(ENDPOINTS_DASHBOARD_OUTPUT)
         else:
             links[name] = None
     training = None

@@ -56,12 +56,20 @@ def _graph(title: str, left: Sequence[cloudwatch.IMetric], **options: object) ->
     return cloudwatch.GraphWidget(title=title, left=list(left), width=WIDTH, height=HEIGHT, **options)
 
 
-class EndpointDashboard(Construct):
-    """A dashboard for one :class:`TritonMultiModelEndpoint`, from its ``metric_*`` methods.
+# A dashboard body holds at most 500 widgets
+# (https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/CloudWatch-Dashboard-Body-Structure.html).
+MAX_WIDGETS = 500
+WIDGETS_PER_ENDPOINT = 11  # a heading and ten graphs
 
-    Rows: traffic against the scaling target; latency and errors; the model cache (hits,
-    loaded models, load/unload counts) and loading times; GPU and host utilization; instances
-    and the endpoint's alarms.
+
+class EndpointDashboard(Construct):
+    """A dashboard of :class:`TritonMultiModelEndpoint` s, a section per endpoint, from
+    their ``metric_*`` methods (one dashboard per stack keeps the stack's resource count:
+    CloudFormation allows 500 resources per stack).
+
+    Rows per endpoint: traffic against the scaling target; latency and errors; the model
+    cache (hits, loaded models, load/unload counts) and loading times; GPU and host
+    utilization; instances and the endpoint's alarms.
 
     Instance counts: CloudWatch has no metric of the variant's desired or in-service instance
     count (AWS's SageMaker metric lists above have none, and Application Auto Scaling publishes
@@ -71,7 +79,7 @@ class EndpointDashboard(Construct):
     DescribeEndpoint's current and desired counts.
 
     Args:
-        endpoint: The endpoint. Required.
+        endpoints: The endpoints, at most 45 (500 widgets per dashboard). Required.
         dashboard_name: Default: CloudFormation names it (unique, composable twice).
         period: Metric period of the graphs. Default one minute (SageMaker's resolution).
 
@@ -85,14 +93,29 @@ class EndpointDashboard(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        endpoint: TritonMultiModelEndpoint,
+        endpoints: Sequence[TritonMultiModelEndpoint],
         dashboard_name: str | None = None,
         period: Duration = Duration.minutes(1),
     ) -> None:
         super().__init__(scope, construct_id)
-        e, p = endpoint, {"period": period}
+        most = MAX_WIDGETS // WIDGETS_PER_ENDPOINT
+        if not 1 <= len(endpoints) <= most:
+            raise ValueError(
+                f"{self.node.path}: endpoints: {len(endpoints)} given; expected 1 to {most} "
+                f"(a dashboard holds at most {MAX_WIDGETS} widgets, {WIDGETS_PER_ENDPOINT} per "
+                "endpoint): use one dashboard per group of endpoints"
+            )
         self.dashboard = cloudwatch.Dashboard(
             self, "Resource", dashboard_name=dashboard_name, default_interval=Duration.hours(3)
+        )
+        for endpoint in endpoints:
+            self._add_endpoint(endpoint, period)
+        self.url = dashboard_url(self.dashboard)
+
+    def _add_endpoint(self, e: TritonMultiModelEndpoint, period: Duration) -> None:
+        p = {"period": period}
+        self.dashboard.add_widgets(
+            cloudwatch.TextWidget(markdown=f"## Endpoint {e.endpoint_name}", width=24, height=1)
         )
         bounds = [
             cloudwatch.HorizontalAnnotation(value=e.min_instances, label="min instances"),
@@ -168,7 +191,6 @@ class EndpointDashboard(Construct):
                 title="Alarms", alarms=list(e.alarms.values()), width=WIDTH, height=HEIGHT
             ),
         )
-        self.url = dashboard_url(self.dashboard)
 
 
 class ClusterMetrics:
@@ -213,9 +235,11 @@ class ClusterMetrics:
 
     # Named metrics the training dashboard draws (users can take them for alarms).
     def metric_node_count(self, **options: object) -> cloudwatch.Metric:
+        """Worker nodes of the cluster (Maximum)."""
         return self.metric("cluster_node_count", "Maximum", **options)
 
     def metric_failed_node_count(self, **options: object) -> cloudwatch.Metric:
+        """Nodes with a failing condition (Maximum)."""
         return self.metric("cluster_failed_node_count", "Maximum", **options)
 
 

@@ -17,9 +17,9 @@ from ml_platform.constructs.dashboards import EndpointDashboard
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.stack_outputs import (  # noqa: F401  (re-exported: tests and the app use them)
+    ENDPOINTS_DASHBOARD_OUTPUT,
     ENDPOINTS_PER_STACK,
     STACK_RESOURCE_LIMIT,
-    endpoint_dashboard_output,
     endpoint_groups,
 )
 from ml_platform.config import endpoint_construct_id as _construct_id
@@ -100,7 +100,6 @@ class InferenceStack(Stack):
         super().__init__(scope, construct_id, **kwargs)
         bucket = s3.Bucket.from_bucket_arn(self, "ModelBucket", Fn.import_value(bucket_arn_export))
         self.endpoints: dict[str, TritonMultiModelEndpoint] = {}
-        self.dashboards: dict[str, EndpointDashboard] = {}
         topic = (
             sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
             if settings.alarm_topic_arn else None
@@ -132,15 +131,18 @@ class InferenceStack(Stack):
                 # Constant: archive lists would outgrow CloudFormation's 1,024 characters.
                 description="Name of a SageMaker multi-model endpoint serving Triton ensembles",
             )
-            dashboard = EndpointDashboard(
-                self, f"{_construct_id(endpoint.name)}Dashboard", endpoint=construct
+        # One dashboard for the stack's endpoints, a section each (one resource per stack,
+        # not per endpoint: the stack's 500 resources go to endpoints).
+        self.dashboard = None
+        if self.endpoints:
+            self.dashboard = EndpointDashboard(
+                self, "EndpointsDashboard", endpoints=list(self.endpoints.values())
             )
-            self.dashboards[endpoint.name] = dashboard
             CfnOutput(
                 self,
-                endpoint_dashboard_output(endpoint.name),
-                value=dashboard.url,
-                description="CloudWatch dashboard of a SageMaker multi-model endpoint",
+                ENDPOINTS_DASHBOARD_OUTPUT,
+                value=self.dashboard.url,
+                description="CloudWatch dashboard of this stack's SageMaker multi-model endpoints",
             )
         self.upload = None
         if settings.upload_dir and upload:

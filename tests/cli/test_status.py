@@ -172,14 +172,14 @@ def _stack(name: str, outputs: dict[str, str]) -> None:
 
 
 ENDPOINT_URL = ("https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
-                "#dashboards/dashboard/TritonEnsemblesDashboard-AbC123")
+                "#dashboards/dashboard/EndpointsDashboard-AbC123")
 TRAINING_URL = ("https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
                 "#dashboards/dashboard/DashboardTraining-XyZ789")
 
 
 def test_dashboard_links_come_from_the_stack_outputs(endpoint, project, mlp):
     _stack("MlPlatform-Inference", {"TritonEnsemblesName": ENDPOINT,
-                                    "TritonEnsemblesDashboardUrl": ENDPOINT_URL})
+                                    "EndpointsDashboardUrl": ENDPOINT_URL})
     _stack("MlPlatform-TrainingCluster", {"TrainingDashboardUrl": TRAINING_URL})
     report = json.loads(mlp("--cdk-json", project, "status", "--json").out)
     assert report["endpoints"][0]["dashboard_url"] == ENDPOINT_URL

@@ -91,7 +91,8 @@ def build(app: cdk.App) -> dict[str, object]:
     # Two endpoint dashboards and two cluster dashboards in one account: names left to
     # CloudFormation, so they never clash.
     dashboards = [
-        EndpointDashboard(shared, f"{e.node.id}Dashboard", endpoint=e) for e in endpoints
+        EndpointDashboard(shared, "EndpointADashboard", endpoints=[endpoints[0]]),
+        EndpointDashboard(shared, "EndpointBDashboard", endpoints=[endpoints[1]]),
     ] + [
         TrainingDashboard(shared, "ClusterDashboard", cluster_name=cluster.cluster_name,
                           namespace="research", file_system_ids=[lustre[0].file_system.file_system_id]),

@@ -96,7 +96,7 @@ def test_the_training_dashboard_draws_what_the_issue_lists(synth: SynthesizedPla
 def test_dashboards_are_named_by_cloudformation_and_linked_in_outputs(
     synth: SynthesizedPlatform,
 ) -> None:
-    for short, key in (("Inference", "TritonEnsemblesDashboardUrl"),
+    for short, key in (("Inference", "EndpointsDashboardUrl"),
                        ("TrainingCluster", "TrainingDashboardUrl")):
         template = synth.template_json(short)
         (dashboard,) = [k for k, r in template["Resources"].items()
