@@ -3,6 +3,11 @@
 Each entry: (namespace, metric) -> (allowed dimension sets, allowed statistics, unit, page).
 A statistic set of ``ANY`` means the page lists no restriction (CloudWatch's standard
 statistics then apply). Dimension names are compared as sets.
+
+The Container Insights dimension sets are the page's; they are also the ones the CloudWatch
+agent declares for its EMF output (aws/amazon-cloudwatch-agent,
+translator/translate/otel/exporter/awsemf/kubernetes.go: node, pod, Neuron and EFA metric
+declarations), which is what the add-on publishes.
 """
 
 from __future__ import annotations
