@@ -14,6 +14,7 @@ from ml_platform.stacks.inference import InferenceStack, endpoint_groups
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
 from ml_platform.stacks.training_cluster import TrainingClusterStack
+from ml_platform.stack_outputs import TRAINING_CLUSTER_STACK, inference_stack_short
 
 
 class _AppContext:
@@ -115,7 +116,7 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
         for i, endpoints in enumerate(groups):
             stack = InferenceStack(
                 app,
-                f"{prefix}-Inference{i + 1 if i else ''}",
+                f"{prefix}-{inference_stack_short(i)}",
                 settings=settings.inference,
                 endpoints=endpoints,
                 upload=i == 0,
@@ -134,7 +135,7 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
         file_system = storage.lustre.file_system
         platform.training_cluster = TrainingClusterStack(
             app,
-            f"{prefix}-TrainingCluster",
+            f"{prefix}-{TRAINING_CLUSTER_STACK}",
             settings=settings,
             vpc=network.vpc,
             trainium_subnet=network.trainium_subnet,

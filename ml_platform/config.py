@@ -104,7 +104,9 @@ def endpoint_construct_id(endpoint_name: str) -> str:
 
 
 # Construct ids InferenceStack uses beside the endpoints' ids and their '<id>Name' outputs.
-INFERENCE_FIXED_IDS = ("ModelBucket", "UploadArchives", "AlarmTopic")
+INFERENCE_FIXED_IDS = (
+    "ModelBucket", "UploadArchives", "AlarmTopic", "EndpointsDashboard", "EndpointsDashboardUrl",
+)
 
 
 # Address blocks a VPC cannot take: AWS rejects or reserves them, or they cannot route.

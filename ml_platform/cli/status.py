@@ -1,4 +1,5 @@
-"""``mlp status``: endpoint state, instance counts and the latest multi-model metrics.
+"""``mlp status``: endpoint state, instance counts, the latest multi-model metrics and the
+CloudWatch dashboard links (the stacks' dashboard-URL outputs).
 
 Metrics are the newest datapoint of the last ``--minutes`` (default 60) at one-minute
 resolution. Request metrics (ModelCacheHit, ModelLoadingWaitTime) are in ``AWS/SageMaker``;
@@ -18,9 +19,18 @@ from ml_platform.cli.aws import (
     CliError,
     Context,
     EndpointNotFound,
+    StackNotFound,
     doc_summary,
     error_code,
     error_message,
+    stack_outputs,
+)
+from ml_platform.stack_outputs import (
+    ENDPOINTS_DASHBOARD_OUTPUT,
+    ENDPOINTS_PER_STACK,
+    TRAINING_CLUSTER_STACK,
+    TRAINING_DASHBOARD_OUTPUT,
+    inference_stack_short,
 )
 
 VARIANT = "AllTraffic"
@@ -144,6 +154,35 @@ def latest_metrics(
     return out
 
 
+def dashboard_links(ctx: Context, names: list[str]) -> tuple[dict[str, str | None], str | None]:
+    """Console URLs of the endpoints' dashboards (by endpoint name: the dashboard of the
+    endpoint's inference stack, a section per endpoint) and of the training dashboard,
+    read from the stacks' outputs; ``None`` where a stack or output is absent (an endpoint
+    not in the settings, a stack not deployed)."""
+    cache: dict[str, dict[str, str]] = {}
+
+    def outputs(short: str) -> dict[str, str]:
+        if short not in cache:
+            try:
+                cache[short] = stack_outputs(ctx, short)
+            except StackNotFound:
+                cache[short] = {}
+        return cache[short]
+
+    configured = [e.name for e in ctx.settings.inference.endpoints]
+    links: dict[str, str | None] = {}
+    for name in names:
+        if name in configured:
+            short = inference_stack_short(configured.index(name) // ENDPOINTS_PER_STACK)
+            links[name] = outputs(short).get(ENDPOINTS_DASHBOARD_OUTPUT)
+        else:
+            links[name] = None
+    training = None
+    if ctx.settings.features.training_cluster:
+        training = outputs(TRAINING_CLUSTER_STACK).get(TRAINING_DASHBOARD_OUTPUT)
+    return links, training
+
+
 def run(ctx: Context, args: argparse.Namespace) -> int:
     names = args.endpoint or [e.name for e in ctx.settings.inference.endpoints]
     if args.minutes < 1:
@@ -153,11 +192,25 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         endpoint = describe(ctx, name)
         endpoint["metrics"] = latest_metrics(ctx, name, args.minutes)
         report.append(endpoint)
+    links, training = dashboard_links(ctx, names)
+    for endpoint in report:
+        endpoint["dashboard_url"] = links[endpoint["name"]]
     if args.json:
-        print(json.dumps({"region": ctx.region, "endpoints": report}, indent=2))
+        print(json.dumps({"region": ctx.region, "endpoints": report,
+                          "training_dashboard_url": training}, indent=2))
     else:
         _print_tables(report, ctx.region, args.minutes)
+        _print_dashboards(report, training)
     return 0
+
+
+def _print_dashboards(report: list[dict[str, Any]], training: str | None) -> None:
+    # Plain lines, not a table: a terminal keeps a whole URL clickable only unwrapped.
+    print("CloudWatch dashboards:")
+    for endpoint in report:
+        print(f"  {endpoint['name']}: {endpoint['dashboard_url'] or '- (stack output not found)'}")
+    if training:
+        print(f"  training cluster: {training}")
 
 
 def _format(value: float | None, unit: str) -> str:

@@ -1,6 +1,7 @@
 """Reusable CDK constructs of the platform; each can be used in any stack."""
 
 from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
+from ml_platform.constructs.dashboards import EndpointDashboard, TrainingDashboard
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
@@ -15,12 +16,14 @@ from ml_platform.constructs.triton_eks import TritonOnEks
 
 __all__ = [
     "EfaLaunchTemplate",
+    "EndpointDashboard",
     "GpuNodeGroup",
     "LustreStorage",
     "ModelArtifactBucket",
     "PlatformAddons",
     "PlatformVpc",
     "PodIdentityAddon",
+    "TrainingDashboard",
     "TrainingEksCluster",
     "TrainingImageRepository",
     "TrainingNodeSecurityGroup",

@@ -18,7 +18,34 @@ from ml_platform.versions import addon_version
 
 # The VPC CNI enforces NetworkPolicies only with its network policy agent switched on.
 # https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
-ADDON_CONFIGURATION = {"vpc-cni": {"enableNetworkPolicy": "true"}}
+ADDON_CONFIGURATION = {
+    "vpc-cni": {"enableNetworkPolicy": "true"},
+    # The training dashboard reads Container Insights' enhanced-observability metrics,
+    # Neuron and EFA included (namespace ContainerInsights). The add-on's chart already
+    # defaults to enhanced_container_insights and the agent to accelerated_compute_metrics,
+    # runs neuron-monitor on Neuron nodes and tolerates every taint (root tolerations
+    # `operator: Exists`, so the aws.amazon.com/neuron taint too):
+    # aws-observability/helm-charts, charts/amazon-cloudwatch-observability/values.yaml;
+    # amazon-cloudwatch-agent, translator/.../awscontainerinsight/utils.go. Set here anyway,
+    # because the configuration replaces the defaults as a whole and newer add-on versions
+    # also offer an OTel mode with other metric names:
+    # https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/install-CloudWatch-Observability-EKS-addon.html
+    # https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/eks-observability-addon-configure.html
+    "amazon-cloudwatch-observability": {
+        "agent": {
+            "config": {
+                "logs": {
+                    "metrics_collected": {
+                        "kubernetes": {
+                            "enhanced_container_insights": True,
+                            "accelerated_compute_metrics": True,
+                        }
+                    }
+                }
+            }
+        }
+    },
+}
 FSX_CSI_SERVICE_ACCOUNT = ("kube-system", "fsx-csi-controller-sa")
 CLOUDWATCH_SERVICE_ACCOUNT = ("amazon-cloudwatch", "cloudwatch-agent")
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
@@ -100,7 +127,8 @@ class PodIdentityAddon(Construct):
             role_arn=self.role.role_arn,
         )
         self.addon = eks.Addon(
-            self, "Resource", cluster=cluster, addon_name=addon_name, addon_version=addon_version
+            self, "Resource", cluster=cluster, addon_name=addon_name, addon_version=addon_version,
+            configuration_values=ADDON_CONFIGURATION.get(addon_name),
         )
         self.addon.node.add_dependency(self.association)
         # The policy must exist before the add-on's pods first call AWS.

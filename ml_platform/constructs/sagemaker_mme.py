@@ -174,6 +174,9 @@ class TritonMultiModelEndpoint(Construct):
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
         self.endpoint_name = endpoint_name
+        # What dashboards draw the metrics against (ml_platform/constructs/dashboards.py).
+        self.invocations_per_instance = invocations_per_instance
+        self.min_instances, self.max_instances = min_instances, max_instances
         self.archives: tuple[ArchiveRef, ...] = tuple(refs)
         self.image_uri = image_uri or triton_image_uri(region, triton_version)
         partition = Stack.of(self).partition
@@ -482,6 +485,58 @@ class TritonMultiModelEndpoint(Construct):
     def metric_loaded_model_count(self, **options: object) -> cloudwatch.Metric:
         """Models loaded in the containers. ``options`` as for :meth:`metric`."""
         return self._metric("/aws/sagemaker/Endpoints", "LoadedModelCount", "Maximum", options)
+
+    # The metrics below, like those above, as AWS lists them (namespace, dimensions EndpointName
+    # and VariantName, a valid statistic; latencies and loading times in microseconds):
+    # https://docs.aws.amazon.com/sagemaker/latest/dg/monitoring-cloudwatch.html and
+    # https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoint-cloudwatch-metrics.html
+    def metric_invocations(self, **options: object) -> cloudwatch.Metric:
+        """InvokeEndpoint requests (Sum). ``options`` as for :meth:`metric`."""
+        return self._metric("AWS/SageMaker", "Invocations", "Sum", options)
+
+    def metric_invocations_per_instance(self, **options: object) -> cloudwatch.Metric:
+        """Requests per instance (Sum; the scaling policy tracks it per minute)."""
+        return self._metric("AWS/SageMaker", "InvocationsPerInstance", "Sum", options)
+
+    def metric_invocation_4xx_errors(self, **options: object) -> cloudwatch.Metric:
+        """Client errors (4xx) returned by the endpoint (Sum)."""
+        return self._metric("AWS/SageMaker", "Invocation4XXErrors", "Sum", options)
+
+    def metric_model_latency(self, **options: object) -> cloudwatch.Metric:
+        """Time the container took to answer, microseconds (Average)."""
+        return self._metric("AWS/SageMaker", "ModelLatency", "Average", options)
+
+    def metric_overhead_latency(self, **options: object) -> cloudwatch.Metric:
+        """Time SageMaker added around the container, microseconds (Average)."""
+        return self._metric("AWS/SageMaker", "OverheadLatency", "Average", options)
+
+    def metric_model_loading_time(self, **options: object) -> cloudwatch.Metric:
+        """Time a model took to load in the container, microseconds (Average)."""
+        return self._metric("AWS/SageMaker", "ModelLoadingTime", "Average", options)
+
+    def metric_model_downloading_time(self, **options: object) -> cloudwatch.Metric:
+        """Time a model took to download from S3, microseconds (Average)."""
+        return self._metric("AWS/SageMaker", "ModelDownloadingTime", "Average", options)
+
+    def metric_model_unloading_time(self, **options: object) -> cloudwatch.Metric:
+        """Time a model took to unload, microseconds (Average; SampleCount counts unloads)."""
+        return self._metric("AWS/SageMaker", "ModelUnloadingTime", "Average", options)
+
+    def metric_gpu_utilization(self, **options: object) -> cloudwatch.Metric:
+        """GPU in use, percent (instance metric, Maximum over instances)."""
+        return self._metric("/aws/sagemaker/Endpoints", "GPUUtilization", "Maximum", options)
+
+    def metric_cpu_utilization(self, **options: object) -> cloudwatch.Metric:
+        """CPU in use, percent of one core times cores (instance metric, Maximum)."""
+        return self._metric("/aws/sagemaker/Endpoints", "CPUUtilization", "Maximum", options)
+
+    def metric_memory_utilization(self, **options: object) -> cloudwatch.Metric:
+        """Memory in use, percent (instance metric, Maximum)."""
+        return self._metric("/aws/sagemaker/Endpoints", "MemoryUtilization", "Maximum", options)
+
+    def metric_disk_utilization(self, **options: object) -> cloudwatch.Metric:
+        """Disk in use, percent (instance metric, Maximum): archives cached on disk."""
+        return self._metric("/aws/sagemaker/Endpoints", "DiskUtilization", "Maximum", options)
 
     def grant_invoke(
         self, grantee: iam.IGrantable, target_models: Sequence[str | ArchiveRef] | None = None

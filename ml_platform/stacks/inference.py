@@ -13,25 +13,16 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
 from ml_platform.config import EndpointSettings, InferenceSettings
+from ml_platform.constructs.dashboards import EndpointDashboard
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
-
-
-# A CloudFormation stack holds at most 500 resources
-# (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/cloudformation-limits.html).
-# An endpoint takes RESOURCES_PER_ENDPOINT of them (tests count them), the archive upload about
-# a dozen: 30 endpoints per stack keep well below the limit; more go to further stacks.
-STACK_RESOURCE_LIMIT = 500
-ENDPOINTS_PER_STACK = 30
-
-
-def endpoint_groups(endpoints: Sequence[EndpointSettings]) -> list[tuple[EndpointSettings, ...]]:
-    """The endpoints of each inference stack, in settings order (appending endpoints to the
-    settings never moves an existing one to another stack)."""
-    return [
-        tuple(endpoints[i : i + ENDPOINTS_PER_STACK])
-        for i in range(0, len(endpoints), ENDPOINTS_PER_STACK)
-    ] or [()]
+from ml_platform.stack_outputs import (  # noqa: F401  (re-exported: tests and the app use them)
+    ENDPOINTS_DASHBOARD_OUTPUT,
+    ENDPOINTS_PER_STACK,
+    STACK_RESOURCE_LIMIT,
+    endpoint_groups,
+)
+from ml_platform.config import endpoint_construct_id as _construct_id
 
 
 # The upload runs in aws-cdk's BucketDeployment Lambda, which downloads the asset zip to its
@@ -140,6 +131,19 @@ class InferenceStack(Stack):
                 # Constant: archive lists would outgrow CloudFormation's 1,024 characters.
                 description="Name of a SageMaker multi-model endpoint serving Triton ensembles",
             )
+        # One dashboard for the stack's endpoints, a section each (one resource per stack,
+        # not per endpoint: the stack's 500 resources go to endpoints).
+        self.dashboard = None
+        if self.endpoints:
+            self.dashboard = EndpointDashboard(
+                self, "EndpointsDashboard", endpoints=list(self.endpoints.values())
+            )
+            CfnOutput(
+                self,
+                ENDPOINTS_DASHBOARD_OUTPUT,
+                value=self.dashboard.url,
+                description="CloudWatch dashboard of this stack's SageMaker multi-model endpoints",
+            )
         self.upload = None
         if settings.upload_dir and upload:
             source = Path(settings.upload_dir)
@@ -226,8 +230,3 @@ class InferenceStack(Stack):
             "aws-cdk pins the runtime of its BucketDeployment handler to the version it ships "
             "the handler for; it moves with aws-cdk-lib upgrades.",
         )
-
-
-def _construct_id(endpoint_name: str) -> str:
-    """Stable construct id from an endpoint name: 'triton-ensembles' -> 'TritonEnsembles'."""
-    return "".join(part[:1].upper() + part[1:] for part in endpoint_name.split("-"))

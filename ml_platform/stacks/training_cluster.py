@@ -13,6 +13,7 @@ from constructs import Construct
 
 from ml_platform.config import Settings
 from ml_platform.constructs.addons import PlatformAddons
+from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.storage import LUSTRE_PORTS
 from ml_platform.constructs.triton_eks import TritonOnEks
@@ -20,6 +21,7 @@ from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
 from ml_platform.k8s_charts.network_policies import TrainingNetworkPolicyChart
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
+from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
 from ml_platform.versions import (
     VOLCANO_HELM_CHART,
@@ -203,6 +205,20 @@ class TrainingClusterStack(Stack):
                 gpu_node_group=False,  # GpuNodesStack
             )
 
+        self.dashboard = TrainingDashboard(
+            self,
+            "Dashboard",
+            cluster_name=cluster.cluster_name,
+            namespace=settings.training.namespace,
+            file_system_ids=[file_system_id],
+            nat_gateway_ids=nat_gateway_ids(vpc) if isinstance(vpc, ec2.Vpc) else [],
+        )
+        CfnOutput(
+            self,
+            TRAINING_DASHBOARD_OUTPUT,
+            value=self.dashboard.url,
+            description="CloudWatch dashboard of the training cluster (nodes, Neuron, EFA, FSx)",
+        )
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
         CfnOutput(self, "ClusterArn", value=cluster.cluster_arn)
         CfnOutput(

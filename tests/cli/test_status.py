@@ -158,3 +158,50 @@ def test_metric_queries_use_the_sagemaker_namespaces(aws_env):
 ])
 def test_format(value, unit, text):
     assert status._format(value, unit) == text
+
+
+def _stack(name: str, outputs: dict[str, str]) -> None:
+    """A deployed stack in moto's CloudFormation with the given outputs."""
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    boto3.client("cloudformation", region_name="us-west-2").create_stack(
+        StackName=name, TemplateBody=json.dumps(template)
+    )
+
+
+ENDPOINT_URL = ("https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
+                "#dashboards/dashboard/EndpointsDashboard-AbC123")
+TRAINING_URL = ("https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
+                "#dashboards/dashboard/DashboardTraining-XyZ789")
+
+
+def test_dashboard_links_come_from_the_stack_outputs(endpoint, project, mlp):
+    _stack("MlPlatform-Inference", {"TritonEnsemblesName": ENDPOINT,
+                                    "EndpointsDashboardUrl": ENDPOINT_URL})
+    _stack("MlPlatform-TrainingCluster", {"TrainingDashboardUrl": TRAINING_URL})
+    report = json.loads(mlp("--cdk-json", project, "status", "--json").out)
+    assert report["endpoints"][0]["dashboard_url"] == ENDPOINT_URL
+    assert report["training_dashboard_url"] == TRAINING_URL
+    lines = mlp("--cdk-json", project, "status").out.splitlines()
+    start = lines.index("CloudWatch dashboards:")
+    assert lines[start + 1 :] == [f"  {ENDPOINT}: {ENDPOINT_URL}",
+                                  f"  training cluster: {TRAINING_URL}"]
+
+
+def test_missing_stacks_leave_the_links_empty(endpoint, project, mlp):
+    report = json.loads(mlp("--cdk-json", project, "status", "--json").out)
+    assert report["endpoints"][0]["dashboard_url"] is None
+    assert report["training_dashboard_url"] is None
+    out = mlp("--cdk-json", project, "status").out
+    assert f"  {ENDPOINT}: - (stack output not found)" in out.splitlines()
+
+
+def test_endpoints_past_the_first_stack_are_looked_up_in_the_next():
+    from ml_platform.stack_outputs import ENDPOINTS_PER_STACK, endpoint_groups, inference_stack_short
+
+    names = [f"e{i}" for i in range(ENDPOINTS_PER_STACK + 1)]
+    groups = endpoint_groups(names)
+    assert [inference_stack_short(i) for i in range(len(groups))] == ["Inference", "Inference2"]
+    assert groups[1] == (names[-1],)

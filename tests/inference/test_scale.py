@@ -87,9 +87,26 @@ def _sampled(scaled: SynthesizedPlatform, name: str, template: dict) -> dict:
         for c in endpoint.node.find_all()
         if isinstance(c, CfnElement)
     }
+    # The stack's dashboard draws every endpoint's alarms: it goes with them (its size and
+    # widget count are asserted on the full templates).
+    dashboard = stack.get_logical_id(stack.dashboard.dashboard.node.default_child)
+    dropped.add(dashboard)
     resources = {k: v for k, v in template["Resources"].items() if k not in dropped}
     assert len(resources) < len(template["Resources"]) and dropped <= set(template["Resources"])
-    return {**template, "Resources": resources}
+    outputs = {k: v for k, v in template["Outputs"].items() if dashboard not in json.dumps(v)}
+    return {**template, "Resources": resources, "Outputs": outputs}
+
+
+def test_one_dashboard_per_stack_holds_every_endpoint(scaled: SynthesizedPlatform) -> None:
+    from tests.monitoring.documented_metrics import dashboard_bodies, problems
+
+    for name, template in _inference_templates(scaled).items():
+        (body,) = dashboard_bodies(template).values()
+        # 500 widgets per dashboard (CloudWatch's dashboard body structure page).
+        assert len(body["widgets"]) == 30 * 11 <= 500, name
+        headings = [w for w in body["widgets"] if w["type"] == "text"]
+        assert len(headings) == 30
+        assert problems(template) == []
 
 
 def test_cfn_lint_passes_at_scale(scaled: SynthesizedPlatform, tmp_path) -> None:

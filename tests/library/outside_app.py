@@ -13,6 +13,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
 from ml_platform.constructs import (
+    EndpointDashboard,
+    TrainingDashboard,
     LustreStorage,
     ModelArtifactBucket,
     PlatformVpc,
@@ -86,6 +88,18 @@ def build(app: cdk.App) -> dict[str, object]:
         for name in ("EndpointA", "EndpointB")
     ]
     endpoints[0].grant_invoke(reader)
+    # Two endpoint dashboards and two cluster dashboards in one account: names left to
+    # CloudFormation, so they never clash.
+    dashboards = [
+        EndpointDashboard(shared, "EndpointADashboard", endpoints=[endpoints[0]]),
+        EndpointDashboard(shared, "EndpointBDashboard", endpoints=[endpoints[1]]),
+    ] + [
+        TrainingDashboard(shared, "ClusterDashboard", cluster_name=cluster.cluster_name,
+                          namespace="research", file_system_ids=[lustre[0].file_system.file_system_id]),
+        TrainingDashboard(shared, "ClusterDashboard2", cluster_name=cluster.cluster_name,
+                          namespace="staging"),
+    ]
+    cdk.CfnOutput(shared, "EndpointADashboardUrl", value=dashboards[0].url)
     tritons = [
         TritonOnEks(shared, name, cluster=cluster, bucket=bucket, namespace=namespace,
                     archives=["model_tf_dali"], pod_identity_agent=agent)
@@ -113,5 +127,5 @@ def build(app: cdk.App) -> dict[str, object]:
         "node_groups": node_groups, "lustre": lustre, "model_buckets": model_buckets,
         "registries": registries, "endpoints": endpoints, "tritons": tritons,
         "clusters": clusters, "serving_triton": serving_triton, "reader": reader,
-        "cluster": cluster,
+        "cluster": cluster, "dashboards": dashboards,
     }

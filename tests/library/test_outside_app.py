@@ -10,13 +10,15 @@ import shlex
 from tests.cluster.manifests import manifests_by_id
 from tests.library.conftest import Outside
 from tests.library.outside_app import CUSTOM_ARCHIVE
+from tests.monitoring.documented_metrics import dashboard_bodies, problems, render
 
 # Construct paths that belong to the platform's constructs (the rest is the user's own).
 OURS = (
     "Shared/Efa/", "Shared/TrnA/", "Shared/TrnB/", "Shared/ScratchA/", "Shared/ScratchB/",
     "Shared/ModelsA/", "Shared/ModelsB/", "Shared/ImagesA/", "Shared/ImagesB/",
     "Shared/EndpointA/", "Shared/EndpointB/", "Shared/TritonA/", "Shared/TritonB/",
-    "Shared/Custom::", "Clusters/", "Serving/",
+    "Shared/Custom::", "Clusters/", "Serving/", "Shared/EndpointADashboard/",
+    "Shared/EndpointBDashboard/", "Shared/ClusterDashboard/", "Shared/ClusterDashboard2/",
 )
 
 
@@ -239,3 +241,23 @@ def test_two_node_groups_share_the_efa_group_rules(outside: Outside) -> None:
         for r in ingress.values()
     ]
     assert len(keys) == len(set(keys))
+
+
+def test_dashboards_compose_twice_with_documented_metrics(outside: Outside) -> None:
+    template = outside.template("Shared")
+    bodies = dashboard_bodies(template)
+    assert len(bodies) == 4
+    assert all("DashboardName" not in template["Resources"][k]["Properties"] for k in bodies)
+    assert problems(template) == []
+    # Each endpoint dashboard reads its own endpoint; the cluster dashboard without a file
+    # system draws no FSx widget.
+    texts = {k: json.dumps(b) for k, b in bodies.items()}
+    assert sum('"EndpointName", "endpointa"' in t for t in texts.values()) == 1
+    assert sum('"EndpointName", "endpointb"' in t for t in texts.values()) == 1
+    assert sum("AWS/FSx" in t for t in texts.values()) == 1
+    shared = outside.parts["shared"]
+    first = shared.get_logical_id(outside.parts["dashboards"][0].dashboard.node.default_child)
+    assert render(template["Outputs"]["EndpointADashboardUrl"]["Value"], "us-east-1") == (
+        "https://us-east-1.console.aws.amazon.com/cloudwatch/home?region=us-east-1"
+        f"#dashboards/dashboard/<Ref:{first}>"
+    )

@@ -149,6 +149,8 @@ def test_system_instance_type_aws_cdk_cannot_parse_or_run_is_a_settings_error(in
         (["triton-ensembles", "tritonEnsembles"], "TritonEnsembles"),
         (["triton-ensembles", "triton--ensembles"], "TritonEnsembles"),
         (["a", "a-name"], "AName"),  # endpoint 'a-name' vs the output 'AName' of endpoint 'a'
+        (["endpoints-dashboard"], "EndpointsDashboard"),  # the stack's dashboard
+        (["endpoints-dashboard-url"], "EndpointsDashboardUrl"),  # and its URL output
         (["model-bucket"], "ModelBucket"),  # the stack's imported bucket
         (["upload-archives"], "UploadArchives"),
     ],
