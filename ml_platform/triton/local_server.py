@@ -259,6 +259,10 @@ class LocalTriton:
         self.interfaces: list[str] = []
         self._relay: subprocess.Popen | None = None
 
+    @property
+    def relay_pid(self) -> int | None:
+        return self._relay.pid if self._relay is not None else None
+
     def _backend_dir(self) -> Path:
         """backends/python with the stub for the env's Python (as pytriton lays it out)."""
         python = self.workdir / "backends" / "python"
@@ -381,6 +385,13 @@ class LocalTriton:
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+def invoke_local(socket_path: str | Path, target_model: str, body: bytes,
+                 content_type: str, timeout: float = 120.0) -> Reply:
+    """``POST /models/<hash>/invoke`` through a running local server's socket."""
+    return request(socket_path, "POST", f"/models/{model_hash(target_model)}/invoke", body,
+                   {"Content-Type": content_type, TARGET_MODEL_HEADER: target_model}, timeout)
 
 
 def new_workdir() -> Path:

@@ -250,3 +250,63 @@ def test_failed_load_lines_match_the_endpoints_metric_filter(
     assert not [line for line in server.log_text().splitlines()
                 if "successfully loaded" in line and _filter_matches(LOAD_FAILURE_PATTERN, line)]
     assert server.unload("broken-v00000001.tar.gz").status == 404  # nothing stayed loaded
+
+
+def test_mlp_models_serve_local_and_mlp_invoke_local(
+    server_env, archives: dict[Path, Path], sentence_model, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The user command: `mlp models serve --local DIR` in its own process, called with
+    `mlp invoke --local DIR`, stopped with Ctrl-C (SIGINT), leaving no server behind."""
+    import json
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    from ml_platform.cli.serve import STATE_FILE
+
+    folder = tmp_path / "archives"
+    folder.mkdir()
+    plan_archive = next(a for a in archives if a.name.startswith("model_trt_python_t4-"))
+    shutil.copy2(plan_archive, folder / plan_archive.name)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "ml_platform.cli.main", "models", "serve", "--local", str(folder),
+         "--server-env", str(server_env.python.parent.parent),
+         "--plan-onnx", str(archives[plan_archive])],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+        lines = []
+        while not (lines and lines[-1].startswith("ready:")):
+            line = serve.stdout.readline()
+            assert line, "".join(lines) + serve.stderr.read()
+            lines.append(line)
+        said = "".join(lines)
+        for phrase in ("Local Triton 24.10", "not the endpoint's release", "CVE-2025-23319",
+                       "private network namespace", "shared-memory registration) are off",
+                       "stand-in", "ready: 1 of 1 archives loaded"):
+            assert phrase in said, said
+        state = json.loads((folder / STATE_FILE).read_text())
+        texts = ["hello from the local server", "Ünïcödé"]
+        capsys.readouterr()
+        argv = ["invoke", "--local", str(folder), "--json"]
+        for text in texts:
+            argv += ["--text", text]
+        assert mlp(argv) == 0
+        report = json.loads(capsys.readouterr().out)
+        assert report["target_model"] == plan_archive.name
+        reference = sentence_model.encode(texts, normalize_embeddings=True)
+        for item, expected in zip(report["embeddings"], reference, strict=True):
+            assert item["dimension"] == 384 and abs(item["norm"] - 1) < 1e-5
+            np.testing.assert_allclose(item["first"], expected[:5], atol=2e-6)
+        assert mlp(["invoke", "--local", str(folder), "--image", str(plan_archive)]) == 1
+        assert "not among the archives loaded there" in capsys.readouterr().err
+    finally:
+        serve.send_signal(signal.SIGINT)
+        assert serve.wait(timeout=60) == 0, serve.stderr.read()
+    assert not (folder / STATE_FILE).exists()
+    assert not Path(f"/proc/{state['server_pid']}").exists()
+    assert mlp(["invoke", "--local", str(folder), "--text", "x"]) == 1
+    assert "no local server is serving it" in capsys.readouterr().err
