@@ -153,5 +153,8 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     finally:
         state_path(folder).unlink(missing_ok=True)
         server.stop()
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)  # the unpacked archives and the log
         print("local server stopped", file=sys.stderr)
     return 0
