@@ -30,6 +30,14 @@ import time
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
 
 
+def die_with_parent(signal_number: int = signal.SIGKILL) -> None:
+    """prctl(PR_SET_PDEATHSIG): the calling process gets ``signal_number`` when its parent
+    dies, so no server outlives a killed relay (kept across exec; Linux only)."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal_number), 0, 0, 0)  # 1: PR_SET_PDEATHSIG
+
+
 def loopback_up() -> None:
     """``ip link set lo up`` without iproute2 (a new network namespace starts with lo down)."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
@@ -115,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         env = json.load(handle)
     log = open(args.log, "ab")  # noqa: SIM115 - lives as long as the server
     server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     stopping = threading.Event()
 
     def stop(*_: object) -> None:

@@ -212,6 +212,13 @@ def can_make_namespace() -> str | None:
     return None
 
 
+def _relay_dies_with_us() -> None:
+    """The relay gets SIGTERM (and stops the server by PID) if this process dies first."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
 class _UnixHTTPConnection(http.client.HTTPConnection):
     def __init__(self, path: str, timeout: float) -> None:
         super().__init__("localhost", timeout=timeout)
@@ -308,7 +315,8 @@ class LocalTriton:
             "--", *self.command(repository, self._backend_dir()),
         ]
         self._relay = subprocess.Popen(relay, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True)
+                                       stderr=subprocess.PIPE, text=True,
+                                       preexec_fn=_relay_dies_with_us)
         line = self._relay.stdout.readline()
         try:
             message = json.loads(line)

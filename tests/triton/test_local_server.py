@@ -127,7 +127,7 @@ def _embed(server: LocalTriton, target: str, texts: list[str]) -> np.ndarray:
     return parse_response(reply.body, reply.headers.get("content-type", ""), TEXT_OUTPUT)
 
 
-def test_server_is_confined_to_a_private_namespace(server: LocalTriton) -> None:
+def _check_confinement(server: LocalTriton) -> None:
     assert server.interfaces == ["lo"]  # the namespace has no interface but loopback
     assert stat.S_IMODE(server.socket_path.stat().st_mode) == 0o600
     # Outside the namespace (where this test runs) nothing listens on the server's port.
@@ -146,11 +146,14 @@ def test_server_is_confined_to_a_private_namespace(server: LocalTriton) -> None:
     assert server.request("GET", "/ping").status == 200
 
 
-def test_every_archive_in_the_real_server(
+def test_every_archive_in_a_real_sagemaker_triton(
     server: LocalTriton, archives: dict[Path, Path], sentence_model, tmp_path: Path,
     record_property,
 ) -> None:
+    """One test, so that pytest-xdist never starts the session's server on both workers:
+    confinement, every archive end to end, then a failed load against the metric filter."""
     started = time.monotonic()
+    _check_confinement(server)
     prepared = {a: _prepare(server, a, onnx, tmp_path / a.name / "v1") for a, onnx in archives.items()}
     results: list[str] = []
     for archive, ready in prepared.items():
@@ -202,6 +205,7 @@ def test_every_archive_in_the_real_server(
             reply = server.load(archive.name, ready.root)
             assert reply.status == 200, (archive.name, reply.text())
             assert server.unload(archive.name).status == 200
+    _check_failed_load(server, tmp_path)
     record_property("local_triton_report", "\n".join(results))
     record_property("local_triton_seconds",
                     f"startup {server.startup_seconds:.1f} s, archives "
@@ -221,9 +225,7 @@ def _filter_matches(pattern: str, line: str) -> bool:
     return phrase.group(1) in line
 
 
-def test_failed_load_lines_match_the_endpoints_metric_filter(
-    server: LocalTriton, tmp_path: Path
-) -> None:
+def _check_failed_load(server: LocalTriton, tmp_path: Path) -> None:
     """A model whose initialize raises: the load answers 400, and the server's log lines
     about it are exactly the ones the endpoint's metric filter counts."""
     model = tmp_path / "broken" / "broken_model"
@@ -253,13 +255,12 @@ def test_failed_load_lines_match_the_endpoints_metric_filter(
 
 
 def test_mlp_models_serve_local_and_mlp_invoke_local(
-    server_env, archives: dict[Path, Path], sentence_model, tmp_path: Path,
+    server_env, onnx_encoder: Path, sentence_model, tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The user command: `mlp models serve --local DIR` in its own process, called with
     `mlp invoke --local DIR`, stopped with Ctrl-C (SIGINT), leaving no server behind."""
     import json
-    import shutil
     import signal
     import subprocess
     import sys
@@ -267,13 +268,14 @@ def test_mlp_models_serve_local_and_mlp_invoke_local(
     from ml_platform.cli.serve import STATE_FILE
 
     folder = tmp_path / "archives"
-    folder.mkdir()
-    plan_archive = next(a for a in archives if a.name.startswith("model_trt_python_t4-"))
-    shutil.copy2(plan_archive, folder / plan_archive.name)
+    fake = write_artifacts(tmp_path / "inputs")  # a stand-in plan: small, quick to package
+    assert mlp(["models", "package", "--ensemble", "text", "--out", str(folder),
+                "--encoder", str(fake.plan), "--gpu-target", "t4"]) == 0
+    (plan_archive,) = folder.glob("model_trt_python_t4-v*.tar.gz")
     serve = subprocess.Popen(
         [sys.executable, "-m", "ml_platform.cli.main", "models", "serve", "--local", str(folder),
          "--server-env", str(server_env.python.parent.parent),
-         "--plan-onnx", str(archives[plan_archive])],
+         "--plan-onnx", str(onnx_encoder)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
