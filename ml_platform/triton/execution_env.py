@@ -3,7 +3,8 @@ Triton release that will run it (:mod:`ml_platform.triton.releases`).
 
 A conda-pack archive is a gzip-compressed tar with the environment at its root: ``conda-meta/``
 (one JSON record per conda package, named ``<name>-<version>-<build>.json``), ``bin/`` and
-``lib/python3.X/site-packages/`` (pip packages as ``<name>-<version>.dist-info``). conda-pack's documentation:
+``lib/python3.X/site-packages/`` (pip packages as ``<name>-<version>.dist-info``).
+conda-pack's documentation:
 https://conda.github.io/conda-pack/ ; the Python backend unpacks it at model load
 (python_backend README, "Creating Custom Execution Environments").
 """

@@ -103,6 +103,19 @@ def archives(onnx_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     return {archive: onnx_encoder for archive in built}
 
 
+@pytest.fixture(scope="session")
+def second_version(onnx_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Another version of the TensorRT text archive (other plan bytes, so another content
+    version of the same logical name), to load beside the first."""
+    folder = tmp_path_factory.mktemp("second")
+    plan = folder / "model.plan"
+    plan.write_bytes(b"another stand-in tensorrt engine")
+    assert mlp(["models", "package", "--ensemble", "text", "--out", str(folder / "out"),
+                "--encoder", str(plan), "--gpu-target", "t4"]) == 0
+    (archive,) = (folder / "out").glob("model_trt_python_t4-v*.tar.gz")
+    return archive
+
+
 def _prepare(server: LocalTriton, archive: Path, plan_onnx: Path, dest: Path) -> Prepared:
     return prepare(archive, dest, plan_onnx=plan_onnx, server_has=server.env.runtimes)
 
@@ -147,14 +160,16 @@ def _check_confinement(server: LocalTriton) -> None:
 
 
 def test_every_archive_in_a_real_sagemaker_triton(
-    server: LocalTriton, archives: dict[Path, Path], sentence_model, tmp_path: Path,
-    record_property,
+    server: LocalTriton, archives: dict[Path, Path], second_version: Path, sentence_model,
+    tmp_path: Path, record_property,
 ) -> None:
     """One test, so that pytest-xdist never starts the session's server on both workers:
     confinement, every archive end to end, then a failed load against the metric filter."""
     started = time.monotonic()
     _check_confinement(server)
-    prepared = {a: _prepare(server, a, onnx, tmp_path / a.name / "v1") for a, onnx in archives.items()}
+    prepared = {
+        a: _prepare(server, a, onnx, tmp_path / a.name / "v1") for a, onnx in archives.items()
+    }
     results: list[str] = []
     for archive, ready in prepared.items():
         results.append(ready.report())
@@ -177,6 +192,20 @@ def test_every_archive_in_a_real_sagemaker_triton(
             cosine = _cosines(ours, reference)
             results.append(f"{archive.name}: {case}: cosine min {cosine.min():.6f}")
             assert cosine.min() > MIN_COSINE, (archive.name, case, cosine)
+
+    # A second version of the TensorRT archive beside the first (same logical name).
+    trt = next(a for a in text if a.name.startswith("model_trt_python_t4-"))
+    assert second_version.name != trt.name
+    v2 = _prepare(server, second_version, archives[trt], tmp_path / second_version.name)
+    assert server.load(second_version.name, v2.root).status == 200
+    texts = BATCHES["batch of five"]
+    reference = sentence_model.encode(texts, normalize_embeddings=True)
+    for archive in (trt, second_version):
+        cosine = _cosines(_embed(server, archive.name, texts), reference)
+        assert cosine.min() > MIN_COSINE, (archive.name, cosine)
+    results.append(f"{second_version.name} beside {trt.name}: cosine min {cosine.min():.6f}")
+    assert server.unload(second_version.name).status == 200
+    assert _embed(server, trt.name, ["the first version still serves"]).shape == (1, 384)
 
     # Unload one; the other keeps serving; the unloaded one is gone until it is loaded again.
     first, second = text
