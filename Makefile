@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install install-dev synth test bench bench-models image cost docs check-core clean
+.PHONY: install install-dev triton-env synth test bench bench-models image cost docs check-core clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,8 +40,20 @@ synth: install
 cost: install
 	$(VENV)/bin/mlp cost
 
+## The local Triton server (release 24.10, SageMaker front end, CPU) in .venv-triton: its
+## numpy < 2 conflicts with the project venv's numpy 2. Its Python must be a shared-library
+## build (the Python backend stub links libpython); tests/triton/test_local_server.py uses it.
+TRITON_VENV := .venv-triton
+$(TRITON_VENV)/.installed: requirements-triton.txt
+	rm -rf $(TRITON_VENV)
+	$(PYTHON) -m venv $(TRITON_VENV)
+	$(TRITON_VENV)/bin/python -m pip install --quiet -r requirements-triton.txt
+	touch $@
+
+triton-env: $(TRITON_VENV)/.installed
+
 ## Run the whole test suite (two workers: the tests are CPU-bound and CI has two cores).
-test: install-dev
+test: install-dev triton-env
 	$(PY) -m pytest -n 2 --dist worksteal
 
 ## checkov over every template and Kubernetes object; fails on any finding not listed with its

@@ -87,9 +87,14 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p.add_argument("--top-k", type=int, default=5, help="classes to print for --image (default: 5)")
     p.add_argument("--labels", type=Path, help="label file, one class per line, for --image")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--triton-url", type=triton_address,
-                   help="send to this Triton server (host:port, e.g. localhost:8000 through "
-                        "kubectl port-forward to Triton on EKS) instead of the SageMaker endpoint")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--triton-url", type=triton_address,
+                       help="send to this Triton server (host:port, e.g. localhost:8000 through "
+                            "kubectl port-forward to Triton on EKS) instead of the SageMaker "
+                            "endpoint")
+    where.add_argument("--local", type=Path, metavar="DIR",
+                       help="send to the local server of `mlp models serve --local DIR` "
+                            "(SageMaker's front end on this machine) instead of the endpoint")
     p.set_defaults(run=run)
 
 
@@ -176,6 +181,49 @@ def parse_response(body: bytes, response_content_type: str, output: str):
         names = [o.get("name") for o in result.get_response().get("outputs", [])]
         raise CliError(f"the response has no output {output!r} (outputs: {names})")
     return array
+
+
+def _local_target(folder: Path, model: str | None, target_model: str | None, kind: str) -> str:
+    """The archive (TargetModel) to call on the local server of ``folder``: ``--target-model``,
+    the newest loaded version of ``--model``, or the one loaded archive of this kind."""
+    from ml_platform.cli.serve import read_state
+    from ml_platform.triton.archive_names import parse_key
+
+    loaded = read_state(folder)["archives"]
+    runnable = {name: info for name, info in loaded.items() if info["complete"]}
+    if target_model is not None:
+        candidates = [target_model] if target_model in runnable else []
+    elif model is not None:
+        ref = _ref(model)
+        candidates = [name for name in runnable if ref.matches(name)]
+    else:
+        candidates = [name for name, info in runnable.items() if info["kind"] == kind]
+    if not candidates:
+        asked = target_model or model or f"a {kind} ensemble"
+        raise CliError(f"--local {folder}: {asked} is not among the archives loaded there that "
+                       f"run end to end: {sorted(runnable) or 'none'}")
+    if len(candidates) > 1 and model is None and target_model is None:
+        raise CliError(f"--local {folder}: several {kind} archives are loaded "
+                       f"({', '.join(sorted(candidates))}): pick one with --model NAME[@VERSION]")
+    # Newest first: the archive file's modification time in the folder.
+    return max(candidates, key=lambda name: ((folder / name).stat().st_mtime
+                                             if (folder / name).exists() else 0,
+                                             parse_key(name) is not None, name))
+
+
+def _invoke_local(folder: Path, target: str, inputs: list[Any], outputs: list[Any], output: str):
+    from ml_platform.cli.serve import read_state
+    from ml_platform.triton.local_server import invoke_local
+
+    body, json_size = request_body(inputs, outputs)
+    try:
+        reply = invoke_local(read_state(folder)["socket"], target, body, content_type(json_size))
+    except OSError as error:
+        raise CliError(f"--local {folder}: the local server does not answer ({error})") from None
+    if reply.status != 200:
+        raise CliError(f"{target} on the local server failed (HTTP {reply.status}): "
+                       f"{one_line(reply.text())}")
+    return parse_response(reply.body, reply.headers.get("content-type", ""), output)
 
 
 def is_model_not_ready(error: Exception) -> bool:
@@ -313,13 +361,17 @@ def _invoke_sagemaker(ctx: Context, args: argparse.Namespace, endpoint: str, tar
     return array, attempts
 
 
-def _logical(model: str) -> str:
+def _ref(model: str):
     from ml_platform.triton.archive_names import parse_ref
 
     try:
-        return parse_ref(model).logical
+        return parse_ref(model)
     except ValueError as error:
         raise CliError(f"--model: {error}") from None
+
+
+def _logical(model: str) -> str:
+    return _ref(model).logical
 
 
 def _resolve(ctx: Context, model: str) -> str:
@@ -341,7 +393,8 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     )
     from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
 
-    endpoint = args.endpoint or ctx.settings.inference.endpoints[0].name
+    local = args.local is not None  # the local server needs no settings
+    endpoint = None if local else args.endpoint or ctx.settings.inference.endpoints[0].name
     if args.image is not None:
         try:
             image = args.image.read_bytes()
@@ -363,7 +416,12 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     model = args.model or default.removesuffix(ARCHIVE_SUFFIX)
 
     started = time.monotonic()
-    if args.triton_url:
+    if args.local is not None:
+        kind = "image" if args.image is not None else "text"
+        target = _local_target(args.local, args.model, args.target_model, kind)
+        endpoint, attempts = f"local server ({args.local})", 1
+        array = _invoke_local(args.local, target, inputs, outputs, output)
+    elif args.triton_url:
         # Triton on EKS serves the archive's models by name: no S3 resolution.
         archive = args.target_model or _logical(model) + ARCHIVE_SUFFIX
         if archive not in ARCHIVE_MODELS:

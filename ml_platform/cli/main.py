@@ -9,7 +9,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ml_platform.cli import addons, azs, cost, invoke, listing, package, retire, status, upload
+from ml_platform.cli import (
+    addons,
+    azs,
+    cost,
+    invoke,
+    listing,
+    package,
+    retire,
+    serve,
+    status,
+    upload,
+)
 from ml_platform.cli.aws import doc_summary
 
 
@@ -45,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     upload.add_parser(model_commands, [shared])
     listing.add_parser(model_commands, [shared])
     retire.add_parser(model_commands, [shared])
+    serve.add_parser(model_commands, [shared])
     models.set_defaults(help_of=models)
     invoke.add_parser(commands, [shared])
     status.add_parser(commands, [shared])

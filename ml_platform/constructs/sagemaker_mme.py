@@ -59,6 +59,11 @@ from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_r
 
 VARIANT_NAME = "AllTraffic"
 LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
+#: CloudWatch Logs filter pattern of the load-failure metric: the quoted phrase matches log
+#: events that contain it, case-sensitively (CloudWatch Logs user guide, "Filter pattern syntax
+#: for metric filters": https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/FilterAndPatternSyntax.html).
+#: tests/triton/test_local_server.py matches it against a real server's failed loads.
+LOAD_FAILURE_PATTERN = '"failed to load"'
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 
@@ -377,7 +382,7 @@ class TritonMultiModelEndpoint(Construct):
             self,
             "ModelLoadFailures",
             log_group_name=log_group,
-            filter_pattern=logs.FilterPattern.literal('"failed to load"').log_pattern_string,
+            filter_pattern=logs.FilterPattern.literal(LOAD_FAILURE_PATTERN).log_pattern_string,
             metric_transformations=[
                 logs.CfnMetricFilter.MetricTransformationProperty(
                     metric_namespace=LOAD_FAILURE_NAMESPACE,

@@ -213,6 +213,7 @@ def text_ensemble(
     execution_env_path: str | Path | None = None,
     encoder_instance_kind: InstanceKind = InstanceKind.GPU,
     gpu_target: str | None = None,
+    triton_version: str | None = None,
 ) -> EnsembleSpec:
     """The text ensemble ``ensemble`` (archive ``model_trt_python_<gpu>.tar.gz`` or
     ``model_onnx_python.tar.gz``).
@@ -232,21 +233,28 @@ def text_ensemble(
         hidden_size: Encoder hidden size. Default: 384 (all-MiniLM-L6-v2).
         max_seq_len: Tokens per sentence after padding/truncation. Default: 128.
         max_batch_size: Batch limit of the ensemble and its models. Default: 16.
-        execution_env_path: Conda-packed environment for Python dependencies of your own
-            beyond NumPy (Python matching the container's: 3.10 for Triton 23.05-25.11,
-            3.12 from 25.12). Shipped as ``preprocess/processing_env.tar.gz`` and named by
-            ``EXECUTION_ENV_PATH``. Default: none; the shipped models need only NumPy and
-            the standard library, which the stock container has.
+        execution_env_path: Conda-packed environment (``conda-pack`` output) for Python
+            dependencies of your own beyond NumPy. It must match the Python-backend stub of
+            ``triton_version`` (:mod:`ml_platform.triton.releases`): Python 3.10 for Triton
+            23.05-25.11, 3.12 from 25.12; and ``numpy<2`` before 24.11 (numpy 2 crashes the
+            older stub, python_backend PR 384). Checked here; shipped as
+            ``preprocess/processing_env.tar.gz`` and named by ``EXECUTION_ENV_PATH``.
+            Default: none; the shipped models need only NumPy and the standard library,
+            which the stock container has.
         encoder_instance_kind: Placement of the encoder. Default: GPU.
         gpu_target: GPU the TensorRT plan was built for, one of
             :data:`~ml_platform.triton.targets.GPU_TARGETS` (``"t4"``, ``"a10g"``, ...);
             required for a plan, not allowed for ONNX. It names the archive
             (``model_trt_python_<gpu>.tar.gz``; ONNX: ``model_onnx_python.tar.gz``) and is
             recorded as the encoder's ``gpu_target`` parameter.
+        triton_version: The Triton release that will serve the archive, for the
+            ``execution_env_path`` checks. Default: the SageMaker endpoint's default
+            (:data:`~ml_platform.sagemaker_images.DEFAULT_TRITON_VERSION`).
 
     Raises:
-        ValueError: Bad sizes, missing files, an unknown encoder format, or a missing,
-            unknown or misplaced ``gpu_target``.
+        ValueError: Bad sizes, missing files, an unknown encoder format, a missing,
+            unknown or misplaced ``gpu_target``, or an execution environment that is not a
+            conda-pack archive or does not fit ``triton_version``'s stub.
     """
     encoder_format = EncoderFormat(encoder_format)
     errors = [
@@ -281,7 +289,13 @@ def text_ensemble(
         *tokenizer_files,
     ]
     if execution_env_path is not None:
+        from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
+        from ml_platform.triton.execution_env import execution_env_problems
+
         env = _existing_file(execution_env_path, "execution_env_path")
+        problems = execution_env_problems(env, triton_version or DEFAULT_TRITON_VERSION)
+        if problems:
+            raise ValueError("; ".join(problems))
         preprocess_files.append(ModelFile(EXECUTION_ENV_FILE, source=env))
         preprocess_params["EXECUTION_ENV_PATH"] = EXECUTION_ENV_PARAMETER
     preprocess = ModelSpec(

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import gzip
+import io
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +40,49 @@ class Artifacts:
     env: Path
 
 
+def fake_conda_pack(
+    path: Path,
+    *,
+    python: str | None = "3.10",
+    numpy: str | None = "1.26.4",
+    numpy_from: str = "pip",
+    conda_meta: bool = True,
+) -> Path:
+    """A small archive laid out as ``conda-pack`` writes one (gzip tar, environment at the
+    root): ``conda-meta/`` records, ``bin/``, ``lib/python<ver>/site-packages`` with numpy as
+    a pip ``.dist-info`` (``numpy_from="pip"``) or a conda record (``"conda"``)."""
+    members: dict[str, bytes | None] = {"bin/": None, "bin/conda-unpack": b"#!/bin/sh\n"}
+    if conda_meta:
+        members["conda-meta/"] = None
+        members["conda-meta/history"] = b""
+        if python:
+            members[f"conda-meta/python-{python}.13-h955ad1f_0.json"] = b"{}"
+    if python:
+        site = f"lib/python{python}/site-packages/"
+        members[site] = None
+        members[f"lib/python{python}/os.py"] = b""
+        if numpy and numpy_from == "pip":
+            members[f"{site}numpy-{numpy}.dist-info/"] = None
+            members[f"{site}numpy-{numpy}.dist-info/METADATA"] = f"Version: {numpy}\n".encode()
+        elif numpy and conda_meta:
+            members[f"conda-meta/numpy-{numpy}-py310h5f9d8c6_0.json"] = b"{}"
+    # mtime=0: the same arguments give the same bytes (packaging tests compare digests).
+    with (
+        path.open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
+        tarfile.open(fileobj=zipped, mode="w") as tar,
+    ):
+        for name, data in members.items():
+            info = tarfile.TarInfo(name.rstrip("/"))
+            if data is None:
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            else:
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
 def write_artifacts(folder: Path) -> Artifacts:
     """Write every fake artifact into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -46,12 +92,12 @@ def write_artifacts(folder: Path) -> Artifacts:
         "dali": ("model.dali", FAKE_DALI),
         "plan": ("model.plan", FAKE_PLAN),
         "onnx": ("model.onnx", FAKE_ONNX),
-        "env": ("env.tar.gz", b"fake conda-pack"),
     }
     paths = {}
     for key, (name, data) in files.items():
         (folder / name).write_bytes(data)
         paths[key] = folder / name
+    paths["env"] = fake_conda_pack(folder / "env.tar.gz")  # Python 3.10, numpy 1.26
     return Artifacts(**paths)
 
 

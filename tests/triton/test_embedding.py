@@ -21,7 +21,6 @@ import pytest
 from google.protobuf import json_format
 
 from ml_platform.triton import EncoderFormat, EnsembleSpec, text_ensemble, write_repository
-from ml_platform.triton.export_onnx import main as export_main
 from ml_platform.triton.pbtxt import to_model_config
 from tests.triton.support import MINILM_DIR
 
@@ -104,17 +103,6 @@ def fake_pb_utils() -> types.ModuleType:
     ):
         setattr(module, item.__name__, item)
     return module
-
-
-@pytest.fixture(scope="session")
-def onnx_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """all-MiniLM-L6-v2 exported once with ``python -m ml_platform.triton.export_onnx``."""
-    out = tmp_path_factory.mktemp("onnx") / "model.onnx"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        patch.setenv("TRANSFORMERS_OFFLINE", "1")
-        assert export_main(["--out", str(out)]) == 0
-    return out
 
 
 @pytest.fixture(scope="session")

@@ -160,7 +160,7 @@ def test_text_ensemble_sizes_and_execution_env(artifacts: Artifacts, tmp_path: P
     pre = read_pbtxt(repo / "preprocess")
     assert pre.parameters["EXECUTION_ENV_PATH"].string_value == EXECUTION_ENV_PARAMETER
     assert EXECUTION_ENV_PARAMETER == "$$TRITON_MODEL_DIRECTORY/processing_env.tar.gz"
-    assert (repo / "preprocess/processing_env.tar.gz").read_bytes() == b"fake conda-pack"
+    assert (repo / "preprocess/processing_env.tar.gz").read_bytes() == artifacts.env.read_bytes()
 
 
 def test_text_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -> None:

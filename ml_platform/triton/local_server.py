@@ -1,0 +1,407 @@
+"""A real Triton server with SageMaker's multi-model front end, on this machine's CPU.
+
+The server is the ``tritonserver`` binary that PyPI's ``nvidia-pytriton`` wheel bundles
+(:data:`PYTRITON_VERSION`: Triton 2.51, release :data:`LOCAL_TRITON_RELEASE`), built with the
+SageMaker front end and the Python backend, with no other backend. It is started with the flags
+the SageMaker Triton container's ``serve`` script uses for a multi-model endpoint
+(:data:`SAGEMAKER_MME_FLAGS`), and archives are loaded, invoked and unloaded through the same
+HTTP routes SageMaker's model management calls.
+
+What it checks, and what not: release 24.10 runs the SageMaker front end's load/invoke/unload
+contract and the Python-backend contract of the archives' Python models. It is not the
+endpoint's release (see ``inference.triton_version``), has no GPU and no TensorRT, ONNX
+Runtime, TensorFlow or DALI backend: :mod:`ml_platform.triton.standins` replaces those steps.
+
+Confinement: the SageMaker front end listens on every interface (it has no address flag), and
+24.10 predates the fix for CVE-2025-23319/23320/23334 (NVIDIA security bulletin 5687:
+https://nvidia.custhelp.com/app/answers/detail/a_id/5687). So the server runs in a private
+network namespace whose only interface is loopback (``unshare --net``; unprivileged users get
+one with ``--user --map-root-user``), and clients reach it only through an owner-only Unix
+socket (:mod:`ml_platform.triton._netns_relay`). If no namespace can be made, it does not start.
+The HTTP, gRPC and metrics front ends stay off, as on the endpoint, so the shared-memory
+registration APIs of that chain are not served at all.
+
+The server environment is a venv of its own (``make triton-env``: ``.venv-triton`` from
+``requirements-triton.txt``), because the wheel and the Python backend stub of these releases
+need numpy < 2 (pybind11 2.10; fixed in 24.11 by
+https://github.com/triton-inference-server/python_backend/pull/384).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The PyPI wheel that bundles the server (pinned in requirements-triton.txt).
+PYTRITON_VERSION = "0.7.0"
+#: Its Triton: 2.51, i.e. NGC/SageMaker release 24.10 (PyTriton 0.7.0 release notes:
+#: https://github.com/triton-inference-server/pytriton/blob/main/CHANGELOG.md).
+LOCAL_TRITON_RELEASE = "24.10"
+#: The venv ``make triton-env`` creates, relative to the project.
+DEFAULT_SERVER_ENV = ".venv-triton"
+#: The flags of the SageMaker Triton container's ``serve`` script in multi-model mode
+#: (https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve):
+#: only the SageMaker front end, explicit model control, namespacing, verbose logs, and the
+#: Python backend's shared-memory sizes (16 MiB default, 1 MiB growth).
+SAGEMAKER_MME_FLAGS = (
+    "--allow-sagemaker=true",
+    "--allow-grpc=false",
+    "--allow-http=false",
+    "--allow-metrics=false",
+    "--model-control-mode=explicit",
+    "--model-namespacing=true",
+    "--log-verbose=true",
+    "--backend-config=python,shm-default-byte-size=16777216",
+    "--backend-config=python,shm-growth-byte-size=1048576",
+)
+RELAY_SCRIPT = Path(__file__).resolve().parent / "_netns_relay.py"
+START_TIMEOUT = 60.0
+#: The header SageMaker puts the request's TargetModel in (sagemaker_server.cc).
+TARGET_MODEL_HEADER = "X-Amzn-SageMaker-Target-Model"
+READY_NOTE = (
+    "Local Triton {release} (nvidia-pytriton {pytriton}) with SageMaker's multi-model front end, "
+    "on CPU. It checks the SageMaker front end's load/invoke/unload contract and the Python "
+    "backend's, not the endpoint's release (inference.triton_version). Release {release} "
+    "predates the fix for CVE-2025-23319/23320/23334, so it runs in a private network "
+    "namespace (loopback only), reachable only through the owner-only socket {socket}; its "
+    "HTTP, gRPC and metrics front ends (and with them shared-memory registration) are off."
+)
+
+
+def model_hash(target_model: str) -> str:
+    """The ``model_name`` SageMaker sends for an archive: a hash of its key (any stable,
+    path-safe name will do; SageMaker's own is opaque)."""
+    import hashlib
+
+    return hashlib.sha256(target_model.encode()).hexdigest()[:32]
+
+
+class LocalServerError(RuntimeError):
+    """The local server cannot be started or answered unexpectedly."""
+
+
+@dataclass(frozen=True)
+class ServerEnv:
+    """Where the bundled server and its Python live (found by asking the env's Python)."""
+
+    python: Path
+    python_version: str  # "3.11"
+    base_prefix: Path
+    libdir: Path  # holds libpython<ver>.so, which the stub links against
+    site_packages: Path
+    pytriton: Path  # .../site-packages/pytriton
+    runtimes: dict[str, bool]  # the stand-ins' runtimes importable by the stub
+
+    @property
+    def tritonserver(self) -> Path:
+        return self.pytriton / "tritonserver" / "bin" / "tritonserver"
+
+    @property
+    def libs(self) -> Path:  # the wheel's vendored shared libraries (auditwheel)
+        return self.pytriton.parent / "nvidia_pytriton.libs"
+
+    @property
+    def stub(self) -> Path:
+        return (self.pytriton / "tritonserver" / "python_backend_stubs" / self.python_version
+                / "triton_python_backend_stub")
+
+
+_PROBE = """
+import importlib.util, json, sys, sysconfig
+spec = importlib.util.find_spec("pytriton")
+print(json.dumps({
+    "version": "%d.%d" % sys.version_info[:2],
+    "base_prefix": sys.base_prefix,
+    "libdir": sysconfig.get_config_var("LIBDIR"),
+    "ldlibrary": sysconfig.get_config_var("LDLIBRARY"),
+    "site": sysconfig.get_paths()["purelib"],
+    "pytriton": list(spec.submodule_search_locations)[0] if spec else None,
+    "numpy": (lambda s: s and __import__("numpy").__version__)(importlib.util.find_spec("numpy")),
+    "runtimes": {m: importlib.util.find_spec(m) is not None for m in ("onnxruntime",)},
+}))
+"""
+
+
+def find_server_env(env_dir: str | Path) -> ServerEnv:
+    """Check ``env_dir`` (a venv made by ``make triton-env``) and describe it.
+
+    Raises:
+        LocalServerError: Not Linux x86_64, no such venv, no pytriton in it, numpy 2 in it
+            (the stub of 24.10 crashes on it), or no shared libpython for the stub.
+    """
+    import platform
+
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        raise LocalServerError(
+            f"the bundled tritonserver is a Linux x86_64 binary; this is {sys.platform} "
+            f"{platform.machine()}"
+        )
+    folder = Path(env_dir)
+    python = folder / "bin" / "python"
+    if not python.exists():
+        raise LocalServerError(
+            f"no server environment at {folder} (create it with `make triton-env`, or "
+            f"python3 -m venv {folder} && {folder}/bin/pip install 'cdk-ml-platform[local]')"
+        )
+    probe = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True,
+                           check=False, env={"PATH": os.environ.get("PATH", "")})
+    if probe.returncode != 0:
+        raise LocalServerError(f"{python} failed: {probe.stderr.strip()[-500:]}")
+    info = json.loads(probe.stdout)
+    problems = []
+    if not info["pytriton"]:
+        problems.append(f"nvidia-pytriton=={PYTRITON_VERSION} is not installed in {folder}")
+    if info["numpy"] is None or int(info["numpy"].split(".")[0]) >= 2:
+        problems.append(
+            f"{folder} has numpy {info['numpy']}: the Python backend stub of Triton "
+            f"{LOCAL_TRITON_RELEASE} needs numpy < 2 (python_backend PR 384 fixed it in 24.11)"
+        )
+    libdir = Path(info["libdir"] or "")
+    if not (libdir / f"libpython{info['version']}.so.1.0").exists():
+        problems.append(
+            f"no shared libpython{info['version']}.so in {libdir}: the Python backend stub "
+            "links against it (build Python with --enable-shared)"
+        )
+    if problems:
+        raise LocalServerError("; ".join(problems))
+    env = ServerEnv(
+        python=python,
+        python_version=info["version"],
+        base_prefix=Path(info["base_prefix"]),
+        libdir=libdir,
+        site_packages=Path(info["site"]),
+        pytriton=Path(info["pytriton"]),
+        runtimes=info["runtimes"],
+    )
+    if not env.stub.exists():
+        raise LocalServerError(f"nvidia-pytriton has no Python backend stub for "
+                               f"Python {env.python_version} ({env.stub})")
+    return env
+
+
+def namespace_command() -> list[str]:
+    """``unshare`` arguments for a private network namespace (root or user namespace)."""
+    unshare = shutil.which("unshare")
+    if unshare is None:
+        raise LocalServerError("`unshare` (util-linux) is needed for a private network namespace")
+    return [unshare, "--net"] if os.geteuid() == 0 else [unshare, "--user", "--map-root-user",
+                                                          "--net"]
+
+
+def can_make_namespace() -> str | None:
+    """``None`` if a private network namespace can be made here, else why not."""
+    try:
+        command = namespace_command()
+    except LocalServerError as error:
+        return str(error)
+    result = subprocess.run([*command, "true"], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        return f"cannot create a private network namespace ({' '.join(command)}): " + (
+            result.stderr.strip() or f"exit code {result.returncode}"
+        )
+    return None
+
+
+def _relay_dies_with_us() -> None:
+    """The relay gets SIGTERM (and stops the server by PID) if this process dies first."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+class _UnixHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("localhost", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(self.timeout)
+        self.sock.connect(self._path)
+
+
+@dataclass(frozen=True)
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
+def request(socket_path: str | Path, method: str, path: str, body: bytes | None = None,
+            headers: dict[str, str] | None = None, timeout: float = 120.0) -> Reply:
+    """One HTTP request to the SageMaker front end through the relay's Unix socket."""
+    connection = _UnixHTTPConnection(str(socket_path), timeout)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return Reply(response.status, {k.lower(): v for k, v in response.getheaders()},
+                     response.read())
+    finally:
+        connection.close()
+
+
+class LocalTriton:
+    """One server process; start it with :meth:`start`, stop it with :meth:`stop` (by PID)."""
+
+    def __init__(self, env: ServerEnv, workdir: str | Path) -> None:
+        self.env = env
+        self.workdir = Path(workdir)
+        self.socket_path = self.workdir / "triton.sock"
+        self.log_path = self.workdir / "tritonserver.log"
+        self.port: int | None = None
+        self.server_pid: int | None = None
+        self.interfaces: list[str] = []
+        self._relay: subprocess.Popen | None = None
+
+    @property
+    def relay_pid(self) -> int | None:
+        return self._relay.pid if self._relay is not None else None
+
+    def _backend_dir(self) -> Path:
+        """backends/python with the stub for the env's Python (as pytriton lays it out)."""
+        python = self.workdir / "backends" / "python"
+        python.mkdir(parents=True, exist_ok=True)
+        source = self.env.pytriton / "tritonserver" / "backends" / "python"
+        for name in ("libtriton_python.so", "triton_python_backend_utils.py"):
+            shutil.copy2(source / name, python / name)
+        shutil.copy2(self.env.stub, python / "triton_python_backend_stub")
+        return python.parent
+
+    def _server_env(self) -> dict[str, str]:
+        return {
+            "PATH": f"{self.env.python.parent}:/usr/bin:/bin",
+            "HOME": str(self.workdir),
+            "LD_LIBRARY_PATH": f"{self.env.libs}:{self.env.libdir}",
+            # The stub embeds the env's libpython; it imports numpy (< 2) and the
+            # stand-ins' runtimes from the env's site-packages.
+            "PYTHONHOME": str(self.env.base_prefix),
+            "PYTHONPATH": str(self.env.site_packages),
+            "PYTHONNOUSERSITE": "1",
+            "OMP_NUM_THREADS": "1",
+        }
+
+    def command(self, repository: Path, backends: Path) -> list[str]:
+        return [
+            str(self.env.tritonserver),
+            *SAGEMAKER_MME_FLAGS,
+            "--sagemaker-port={port}",  # replaced by a free port inside the namespace
+            f"--model-repository={repository}",  # an empty dummy, as the serve script's
+            f"--backend-directory={backends}",
+        ]
+
+    def start(self, timeout: float = START_TIMEOUT) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        repository = self.workdir / "empty-repository"
+        repository.mkdir(exist_ok=True)
+        env_file = self.workdir / "server-env.json"
+        env_file.write_text(json.dumps(self._server_env()), encoding="utf-8")
+        relay = [
+            *namespace_command(), str(self.env.python), "-I", str(RELAY_SCRIPT),
+            "--socket", str(self.socket_path), "--log", str(self.log_path),
+            "--env-json", str(env_file), "--timeout", str(timeout),
+            "--", *self.command(repository, self._backend_dir()),
+        ]
+        self._relay = subprocess.Popen(relay, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True,
+                                       preexec_fn=_relay_dies_with_us)
+        line = self._relay.stdout.readline()
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            self._relay.wait(timeout=10)
+            raise LocalServerError(
+                f"the namespace relay failed to start: {line}{self._relay.stderr.read()[-2000:]}"
+            ) from None
+        if "error" in message:
+            self._relay.wait(timeout=10)
+            raise LocalServerError(f"{message['error']}\n{self.log_tail()}")
+        self.port, self.server_pid = message["port"], message["server_pid"]
+        self.interfaces = message["interfaces"]
+        deadline = time.monotonic() + timeout
+        while self.request("GET", "/ping").status != 200:
+            if time.monotonic() > deadline:
+                self.stop()
+                raise LocalServerError(f"/ping never answered 200\n{self.log_tail()}")
+            time.sleep(0.1)
+
+    def request(self, method: str, path: str, body: bytes | None = None,
+                headers: dict[str, str] | None = None, timeout: float = 120.0) -> Reply:
+        return request(self.socket_path, method, path, body, headers, timeout)
+
+    def load(self, target_model: str, url: str | Path) -> Reply:
+        """SageMaker's model load: ``POST /models {"model_name": <hash>, "url": <folder>}``
+        with the archive key in ``X-Amzn-SageMaker-Target-Model``; Triton registers the
+        folder as a repository and loads its ensemble under the ``TargetModel`` name."""
+        body = json.dumps({"model_name": model_hash(target_model), "url": str(url)}).encode()
+        return self.request("POST", "/models", body, {"Content-Type": "application/json",
+                                                     TARGET_MODEL_HEADER: target_model})
+
+    def invoke(self, target_model: str, body: bytes, content_type: str) -> Reply:
+        """SageMaker's invocation: ``POST /models/<hash>/invoke`` with the ``TargetModel``."""
+        return self.request("POST", f"/models/{model_hash(target_model)}/invoke", body,
+                            {"Content-Type": content_type, TARGET_MODEL_HEADER: target_model})
+
+    def unload(self, target_model: str) -> Reply:
+        """SageMaker's unload: ``DELETE /models/<hash>``."""
+        return self.request("DELETE", f"/models/{model_hash(target_model)}",
+                            headers={TARGET_MODEL_HEADER: target_model})
+
+    def loaded(self) -> list[str]:
+        """Hashes of the loaded models (``GET /models``)."""
+        reply = self.request("GET", "/models")
+        return [m["modelName"] for m in json.loads(reply.body).get("models", []) if m]
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(encoding="utf-8", errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def stop(self) -> None:
+        """SIGTERM to the relay by its PID; it stops tritonserver by its PID and exits."""
+        relay, self._relay = self._relay, None
+        if relay is None or relay.poll() is not None:
+            return
+        os.kill(relay.pid, signal.SIGTERM)
+        try:
+            relay.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.kill(relay.pid, signal.SIGKILL)
+            relay.wait()
+        for stream in (relay.stdin, relay.stdout, relay.stderr):
+            stream.close()
+
+    def __enter__(self) -> LocalTriton:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+
+def invoke_local(socket_path: str | Path, target_model: str, body: bytes,
+                 content_type: str, timeout: float = 120.0) -> Reply:
+    """``POST /models/<hash>/invoke`` through a running local server's socket."""
+    return request(socket_path, "POST", f"/models/{model_hash(target_model)}/invoke", body,
+                   {"Content-Type": content_type, TARGET_MODEL_HEADER: target_model}, timeout)
+
+
+def new_workdir() -> Path:
+    """A fresh owner-only folder for the socket, logs and unpacked archives."""
+    return Path(tempfile.mkdtemp(prefix="mlp-local-triton-"))

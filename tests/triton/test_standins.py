@@ -1,0 +1,106 @@
+"""How the local-server harness classifies each step of an archive (no server needed): real,
+stand-in with the same interface, or not exercised, and never a silent pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ml_platform.cli.main import main as mlp
+from ml_platform.triton.archive_safety import extract_archive
+from ml_platform.triton.pbtxt import read_pbtxt
+from ml_platform.triton.standins import ARTIFACT_PARAMETER, STANDIN_ASSETS, Mode, prepare
+from tests.triton.support import write_artifacts
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("standins")
+    fake = write_artifacts(folder / "inputs")
+    out = folder / "out"
+    assert mlp(["models", "package", "--out", str(out), "--encoder", str(fake.onnx),
+                "--inception-graphdef", str(fake.graphdef), "--inception-labels",
+                str(fake.labels), "--dali-model", str(fake.dali)]) == 0
+    assert mlp(["models", "package", "--ensemble", "text", "--out", str(out),
+                "--encoder", str(fake.plan), "--gpu-target", "t4"]) == 0
+    archives = {a.name.split("-v")[0]: a for a in out.glob("*.tar.gz")}
+    archives["onnx_source"] = fake.onnx
+    return archives
+
+
+def _modes(prepared) -> dict[str, tuple[str, Mode]]:
+    return {s.model: (s.kind, s.mode) for s in prepared.steps}
+
+
+def test_onnx_step_becomes_a_python_stand_in_with_the_same_interface(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    ready = prepare(built["model_onnx_python"], tmp_path / "ready",
+                    server_has={"onnxruntime": True})
+    assert _modes(ready) == {
+        "ensemble": ("ensemble", Mode.REAL),
+        "bert-trt": ("onnxruntime", Mode.STANDIN),
+        "preprocess": ("python", Mode.REAL),
+        "postprocess": ("python", Mode.REAL),
+    }
+    assert ready.complete and ready.ensemble == "ensemble"
+    standin = read_pbtxt(ready.root / "bert-trt")
+    assert standin.backend == "python" and not standin.platform
+    assert (ready.root / "bert-trt/1/model.py").read_bytes() == (
+        STANDIN_ASSETS / "onnx_model.py").read_bytes()
+    artifact = Path(standin.parameters[ARTIFACT_PARAMETER].string_value)
+    assert artifact == (ready.root / "bert-trt/1/model.onnx").resolve() and artifact.is_file()
+    # The same name, tensors and batch size as the archive's own config.
+    unpacked = tmp_path / "plain"
+    unpacked.mkdir()
+    extract_archive(built["model_onnx_python"], unpacked)
+    shipped = read_pbtxt(unpacked / "bert-trt")
+    assert (standin.name, standin.max_batch_size) == (shipped.name, shipped.max_batch_size)
+    assert list(standin.input) == list(shipped.input)
+    assert list(standin.output) == list(shipped.output)
+
+
+def test_a_step_without_a_runtime_is_not_exercised_and_neither_is_its_ensemble(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    ready = prepare(built["model_onnx_python"], tmp_path / "r", server_has={"onnxruntime": False})
+    assert _modes(ready)["bert-trt"] == ("onnxruntime", Mode.NOT_EXERCISED)
+    assert _modes(ready)["ensemble"] == ("ensemble", Mode.NOT_EXERCISED)
+    assert not ready.complete and ready.ensemble is None
+    assert not (ready.root / "bert-trt").exists() and not (ready.root / "ensemble").exists()
+    assert "not exercised" in ready.report() and "needs bert-trt" in ready.report()
+
+
+def test_a_plan_runs_only_with_the_onnx_it_was_built_from(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    without = prepare(built["model_trt_python_t4"], tmp_path / "a",
+                      server_has={"onnxruntime": True})
+    assert _modes(without)["bert-trt"] == ("tensorrt_plan", Mode.NOT_EXERCISED)
+    assert not without.complete
+    with_onnx = prepare(built["model_trt_python_t4"], tmp_path / "b",
+                        plan_onnx=built["onnx_source"], server_has={"onnxruntime": True})
+    assert _modes(with_onnx)["bert-trt"] == ("tensorrt_plan", Mode.STANDIN)
+    assert with_onnx.complete
+    parameter = read_pbtxt(with_onnx.root / "bert-trt").parameters[ARTIFACT_PARAMETER]
+    assert Path(parameter.string_value) == built["onnx_source"].resolve()
+
+
+def test_tensorflow_and_dali_steps_are_reported_not_exercised(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    ready = prepare(built["model_tf_dali"], tmp_path / "i", server_has={"onnxruntime": True})
+    assert _modes(ready) == {
+        "ensemble_dali_inception": ("ensemble", Mode.NOT_EXERCISED),
+        "dali": ("dali", Mode.NOT_EXERCISED),
+        "inception_graphdef": ("tensorflow_graphdef", Mode.NOT_EXERCISED),
+    }
+    assert not ready.loadable and not ready.complete
+    assert all(s.detail for s in ready.steps)
+
+
+def test_the_unpacked_folder_must_be_fresh(built: dict[str, Path], tmp_path: Path) -> None:
+    (tmp_path / "used").mkdir()
+    with pytest.raises(FileExistsError):
+        prepare(built["model_onnx_python"], tmp_path / "used", server_has={})
