@@ -624,6 +624,11 @@ class InferenceSettings:
             Lambda-backed custom resource per endpoint deregisters the target before the
             endpoint moves and registers it again after. Default true. False: no Lambda; an
             instance-type change then needs SageMaker's manual steps (README).
+        log_retention_days: Days each endpoint's log group ``/aws/sagemaker/Endpoints/<name>``
+            keeps the container logs (the stack creates the group, KMS-encrypted). Default 365.
+        triton_log_verbose: Triton's ``--log-verbose`` level on the endpoints (the SageMaker
+            container's ``SAGEMAKER_TRITON_LOG_VERBOSE``). Default 0: off (the container's own
+            default logs every request).
     """
 
     triton_version: str = "24.09"
@@ -633,9 +638,21 @@ class InferenceSettings:
     alarm_topic_arn: str | None = None
     network_isolation: bool = True
     instance_type_changes: bool = True
+    log_retention_days: int = 365
+    triton_log_verbose: int = 0
 
     def problems(self) -> list[str]:
         out = []
+        if self.log_retention_days not in LOG_RETENTION_DAYS:
+            out.append(
+                f"inference.log_retention_days = {self.log_retention_days}: expected one of "
+                f"{list(LOG_RETENTION_DAYS)}"
+            )
+        if self.triton_log_verbose < 0:
+            out.append(
+                f"inference.triton_log_verbose = {self.triton_log_verbose}: expected a level "
+                ">= 0 (0 is off)"
+            )
         if self.triton_version not in TRITON_SAGEMAKER_VERSIONS:
             out.append(
                 f"inference.triton_version = {self.triton_version!r}: expected one of "

@@ -15,6 +15,7 @@ from constructs import Construct
 from ml_platform.config import EndpointSettings, InferenceSettings
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.stacks.network import _retention
 
 
 # A CloudFormation stack holds at most 500 resources
@@ -131,6 +132,8 @@ class InferenceStack(Stack):
                 network_isolation=settings.network_isolation,
                 instance_type_changes=settings.instance_type_changes,
                 alarm_topic=topic,
+                log_retention=_retention(settings.log_retention_days),
+                log_verbose=settings.triton_log_verbose,
             )
             self.endpoints[endpoint.name] = construct
             CfnOutput(
