@@ -16,6 +16,7 @@ from aws_cdk import (
     Duration,
     RemovalPolicy,
     Stack,
+    Tags,
     Token,
 )
 from aws_cdk import (
@@ -47,7 +48,11 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from ml_platform.constructs.endpoint_scaling import RESOURCE_TYPE, EndpointScalingProvider
+from ml_platform.constructs.endpoint_scaling import (
+    RESOURCE_TYPE,
+    SCALING_TAG_KEY,
+    EndpointScalingProvider,
+)
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.constructs.network import FLOW_LOG_KEY_ACTIONS
 from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
@@ -431,7 +436,12 @@ class TritonMultiModelEndpoint(Construct):
                 "TargetValue": invocations_per_instance,
                 "ScaleInCooldown": scale_in.to_seconds(),
                 "ScaleOutCooldown": scale_out.to_seconds(),
+                "TagKey": SCALING_TAG_KEY,
+                "TagValue": provider.tag_value,
             }
+            # The handler may act only on targets with its stack's tag: CloudFormation tags the
+            # target it creates (an in-place update on existing targets).
+            Tags.of(self.scalable_target).add(SCALING_TAG_KEY, provider.tag_value)
             self.scaling_guard = CustomResource(
                 self,
                 "ScalingGuard",
