@@ -57,6 +57,7 @@ _ACCOUNT = re.compile(r"[0-9]{12}")
 _REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]")
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
+_PRINCIPAL_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
 _K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _STACK_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}")
 # The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
@@ -296,6 +297,10 @@ class StorageSettings:
             Default 30.
         model_prefix: S3 key prefix (ending in ``/``) of the Triton model archives. Default
             ``models/``.
+        archive_publishers: ARNs of the IAM roles or users that may write and delete archives
+            under the prefix; the bucket policy refuses every other principal (archives are
+            code the endpoints run). Default: ``cluster.admin_role_arn`` (``mlp azs`` records
+            it), and the deploy-time upload's role when ``inference.upload_dir`` is set.
     """
 
     removal_policy: str = "retain"
@@ -303,9 +308,16 @@ class StorageSettings:
     fsx_throughput_per_tib: int = 125
     ecr_max_images: int = 30
     model_prefix: str = "models/"
+    archive_publishers: tuple[str, ...] | None = None
 
     def problems(self) -> list[str]:
         out = []
+        for i, arn in enumerate(self.archive_publishers or ()):
+            if not _PRINCIPAL_ARN.fullmatch(arn):
+                out.append(
+                    f"storage.archive_publishers[{i}] = {arn!r}: expected an IAM role or user ARN "
+                    "(arn:aws:iam::<account>:role/<name> or ...:user/<name>)"
+                )
         if self.removal_policy not in REMOVAL_POLICIES:
             out.append(
                 f"storage.removal_policy = {self.removal_policy!r}: expected one of {list(REMOVAL_POLICIES)}"
@@ -852,6 +864,14 @@ class Settings:
         if problems:
             raise SettingsError(problems)
         return settings
+
+    @property
+    def archive_publishers(self) -> tuple[str, ...]:
+        """Principals that may write archives (besides the deploy-time upload):
+        ``storage.archive_publishers``, or by default the cluster admin role when one is set."""
+        if self.storage.archive_publishers is not None:
+            return self.storage.archive_publishers
+        return (self.cluster.admin_role_arn,) if self.cluster.admin_role_arn else ()
 
     @property
     def training_image_uri(self) -> str:
