@@ -734,9 +734,10 @@ class TritonOnEksSettings:
 
     Attributes:
         gpu_instance_type: Single-GPU EC2 instance type. Default ``g5.2xlarge``.
-        gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
+        gpu_nodes: GPU nodes (the node group's desired and maximum size: nothing in the
+            platform scales it, see the README's "Serve the ensembles on EKS"). Default 1.
         min_gpu_nodes: Default: ``gpu_nodes`` (0 lets the group scale to nothing).
-        replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
+        replicas: Triton replicas (fixed; no autoscaler). Default 1.
         archives: Archives the Triton pods load: logical names of the archives this
             repository builds (the newest version under the prefix at pod start) or exact
             versions (``NAME@vXXXXXXXX``). Default both ensembles, the text one with its ONNX
@@ -746,10 +747,8 @@ class TritonOnEksSettings:
 
     gpu_instance_type: str = "g5.2xlarge"
     gpu_nodes: int = 1
-    max_gpu_nodes: int = 2
     min_gpu_nodes: int | None = None
     replicas: int = 1
-    max_replicas: int = 2
     archives: tuple[str, ...] = DEFAULT_EKS_ARCHIVES
 
     @property
@@ -763,22 +762,17 @@ class TritonOnEksSettings:
                 f"triton_on_eks.gpu_instance_type = {self.gpu_instance_type!r}: expected one of "
                 f"{sorted(EKS_GPU_INSTANCES)}"
             )
-        if not 1 <= self.gpu_nodes <= self.max_gpu_nodes <= 20:
-            out.append(
-                f"triton_on_eks.gpu_nodes = {self.gpu_nodes}, triton_on_eks.max_gpu_nodes = "
-                f"{self.max_gpu_nodes}: "
-                "expected 1 <= gpu_nodes <= max_gpu_nodes <= 20"
-            )
+        if not 1 <= self.gpu_nodes <= 20:
+            out.append(f"triton_on_eks.gpu_nodes = {self.gpu_nodes}: expected 1 to 20")
         if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
             out.append(
                 f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
                 f"({self.gpu_nodes})"
             )
-        if not 1 <= self.replicas <= self.max_replicas <= 50:
+        if not 1 <= self.replicas <= self.gpu_nodes:
             out.append(
-                f"triton_on_eks.replicas = {self.replicas}, triton_on_eks.max_replicas = "
-                f"{self.max_replicas}: "
-                "expected 1 <= replicas <= max_replicas <= 50"
+                f"triton_on_eks.replicas = {self.replicas}: expected 1 to gpu_nodes "
+                f"({self.gpu_nodes}): each replica takes a whole single-GPU node"
             )
         out.extend(archive_ref_problems("triton_on_eks.archives", self.archives))
         for i, archive in enumerate(self.archives):
@@ -963,6 +957,15 @@ def _fields(tp: type) -> tuple[dict[str, Any], list[str]]:
     return typing.get_type_hints(tp), [f.name for f in dataclasses.fields(tp)]
 
 
+#: Settings that no longer exist, with what to do instead.
+REMOVED_SETTINGS = {
+    "triton_on_eks.max_replicas": "Triton on EKS runs a fixed number of replicas (no "
+    "autoscaler, README \"Serve the ensembles on EKS\"); set triton_on_eks.replicas",
+    "triton_on_eks.max_gpu_nodes": "the GPU node group is sized by triton_on_eks.gpu_nodes "
+    "(nothing scales it, README \"Serve the ensembles on EKS\")",
+}
+
+
 def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
     """Convert JSON-like ``value`` into ``tp``, recording type problems under ``path``."""
     label = path or CONTEXT_KEY
@@ -973,8 +976,11 @@ def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
             return _INVALID
         hints, names = _fields(tp)
         for key in value:
-            if not isinstance(key, str) or key not in names:
-                problems.append(f"{path + '.' if path else ''}{key}: unknown setting; known: {names}")
+            where = f"{path + '.' if path else ''}{key}"
+            if isinstance(key, str) and where in REMOVED_SETTINGS:
+                problems.append(f"{where}: removed: {REMOVED_SETTINGS[where]}")
+            elif not isinstance(key, str) or key not in names:
+                problems.append(f"{where}: unknown setting; known: {names}")
         # null means "not set": the field keeps its default. One rule for every source:
         # jsii drops null members of cdk.json's context before the app sees them, so `-c` and
         # the CLI's own reading of cdk.json must treat them the same way.

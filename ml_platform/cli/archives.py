@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from ml_platform.cli.aws import CliError, Context, require_output, stack_outputs
 from ml_platform.triton.archive_names import (
     ARCHIVE_SUFFIX,
+    SHA256_METADATA,
     ArchiveRef,
     logical_problem,
     parse_key,
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from ml_platform.config import Settings
 
 STORAGE = "Storage"
-#: Object metadata key (``x-amz-meta-sha256``) holding the full SHA-256 of an uploaded archive.
-SHA256_METADATA = "sha256"
 #: The consumer name of Triton on EKS in reference reports (endpoints use their own names).
 TRITON_ON_EKS = "triton-on-eks"
 
