@@ -103,37 +103,38 @@ def fetch_command(
     """
     ref = parse_ref(archive)
     target = shlex.quote(f"{archive_dir}/{ref.logical}{ARCHIVE_SUFFIX}")
-    q_bucket = shlex.quote(bucket)
     if ref.version is not None:
         resolve = f"key={shlex.quote(prefix + ref.key)}"
     else:
         # Extended regex of the exact key form; only '.' needs escaping in prefix and name.
         key_re = f"{prefix}{ref.logical}-v[0-9a-f]{{8}}{ARCHIVE_SUFFIX}".replace(".", r"\.")
         listing = (
-            f"aws s3api list-objects-v2 --bucket {q_bucket} "
+            'aws s3api list-objects-v2 --bucket "$bucket" '
             f"--prefix {shlex.quote(f'{prefix}{ref.logical}-v')} "
             "--query 'Contents[].[LastModified,Key]' --output text"
         )
         newest = f"$({listing} | grep -E {shlex.quote(chr(9) + key_re + '$')} | sort | tail -n 1 | cut -f 2)"
-        missing = shlex.quote(f"no version of {ref.logical} under s3://{bucket}/{prefix}")
+        missing = shlex.quote(f"no version of {ref.logical} under s3://") + '"$bucket"' + shlex.quote(f"/{prefix}")
         resolve = f'key="{newest}" && {{ [ -n "$key" ] || {{ echo {missing} >&2; exit 1; }}; }}'
-    fail = lambda message: f'{{ echo "s3://{bucket}/$key: {message}" >&2; exit 1; }}'
+    fail = lambda message: f'{{ echo "s3://$bucket/$key: {message}" >&2; exit 1; }}'
     steps = [
+        # The bucket once (a CDK token in the stack: one copy in the manifest, not one per line).
+        f"bucket={shlex.quote(bucket)}",
         resolve,
         # One line: size, ETag, recorded digest ("None" when absent).
-        f"head=$(aws s3api head-object --bucket {q_bucket} --key \"$key\" "
+        'head=$(aws s3api head-object --bucket "$bucket" --key "$key" '
         f"--query '[ContentLength,ETag,Metadata.{SHA256_METADATA}]' --output text)",
         'set -- $head && size=$1 etag=$2 digest=$3',
         f'{{ [ "$size" -le {max_bytes} ] || {fail(f"$size bytes, above the cap of {max_bytes}")}; }}',
         "{ printf '%s\\n' \"$digest\" | grep -Eq '^[0-9a-f]{64}$' || "
         + fail("no sha256 metadata recorded by mlp models upload (found $digest)") + "; }",
         'version="${key##*-v}" && version="${version%.tar.gz}"',
-        f'{{ [ "${{digest#"$version"}}" != "$digest" ] || '
+        '{ [ "${digest#"$version"}" != "$digest" ] || '
         + fail("its sha256 $digest does not start with the version v$version its name carries")
         + "; }",
-        f"aws s3api get-object --bucket {q_bucket} --key \"$key\" --if-match \"$etag\" {target} >/dev/null",
+        f'aws s3api get-object --bucket "$bucket" --key "$key" --if-match "$etag" {target} >/dev/null',
         f'{{ echo "$digest  "{target} | sha256sum -c --status - || {{ rm -f {target}; '
-        f'echo "s3://{bucket}/$key: downloaded bytes do not match its sha256 $digest" >&2; exit 1; }}; }}',
+        'echo "s3://$bucket/$key: downloaded bytes do not match its sha256 $digest" >&2; exit 1; }; }',
     ]
     return " && ".join(steps)
 
