@@ -92,7 +92,8 @@ class EndpointScalingProvider(Construct):
         }
         # Target tracking creates, reads and deletes its alarms with the caller's permissions,
         # and AWS documents these three actions on "*" for SageMaker scaling (same page,
-        # "Permissions required for API actions on target services and CloudWatch"): an alarm
+        # "Permissions required for API actions on target services and CloudWatch", and the
+        # permissions list of https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-prerequisites.html): an alarm
         # ARN pattern that Application Auto Scaling does not match fails the first
         # registration, and the rollback of an instance-type change with it.
         self.handler.add_to_role_policy(
