@@ -10,7 +10,7 @@ from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
 from ml_platform.stacks.accelerators import GpuNodesStack, TrainiumNodesStack
-from ml_platform.stacks.inference import InferenceStack, endpoint_groups
+from ml_platform.stacks.inference import InferenceStack, endpoint_groups, upload_role_name
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
 from ml_platform.stacks.training_cluster import TrainingClusterStack
@@ -106,6 +106,11 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
         vpc=network.vpc,
         trainium_subnet=network.trainium_subnet,
         training_nodes=network.training_nodes.security_group,
+        archive_publishers=settings.archive_publishers,
+        upload_role_name=(
+            upload_role_name(f"{prefix}-Inference", settings.env.region)
+            if settings.features.inference and settings.inference.upload_dir else None
+        ),
         env=env,
         description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
         termination_protection=settings.storage.removal_policy == "retain",

@@ -57,6 +57,7 @@ _ACCOUNT = re.compile(r"[0-9]{12}")
 _REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]")
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
+_PRINCIPAL_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
 _K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _STACK_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}")
 # The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
@@ -298,6 +299,10 @@ class StorageSettings:
             Default 30.
         model_prefix: S3 key prefix (ending in ``/``) of the Triton model archives. Default
             ``models/``.
+        archive_publishers: ARNs of the IAM roles or users that may write and delete archives
+            under the prefix; the bucket policy refuses every other principal (archives are
+            code the endpoints run). Default: ``cluster.admin_role_arn`` (``mlp azs`` records
+            it), and the deploy-time upload's role when ``inference.upload_dir`` is set.
     """
 
     removal_policy: str = "retain"
@@ -305,9 +310,16 @@ class StorageSettings:
     fsx_throughput_per_tib: int = 125
     ecr_max_images: int = 30
     model_prefix: str = "models/"
+    archive_publishers: tuple[str, ...] | None = None
 
     def problems(self) -> list[str]:
         out = []
+        for i, arn in enumerate(self.archive_publishers or ()):
+            if not _PRINCIPAL_ARN.fullmatch(arn):
+                out.append(
+                    f"storage.archive_publishers[{i}] = {arn!r}: expected an IAM role or user ARN "
+                    "(arn:aws:iam::<account>:role/<name> or ...:user/<name>)"
+                )
         if self.removal_policy not in REMOVAL_POLICIES:
             out.append(
                 f"storage.removal_policy = {self.removal_policy!r}: expected one of {list(REMOVAL_POLICIES)}"
@@ -635,6 +647,11 @@ class InferenceSettings:
             Lambda-backed custom resource per endpoint deregisters the target before the
             endpoint moves and registers it again after. Default true. False: no Lambda; an
             instance-type change then needs SageMaker's manual steps (README).
+        log_retention_days: Days each endpoint's log group ``/aws/sagemaker/Endpoints/<name>``
+            keeps the container logs (the stack creates the group, KMS-encrypted). Default 365.
+        triton_log_verbose: Triton's ``--log-verbose`` level on the endpoints (the SageMaker
+            container's ``SAGEMAKER_TRITON_LOG_VERBOSE``). Default 0: off (the container's own
+            default logs every request).
     """
 
     triton_version: str = "24.09"
@@ -644,9 +661,21 @@ class InferenceSettings:
     alarm_topic_arn: str | None = None
     network_isolation: bool = True
     instance_type_changes: bool = True
+    log_retention_days: int = 365
+    triton_log_verbose: int = 0
 
     def problems(self) -> list[str]:
         out = []
+        if self.log_retention_days not in LOG_RETENTION_DAYS:
+            out.append(
+                f"inference.log_retention_days = {self.log_retention_days}: expected one of "
+                f"{list(LOG_RETENTION_DAYS)}"
+            )
+        if self.triton_log_verbose < 0:
+            out.append(
+                f"inference.triton_log_verbose = {self.triton_log_verbose}: expected a level "
+                ">= 0 (0 is off)"
+            )
         if self.triton_version not in TRITON_SAGEMAKER_VERSIONS:
             out.append(
                 f"inference.triton_version = {self.triton_version!r}: expected one of "
@@ -716,9 +745,10 @@ class TritonOnEksSettings:
 
     Attributes:
         gpu_instance_type: Single-GPU EC2 instance type. Default ``g5.2xlarge``.
-        gpu_nodes: Desired GPU nodes. Default 1. max_gpu_nodes: Default 2.
+        gpu_nodes: GPU nodes (the node group's desired and maximum size: nothing in the
+            platform scales it, see the README's "Serve the ensembles on EKS"). Default 1.
         min_gpu_nodes: Default: ``gpu_nodes`` (0 lets the group scale to nothing).
-        replicas: Triton replicas at start (HPA minimum). Default 1. max_replicas: Default 2.
+        replicas: Triton replicas (fixed; no autoscaler). Default 1.
         archives: Archives the Triton pods load: logical names of the archives this
             repository builds (the newest version under the prefix at pod start) or exact
             versions (``NAME@vXXXXXXXX``). Default both ensembles, the text one with its ONNX
@@ -728,10 +758,8 @@ class TritonOnEksSettings:
 
     gpu_instance_type: str = "g5.2xlarge"
     gpu_nodes: int = 1
-    max_gpu_nodes: int = 2
     min_gpu_nodes: int | None = None
     replicas: int = 1
-    max_replicas: int = 2
     archives: tuple[str, ...] = DEFAULT_EKS_ARCHIVES
 
     @property
@@ -745,22 +773,17 @@ class TritonOnEksSettings:
                 f"triton_on_eks.gpu_instance_type = {self.gpu_instance_type!r}: expected one of "
                 f"{sorted(EKS_GPU_INSTANCES)}"
             )
-        if not 1 <= self.gpu_nodes <= self.max_gpu_nodes <= 20:
-            out.append(
-                f"triton_on_eks.gpu_nodes = {self.gpu_nodes}, triton_on_eks.max_gpu_nodes = "
-                f"{self.max_gpu_nodes}: "
-                "expected 1 <= gpu_nodes <= max_gpu_nodes <= 20"
-            )
+        if not 1 <= self.gpu_nodes <= 20:
+            out.append(f"triton_on_eks.gpu_nodes = {self.gpu_nodes}: expected 1 to 20")
         if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
             out.append(
                 f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
                 f"({self.gpu_nodes})"
             )
-        if not 1 <= self.replicas <= self.max_replicas <= 50:
+        if not 1 <= self.replicas <= self.gpu_nodes:
             out.append(
-                f"triton_on_eks.replicas = {self.replicas}, triton_on_eks.max_replicas = "
-                f"{self.max_replicas}: "
-                "expected 1 <= replicas <= max_replicas <= 50"
+                f"triton_on_eks.replicas = {self.replicas}: expected 1 to gpu_nodes "
+                f"({self.gpu_nodes}): each replica takes a whole single-GPU node"
             )
         out.extend(archive_ref_problems("triton_on_eks.archives", self.archives))
         for i, archive in enumerate(self.archives):
@@ -846,6 +869,14 @@ class Settings:
         if problems:
             raise SettingsError(problems)
         return settings
+
+    @property
+    def archive_publishers(self) -> tuple[str, ...]:
+        """Principals that may write archives (besides the deploy-time upload):
+        ``storage.archive_publishers``, or by default the cluster admin role when one is set."""
+        if self.storage.archive_publishers is not None:
+            return self.storage.archive_publishers
+        return (self.cluster.admin_role_arn,) if self.cluster.admin_role_arn else ()
 
     @property
     def training_image_uri(self) -> str:
@@ -937,6 +968,15 @@ def _fields(tp: type) -> tuple[dict[str, Any], list[str]]:
     return typing.get_type_hints(tp), [f.name for f in dataclasses.fields(tp)]
 
 
+#: Settings that no longer exist, with what to do instead.
+REMOVED_SETTINGS = {
+    "triton_on_eks.max_replicas": "Triton on EKS runs a fixed number of replicas (no "
+    "autoscaler, README \"Serve the ensembles on EKS\"); set triton_on_eks.replicas",
+    "triton_on_eks.max_gpu_nodes": "the GPU node group is sized by triton_on_eks.gpu_nodes "
+    "(nothing scales it, README \"Serve the ensembles on EKS\")",
+}
+
+
 def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
     """Convert JSON-like ``value`` into ``tp``, recording type problems under ``path``."""
     label = path or CONTEXT_KEY
@@ -947,8 +987,11 @@ def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
             return _INVALID
         hints, names = _fields(tp)
         for key in value:
-            if not isinstance(key, str) or key not in names:
-                problems.append(f"{path + '.' if path else ''}{key}: unknown setting; known: {names}")
+            where = f"{path + '.' if path else ''}{key}"
+            if isinstance(key, str) and where in REMOVED_SETTINGS:
+                problems.append(f"{where}: removed: {REMOVED_SETTINGS[where]}")
+            elif not isinstance(key, str) or key not in names:
+                problems.append(f"{where}: unknown setting; known: {names}")
         # null means "not set": the field keeps its default. One rule for every source:
         # jsii drops null members of cdk.json's context before the app sees them, so `-c` and
         # the CLI's own reading of cdk.json must treat them the same way.

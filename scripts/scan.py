@@ -61,7 +61,7 @@ def kubernetes_objects() -> dict[str, list[dict[str, Any]]]:
     out["triton"] = list(TritonChart(app, "triton", props=TritonChartProps(
         bucket_name="model-bucket", model_prefix=settings.storage.model_prefix,
         archives=triton.archives, triton_version=settings.inference.triton_version,
-        region=settings.env.region, replicas=triton.replicas, max_replicas=triton.max_replicas,
+        region=settings.env.region, replicas=triton.replicas,
     )).to_json())
     out["nvidia-device-plugin"] = list(NvidiaDevicePluginChart(app, "nvidia").to_json())
     for name, docs in build_workload_manifests(settings).items():

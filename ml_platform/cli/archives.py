@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ml_platform.cli.aws import CliError, Context, require_output, stack_outputs
+from ml_platform.triton import archive_names
 from ml_platform.triton.archive_names import (
     ARCHIVE_SUFFIX,
     ArchiveRef,
@@ -33,8 +34,9 @@ if TYPE_CHECKING:
     from ml_platform.config import Settings
 
 STORAGE = "Storage"
-#: Object metadata key (``x-amz-meta-sha256``) holding the full SHA-256 of an uploaded archive.
-SHA256_METADATA = "sha256"
+#: Object metadata key (``x-amz-meta-sha256``) holding the full SHA-256 of an uploaded archive
+#: (defined with the archive names, which the Triton-on-EKS fetch also reads).
+SHA256_METADATA = archive_names.SHA256_METADATA
 #: The consumer name of Triton on EKS in reference reports (endpoints use their own names).
 TRITON_ON_EKS = "triton-on-eks"
 

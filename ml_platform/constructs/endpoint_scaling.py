@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from aws_cdk import (
-    ArnFormat,
     Duration,
     Stack,
 )
@@ -38,6 +37,9 @@ from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rend
 HANDLER_DIR = Path(__file__).with_name("endpoint_scaling_handler")
 RESOURCE_TYPE = "Custom::EndpointScaling"
 PROVIDER_ID = "EndpointScalingProvider"
+#: Tag key marking the scalable targets an endpoint-scaling handler owns; its value is the
+#: owning stack's name.
+SCALING_TAG_KEY = "ml-platform:endpoint-scaling"
 
 
 class EndpointScalingProvider(Construct):
@@ -73,6 +75,10 @@ class EndpointScalingProvider(Construct):
             function.node.default_child.add_metadata(
                 "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
             )
+        stack = Stack.of(self)
+        #: The tag on every scalable target this handler may act on (the endpoints' targets:
+        #: CloudFormation tags them, and the handler tags what it registers).
+        self.tag_value = stack.stack_name
         self._statements = {
             "endpoints": iam.PolicyStatement(
                 actions=[
@@ -83,16 +89,24 @@ class EndpointScalingProvider(Construct):
                     "sagemaker:UpdateEndpointWeightsAndCapacities",
                 ],
             ),
-            "alarms": iam.PolicyStatement(
-                # Target tracking creates and deletes its alarms with the caller's permissions.
+        }
+        # Target tracking creates, reads and deletes its alarms with the caller's permissions,
+        # and AWS documents these three actions on "*" for SageMaker scaling (same page,
+        # "Permissions required for API actions on target services and CloudWatch", and the
+        # permissions list of https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-auto-scaling-prerequisites.html): an alarm
+        # ARN pattern that Application Auto Scaling does not match fails the first
+        # registration, and the rollback of an instance-type change with it.
+        self.handler.add_to_role_policy(
+            iam.PolicyStatement(
                 actions=[
                     "cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm",
                     "cloudwatch:DeleteAlarms",
                 ],
-            ),
-        }
+                resources=["*"],
+            )
+        )
         # CloudFormation names the endpoint configs: any config of this account/region.
-        configs = Stack.of(self).format_arn(
+        configs = stack.format_arn(
             service="sagemaker", resource="endpoint-config", resource_name="*"
         )
         self.handler.add_to_role_policy(
@@ -104,18 +118,59 @@ class EndpointScalingProvider(Construct):
             "CloudFormation generates the endpoint-config names; DescribeEndpointConfig is "
             "read-only.",
         )
+        # Application Auto Scaling's actions, from its Service Authorization Reference
+        # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsapplicationautoscaling.html):
+        # the Describe* actions have no resource type ("*"); RegisterScalableTarget,
+        # DeregisterScalableTarget, PutScalingPolicy, DeleteScalingPolicy and TagResource act
+        # on the scalable-target resource type and take aws:ResourceTag/${TagKey} (Register and
+        # TagResource also aws:RequestTag/${TagKey} and aws:TagKeys). A target's ARN carries an
+        # opaque id, not the endpoint's name, so the scope is the tag, not the ARN.
+        targets = stack.format_arn(
+            service="application-autoscaling", resource="scalable-target", resource_name="*"
+        )
+        tag = f"aws:ResourceTag/{SCALING_TAG_KEY}"
         self.handler.add_to_role_policy(
             iam.PolicyStatement(
                 actions=[
                     "application-autoscaling:DescribeScalableTargets",
                     "application-autoscaling:DescribeScalingPolicies",
+                ],
+                resources=["*"],
+            )
+        )
+        # Registering (or tagging) puts this stack's tag on the target, and is refused on a
+        # target another owner tagged. A target that does not exist yet (the handler registers
+        # it again after an instance-type change) has no tags, hence IfExists.
+        self.handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=[
                     "application-autoscaling:RegisterScalableTarget",
+                    "application-autoscaling:TagResource",
+                ],
+                resources=[targets],
+                conditions={
+                    "StringEquals": {f"aws:RequestTag/{SCALING_TAG_KEY}": self.tag_value},
+                    "ForAllValues:StringEquals": {"aws:TagKeys": [SCALING_TAG_KEY]},
+                    "StringEqualsIfExists": {tag: self.tag_value},
+                },
+            )
+        )
+        self.handler.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=[
                     "application-autoscaling:DeregisterScalableTarget",
                     "application-autoscaling:PutScalingPolicy",
                     "application-autoscaling:DeleteScalingPolicy",
                 ],
-                resources=["*"],
+                resources=[targets],
+                conditions={"StringEquals": {tag: self.tag_value}},
             )
+        )
+        acknowledge(
+            self,
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, targets)}]",
+            "Scalable-target ARNs end in an opaque id, not the endpoint's name: these actions "
+            "are limited to targets carrying this stack's ml-platform:endpoint-scaling tag.",
         )
         self._acknowledge()
 
@@ -135,22 +190,9 @@ class EndpointScalingProvider(Construct):
             stack.format_arn(service="sagemaker", resource="endpoint",
                              resource_name=endpoint_name.lower())
         )
-        # Target tracking names its alarms TargetTracking-<resource id>-AlarmHigh/Low-<uuid>.
-        alarms = stack.format_arn(
-            service="cloudwatch", resource="alarm",
-            resource_name=f"TargetTracking-endpoint/{endpoint_name}/variant/{variant_name}-*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        self._statements["alarms"].add_resources(alarms)
         if first:
             for statement in self._statements.values():
                 self.handler.add_to_role_policy(statement)
-        acknowledge(
-            self,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, alarms)}]",
-            "Target tracking names its alarms after the variant with a random suffix; the "
-            "wildcard covers only this variant's alarms.",
-        )
 
     def _acknowledge(self) -> None:
         acknowledge(
@@ -162,8 +204,9 @@ class EndpointScalingProvider(Construct):
         acknowledge(
             self,
             "AwsSolutions-IAM5[Resource::*]",
-            "Application Auto Scaling's scalable-target ARNs are opaque ids, not endpoint names: "
-            "its actions cannot be scoped to one endpoint's target by resource.",
+            "Application Auto Scaling's Describe* actions have no resource type, and AWS "
+            "documents the target-tracking alarm calls (cloudwatch:DescribeAlarms, "
+            "PutMetricAlarm, DeleteAlarms) on '*' for SageMaker scaling.",
         )
         acknowledge(
             self,

@@ -14,7 +14,9 @@ from aws_cdk import (
     ArnFormat,
     CustomResource,
     Duration,
+    RemovalPolicy,
     Stack,
+    Tags,
     Token,
 )
 from aws_cdk import (
@@ -30,6 +32,9 @@ from aws_cdk import (
     aws_cloudwatch_actions as cloudwatch_actions,
 )
 from aws_cdk import (
+    aws_kms as kms,
+)
+from aws_cdk import (
     aws_logs as logs,
 )
 from aws_cdk import (
@@ -43,8 +48,13 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from ml_platform.constructs.endpoint_scaling import RESOURCE_TYPE, EndpointScalingProvider
+from ml_platform.constructs.endpoint_scaling import (
+    RESOURCE_TYPE,
+    SCALING_TAG_KEY,
+    EndpointScalingProvider,
+)
 from ml_platform.constructs.nag import acknowledge, rendered_resource
+from ml_platform.constructs.network import FLOW_LOG_KEY_ACTIONS
 from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
@@ -66,6 +76,59 @@ LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
 LOAD_FAILURE_PATTERN = '"failed to load"'
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+# The SageMaker Triton container's start script passes --log-verbose=true (a log line per
+# request) unless this variable is set, and then passes its value as --log-verbose:
+# https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
+LOG_VERBOSE_ENV = "SAGEMAKER_TRITON_LOG_VERBOSE"
+
+
+LOG_KEY_ID = "EndpointLogsKey"
+
+
+def shared_log_key(scope: Construct, removal_policy: RemovalPolicy) -> kms.IKey:
+    """The stack's key for endpoint log groups, created on first use. One key per stack, not
+    per endpoint: a stack holds 30 endpoints within CloudFormation's 500 resources.
+
+    Its policy lets CloudWatch Logs of the stack's region use it under the
+    ``kms:EncryptionContext:aws:logs:arn`` condition, for SageMaker endpoint log groups of this
+    account only (https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/encrypt-log-data-kms.html).
+    """
+    stack = Stack.of(scope)
+    found = stack.node.try_find_child(LOG_KEY_ID)
+    if isinstance(found, kms.Key):
+        return found
+    key = kms.Key(
+        stack,
+        LOG_KEY_ID,
+        description="Encryption of the SageMaker endpoint log groups of this stack",
+        enable_key_rotation=True,
+        removal_policy=removal_policy,
+    )
+    key.add_to_resource_policy(
+        iam.PolicyStatement(
+            sid="CloudWatchLogsOfEndpointLogGroups",
+            principals=[iam.ServicePrincipal(f"logs.{stack.region}.amazonaws.com")],
+            actions=list(FLOW_LOG_KEY_ACTIONS),
+            resources=["*"],
+            conditions={
+                "ArnLike": {
+                    "kms:EncryptionContext:aws:logs:arn": stack.format_arn(
+                        service="logs",
+                        resource="log-group",
+                        resource_name=endpoint_log_group_name("*"),
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    )
+                }
+            },
+        )
+    )
+    return key
+
+
+def endpoint_log_group_name(endpoint_name: str) -> str:
+    """The log group SageMaker writes an endpoint's container logs to.
+    https://docs.aws.amazon.com/sagemaker/latest/dg/logging-cloudwatch.html"""
+    return f"/aws/sagemaker/Endpoints/{endpoint_name}"
 
 
 class TritonMultiModelEndpoint(Construct):
@@ -107,6 +170,17 @@ class TritonMultiModelEndpoint(Construct):
         role: Execution role SageMaker assumes (trusting ``sagemaker.amazonaws.com``). The
             construct adds the statements it needs to it when the role is mutable. Default: a
             new role.
+        log_retention: Retention of the endpoint's log group
+            ``/aws/sagemaker/Endpoints/<endpoint_name>``, which the construct creates (encrypted,
+            before the endpoint, so SageMaker never makes it without retention). Default one
+            year.
+        log_key: KMS key encrypting that log group. Default: one key per stack (rotation on,
+            :func:`shared_log_key`) whose policy lets CloudWatch Logs use it for the stack's
+            region's endpoint log groups only.
+        log_removal_policy: Of the log group and the new key. Default RETAIN.
+        log_verbose: Triton's ``--log-verbose`` level, passed as
+            ``SAGEMAKER_TRITON_LOG_VERBOSE``. Default 0 (off; the container's own default is
+            verbose, a log line for every request).
     """
 
     def __init__(
@@ -130,6 +204,10 @@ class TritonMultiModelEndpoint(Construct):
         alarm_topic: sns.ITopic | None = None,
         network_isolation: bool = True,
         instance_type_changes: bool = True,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        log_key: kms.IKey | None = None,
+        log_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        log_verbose: int = 0,
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
@@ -175,6 +253,10 @@ class TritonMultiModelEndpoint(Construct):
                 f"inference_ami_version={inference_ami_version!r}: expected one of "
                 f"{list(INFERENCE_AMI_VERSIONS)}"
             )
+        if not Token.is_unresolved(log_verbose) and not (
+            isinstance(log_verbose, int) and not isinstance(log_verbose, bool) and log_verbose >= 0
+        ):
+            errors.append(f"log_verbose={log_verbose!r}: expected a level, an integer >= 0")
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
@@ -223,7 +305,20 @@ class TritonMultiModelEndpoint(Construct):
         # The endpoint's log group and its streams. Typed arguments: a plain dict given to a
         # jsii struct parameter silently loses its snake_case keys (resource_name, arn_format).
         stack = Stack.of(self)
-        log_group = f"/aws/sagemaker/Endpoints/{endpoint_name}"
+        log_group = endpoint_log_group_name(endpoint_name)
+        # The stack owns the endpoint's log group: SageMaker would create it on first start
+        # with no retention and no key. Created before the endpoint (dependency below).
+        if log_key is None:
+            log_key = shared_log_key(self, log_removal_policy)
+        self.log_key = log_key
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=log_group,
+            retention=log_retention,
+            encryption_key=log_key,
+            removal_policy=log_removal_policy,
+        )
         self.log_group_arns = [
             stack.format_arn(
                 service="logs",
@@ -275,6 +370,7 @@ class TritonMultiModelEndpoint(Construct):
                 image=self.image_uri,
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
+                environment={LOG_VERBOSE_ENV: str(log_verbose)},
             ),
             # SageMaker, not the container, fetches archives from S3 and hands Triton a local
             # path (the multi-model container contract: POST /models {"url": "/opt/ml/models/
@@ -316,6 +412,7 @@ class TritonMultiModelEndpoint(Construct):
             # Autoscaling owns the instance count: keep it across config updates.
             retain_all_variant_properties=True,
         )
+        self.endpoint.node.add_dependency(self.log_group)
 
         self.scalable_target = appscaling.ScalableTarget(
             self,
@@ -347,7 +444,12 @@ class TritonMultiModelEndpoint(Construct):
                 "TargetValue": invocations_per_instance,
                 "ScaleInCooldown": scale_in.to_seconds(),
                 "ScaleOutCooldown": scale_out.to_seconds(),
+                "TagKey": SCALING_TAG_KEY,
+                "TagValue": provider.tag_value,
             }
+            # The handler may act only on targets with its stack's tag: CloudFormation tags the
+            # target it creates (an in-place update on existing targets).
+            Tags.of(self.scalable_target).add(SCALING_TAG_KEY, provider.tag_value)
             self.scaling_guard = CustomResource(
                 self,
                 "ScalingGuard",
@@ -377,11 +479,11 @@ class TritonMultiModelEndpoint(Construct):
         # archive cannot load (triton-inference-server/core, src/model_lifecycle.cc). SageMaker's
         # own metrics do not say so (ModelLoadingWaitTime only times loads, LoadedModelCount also
         # drops on eviction), so a metric filter on the endpoint's log group counts those lines.
-        # The group exists once the endpoint is InService (SageMaker creates it): depend on it.
+        # It references the stack's log group, so CloudFormation creates it after the group.
         self.load_failure_filter = logs.CfnMetricFilter(
             self,
             "ModelLoadFailures",
-            log_group_name=log_group,
+            log_group_name=self.log_group.log_group_name,
             filter_pattern=logs.FilterPattern.literal(LOAD_FAILURE_PATTERN).log_pattern_string,
             metric_transformations=[
                 logs.CfnMetricFilter.MetricTransformationProperty(
@@ -392,7 +494,6 @@ class TritonMultiModelEndpoint(Construct):
                 )
             ],
         )
-        self.load_failure_filter.node.add_dependency(self.endpoint)
         self.alarms = {
             "ModelLoadFailures": self.metric_model_load_failures().create_alarm(
                 self,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
@@ -126,6 +126,16 @@ class ModelArtifactBucket(Construct):
         model_prefix: Key prefix of the archives (ends in ``/``). Default ``models/``.
         removal_policy: Default RETAIN (both buckets). With DESTROY both buckets are emptied
             on deletion (``auto_delete_objects``), so the deletion succeeds.
+        publishers: ARNs of the IAM roles (or users) that may write and delete archives under
+            the prefix. The bucket policy denies ``s3:PutObject``, ``s3:DeleteObject`` and
+            ``s3:DeleteObjectVersion`` there to every other principal (``aws:PrincipalArn``),
+            whatever its IAM policies allow: archives are code the endpoints and Triton pods
+            run. Default none: nobody writes archives (a synth warning says so).
+        unconditional_publishers: Publishers also allowed to put an object without
+            ``If-None-Match`` (the deploy-time upload, whose ``aws s3 sync`` re-sends unchanged
+            archives under the same content-versioned names). Everyone else's ``PutObject``
+            and ``CompleteMultipartUpload`` under the prefix must carry ``If-None-Match``, so
+            no archive is overwritten. Default none.
 
     Attributes:
         bucket: The model bucket. access_logs: The access-log bucket (``None`` when imported).
@@ -139,6 +149,8 @@ class ModelArtifactBucket(Construct):
         *,
         model_prefix: str = "models/",
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        publishers: Sequence[str] = (),
+        unconditional_publishers: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         _check_prefix(self, model_prefix)
@@ -184,7 +196,57 @@ class ModelArtifactBucket(Construct):
             ],
         )
 
+        self.publishers = (*publishers, *unconditional_publishers)
+        self._protect_archives(list(publishers), list(unconditional_publishers), destroy)
         _acknowledge_delete_provider(self)
+
+    def _protect_archives(
+        self, publishers: list[str], unconditional: list[str], destroy: bool
+    ) -> None:
+        """Bucket-policy statements: archives under the prefix are written only by the
+        publishers, and never overwritten (S3 conditional writes, enforced by policy)."""
+        archives = self.archive_arn()
+        exempt = [*publishers, *unconditional]
+        if destroy:  # aws-cdk's empty-on-delete handler deletes every version on deletion
+            exempt.append(_delete_provider_role_arn(self))
+        if not publishers and not unconditional:
+            Annotations.of(self).add_warning_v2(
+                "ml-platform:no-archive-publishers",
+                "No archive publishers named (storage.archive_publishers, or "
+                "cluster.admin_role_arn from `mlp azs`): the bucket policy lets no principal "
+                f"write or delete under {self.model_prefix}, so `mlp models upload` is refused.",
+            )
+        self.bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="ArchivesOnlyFromPublishers",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=list(ARCHIVE_WRITE_ACTIONS),
+                resources=[archives],
+                conditions={"ArnNotLike": {"aws:PrincipalArn": exempt}} if exempt else None,
+            )
+        )
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes-enforce.html:
+        # s3:if-none-match is absent without the header; s3:ObjectCreationOperation exempts
+        # CreateMultipartUpload and UploadPart (they take no conditional header), so
+        # PutObject and CompleteMultipartUpload must send If-None-Match. CopyObject into the
+        # prefix is refused too (S3 does not implement it with If-None-Match).
+        conditions: dict = {
+            "Null": {"s3:if-none-match": "true"},
+            "Bool": {"s3:ObjectCreationOperation": "true"},
+        }
+        if unconditional:
+            conditions["ArnNotLike"] = {"aws:PrincipalArn": unconditional}
+        self.bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="ArchivesNeverOverwritten",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["s3:PutObject"],
+                resources=[archives],
+                conditions=conditions,
+            )
+        )
 
     @classmethod
     def from_bucket_name(
@@ -218,7 +280,9 @@ class ModelArtifactBucket(Construct):
         return get.combine(listing)
 
     def grant_write_models(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Upload archives under the model prefix (``s3:PutObject`` on ``<prefix>*``)."""
+        """Upload archives under the model prefix (``s3:PutObject`` on ``<prefix>*``). The
+        bucket policy refuses the writes of anyone not among ``publishers``, and every put
+        without ``If-None-Match``."""
         return iam.Grant.add_to_principal(
             grantee=grantee, actions=["s3:PutObject"], resource_arns=[self.archive_arn()]
         )
@@ -244,6 +308,18 @@ class ModelArtifactBucket(Construct):
             dimensions_map={"BucketName": self.bucket.bucket_name, "StorageType": storage_type},
             **settings,
         )
+
+
+#: What the archive bucket policy lets only publishers do under the model prefix.
+ARCHIVE_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion")
+
+
+def _delete_provider_role_arn(scope: Construct) -> str:
+    """ARN of the role of aws-cdk's empty-on-delete handler for buckets (a stack singleton
+    that exists once a bucket sets ``auto_delete_objects``)."""
+    provider = Stack.of(scope).node.find_child("Custom::S3AutoDeleteObjectsCustomResourceProvider")
+    role = provider.node.find_child("Role")
+    return Token.as_string(role.get_att("Arn"))
 
 
 def _check_prefix(scope: Construct, model_prefix: str) -> None:

@@ -77,12 +77,12 @@ class TritonOnEks(Construct):
         triton_version: NGC Triton release, the same as the SageMaker container's. Default
             ``24.09``.
         gpu_instance_type: Single-GPU instance type. Default ``g5.2xlarge``.
-        gpu_nodes / max_gpu_nodes: GPU node group size. Default 1 / 2.
+        gpu_nodes: GPU node group size (desired and maximum: nothing scales it). Default 1.
         subnets: Subnets of the GPU nodes. Default: the VPC's private subnets with egress.
         node_labels: Extra labels of the GPU nodes. Default none.
         device_plugin: Apply NVIDIA's device plugin (once per cluster, shared by every
             instance on it). Default ``True``; ``False`` when the cluster already runs one.
-        replicas / max_replicas: Triton HPA range. Default 1 / 2.
+        replicas: Triton replicas, at most one per GPU node. Default 1.
         namespace / service_account: Where Triton runs; the namespace is created, so each
             instance on a cluster needs its own. Default ``triton`` / ``triton``.
         gpu_node_group: Create the GPU node group here (a
@@ -112,12 +112,10 @@ class TritonOnEks(Construct):
         triton_version: str = "24.09",
         gpu_instance_type: str = "g5.2xlarge",
         gpu_nodes: int = 1,
-        max_gpu_nodes: int = 2,
         subnets: ec2.SubnetSelection | None = None,
         node_labels: Mapping[str, str] | None = None,
         device_plugin: bool = True,
         replicas: int = 1,
-        max_replicas: int = 2,
         namespace: str = "triton",
         service_account: str = "triton",
         gpu_node_group: bool = True,
@@ -130,15 +128,12 @@ class TritonOnEks(Construct):
                 f"gpu_instance_type={gpu_instance_type!r}: expected one of "
                 f"{sorted(EKS_GPU_INSTANCES)}"
             )
-        if gpu_node_group and not 1 <= gpu_nodes <= max_gpu_nodes:
+        if gpu_node_group and not gpu_nodes >= 1:
+            errors.append(f"gpu_nodes={gpu_nodes}: expected at least 1")
+        if not 1 <= replicas <= max(gpu_nodes, 1):
             errors.append(
-                f"gpu_nodes={gpu_nodes}, max_gpu_nodes={max_gpu_nodes}: expected "
-                "1 <= gpu_nodes <= max_gpu_nodes"
-            )
-        if not 1 <= replicas <= max_replicas:
-            errors.append(
-                f"replicas={replicas}, max_replicas={max_replicas}: expected "
-                "1 <= replicas <= max_replicas"
+                f"replicas={replicas}, gpu_nodes={gpu_nodes}: expected 1 <= replicas <= "
+                "gpu_nodes (each replica takes a whole single-GPU node)"
             )
         if not archives:
             errors.append("archives=[]: expected at least one archive")
@@ -185,7 +180,7 @@ class TritonOnEks(Construct):
                 cluster=cluster,
                 instance_type=gpu_instance_type,
                 nodes=gpu_nodes,
-                max_nodes=max_gpu_nodes,
+                max_nodes=gpu_nodes,
                 subnets=subnets,
                 labels=node_labels,
             )
@@ -243,7 +238,6 @@ class TritonOnEks(Construct):
                 triton_version=triton_version,
                 region=Stack.of(self).region,
                 replicas=replicas,
-                max_replicas=max_replicas,
                 namespace=namespace,
                 service_account=service_account,
             ),

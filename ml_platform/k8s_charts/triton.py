@@ -26,7 +26,7 @@ from ml_platform.k8s_charts.names import GPU_RESOURCE, GPU_TAINT_KEY, NODE_ROLE_
 from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
-from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, SHA256_METADATA, parse_ref
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
 
 NAME = "triton"
@@ -41,6 +41,11 @@ def unpack_command(archive_paths: Sequence[str], dest: str = MODEL_DIR) -> list[
     (stdlib only) on ``archive_paths``, unpacking into ``dest``. Tests run it locally."""
     source = Path(archive_safety.__file__).read_text(encoding="utf-8")
     return ["python3", "-I", "-c", source, dest, *archive_paths]
+
+
+def _gib(size: int) -> str:
+    """A byte count as a Kubernetes quantity in whole GiB, rounded up."""
+    return f"{-(-size // 1024**3)}Gi"
 
 
 def triton_image(version: str) -> str:
@@ -76,28 +81,62 @@ def models_to_load(archives: Sequence[str]) -> list[str]:
     return names
 
 
-def fetch_command(bucket: str, prefix: str, archive: str) -> str:
+#: Largest archive object the fetch downloads (compressed); the archives volume holds this
+#: much per archive (its emptyDir sizeLimit), the models volume archive_safety's unpacked cap.
+MAX_ARCHIVE_BYTES = 4 * 1024**3
+
+
+def fetch_command(
+    bucket: str, prefix: str, archive: str, max_bytes: int = MAX_ARCHIVE_BYTES,
+    archive_dir: str = ARCHIVE_DIR,
+) -> str:
     """Shell that copies one archive to ``/archives/<logical>.tar.gz``: an exact version by its
     key, a logical name as its newest version under the prefix (latest LastModified among
-    ``<logical>-vXXXXXXXX.tar.gz``; the AWS CLI pages through every object)."""
+    ``<logical>-vXXXXXXXX.tar.gz``; the AWS CLI pages through every object).
+
+    Before anything is written it reads the object's size and the full SHA-256 that
+    ``mlp models upload`` recorded in its metadata, and refuses an object above ``max_bytes``,
+    one without a well-formed digest, or one whose digest does not start with the version its
+    key names. It downloads exactly the object it checked (``--if-match`` its ETag), verifies
+    the bytes against that digest and deletes them on a mismatch, so the unpack step only
+    sees archives whose full content is what the upload recorded.
+    """
     ref = parse_ref(archive)
-    target = shlex.quote(f"{ARCHIVE_DIR}/{ref.logical}{ARCHIVE_SUFFIX}")
+    target = shlex.quote(f"{archive_dir}/{ref.logical}{ARCHIVE_SUFFIX}")
     if ref.version is not None:
-        source = shlex.quote(f"s3://{bucket}/{prefix}{ref.key}")
-        return f"aws s3 cp --only-show-errors {source} {target}"
-    # Extended regex of the exact key form; only '.' needs escaping in prefix and name.
-    key_re = f"{prefix}{ref.logical}-v[0-9a-f]{{8}}{ARCHIVE_SUFFIX}".replace(".", r"\.")
-    listing = (
-        f"aws s3api list-objects-v2 --bucket {shlex.quote(bucket)} "
-        f"--prefix {shlex.quote(f'{prefix}{ref.logical}-v')} "
-        "--query 'Contents[].[LastModified,Key]' --output text"
-    )
-    newest = f"$({listing} | grep -E {shlex.quote(chr(9) + key_re + '$')} | sort | tail -n 1 | cut -f 2)"
-    missing = shlex.quote(f"no version of {ref.logical} under s3://{bucket}/{prefix}")
-    return (
-        f'key="{newest}" && {{ [ -n "$key" ] || {{ echo {missing} >&2; exit 1; }}; }} && '
-        f'aws s3 cp --only-show-errors "s3://{bucket}/$key" {target}'
-    )
+        resolve = f"key={shlex.quote(prefix + ref.key)}"
+    else:
+        # Extended regex of the exact key form; only '.' needs escaping in prefix and name.
+        key_re = f"{prefix}{ref.logical}-v[0-9a-f]{{8}}{ARCHIVE_SUFFIX}".replace(".", r"\.")
+        listing = (
+            'aws s3api list-objects-v2 --bucket "$bucket" '
+            f"--prefix {shlex.quote(f'{prefix}{ref.logical}-v')} "
+            "--query 'Contents[].[LastModified,Key]' --output text"
+        )
+        newest = f"$({listing} | grep -E {shlex.quote(chr(9) + key_re + '$')} | sort | tail -n 1 | cut -f 2)"
+        missing = shlex.quote(f"no version of {ref.logical} under s3://") + '"$bucket"' + shlex.quote(f"/{prefix}")
+        resolve = f'key="{newest}" && {{ [ -n "$key" ] || {{ echo {missing} >&2; exit 1; }}; }}'
+    fail = lambda message: f'{{ echo "s3://$bucket/$key: {message}" >&2; exit 1; }}'
+    steps = [
+        # The bucket once (a CDK token in the stack: one copy in the manifest, not one per line).
+        f"bucket={shlex.quote(bucket)}",
+        resolve,
+        # One line: size, ETag, recorded digest ("None" when absent).
+        'head=$(aws s3api head-object --bucket "$bucket" --key "$key" '
+        f"--query '[ContentLength,ETag,Metadata.{SHA256_METADATA}]' --output text)",
+        'set -- $head && size=$1 etag=$2 digest=$3',
+        f'{{ [ "$size" -le {max_bytes} ] || {fail(f"$size bytes, above the cap of {max_bytes}")}; }}',
+        "{ printf '%s\\n' \"$digest\" | grep -Eq '^[0-9a-f]{64}$' || "
+        + fail("no sha256 metadata recorded by mlp models upload (found $digest)") + "; }",
+        'version="${key##*-v}" && version="${version%.tar.gz}"',
+        '{ [ "${digest#"$version"}" != "$digest" ] || '
+        + fail("its sha256 $digest does not start with the version v$version its name carries")
+        + "; }",
+        f'aws s3api get-object --bucket "$bucket" --key "$key" --if-match "$etag" {target} >/dev/null',
+        f'{{ echo "$digest  "{target} | sha256sum -c --status - || {{ rm -f {target}; '
+        'echo "s3://$bucket/$key: downloaded bytes do not match its sha256 $digest" >&2; exit 1; }; }',
+    ]
+    return " && ".join(steps)
 
 
 @dataclass(frozen=True)
@@ -109,7 +148,8 @@ class TritonChartProps:
             name the Pod Identity association binds.
         bucket_name / model_prefix: where the archives are.
         archives: the archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). triton_version: e.g. ``24.09``.
-        replicas / max_replicas: HPA range. region: for the AWS CLI.
+        replicas: Triton replicas, fixed (no HorizontalPodAutoscaler: README "Serve the
+            ensembles on EKS" says why). region: for the AWS CLI.
         models: models Triton loads, ensembles first. Default (empty): those the built-in
             archives hold (``models_to_load(archives)``).
     """
@@ -120,14 +160,13 @@ class TritonChartProps:
     triton_version: str
     region: str
     replicas: int = 1
-    max_replicas: int = 2
     namespace: str = "triton"
     service_account: str = "triton"
     models: tuple[str, ...] = ()
 
 
 class TritonChart(cdk8s.Chart):
-    """Namespace, service account, Deployment, ClusterIP Service, HPA and PDB for Triton."""
+    """Namespace, service account, Deployment, ClusterIP Service and PDB for Triton."""
 
     def __init__(self, scope: Construct, construct_id: str, *, props: TritonChartProps) -> None:
         super().__init__(scope, construct_id)
@@ -139,8 +178,15 @@ class TritonChart(cdk8s.Chart):
         meta = lambda name: k8s.ObjectMeta(name=name, namespace=ns, labels=labels)
 
         self.namespace_object = k8s.KubeNamespace(self, "Namespace", metadata=k8s.ObjectMeta(name=ns))
+        # No pod of Triton talks to the Kubernetes API: no API token is mounted. The fetch's
+        # AWS credentials do not need it: EKS Pod Identity's webhook adds its own projected
+        # token (audience pods.eks.amazonaws.com) and the AWS_CONTAINER_CREDENTIALS_FULL_URI /
+        # AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE variables the AWS CLI reads
+        # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html,
+        # https://docs.aws.amazon.com/sdkref/latest/guide/feature-container-credentials.html).
         self.service_account = k8s.KubeServiceAccount(
-            self, "ServiceAccount", metadata=meta(props.service_account)
+            self, "ServiceAccount", metadata=meta(props.service_account),
+            automount_service_account_token=False,
         )
         fetch = " && ".join(
             fetch_command(props.bucket_name, props.model_prefix, a) for a in props.archives
@@ -177,11 +223,21 @@ class TritonChart(cdk8s.Chart):
             metadata=meta(NAME),
             spec=k8s.DeploymentSpec(
                 replicas=props.replicas,
+                # Every replica holds a whole single-GPU node and the node group does not grow:
+                # a surge pod would stay Pending, so a rollout replaces one pod at a time.
+                strategy=k8s.DeploymentStrategy(
+                    type="RollingUpdate",
+                    rolling_update=k8s.RollingUpdateDeployment(
+                        max_surge=k8s.IntOrString.from_number(0),
+                        max_unavailable=k8s.IntOrString.from_number(1),
+                    ),
+                ),
                 selector=k8s.LabelSelector(match_labels=labels),
                 template=k8s.PodTemplateSpec(
                     metadata=k8s.ObjectMeta(labels=labels),
                     spec=k8s.PodSpec(
                         service_account_name=props.service_account,
+                        automount_service_account_token=False,
                         node_selector={NODE_ROLE_LABEL: "gpu"},
                         tolerations=[
                             k8s.Toleration(key=GPU_TAINT_KEY, operator="Exists", effect="NoSchedule")
@@ -255,9 +311,27 @@ class TritonChart(cdk8s.Chart):
                             )
                         ],
                         volumes=[
-                            k8s.Volume(name="archives", empty_dir=k8s.EmptyDirVolumeSource()),
-                            k8s.Volume(name="models", empty_dir=k8s.EmptyDirVolumeSource()),
-                            k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
+                            # Bounded (the kubelet evicts a pod past a sizeLimit): each
+                            # archive is at most MAX_ARCHIVE_BYTES (the fetch checks the
+                            # object's size first) and unpacks to at most archive_safety's cap.
+                            k8s.Volume(
+                                name="archives",
+                                empty_dir=k8s.EmptyDirVolumeSource(
+                                    size_limit=quantity(_gib(len(props.archives) * MAX_ARCHIVE_BYTES))
+                                ),
+                            ),
+                            k8s.Volume(
+                                name="models",
+                                empty_dir=k8s.EmptyDirVolumeSource(
+                                    size_limit=quantity(
+                                        _gib(len(props.archives) * archive_safety.MAX_TOTAL_BYTES)
+                                    )
+                                ),
+                            ),
+                            k8s.Volume(
+                                name="tmp",
+                                empty_dir=k8s.EmptyDirVolumeSource(size_limit=quantity("256Mi")),
+                            ),
                             # The Python backend passes tensors through shared memory; the
                             # container runtime's 64 MiB default is far too small.
                             k8s.Volume(
@@ -284,29 +358,6 @@ class TritonChart(cdk8s.Chart):
                 ],
             ),
         )
-        self.autoscaler = k8s.KubeHorizontalPodAutoscalerV2(
-            self,
-            "Autoscaler",
-            metadata=meta(NAME),
-            spec=k8s.HorizontalPodAutoscalerSpecV2(
-                scale_target_ref=k8s.CrossVersionObjectReferenceV2(
-                    api_version="apps/v1", kind="Deployment", name=NAME
-                ),
-                min_replicas=props.replicas,
-                max_replicas=props.max_replicas,
-                # CPU follows request load for the Python pre/post-processing steps; GPU
-                # metrics would need a custom-metrics adapter (e.g. DCGM + Prometheus).
-                metrics=[
-                    k8s.MetricSpecV2(
-                        type="Resource",
-                        resource=k8s.ResourceMetricSourceV2(
-                            name="cpu",
-                            target=k8s.MetricTargetV2(type="Utilization", average_utilization=70),
-                        ),
-                    )
-                ],
-            ),
-        )
         self.disruption_budget = k8s.KubePodDisruptionBudget(
             self,
             "DisruptionBudget",
@@ -324,7 +375,7 @@ class TritonChart(cdk8s.Chart):
             metrics_port=METRICS_PORT,
         )
         for obj in (
-            self.service_account, self.deployment, self.service, self.autoscaler,
+            self.service_account, self.deployment, self.service,
             self.disruption_budget, *self.network_policies,
         ):
             obj.add_dependency(self.namespace_object)

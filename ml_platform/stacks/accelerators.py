@@ -99,7 +99,8 @@ class GpuNodesStack(Stack):
             instance_type=triton.gpu_instance_type,
             nodes=triton.gpu_nodes,
             min_nodes=triton.min_gpu_nodes,
-            max_nodes=triton.max_gpu_nodes,
+            # Nothing grows the group (README "Serve the ensembles on EKS"): max = desired.
+            max_nodes=triton.gpu_nodes,
         )
         if nodes_ready_after:
             self.gpu.node_group.node.add_dependency(*nodes_ready_after)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from aws_cdk import AssetHashType, CfnOutput, DefaultStackSynthesizer, Fn, Size, Stack
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_s3_deployment as s3deploy
@@ -23,6 +24,7 @@ from ml_platform.stack_outputs import (  # noqa: F401  (re-exported: tests and t
     endpoint_groups,
 )
 from ml_platform.config import endpoint_construct_id as _construct_id
+from ml_platform.stacks.network import _retention
 
 
 # The upload runs in aws-cdk's BucketDeployment Lambda, which downloads the asset zip to its
@@ -46,6 +48,16 @@ def deployment_sizing(total_bytes: int) -> tuple[int, int] | str:
     storage = min(LAMBDA_MAX_EPHEMERAL_MIB, max(512, 2 * mib + 512))
     memory = 512 if mib <= 256 else 1024 if mib <= 1024 else 2048  # unzip and the AWS CLI
     return memory, storage
+
+
+def upload_role_name(stack_name: str, region: str) -> str:
+    """Name of the deploy-time upload's role. Fixed, so the storage stack's bucket policy
+    can name it as a publisher without referencing this stack (which depends on storage).
+    IAM role names are account-wide: the region keeps two regions' stacks apart."""
+    name = f"{stack_name}-ArchiveUpload-{region}"
+    if len(name) > 64:  # IAM's limit on role names
+        name = f"{stack_name[: 64 - len(region) - 15]}-ArchiveUpload-{region}"
+    return name
 
 
 def archives_fingerprint(archives: Sequence[Path]) -> str:
@@ -122,6 +134,8 @@ class InferenceStack(Stack):
                 network_isolation=settings.network_isolation,
                 instance_type_changes=settings.instance_type_changes,
                 alarm_topic=topic,
+                log_retention=_retention(settings.log_retention_days),
+                log_verbose=settings.triton_log_verbose,
             )
             self.endpoints[endpoint.name] = construct
             CfnOutput(
@@ -163,6 +177,7 @@ class InferenceStack(Stack):
                     f"{self.node.path}: inference.upload_dir={settings.upload_dir!r}: {sizing}"
                 )
             memory_mib, storage_mib = sizing
+            self.upload_role = self._upload_role(bucket, model_prefix)
             self.upload = s3deploy.BucketDeployment(
                 self,
                 "UploadArchives",
@@ -181,14 +196,54 @@ class InferenceStack(Stack):
                 prune=False,  # archives uploaded by `mlp models upload` stay
                 exclude=["*"],
                 include=["*.tar.gz"],
+                # aws-cdk would grant read-write on the whole bucket: the role gets exactly
+                # the statements of _upload_role instead.
+                role=self.upload_role.without_policy_updates(),
             )
+            self.upload.node.add_dependency(self.upload_role)
             for construct in self.endpoints.values():
                 construct.endpoint.node.add_dependency(self.upload)
             self._acknowledge_upload(bucket)
 
+    def _upload_role(self, bucket: s3.IBucket, model_prefix: str) -> iam.Role:
+        """The deploy-time upload's role: read the asset zip, list and put (multipart
+        included) under the model prefix, nothing else in the model bucket. Its name is
+        :func:`upload_role_name`, which the model bucket's policy names as a publisher."""
+        role = iam.Role(
+            self,
+            "UploadRole",
+            role_name=upload_role_name(self.stack_name, self.region),
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Deploy-time upload of inference.upload_dir into the model prefix",
+            managed_policies=[
+                iam.ManagedPolicy.from_aws_managed_policy_name(
+                    "service-role/AWSLambdaBasicExecutionRole"
+                )
+            ],
+        )
+        self._asset_objects = (
+            f"arn:{self.partition}:s3:::cdk-{DefaultStackSynthesizer.DEFAULT_QUALIFIER}-assets-"
+            f"{self.account}-{self.region}/*"
+        )
+        self._prefix_objects = bucket.arn_for_objects(f"{model_prefix}*")
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[self._asset_objects]))
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["s3:ListBucket"],
+            resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
+        ))
+        # `aws s3 sync` puts each archive, in parts above 8 MiB (all s3:PutObject), and aborts
+        # a failed multipart upload.
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+            resources=[self._prefix_objects],
+        ))
+        return role
+
     def _acknowledge_upload(self, bucket: s3.IBucket) -> None:
-        """The cdk-nag findings on aws-cdk's own BucketDeployment function, each with why."""
-        role = self.upload.handler_role
+        """The cdk-nag findings on the deploy-time upload's role, each with why."""
+        role = self.upload_role
         acknowledge(
             role,
             "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
@@ -196,14 +251,6 @@ class InferenceStack(Stack):
             "aws-cdk's BucketDeployment function: the managed policy only lets it write its "
             "own CloudWatch logs.",
         )
-        for action in ("s3:GetObject*", "s3:GetBucket*", "s3:List*", "s3:DeleteObject*", "s3:Abort*"):
-            acknowledge(
-                role,
-                f"AwsSolutions-IAM5[Action::{action}]",
-                "aws-cdk's BucketDeployment grants read on the CDK asset bucket and read-write "
-                "on the model bucket (the sync reads, writes and aborts multipart uploads); "
-                "the actions are limited to those two buckets' objects.",
-            )
         assets = (
             f"arn:<AWS::Partition>:s3:::cdk-{DefaultStackSynthesizer.DEFAULT_QUALIFIER}-assets-"
             f"{self.account}-{self.region}/*"
@@ -211,14 +258,14 @@ class InferenceStack(Stack):
         acknowledge(
             role,
             f"AwsSolutions-IAM5[Resource::{assets}]",
-            "The zip of upload_dir is a CDK asset whose key is known only at deploy time; read "
-            "is limited to the bootstrap asset bucket.",
+            "The zip of upload_dir is a CDK asset whose key is known only at deploy time; "
+            "s3:GetObject only, in the bootstrap asset bucket.",
         )
         acknowledge(
             role,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, bucket.arn_for_objects('*'))}]",
-            "The deployment writes the archives under the model prefix of the model bucket; "
-            "aws-cdk grants that bucket's objects.",
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, self._prefix_objects)}]",
+            "The deployment puts the archives under the model prefix (any archive name); "
+            "put and abort only, no read or delete.",
         )
         function = next(
             c for c in self.node.children

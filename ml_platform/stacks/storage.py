@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from aws_cdk import CfnOutput, RemovalPolicy, Stack
@@ -29,8 +30,13 @@ class StorageStack(Stack):
         vpc: ec2.IVpc,
         trainium_subnet: ec2.ISubnet,
         training_nodes: ec2.ISecurityGroup,
+        archive_publishers: Sequence[str] = (),
+        upload_role_name: str | None = None,
         **kwargs: Any,
     ) -> None:
+        """``archive_publishers``: principal ARNs that may write archives; ``upload_role_name``:
+        the deploy-time upload's role (:func:`ml_platform.stacks.inference.upload_role_name`),
+        named so its ARN is known here without a reference to the inference stack."""
         super().__init__(scope, construct_id, **kwargs)
         removal = (
             RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else RemovalPolicy.RETAIN
@@ -42,8 +48,17 @@ class StorageStack(Stack):
             max_images=settings.ecr_max_images,
             removal_policy=removal,
         )
+        unconditional = (
+            [self.format_arn(service="iam", region="", resource="role", resource_name=upload_role_name)]
+            if upload_role_name else []
+        )
         self.models = ModelArtifactBucket(
-            self, "Models", model_prefix=settings.model_prefix, removal_policy=removal
+            self,
+            "Models",
+            model_prefix=settings.model_prefix,
+            removal_policy=removal,
+            publishers=list(archive_publishers),
+            unconditional_publishers=unconditional,
         )
         self.lustre = LustreStorage(
             self,

@@ -199,9 +199,7 @@ class TrainingClusterStack(Stack):
                 triton_version=settings.inference.triton_version,
                 gpu_instance_type=triton.gpu_instance_type,
                 gpu_nodes=triton.gpu_nodes,
-                max_gpu_nodes=triton.max_gpu_nodes,
                 replicas=triton.replicas,
-                max_replicas=triton.max_replicas,
                 gpu_node_group=False,  # GpuNodesStack
             )
 

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ARCHIVE_SUFFIX = ".tar.gz"
+#: The object metadata key (``x-amz-meta-sha256``) in which ``mlp models upload`` records an
+#: archive's full SHA-256, and which the Triton-on-EKS fetch verifies the download against.
+SHA256_METADATA = "sha256"
 VERSION_LENGTH = 8
 _LOGICAL = r"[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?"
 _VERSION = rf"v[0-9a-f]{{{VERSION_LENGTH}}}"

@@ -83,8 +83,14 @@ def test_guard_before_the_endpoint_policy_after_the_target(synth: SynthesizedPla
         "TargetValue": 1000,
         "ScaleInCooldown": 600,
         "ScaleOutCooldown": 120,
+        "TagKey": "ml-platform:endpoint-scaling",
+        "TagValue": "MlPlatform-Inference",
     }
     assert by_phase(t) == {"before": {**common, "Phase": "before"}, "after": {**common, "Phase": "after"}}
+    # CloudFormation tags the target it creates, so the handler's tag-conditioned role may act.
+    assert {"Key": "ml-platform:endpoint-scaling", "Value": "MlPlatform-Inference"} in (
+        resources[target]["Properties"]["Tags"]
+    )
     # The policy belongs to the custom resource; a second, native one would fight it.
     t.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 0)
 
@@ -106,7 +112,7 @@ def test_one_handler_per_stack_with_exact_permissions() -> None:
         if p["Properties"]["Roles"] == [{"Ref": role}]
     ]
     statements = {
-        json.dumps(s["Action"]): s["Resource"]
+        json.dumps(s["Action"]): (s["Resource"], s.get("Condition"))
         for s in stack.resolve(policy["Properties"]["PolicyDocument"])["Statement"]
     }
     partition = {"Ref": "AWS::Partition"}
@@ -114,26 +120,40 @@ def test_one_handler_per_stack_with_exact_permissions() -> None:
     def arn(tail: str) -> dict:
         return {"Fn::Join": ["", ["arn:", partition, tail]]}
 
+    targets = arn(f":application-autoscaling:{REGION}:{ACCOUNT}:scalable-target/*")
+    owned = {"aws:ResourceTag/ml-platform:endpoint-scaling": "S"}  # the stack's name
     assert statements == {
-        '"sagemaker:DescribeEndpointConfig"': arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint-config/*"),
+        '"sagemaker:DescribeEndpointConfig"': (
+            arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint-config/*"), None),
+        # AWS documents the target-tracking alarm calls on "*" for SageMaker scaling; an alarm
+        # ARN pattern Application Auto Scaling does not match fails the first registration.
+        '["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"]':
+            ("*", None),
         json.dumps([
             "application-autoscaling:DescribeScalableTargets",
             "application-autoscaling:DescribeScalingPolicies",
+        ]): ("*", None),
+        json.dumps([
             "application-autoscaling:RegisterScalableTarget",
+            "application-autoscaling:TagResource",
+        ]): (targets, {
+            "StringEquals": {"aws:RequestTag/ml-platform:endpoint-scaling": "S"},
+            "ForAllValues:StringEquals": {"aws:TagKeys": ["ml-platform:endpoint-scaling"]},
+            "StringEqualsIfExists": owned,
+        }),
+        json.dumps([
             "application-autoscaling:DeregisterScalableTarget",
             "application-autoscaling:PutScalingPolicy",
             "application-autoscaling:DeleteScalingPolicy",
-        ]): "*",
+        ]): (targets, {"StringEquals": owned}),
         # SageMaker ARNs carry endpoint names in lower case.
-        '["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"]': [
+        '["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"]': ([
             arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint/team-a"),
             arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint/team-b"),
-        ],
-        '["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"]': [
-            arn(f":cloudwatch:{REGION}:{ACCOUNT}:alarm:TargetTracking-endpoint/Team-A/variant/AllTraffic-*"),
-            arn(f":cloudwatch:{REGION}:{ACCOUNT}:alarm:TargetTracking-endpoint/team-b/variant/AllTraffic-*"),
-        ],
+        ], None),
     }
+    for target in t.find_resources("AWS::ApplicationAutoScaling::ScalableTarget").values():
+        assert target["Properties"]["Tags"] == [{"Key": "ml-platform:endpoint-scaling", "Value": "S"}]
 
 
 def test_without_the_guard_a_plain_policy_and_no_lambda() -> None:
@@ -239,10 +259,80 @@ def props() -> dict[str, dict[str, dict]]:
     return out
 
 
+class OwnerTagGuard:
+    """moto's Application Auto Scaling behind the handler role's tag conditions (moto has no
+    tagging API and no IAM): Register/TagResource must carry the owner tag and may not retag
+    another owner's target; Deregister/PutScalingPolicy/DeleteScalingPolicy need the tag on
+    the target. Everything else goes to moto unchanged."""
+
+    KEY = "ml-platform:endpoint-scaling"
+
+    def __init__(self, autoscaling, owner: str = "S") -> None:  # stack_with's stack
+        self._real = autoscaling
+        self.owner = owner
+        self.tags: dict[str, dict[str, str]] = {}  # target ARN -> tags
+        self.calls: list[str] = []
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+    def _denied(self, operation: str) -> ClientError:
+        return ClientError({"Error": {"Code": "AccessDeniedException", "Message": operation}},
+                           operation)
+
+    def _arn(self, **kwargs) -> str | None:
+        found = self._real.describe_scalable_targets(
+            ServiceNamespace=kwargs["ServiceNamespace"], ResourceIds=[kwargs["ResourceId"]],
+            ScalableDimension=kwargs["ScalableDimension"])["ScalableTargets"]
+        return found[0]["ScalableTargetARN"] if found else None
+
+    def _check_new_tags(self, operation: str, arn: str | None, tags: dict | None) -> None:
+        if (tags or {}).get(self.KEY) != self.owner or set(tags) != {self.KEY}:
+            raise self._denied(operation)  # aws:RequestTag / aws:TagKeys
+        existing = self.tags.get(arn, {}).get(self.KEY) if arn else None
+        if existing is not None and existing != self.owner:
+            raise self._denied(operation)  # StringEqualsIfExists aws:ResourceTag
+
+    def register_scalable_target(self, **kwargs):
+        self.calls.append("register")
+        arn = self._arn(**kwargs)
+        self._check_new_tags("RegisterScalableTarget", arn, kwargs.get("Tags"))
+        out = self._real.register_scalable_target(**kwargs)
+        if arn is None:  # Tags apply to a target the call creates only
+            self.tags[out["ScalableTargetARN"]] = dict(kwargs["Tags"])
+        return out
+
+    def tag_resource(self, ResourceARN: str, Tags: dict) -> dict:
+        self.calls.append("tag")
+        self._check_new_tags("TagResource", ResourceARN, Tags)
+        self.tags.setdefault(ResourceARN, {}).update(Tags)
+        return {}
+
+    def _owned(self, operation: str, **kwargs) -> None:
+        self.calls.append(operation)
+        arn = self._arn(**kwargs)
+        if arn is None or self.tags.get(arn, {}).get(self.KEY) != self.owner:
+            raise self._denied(operation)
+
+    def deregister_scalable_target(self, **kwargs):
+        self._owned("DeregisterScalableTarget", **kwargs)
+        arn = self._arn(**kwargs)
+        self.tags.pop(arn, None)
+        return self._real.deregister_scalable_target(**kwargs)
+
+    def put_scaling_policy(self, **kwargs):
+        self._owned("PutScalingPolicy", **kwargs)
+        return self._real.put_scaling_policy(**kwargs)
+
+    def delete_scaling_policy(self, **kwargs):
+        self._owned("DeleteScalingPolicy", **kwargs)
+        return self._real.delete_scaling_policy(**kwargs)
+
+
 @pytest.fixture
 def cloud():
     with mock_aws():
-        autoscaling = boto3.client("application-autoscaling", region_name=REGION)
+        autoscaling = OwnerTagGuard(boto3.client("application-autoscaling", region_name=REGION))
         yield SageMakerModel(autoscaling), autoscaling
 
 
@@ -266,12 +356,16 @@ def registration(autoscaling) -> tuple[tuple[int, int] | None, dict | None]:
     return target, policy
 
 
-def native_target(autoscaling, p: dict) -> None:
-    """What AWS::ApplicationAutoScaling::ScalableTarget does on create or update."""
-    autoscaling.register_scalable_target(
+def native_target(autoscaling, p: dict, tagged: bool = True) -> None:
+    """What AWS::ApplicationAutoScaling::ScalableTarget does on create or update (with its
+    Tags property; ``tagged=False``: a target deployed before the stack tagged it)."""
+    real = autoscaling._real if isinstance(autoscaling, OwnerTagGuard) else autoscaling
+    out = real.register_scalable_target(
         ServiceNamespace=NAMESPACE, ResourceId="endpoint/ep/variant/AllTraffic",
         ScalableDimension=DIMENSION, MinCapacity=p["MinCapacity"], MaxCapacity=p["MaxCapacity"],
     )
+    if tagged and isinstance(autoscaling, OwnerTagGuard):
+        autoscaling.tags.setdefault(out["ScalableTargetARN"], {})[OwnerTagGuard.KEY] = autoscaling.owner
 
 
 def create(sagemaker: SageMakerModel, autoscaling, p: dict[str, dict]) -> None:
@@ -401,3 +495,37 @@ def test_delete_removes_the_policy_and_leaves_the_target_to_cloudformation(cloud
     # Deleting again (a retried delete) is not an error.
     handler.handle({**event("Delete", p["after"]), "PhysicalResourceId": "x"},
                    sagemaker, autoscaling)
+
+
+def test_a_target_deployed_untagged_is_tagged_before_an_instance_type_change(cloud, props) -> None:
+    """The first update after upgrading: CloudFormation tags the target only after the guard
+    ran, so the guard tags it itself before it deregisters."""
+    sagemaker, autoscaling = cloud
+    handler.handle(event("Create", props["small"]["before"]), sagemaker, autoscaling)
+    sagemaker.create_endpoint("ep", "ml.g4dn.xlarge")
+    native_target(autoscaling, props["small"]["before"], tagged=False)
+    out = handler.handle(event("Update", props["large"]["before"]), sagemaker, autoscaling)
+    assert out["Data"]["Outcome"] == "deregistered (ml.g4dn.xlarge -> ml.g4dn.2xlarge)"
+    assert autoscaling.calls[:2] == ["tag", "DeregisterScalableTarget"]
+    sagemaker.update_endpoint("ep", "ml.g4dn.2xlarge")
+    handler.handle(event("Update", props["large"]["after"]), sagemaker, autoscaling)
+    assert registration(autoscaling) == ((1, 2), SMALL_POLICY)
+    assert sagemaker.refused == []
+
+
+def test_another_owners_target_is_left_alone(cloud, props) -> None:
+    """A target another stack's handler tagged: every change the role would make is refused,
+    and the target keeps its registration."""
+    sagemaker, autoscaling = cloud
+    sagemaker.create_endpoint("ep", "ml.g4dn.xlarge")
+    native_target(autoscaling, props["small"]["before"], tagged=False)
+    (arn,) = autoscaling.tags or [
+        t["ScalableTargetARN"] for t in autoscaling.describe_scalable_targets(
+            ServiceNamespace=NAMESPACE)["ScalableTargets"]]
+    autoscaling.tags[arn] = {OwnerTagGuard.KEY: "SomeOtherStack"}
+    for phase in ("before", "after"):
+        with pytest.raises(ClientError, match="AccessDenied"):
+            handler.handle(event("Update", props["large"][phase]), sagemaker, autoscaling)
+        with pytest.raises(ClientError, match="AccessDenied"):
+            handler.handle(event("Update", props["small"][phase]), sagemaker, autoscaling)
+    assert registration(autoscaling) == ((1, 2), None)

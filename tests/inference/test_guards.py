@@ -76,17 +76,19 @@ def test_a_failed_model_load_raises_an_alarm_that_notifies_the_topic() -> None:
     endpoint, stack = _endpoint(topic=True)
     t = Template.from_stack(stack)
     (filter_id, metric_filter), = t.find_resources("AWS::Logs::MetricFilter").items()
+    group_id = stack.get_logical_id(endpoint.log_group.node.default_child)
     assert metric_filter["Properties"] == {
-        "LogGroupName": "/aws/sagemaker/Endpoints/ep",
+        "LogGroupName": {"Ref": group_id},
         "FilterPattern": '"failed to load"',
         "MetricTransformations": [{
             "MetricNamespace": LOAD_FAILURE_NAMESPACE, "MetricName": "ep-ModelLoadFailures",
             "MetricValue": "1", "DefaultValue": 0,
         }],
     }
-    # SageMaker creates the log group when the endpoint starts: the filter comes after it.
-    endpoint_id = stack.get_logical_id(endpoint.endpoint)
-    assert metric_filter["DependsOn"] == [endpoint_id]
+    # The stack owns the log group (test_endpoint_logs.py): the filter follows the group by
+    # reference, not the endpoint.
+    assert "DependsOn" not in metric_filter
+    t.has_resource_properties("AWS::Logs::LogGroup", {"LogGroupName": "/aws/sagemaker/Endpoints/ep"})
     t.has_resource_properties("AWS::CloudWatch::Alarm", {
         "Namespace": LOAD_FAILURE_NAMESPACE, "MetricName": "ep-ModelLoadFailures",
         "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold",

@@ -18,6 +18,7 @@ from ml_platform.stacks.inference import (
     InferenceStack,
     archives_fingerprint,
     deployment_sizing,
+    upload_role_name,
 )
 
 
@@ -61,7 +62,7 @@ def test_the_deployment_function_is_sized_from_the_folder(nagged) -> None:
     functions = [
         r["Properties"] for r in template["Resources"].values()
         if r["Type"] == "AWS::Lambda::Function"
-        and "CDKBucketDeployment" in json.dumps(r.get("Metadata", {})) + json.dumps(r["Properties"])
+        and r["Properties"]["Role"]["Fn::GetAtt"][0].startswith("UploadRole")
     ]
     assert [(f["MemorySize"], f["EphemeralStorage"]) for f in functions] == [
         (512, {"Size": 514})
@@ -98,3 +99,34 @@ def test_upload_dir_roles_are_conditioned_or_listed(nagged) -> None:
     problems, used = trust_problems("Inference", template)
     assert problems == []
     assert [e for e in UNCONDITIONED if not e.default_app and e in used] != []
+
+
+def test_the_upload_role_is_named_and_scoped_to_the_model_prefix(nagged) -> None:
+    """Exactly: read the asset zip, list and put under the prefix. aws-cdk's own grant
+    (read-write on the whole model bucket, deletes included) is not there."""
+    _, outdir, _ = nagged
+    template = json.loads((outdir / "Inference.template.json").read_text())
+    resources = template["Resources"]
+    roles = {k: v for k, v in resources.items() if v["Type"] == "AWS::IAM::Role"
+             and k.startswith("UploadRole")}
+    ((role_id, role),) = roles.items()
+    # The model bucket's policy names this role as a publisher by this fixed name.
+    assert role["Properties"]["RoleName"] == "Inference-ArchiveUpload-us-west-2"
+    assert upload_role_name("Inference", "us-west-2") == "Inference-ArchiveUpload-us-west-2"
+    assert len(upload_role_name("X" * 60, "ap-southeast-7")) == 64
+    policies = [v for v in resources.values() if v["Type"] == "AWS::IAM::Policy"
+                and v["Properties"]["Roles"] == [{"Ref": role_id}]]
+    (policy,) = policies
+    bucket = {"Fn::ImportValue": "Storage-ModelBucketArn"}
+    assert policy["Properties"]["PolicyDocument"]["Statement"] == [
+        {"Action": "s3:GetObject", "Effect": "Allow",
+         "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                        ":s3:::cdk-hnb659fds-assets-123456789012-us-west-2/*"]]}},
+        {"Action": "s3:ListBucket", "Effect": "Allow", "Resource": bucket,
+         "Condition": {"StringLike": {"s3:prefix": ["models/*"]}}},
+        {"Action": ["s3:PutObject", "s3:AbortMultipartUpload"], "Effect": "Allow",
+         "Resource": {"Fn::Join": ["", [bucket, "/models/*"]]}},
+    ]
+    # The upload waits for its role's policy (the function is given the role, not its grants).
+    (upload,) = [k for k, v in resources.items() if v["Type"] == "Custom::CDKBucketDeployment"]
+    assert policies and any(d.startswith("UploadRole") for d in resources[upload]["DependsOn"])

@@ -87,7 +87,7 @@ def test_triton_in_its_own_stack_serves_the_named_archive_with_given_props(
     assert deployment["metadata"]["namespace"] == "search"
     pod = deployment["spec"]["template"]["spec"]
     fetch = shlex.split(pod["initContainers"][0]["command"][2])
-    assert [w for w in fetch if w.startswith("s3://")][0].endswith("/models/team-reranker-v0a1b2c3d.tar.gz")
+    assert [w for w in fetch if w.startswith("key=")] == ["key=models/team-reranker-v0a1b2c3d.tar.gz"]
     args = pod["containers"][0]["args"]
     # Triton loads every unpacked model and refuses model control (issue #13)
     assert "--model-control-mode=none" in args

@@ -208,7 +208,7 @@ ACCEPTED = [
                 {"name": "B" + "-c" * 31, "archives": ["d-e_f", "model_tf_dali@v0123abcd"]},
             ]
         },
-        "triton_on_eks": {"archives": ["model_onnx_python"], "replicas": 50, "max_replicas": 50},
+        "triton_on_eks": {"archives": ["model_onnx_python"], "replicas": 20, "gpu_nodes": 20},
         "trainium": {"min_nodes": 0, "nodes": 0, "max_nodes": 64},
     },
     {

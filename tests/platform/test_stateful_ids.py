@@ -31,6 +31,9 @@ STATEFUL = {
     ("TrainingCluster", "Cluster9EE0221C"): ("AWS::EKS::Cluster", None),
     ("TrainingCluster", "ClusterSecretsKey462B29B5"): ("AWS::KMS::Key", "Retain"),
     ("Inference", "TritonEnsemblesConfig4AAE7098"): ("AWS::SageMaker::EndpointConfig", None),
+    # The endpoint's container log group (the stack owns it) and the stack's key for them.
+    ("Inference", "TritonEnsemblesLogs86D6F3FA"): ("AWS::Logs::LogGroup", "Retain"),
+    ("Inference", "EndpointLogsKey09B19345"): ("AWS::KMS::Key", "Retain"),
     # The endpoint-scaling handler's log (aws-cdk's LogGroup default: retained).
     ("Inference", "EndpointScalingProviderLogs86020CE4"): ("AWS::Logs::LogGroup", "Retain"),
 }

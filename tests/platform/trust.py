@@ -113,7 +113,7 @@ UNCONDITIONED: tuple[Unconditioned, ...] = (
                   _LAMBDA_SOURCE),
     Unconditioned("Inference", "EndpointScalingProviderframeworkonEventServiceRole*",
                   "lambda.amazonaws.com", _LAMBDA, _LAMBDA_SOURCE),
-    Unconditioned("Inference", "CustomCDKBucketDeployment*ServiceRole*", "lambda.amazonaws.com",
+    Unconditioned("Inference", "UploadRole*", "lambda.amazonaws.com",
                   _LAMBDA + " (BucketDeployment of inference.upload_dir)", _LAMBDA_SOURCE,
                   default_app=False),
     Unconditioned(

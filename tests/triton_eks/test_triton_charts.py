@@ -20,7 +20,6 @@ PROPS = TritonChartProps(
     triton_version="24.09",
     region="us-west-2",
     replicas=1,
-    max_replicas=3,
 )
 
 
@@ -38,7 +37,7 @@ def pod(objects: dict[str, dict]) -> dict:
 
 def test_every_object_validates_against_kubernetes_1_35(objects: dict[str, dict]) -> None:
     assert set(objects) == {
-        "Namespace", "ServiceAccount", "Deployment", "Service", "HorizontalPodAutoscaler",
+        "Namespace", "ServiceAccount", "Deployment", "Service",
         "PodDisruptionBudget", "DaemonSet", "NetworkPolicy",
     }
     for obj in objects.values():
@@ -50,12 +49,13 @@ def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str
     script = fetch["command"][2]
     assert fetch["command"][:2] == ["sh", "-ec"]
     # The exact version by its key; the logical name through a listing of its versions.
-    sources = [w for w in shlex.split(script) if w.startswith("s3://")]
-    assert sources == [
-        "s3://models-bucket/$key",
-        "s3://models-bucket/models/model_onnx_python-v0123abcd.tar.gz",
-    ]
+    keys = [w for w in shlex.split(script) if w.startswith("key=")]
+    assert keys[1] == "key=models/model_onnx_python-v0123abcd.tar.gz"
     assert "--prefix models/model_tf_dali-v " in script
+    # Size and recorded SHA-256 are read first, the download is pinned to that object and
+    # verified (tests/triton_eks/test_archive_fetch.py runs the script against moto).
+    assert script.count("aws s3api head-object") == 2
+    assert script.count("--if-match") == 2 and script.count("sha256sum -c") == 2
     # python3 -I -c <archive_safety.py> DEST ARCHIVE... (tests/platform/test_archive_safety.py
     # runs this command on real and malicious archives)
     assert unpack["command"][:3] == ["python3", "-I", "-c"]
@@ -64,61 +64,14 @@ def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str
     ]
 
 
-FAKE_AWS = """#!/bin/sh
-# Stand-in for the AWS CLI: prints LISTING for list-objects-v2, records cp's arguments.
-case "$1 $2" in
-  "s3api list-objects-v2") printf '%b' "$LISTING" ;;
-  "s3 cp") echo "$4 $5" >> "$COPIED" ;;
-  *) exit 2 ;;
-esac
-"""
-
-
-@pytest.mark.parametrize(
-    ("listing", "copied"),
-    [
-        # The newest LastModified wins, whatever the hash order; other logical names whose
-        # name starts the same ('model_tf_dali-vision') and non-archives are ignored.
-        (
-            "2026-11-02T10:00:00+00:00\tmodels/model_tf_dali-vffffffff.tar.gz\n"
-            "2026-11-03T09:00:00+00:00\tmodels/model_tf_dali-v00000000.tar.gz\n"
-            "2026-11-04T09:00:00+00:00\tmodels/model_tf_dali-vision-v11111111.tar.gz\n"
-            "2026-11-05T09:00:00+00:00\tmodels/model_tf_dali-v22222222.tar.gz.tmp\n",
-            "s3://models-bucket/models/model_tf_dali-v00000000.tar.gz /archives/model_tf_dali.tar.gz",
-        ),
-        ("None\n", None),  # no version uploaded: the pod fails to start, naming the archive
-    ],
-)
-def test_a_logical_name_fetches_its_newest_version(tmp_path, listing: str, copied) -> None:
-    import os
-    import subprocess
-
-    from ml_platform.k8s_charts.triton import fetch_command
-
-    (tmp_path / "aws").write_text(FAKE_AWS)
-    (tmp_path / "aws").chmod(0o755)
-    log = tmp_path / "copied"
-    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}", "LISTING": listing,
-           "COPIED": str(log)}
-    script = fetch_command("models-bucket", "models/", "model_tf_dali")
-    result = subprocess.run(["sh", "-ec", script], env=env, capture_output=True, text=True)
-    if copied is None:
-        assert result.returncode != 0
-        assert "no version of model_tf_dali under s3://models-bucket/models/" in result.stderr
-        assert not log.exists()
-    else:
-        assert result.returncode == 0, result.stderr
-        assert log.read_text().split("\n")[0] == copied
-
-
 def test_one_archive_fetches_only_that_archive() -> None:
     app = cdk8s.App()
     props = TritonChartProps(**{**PROPS.__dict__, "archives": ("model_onnx_python@v0123abcd",)})
     chart = TritonChart(app, "t", props=props)
     deployment = next(o for o in chart.to_json() if o["kind"] == "Deployment")
     script = deployment["spec"]["template"]["spec"]["initContainers"][0]["command"][2]
-    assert [w for w in shlex.split(script) if w.startswith("s3://")] == [
-        "s3://models-bucket/models/model_onnx_python-v0123abcd.tar.gz"
+    assert [w for w in shlex.split(script) if w.startswith("key=")] == [
+        "key=models/model_onnx_python-v0123abcd.tar.gz"
     ]
     args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
     assert not [a for a in args if a.startswith("--load-model")]
@@ -150,15 +103,28 @@ def test_probes_ports_gpu_and_shared_memory(objects: dict[str, dict]) -> None:
     assert spec["nodeSelector"] == {"ml-platform/node-role": "gpu"}
 
 
-def test_service_hpa_and_pdb(objects: dict[str, dict]) -> None:
+def test_service_pdb_and_no_autoscaler(objects: dict[str, dict]) -> None:
+    """Fixed replicas (README "Serve the ensembles on EKS": no metrics-server, no node
+    autoscaler), replaced one at a time: a surge pod would find no free GPU."""
     service = objects["Service"]["spec"]
     assert service["type"] == "ClusterIP"
     assert sorted(p["port"] for p in service["ports"]) == [8000, 8001, 8002]
-    hpa = objects["HorizontalPodAutoscaler"]
-    assert hpa["apiVersion"] == "autoscaling/v2"
-    assert (hpa["spec"]["minReplicas"], hpa["spec"]["maxReplicas"]) == (1, 3)
-    assert hpa["spec"]["scaleTargetRef"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "triton"}
+    assert "HorizontalPodAutoscaler" not in objects
+    spec = objects["Deployment"]["spec"]
+    assert spec["replicas"] == 1
+    assert spec["strategy"] == {"type": "RollingUpdate",
+                                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
     assert objects["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1
+
+
+def test_no_api_token_and_bounded_scratch_volumes(objects: dict[str, dict]) -> None:
+    """Nothing in the pod calls the Kubernetes API; Pod Identity brings its own token. Every
+    emptyDir has a sizeLimit: two archives of at most 4 GiB, unpacked at most 16 GiB each."""
+    assert objects["ServiceAccount"]["automountServiceAccountToken"] is False
+    spec = pod(objects)
+    assert spec["automountServiceAccountToken"] is False
+    limits = {v["name"]: v["emptyDir"].get("sizeLimit") for v in spec["volumes"]}
+    assert limits == {"archives": "8Gi", "models": "32Gi", "tmp": "256Mi", "dshm": "2Gi"}
 
 
 def test_nvidia_plugin_only_on_gpu_nodes(objects: dict[str, dict]) -> None:
@@ -175,3 +141,16 @@ def test_models_to_load_rejects_unknown_and_clashing_archives() -> None:
             models_to_load([unknown])
     with pytest.raises(ValueError, match="appear twice"):
         models_to_load(["model_onnx_python", "model_onnx_python@v0123abcd"])
+
+
+def test_the_autoscaling_maxima_are_gone_with_a_reason() -> None:
+    from ml_platform.config import Settings, SettingsError
+
+    with pytest.raises(SettingsError) as error:
+        Settings.from_context({"triton_on_eks": {"max_replicas": 4, "max_gpu_nodes": 4,
+                                                 "replicas": 2, "gpu_nodes": 1}})
+    text = str(error.value)
+    assert "triton_on_eks.max_replicas: removed: Triton on EKS runs a fixed number of replicas" in text
+    assert "triton_on_eks.max_gpu_nodes: removed: the GPU node group is sized by" in text
+    assert ("triton_on_eks.replicas = 2: expected 1 to gpu_nodes (1): each replica takes a "
+            "whole single-GPU node") in text

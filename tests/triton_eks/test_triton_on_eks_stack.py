@@ -42,7 +42,8 @@ def test_gpu_node_group(synth: SynthesizedPlatform) -> None:
             "InstanceTypes": ["g5.2xlarge"],
             "Labels": {"ml-platform/node-role": "gpu"},
             "Taints": [{"Key": "nvidia.com/gpu", "Value": "true", "Effect": "NO_SCHEDULE"}],
-            "ScalingConfig": {"MinSize": 1, "DesiredSize": 1, "MaxSize": 2},
+            # Nothing grows the group (no node autoscaler): its maximum is its size.
+            "ScalingConfig": {"MinSize": 1, "DesiredSize": 1, "MaxSize": 1},
             "LaunchTemplate": Match.object_like({}),
         },
     )
@@ -83,7 +84,7 @@ def test_charts_are_applied_with_exactly_the_configured_archives(synth: Synthesi
     objects = triton_objects(synth.template_json("TrainingCluster"))
     assert {k for k in objects} >= {
         ("Namespace", "triton"), ("ServiceAccount", "triton"), ("Deployment", "triton"),
-        ("Service", "triton"), ("HorizontalPodAutoscaler", "triton"),
+        ("Service", "triton"),
         ("PodDisruptionBudget", "triton"), ("DaemonSet", "nvidia-device-plugin"),
     }
     pod = objects[("Deployment", "triton")]["spec"]["template"]["spec"]
@@ -125,12 +126,12 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
     with pytest.raises(ValueError) as info:
         TritonOnEks(
             stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom"],
-            gpu_instance_type="p5.48xlarge", gpu_nodes=3, max_gpu_nodes=2, replicas=0,
+            gpu_instance_type="p5.48xlarge", gpu_nodes=0, replicas=0,
             pod_identity_agent=None, namespace="Bad_Namespace",
         )
     message = str(info.value)
     for expected in (
-        "gpu_instance_type='p5.48xlarge'", "gpu_nodes=3", "replicas=0", "'custom'",
+        "gpu_instance_type='p5.48xlarge'", "gpu_nodes=0: expected at least 1", "replicas=0", "'custom'",
         "models=None", "namespace='Bad_Namespace'",
     ):
         assert expected in message

@@ -19,6 +19,12 @@ Both run the same reconciliation, on Create and Update, against what the endpoin
 * it runs the requested type: register the target with the requested capacities and put the
   target-tracking policy (both calls are upserts, by name).
 
+Every target it acts on carries the owner tag of the resource's ``TagKey``/``TagValue``
+properties (the stack's name): its role may only register, tag, deregister and change policies
+of targets with that tag (or untagged ones, which it tags first), so it cannot touch another
+stack's scalable targets. ``RegisterScalableTarget`` tags only the targets it creates, so an
+existing target is tagged with ``TagResource`` before anything else.
+
 Everything is found by name (endpoint, variant, policy), never by a stored ARN, so a rollback
 restores the previous registration whatever ran before. Only the ``after`` resource deletes
 its policy on Delete; the scalable target itself belongs to CloudFormation's
@@ -63,20 +69,34 @@ def current_instance_type(sagemaker, props: dict[str, Any]) -> str | None:
     return None  # the variant is being added by this update
 
 
-def is_registered(autoscaling, props: dict[str, Any]) -> bool:
+def owner_tag(props: dict[str, Any]) -> dict[str, str]:
+    return {props["TagKey"]: props["TagValue"]}
+
+
+def target_arn(autoscaling, props: dict[str, Any]) -> str | None:
     found = autoscaling.describe_scalable_targets(
         ServiceNamespace=NAMESPACE, ResourceIds=[resource_id(props)], ScalableDimension=DIMENSION
     )["ScalableTargets"]
-    return bool(found)
+    return found[0]["ScalableTargetARN"] if found else None
+
+
+def tag(autoscaling, props: dict[str, Any], arn: str) -> None:
+    """Put the owner tag on an existing target (its role refuses a target another owner
+    tagged), so the tag-conditioned calls after it are allowed."""
+    autoscaling.tag_resource(ResourceARN=arn, Tags=owner_tag(props))
 
 
 def register(autoscaling, props: dict[str, Any]) -> None:
+    existing = target_arn(autoscaling, props)
+    if existing is not None:
+        tag(autoscaling, props, existing)
     autoscaling.register_scalable_target(
         ServiceNamespace=NAMESPACE,
         ResourceId=resource_id(props),
         ScalableDimension=DIMENSION,
         MinCapacity=int(props["MinCapacity"]),
         MaxCapacity=int(props["MaxCapacity"]),
+        Tags=owner_tag(props),
     )
     autoscaling.put_scaling_policy(
         PolicyName=props["PolicyName"],
@@ -119,7 +139,9 @@ def reconcile(props: dict[str, Any], sagemaker, autoscaling) -> str:
     if running is None:
         return "no endpoint yet"
     if running != props["InstanceType"]:
-        if is_registered(autoscaling, props):
+        arn = target_arn(autoscaling, props)
+        if arn is not None:
+            tag(autoscaling, props, arn)
             deregister(autoscaling, props)
             return f"deregistered ({running} -> {props['InstanceType']})"
         return f"not registered ({running} -> {props['InstanceType']})"
@@ -129,6 +151,8 @@ def reconcile(props: dict[str, Any], sagemaker, autoscaling) -> str:
 
 def delete_policy(autoscaling, props: dict[str, Any]) -> None:
     if props["PolicyName"] in policy_names(autoscaling, props):
+        # The target this stack registered carries the tag already (CloudFormation's and the
+        # handler's), so deleting the policy needs no tagging.
         autoscaling.delete_scaling_policy(
             PolicyName=props["PolicyName"], ServiceNamespace=NAMESPACE,
             ResourceId=resource_id(props), ScalableDimension=DIMENSION,
