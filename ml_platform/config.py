@@ -23,11 +23,15 @@ from ml_platform.instances import (
     EKS_GPU_INSTANCES,
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
+    instance_compute_capability,
 )
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
+    DEFAULT_TRITON_VERSION,
     INFERENCE_AMI_VERSIONS,
+    TRITON_RELEASES,
     TRITON_VERSIONS,
+    inference_ami_problem,
     triton_region_problem,
 )
 from ml_platform.triton.archive_names import ArchiveRef, parse_ref
@@ -608,15 +612,18 @@ class InferenceSettings:
     """Triton on SageMaker multi-model endpoints.
 
     Attributes:
-        triton_version: Tag of SageMaker's Triton container (``<ver>-py3``). Default ``24.09``,
-            the newest listed release that still has the TensorFlow backend the Inception
-            graphdef needs.
+        triton_version: Tag of SageMaker's Triton container (``<ver>-py3``); Triton on EKS runs
+            the same release from NGC. Default ``25.09``, the first patched release SageMaker
+            publishes (NVIDIA's August 2025 bulletin, CVE-2025-23319/23320/23334, fixed in
+            25.07). Older releases stay selectable for their TensorFlow backend, with a
+            synth-time warning naming the CVEs.
         endpoints: The endpoints. Default: one endpoint serving both ensembles.
         upload_dir: Local folder of built archives to upload into the model prefix at deploy
             time. Default none (``mlp models upload`` does it).
         inference_ami_version: The endpoint instances' AMI (NVIDIA driver and CUDA). Default
-            ``al2-ami-sagemaker-inference-gpu-2`` (driver 535, CUDA 12.2, CUDA-compat mounted),
-            which runs the 24.09 container's CUDA 12.6 on data-center GPUs.
+            ``al2023-ami-sagemaker-inference-gpu-4-1`` (driver 580, CUDA 13.0), which runs the
+            CUDA 13 of releases from 25.08 natively and every older release too. A 535/550
+            AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused.
         alarm_topic_arn: SNS topic ARN every endpoint alarm notifies. Default none.
         network_isolation: ``EnableNetworkIsolation`` on each endpoint's model. Default true.
         instance_type_changes: Let an endpoint's ``instance_type`` change deploy although
@@ -626,7 +633,7 @@ class InferenceSettings:
             instance-type change then needs SageMaker's manual steps (README).
     """
 
-    triton_version: str = "24.09"
+    triton_version: str = DEFAULT_TRITON_VERSION
     endpoints: tuple[EndpointSettings, ...] = (EndpointSettings(),)
     upload_dir: str | None = None
     inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION
@@ -646,6 +653,22 @@ class InferenceSettings:
                 f"inference.inference_ami_version = {self.inference_ami_version!r}: expected one "
                 f"of {list(INFERENCE_AMI_VERSIONS)}"
             )
+        ami_problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
+        if ami_problem:
+            out.append(
+                f"inference.triton_version = {self.triton_version!r} with "
+                f"inference.inference_ami_version = {self.inference_ami_version!r}: {ami_problem}"
+            )
+        release = TRITON_RELEASES.get(self.triton_version)
+        for i, endpoint in enumerate(self.endpoints):
+            capability = instance_compute_capability(endpoint.instance_type)
+            if release and capability and capability < release.min_compute_capability:
+                out.append(
+                    f"inference.endpoints[{i}].instance_type = {endpoint.instance_type!r}: its GPU "
+                    f"has compute capability {capability}, below the {release.min_compute_capability}"
+                    f" that Triton {self.triton_version} supports (release notes, GPU "
+                    "Requirements); use a g4dn or g5 instance, or a release before 25.03"
+                )
         if self.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.fullmatch(self.alarm_topic_arn):
             out.append(
                 f"inference.alarm_topic_arn = {self.alarm_topic_arn!r}: expected an SNS topic ARN "

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from aws_cdk import (
+    Annotations,
     ArnFormat,
     CustomResource,
     Duration,
@@ -51,9 +52,12 @@ from ml_platform.sagemaker_images import (
     DEFAULT_TRITON_VERSION,
     INFERENCE_AMI_VERSIONS,
     TRITON_REPOSITORY,
+    UNPATCHED_TRITON_WARNING,
+    inference_ami_problem,
     triton_account,
     triton_image_uri,
     triton_region_problem,
+    triton_release_warning,
 )
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_ref
 
@@ -84,12 +88,16 @@ class TritonMultiModelEndpoint(Construct):
         initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
         invocations_per_instance: Target of the invocations-per-instance scaling policy
             (per minute). Default 1000.
-        triton_version: SageMaker Triton container version. Default ``24.09``.
+        triton_version: SageMaker Triton container version. Default ``25.09``, patched against
+            NVIDIA's August 2025 bulletin; an older release gets a synth-time warning naming
+            CVE-2025-23319/23320/23334 (id ``ml-platform:triton-unpatched-release``,
+            acknowledgeable with ``Annotations.of(scope).acknowledge_warning``).
         image_uri: Overrides the container image (default: SageMaker's Triton image for the
             stack's region and ``triton_version``).
         inference_ami_version: The instances' AMI (driver/CUDA pairing), one of
-            :data:`INFERENCE_AMI_VERSIONS`. Default ``al2-ami-sagemaker-inference-gpu-2``
-            (see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the container's CUDA).
+            :data:`INFERENCE_AMI_VERSIONS`. Default ``al2023-ami-sagemaker-inference-gpu-4-1``
+            (driver 580: see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the
+            container's CUDA); one that cannot run the release's CUDA is refused.
         alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
         network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
             the archives' Python) gets no network. Default true.
@@ -170,8 +178,15 @@ class TritonMultiModelEndpoint(Construct):
                 f"inference_ami_version={inference_ami_version!r}: expected one of "
                 f"{list(INFERENCE_AMI_VERSIONS)}"
             )
+        elif image_uri is None:
+            problem = inference_ami_problem(triton_version, inference_ami_version)
+            if problem:
+                errors.append(f"inference_ami_version={inference_ami_version!r}: {problem}")
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        warning = triton_release_warning(triton_version) if image_uri is None else None
+        if warning:
+            Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
 
         self.endpoint_name = endpoint_name
         self.archives: tuple[ArchiveRef, ...] = tuple(refs)
