@@ -631,6 +631,13 @@ class InferenceSettings:
             Lambda-backed custom resource per endpoint deregisters the target before the
             endpoint moves and registers it again after. Default true. False: no Lambda; an
             instance-type change then needs SageMaker's manual steps (README).
+        model_load_gpu_limit_percent: Triton refuses to load another model once the GPU's
+            memory use passes this share (``--model-load-gpu-limit``, set through the
+            container's ``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``). The TensorFlow backend of
+            releases up to 25.02 and DALI keep GPU memory after a model unloads, so without a
+            limit versions pile up until a running model fails on CUDA memory; with it the
+            new load fails cleanly and raises the endpoint's load-failure alarm. Default 80;
+            100 sets no limit.
     """
 
     triton_version: str = DEFAULT_TRITON_VERSION
@@ -640,9 +647,15 @@ class InferenceSettings:
     alarm_topic_arn: str | None = None
     network_isolation: bool = True
     instance_type_changes: bool = True
+    model_load_gpu_limit_percent: int = 80
 
     def problems(self) -> list[str]:
         out = []
+        if not 1 <= self.model_load_gpu_limit_percent <= 100:
+            out.append(
+                f"inference.model_load_gpu_limit_percent = {self.model_load_gpu_limit_percent}: "
+                "expected 1 to 100 (100: no limit)"
+            )
         if self.triton_version not in TRITON_SAGEMAKER_VERSIONS:
             out.append(
                 f"inference.triton_version = {self.triton_version!r}: expected one of "

@@ -62,6 +62,24 @@ from ml_platform.sagemaker_images import (
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_ref
 
 VARIANT_NAME = "AllTraffic"
+# Triton's TensorFlow backend (releases up to 25.02) does not give GPU memory back when a model
+# unloads (the source design's notebook, MME_TF_DALI+TRT), and neither does DALI unless its
+# backend is started with release_after_unload (dali_backend docs/config.md), which the
+# container's serve script cannot pass. The serve script does pass Triton's
+# --model-load-gpu-limit from SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT: past that share of GPU
+# memory, Triton refuses new loads ("failed to load", counted by the load-failure alarm)
+# instead of letting a running model fail on CUDA memory:
+# https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
+# https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
+DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 80
+
+
+def model_load_environment(limit_percent: int) -> dict[str, str]:
+    """The container environment that caps model loads at ``limit_percent`` of GPU memory
+    (empty for 100: no limit)."""
+    if limit_percent >= 100:
+        return {}
+    return {"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": f"{limit_percent / 100:g}"}
 LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
@@ -101,6 +119,9 @@ class TritonMultiModelEndpoint(Construct):
         alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
         network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
             the archives' Python) gets no network. Default true.
+        model_load_gpu_limit_percent: Share of GPU memory past which Triton refuses to load
+            another model (``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``; see
+            :data:`DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT`). Default 80; 100: no limit.
         instance_type_changes: Make a change of ``instance_type`` deploy although autoscaling
             is registered (SageMaker refuses that update otherwise): two custom resources of
             one handler per stack deregister the target before the endpoint moves and register
@@ -133,6 +154,7 @@ class TritonMultiModelEndpoint(Construct):
         alarm_topic: sns.ITopic | None = None,
         network_isolation: bool = True,
         instance_type_changes: bool = True,
+        model_load_gpu_limit_percent: int = DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT,
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
@@ -182,6 +204,11 @@ class TritonMultiModelEndpoint(Construct):
             problem = inference_ami_problem(triton_version, inference_ami_version)
             if problem:
                 errors.append(f"inference_ami_version={inference_ami_version!r}: {problem}")
+        if not 1 <= model_load_gpu_limit_percent <= 100:
+            errors.append(
+                f"model_load_gpu_limit_percent={model_load_gpu_limit_percent}: expected 1 to 100 "
+                "(100: no limit)"
+            )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         warning = triton_release_warning(triton_version) if image_uri is None else None
@@ -282,6 +309,7 @@ class TritonMultiModelEndpoint(Construct):
                 image=self.image_uri,
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
+                environment=model_load_environment(model_load_gpu_limit_percent) or None,
             ),
             # SageMaker, not the container, fetches archives from S3 and hands Triton a local
             # path (the multi-model container contract: POST /models {"url": "/opt/ml/models/

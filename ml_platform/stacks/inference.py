@@ -130,6 +130,7 @@ class InferenceStack(Stack):
                 inference_ami_version=settings.inference_ami_version,
                 network_isolation=settings.network_isolation,
                 instance_type_changes=settings.instance_type_changes,
+                model_load_gpu_limit_percent=settings.model_load_gpu_limit_percent,
                 alarm_topic=topic,
             )
             self.endpoints[endpoint.name] = construct
