@@ -100,8 +100,24 @@ def _image_spec(args: argparse.Namespace, problems: list[str]):
             std=args.std,
         )
     except ValueError as error:
-        problems.append(f"image ensemble: {error}")
+        message = str(error).removeprefix("image_ensemble: ")
+        for parameter, flag in _IMAGE_FLAGS.items():
+            message = message.replace(parameter, flag)
+        problems.append(f"image ensemble: {message}")
         return None
+
+
+# image_ensemble's parameters as this command's flags, for its messages.
+_IMAGE_FLAGS = {
+    "classifier_path=": "--inception-onnx ",
+    "labels_path=": "--inception-labels ",
+    "mean=": "--mean ",
+    "std=": "--std ",
+    "give its normalisation on [0, 255] pixels as mean and std": (
+        "give its normalisation on [0, 255] pixels with --mean and --std"
+    ),
+    "mean and std: give both or neither": "--mean and --std: give both or neither",
+}
 
 
 def _text_spec(args: argparse.Namespace, problems: list[str]):

@@ -116,12 +116,37 @@ def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
     )
     assert result.code == 1
     assert result.err.startswith("mlp: error: refusing to package:\n")
-    assert "image ensemble: image_ensemble: labels_path=" in result.err
+    assert "image ensemble: --inception-labels '" in result.err
     assert "has 1000 labels, but the classifier gives 1001 class scores" in result.err
     assert "text ensemble: --encoder" in result.err
     assert "expected a .onnx or .plan file" in result.err
     assert "Traceback" not in result.err
     assert not out.exists()
+
+
+def test_image_problems_name_the_flags(tmp_path, mlp):
+    """A torchvision-style export (NCHW, 1000 classes) needs its own normalisation."""
+    from tests.triton.support import write_tiny_inception
+
+    model = write_tiny_inception(tmp_path / "tv.onnx", classes=1000, layout="NCHW")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"c{i}\n" for i in range(1000)))
+    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
+                 "--inception-onnx", model, "--inception-labels", labels, "--mean", "1,2,3")
+    assert result.code == 1
+    assert "image ensemble: --mean and --std: give both or neither" in result.err
+    assert "image_ensemble" not in result.err and "classifier_path" not in result.err
+    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
+                 "--inception-onnx", model, "--inception-labels", labels)
+    assert "give its normalisation on [0, 255] pixels with --mean and --std" in result.err
+    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
+                 "--inception-onnx", model, "--inception-labels", labels,
+                 "--mean", "123.675,116.28,103.53", "--std", "58.395,57.12,57.375")
+    assert result.code == 0, result.err
+    (archive,) = (tmp_path / "out").glob("model_tf_dali-v*.tar.gz")
+    assert _config(archive, "inception_onnx").input[0].dims == [3, 299, 299]
+    with pytest.raises(SystemExit):  # argparse refuses a malformed triple
+        mlp("models", "package", "--ensemble", "image", "--mean", "1,2")
 
 
 def test_refuses_missing_options(tmp_path, mlp):

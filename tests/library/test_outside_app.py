@@ -10,6 +10,7 @@ import shlex
 from tests.cluster.manifests import manifests_by_id
 from tests.library.conftest import Outside
 from tests.library.outside_app import CUSTOM_ARCHIVE
+from tests.triton_eks.support import server_argv
 
 # Construct paths that belong to the platform's constructs (the rest is the user's own).
 OURS = (
@@ -86,7 +87,7 @@ def test_triton_in_its_own_stack_serves_the_named_archive_with_given_props(
     pod = deployment["spec"]["template"]["spec"]
     fetch = shlex.split(pod["initContainers"][0]["command"][2])
     assert [w for w in fetch if w.startswith("s3://")][0].endswith("/models/team-reranker-v0a1b2c3d.tar.gz")
-    args = pod["containers"][0]["args"]
+    args = server_argv(pod["containers"][0])
     # Triton loads every unpacked model and refuses model control (issue #13)
     assert "--model-control-mode=none" in args
     assert not [a for a in args if a.startswith("--load-model")]

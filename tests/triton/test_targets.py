@@ -190,3 +190,13 @@ def test_serving_problems_follow_the_settings(plans: dict[str, Path]) -> None:
                                "holds a TensorRT plan built for T4, but 'ml.g5.xlarge' has A10G")
     assert eks.startswith("triton_on_eks: archive 'model_onnx_python.tar.gz' holds a TensorRT "
                           "plan built for T4, but 'g5.2xlarge' has A10G")
+
+
+def test_every_published_release_has_its_requirements_recorded() -> None:
+    """CUDA, GPUs, stub Python and DALI version, for every release settings accept."""
+    from ml_platform.sagemaker_images import TRITON_RELEASES
+
+    assert list(TRITON_RELEASES) == list(TRITON_VERSIONS)
+    default = TRITON_RELEASES["25.09"]
+    assert (default.cuda_major, default.stub_python, default.dali) == (13, "3.10", "1.51.2")
+    assert TRITON_RELEASES["24.09"].dali == "1.39.0" and TRITON_RELEASES["26.05"].stub_python == "3.12"

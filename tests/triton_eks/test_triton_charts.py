@@ -12,6 +12,7 @@ from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevi
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
 from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE
 from ml_platform.triton.ensembles import TEXT_ONNX_ARCHIVE as TEXT_ARCHIVE
+from tests.triton_eks.support import server_argv
 
 PROPS = TritonChartProps(
     bucket_name="models-bucket",
@@ -131,26 +132,6 @@ def test_triton_loads_the_repository_and_refuses_model_control(objects: dict[str
     args = server_argv(server)
     assert "--model-control-mode=none" in args
     assert not [a for a in args if a.startswith("--load-model") or "explicit" in a]
-
-
-def server_argv(container: dict, tmp_path=None) -> list[str]:
-    """The arguments the container's shell passes to tritonserver, from running its command
-    with a stand-in ``tritonserver`` that prints them."""
-    import os
-    import subprocess
-    import tempfile
-
-    assert "args" not in container and "$(" not in " ".join(container["command"])
-    with tempfile.TemporaryDirectory() as folder:
-        fake = os.path.join(folder, "tritonserver")
-        with open(fake, "w") as handle:
-            handle.write('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
-        os.chmod(fake, 0o755)
-        result = subprocess.run(
-            container["command"], env={**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"},
-            capture_output=True, text=True, timeout=30, check=True,
-        )
-    return result.stdout.splitlines()
 
 
 def test_unneeded_apis_are_restricted_and_grpc_is_off(objects: dict[str, dict]) -> None:

@@ -16,7 +16,7 @@ from ml_platform.app import new_app
 from ml_platform.constructs.triton_eks import TritonOnEks
 from tests.cluster.manifests import all_objects
 from tests.support import SynthesizedPlatform, synthesize
-from tests.triton_eks.test_triton_charts import server_argv
+from tests.triton_eks.support import server_argv
 
 
 @pytest.fixture(scope="module")
