@@ -138,7 +138,7 @@ class TritonChartProps:
         namespace: Namespace created for Triton. service_account: its service account, the
             name the Pod Identity association binds.
         bucket_name / model_prefix: where the archives are.
-        archives: the archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). triton_version: e.g. ``24.09``.
+        archives: the archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). triton_version: e.g. ``25.09``.
         replicas / max_replicas: HPA range. region: for the AWS CLI.
         models: models Triton loads, ensembles first. Default (empty): those the built-in
             archives hold (``models_to_load(archives)``).

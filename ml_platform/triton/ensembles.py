@@ -63,7 +63,6 @@ IMAGE_SIZE = 299
 #: Class counts of an Inception v3: TF-slim's 1000 ImageNet classes plus "background", or
 #: the 1000 of other frameworks' exports (torchvision, Keras).
 INCEPTION_CLASS_COUNTS = (1001, 1000)
-INCEPTION_CLASSES = 1001
 INCEPTION_LABELS_FILE = "inception_labels.txt"
 #: TF-slim's normalisation on [0, 255] pixels: (x - 127.5) / 127.5 gives [-1, 1].
 TF_SLIM_MEAN = (127.5, 127.5, 127.5)

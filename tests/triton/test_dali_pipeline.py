@@ -222,10 +222,11 @@ def test_the_backend_serializes_it_without_a_gpu(tmp_path: Path) -> None:
 
 
 # The DALI Python API dali.py may use: every operator and keyword below exists unchanged in
-# DALI 1.39 (Triton 24.09, the oldest supported container), 1.51.2 (25.09, the default) and
-# 2.1.0 (26.05): operator reference,
-# https://docs.nvidia.com/deeplearning/dali/archives/dali_1_39_0/user-guide/docs/operations/index.html
-# (fn.decoders.image, fn.resize, fn.crop_mirror_normalize, fn.external_source). DALI 1.x is
+# DALI 1.31 (Triton 23.12-24.03, the oldest supported containers), 1.39 (24.09), 1.51.2
+# (25.09, the default) and 2.1.0 (26.05): the operator reference of each release,
+# https://docs.nvidia.com/deeplearning/dali/archives/index.html
+# (fn.decoders.image, fn.resize, fn.crop_mirror_normalize, fn.external_source;
+# nvidia.dali.plugin.triton.autoserialize). DALI 1.x is
 # not on PyPI (its package there only redirects to NVIDIA's index), so this pins the API
 # rather than running 1.51.2; a call or keyword outside it fails here.
 CONTAINER_DALI_API = {

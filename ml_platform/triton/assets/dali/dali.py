@@ -27,9 +27,10 @@ serialized form embeds the path of the file that defined it, so a prebuilt ``mod
 neither loads everywhere nor packages reproducibly.
 
 So this file uses only the DALI Python API that every supported container's DALI has: the
-oldest is DALI 1.39 (Triton 24.09; file ``DALI_VERSION`` of dali_backend ``r24.09``); the
-default release 25.09 has DALI 1.51.2 (``r25.09``), 26.05 has DALI 2.1.0. The operators and
-keyword arguments used here are pinned in ``tests/triton/test_dali_pipeline.py``.
+oldest is DALI 1.31 (Triton 23.12-24.03; file ``DALI_VERSION`` of dali_backend ``r23.12``),
+24.09 has 1.39.0, the default release 25.09 has DALI 1.51.2 (``r25.09``), 26.05 has 2.1.0
+(``ml_platform.sagemaker_images.TRITON_RELEASES``). The operators and keyword arguments used
+here are pinned in ``tests/triton/test_dali_pipeline.py``.
 
 The backend creates the pipeline from the serialized bytes with the model's
 ``max_batch_size`` and the instance's device (``device_id=None`` here keeps serialization
