@@ -41,7 +41,7 @@ from ml_platform.triton.ensembles import (
     TEXT_ARCHIVE,
     TEXT_ONNX_ARCHIVE,
 )
-from ml_platform.triton.targets import gpu_problem, triton_version_problem
+from ml_platform.triton.targets import gpu_problem
 from ml_platform.versions import KUBERNETES_VERSIONS
 
 CONTEXT_KEY = "ml-platform"
@@ -687,16 +687,6 @@ class InferenceSettings:
                 f"inference.alarm_topic_arn = {self.alarm_topic_arn!r}: expected an SNS topic ARN "
                 "(arn:aws:sns:<region>:<account>:<name>)"
             )
-        served = [
-            (f"inference.endpoints[{i}].archives", archive)
-            for i, endpoint in enumerate(self.endpoints)
-            for archive in endpoint.archives
-        ]
-        problem = triton_version_problem(
-            "inference.triton_version", self.triton_version, served, TRITON_SAGEMAKER_VERSIONS
-        )
-        if problem:
-            out.append(problem)
         # SageMaker endpoint names are unique per region regardless of case.
         names = [e.name.lower() for e in self.endpoints]
         if len(set(names)) != len(names):
@@ -896,14 +886,6 @@ class Settings:
         out += self.training.problems()
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
-        if self.features.triton_on_eks:  # Triton on EKS runs the release of inference
-            eks = [("triton_on_eks.archives", archive) for archive in self.triton_on_eks.archives]
-            problem = triton_version_problem(
-                "inference.triton_version", self.inference.triton_version, eks,
-                TRITON_SAGEMAKER_VERSIONS,
-            )
-            if problem:
-                out.append(problem)
         if self.features.inference and _REGION.fullmatch(self.env.region):
             problem = triton_region_problem(self.env.region, self.inference.triton_version)
             if problem:

@@ -103,6 +103,10 @@ DEFAULT_TRITON_VERSION = "25.09"
 # https://nvidia.custhelp.com/app/answers/detail/a_id/5687
 TRITON_CVES = ("CVE-2025-23319", "CVE-2025-23320", "CVE-2025-23334")
 PATCHED_TRITON_RELEASE = "25.07"
+#: The TensorFlow backend shipped last in Triton 25.02 and left with 25.03 (no archive built
+#: here needs it: the image ensemble's Inception v3 runs on onnxruntime):
+#: https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-25-03.html
+TENSORFLOW_LAST_RELEASE = "25.02"
 #: Annotation id of the synth-time warning for an unpatched release (acknowledge it with
 #: ``Annotations.of(scope).acknowledge_warning(...)`` once the risk is accepted).
 UNPATCHED_TRITON_WARNING = "ml-platform:triton-unpatched-release"
@@ -117,8 +121,8 @@ def triton_release_warning(version: str) -> str | None:
         f"({', '.join(TRITON_CVES)}: the Python backend and shared memory chain to "
         f"unauthenticated remote code execution, fixed in {PATCHED_TRITON_RELEASE}; "
         "https://nvidia.custhelp.com/app/answers/detail/a_id/5687). Use a release from "
-        f"{PATCHED_TRITON_RELEASE} on (default {DEFAULT_TRITON_VERSION}) unless you need its "
-        "TensorFlow backend"
+        f"{PATCHED_TRITON_RELEASE} on (default {DEFAULT_TRITON_VERSION})"
+        + (" unless you need its TensorFlow backend" if version <= TENSORFLOW_LAST_RELEASE else "")
     )
 
 

@@ -135,6 +135,8 @@ def test_unpatched_releases_are_named_with_their_cves() -> None:
     for cve in ("CVE-2025-23319", "CVE-2025-23320", "CVE-2025-23334"):
         assert cve in warning
     assert "nvidia.custhelp.com/app/answers/detail/a_id/5687" in warning
+    assert warning.endswith("(default 25.09) unless you need its TensorFlow backend")
+    assert triton_release_warning("25.04").endswith("(default 25.09)")  # no TensorFlow there
     assert [v for v in TRITON_VERSIONS if triton_release_warning(v) is None] == ["25.09", "26.05"]
 
 
