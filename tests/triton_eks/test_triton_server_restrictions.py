@@ -48,14 +48,15 @@ def _status(url: str, method: str = "GET") -> int:
         return error.code
 
 
-def test_restricted_apis_are_refused_by_a_real_server(tmp_path: Path) -> None:
+def _start(tmp_path: Path, *, grpc: bool) -> tuple[subprocess.Popen, int, int]:
+    """The container's command with a real tritonserver on loopback and free ports, ready."""
     binary = _tritonserver()
-    http, grpc = _free_port(), _free_port()
+    http, grpc_port = _free_port(), _free_port()
     (tmp_path / "models").mkdir()
     args = [
         f"--model-repository={tmp_path / 'models'}", "--model-control-mode=none",
         "--http-address=127.0.0.1", f"--http-port={http}", "--grpc-address=127.0.0.1",
-        f"--grpc-port={grpc}", "--allow-metrics=false",
+        f"--grpc-port={grpc_port}", "--allow-metrics=false",
     ]
     wrapper = tmp_path / "bin" / "tritonserver"  # the image's tritonserver, on PATH
     wrapper.parent.mkdir()
@@ -65,26 +66,40 @@ def test_restricted_apis_are_refused_by_a_real_server(tmp_path: Path) -> None:
     )
     wrapper.chmod(0o755)
     server = subprocess.Popen(
-        server_command(args, grpc=False), cwd=tmp_path,
+        server_command(args, grpc=grpc), cwd=tmp_path,
         env={**os.environ, "PATH": f"{wrapper.parent}:{os.environ['PATH']}"},
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if _status(f"http://127.0.0.1:{http}/v2/health/ready") == 200:
+                return server, http, grpc_port
+        except OSError:
+            pass
+        if server.poll() is not None or time.monotonic() > deadline:
+            _stop(server)
+            pytest.fail("tritonserver did not become ready: " + server.stdout.read().decode())
+        time.sleep(0.5)
+
+
+def _stop(server: subprocess.Popen) -> None:
+    server.terminate()  # the shell exec'd the server: this PID is tritonserver
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+
+
+def test_restricted_apis_are_refused_by_a_real_server(tmp_path: Path) -> None:
+    server, http, grpc = _start(tmp_path, grpc=False)
     base = f"http://127.0.0.1:{http}"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if _status(f"{base}/v2/health/ready") == 200:
-                    break
-            except OSError:
-                pass
-            assert server.poll() is None, server.stdout.read().decode(errors="replace")
-            assert time.monotonic() < deadline, "tritonserver did not become ready"
-            time.sleep(0.5)
         # Open: health (the probes) and server metadata.
         assert _status(f"{base}/v2/health/live") == 200
         assert _status(f"{base}/v2") == 200
-        # Restricted, with no header and with a guessed one: refused.
+        # Restricted, without the header no client knows: refused.
         restricted = {
             "model-repository": (f"{base}/v2/repository/index", "POST"),
             "statistics": (f"{base}/v2/models/stats", "GET"),
@@ -99,9 +114,21 @@ def test_restricted_apis_are_refused_by_a_real_server(tmp_path: Path) -> None:
         with socket.socket() as sock:
             assert sock.connect_ex(("127.0.0.1", grpc)) != 0
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        _stop(server)
+
+
+def test_grpc_when_on_restricts_the_same_protocols(tmp_path: Path) -> None:
+    import tritonclient.grpc as grpcclient
+    from tritonclient.utils import InferenceServerException
+
+    server, _, grpc = _start(tmp_path, grpc=True)
+    try:
+        client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc}")
+        assert client.is_server_live() and client.get_server_metadata().name == "triton"
+        for call in (client.get_model_repository_index, client.get_inference_statistics,
+                     client.get_log_settings, client.get_trace_settings,
+                     client.get_system_shared_memory_status):
+            with pytest.raises(InferenceServerException, match="restricted"):
+                call()
+    finally:
+        _stop(server)
