@@ -23,11 +23,15 @@ from ml_platform.instances import (
     EKS_GPU_INSTANCES,
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
+    instance_compute_capability,
 )
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
+    DEFAULT_TRITON_VERSION,
     INFERENCE_AMI_VERSIONS,
+    TRITON_RELEASES,
     TRITON_VERSIONS,
+    inference_ami_problem,
     triton_region_problem,
 )
 from ml_platform.triton.archive_names import ArchiveRef, parse_ref
@@ -37,7 +41,7 @@ from ml_platform.triton.ensembles import (
     TEXT_ARCHIVE,
     TEXT_ONNX_ARCHIVE,
 )
-from ml_platform.triton.targets import gpu_problem, triton_version_problem
+from ml_platform.triton.targets import gpu_problem
 from ml_platform.versions import EKS_SUPPORT_TYPES, KUBERNETES_VERSIONS
 
 CONTEXT_KEY = "ml-platform"
@@ -631,15 +635,18 @@ class InferenceSettings:
     """Triton on SageMaker multi-model endpoints.
 
     Attributes:
-        triton_version: Tag of SageMaker's Triton container (``<ver>-py3``). Default ``24.09``,
-            the newest listed release that still has the TensorFlow backend the Inception
-            graphdef needs.
+        triton_version: Tag of SageMaker's Triton container (``<ver>-py3``); Triton on EKS runs
+            the same release from NGC. Default ``25.09``, the first patched release SageMaker
+            publishes (NVIDIA's August 2025 bulletin, CVE-2025-23319/23320/23334, fixed in
+            25.07). Older releases stay selectable for their TensorFlow backend, with a
+            synth-time warning naming the CVEs.
         endpoints: The endpoints. Default: one endpoint serving both ensembles.
         upload_dir: Local folder of built archives to upload into the model prefix at deploy
             time. Default none (``mlp models upload`` does it).
         inference_ami_version: The endpoint instances' AMI (NVIDIA driver and CUDA). Default
-            ``al2-ami-sagemaker-inference-gpu-2`` (driver 535, CUDA 12.2, CUDA-compat mounted),
-            which runs the 24.09 container's CUDA 12.6 on data-center GPUs.
+            ``al2023-ami-sagemaker-inference-gpu-4-1`` (driver 580, CUDA 13.0), which runs the
+            CUDA 13 of releases from 25.08 natively and every older release too. A 535/550
+            AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused.
         alarm_topic_arn: SNS topic ARN every endpoint alarm notifies. Default none.
         network_isolation: ``EnableNetworkIsolation`` on each endpoint's model. Default true.
         instance_type_changes: Let an endpoint's ``instance_type`` change deploy although
@@ -652,9 +659,16 @@ class InferenceSettings:
         triton_log_verbose: Triton's ``--log-verbose`` level on the endpoints (the SageMaker
             container's ``SAGEMAKER_TRITON_LOG_VERBOSE``). Default 0: off (the container's own
             default logs every request).
+        model_load_gpu_limit_percent: Triton refuses to load another model once the GPU's
+            memory use passes this share (``--model-load-gpu-limit``, set through the
+            container's ``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``). The TensorFlow backend of
+            releases up to 25.02 and DALI keep GPU memory after a model unloads, so without a
+            limit versions pile up until a running model fails on CUDA memory; with it the
+            new load fails cleanly and raises the endpoint's load-failure alarm. Default 80;
+            100 sets no limit.
     """
 
-    triton_version: str = "24.09"
+    triton_version: str = DEFAULT_TRITON_VERSION
     endpoints: tuple[EndpointSettings, ...] = (EndpointSettings(),)
     upload_dir: str | None = None
     inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION
@@ -664,8 +678,15 @@ class InferenceSettings:
     log_retention_days: int = 365
     triton_log_verbose: int = 0
 
+    model_load_gpu_limit_percent: int = 80
+
     def problems(self) -> list[str]:
         out = []
+        if not 1 <= self.model_load_gpu_limit_percent <= 100:
+            out.append(
+                f"inference.model_load_gpu_limit_percent = {self.model_load_gpu_limit_percent}: "
+                "expected 1 to 100 (100: no limit)"
+            )
         if self.log_retention_days not in LOG_RETENTION_DAYS:
             out.append(
                 f"inference.log_retention_days = {self.log_retention_days}: expected one of "
@@ -686,21 +707,27 @@ class InferenceSettings:
                 f"inference.inference_ami_version = {self.inference_ami_version!r}: expected one "
                 f"of {list(INFERENCE_AMI_VERSIONS)}"
             )
+        ami_problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
+        if ami_problem:
+            out.append(
+                f"inference.triton_version = {self.triton_version!r} with "
+                f"inference.inference_ami_version = {self.inference_ami_version!r}: {ami_problem}"
+            )
+        release = TRITON_RELEASES.get(self.triton_version)
+        for i, endpoint in enumerate(self.endpoints):
+            capability = instance_compute_capability(endpoint.instance_type)
+            if release and capability and capability < release.min_compute_capability:
+                out.append(
+                    f"inference.endpoints[{i}].instance_type = {endpoint.instance_type!r}: its GPU "
+                    f"has compute capability {capability}, below the {release.min_compute_capability}"
+                    f" that Triton {self.triton_version} supports (release notes, GPU "
+                    "Requirements); use a g4dn or g5 instance, or a release before 25.03"
+                )
         if self.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.fullmatch(self.alarm_topic_arn):
             out.append(
                 f"inference.alarm_topic_arn = {self.alarm_topic_arn!r}: expected an SNS topic ARN "
                 "(arn:aws:sns:<region>:<account>:<name>)"
             )
-        served = [
-            (f"inference.endpoints[{i}].archives", archive)
-            for i, endpoint in enumerate(self.endpoints)
-            for archive in endpoint.archives
-        ]
-        problem = triton_version_problem(
-            "inference.triton_version", self.triton_version, served, TRITON_SAGEMAKER_VERSIONS
-        )
-        if problem:
-            out.append(problem)
         # SageMaker endpoint names are unique per region regardless of case.
         names = [e.name.lower() for e in self.endpoints]
         if len(set(names)) != len(names):
@@ -902,14 +929,6 @@ class Settings:
         out += self.training.problems()
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
-        if self.features.triton_on_eks:  # Triton on EKS runs the release of inference
-            eks = [("triton_on_eks.archives", archive) for archive in self.triton_on_eks.archives]
-            problem = triton_version_problem(
-                "inference.triton_version", self.inference.triton_version, eks,
-                TRITON_SAGEMAKER_VERSIONS,
-            )
-            if problem:
-                out.append(problem)
         if self.features.inference and _REGION.fullmatch(self.env.region):
             problem = triton_region_problem(self.env.region, self.inference.triton_version)
             if problem:

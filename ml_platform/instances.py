@@ -54,6 +54,19 @@ GPU_BY_FAMILY: dict[str, str] = {
 }
 
 
+# CUDA compute capability of each GPU above (NVIDIA, "CUDA GPUs - Compute Capability":
+# https://developer.nvidia.com/cuda-gpus).
+GPU_COMPUTE_CAPABILITY: dict[str, float] = {
+    "T4": 7.5, "A10G": 8.6, "L4": 8.9, "L40S": 8.9, "V100": 7.0, "A100": 8.0,
+}
+
+
+def instance_compute_capability(instance_type: str) -> float | None:
+    """Compute capability of the instance type's GPU, or ``None`` if it is not known."""
+    gpu = instance_gpu(instance_type)
+    return GPU_COMPUTE_CAPABILITY.get(gpu) if gpu else None
+
+
 def instance_gpu(instance_type: str) -> str | None:
     """The GPU of an EC2 (``g5.2xlarge``) or SageMaker (``ml.g5.2xlarge``) instance type,
     or ``None`` if its family is not in :data:`GPU_BY_FAMILY`."""

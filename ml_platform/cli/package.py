@@ -1,15 +1,15 @@
 """``mlp models package``: build the ensemble archives with the model-repository builder.
 
 Every ensemble asked for is described and checked first; if any has a problem, all
-problems are listed and nothing is written. Without ``--dali-model`` the image ensemble's DALI
-pipeline is serialized here with the installed ``nvidia-dali`` (no GPU needed).
+problems are listed and nothing is written. The image ensemble takes Inception v3 as ONNX; its
+DALI pipeline ships as a Python-defined DALI model (``dali.py``), which the endpoint's own DALI
+serializes when it loads the archive (no DALI is needed here).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import tempfile
 from pathlib import Path
 
 from ml_platform.cli.archives import version_archive
@@ -31,12 +31,23 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
                    help="which archives to build (default: all)")
     p.add_argument("--out", default="dist/models", type=Path,
                    help="output folder (default: dist/models)")
-    image = p.add_argument_group("image ensemble (model_tf_dali.tar.gz)")
-    image.add_argument("--inception-graphdef", type=Path, help="frozen Inception v3 GraphDef")
-    image.add_argument("--inception-labels", type=Path, help="label file, 1001 lines")
-    image.add_argument("--dali-model", type=Path,
-                       help="serialized DALI pipeline (default: serialize the shipped pipeline "
-                            "here; needs nvidia-dali, no GPU)")
+    image = p.add_argument_group(
+        "image ensemble (model_tf_dali.tar.gz: DALI preprocessing + Inception v3 on onnxruntime)"
+    )
+    image.add_argument("--inception-onnx", type=Path,
+                       help="Inception v3 as ONNX: input [batch,299,299,3] or [batch,3,299,299], "
+                            "output [batch,1001] or [batch,1000]. A TF-slim GraphDef is not "
+                            "converted here (no converter runs without TensorFlow): convert it "
+                            "first, e.g. with tf2onnx")
+    image.add_argument("--inception-labels", type=Path,
+                       help="label file, one line per class of the model (1001 or 1000)")
+    image.add_argument("--mean", type=_three_floats, metavar="R,G,B",
+                       help="the model's per-channel mean on [0,255] pixels (default: TF-slim's "
+                            "127.5, i.e. [-1,1]; required for other exports, e.g. torchvision "
+                            "123.675,116.28,103.53)")
+    image.add_argument("--std", type=_three_floats, metavar="R,G,B",
+                       help="the model's per-channel std on [0,255] pixels (default 127.5; "
+                            "torchvision 58.395,57.12,57.375)")
     text = p.add_argument_group(
         "text ensemble (model_trt_python_<gpu>.tar.gz, or model_onnx_python.tar.gz for ONNX)"
     )
@@ -72,31 +83,49 @@ def _missing(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
     return [f"--{n.replace('_', '-')}" for n in names if getattr(args, n) is None]
 
 
+def _three_floats(text: str) -> tuple[float, float, float]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) != 3:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected three numbers R,G,B")
+    return values
+
+
 def _image_spec(args: argparse.Namespace, problems: list[str]):
     from ml_platform.triton import image_ensemble
 
-    missing = _missing(args, ("inception_graphdef", "inception_labels"))
+    missing = _missing(args, ("inception_onnx", "inception_labels"))
     if missing:
         problems.append(f"image ensemble: missing {', '.join(missing)}")
         return None
-    dali_model = args.dali_model
-    if dali_model is None:
-        from ml_platform.triton.ensembles import serialize_dali_pipeline
-
-        try:  # imports nvidia.dali only now, and only for the image ensemble
-            dali_model = serialize_dali_pipeline(Path(args.scratch) / "model.dali")
-        except RuntimeError as error:
-            problems.append(f"image ensemble: no --dali-model given and {error}")
-            return None
     try:
         return image_ensemble(
-            graphdef_path=args.inception_graphdef,
+            classifier_path=args.inception_onnx,
             labels_path=args.inception_labels,
-            dali_model_path=dali_model,
+            mean=args.mean,
+            std=args.std,
         )
     except ValueError as error:
-        problems.append(f"image ensemble: {error}")
+        message = str(error).removeprefix("image_ensemble: ")
+        for parameter, flag in _IMAGE_FLAGS.items():
+            message = message.replace(parameter, flag)
+        problems.append(f"image ensemble: {message}")
         return None
+
+
+# image_ensemble's parameters as this command's flags, for its messages.
+_IMAGE_FLAGS = {
+    "classifier_path=": "--inception-onnx ",
+    "labels_path=": "--inception-labels ",
+    "mean=": "--mean ",
+    "std=": "--std ",
+    "give its normalisation on [0, 255] pixels as mean and std": (
+        "give its normalisation on [0, 255] pixels with --mean and --std"
+    ),
+    "mean and std: give both or neither": "--mean and --std: give both or neither",
+}
 
 
 def _text_spec(args: argparse.Namespace, problems: list[str]):

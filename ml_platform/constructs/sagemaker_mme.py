@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 
 from aws_cdk import (
+    Annotations,
     ArnFormat,
     CustomResource,
     Duration,
@@ -61,13 +62,36 @@ from ml_platform.sagemaker_images import (
     DEFAULT_TRITON_VERSION,
     INFERENCE_AMI_VERSIONS,
     TRITON_REPOSITORY,
+    UNPATCHED_TRITON_WARNING,
+    inference_ami_problem,
     triton_account,
     triton_image_uri,
     triton_region_problem,
+    triton_release_warning,
 )
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_ref
 
 VARIANT_NAME = "AllTraffic"
+# Triton's TensorFlow backend (releases up to 25.02) does not give GPU memory back when a model
+# unloads (the source design's notebook, MME_TF_DALI+TRT), and neither does DALI unless its
+# backend is started with release_after_unload (dali_backend docs/config.md), which the
+# container's serve script cannot pass. The serve script does pass Triton's
+# --model-load-gpu-limit from SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT: past that share of GPU
+# memory, Triton refuses new loads ("failed to load", counted by the load-failure alarm)
+# instead of letting a running model fail on CUDA memory:
+# https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
+# https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
+DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 80
+
+
+def model_load_environment(limit_percent: int) -> dict[str, str]:
+    """The container environment that caps model loads at ``limit_percent`` of GPU memory
+    (empty for 100: no limit)."""
+    if limit_percent >= 100:
+        return {}
+    return {"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": f"{limit_percent / 100:g}"}
+
+
 LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
 #: CloudWatch Logs filter pattern of the load-failure metric: the quoted phrase matches log
 #: events that contain it, case-sensitively (CloudWatch Logs user guide, "Filter pattern syntax
@@ -152,15 +176,22 @@ class TritonMultiModelEndpoint(Construct):
         initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
         invocations_per_instance: Target of the invocations-per-instance scaling policy
             (per minute). Default 1000.
-        triton_version: SageMaker Triton container version. Default ``24.09``.
+        triton_version: SageMaker Triton container version. Default ``25.09``, patched against
+            NVIDIA's August 2025 bulletin; an older release gets a synth-time warning naming
+            CVE-2025-23319/23320/23334 (id ``ml-platform:triton-unpatched-release``,
+            acknowledgeable with ``Annotations.of(scope).acknowledge_warning``).
         image_uri: Overrides the container image (default: SageMaker's Triton image for the
             stack's region and ``triton_version``).
         inference_ami_version: The instances' AMI (driver/CUDA pairing), one of
-            :data:`INFERENCE_AMI_VERSIONS`. Default ``al2-ami-sagemaker-inference-gpu-2``
-            (see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the container's CUDA).
+            :data:`INFERENCE_AMI_VERSIONS`. Default ``al2023-ami-sagemaker-inference-gpu-4-1``
+            (driver 580: see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the
+            container's CUDA); one that cannot run the release's CUDA is refused.
         alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
         network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
             the archives' Python) gets no network. Default true.
+        model_load_gpu_limit_percent: Share of GPU memory past which Triton refuses to load
+            another model (``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``; see
+            :data:`DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT`). Default 80; 100: no limit.
         instance_type_changes: Make a change of ``instance_type`` deploy although autoscaling
             is registered (SageMaker refuses that update otherwise): two custom resources of
             one handler per stack deregister the target before the endpoint moves and register
@@ -208,6 +239,7 @@ class TritonMultiModelEndpoint(Construct):
         log_key: kms.IKey | None = None,
         log_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         log_verbose: int = 0,
+        model_load_gpu_limit_percent: int = DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT,
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
@@ -253,12 +285,24 @@ class TritonMultiModelEndpoint(Construct):
                 f"inference_ami_version={inference_ami_version!r}: expected one of "
                 f"{list(INFERENCE_AMI_VERSIONS)}"
             )
+        elif image_uri is None:
+            problem = inference_ami_problem(triton_version, inference_ami_version)
+            if problem:
+                errors.append(f"inference_ami_version={inference_ami_version!r}: {problem}")
+        if not 1 <= model_load_gpu_limit_percent <= 100:
+            errors.append(
+                f"model_load_gpu_limit_percent={model_load_gpu_limit_percent}: expected 1 to 100 "
+                "(100: no limit)"
+            )
         if not Token.is_unresolved(log_verbose) and not (
             isinstance(log_verbose, int) and not isinstance(log_verbose, bool) and log_verbose >= 0
         ):
             errors.append(f"log_verbose={log_verbose!r}: expected a level, an integer >= 0")
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        warning = triton_release_warning(triton_version) if image_uri is None else None
+        if warning:
+            Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
 
         self.endpoint_name = endpoint_name
         # What dashboards draw the metrics against (ml_platform/constructs/dashboards.py).
@@ -370,7 +414,8 @@ class TritonMultiModelEndpoint(Construct):
                 image=self.image_uri,
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
-                environment={LOG_VERBOSE_ENV: str(log_verbose)},
+                environment={LOG_VERBOSE_ENV: str(log_verbose),
+                             **model_load_environment(model_load_gpu_limit_percent)},
             ),
             # SageMaker, not the container, fetches archives from S3 and hands Triton a local
             # path (the multi-model container contract: POST /models {"url": "/opt/ml/models/

@@ -12,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 import cdk8s
-from aws_cdk import CfnOutput, Fn, Names, Stack, Token
+from aws_cdk import Annotations, CfnOutput, Fn, Names, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -26,6 +26,11 @@ from ml_platform.instances import EKS_GPU_INSTANCES
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.k8s_charts.nvidia import NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
+from ml_platform.sagemaker_images import (
+    DEFAULT_TRITON_VERSION,
+    UNPATCHED_TRITON_WARNING,
+    triton_release_warning,
+)
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref
 
@@ -75,7 +80,10 @@ class TritonOnEks(Construct):
             not one of them.
         model_prefix: Key prefix of the archives, ending in ``/``. Default ``models/``.
         triton_version: NGC Triton release, the same as the SageMaker container's. Default
-            ``24.09``.
+            ``25.09`` (patched; an older release gets a synth-time warning naming the CVEs,
+            id ``ml-platform:triton-unpatched-release``, acknowledgeable).
+        grpc: Serve Triton's gRPC endpoint beside HTTP. Default ``False`` (HTTP only; the
+            restricted APIs are fenced on both).
         gpu_instance_type: Single-GPU instance type. Default ``g5.2xlarge``.
         gpu_nodes: GPU node group size (desired and maximum: nothing scales it). Default 1.
         subnets: Subnets of the GPU nodes. Default: the VPC's private subnets with egress.
@@ -109,7 +117,8 @@ class TritonOnEks(Construct):
         pod_identity_agent: IDependable | None,
         models: Sequence[str] | None = None,
         model_prefix: str = "models/",
-        triton_version: str = "24.09",
+        triton_version: str = DEFAULT_TRITON_VERSION,
+        grpc: bool = False,
         gpu_instance_type: str = "g5.2xlarge",
         gpu_nodes: int = 1,
         subnets: ec2.SubnetSelection | None = None,
@@ -170,6 +179,9 @@ class TritonOnEks(Construct):
             errors.append(f"node_labels: {NODE_ROLE_LABEL!r} is set by this construct")
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        warning = triton_release_warning(triton_version)
+        if warning:
+            Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
 
         self.gpu_nodes: GpuNodeGroup | None = None
         self.node_group: eks.Nodegroup | None = None
@@ -236,6 +248,7 @@ class TritonOnEks(Construct):
                 archives=tuple(archives),
                 models=tuple(load),
                 triton_version=triton_version,
+                grpc=grpc,
                 region=Stack.of(self).region,
                 replicas=replicas,
                 namespace=namespace,

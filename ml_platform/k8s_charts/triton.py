@@ -48,6 +48,36 @@ def _gib(size: int) -> str:
     return f"{-(-size // 1024**3)}Gi"
 
 
+# Triton's "Secure Deployment Considerations" ask to switch off the endpoints and APIs a
+# deployment does not need:
+# https://github.com/triton-inference-server/server/blob/main/docs/customization_guide/deploy.md
+# The pods serve inference, health and metadata only. These API groups ("Limit Endpoint
+# Access" in inference_protocols.md; names as `tritonserver --help` lists them) are fenced
+# behind a header whose value is drawn at random when the container starts and never leaves
+# it, so no client can call them; the probes use the unrestricted health API.
+# https://github.com/triton-inference-server/server/blob/main/docs/customization_guide/inference_protocols.md#limit-endpoint-access-beta
+RESTRICTED_APIS = ("model-repository", "shared-memory", "logging", "trace", "statistics")
+RESTRICTED_HEADER = "triton-admin-key"
+
+
+def server_command(args: Sequence[str], *, grpc: bool) -> list[str]:
+    """The Triton container's command: ``tritonserver`` with ``args``, the restricted HTTP APIs
+    (and gRPC protocols, when gRPC is on) keyed to a random per-start value, and gRPC switched
+    off unless ``grpc``. Backquotes, not ``$(...)``, so Kubernetes leaves the shell's command
+    substitution alone (it expands ``$(NAME)`` in commands)."""
+    groups = ",".join(RESTRICTED_APIS)
+    restricted = [f'--http-restricted-api={groups}:{RESTRICTED_HEADER}="$key"']
+    if grpc:
+        restricted.append(f'--grpc-restricted-protocol={groups}:{RESTRICTED_HEADER}="$key"')
+    else:
+        restricted.append("--allow-grpc=false")
+    script = (
+        "key=`od -An -tx1 -N32 /dev/urandom | tr -d ' \\n'`; "
+        f"exec tritonserver {' '.join(shlex.quote(a) for a in args)} {' '.join(restricted)}"
+    )
+    return ["sh", "-ec", script]
+
+
 def triton_image(version: str) -> str:
     """NGC's Triton image of the same release as SageMaker's container (same backends)."""
     return f"nvcr.io/nvidia/tritonserver:{version}-py3"
@@ -147,11 +177,13 @@ class TritonChartProps:
         namespace: Namespace created for Triton. service_account: its service account, the
             name the Pod Identity association binds.
         bucket_name / model_prefix: where the archives are.
-        archives: the archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). triton_version: e.g. ``24.09``.
+        archives: the archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). triton_version: e.g. ``25.09``.
         replicas: Triton replicas, fixed (no HorizontalPodAutoscaler: README "Serve the
             ensembles on EKS" says why). region: for the AWS CLI.
         models: models Triton loads, ensembles first. Default (empty): those the built-in
             archives hold (``models_to_load(archives)``).
+        grpc: serve Triton's gRPC endpoint (port 8001) too. Default ``False``: HTTP only, as
+            the secure-deployment guide asks for endpoints a deployment does not use.
     """
 
     bucket_name: str
@@ -163,6 +195,7 @@ class TritonChartProps:
     namespace: str = "triton"
     service_account: str = "triton"
     models: tuple[str, ...] = ()
+    grpc: bool = False
 
 
 class TritonChart(cdk8s.Chart):
@@ -212,6 +245,9 @@ class TritonChart(cdk8s.Chart):
             "--strict-readiness=true",
             "--exit-on-error=true",
         ]
+        served_ports = [("http", HTTP_PORT), ("metrics", METRICS_PORT)]
+        if props.grpc:
+            served_ports.insert(1, ("grpc", GRPC_PORT))
         probe = lambda path, failures: k8s.Probe(
             http_get=k8s.HttpGetAction(path=path, port=k8s.IntOrString.from_string("http")),
             period_seconds=10,
@@ -263,9 +299,9 @@ class TritonChart(cdk8s.Chart):
                             ),
                             k8s.Container(
                                 name="unpack-archives",
-                                # The server's own image: its python3 (3.10 on Ubuntu 22.04 since
-                                # 23.02; https://docs.nvidia.com/deeplearning/triton-inference-server/
-                                # release-notes/rel-24-09.html) runs the safety module.
+                                # The server's own image: its python3 (3.10 or later in every
+                                # release listed; https://docs.nvidia.com/deeplearning/triton-
+                                # inference-server/release-notes/) runs the safety module.
                                 image=triton_image(props.triton_version),
                                 command=unpack_command(
                                     [f"{ARCHIVE_DIR}/{_archive_file(a)}" for a in props.archives]
@@ -280,12 +316,10 @@ class TritonChart(cdk8s.Chart):
                             k8s.Container(
                                 name="tritonserver",
                                 image=triton_image(props.triton_version),
-                                command=["tritonserver"],
-                                args=triton_args,
+                                command=server_command(triton_args, grpc=props.grpc),
                                 ports=[
-                                    k8s.ContainerPort(name="http", container_port=HTTP_PORT),
-                                    k8s.ContainerPort(name="grpc", container_port=GRPC_PORT),
-                                    k8s.ContainerPort(name="metrics", container_port=METRICS_PORT),
+                                    k8s.ContainerPort(name=n, container_port=p)
+                                    for n, p in served_ports
                                 ],
                                 readiness_probe=probe("/v2/health/ready", 3),
                                 liveness_probe=probe("/v2/health/live", 3),
@@ -354,7 +388,7 @@ class TritonChart(cdk8s.Chart):
                 selector=labels,
                 ports=[
                     k8s.ServicePort(name=n, port=p, target_port=k8s.IntOrString.from_string(n))
-                    for n, p in (("http", HTTP_PORT), ("grpc", GRPC_PORT), ("metrics", METRICS_PORT))
+                    for n, p in served_ports
                 ],
             ),
         )
@@ -371,7 +405,7 @@ class TritonChart(cdk8s.Chart):
             self,
             namespace=ns,
             pod_labels=labels,
-            serving_ports=(HTTP_PORT, GRPC_PORT),
+            serving_ports=(HTTP_PORT, GRPC_PORT) if props.grpc else (HTTP_PORT,),
             metrics_port=METRICS_PORT,
         )
         for obj in (

@@ -133,6 +133,7 @@ class InferenceStack(Stack):
                 inference_ami_version=settings.inference_ami_version,
                 network_isolation=settings.network_isolation,
                 instance_type_changes=settings.instance_type_changes,
+                model_load_gpu_limit_percent=settings.model_load_gpu_limit_percent,
                 alarm_topic=topic,
                 log_retention=_retention(settings.log_retention_days),
                 log_verbose=settings.triton_log_verbose,

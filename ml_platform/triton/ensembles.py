@@ -1,21 +1,24 @@
 """The two ensembles of the source design, described with :mod:`ml_platform.triton.spec`.
 
-* :func:`image_ensemble` -> ``model_tf_dali.tar.gz``: DALI decode/crop/resize/scale, then
-  Inception v3 (TensorFlow GraphDef) -> 1001 class scores.
+* :func:`image_ensemble` -> ``model_tf_dali.tar.gz`` (the source design's name, kept for
+  clients and grants): DALI decode/crop/resize/normalise, then Inception v3 as ONNX
+  (onnxruntime backend) -> 1001 (TF-slim) or 1000 class scores.
 * :func:`text_ensemble` -> ``model_trt_python_<gpu>.tar.gz`` (TensorRT plan, one archive per
   GPU target) or ``model_onnx_python.tar.gz`` (ONNX): Python tokenizer, then the
   all-MiniLM-L6-v2 encoder, then Python mean pooling -> sentence embedding.
 
-Artifacts that cannot be built on a CPU machine or downloaded here (the GraphDef, its
-labels, ``model.dali``, ``model.plan``) are passed in as paths; the builders only
-describe where each goes. The Python models and the DALI pipeline script ship with this
-package under ``assets/``.
+Artifacts that cannot be built on a CPU machine or downloaded here (the classifier, its
+labels, ``model.plan``) are passed in as paths; the builders only describe where each goes.
+The Python models and the DALI pipeline (``dali.py``) ship with this package under
+``assets/``.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
@@ -39,7 +42,10 @@ from ml_platform.triton.targets import (
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 POOLING_SOURCE = Path(__file__).resolve().parent / "pooling.py"
-DALI_PIPELINE_SCRIPT = ASSETS / "dali" / "pipeline.py"
+#: The image ensemble's DALI pipeline, a Python-defined DALI model (``dali/1/dali.py``).
+DALI_PIPELINE_SOURCE = ASSETS / "dali" / "dali.py"
+#: Where the DALI backend looks for a Python-defined pipeline when there is no model.dali.
+DALI_MODEL_FILE = "1/dali.py"
 
 #: Archive (``TargetModel``) of the image ensemble.
 IMAGE_ARCHIVE = f"{IMAGE_LOGICAL}.tar.gz"
@@ -52,10 +58,22 @@ TEXT_ARCHIVE = TEXT_TRT_ARCHIVES["t4"]
 
 IMAGE_ENSEMBLE_NAME = "ensemble_dali_inception"
 DALI_MODEL_NAME = "dali"
-INCEPTION_MODEL_NAME = "inception_graphdef"
+INCEPTION_MODEL_NAME = "inception_onnx"
 IMAGE_SIZE = 299
-INCEPTION_CLASSES = 1001  # 1000 ImageNet classes plus "background"
+#: Class counts of an Inception v3: TF-slim's 1000 ImageNet classes plus "background", or
+#: the 1000 of other frameworks' exports (torchvision, Keras).
+INCEPTION_CLASS_COUNTS = (1001, 1000)
 INCEPTION_LABELS_FILE = "inception_labels.txt"
+#: TF-slim's normalisation on [0, 255] pixels: (x - 127.5) / 127.5 gives [-1, 1].
+TF_SLIM_MEAN = (127.5, 127.5, 127.5)
+TF_SLIM_STD = (127.5, 127.5, 127.5)
+#: How long Triton's dynamic batcher holds a request to form a larger batch. Triton's
+#: model-configuration guide ("Dynamic Batcher") starts from no delay and gives 100 us as its
+#: example: a tenth of a millisecond costs nothing against a GPU decode or a forward pass and
+#: lets concurrent requests share one launch:
+#: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_configuration.md#dynamic-batcher
+#: https://github.com/triton-inference-server/server/blob/main/docs/user_guide/batcher.md#delayed-batching
+MAX_QUEUE_DELAY_MICROSECONDS = 100
 
 TEXT_ENSEMBLE_NAME = "ensemble"
 PREPROCESS_MODEL_NAME = "preprocess"
@@ -94,43 +112,206 @@ def _existing_file(path: str | Path, what: str) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class ClassifierInterface:
+    """What an ONNX image classifier takes and gives, as its graph states it.
+
+    Attributes:
+        input_name: Its one input, FP32 ``[batch, 299, 299, 3]`` or ``[batch, 3, 299, 299]``.
+        output_name: Its one output, FP32 ``[batch, classes]``.
+        layout: ``TensorFormat.NHWC`` or ``TensorFormat.NCHW``, from the input's shape.
+        classes: 1001 (TF-slim) or 1000.
+    """
+
+    input_name: str
+    output_name: str
+    layout: TensorFormat
+    classes: int
+
+    @property
+    def image_shape(self) -> tuple[int, int, int]:
+        """The input's shape without the batch dimension."""
+        if self.layout is TensorFormat.NCHW:
+            return (3, IMAGE_SIZE, IMAGE_SIZE)
+        return (IMAGE_SIZE, IMAGE_SIZE, 3)
+
+    @property
+    def is_tf_slim(self) -> bool:
+        """TF-slim's interface (NHWC, 1001 classes), whose normalisation is the default."""
+        return self.layout is TensorFormat.NHWC and self.classes == 1001
+
+
+def _dims(value_info) -> list[int | None]:
+    """A graph tensor's dimensions; ``None`` for a symbolic or unknown one."""
+    shape = value_info.type.tensor_type.shape
+    return [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in shape.dim]
+
+
+def read_classifier(onnx_path: str | Path) -> ClassifierInterface:
+    """Read the input and output of an ONNX Inception v3 (needs the ``onnx`` package; the
+    weights are not loaded).
+
+    Raises:
+        ValueError: The file is not an ONNX model, or its interface is not an Inception v3
+            that Triton can batch: every problem at once.
+    """
+    import onnx  # the triton extra; imported only when an image ensemble is packaged
+
+    path = _existing_file(onnx_path, "classifier_path")
+    where = f"classifier_path={str(path)!r}"
+    try:
+        model = onnx.load(str(path), load_external_data=False)
+    except Exception as error:  # protobuf's DecodeError and onnx's own errors
+        raise ValueError(f"{where}: not an ONNX model ({error})") from None
+    graph = model.graph
+    weights = {init.name for init in graph.initializer}
+    inputs = [i for i in graph.input if i.name not in weights]
+    outputs = list(graph.output)
+    problems = []
+    if len(inputs) != 1:
+        problems.append(f"has {len(inputs)} inputs {[i.name for i in inputs]}, expected one image")
+    if len(outputs) != 1:
+        problems.append(
+            f"has {len(outputs)} outputs {[o.name for o in outputs]}, expected one of class "
+            "scores (export in eval mode: no auxiliary logits)"
+        )
+    if problems:
+        raise ValueError(f"{where}: " + "; ".join(problems))
+    (image,), (scores,) = inputs, outputs
+    float32 = onnx.TensorProto.FLOAT
+    for tensor, kind in ((image, "input"), (scores, "output")):
+        if tensor.type.tensor_type.elem_type != float32:
+            problems.append(f"{kind} {tensor.name!r} is not float32")
+    in_dims, out_dims = _dims(image), _dims(scores)
+    layout = None
+    if in_dims[1:] == [IMAGE_SIZE, IMAGE_SIZE, 3]:
+        layout = TensorFormat.NHWC
+    elif in_dims[1:] == [3, IMAGE_SIZE, IMAGE_SIZE]:
+        layout = TensorFormat.NCHW
+    if len(in_dims) != 4 or layout is None:
+        problems.append(
+            f"input {image.name!r} has shape {in_dims}, expected [batch, 299, 299, 3] (NHWC) or "
+            "[batch, 3, 299, 299] (NCHW)"
+        )
+    if len(out_dims) != 2 or out_dims[1] not in INCEPTION_CLASS_COUNTS:
+        problems.append(
+            f"output {scores.name!r} has shape {out_dims}, expected [batch, C] with C one of "
+            f"{list(INCEPTION_CLASS_COUNTS)}"
+        )
+    for tensor, dims in ((image, in_dims), (scores, out_dims)):
+        if dims and dims[0] is not None:
+            problems.append(
+                f"{tensor.name!r} has a fixed batch size {dims[0]}: Triton batches requests, so "
+                "export with a dynamic batch axis (torch.onnx.export dynamic_axes; tf2onnx keeps "
+                "TensorFlow's unknown batch)"
+            )
+    if problems:
+        raise ValueError(f"{where}: " + "; ".join(problems))
+    return ClassifierInterface(image.name, scores.name, layout, out_dims[1])
+
+
+_SETTINGS_BLOCK = re.compile(r"(# mlp:settings begin\n)(.*?)(# mlp:settings end\n)", re.S)
+
+
+def dali_pipeline_source(
+    mean: Sequence[float] = TF_SLIM_MEAN,
+    std: Sequence[float] = TF_SLIM_STD,
+    layout: TensorFormat | str = TensorFormat.NHWC,
+) -> bytes:
+    """``dali.py`` of the image ensemble with the classifier's normalisation and layout
+    written into its settings block: the same arguments give the same bytes wherever the
+    package is installed (nothing in it depends on a path or on the DALI installed here)."""
+    layout = TensorFormat(layout)
+    if layout not in (TensorFormat.NHWC, TensorFormat.NCHW):
+        raise ValueError(f"layout={layout.value!r}: expected NHWC or NCHW")
+    settings = (
+        f"MEAN = {tuple(float(m) for m in mean)!r}\n"
+        f"STD = {tuple(float(s) for s in std)!r}\n"
+        f"OUTPUT_LAYOUT = {json.dumps(layout.value.removeprefix('N'))}\n"
+    )
+    source = DALI_PIPELINE_SOURCE.read_text("utf-8")
+    rendered, count = _SETTINGS_BLOCK.subn(lambda m: m[1] + settings + m[3], source)
+    if count != 1:
+        raise RuntimeError(f"{DALI_PIPELINE_SOURCE}: no single mlp:settings block")
+    return rendered.encode("utf-8")
+
+
+def _normalisation_problems(
+    mean: Sequence[float] | None, std: Sequence[float] | None, interface: ClassifierInterface | None
+) -> list[str]:
+    problems = []
+    for name, values in (("mean", mean), ("std", std)):
+        if values is not None and len(values) != 3:
+            problems.append(f"{name}={list(values)}: expected 3 values, one per RGB channel")
+    if std is not None and any(s <= 0 for s in std):
+        problems.append(f"std={list(std)}: each value must be above 0")
+    if (mean is None) != (std is None):
+        problems.append("mean and std: give both or neither")
+    if mean is None and std is None and interface is not None and not interface.is_tf_slim:
+        problems.append(
+            f"the classifier is not TF-slim's Inception v3 ({interface.layout.value}, "
+            f"{interface.classes} classes), whose [-1, 1] scaling is the default: give its "
+            "normalisation on [0, 255] pixels as mean and std (torchvision: mean 123.675,116.28,"
+            "103.53 std 58.395,57.12,57.375; Keras: mean 127.5,127.5,127.5 std 127.5,127.5,127.5)"
+        )
+    return problems
+
+
 def image_ensemble(
     *,
-    graphdef_path: str | Path,
+    classifier_path: str | Path,
     labels_path: str | Path,
-    dali_model_path: str | Path,
+    mean: Sequence[float] | None = None,
+    std: Sequence[float] | None = None,
     max_batch_size: int = 256,
 ) -> EnsembleSpec:
     """The image ensemble ``ensemble_dali_inception`` (archive ``model_tf_dali.tar.gz``).
 
-    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (GPU decode, central 87.5%
-    crop, resize to 299x299, pixels scaled to [-1, 1] as TF-slim's Inception preprocessing;
-    FP32 ``[299, 299, 3]``) -> ``inception_graphdef``
-    (TensorFlow GraphDef, NHWC) -> ``OUTPUT`` FP32 ``[1001]`` class probabilities, with
-    a label file so clients can ask Triton for top-k class names.
+    ``INPUT`` (encoded image bytes, UINT8 ``[-1]``) -> ``dali`` (Python-defined DALI model
+    ``dali.py``: GPU decode, central 87.5% crop, resize to 299x299, ``(x - mean) / std``, in the
+    classifier's layout) -> ``inception_onnx`` (onnxruntime backend) -> ``OUTPUT`` FP32
+    ``[classes]`` scores, with a label file so clients can ask Triton for top-k class names.
 
-    The TensorFlow backend left Triton after 25.03: serve this with a 24.09 (or older)
-    container, or convert the model.
+    Runs on every Triton release (the onnxruntime and DALI backends ship in all of them); the
+    TensorFlow GraphDef of the source design needed the TensorFlow backend, gone after 25.02.
+    Convert a TF-slim graph to ONNX first (for example with tf2onnx, which needs TensorFlow:
+    this package does not convert).
 
     Args:
-        graphdef_path: Frozen Inception v3 GraphDef (goes to ``1/model.graphdef``).
-        labels_path: Label file, one class per line, 1001 lines.
-        dali_model_path: Serialized DALI pipeline (``assets/dali/pipeline.py`` or
-            :func:`serialize_dali_pipeline` makes it; goes to ``1/model.dali``).
+        classifier_path: Inception v3 as ONNX (goes to ``1/model.onnx``): one FP32 input
+            ``[batch, 299, 299, 3]`` or ``[batch, 3, 299, 299]`` and one FP32 output
+            ``[batch, 1001]`` or ``[batch, 1000]``, batch dimension dynamic.
+        labels_path: Label file, one class per line, as many lines as the model has classes.
+        mean: Per-channel mean on [0, 255] pixels. Default: TF-slim's 127.5 (with ``std``
+            127.5: pixels in [-1, 1]); required for a model without TF-slim's interface.
+        std: Per-channel standard deviation on [0, 255] pixels; given with ``mean``.
         max_batch_size: Batch limit of the ensemble and both models. Default: 256.
 
     Raises:
-        ValueError: A path is not a file, or the label file does not have 1001 labels.
+        ValueError: A path is not a file, the model's interface is not one of the above, the
+            label count differs from the model's, or mean/std are malformed (all at once).
     """
-    graphdef = _existing_file(graphdef_path, "graphdef_path")
     labels = _existing_file(labels_path, "labels_path")
-    dali_model = _existing_file(dali_model_path, "dali_model_path")
+    problems = []
+    interface = None
+    try:
+        interface = read_classifier(classifier_path)
+    except ValueError as error:
+        problems.append(str(error))
+    problems += _normalisation_problems(mean, std, interface)
     count = sum(1 for line in labels.read_text(encoding="utf-8").splitlines() if line.strip())
-    if count != INCEPTION_CLASSES:
-        raise ValueError(
-            f"labels_path={str(labels)!r}: has {count} labels, expected {INCEPTION_CLASSES}"
+    if interface is not None and count != interface.classes:
+        problems.append(
+            f"labels_path={str(labels)!r}: has {count} labels, but the classifier gives "
+            f"{interface.classes} class scores"
         )
-    image_shape = (IMAGE_SIZE, IMAGE_SIZE, 3)
+    if max_batch_size < 1:
+        problems.append(f"max_batch_size={max_batch_size}: must be at least 1")
+    if problems:
+        raise ValueError("image_ensemble: " + "; ".join(problems))
+    mean = TF_SLIM_MEAN if mean is None else tuple(mean)
+    std = TF_SLIM_STD if std is None else tuple(std)
+    image_shape = interface.image_shape
     dali = ModelSpec(
         name=DALI_MODEL_NAME,
         backend="dali",
@@ -138,24 +319,36 @@ def image_ensemble(
         inputs=(TensorSpec("DALI_INPUT_0", DataType.UINT8, (-1,)),),
         outputs=(TensorSpec("DALI_OUTPUT_0", DataType.FP32, image_shape),),
         instance_kind=InstanceKind.GPU,
-        files=(ModelFile("1/model.dali", source=dali_model),),
+        dynamic_batching=True,
+        max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
+        files=(
+            ModelFile(
+                DALI_MODEL_FILE, content=dali_pipeline_source(mean, std, interface.layout)
+            ),
+        ),
     )
     inception = ModelSpec(
         name=INCEPTION_MODEL_NAME,
-        platform="tensorflow_graphdef",
+        backend="onnxruntime",
         max_batch_size=max_batch_size,
-        inputs=(TensorSpec("input", DataType.FP32, image_shape, format=TensorFormat.NHWC),),
+        inputs=(
+            TensorSpec(
+                interface.input_name, DataType.FP32, image_shape, format=interface.layout
+            ),
+        ),
         outputs=(
             TensorSpec(
-                "InceptionV3/Predictions/Softmax",
+                interface.output_name,
                 DataType.FP32,
-                (INCEPTION_CLASSES,),
+                (interface.classes,),
                 label_filename=INCEPTION_LABELS_FILE,
             ),
         ),
         instance_kind=InstanceKind.GPU,
+        dynamic_batching=True,
+        max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
         files=(
-            ModelFile("1/model.graphdef", source=graphdef),
+            ModelFile("1/model.onnx", source=Path(classifier_path)),
             ModelFile(INCEPTION_LABELS_FILE, source=labels),
         ),
     )
@@ -163,7 +356,7 @@ def image_ensemble(
         name=IMAGE_ENSEMBLE_NAME,
         max_batch_size=max_batch_size,
         inputs=(TensorSpec("INPUT", DataType.UINT8, (-1,)),),
-        outputs=(TensorSpec("OUTPUT", DataType.FP32, (INCEPTION_CLASSES,)),),
+        outputs=(TensorSpec("OUTPUT", DataType.FP32, (interface.classes,)),),
         steps=(
             EnsembleStep(
                 DALI_MODEL_NAME,
@@ -172,8 +365,8 @@ def image_ensemble(
             ),
             EnsembleStep(
                 INCEPTION_MODEL_NAME,
-                input_map={"input": "preprocessed_image"},
-                output_map={"InceptionV3/Predictions/Softmax": "OUTPUT"},
+                input_map={interface.input_name: "preprocessed_image"},
+                output_map={interface.output_name: "OUTPUT"},
             ),
         ),
         models=(dali, inception),
@@ -325,6 +518,8 @@ def text_ensemble(
             TensorSpec("pooled_embeds", DataType.FP32, (hidden_size,)),
         ),
         instance_kind=encoder_instance_kind,
+        dynamic_batching=True,
+        max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
         parameters={GPU_PARAMETER: GPU_TARGETS[gpu_target]} if tensorrt else {},
         files=(ModelFile("1/model.plan" if tensorrt else "1/model.onnx", source=encoder_file),),
     )
@@ -369,30 +564,6 @@ def text_ensemble(
         models=(preprocess, encoder, postprocess),
         archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
     )
-
-
-def serialize_dali_pipeline(out_path: str | Path, *, batch_size: int = 256) -> Path:
-    """Write ``model.dali`` with the shipped pipeline script. Needs ``nvidia-dali`` (pinned
-    in requirements-dev.txt: ``nvidia-dali-cuda120``) but no GPU: the pipeline is built with
-    ``device_id=None`` and Triton's DALI backend places it on each instance's GPU.
-
-    Raises:
-        RuntimeError: ``nvidia.dali`` is not installed.
-    """
-    try:
-        import nvidia.dali  # noqa: F401 - only to fail early, helpfully
-    except ImportError as exc:
-        raise RuntimeError(
-            "serializing the DALI pipeline needs nvidia-dali (pip install "
-            "nvidia-dali-cuda120); or pass a prebuilt model.dali "
-            "(image_ensemble(dali_model_path=...), mlp models package --dali-model)"
-        ) from exc
-    spec = importlib.util.spec_from_file_location(
-        "_ml_platform_dali_pipeline", DALI_PIPELINE_SCRIPT
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.serialize(out_path, batch_size=batch_size)
 
 
 # The models each archive of the source design holds, ensemble first. Triton on EKS loads

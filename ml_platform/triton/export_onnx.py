@@ -13,9 +13,9 @@ pooler; not a sentence embedding, kept for parity with the source design).
 The ONNX file serves as is on the onnxruntime backend. For the TensorRT plan, run
 ``trtexec`` (see :data:`TRTEXEC_COMMAND` / :func:`trtexec_command`) on the GPU family
 of the endpoint (T4 for ml.g4dn, A10G for ml.g5) inside the TensorRT container of the
-same release as the Triton image (for example ``nvcr.io/nvidia/tensorrt:24.09-py3`` for
-Triton 24.09): a plan only loads on the GPU architecture and TensorRT version that built
-it.
+same release as the Triton image (for example ``nvcr.io/nvidia/tensorrt:25.09-py3`` for
+Triton 25.09, the default): a plan only loads on the GPU architecture and TensorRT
+version that built it.
 
 ``torch`` and ``transformers`` are imported only when exporting, so importing
 ``ml_platform.triton`` stays light.

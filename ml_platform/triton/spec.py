@@ -197,7 +197,11 @@ class ModelSpec:
         parameters: ``parameters`` map of the config (string values). Default: empty.
         files: Files of the model folder besides ``config.pbtxt``. Default: none.
         version: The single version folder written. Default: 1.
-        dynamic_batching: Write an empty ``dynamic_batching {}`` block. Default: ``False``.
+        dynamic_batching: Let Triton's dynamic batcher combine requests into batches of up
+            to ``max_batch_size`` (a ``dynamic_batching`` block). Needs ``max_batch_size``
+            above 0. Default: ``False``.
+        max_queue_delay_microseconds: With ``dynamic_batching``, how long a request may wait
+            for others to join its batch. Default: 0 (Triton's default: no waiting).
         default_model_filename: Overrides the backend's default file name. Default: none.
     """
 
@@ -213,6 +217,7 @@ class ModelSpec:
     files: tuple[ModelFile, ...] = ()
     version: int = 1
     dynamic_batching: bool = False
+    max_queue_delay_microseconds: int = 0
     default_model_filename: str | None = None
 
     def __post_init__(self) -> None:
@@ -232,6 +237,21 @@ class ModelSpec:
             errors.append(f"instance_count={self.instance_count}: must be at least 1")
         if self.version < 1:
             errors.append(f"version={self.version}: must be at least 1")
+        if self.dynamic_batching and self.max_batch_size < 1:
+            errors.append(
+                f"dynamic_batching with max_batch_size={self.max_batch_size}: a model that "
+                "does not batch cannot be batched dynamically"
+            )
+        if self.max_queue_delay_microseconds < 0:
+            errors.append(
+                f"max_queue_delay_microseconds={self.max_queue_delay_microseconds}: must be 0 "
+                "or more"
+            )
+        if self.max_queue_delay_microseconds and not self.dynamic_batching:
+            errors.append(
+                f"max_queue_delay_microseconds={self.max_queue_delay_microseconds}: applies "
+                "only with dynamic_batching"
+            )
         dup_files = _duplicates(f.dest for f in self.files)
         if dup_files:
             errors.append(f"files: duplicate destinations {dup_files}")

@@ -1,5 +1,4 @@
-"""Where an ensemble archive can run: the GPU its TensorRT plan was built for, and the
-Triton releases whose image has the backends it needs.
+"""Where an ensemble archive can run: the GPU its TensorRT plan was built for.
 
 Kept free of heavy imports (no protobuf, no tritonclient): settings validation uses it.
 
@@ -14,8 +13,8 @@ So there is one text archive per GPU target, and the archive says which, twice:
 * in its config: the TensorRT model's parameter ``gpu_target`` (``"T4"``), so that
   ``mlp models upload`` can check the archive itself, whatever its file is called.
 
-The ONNX text ensemble (``model_onnx_python``) and the image ensemble (``model_tf_dali``)
-hold no plan and run on any GPU.
+The ONNX text ensemble (``model_onnx_python``) and the image ensemble (``model_tf_dali``, an
+ONNX classifier despite the source design's name) hold no plan and run on any GPU.
 """
 
 from __future__ import annotations
@@ -40,12 +39,6 @@ GPU_PARAMETER = "gpu_target"
 IMAGE_LOGICAL = "model_tf_dali"
 TEXT_TRT_LOGICAL = "model_trt_python"
 TEXT_ONNX_LOGICAL = "model_onnx_python"
-
-#: The TensorFlow backend shipped last in Triton 25.02 and left with 25.03:
-#: https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-25-03.html
-TENSORFLOW_LAST_RELEASE = "25.02"
-#: Logical archives whose models need the TensorFlow backend (Inception v3 GraphDef).
-TENSORFLOW_ARCHIVES = frozenset({IMAGE_LOGICAL})
 
 _VERSIONED = re.compile(r"^(?P<logical>.+?)(?:-v[0-9a-f]{8})?$")
 
@@ -103,35 +96,6 @@ def _suffix_hint(gpu: str | None) -> str:
     if suffix is None:
         return "no GPU target is defined for it"
     return f"mlp models package --gpu-target {suffix} -> {TEXT_TRT_LOGICAL}_{suffix}"
-
-
-def needs_tensorflow(entry: str) -> bool:
-    """Whether the archive's models need Triton's TensorFlow backend."""
-    return logical_name(entry) in TENSORFLOW_ARCHIVES
-
-
-def releases_with_tensorflow(versions: tuple[str, ...]) -> list[str]:
-    """The Triton releases (``YY.MM``) among ``versions`` whose image has TensorFlow."""
-    return [v for v in versions if v <= TENSORFLOW_LAST_RELEASE]
-
-
-def triton_version_problem(
-    key: str, version: str, entries: list[tuple[str, str]], versions: tuple[str, ...]
-) -> str | None:
-    """Why Triton ``version`` (setting ``key``) cannot serve the archives ``entries``
-    (``(where, archive)`` pairs), or ``None``."""
-    if version <= TENSORFLOW_LAST_RELEASE:
-        return None
-    needing = sorted(
-        {f"{where} {archive!r}" for where, archive in entries if needs_tensorflow(archive)}
-    )
-    if not needing:
-        return None
-    return (
-        f"{key} = {version!r}: Triton images after {TENSORFLOW_LAST_RELEASE} have no TensorFlow "
-        f"backend, which {', '.join(needing)} needs; expected one of "
-        f"{releases_with_tensorflow(versions)}"
-    )
 
 
 def serving_problems(entry: str, plan_gpu: str | None, settings) -> list[str]:

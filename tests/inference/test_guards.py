@@ -38,9 +38,9 @@ def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
     message = triton_region_problem("ap-south-2", "24.09")
     assert message.startswith("SageMaker publishes no Triton 24.09 image in 'ap-south-2'")
     assert "'us-west-2'" in message and "'eu-west-1'" in message and len(TRITON_REGISTRIES["24.09"]) == 26
-    with pytest.raises(ValueError, match="no Triton 24.09 image in 'ap-south-2'"):
+    with pytest.raises(ValueError, match="no Triton 25.09 image in 'ap-south-2'"):
         triton_image_uri("ap-south-2")
-    with pytest.raises(ValueError, match=r"triton_version='24.09': SageMaker publishes no Triton"):
+    with pytest.raises(ValueError, match=r"triton_version='25.09': SageMaker publishes no Triton"):
         _endpoint("ap-south-2")
     # A given image is the caller's choice.
     _endpoint("ap-south-2", image_uri="111122223333.dkr.ecr.ap-south-2.amazonaws.com/triton:1")
@@ -57,7 +57,7 @@ def test_endpoint_config_pins_the_inference_ami(synth: SynthesizedPlatform) -> N
     synth.template("Inference").has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
         {"ProductionVariants": [Match.object_like(
-            {"InferenceAmiVersion": "al2-ami-sagemaker-inference-gpu-2"}
+            {"InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1"}
         )]},
     )
     with pytest.raises(ValueError, match=r"inference_ami_version='al2-ami-gpu-9': expected one of"):
@@ -120,3 +120,67 @@ def test_the_alarm_topic_setting_reaches_every_endpoint() -> None:
     assert len(alarms) == 8 and all(a["Properties"]["AlarmActions"] == [TOPIC] for a in alarms)
     with pytest.raises(SettingsError, match=r"inference.alarm_topic_arn = 'topic': expected an SNS"):
         Settings.from_context({"inference": {"alarm_topic_arn": "topic"}})
+
+
+def _warnings(stack: cdk.Stack) -> list[str]:
+    return [
+        str(entry.data)
+        for construct in stack.node.find_all()
+        for entry in construct.node.metadata
+        if entry.type == "aws:cdk:warning"
+    ]
+
+
+def test_an_unpatched_release_synthesizes_with_a_warning_naming_the_cves() -> None:
+    _, patched = _endpoint()
+    assert [w for w in _warnings(patched) if "CVE" in w] == []
+    _, old = _endpoint(triton_version="24.09")
+    (warning,) = [w for w in _warnings(old) if "CVE" in w]
+    for cve in ("CVE-2025-23319", "CVE-2025-23320", "CVE-2025-23334"):
+        assert cve in warning
+    assert warning.startswith("Triton 24.09 predates NVIDIA's August 2025 security bulletin")
+    assert "[ack: ml-platform:triton-unpatched-release]" in warning
+    # Acknowledged (the risk accepted for the TensorFlow backend), it is gone.
+    app = new_app()
+    stack = cdk.Stack(app, "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    endpoint = TritonMultiModelEndpoint(
+        stack, "Ep", bucket=s3.Bucket.from_bucket_name(stack, "B", "models-bucket"), endpoint_name="ep",
+        archives=["model_tf_dali"], triton_version="24.09",
+    )
+    cdk.Annotations.of(endpoint).acknowledge_warning(
+        "ml-platform:triton-unpatched-release", "TensorFlow backend needed until migrated"
+    )
+    assert [w for w in _warnings(stack) if "CVE" in w] == []
+
+
+def test_the_ami_must_run_the_release_cuda() -> None:
+    with pytest.raises(ValueError, match=(
+        r"inference_ami_version='al2-ami-sagemaker-inference-gpu-2-1': Triton 25.09 is built on "
+        r"CUDA 13, which needs NVIDIA driver 575 or later; al2-ami-sagemaker-inference-gpu-2-1 "
+        r"has driver 535"
+    )):
+        _endpoint(inference_ami_version="al2-ami-sagemaker-inference-gpu-2-1")
+    _endpoint(inference_ami_version="al2-ami-sagemaker-inference-gpu-2-1", triton_version="24.09")
+    _endpoint(inference_ami_version="al2-ami-sagemaker-inference-gpu-2")  # forward compatibility
+
+
+def test_model_loads_stop_at_a_share_of_gpu_memory(synth: SynthesizedPlatform) -> None:
+    """TensorFlow (<= 25.02) and DALI keep GPU memory after unload: the container's serve
+    script turns SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT into --model-load-gpu-limit."""
+    synth.template("Inference").has_resource_properties(
+        "AWS::SageMaker::Model",
+        {"PrimaryContainer": Match.object_like(
+            {"Environment": {"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.8"}}
+        )},
+    )
+    endpoint, stack = _endpoint(model_load_gpu_limit_percent=65)
+    model = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
+    (props,) = [m["Properties"]["PrimaryContainer"] for m in model.values()]
+    assert props["Environment"] == {"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.65"}
+    _, unlimited = _endpoint(model_load_gpu_limit_percent=100)
+    model = Template.from_stack(unlimited).find_resources("AWS::SageMaker::Model")
+    assert ["Environment" in m["Properties"]["PrimaryContainer"] for m in model.values()] == [False]
+    with pytest.raises(ValueError, match=r"model_load_gpu_limit_percent=0: expected 1 to 100"):
+        _endpoint(model_load_gpu_limit_percent=0)
+    with pytest.raises(SettingsError, match=r"inference.model_load_gpu_limit_percent = 101"):
+        Settings.from_context({"inference": {"model_load_gpu_limit_percent": 101}})

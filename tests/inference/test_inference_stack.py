@@ -30,7 +30,7 @@ def test_model_is_multi_model_over_the_prefix(synth: SynthesizedPlatform) -> Non
         "AWS::SageMaker::Model",
         {
             "PrimaryContainer": {
-                "Image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/sagemaker-tritonserver:24.09-py3",
+                "Image": "763104351884.dkr.ecr.us-west-2.amazonaws.com/sagemaker-tritonserver:25.09-py3",
                 "Mode": "MultiModel",
                 "ModelDataUrl": {
                     "Fn::Join": ["", Match.array_with([Match.string_like_regexp("/models/$")])]
@@ -43,9 +43,9 @@ def test_model_is_multi_model_over_the_prefix(synth: SynthesizedPlatform) -> Non
 @pytest.mark.parametrize(
     ("region", "uri"),
     [
-        ("us-east-1", "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:24.09-py3"),
-        ("af-south-1", "626614931356.dkr.ecr.af-south-1.amazonaws.com/sagemaker-tritonserver:24.09-py3"),
-        ("cn-north-1", "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-tritonserver:24.09-py3"),
+        ("us-east-1", "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:25.09-py3"),
+        ("af-south-1", "626614931356.dkr.ecr.af-south-1.amazonaws.com/sagemaker-tritonserver:25.09-py3"),
+        ("cn-north-1", "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-tritonserver:25.09-py3"),
     ],
 )
 def test_image_uri_per_region(region: str, uri: str) -> None:

@@ -11,6 +11,7 @@ from tests.cluster.manifests import manifests_by_id
 from tests.library.conftest import Outside
 from tests.library.outside_app import CUSTOM_ARCHIVE
 from tests.monitoring.documented_metrics import dashboard_bodies, problems, render
+from tests.triton_eks.support import server_argv
 
 # Construct paths that belong to the platform's constructs (the rest is the user's own).
 OURS = (
@@ -88,7 +89,7 @@ def test_triton_in_its_own_stack_serves_the_named_archive_with_given_props(
     pod = deployment["spec"]["template"]["spec"]
     fetch = shlex.split(pod["initContainers"][0]["command"][2])
     assert [w for w in fetch if w.startswith("key=")] == ["key=models/team-reranker-v0a1b2c3d.tar.gz"]
-    args = pod["containers"][0]["args"]
+    args = server_argv(pod["containers"][0])
     # Triton loads every unpacked model and refuses model control (issue #13)
     assert "--model-control-mode=none" in args
     assert not [a for a in args if a.startswith("--load-model")]

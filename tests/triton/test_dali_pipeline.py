@@ -1,41 +1,76 @@
-"""The image ensemble's DALI pipeline, run with DALI's CPU operators against a NumPy/Pillow
-reference of the same preprocessing (TF-slim Inception eval: central 87.5% crop, bilinear
-resize to 299x299, pixels scaled to [-1, 1]); and serialized without a GPU."""
+"""The image ensemble's Python-defined DALI model (``dali/1/dali.py``).
+
+* Run with DALI's CPU operators against a NumPy/Pillow reference of the same preprocessing
+  (TF-slim Inception eval: central 87.5% crop, bilinear resize to 299x299, then the
+  classifier's normalisation and layout), and through a small ONNX classifier with Inception
+  v3's interface: the top-5 classes are identical on a set of generated images.
+* Serialized the way Triton's DALI backend does it at load (``invoke_autoserialize`` in a
+  ``python3 -c`` subprocess), with no GPU.
+* Written against the DALI Python API of the oldest supported container's DALI only.
+"""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import io
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 from PIL import Image
 
 import ml_platform
 from ml_platform.cli.main import main
-from ml_platform.triton.ensembles import DALI_PIPELINE_SCRIPT, serialize_dali_pipeline
-from tests.triton.support import write_artifacts
+from ml_platform.triton import TensorFormat, dali_pipeline_source
+from ml_platform.triton.ensembles import DALI_PIPELINE_SOURCE
+from tests.triton.support import tiny_inception
 
 SIZE = 299
 ONE_LEVEL = 1 / 127.5  # one 8-bit grey level in the [-1, 1] output
+# torchvision's ImageNet statistics on [0, 255] pixels, as an export from another framework
+# would need them.
+TORCHVISION_MEAN = (123.675, 116.28, 103.53)
+TORCHVISION_STD = (58.395, 57.12, 57.375)
 
 
-def _load_pipeline_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_test_dali_pipeline", DALI_PIPELINE_SCRIPT)
+def load_pipeline_module(tmp_path: Path, source: bytes, name: str = "dali.py"):
+    """Import a rendered ``dali.py`` as the backend does: from a file, under its own name."""
+    path = tmp_path / name
+    path.write_bytes(source)
+    spec = importlib.util.spec_from_file_location(f"_dali_{abs(hash(source))}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_on_cpu(module, images: list[np.ndarray]) -> list[np.ndarray]:
+    """The module's preprocessing with CPU operators over PNG-encoded ``images``."""
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=len(images), num_threads=1, device_id=None)
+    def cpu_pipeline():
+        return module.preprocess(fn.external_source(device="cpu", name=module.INPUT_NAME), "cpu")
+
+    pipe = cpu_pipeline()
+    pipe.build()
+    pipe.feed_input(module.INPUT_NAME, [_png(image) for image in images])
+    (batch,) = pipe.run()
+    return [np.array(batch[i]) for i in range(len(images))]
 
 
 def _pattern(height: int, width: int, seed: int) -> np.ndarray:
     """Gradients, stripes and noise: resizing it wrongly shows."""
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:height, 0:width]
-    image = np.stack([x * 255 / width, y * 255 / height, ((x + y) % 64) * 4], axis=-1)
+    phase = rng.uniform(0, 64)
+    image = np.stack(
+        [x * 255 / width, y * 255 / height, ((x + y + phase) % 64) * 4], axis=-1
+    )[:, :, rng.permutation(3)]
     return np.clip(image + rng.normal(0, 8, image.shape), 0, 255).astype(np.uint8)
 
 
@@ -45,13 +80,14 @@ def _png(image: np.ndarray) -> np.ndarray:
     return np.frombuffer(buffer.getvalue(), dtype=np.uint8)
 
 
-def reference(image: np.ndarray) -> np.ndarray:
-    """Central 87.5% crop, bilinear resize to 299x299, then x / 127.5 - 1."""
+def reference(image: np.ndarray, mean=(127.5,) * 3, std=(127.5,) * 3, layout="HWC"):
+    """Central 87.5% crop, bilinear resize to 299x299, (x - mean) / std, in ``layout``."""
     height, width = image.shape[:2]
     margin = (1 - 0.875) / 2
     box = (width * margin, height * margin, width * (1 - margin), height * (1 - margin))
     resized = Image.fromarray(image).resize((SIZE, SIZE), Image.Resampling.BILINEAR, box=box)
-    return np.asarray(resized, dtype=np.float32) / 127.5 - 1
+    out = (np.asarray(resized, dtype=np.float32) - np.float32(mean)) / np.float32(std)
+    return out.transpose(2, 0, 1) if layout == "CHW" else out
 
 
 IMAGES = {
@@ -59,18 +95,34 @@ IMAGES = {
     "upscale 150x120": _pattern(120, 150, 2),
     "solid colour": np.full((300, 400, 3), (200, 30, 90), dtype=np.uint8),
 }
+# The sample set of the top-5 comparison: sizes, aspect ratios and content vary.
+SAMPLES = [
+    _pattern(h, w, seed)
+    for seed, (h, w) in enumerate(
+        [(480, 640), (640, 480), (299, 299), (120, 150), (1000, 333), (256, 256), (375, 500),
+         (600, 800), (200, 900), (333, 1000), (512, 384), (150, 151)],
+        start=10,
+    )
+]
 
 
 @pytest.fixture(scope="module")
-def outputs() -> dict[str, np.ndarray]:
-    module = _load_pipeline_module()
-    pipe = module.build_pipeline(
-        batch_size=len(IMAGES), num_threads=1, device_id=None, decoder_device="cpu"
-    )
-    pipe.build()
-    pipe.feed_input(module.INPUT_NAME, [_png(image) for image in IMAGES.values()])
-    (batch,) = pipe.run()
-    return {name: np.array(batch[i]) for i, name in enumerate(IMAGES)}
+def default_module(tmp_path_factory):
+    return load_pipeline_module(tmp_path_factory.mktemp("dali"), dali_pipeline_source())
+
+
+@pytest.fixture(scope="module")
+def outputs(default_module) -> dict[str, np.ndarray]:
+    return dict(zip(IMAGES, run_on_cpu(default_module, list(IMAGES.values()))))
+
+
+def test_the_shipped_file_is_the_tf_slim_default() -> None:
+    """Rendering the defaults changes nothing: the asset itself is the TF-slim pipeline."""
+    assert dali_pipeline_source() == DALI_PIPELINE_SOURCE.read_bytes()
+    chw = dali_pipeline_source(TORCHVISION_MEAN, TORCHVISION_STD, TensorFormat.NCHW).decode()
+    assert "MEAN = (123.675, 116.28, 103.53)\n" in chw and 'OUTPUT_LAYOUT = "CHW"\n' in chw
+    with pytest.raises(ValueError, match="layout='NONE': expected NHWC or NCHW"):
+        dali_pipeline_source(layout=TensorFormat.NONE)
 
 
 def test_pixels_are_scaled_to_minus_one_one_not_imagenet_statistics(outputs) -> None:
@@ -85,7 +137,7 @@ def test_pixels_are_scaled_to_minus_one_one_not_imagenet_statistics(outputs) -> 
 @pytest.mark.parametrize("name", ["downscale 640x480", "upscale 150x120"])
 def test_resize_matches_the_pillow_reference(outputs, name: str) -> None:
     ours, expected = outputs[name], reference(IMAGES[name])
-    assert ours.shape == expected.shape == (SIZE, SIZE, 3)  # HWC, as the graphdef's input
+    assert ours.shape == expected.shape == (SIZE, SIZE, 3)  # HWC, as TF-slim's input
     difference = np.abs(ours - expected)
     assert difference.max() <= ONE_LEVEL + 1e-6, difference.max()  # rounding only
     assert difference.mean() < 0.2 * ONE_LEVEL, difference.mean()
@@ -97,48 +149,178 @@ def test_resize_matches_the_pillow_reference(outputs, name: str) -> None:
     assert np.abs(ours - uncropped).mean() > 10 * ONE_LEVEL
 
 
-def test_serializes_without_a_gpu(tmp_path: Path) -> None:
-    path = serialize_dali_pipeline(tmp_path / "model.dali", batch_size=8)
-    data = path.read_bytes()
+def test_mean_std_and_chw_for_other_exports(tmp_path: Path) -> None:
+    source = dali_pipeline_source(TORCHVISION_MEAN, TORCHVISION_STD, TensorFormat.NCHW)
+    module = load_pipeline_module(tmp_path, source)
+    (ours,) = run_on_cpu(module, [IMAGES["downscale 640x480"]])
+    expected = reference(IMAGES["downscale 640x480"], TORCHVISION_MEAN, TORCHVISION_STD, "CHW")
+    assert ours.shape == expected.shape == (3, SIZE, SIZE)
+    one_level = 1 / min(TORCHVISION_STD)
+    assert np.abs(ours - expected).max() <= one_level + 1e-5
+
+
+def _top5(session: ort.InferenceSession, batch: np.ndarray) -> list[list[int]]:
+    (scores,) = session.run(None, {session.get_inputs()[0].name: batch})
+    return [list(row) for row in np.argsort(-scores, axis=1, kind="stable")[:, :5]]
+
+
+@pytest.mark.parametrize(
+    ("interface", "mean", "std"),
+    [
+        ({"classes": 1001, "layout": "NHWC"}, None, None),  # TF-slim: [-1, 1], HWC
+        ({"classes": 1000, "layout": "NCHW"}, TORCHVISION_MEAN, TORCHVISION_STD),
+    ],
+    ids=["tf-slim-1001-nhwc", "torchvision-1000-nchw"],
+)
+def test_top5_matches_the_reference_path(tmp_path: Path, interface, mean, std) -> None:
+    """DALI (CPU operators) + the classifier gives the same top-5 classes as Pillow/NumPy
+    preprocessing + the same classifier in onnxruntime, on every sample image."""
+    layout = TensorFormat(interface["layout"])
+    kwargs = {} if mean is None else {"mean": mean, "std": std}
+    module = load_pipeline_module(tmp_path, dali_pipeline_source(layout=layout, **kwargs))
+    session = ort.InferenceSession(tiny_inception(**interface))
+    ours = np.stack(run_on_cpu(module, SAMPLES))
+    ref_args = ((127.5,) * 3, (127.5,) * 3) if mean is None else (mean, std)
+    expected = np.stack([reference(image, *ref_args, layout[1:]) for image in SAMPLES])
+    assert _top5(session, ours) == _top5(session, expected)
+    # The comparison can fail: ImageNet statistics in place of the model's own change the
+    # ranking of at least one sample.
+    wrong = np.stack([
+        reference(image, *((TORCHVISION_MEAN, TORCHVISION_STD) if mean is None else
+                           ((127.5,) * 3, (127.5,) * 3)), layout[1:])
+        for image in SAMPLES
+    ])
+    assert _top5(session, wrong) != _top5(session, expected)
+
+
+# The exact command Triton's DALI backend runs to serialize a Python-defined model
+# (GenerateAutoserializeCmd in src/model_provider/model_provider.h, dali_backend r25.09).
+BACKEND_AUTOSERIALIZE = """
+import importlib, sys
+from nvidia.dali._utils.autoserialize import invoke_autoserialize
+spec = importlib.util.spec_from_file_location('autoserialize_mod', sys.argv[1])
+head_module = importlib.util.module_from_spec(spec)
+sys.modules['autoserialize_mod'] = head_module
+spec.loader.exec_module(head_module)
+invoke_autoserialize(head_module, sys.argv[2])
+"""
+
+
+def test_the_backend_serializes_it_without_a_gpu(tmp_path: Path) -> None:
+    model = tmp_path / "dali" / "1" / "dali.py"
+    model.parent.mkdir(parents=True)
+    model.write_bytes(dali_pipeline_source())
+    target = tmp_path / "serialized.dali"
+    result = subprocess.run(
+        [sys.executable, "-c", BACKEND_AUTOSERIALIZE, str(model), str(target)],
+        capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    data = target.read_bytes()
     # The GPU decoder is kept for Triton; the device is chosen when the backend loads it.
     assert b"DALI_INPUT_0" in data and b"mixed" in data and b"CropMirrorNormalize" in data
 
 
-def test_package_serializes_the_pipeline_itself(tmp_path: Path, capsys) -> None:
-    artifacts = write_artifacts(tmp_path / "in")
+# The DALI Python API dali.py may use: every operator and keyword below exists unchanged in
+# DALI 1.31 (Triton 23.12-24.03, the oldest supported containers), 1.39 (24.09), 1.51.2
+# (25.09, the default) and 2.1.0 (26.05): the operator reference of each release,
+# https://docs.nvidia.com/deeplearning/dali/archives/index.html
+# (fn.decoders.image, fn.resize, fn.crop_mirror_normalize, fn.external_source;
+# nvidia.dali.plugin.triton.autoserialize). DALI 1.x is
+# not on PyPI (its package there only redirects to NVIDIA's index), so this pins the API
+# rather than running 1.51.2; a call or keyword outside it fails here.
+CONTAINER_DALI_API = {
+    "external_source": {"device", "name"},
+    "decoders.image": {"device", "output_type"},
+    "resize": {"resize_x", "resize_y", "roi_start", "roi_end", "roi_relative", "interp_type"},
+    "crop_mirror_normalize": {"dtype", "output_layout", "mean", "std"},
+}
+CONTAINER_DALI_TYPES = {"RGB", "FLOAT", "INTERP_LINEAR"}
+CONTAINER_DALI_IMPORTS = {
+    "nvidia.dali.fn", "nvidia.dali.types", "nvidia.dali", "nvidia.dali.plugin.triton",
+}
+SCHEMAS = {
+    "decoders.image": "decoders__Image",
+    "resize": "Resize",
+    "crop_mirror_normalize": "CropMirrorNormalize",
+}
+
+
+def dali_api_used(source: str) -> tuple[dict[str, set[str]], set[str], set[str]]:
+    """``fn.<op>`` calls with their keywords, ``types.<name>`` uses, imported modules."""
+    calls: dict[str, set[str]] = {}
+    types_used: set[str] = set()
+    imports: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            name = ast.unparse(node.func)
+            if name.startswith("fn."):
+                calls.setdefault(name.removeprefix("fn."), set()).update(
+                    k.arg for k in node.keywords
+                )
+        elif isinstance(node, ast.Attribute) and ast.unparse(node.value) == "types":
+            types_used.add(node.attr)
+        elif isinstance(node, ast.Import):
+            imports.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.add(node.module)
+    return calls, types_used, imports
+
+
+def test_uses_only_the_api_of_the_containers_dali() -> None:
+    calls, types_used, imports = dali_api_used(dali_pipeline_source().decode())
+    assert set(calls) <= set(CONTAINER_DALI_API), calls
+    for op, keywords in calls.items():
+        assert keywords <= CONTAINER_DALI_API[op], (op, keywords - CONTAINER_DALI_API[op])
+    assert types_used <= CONTAINER_DALI_TYPES
+    assert imports <= CONTAINER_DALI_IMPORTS
+    # pipeline_def's own arguments: those of DALI 1.x's Pipeline constructor.
+    decorator = next(
+        d for n in ast.walk(ast.parse(dali_pipeline_source().decode()))
+        if isinstance(n, ast.FunctionDef) and n.name == "image_pipeline"
+        for d in n.decorator_list if isinstance(d, ast.Call)
+    )
+    assert {k.arg for k in decorator.keywords} == {"batch_size", "num_threads", "device_id"}
+
+
+def test_the_pinned_api_is_real_dali() -> None:
+    """Each pinned keyword is an argument of the operator's schema in the installed DALI, so
+    the list above describes DALI, and the scan sees a keyword it does not allow."""
+    from nvidia.dali import backend
+
+    for op, schema_name in SCHEMAS.items():
+        schema = backend.GetSchema(schema_name)
+        for keyword in CONTAINER_DALI_API[op] - {"device"}:
+            assert schema.HasArgument(keyword), (op, keyword)
+    calls, _, _ = dali_api_used("fn.resize(x, size=(1, 2), antialias=False)\n")
+    assert calls["resize"] - CONTAINER_DALI_API["resize"] == {"size", "antialias"}
+
+
+def test_package_ships_the_pipeline_as_python(tmp_path: Path, capsys) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "inception.onnx").write_bytes(tiny_inception())
+    (tmp_path / "in" / "labels.txt").write_text("".join(f"c{i}\n" for i in range(1001)))
     code = main([
         "models", "package", "--ensemble", "image", "--out", str(tmp_path / "out"),
-        "--inception-graphdef", str(artifacts.graphdef),
-        "--inception-labels", str(artifacts.labels),
+        "--inception-onnx", str(tmp_path / "in" / "inception.onnx"),
+        "--inception-labels", str(tmp_path / "in" / "labels.txt"),
     ])
     assert code == 0, capsys.readouterr().err
     (archive,) = (tmp_path / "out").glob("model_tf_dali-v*.tar.gz")  # versioned by content
     with tarfile.open(archive) as tar:
-        model = tar.extractfile("dali/1/model.dali").read()
-    assert model == serialize_dali_pipeline(tmp_path / "again.dali", batch_size=256).read_bytes()
+        names = tar.getnames()
+        shipped = tar.extractfile("dali/1/dali.py").read()
+    assert "dali/1/model.dali" not in names  # nothing serialized by the DALI installed here
+    assert shipped == DALI_PIPELINE_SOURCE.read_bytes()
+    assert str(Path(ml_platform.__file__).parent).encode() not in shipped
 
 
 def test_dali_stays_out_of_synthesis_and_the_cli_import_path() -> None:
-    """Only two functions import DALI, when called: nothing imports it at module load."""
+    """Nothing in the package imports DALI: only the shipped dali.py does, in the container."""
     package_root = Path(ml_platform.__file__).parent
     importers = set()
-
-    def visit(node: ast.AST, scope: str | None, path: Path) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Import):
-                names = [alias.name for alias in child.names]
-            elif isinstance(child, ast.ImportFrom):
-                names = [child.module or ""]
-            else:
-                names = []
-            if any(name.split(".")[:2] == ["nvidia", "dali"] for name in names):
-                importers.add((path.relative_to(package_root).as_posix(), scope))
-            inner = child.name if isinstance(child, ast.FunctionDef) else scope
-            visit(child, inner, path)
-
     for path in sorted(package_root.rglob("*.py")):
-        visit(ast.parse(path.read_text("utf-8")), None, path)
-    assert importers == {
-        ("triton/ensembles.py", "serialize_dali_pipeline"),
-        ("triton/assets/dali/pipeline.py", "build_pipeline"),
-    }
+        _, _, imports = dali_api_used(path.read_text("utf-8"))
+        if any(name and name.split(".")[:2] == ["nvidia", "dali"] for name in imports):
+            importers.add(path.relative_to(package_root).as_posix())
+    assert importers == {"triton/assets/dali/dali.py"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,15 +15,21 @@ from ml_platform.triton import (
     EncoderFormat,
     check_ensemble,
     image_ensemble,
+    read_classifier,
     read_pbtxt,
-    serialize_dali_pipeline,
     text_ensemble,
     write_repository,
 )
 from ml_platform.triton.ensembles import EXECUTION_ENV_PARAMETER
 from ml_platform.triton.export_onnx import TRTEXEC_COMMAND, trtexec_command
 from ml_platform.triton.pooling import mean_pool_normalize
-from tests.triton.support import MINILM_DIR, Artifacts, write_artifacts
+from tests.triton.support import (
+    MINILM_DIR,
+    Artifacts,
+    tiny_inception,
+    write_artifacts,
+    write_tiny_inception,
+)
 
 GPU = mc.ModelInstanceGroup.KIND_GPU
 CPU = mc.ModelInstanceGroup.KIND_CPU
@@ -38,11 +45,7 @@ def tensors(fields) -> list[tuple[str, int, list[int]]]:
 
 
 def test_image_ensemble_configs(artifacts: Artifacts, tmp_path: Path) -> None:
-    spec = image_ensemble(
-        graphdef_path=artifacts.graphdef,
-        labels_path=artifacts.labels,
-        dali_model_path=artifacts.dali,
-    )
+    spec = image_ensemble(classifier_path=artifacts.classifier, labels_path=artifacts.labels)
     repo = write_repository(spec, tmp_path / "repo")
 
     dali = read_pbtxt(repo / "dali")
@@ -50,15 +53,20 @@ def test_image_ensemble_configs(artifacts: Artifacts, tmp_path: Path) -> None:
     assert tensors(dali.input) == [("DALI_INPUT_0", mc.TYPE_UINT8, [-1])]
     assert tensors(dali.output) == [("DALI_OUTPUT_0", mc.TYPE_FP32, [299, 299, 3])]
     assert dali.instance_group[0].kind == GPU
+    assert (repo / "dali/1/dali.py").is_file() and not (repo / "dali/1/model.dali").exists()
 
-    inception = read_pbtxt(repo / "inception_graphdef")
-    assert inception.platform == "tensorflow_graphdef" and inception.backend == ""
+    inception = read_pbtxt(repo / "inception_onnx")
+    assert (inception.backend, inception.platform) == ("onnxruntime", "")
+    assert (repo / "inception_onnx/1/model.onnx").is_file()
     assert tensors(inception.input) == [("input", mc.TYPE_FP32, [299, 299, 3])]
     assert inception.input[0].format == mc.ModelInput.FORMAT_NHWC
     assert tensors(inception.output) == [("InceptionV3/Predictions/Softmax", mc.TYPE_FP32, [1001])]
     label_file = inception.output[0].label_filename
-    assert len((repo / "inception_graphdef" / label_file).read_text().splitlines()) == 1001
+    assert len((repo / "inception_onnx" / label_file).read_text().splitlines()) == 1001
     assert inception.instance_group[0].kind == GPU
+    # Both models batch: Triton's dynamic batcher forms their batches, waiting at most 100 us.
+    for config in (dali, inception):
+        assert config.dynamic_batching.max_queue_delay_microseconds == 100
 
     ensemble = read_pbtxt(repo / "ensemble_dali_inception")
     assert (ensemble.platform, ensemble.max_batch_size) == ("ensemble", 256)
@@ -68,11 +76,39 @@ def test_image_ensemble_configs(artifacts: Artifacts, tmp_path: Path) -> None:
     assert [(s.model_name, dict(s.input_map), dict(s.output_map)) for s in steps] == [
         ("dali", {"DALI_INPUT_0": "INPUT"}, {"DALI_OUTPUT_0": "preprocessed_image"}),
         (
-            "inception_graphdef",
+            "inception_onnx",
             {"input": "preprocessed_image"},
             {"InceptionV3/Predictions/Softmax": "OUTPUT"},
         ),
     ]
+
+
+def test_image_ensemble_follows_an_nchw_1000_class_export(tmp_path: Path) -> None:
+    """A torchvision-style export: its names, NCHW, 1000 classes, its own mean/std."""
+    model = write_tiny_inception(
+        tmp_path / "tv.onnx", classes=1000, layout="NCHW", input_name="x", output_name="scores"
+    )
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"c{i}\n" for i in range(1000)))
+    spec = image_ensemble(
+        classifier_path=model, labels_path=labels,
+        mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375),
+    )
+    check_ensemble(spec)
+    repo = write_repository(spec, tmp_path / "repo")
+    assert tensors(read_pbtxt(repo / "dali").output) == [("DALI_OUTPUT_0", mc.TYPE_FP32, [3, 299, 299])]
+    inception = read_pbtxt(repo / "inception_onnx")
+    assert tensors(inception.input) == [("x", mc.TYPE_FP32, [3, 299, 299])]
+    assert inception.input[0].format == mc.ModelInput.FORMAT_NCHW
+    assert tensors(inception.output) == [("scores", mc.TYPE_FP32, [1000])]
+    assert tensors(read_pbtxt(repo / "ensemble_dali_inception").output) == [
+        ("OUTPUT", mc.TYPE_FP32, [1000])
+    ]
+    source = (repo / "dali/1/dali.py").read_text()
+    assert 'OUTPUT_LAYOUT = "CHW"' in source and "STD = (58.395, 57.12, 57.375)" in source
+    # Without its normalisation such a model is refused, not fed TF-slim's [-1, 1].
+    with pytest.raises(ValueError, match=r"not TF-slim's Inception v3 \(NCHW, 1000 classes\)"):
+        image_ensemble(classifier_path=model, labels_path=labels)
 
 
 @pytest.mark.parametrize("encoder_format", list(EncoderFormat))
@@ -116,6 +152,8 @@ def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_for
         ("pooled_embeds", mc.TYPE_FP32, [384]),
     ]
     assert enc.instance_group[0].kind == GPU
+    assert enc.dynamic_batching.max_queue_delay_microseconds == 100  # the encoder batches
+    assert not pre.HasField("dynamic_batching")  # Python steps keep one request per call
 
     post = read_pbtxt(repo / "postprocess")
     assert post.backend == "python"
@@ -184,27 +222,49 @@ def test_text_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -
         )
 
 
-def test_image_ensemble_rejects_bad_input(artifacts: Artifacts) -> None:
+def test_image_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -> None:
     artifacts.labels.write_text("a\nb\n")
-    with pytest.raises(ValueError, match="has 2 labels, expected 1001"):
+    with pytest.raises(ValueError, match="has 2 labels, but the classifier gives 1001"):
+        image_ensemble(classifier_path=artifacts.classifier, labels_path=artifacts.labels)
+    with pytest.raises(ValueError, match=r"classifier_path=.*not a file"):
         image_ensemble(
-            graphdef_path=artifacts.graphdef,
+            classifier_path=artifacts.classifier.with_name("none.onnx"),
             labels_path=artifacts.labels,
-            dali_model_path=artifacts.dali,
         )
-    with pytest.raises(ValueError, match=r"dali_model_path=.*not a file"):
+    with pytest.raises(ValueError, match=r"classifier_path=.*not an ONNX model"):
+        image_ensemble(classifier_path=artifacts.onnx, labels_path=artifacts.labels)
+    # Every problem at once: normalisation, labels.
+    with pytest.raises(ValueError) as error:
         image_ensemble(
-            graphdef_path=artifacts.graphdef,
-            labels_path=artifacts.labels,
-            dali_model_path=artifacts.dali.with_name("none.dali"),
+            classifier_path=artifacts.classifier, labels_path=artifacts.labels, mean=(1, 2),
         )
+    for fragment in ("mean=[1, 2]: expected 3 values", "mean and std: give both or neither",
+                     "has 2 labels"):
+        assert fragment in str(error.value)
 
 
-def test_serialize_dali_pipeline_without_dali(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
-    monkeypatch.setitem(sys.modules, "nvidia.dali", None)  # makes the import fail
-    with pytest.raises(RuntimeError, match="needs nvidia-dali.*--dali-model"):
-        serialize_dali_pipeline(tmp_path / "model.dali")
-    assert not (tmp_path / "model.dali").exists()
+@pytest.mark.parametrize(
+    ("interface", "fragment"),
+    [
+        ({"batch": 1}, "'input' has a fixed batch size 1"),
+        ({"classes": 10}, "output 'InceptionV3/Predictions/Softmax' has shape [None, 10]"),
+    ],
+)
+def test_read_classifier_refuses_other_interfaces(tmp_path: Path, interface, fragment) -> None:
+    model = write_tiny_inception(tmp_path / "m.onnx", **interface)
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        read_classifier(model)
+
+
+def test_read_classifier_refuses_a_wrong_image_size(tmp_path: Path) -> None:
+    import onnx
+
+    model = onnx.load_from_string(tiny_inception())
+    model.graph.input[0].type.tensor_type.shape.dim[1].dim_value = 224
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(ValueError, match=re.escape("has shape [None, 224, 299, 3], expected")):
+        read_classifier(path)
 
 
 def test_mean_pool_normalize_ignores_padding() -> None:

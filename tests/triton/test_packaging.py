@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import os
+import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -23,32 +27,36 @@ from ml_platform.triton import (
     validate_target_model,
     write_repository,
 )
-from ml_platform.triton.ensembles import ASSETS, POOLING_SOURCE, WORDPIECE_SOURCE
+from ml_platform.triton.ensembles import (
+    ASSETS,
+    DALI_PIPELINE_SOURCE,
+    POOLING_SOURCE,
+    WORDPIECE_SOURCE,
+)
 from tests.triton.support import (
-    FAKE_DALI,
-    FAKE_GRAPHDEF,
     FAKE_ONNX,
     FAKE_PLAN,
     LABELS,
     MINILM_DIR,
     Artifacts,
     tiny_ensemble,
+    tiny_inception,
     write_artifacts,
 )
 
 IMAGE_ENTRIES = [
     "dali",
     "dali/1",
-    "dali/1/model.dali",
+    "dali/1/dali.py",
     "dali/config.pbtxt",
     "ensemble_dali_inception",
     "ensemble_dali_inception/1",
     "ensemble_dali_inception/config.pbtxt",
-    "inception_graphdef",
-    "inception_graphdef/1",
-    "inception_graphdef/1/model.graphdef",
-    "inception_graphdef/config.pbtxt",
-    "inception_graphdef/inception_labels.txt",
+    "inception_onnx",
+    "inception_onnx/1",
+    "inception_onnx/1/model.onnx",
+    "inception_onnx/config.pbtxt",
+    "inception_onnx/inception_labels.txt",
 ]
 TOKENIZER = [
     "config.json",
@@ -89,11 +97,7 @@ def artifacts(tmp_path: Path) -> Artifacts:
 
 
 def image(artifacts: Artifacts):
-    return image_ensemble(
-        graphdef_path=artifacts.graphdef,
-        labels_path=artifacts.labels,
-        dali_model_path=artifacts.dali,
-    )
+    return image_ensemble(classifier_path=artifacts.classifier, labels_path=artifacts.labels)
 
 
 def text(artifacts: Artifacts, encoder_format: EncoderFormat = EncoderFormat.TENSORRT):
@@ -124,15 +128,15 @@ def test_image_archive_layout_and_contents(artifacts: Artifacts, tmp_path: Path)
     assert [i.name for i in infos] == IMAGE_ENTRIES
     for info in infos:
         assert info.isdir() == (info.name.count("/") == 0 or info.name.endswith("/1"))
-    assert read_member(archive, "dali/1/model.dali") == FAKE_DALI
-    assert read_member(archive, "inception_graphdef/1/model.graphdef") == FAKE_GRAPHDEF
-    assert read_member(archive, "inception_graphdef/inception_labels.txt") == LABELS.encode()
+    assert read_member(archive, "dali/1/dali.py") == DALI_PIPELINE_SOURCE.read_bytes()
+    assert read_member(archive, "inception_onnx/1/model.onnx") == tiny_inception()
+    assert read_member(archive, "inception_onnx/inception_labels.txt") == LABELS.encode()
     ensemble = parse_pbtxt(read_member(archive, "ensemble_dali_inception/config.pbtxt").decode())
     assert ensemble.platform == "ensemble"
     # Exactly one folder is the ensemble: the one SageMaker serves.
     platforms = [
         parse_pbtxt(read_member(archive, f"{name}/config.pbtxt").decode()).platform
-        for name in ("dali", "ensemble_dali_inception", "inception_graphdef")
+        for name in ("dali", "ensemble_dali_inception", "inception_onnx")
     ]
     assert platforms.count("ensemble") == 1
 
@@ -175,6 +179,41 @@ def test_packaging_is_byte_identical(artifacts: Artifacts, tmp_path: Path) -> No
     assert third == package(image(artifacts), tmp_path / "d").read_bytes()
 
 
+# Runs `mlp models package` from a copy of the package: nothing but the copy's own code.
+_PACKAGE_FROM_CHECKOUT = """
+import sys
+from ml_platform.cli.main import main
+sys.exit(main(["models", "package", "--out", sys.argv[1], "--inception-onnx", sys.argv[2],
+               "--inception-labels", sys.argv[3], "--encoder", sys.argv[4]]))
+"""
+
+
+def test_archives_are_identical_across_checkouts(artifacts: Artifacts, tmp_path: Path) -> None:
+    """The same commit checked out in two places builds byte-identical archives, the image
+    archive included (a serialized DALI pipeline embedded its defining file's path)."""
+    import ml_platform
+
+    built = []
+    for checkout in ("checkout-a", "somewhere/else/checkout-b"):
+        root = tmp_path / checkout
+        shutil.copytree(
+            Path(ml_platform.__file__).parent, root / "ml_platform",
+            ignore=shutil.ignore_patterns("__pycache__"),
+        )
+        out = tmp_path / f"out-{len(built)}"
+        result = subprocess.run(
+            [sys.executable, "-c", _PACKAGE_FROM_CHECKOUT, str(out), str(artifacts.classifier),
+             str(artifacts.labels), str(artifacts.onnx)],
+            cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True,
+            text=True, timeout=300, check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        built.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert sorted(built[0]) == sorted(built[1])
+    assert any(name.startswith("model_tf_dali-v") for name in built[0])
+    assert built[0] == built[1]
+
+
 def test_archive_headers_carry_no_time_or_owner(artifacts: Artifacts, tmp_path: Path) -> None:
     for info in members(package(image(artifacts), tmp_path)):
         assert (info.mtime, info.uid, info.gid, info.uname, info.gname) == (0, 0, 0, "", "")
@@ -183,7 +222,7 @@ def test_archive_headers_carry_no_time_or_owner(artifacts: Artifacts, tmp_path: 
 
 def test_content_change_changes_archive(artifacts: Artifacts, tmp_path: Path) -> None:
     before = package(image(artifacts), tmp_path / "a").read_bytes()
-    artifacts.dali.write_bytes(FAKE_DALI + b"!")
+    artifacts.classifier.write_bytes(tiny_inception(seed=1))
     assert package(image(artifacts), tmp_path / "b").read_bytes() != before
 
 
@@ -197,8 +236,8 @@ def test_archive_name_override_and_validation(artifacts: Artifacts, tmp_path: Pa
 
 def test_missing_source_fails_before_writing(artifacts: Artifacts, tmp_path: Path) -> None:
     spec = image(artifacts)
-    artifacts.graphdef.unlink()
-    with pytest.raises(ValueError, match=r"inception_graphdef.*model.graphdef"):
+    artifacts.classifier.unlink()
+    with pytest.raises(ValueError, match=r"inception_onnx.*model.onnx"):
         package(spec, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -222,7 +261,7 @@ def test_repository_can_hold_several_ensembles(artifacts: Artifacts, tmp_path: P
     write_repository(text(artifacts), repo)
     assert {p.name for p in repo.iterdir()} == {
         "dali",
-        "inception_graphdef",
+        "inception_onnx",
         "ensemble_dali_inception",
         "preprocess",
         "bert-trt",

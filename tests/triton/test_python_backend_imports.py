@@ -39,10 +39,7 @@ def shipped_python_files(tmp_path: Path) -> dict[str, str]:
     """Every ``.py`` file of every Python-backend model of both ensembles."""
     artifacts = write_artifacts(tmp_path)
     specs = [
-        image_ensemble(
-            graphdef_path=artifacts.graphdef, labels_path=artifacts.labels,
-            dali_model_path=artifacts.dali,
-        ),
+        image_ensemble(classifier_path=artifacts.classifier, labels_path=artifacts.labels),
         text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan, gpu_target="t4"),
         text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.onnx, encoder_format="onnx"),
     ]

@@ -10,12 +10,17 @@ import pytest
 
 from ml_platform.config import Settings, SettingsError
 from ml_platform.instances import EKS_GPU_INSTANCES, SAGEMAKER_MME_GPU_INSTANCES, instance_gpu
+from ml_platform.sagemaker_images import (
+    INFERENCE_AMI_VERSIONS,
+    PATCHED_TRITON_RELEASE,
+    TRITON_VERSIONS,
+    triton_release_warning,
+)
 from ml_platform.triton import package, text_ensemble
 from ml_platform.triton.repository import archive_gpu_target
 from ml_platform.triton.targets import archive_gpu, logical_name, serving_problems
 from tests.triton.support import MINILM_DIR, write_artifacts
 
-SAGEMAKER_VERSIONS_WITH_TF = ["23.12", "24.01", "24.03", "24.05", "24.09"]
 
 
 def settings(**values) -> Settings:
@@ -86,28 +91,53 @@ def test_settings_refuse_a_plan_for_another_gpu() -> None:
     )
 
 
-def test_triton_version_must_have_the_tensorflow_backend_for_the_image_ensemble() -> None:
-    problems = problems_of(inference={"triton_version": "25.04"})
+def test_every_release_serves_the_default_archives() -> None:
+    """The image ensemble runs on onnxruntime and DALI, which every release ships: no release
+    is refused for it (24.09 was the newest before, for the TensorFlow backend)."""
+    for version in TRITON_VERSIONS:
+        assert settings(inference={"triton_version": version}).inference.triton_version == version
+    defaults = settings()
+    assert defaults.inference.triton_version == "25.09" >= PATCHED_TRITON_RELEASE
+    assert defaults.inference.inference_ami_version == "al2023-ami-sagemaker-inference-gpu-4-1"
+
+
+def test_a_cuda_13_release_needs_an_ami_whose_driver_runs_it() -> None:
+    problems = problems_of(inference={
+        "triton_version": "25.09", "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1",
+    })
     assert problems == [
-        "inference.triton_version = '25.04': Triton images after 25.02 have no TensorFlow "
-        "backend, which inference.endpoints[0].archives 'model_tf_dali' needs; expected "
-        f"one of {SAGEMAKER_VERSIONS_WITH_TF}",
-        "inference.triton_version = '25.04': Triton images after 25.02 have no TensorFlow "
-        "backend, which triton_on_eks.archives 'model_tf_dali' needs; expected one of "
-        f"{SAGEMAKER_VERSIONS_WITH_TF}",
+        "inference.triton_version = '25.09' with inference.inference_ami_version = "
+        "'al2-ami-sagemaker-inference-gpu-3-1': Triton 25.09 is built on CUDA 13, which needs "
+        "NVIDIA driver 575 or later; al2-ami-sagemaker-inference-gpu-3-1 has driver 550 (CUDA "
+        "12) without the CUDA forward-compatibility mount: expected one of "
+        "['al2-ami-sagemaker-inference-gpu-2', 'al2023-ami-sagemaker-inference-gpu-4-1']"
     ]
-    # Without the image ensemble any listed release will do; with it, 24.09 and older.
-    settings(
-        inference={"triton_version": "26.05",
-                   "endpoints": [{"archives": ["model_trt_python_t4"]}]},
-        triton_on_eks={"archives": ["model_onnx_python"]},
-    )
-    settings(inference={"triton_version": "23.12"})
-    settings(
-        inference={"triton_version": "25.09",
-                   "endpoints": [{"archives": ["model_onnx_python"]}]},
-        features={"triton_on_eks": False},
-    )
+    # R535 with the forward-compatibility mount runs it; CUDA 12 releases run on every AMI.
+    settings(inference={"triton_version": "26.05",
+                        "inference_ami_version": "al2-ami-sagemaker-inference-gpu-2"})
+    for ami in INFERENCE_AMI_VERSIONS:
+        settings(inference={"triton_version": "24.09", "inference_ami_version": ami})
+
+
+def test_a_release_refuses_gpus_older_than_it_supports() -> None:
+    endpoint = {"instance_type": "ml.p3.2xlarge", "archives": ["model_onnx_python"]}
+    problems = problems_of(inference={"triton_version": "25.09", "endpoints": [endpoint]})
+    assert problems == [
+        "inference.endpoints[0].instance_type = 'ml.p3.2xlarge': its GPU has compute "
+        "capability 7.0, below the 7.5 that Triton 25.09 supports (release notes, GPU "
+        "Requirements); use a g4dn or g5 instance, or a release before 25.03"
+    ]
+    settings(inference={"triton_version": "24.09", "endpoints": [endpoint]})
+
+
+def test_unpatched_releases_are_named_with_their_cves() -> None:
+    warning = triton_release_warning("24.09")
+    for cve in ("CVE-2025-23319", "CVE-2025-23320", "CVE-2025-23334"):
+        assert cve in warning
+    assert "nvidia.custhelp.com/app/answers/detail/a_id/5687" in warning
+    assert warning.endswith("(default 25.09) unless you need its TensorFlow backend")
+    assert triton_release_warning("25.04").endswith("(default 25.09)")  # no TensorFlow there
+    assert [v for v in TRITON_VERSIONS if triton_release_warning(v) is None] == ["25.09", "26.05"]
 
 
 def test_the_checks_import_without_protobuf() -> None:
@@ -162,3 +192,13 @@ def test_serving_problems_follow_the_settings(plans: dict[str, Path]) -> None:
                                "holds a TensorRT plan built for T4, but 'ml.g5.xlarge' has A10G")
     assert eks.startswith("triton_on_eks: archive 'model_onnx_python.tar.gz' holds a TensorRT "
                           "plan built for T4, but 'g5.2xlarge' has A10G")
+
+
+def test_every_published_release_has_its_requirements_recorded() -> None:
+    """CUDA, GPUs, stub Python and DALI version, for every release settings accept."""
+    from ml_platform.sagemaker_images import TRITON_RELEASES
+
+    assert list(TRITON_RELEASES) == list(TRITON_VERSIONS)
+    default = TRITON_RELEASES["25.09"]
+    assert (default.cuda_major, default.stub_python, default.dali) == (13, "3.10", "1.51.2")
+    assert TRITON_RELEASES["24.09"].dali == "1.39.0" and TRITON_RELEASES["26.05"].stub_python == "3.12"

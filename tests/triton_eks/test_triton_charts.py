@@ -12,12 +12,13 @@ from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevi
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
 from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE
 from ml_platform.triton.ensembles import TEXT_ONNX_ARCHIVE as TEXT_ARCHIVE
+from tests.triton_eks.support import server_argv
 
 PROPS = TritonChartProps(
     bucket_name="models-bucket",
     model_prefix="models/",
     archives=("model_tf_dali", "model_onnx_python@v0123abcd"),
-    triton_version="24.09",
+    triton_version="25.09",
     region="us-west-2",
     replicas=1,
 )
@@ -73,23 +74,65 @@ def test_one_archive_fetches_only_that_archive() -> None:
     assert [w for w in shlex.split(script) if w.startswith("key=")] == [
         "key=models/model_onnx_python-v0123abcd.tar.gz"
     ]
-    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = server_argv(deployment["spec"]["template"]["spec"]["containers"][0])
     assert not [a for a in args if a.startswith("--load-model")]
 
 
 def test_triton_loads_the_repository_and_refuses_model_control(objects: dict[str, dict]) -> None:
     """Mode none: every unpacked model loads at start; load/unload requests are refused."""
     (server,) = pod(objects)["containers"]
-    assert server["image"] == "nvcr.io/nvidia/tritonserver:24.09-py3"
-    assert "--model-control-mode=none" in server["args"]
-    assert not [a for a in server["args"] if a.startswith("--load-model") or "explicit" in a]
+    assert server["image"] == "nvcr.io/nvidia/tritonserver:25.09-py3"
+    args = server_argv(server)
+    assert "--model-control-mode=none" in args
+    assert not [a for a in args if a.startswith("--load-model") or "explicit" in a]
+
+
+def test_unneeded_apis_are_restricted_and_grpc_is_off(objects: dict[str, dict]) -> None:
+    """Triton's secure-deployment guide: the model-repository, shared-memory, logging, trace
+    and statistics APIs sit behind a header whose value is random per container start (no
+    client can know it); gRPC is off. Health stays open for the probes."""
+    (server,) = pod(objects)["containers"]
+    first, second = server_argv(server), server_argv(server)
+    (restricted,) = [a for a in first if a.startswith("--http-restricted-api=")]
+    apis, key = restricted.removeprefix("--http-restricted-api=").split(":")
+    assert apis.split(",") == ["model-repository", "shared-memory", "logging", "trace", "statistics"]
+    name, value = key.split("=")
+    assert name == "triton-admin-key" and len(value) == 64 and int(value, 16) >= 0
+    assert value not in " ".join(server["command"])  # drawn at start, not in the manifest
+    (again,) = [a for a in second if a.startswith("--http-restricted-api=")]
+    assert again != restricted
+    assert "--allow-grpc=false" in first
+    assert not [a for a in first if a.startswith("--grpc-restricted-protocol")]
+    allow = next(o for o in objects_list() if o["metadata"]["name"] == "allow-serving")
+    assert [p["port"] for p in allow["spec"]["ingress"][0]["ports"]] == [8000]
+
+
+def objects_list(**props) -> list[dict]:
+    app = cdk8s.App()
+    return TritonChart(app, "t", props=TritonChartProps(**{**PROPS.__dict__, **props})).to_json()
+
+
+def test_grpc_when_asked_is_restricted_too() -> None:
+    objs = objects_list(grpc=True)
+    deployment = next(o for o in objs if o["kind"] == "Deployment")
+    (server,) = deployment["spec"]["template"]["spec"]["containers"]
+    args = server_argv(server)
+    assert "--allow-grpc=false" not in args
+    (grpc,) = [a for a in args if a.startswith("--grpc-restricted-protocol=")]
+    (http,) = [a for a in args if a.startswith("--http-restricted-api=")]
+    assert grpc.split("=", 1)[1] == http.split("=", 1)[1]  # same groups, same key
+    assert {p["name"] for p in server["ports"]} == {"http", "grpc", "metrics"}
+    service = next(o for o in objs if o["kind"] == "Service")
+    assert sorted(p["port"] for p in service["spec"]["ports"]) == [8000, 8001, 8002]
+    allow = next(o for o in objs if o["metadata"]["name"] == "allow-serving")
+    assert [p["port"] for p in allow["spec"]["ingress"][0]["ports"]] == [8000, 8001]
 
 
 def test_probes_ports_gpu_and_shared_memory(objects: dict[str, dict]) -> None:
     spec = pod(objects)
     (server,) = spec["containers"]
     assert {p["name"]: p["containerPort"] for p in server["ports"]} == {
-        "http": 8000, "grpc": 8001, "metrics": 8002,
+        "http": 8000, "metrics": 8002,
     }
     assert server["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "http"}
     assert server["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": "http"}
@@ -108,7 +151,7 @@ def test_service_pdb_and_no_autoscaler(objects: dict[str, dict]) -> None:
     autoscaler), replaced one at a time: a surge pod would find no free GPU."""
     service = objects["Service"]["spec"]
     assert service["type"] == "ClusterIP"
-    assert sorted(p["port"] for p in service["ports"]) == [8000, 8001, 8002]
+    assert sorted(p["port"] for p in service["ports"]) == [8000, 8002]
     assert "HorizontalPodAutoscaler" not in objects
     spec = objects["Deployment"]["spec"]
     assert spec["replicas"] == 1

@@ -16,6 +16,7 @@ from ml_platform.app import new_app
 from ml_platform.constructs.triton_eks import TritonOnEks
 from tests.cluster.manifests import all_objects
 from tests.support import SynthesizedPlatform, synthesize
+from tests.triton_eks.support import server_argv
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +94,7 @@ def test_charts_are_applied_with_exactly_the_configured_archives(synth: Synthesi
     # Logical names (the default): each listed under its own key prefix, newest copied.
     prefixes = re.findall(r"--prefix (\S+) ", fetch)
     assert prefixes == [f"models/{a}-v" for a in archives]
-    assert "--model-control-mode=none" in pod["containers"][0]["args"]
+    assert "--model-control-mode=none" in server_argv(pod["containers"][0])
     assert pod["containers"][0]["image"].endswith(f":{synth.platform.settings.inference.triton_version}-py3")
 
 
@@ -135,3 +136,28 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
         "models=None", "namespace='Bad_Namespace'",
     ):
         assert expected in message
+
+
+def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
+    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    cluster = eks.Cluster(
+        stack, "Cluster", vpc=vpc, version=eks.KubernetesVersion.V1_35,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
+        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
+    )
+    bucket = s3.Bucket.from_bucket_name(stack, "B", "models")
+
+    def warnings(triton_version: str) -> list[str]:
+        triton = TritonOnEks(
+            stack, f"Triton{triton_version.replace('.', '')}", cluster=cluster, bucket=bucket,
+            archives=["model_onnx_python"], pod_identity_agent=None,
+            namespace=f"triton-{triton_version.replace('.', '-')}", device_plugin=False,
+            gpu_node_group=False, triton_version=triton_version,
+        )
+        return [str(e.data) for e in triton.node.metadata if e.type == "aws:cdk:warning"]
+
+    assert warnings("25.09") == []
+    (warning,) = warnings("24.09")
+    assert "CVE-2025-23319, CVE-2025-23320, CVE-2025-23334" in warning
+    assert "[ack: ml-platform:triton-unpatched-release]" in warning

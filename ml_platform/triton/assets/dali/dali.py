@@ -1,0 +1,81 @@
+"""DALI pipeline of the image ensemble, as a Python-defined DALI model (``dali/1/dali.py``).
+
+Encoded image -> the classifier's input tensor: decode to RGB (on the GPU: ``mixed``), take
+the central 87.5% of the image, resize it to 299x299 (bilinear), normalise each channel as
+``(x - MEAN) / STD`` on [0, 255] pixels, in the classifier's layout (HWC or CHW).
+
+The default normalisation is the one the TF-slim Inception v3 was trained and evaluated with,
+pixels scaled to [-1, 1] (``MEAN = STD = 127.5``), not ImageNet mean/std:
+
+* TF-slim ``inception_preprocessing.preprocess_for_eval``: ``central_crop(0.875)``,
+  ``resize_bilinear`` to 299x299, then ``(x - 0.5) * 2`` on [0, 1] pixels,
+  https://github.com/tensorflow/models/blob/master/research/slim/preprocessing/inception_preprocessing.py
+* Triton's image client scales Inception inputs the same way (``scaling INCEPTION``),
+  https://github.com/triton-inference-server/client/blob/main/src/python/examples/image_client.py
+
+``mlp models package`` writes the values of the block between the ``mlp:settings`` markers
+(the mean/std and layout of the classifier it packages); nothing else in this file changes.
+
+Why a Python file, not a serialized ``model.dali``: Triton's DALI backend finds no
+``model.dali`` and then serializes the ``@autoserialize`` pipeline of ``dali.py`` itself,
+with the DALI of the container it runs in (dali_backend README, "Autoserialization": "DALI
+Backend uses internal serialization mechanism"; it runs ``python3 -c ... invoke_autoserialize``,
+``src/model_provider/model_provider.h``):
+https://github.com/triton-inference-server/dali_backend/blob/r25.09/README.md#autoserialization
+A pipeline serialized with a newer DALI carries arguments an older one rejects, and the
+serialized form embeds the path of the file that defined it, so a prebuilt ``model.dali``
+neither loads everywhere nor packages reproducibly.
+
+So this file uses only the DALI Python API that every supported container's DALI has: the
+oldest is DALI 1.31 (Triton 23.12-24.03; file ``DALI_VERSION`` of dali_backend ``r23.12``),
+24.09 has 1.39.0, the default release 25.09 has DALI 1.51.2 (``r25.09``), 26.05 has 2.1.0
+(``ml_platform.sagemaker_images.TRITON_RELEASES``). The operators and keyword arguments used
+here are pinned in ``tests/triton/test_dali_pipeline.py``.
+
+The backend creates the pipeline from the serialized bytes with the model's
+``max_batch_size`` and the instance's device (``device_id=None`` here keeps serialization
+free of a GPU). The external source is named like the model input (``DALI_INPUT_0``); the
+backend names the outputs ``DALI_OUTPUT_<i>`` in order.
+"""
+
+import nvidia.dali.fn as fn
+import nvidia.dali.types as types
+from nvidia.dali import pipeline_def
+from nvidia.dali.plugin.triton import autoserialize
+
+INPUT_NAME = "DALI_INPUT_0"
+IMAGE_SIZE = 299
+#: TF-slim's evaluation crop: the central 87.5% of each side.
+CENTRAL_FRACTION = 0.875
+
+# mlp:settings begin
+MEAN = (127.5, 127.5, 127.5)
+STD = (127.5, 127.5, 127.5)
+OUTPUT_LAYOUT = "HWC"
+# mlp:settings end
+
+
+def preprocess(encoded, decoder_device):
+    """The preprocessing graph from encoded bytes; ``decoder_device`` ``"mixed"`` decodes on
+    the GPU (what Triton runs), ``"cpu"`` runs everywhere (tests)."""
+    margin = (1.0 - CENTRAL_FRACTION) / 2
+    images = fn.decoders.image(encoded, device=decoder_device, output_type=types.RGB)
+    images = fn.resize(
+        images,
+        resize_x=IMAGE_SIZE,
+        resize_y=IMAGE_SIZE,
+        roi_start=(margin, margin),
+        roi_end=(1.0 - margin, 1.0 - margin),
+        roi_relative=True,
+        interp_type=types.INTERP_LINEAR,
+    )
+    return fn.crop_mirror_normalize(
+        images, dtype=types.FLOAT, output_layout=OUTPUT_LAYOUT, mean=list(MEAN), std=list(STD)
+    )
+
+
+@autoserialize
+@pipeline_def(batch_size=256, num_threads=4, device_id=None)
+def image_pipeline():
+    """What the DALI backend serializes and runs."""
+    return preprocess(fn.external_source(device="cpu", name=INPUT_NAME), "mixed")
