@@ -55,15 +55,12 @@ class TritonRelease:
     Attributes:
         cuda_major: Major version of the CUDA the container is built on.
         min_compute_capability: Oldest GPU architecture it supports (7.5 = Turing: T4).
-        stub_python: Python of the Python backend stub, which an execution environment
-            (``EXECUTION_ENV_PATH``) must match.
         dali: DALI version of its DALI backend (the ``DALI_VERSION`` file of dali_backend's
             ``r<release>`` branch), which serializes the image ensemble's ``dali.py``.
     """
 
     cuda_major: int
     min_compute_capability: float
-    stub_python: str
     dali: str
 
     def __post_init__(self) -> None:
@@ -78,19 +75,19 @@ class TritonRelease:
 #   12.9.1; 25.08: CUDA 13.0.0 and 25.10: CUDA 13.0.2, so 25.09 is CUDA 13.0, "NVIDIA Driver
 #   release 575 or later", or R535 on data-center GPUs through the CUDA forward-compatibility
 #   package). 26.05 follows 25.08's CUDA 13 line.
-# * Stub Python: the containers' Python, 3.10 for 23.05-25.11 and 3.12 from 25.12 (the
-#   SageMaker multi-model ensemble sample's execution environments).
+# * Stub Python (what an execution environment must match): ml_platform.triton.releases,
+#   which also covers releases SageMaker does not publish (the local server's 24.10).
 # * DALI: https://github.com/triton-inference-server/dali_backend/blob/r25.09/DALI_VERSION
 #   (and r23.12 ... r26.05 alike): 1.31, 1.31, 1.31, 1.36, 1.39.0, 1.47.0, 1.51.2, 2.1.0.
 TRITON_RELEASES: dict[str, TritonRelease] = {
-    "23.12": TritonRelease(12, 6.0, "3.10", "1.31"),
-    "24.01": TritonRelease(12, 6.0, "3.10", "1.31"),
-    "24.03": TritonRelease(12, 6.0, "3.10", "1.31"),
-    "24.05": TritonRelease(12, 6.0, "3.10", "1.36"),
-    "24.09": TritonRelease(12, 6.0, "3.10", "1.39.0"),
-    "25.04": TritonRelease(12, 7.5, "3.10", "1.47.0"),
-    "25.09": TritonRelease(13, 7.5, "3.10", "1.51.2"),
-    "26.05": TritonRelease(13, 7.5, "3.12", "2.1.0"),
+    "23.12": TritonRelease(12, 6.0, "1.31"),
+    "24.01": TritonRelease(12, 6.0, "1.31"),
+    "24.03": TritonRelease(12, 6.0, "1.31"),
+    "24.05": TritonRelease(12, 6.0, "1.36"),
+    "24.09": TritonRelease(12, 6.0, "1.39.0"),
+    "25.04": TritonRelease(12, 7.5, "1.47.0"),
+    "25.09": TritonRelease(13, 7.5, "1.51.2"),
+    "26.05": TritonRelease(13, 7.5, "2.1.0"),
 }
 # The default: the first patched release SageMaker publishes (see PATCHED_TRITON_RELEASE).
 # It keeps the Python 3.10 stub of 23.05-25.11, so execution environments built for 24.09

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import tempfile
 from pathlib import Path
 
 from ml_platform.cli.archives import version_archive

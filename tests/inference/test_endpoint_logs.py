@@ -61,7 +61,7 @@ def test_log_group_is_the_stacks_with_retention_and_its_own_key(synth: Synthesiz
 
 def test_verbose_logging_is_off_by_default(synth: SynthesizedPlatform) -> None:
     _, model = one(synth.template("Inference"), "AWS::SageMaker::Model")
-    assert model["Properties"]["PrimaryContainer"]["Environment"] == {LOG_VERBOSE_ENV: "0"}
+    assert model["Properties"]["PrimaryContainer"]["Environment"][LOG_VERBOSE_ENV] == "0"
 
 
 def endpoint_template(**props) -> Template:
@@ -75,7 +75,7 @@ def endpoint_template(**props) -> Template:
 def test_verbose_level_and_retention_are_props() -> None:
     t = endpoint_template(log_verbose=2, log_retention=cdk.aws_logs.RetentionDays.ONE_MONTH)
     _, model = one(t, "AWS::SageMaker::Model")
-    assert model["Properties"]["PrimaryContainer"]["Environment"] == {LOG_VERBOSE_ENV: "2"}
+    assert model["Properties"]["PrimaryContainer"]["Environment"][LOG_VERBOSE_ENV] == "2"
     t.has_resource_properties(
         "AWS::Logs::LogGroup", {"LogGroupName": "/aws/sagemaker/Endpoints/ep", "RetentionInDays": 30}
     )

@@ -170,16 +170,17 @@ def test_model_loads_stop_at_a_share_of_gpu_memory(synth: SynthesizedPlatform) -
     synth.template("Inference").has_resource_properties(
         "AWS::SageMaker::Model",
         {"PrimaryContainer": Match.object_like(
-            {"Environment": {"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.8"}}
+            {"Environment": Match.object_like({"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.8"})}
         )},
     )
     endpoint, stack = _endpoint(model_load_gpu_limit_percent=65)
     model = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
     (props,) = [m["Properties"]["PrimaryContainer"] for m in model.values()]
-    assert props["Environment"] == {"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.65"}
+    assert props["Environment"]["SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"] == "0.65"
     _, unlimited = _endpoint(model_load_gpu_limit_percent=100)
     model = Template.from_stack(unlimited).find_resources("AWS::SageMaker::Model")
-    assert ["Environment" in m["Properties"]["PrimaryContainer"] for m in model.values()] == [False]
+    assert ["SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT" in m["Properties"]["PrimaryContainer"][
+        "Environment"] for m in model.values()] == [False]
     with pytest.raises(ValueError, match=r"model_load_gpu_limit_percent=0: expected 1 to 100"):
         _endpoint(model_load_gpu_limit_percent=0)
     with pytest.raises(SettingsError, match=r"inference.model_load_gpu_limit_percent = 101"):

@@ -86,14 +86,15 @@ def server(server_env, tmp_path_factory: pytest.TempPathFactory):
 def archives(onnx_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[Path, Path]:
     """Every archive `mlp models package` builds: archive -> the ONNX a plan was built from.
 
-    The image ensemble gets stand-in files for its GraphDef (the TensorFlow step has no CPU
-    runtime here, so it is reported as not exercised); the TensorRT archive gets a stand-in
-    plan, and the harness runs the ONNX such a plan is built from in its place."""
+    The image ensemble gets a tiny ONNX classifier with Inception v3's interface (its DALI
+    step has no stand-in here, so the ensemble is reported as not exercised); the TensorRT
+    archive gets a stand-in plan, and the harness runs the ONNX such a plan is built from in
+    its place."""
     folder = tmp_path_factory.mktemp("archives")
     fake = write_artifacts(folder / "inputs")
     out = folder / "out"
     assert mlp(["models", "package", "--out", str(out), "--encoder", str(onnx_encoder),
-                "--inception-graphdef", str(fake.graphdef),
+                "--inception-onnx", str(fake.classifier),
                 "--inception-labels", str(fake.labels)]) == 0
     assert mlp(["models", "package", "--ensemble", "text", "--out", str(out),
                 "--encoder", str(fake.plan), "--gpu-target", "t4"]) == 0

@@ -20,8 +20,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     fake = write_artifacts(folder / "inputs")
     out = folder / "out"
     assert mlp(["models", "package", "--out", str(out), "--encoder", str(fake.onnx),
-                "--inception-graphdef", str(fake.graphdef), "--inception-labels",
-                str(fake.labels), "--dali-model", str(fake.dali)]) == 0
+                "--inception-onnx", str(fake.classifier), "--inception-labels",
+                str(fake.labels)]) == 0
     assert mlp(["models", "package", "--ensemble", "text", "--out", str(out),
                 "--encoder", str(fake.plan), "--gpu-target", "t4"]) == 0
     archives = {a.name.split("-v")[0]: a for a in out.glob("*.tar.gz")}
@@ -87,16 +87,19 @@ def test_a_plan_runs_only_with_the_onnx_it_was_built_from(
     assert Path(parameter.string_value) == built["onnx_source"].resolve()
 
 
-def test_tensorflow_and_dali_steps_are_reported_not_exercised(
+def test_a_dali_step_is_reported_not_exercised_and_so_is_its_ensemble(
     built: dict[str, Path], tmp_path: Path
 ) -> None:
+    # The image ensemble: a Python-defined DALI model (no DALI stand-in here) and the ONNX
+    # classifier, which runs as an onnxruntime stand-in.
     ready = prepare(built["model_tf_dali"], tmp_path / "i", server_has={"onnxruntime": True})
     assert _modes(ready) == {
         "ensemble_dali_inception": ("ensemble", Mode.NOT_EXERCISED),
         "dali": ("dali", Mode.NOT_EXERCISED),
-        "inception_graphdef": ("tensorflow_graphdef", Mode.NOT_EXERCISED),
+        "inception_onnx": ("onnxruntime", Mode.STANDIN),
     }
-    assert not ready.loadable and not ready.complete
+    # The classifier alone can load; the ensemble cannot be invoked.
+    assert ready.loadable and not ready.complete
     assert all(s.detail for s in ready.steps)
 
 
