@@ -144,21 +144,26 @@ def test_system_instance_type_aws_cdk_cannot_parse_or_run_is_a_settings_error(in
 
 
 @pytest.mark.parametrize(
-    ("names", "collides"),
+    ("names", "expected"),
     [
-        (["triton-ensembles", "tritonEnsembles"], "TritonEnsembles"),
-        (["triton-ensembles", "triton--ensembles"], "TritonEnsembles"),
-        (["a", "a-name"], "AName"),  # endpoint 'a-name' vs the output 'AName' of endpoint 'a'
-        (["model-bucket"], "ModelBucket"),  # the stack's imported bucket
-        (["upload-archives"], "UploadArchives"),
+        (["triton-ensembles", "tritonEnsembles"], "too alike"),
+        (["triton-ensembles", "triton--ensembles"], "too alike"),
+        (["a", "a-name"], "too alike"),  # endpoint 'a-name' vs the name output of endpoint 'a'
+        (["model-bucket"], "keeps for its own 'model-bucket'"),  # the stack's imported bucket
+        (["upload-archives"], "keeps for its own 'upload-archives'"),
     ],
 )
 def test_endpoint_names_mapping_to_one_construct_id_are_a_settings_error(
-    names: list[str], collides: str
+    names: list[str], expected: str
 ) -> None:
     endpoints = [{"name": n} for n in names]
     found = problems({"inference": {"endpoints": endpoints}})
-    assert any(f"construct id {collides!r}" in p and "inference.endpoints[" in p for p in found), found
+    clashes = [p for p in found if expected in p]
+    assert len(clashes) == 1, found
+    assert all(f"inference.endpoints[{i}].name = {n!r}" in clashes[0] for i, n in enumerate(names))
+    # Issue 22 point 5: the message speaks of names, not of internal construct ids.
+    for cid in ("TritonEnsembles", "AName", "ModelBucket", "UploadArchives", "construct id"):
+        assert cid not in clashes[0], clashes[0]
 
 
 def test_endpoint_names_differing_only_in_case_are_a_settings_error() -> None:
@@ -276,3 +281,22 @@ def test_cdk_json_files_that_are_not_json_objects_are_one_line_errors(
         settings_from_cdk_json(str(tmp_path / "cdk.json"))
     assert info.value.problems == [f"{tmp_path / name}: {expected}"] or expected in str(info.value)
     assert str(tmp_path / name) in str(info.value)
+
+
+# -- issue 22 point 5: unknown regions, a bad triton_version once ----------------------------
+@pytest.mark.parametrize("region", ["us-foo-1", "eu-west-9", "us-gov-north-7"])
+def test_an_unknown_region_is_refused_once(region: str) -> None:
+    found = one_problem({"env": {"region": region}}, f"env.region = {region!r}: not an AWS region")
+    assert "'us-west-2'" in found
+
+
+def test_a_known_region_of_another_partition_is_accepted() -> None:
+    found = problems({"env": {"region": "cn-north-1"}, "network": {"availability_zones": ["x"]}})
+    assert not any(p.startswith("env.region = 'cn-north-1': not an AWS region") for p in found)
+
+
+def test_a_bad_triton_version_is_reported_once() -> None:
+    found = one_problem({"inference": {"triton_version": "99.1"},
+                         "features": {"triton_on_eks": True}},
+                        "inference.triton_version = '99.1': expected one of")
+    assert found.count("99.1") == 1
