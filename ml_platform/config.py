@@ -124,8 +124,9 @@ UPLOAD_DIR_MAX_ARCHIVES = 100
 
 def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> list[str]:
     """Problems of a local folder of archives to upload at deploy time: it must be a folder
-    whose ``*.tar.gz`` archives are safe to unpack and servable (the checker runs only when
-    the folder holds archives, so protobuf loads only then)."""
+    whose ``*.tar.gz`` archives have versioned names matching their content (as
+    ``mlp models upload`` requires), are safe to unpack and servable (the checker runs only
+    when the folder holds archives, so protobuf loads only then)."""
     from pathlib import Path
 
     try:
@@ -142,10 +143,22 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
         return [f"{key} = {upload_dir!r}: holds no *.tar.gz archive"]
     if len(archives) > UPLOAD_DIR_MAX_ARCHIVES:
         return [f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"]
+    from ml_platform.triton.archive_names import content_version, parse_key
     from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
 
     out = []
     for archive in archives:
+        # The name and content-version rule of `mlp models upload`: an archive on S3 is never
+        # overwritten, so its key must carry its content's version.
+        named = parse_key(archive.name)
+        if named is None:
+            out.append(f"{key} = {upload_dir!r}: {archive.name}: not a versioned archive name: "
+                       "expected <logical>-v<8 hex digits>.tar.gz, as `mlp models package` "
+                       "names it")
+        elif named.version != (actual := content_version(archive)):
+            out.append(f"{key} = {upload_dir!r}: {archive.name}: named version "
+                       f"{named.version}, but its content is version {actual} (repackage it "
+                       "with mlp models package)")
         try:
             check_archive(archive)
         except ArchiveSafetyError as error:

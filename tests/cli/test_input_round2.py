@@ -3,6 +3,7 @@ names the flag or setting the user gave, the value and what is allowed."""
 
 from __future__ import annotations
 
+import base64
 import json
 
 import pytest
@@ -77,3 +78,134 @@ def test_unknown_region_flag_is_refused(aws, project, mlp):
     result = mlp("--cdk-json", project, "--region", "us-foo-1", "status")
     assert result.code == 1
     assert result.err.startswith("mlp: error: --region 'us-foo-1': not an AWS region"), result.err
+
+
+# --- mlp models upload: every problem at once; what is sent is what was checked -------------
+
+
+def _s3():
+    import boto3
+
+    return boto3.client("s3", region_name="us-west-2")
+
+
+def _quiet():
+    import io
+
+    from rich.console import Console
+
+    return Console(file=io.StringIO(), width=120)
+
+
+def test_upload_reports_a_wrong_content_version_beside_a_name_problem(
+    aws, project, archives, tmp_path, mlp
+):
+    import shutil
+
+    from ml_platform.triton.archive_names import content_version
+
+    wrong = tmp_path / "model_tf_dali-v00000000.tar.gz"
+    shutil.copy(archives.image, wrong)
+    result = mlp("--cdk-json", project, "models", "upload", wrong, tmp_path / "missing.tar.gz")
+    assert result.code == 1
+    lines = result.err.splitlines()
+    assert f"  - {tmp_path / 'missing.tar.gz'}: no such file or folder" in lines
+    assert (f"  - {wrong}: named version v00000000, but its content is version "
+            f"{content_version(archives.image)} (repackage it with mlp models package)") in lines
+
+
+def test_upload_of_a_file_that_is_not_gzip_is_one_line(aws, project, tmp_path, mlp):
+    from tests.cli.support import create_storage_stack
+
+    create_storage_stack()
+    plain = tmp_path / "plain-v00000000.tar.gz"
+    plain.write_text("hello\n")
+    result = mlp("--cdk-json", project, "models", "upload", plain)
+    unreadable = [line for line in result.err.splitlines() if "gzip" in line]
+    assert unreadable == [f"  - {plain}: not a gzip-compressed tar archive (not a gzip file)"]
+
+
+def test_a_file_replaced_while_it_is_checked_is_not_uploaded(aws, tmp_path):
+    import os
+
+    from ml_platform.cli import upload
+    from tests.cli.support import create_storage_stack, write_versioned
+
+    bucket = create_storage_stack()
+    good = write_versioned(tmp_path / "good", "model_swap")
+    other = write_versioned(tmp_path / "other", "model_swap", salt="evil")
+
+    def swap(path):  # the last check: the checked file is replaced under its name
+        os.replace(other, path)
+        return []
+
+    report = upload.upload_archives(_s3(), [good], bucket, "models/", console=_quiet(),
+                                    checks=(swap,))
+    assert [o.state for o in report.outcomes] == ["refused"]
+    assert report.problems == [f"{good}: changed while it was checked; nothing of it was "
+                               "uploaded (run the upload again)"]
+    assert _s3().list_objects_v2(Bucket=bucket).get("KeyCount") == 0
+
+
+def test_put_object_carries_the_checked_sha256_and_sends_from_the_checked_file(aws, tmp_path):
+    import base64
+    import hashlib
+    import os
+
+    from ml_platform.cli import upload
+    from tests.cli.support import create_storage_stack, write_versioned
+
+    bucket = create_storage_stack()
+    archive = write_versioned(tmp_path, "model_sum")
+    checked = archive.read_bytes()
+    s3 = _s3()
+    sent: list[dict] = []
+    s3.meta.events.register("before-call.s3.PutObject", lambda params, **_: sent.append(params))
+    # After the hash and the checks, the path is unlinked and a new file takes its name:
+    # the bytes sent are still those of the open file that was checked.
+    original = upload._Uploader._put
+
+    def replace_then_put(self, outcome, key, digest, size, handle):
+        os.unlink(outcome.path)
+        outcome.path.write_bytes(b"\x1f\x8b replaced")
+        return original(self, outcome, key, digest, size, handle)
+
+    upload._Uploader._put = replace_then_put
+    try:
+        report = upload.upload_archives(s3, [archive], bucket, "models/", console=_quiet())
+    finally:
+        upload._Uploader._put = original
+    assert [o.state for o in report.outcomes] == ["uploaded"]
+    expected = base64.b64encode(hashlib.sha256(checked).digest()).decode()
+    assert sent[0]["headers"]["x-amz-checksum-sha256"] == expected
+    stored = s3.get_object(Bucket=bucket, Key=f"models/{archive.name}")["Body"].read()
+    assert stored == checked
+
+
+def test_a_multipart_upload_of_a_file_changed_while_sent_is_reported(aws, tmp_path,
+                                                                     monkeypatch):
+    import random
+
+    from ml_platform.cli import upload
+    from tests.cli.support import create_storage_stack, write_versioned
+
+    bucket = create_storage_stack()
+    monkeypatch.setattr(upload, "MULTIPART_THRESHOLD", 1024 * 1024)
+    noise = base64.b64encode(random.Random(1).randbytes(1_200_000)).decode()
+    big = write_versioned(tmp_path, "big", salt=noise)  # > 1 MiB gzipped: sent in parts
+    original = upload._HashingReader.read
+    reads = []
+
+    def changing(self, size=-1):  # the file's bytes change under the open handle mid-send
+        data = original(self, size)
+        reads.append(len(data))
+        if len(reads) == 2 and data:
+            self._digest.update(b"x")  # as if a byte had differed from the checked one
+        return data
+
+    monkeypatch.setattr(upload._HashingReader, "read", changing)
+    report = upload.upload_archives(_s3(), [big], bucket, "models/", console=_quiet())
+    assert [o.state for o in report.outcomes] == ["refused"]
+    (problem,) = report.problems
+    assert problem.startswith(f"{big}: changed while it was uploaded: s3://{bucket}/models/"
+                              f"{big.name} does not hold the checked content")

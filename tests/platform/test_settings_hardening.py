@@ -16,6 +16,7 @@ from ml_platform.config import (
     endpoint_construct_id,
     settings_from_cdk_json,
 )
+from ml_platform.triton.archive_names import content_version
 from ml_platform.stacks.inference import _construct_id
 from tests.support import ROOT, cdk_json_context
 
@@ -300,3 +301,37 @@ def test_a_bad_triton_version_is_reported_once() -> None:
                          "features": {"triton_on_eks": True}},
                         "inference.triton_version = '99.1': expected one of")
     assert found.count("99.1") == 1
+
+
+# -- issue 20: upload_dir takes the names and content versions that `mlp models upload` takes --
+def test_upload_dir_refuses_unversioned_names_and_versions_that_are_not_the_content(
+    tmp_path: Path,
+) -> None:
+    from ml_platform.cli.archives import version_archive
+    from tests.cli.support import ENSEMBLE, MODEL, write_tar
+
+    files = {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL}
+    good = version_archive(write_tar(tmp_path / "model_good.tar.gz", files))[0]
+    write_tar(tmp_path / "model_tf_dali.tar.gz", files)
+    write_tar(tmp_path / "model_tf_dali-v00000000.tar.gz", files)
+    found = problems({"inference": {"upload_dir": str(tmp_path)}})
+    where = f"inference.upload_dir = {str(tmp_path)!r}"
+    actual = content_version(tmp_path / "model_tf_dali-v00000000.tar.gz")
+    assert found == [
+        f"{where}: model_tf_dali-v00000000.tar.gz: named version v00000000, but its content is "
+        f"version {actual} (repackage it with mlp models package)",
+        f"{where}: model_tf_dali.tar.gz: not a versioned archive name: expected "
+        "<logical>-v<8 hex digits>.tar.gz, as `mlp models package` names it",
+    ]
+    assert good.name not in " ".join(found)
+
+
+def test_upload_dir_with_a_file_that_is_not_gzip_gives_one_line(tmp_path: Path) -> None:
+    (tmp_path / "model_x-v00000000.tar.gz").write_text("hello\n")
+    found = problems({"inference": {"upload_dir": str(tmp_path)}})
+    unreadable = [p for p in found if "not a readable tar archive" in p]
+    assert unreadable == [
+        f"inference.upload_dir = {str(tmp_path)!r}: {tmp_path}/model_x-v00000000.tar.gz: not a "
+        "readable tar archive (not gzip-compressed: a .tar.gz archive starts with the gzip "
+        "bytes 1f 8b)"]
+    assert all("\n" not in p for p in found)
