@@ -348,9 +348,9 @@ class _Uploader:
 
 
 def open_archive(path: Path) -> Any:
-    """``path`` opened for reading, not through a symbolic link at its last component."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    return os.fdopen(fd, "rb")
+    """``path`` opened for reading (a link to an archive is followed, as the checks follow it;
+    :meth:`_Uploader._run` then holds the path to the file it opened)."""
+    return path.open("rb")
 
 
 class _HashingReader:
