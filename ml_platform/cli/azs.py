@@ -167,6 +167,11 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         effective, "network", "availability_zones", list(NetworkSettings.availability_zones)
     )
     region = ctx.region if ctx.region_override else current_region
+    from ml_platform.regions import region_problem
+
+    problem = region_problem("env.region", region)
+    if problem:  # before asking EC2 in a region that does not exist
+        raise CliError(f"{ctx.cdk_json}: {problem} (or pass --region)")
     instance_type = args.instance_type or _setting(
         effective, "trainium", "instance_type", TrainiumSettings.instance_type
     )

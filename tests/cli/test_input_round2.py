@@ -357,3 +357,13 @@ def test_pyproject_extras_provide_what_each_command_imports():
     cli = {r.split("[")[0].split(">")[0].split("<")[0] for r in extras["cli"]}
     assert {"boto3", "botocore", "rich"} <= cli
     assert set(EXTRA_OF_MODULE.values()) <= set(extras)
+
+
+def test_azs_refuses_an_unknown_region_of_the_settings_before_asking_ec2(aws, tmp_path, mlp):
+    cdk_json = tmp_path / "cdk.json"
+    cdk_json.write_text('{"context": {"ml-platform": {"env": {"region": "eu-west-9"}}}}')
+    result = mlp("--cdk-json", cdk_json, "azs")
+    assert result.code == 1
+    assert result.err.startswith(f"mlp: error: {cdk_json}: env.region = 'eu-west-9': not an AWS "
+                                 "region"), result.err
+    assert result.err.rstrip().endswith("(or pass --region)")
