@@ -367,3 +367,15 @@ def test_azs_refuses_an_unknown_region_of_the_settings_before_asking_ec2(aws, tm
     assert result.err.startswith(f"mlp: error: {cdk_json}: env.region = 'eu-west-9': not an AWS "
                                  "region"), result.err
     assert result.err.rstrip().endswith("(or pass --region)")
+
+
+def test_an_error_on_a_core_install_is_not_explained_through_botocore(monkeypatch):
+    """The double traceback of a core install: explaining any error imported botocore."""
+    import sys
+
+    from ml_platform.cli.aws import explain_aws_error
+
+    for name in [m for m in sys.modules if m == "botocore" or m.startswith("botocore.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "botocore", None)
+    assert explain_aws_error(RuntimeError("boom")) is None
