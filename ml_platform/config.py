@@ -25,6 +25,7 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
     instance_compute_capability,
 )
+from ml_platform.regions import REGIONS, partition_of, region_problem
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
     DEFAULT_TRITON_VERSION,
@@ -58,7 +59,6 @@ TRITON_SAGEMAKER_VERSIONS = TRITON_VERSIONS
 # Every pattern is matched with ``fullmatch`` (``$`` would accept a trailing newline) and
 # spelled in ASCII classes (``\d`` and ``\w`` match other scripts' digits and letters).
 _ACCOUNT = re.compile(r"[0-9]{12}")
-_REGION = re.compile(r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-[0-9]")
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
 _PRINCIPAL_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
@@ -88,20 +88,6 @@ RESERVED_QUEUES = ("default", "root")
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html
 # https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
 MAX_PUBLIC_ACCESS_CIDRS = 40
-# Partition of each region family, for ARNs given in settings.
-def partition_of(region: str) -> str:
-    """The AWS partition a region belongs to (``aws``, ``aws-cn``, ``aws-us-gov``, ...)."""
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    if region.startswith("us-isob-"):
-        return "aws-iso-b"
-    if region.startswith("us-iso-"):
-        return "aws-iso"
-    return "aws"
-
-
 def endpoint_construct_id(endpoint_name: str) -> str:
     """The construct id InferenceStack gives an endpoint: 'triton-ensembles' ->
     'TritonEnsembles' (stacks/inference.py; a test holds the two equal)."""
@@ -145,8 +131,9 @@ UPLOAD_DIR_MAX_ARCHIVES = 100
 
 def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> list[str]:
     """Problems of a local folder of archives to upload at deploy time: it must be a folder
-    whose ``*.tar.gz`` archives are safe to unpack and servable (the checker runs only when
-    the folder holds archives, so protobuf loads only then)."""
+    whose ``*.tar.gz`` archives have versioned names matching their content (as
+    ``mlp models upload`` requires), are safe to unpack and servable (the checker runs only
+    when the folder holds archives, so protobuf loads only then)."""
     from pathlib import Path
 
     try:
@@ -163,10 +150,22 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
         return [f"{key} = {upload_dir!r}: holds no *.tar.gz archive"]
     if len(archives) > UPLOAD_DIR_MAX_ARCHIVES:
         return [f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"]
+    from ml_platform.triton.archive_names import content_version, parse_key
     from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
 
     out = []
     for archive in archives:
+        # The name and content-version rule of `mlp models upload`: an archive on S3 is never
+        # overwritten, so its key must carry its content's version.
+        named = parse_key(archive.name)
+        if named is None:
+            out.append(f"{key} = {upload_dir!r}: {archive.name}: not a versioned archive name: "
+                       "expected <logical>-v<8 hex digits>.tar.gz, as `mlp models package` "
+                       "names it")
+        elif named.version != (actual := content_version(archive)):
+            out.append(f"{key} = {upload_dir!r}: {archive.name}: named version "
+                       f"{named.version}, but its content is version {actual} (repackage it "
+                       "with mlp models package)")
         try:
             check_archive(archive)
         except ArchiveSafetyError as error:
@@ -232,8 +231,9 @@ class EnvironmentSettings:
         out = []
         if not _ACCOUNT.fullmatch(self.account):
             out.append(f"env.account = {self.account!r}: expected a 12-digit AWS account id")
-        if not _REGION.fullmatch(self.region):
-            out.append(f"env.region = {self.region!r}: expected a region name such as 'us-west-2'")
+        problem = region_problem("env.region", self.region)
+        if problem:
+            out.append(problem)
         if not _STACK_PREFIX.fullmatch(self.stack_prefix):
             out.append(
                 f"env.stack_prefix = {self.stack_prefix!r}: expected letters and digits, "
@@ -743,24 +743,33 @@ class InferenceSettings:
         return out
 
     def _construct_id_problems(self) -> list[str]:
-        """Endpoint names that InferenceStack would turn into one construct id."""
-        owners: dict[str, list[str]] = {i: ["(the stack)"] for i in INFERENCE_FIXED_IDS}
+        """Endpoint names that InferenceStack would turn into one construct id. The message
+        speaks of names, never of the ids themselves (they are internal)."""
+        # Each endpoint gives an id and '<id>Name' (its name output); the stack's own
+        # resources have fixed ids, which read as these endpoint names.
+        reserved = {cid: re.sub(r"(?<!^)([A-Z])", r"-\1", cid).lower() for cid in INFERENCE_FIXED_IDS}
+        owners: dict[str, list[str]] = {}
         for i, endpoint in enumerate(self.endpoints):
-            where = f"inference.endpoints[{i}].name"
             cid = endpoint_construct_id(endpoint.name)
-            owners.setdefault(cid, []).append(where)
-            owners.setdefault(f"{cid}Name", []).append(where)
+            owners.setdefault(cid, []).append(f"inference.endpoints[{i}].name")
+            owners.setdefault(f"{cid}Name", []).append(f"inference.endpoints[{i}].name")
         out = []
         for cid, keys in owners.items():
-            if len(keys) > 1:
-                named = sorted({k for k in keys if k != "(the stack)"})
-                names = ", ".join(f"{k} = {self._endpoint_name(k)!r}" for k in named)
+            named = sorted(set(keys))
+            names = ", ".join(f"{k} = {self._endpoint_name(k)!r}" for k in named)
+            if cid in reserved:
                 out.append(
-                    f"{names}: map to the same construct id {cid!r}"
-                    + (" that the stack itself uses" if "(the stack)" in keys else "")
-                    + "; choose names that differ in more than case and repeated '-'"
+                    f"{names}: too close to the name the inference stack keeps for its own "
+                    f"{reserved[cid]!r}; reserved: {sorted(reserved.values())} (letter case and "
+                    "repeated '-' aside)"
                 )
-        return out
+            elif len(named) > 1:
+                out.append(
+                    f"{names}: too alike, the stack derives one identifier from them (names "
+                    "must differ in more than letter case, repeated '-' and a trailing '-name'); "
+                    "choose distinct names"
+                )
+        return list(dict.fromkeys(out))  # a pair that clashes on both ids is one problem
 
     def _endpoint_name(self, key: str) -> str:
         return self.endpoints[int(key.split("[")[1].split("]")[0])].name
@@ -929,11 +938,14 @@ class Settings:
         out += self.training.problems()
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
-        if self.features.inference and _REGION.fullmatch(self.env.region):
+        if (self.features.inference and self.env.region in REGIONS
+                and self.inference.triton_version in TRITON_SAGEMAKER_VERSIONS):
             problem = triton_region_problem(self.env.region, self.inference.triton_version)
             if problem:
                 out.append(f"env.region = {self.env.region!r} with inference.triton_version: {problem}")
-        for az in self.network.availability_zones:
+        # With an unknown region, its AZs and context key would only repeat that problem.
+        known_region = self.env.region in REGIONS
+        for az in self.network.availability_zones if known_region else ():
             if not az.startswith(self.env.region):
                 out.append(f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}")
         if self.features.inference and not self.inference.endpoints:
@@ -946,7 +958,7 @@ class Settings:
                 "features.triton_on_eks = true needs features.training_cluster = true "
                 "(Triton on EKS runs on the training cluster)"
             )
-        if context is not None:
+        if context is not None and known_region:
             key = self.availability_zones_context_key
             seeded = context.get(key)
             if not isinstance(seeded, list):
@@ -1080,11 +1092,13 @@ def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[st
     return out
 
 
-def settings_from_cdk_json(path: str = "cdk.json") -> Settings:
+def settings_from_cdk_json(path: str = "cdk.json", *, check_az_context: bool = True) -> Settings:
     """Read the settings the way ``cdk synth`` would, from a ``cdk.json`` file's context.
 
     For tools that run outside the CDK app (manifest writers, the operator CLI). The
     ``cdk.context.json`` beside it, where ``mlp azs`` records lookups, overrides the same keys.
+    ``check_az_context=False`` skips the check that the AZ names are pre-seeded in context
+    (only synthesis needs them: the CLI's commands other than ``mlp azs`` do not).
     """
     import json
     from pathlib import Path
@@ -1094,7 +1108,8 @@ def settings_from_cdk_json(path: str = "cdk.json") -> Settings:
     local = cdk_json.with_name("cdk.context.json")
     if local.exists():
         context.update(_context_file(local, None))
-    return Settings.from_context(context.get(CONTEXT_KEY), known_azs=context)
+    return Settings.from_context(context.get(CONTEXT_KEY),
+                                 known_azs=context if check_az_context else None)
 
 
 def _context_file(path: Any, member: str | None) -> Mapping[str, Any]:

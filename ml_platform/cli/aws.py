@@ -88,20 +88,39 @@ class Context:
         if self._settings is None:
             from ml_platform.config import Settings, SettingsError, settings_from_cdk_json
 
+            self.check_cdk_json()
             if not self.cdk_json.is_file():
-                if self.cdk_json_given:
-                    raise CliError(f"--cdk-json {self.cdk_json}: no such file")
                 self._settings = Settings()
             else:
                 try:
-                    self._settings = settings_from_cdk_json(str(self.cdk_json))
+                    # The AZ context is synthesis's concern (no AWS lookup at synth); no
+                    # command here needs it, and `mlp azs` is what writes it.
+                    self._settings = settings_from_cdk_json(str(self.cdk_json),
+                                                            check_az_context=False)
                 except SettingsError as error:
                     raise CliError(f"{self.cdk_json}: {error}") from None
         return self._settings
 
+    def check_cdk_json(self) -> None:
+        """A ``--cdk-json`` given must name a file."""
+        if not self.cdk_json_given or self.cdk_json.is_file():
+            return
+        if self.cdk_json.is_dir():
+            hint = self.cdk_json / "cdk.json"
+            raise CliError(f"--cdk-json {self.cdk_json}: is a folder; expected the project's "
+                           f"cdk.json file" + (f" ({hint})" if hint.is_file() else ""))
+        raise CliError(f"--cdk-json {self.cdk_json}: no such file")
+
     @property
     def region(self) -> str:
-        return self.region_override or self.settings.env.region
+        if self.region_override is not None:
+            from ml_platform.regions import region_problem
+
+            problem = region_problem("--region", self.region_override)
+            if problem:
+                raise CliError(problem.replace("--region = ", "--region ", 1))
+            return self.region_override
+        return self.settings.env.region
 
     @property
     def stack_prefix(self) -> str:
@@ -170,7 +189,10 @@ def require_output(ctx: Context, short: str, outputs: dict[str, str], key: str) 
 
 def explain_aws_error(error: BaseException) -> str | None:
     """One line for the botocore errors a user meets; ``None`` for anything else."""
-    from botocore import exceptions as bex
+    try:
+        from botocore import exceptions as bex
+    except ImportError:  # a core install: the error cannot be a botocore one
+        return None
 
     if isinstance(error, bex.NoCredentialsError):
         return (

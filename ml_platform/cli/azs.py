@@ -7,7 +7,8 @@ differently, so the choice is made by ID and then translated into this account's
 CDK reads ``cdk.context.json`` beside ``cdk.json`` and its keys replace ``cdk.json``'s
 context keys of the same name (no deep merge). The ``ml-platform`` object written here is
 therefore ``cdk.json``'s whole object with this command's keys (``env.account``,
-``env.region``, ``network.availability_zones``, ``network.trainium_az``) merged in: edits
+``env.region``, ``network.availability_zones``, ``network.trainium_az``, and
+``trainium.instance_type`` when ``--instance-type`` is given) merged in: edits
 to ``cdk.json``'s object take effect after running ``mlp azs`` again.
 
 Cluster access: the cluster grants cluster-admin only to ``cluster.admin_role_arn`` (and to
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.instances import TRAINIUM_INSTANCES
 
 MAX_AZS = 3
 
@@ -39,7 +41,10 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         help="choose the AZ that offers Trainium and write it into cdk.context.json",
         description=doc_summary(__doc__),
     )
-    p.add_argument("--instance-type", help="default: trainium.instance_type of the settings")
+    p.add_argument("--instance-type",
+                   help="Trainium node type, written as trainium.instance_type too (one of "
+                        f"{', '.join(sorted(TRAINIUM_INSTANCES))}; default: "
+                        "trainium.instance_type of the settings)")
     p.add_argument("--az-id", help="AZ ID to use among those offering the type (e.g. usw2-az4); "
                    "default: the first in sorted order")
     p.add_argument("--admin-role-arn", help="IAM role given cluster-admin (default: "
@@ -59,12 +64,21 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _object(value: Any, where: str) -> dict[str, Any]:
-    if isinstance(value, str):  # as `-c ml-platform='{...}'` would give it
-        value = json.loads(value)
+    """The ``ml-platform`` context object of file ``where``: an object, its JSON text (as
+    ``-c ml-platform='{...}'`` gives it) or null; a CliError naming the file and key else."""
+    from ml_platform.config import CONTEXT_KEY
+
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError) as error:
+            raise CliError(f"{where}: context key {CONTEXT_KEY!r} is a string that is not JSON "
+                           f"({error}); expected an object") from None
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise CliError(f"{where}: the 'ml-platform' context must be an object")
+        raise CliError(f"{where}: context key {CONTEXT_KEY!r} = {json.dumps(value)[:80]}: "
+                       "expected an object")
     return value
 
 
@@ -133,11 +147,14 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         deep_merge,
     )
 
+    ctx.check_cdk_json()
     if not ctx.cdk_json.is_file():
         raise CliError(
             f"{ctx.cdk_json}: no such file (run in the project folder or pass --cdk-json)"
         )
-    context = _read_json(ctx.cdk_json).get("context", {})
+    context = _read_json(ctx.cdk_json).get("context") or {}
+    if not isinstance(context, dict):
+        raise CliError(f"{ctx.cdk_json}: 'context' must be a JSON object")
     base = _object(context.get(CONTEXT_KEY), str(ctx.cdk_json))
     local_path = ctx.cdk_json.with_name("cdk.context.json")
     local = _read_json(local_path) if local_path.is_file() else {}
@@ -149,10 +166,19 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     current_azs = _setting(
         effective, "network", "availability_zones", list(NetworkSettings.availability_zones)
     )
-    region = ctx.region_override or current_region
+    region = ctx.region if ctx.region_override else current_region
+    from ml_platform.regions import region_problem
+
+    problem = region_problem("env.region", region)
+    if problem:  # before asking EC2 in a region that does not exist
+        raise CliError(f"{ctx.cdk_json}: {problem} (or pass --region)")
     instance_type = args.instance_type or _setting(
         effective, "trainium", "instance_type", TrainiumSettings.instance_type
     )
+    if instance_type not in TRAINIUM_INSTANCES:
+        given = "--instance-type" if args.instance_type else "trainium.instance_type"
+        raise CliError(f"{given} {instance_type}: not a Trainium node type this platform runs; "
+                       f"expected one of {', '.join(sorted(TRAINIUM_INSTANCES))}")
     ec2 = ctx.client("ec2", region)
     offered: set[str] = set()
     pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
@@ -193,6 +219,8 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             "env": {"account": account, "region": region},
             "network": {"availability_zones": vpc_azs, "trainium_az": trainium_az},
             **({"cluster": {"admin_role_arn": admin_role}} if admin_role else {}),
+            # The AZ was chosen for this type: the node group must use it too.
+            **({"trainium": {"instance_type": instance_type}} if args.instance_type else {}),
         },
     )
     az_key = f"availability-zones:account={account}:region={region}"

@@ -69,8 +69,11 @@ def _archives(ctx: Context, args: argparse.Namespace) -> dict[str, int]:
 
 
 def build_report(stacks: list[Any], table: Any, *, region: str | None,
-                 archives: dict[str, int], training_hours: float | None) -> dict[str, Any]:
-    """Everything ``mlp cost`` prints, as data (``--json`` prints exactly this)."""
+                 archives: dict[str, int], training_hours: float | None,
+                 archives_given: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Everything ``mlp cost`` prints, as data (``--json`` prints exactly this).
+    ``archives_given``: the endpoint names of ``--archives``; each must be a multi-model
+    endpoint of the assembly."""
     from ml_platform.pricing import compare_multi_model, estimate_template, training_hourly
     from ml_platform.pricing.estimate import MULTI_MODEL_ASSUMPTION
     from ml_platform.pricing.table import SAGEMAKER_HOSTING, aws_owned
@@ -83,12 +86,14 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
         estimates.append(estimate_template(stack.template, stack=stack.name, region=where,
                                            table=table, account=getattr(stack, "account", None)))
     comparisons, comparison_notes = [], []
+    multi_model: set[str] = set()
     for estimate in estimates:
         for item in estimate.items:
             for variant in (item.endpoint or {}).get("variants", []):
                 if not variant.get("multi_model"):
                     continue
                 name = item.endpoint.get("name") or item.logical_id
+                multi_model.add(name)
                 count = archives.get(name)
                 price = table.get(estimate.region, SAGEMAKER_HOSTING, variant["instance_type"])
                 if count is None:
@@ -103,6 +108,10 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
                     if maximum and maximum != variant["initial_instances"]:
                         comparisons.append(compare_multi_model(
                             name, variant["instance_type"], maximum, count, price, "maximum"))
+    unknown = sorted(set(archives_given) - multi_model)
+    if unknown:
+        raise CliError(f"--archives {', '.join(unknown)}: no such multi-model endpoint in the "
+                       f"synthesized stacks; expected one of {sorted(multi_model) or 'none'}")
     train_hourly, train_unknown = training_hourly(estimates)
     training: dict[str, Any] = {
         "node_groups": [i.logical_id for e in estimates for i in e.items if i.training],
@@ -300,7 +309,8 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             print(f"prices: the shipped table, with {user} (from `mlp cost --refresh`) over it",
                   file=sys.stderr)
     report = build_report(stacks, table, region=ctx.region_override,
-                          archives=_archives(ctx, args), training_hours=args.training_hours)
+                          archives=_archives(ctx, args), training_hours=args.training_hours,
+                          archives_given=tuple(a.partition("=")[0] for a in args.archives))
     if args.json:
         print(json.dumps(report, indent=2))
     else:

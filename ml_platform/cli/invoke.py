@@ -75,11 +75,14 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     what.add_argument("--text", action="append",
                       help="sentence for the text ensemble (repeat for a batch)")
     p.add_argument("--endpoint", help="endpoint name (default: the first endpoint in the settings)")
+    from ml_platform.triton.ensembles import IMAGE_ARCHIVE, TEXT_ARCHIVE
+
+    image, text = (a.removesuffix(".tar.gz") for a in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
     target = p.add_mutually_exclusive_group()
     target.add_argument("--model", metavar="NAME[@VERSION]",
                         help="archive to call: a logical name (its newest version under the "
-                             "model prefix) or NAME@VERSION (default: model_tf_dali for "
-                             "--image, model_trt_python for --text)")
+                             f"model prefix) or NAME@VERSION (default: {image} for "
+                             f"--image, {text} for --text)")
     target.add_argument("--target-model",
                         help="exact TargetModel (archive key under the prefix), not resolved")
     p.add_argument("--timeout", type=timeout_seconds, default=180.0,

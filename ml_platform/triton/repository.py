@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import os
 import shutil
 import tarfile
 from collections.abc import Iterator
@@ -148,20 +149,33 @@ def package(
     out = Path(out_dir) / name
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.with_name(out.name + ".partial")
-    # filename="" and mtime=0 keep the gzip header free of names and times.
-    with (
-        partial.open("wb") as raw,
-        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
-        tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar,
-    ):
-        for path, entry in entries.items():
-            if entry is None:
-                tar.addfile(_tar_info(path, 0, True))
-            elif isinstance(entry, bytes):
-                tar.addfile(_tar_info(path, len(entry), False), io.BytesIO(entry))
-            else:
-                with entry.open("rb") as handle:
-                    tar.addfile(_tar_info(path, entry.stat().st_size, False), handle)
+    # A leftover of an interrupted run is removed (unlink removes a link, not its target);
+    # the new file is then created, never opened through a link or over a file that
+    # appeared meanwhile (O_EXCL | O_NOFOLLOW), so nothing outside --out is written.
+    partial.unlink(missing_ok=True)
+    try:
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                     0o644)
+    except FileExistsError:
+        raise ValueError(f"{partial}: appeared while packaging; remove it and retry") from None
+    try:
+        # filename="" and mtime=0 keep the gzip header free of names and times.
+        with (
+            os.fdopen(fd, "wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
+            tarfile.open(fileobj=zipped, mode="w", format=tarfile.GNU_FORMAT) as tar,
+        ):
+            for path, entry in entries.items():
+                if entry is None:
+                    tar.addfile(_tar_info(path, 0, True))
+                elif isinstance(entry, bytes):
+                    tar.addfile(_tar_info(path, len(entry), False), io.BytesIO(entry))
+                else:
+                    with entry.open("rb") as handle:
+                        tar.addfile(_tar_info(path, entry.stat().st_size, False), handle)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     partial.replace(out)
     return out
 

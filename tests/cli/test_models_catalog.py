@@ -208,15 +208,56 @@ def test_retire_refuses_referenced_versions_then_removes_unreferenced_ones(bucke
         "logical name and it is the newest version)",
         f"  - text@{OLD}: in use by text-pinned (settings name it, or name its logical name "
         "and it is the newest version)",
+        f"  - text@{NEW}: the newest version of text: clients granted text-v* and endpoint "
+        "instances that cached it may still use it; pass --force to retire it anyway",
         f"  - text@{MID}: no such archive under s3://{bucket}/models/",
     ]
     assert len(_keys(bucket)) == 4  # nothing deleted, not even text@NEW
 
-    result = mlp("--cdk-json", project, "models", "retire", f"image@{OLD}", f"text@{NEW}")
+    # text@NEW is the newest version of text: retired only with --force (issue 20).
+    result = mlp("--cdk-json", project, "models", "retire", f"image@{OLD}", f"text@{NEW}",
+                 "--force")
     assert result.code == 0, result.err
     assert result.out.splitlines() == [f"retired s3://{bucket}/models/image-{OLD}.tar.gz",
                                        f"retired s3://{bucket}/models/text-{NEW}.tar.gz"]
     assert _keys(bucket) == [f"models/image-{NEW}.tar.gz", f"models/text-{OLD}.tar.gz"]
+
+
+def test_retire_refuses_the_newest_and_recently_superseded_versions_without_force(
+    bucket, project, mlp, monkeypatch
+):
+    from ml_platform.cli import retire
+
+    # image@NEW was uploaded at T0 + 7 min: image@OLD has been superseded for 3 h at T0 + 3h7m.
+    monkeypatch.setattr(retire, "_now", lambda: T0 + timedelta(hours=3, minutes=7))
+    result = mlp("--cdk-json", project, "models", "retire", f"image@{OLD}", f"text@{NEW}")
+    assert result.code == 1
+    assert result.err.splitlines() == [
+        "mlp: error: refusing to retire:",
+        f"  - image@{OLD}: superseded by image@{NEW} only 3.0 h ago (less than "
+        "--min-superseded-hours 24); clients and cached instances may still use it; pass "
+        "--force to retire it anyway",
+        f"  - text@{NEW}: the newest version of text: clients granted text-v* and endpoint "
+        "instances that cached it may still use it; pass --force to retire it anyway",
+    ]
+    assert len(_keys(bucket)) == 4
+    result = mlp("--cdk-json", project, "models", "retire", f"image@{OLD}",
+                 "--min-superseded-hours", "3")
+    assert result.code == 0, result.err
+    assert f"models/image-{OLD}.tar.gz" not in _keys(bucket)
+
+
+def test_retire_given_the_key_upload_printed_names_the_reference(bucket, project, mlp):
+    uri = f"s3://{bucket}/models/text-{NEW}.tar.gz"
+    result = mlp("--cdk-json", project, "models", "retire", uri, f"text-{NEW}.tar.gz", "x y")
+    assert result.code == 1
+    assert result.err.splitlines()[1:] == [
+        f"  - {uri!r} is an object key; name the version as text@{NEW}",
+        f"  - 'text-{NEW}.tar.gz' is an object key; name the version as text@{NEW}",
+        "  - 'x y' is not an archive reference: expected NAME or NAME@vXXXXXXXX (NAME of "
+        "lower-case letters, digits, '_' and '-'; the version 'v' and 8 hex digits), e.g. "
+        "model_trt_python_t4@v1a2b3c4d",
+    ]
 
 
 def _keys(bucket: str) -> list[str]:

@@ -116,7 +116,9 @@ def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
     )
     assert result.code == 1
     assert result.err.startswith("mlp: error: refusing to package:\n")
-    assert "image ensemble: --inception-labels '" in result.err
+    # Issue 19 point 6: the flag the user typed, not the library's parameter name.
+    assert f"image ensemble: --inception-labels {str(inputs.labels)!r}: has 1000" in result.err
+    assert "labels_path" not in result.err
     assert "has 1000 labels, but the classifier gives 1001 class scores" in result.err
     assert "text ensemble: --encoder" in result.err
     assert "expected a .onnx or .plan file" in result.err

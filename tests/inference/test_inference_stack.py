@@ -339,10 +339,12 @@ def _inference_stack(upload_dir: str | None):
 def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> None:
     from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
-    write_tar(
+    from ml_platform.cli.archives import version_archive
+
+    version_archive(write_tar(
         tmp_path / "model_small.tar.gz",
         {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL},
-    )
+    ))
     stack = _inference_stack(str(tmp_path))
     t = Template.from_stack(stack)
     t.has_resource_properties(

@@ -25,15 +25,17 @@ from ml_platform.stacks.inference import (
 def _archive(folder: Path, name: str) -> Path:
     from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
+    from ml_platform.cli.archives import version_archive
+
     path = folder / name
     write_tar(path, {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL})
-    return path
+    return version_archive(path)[0]  # upload_dir takes versioned names, as upload does
 
 
 @pytest.fixture(scope="module")
 def nagged(tmp_path_factory: pytest.TempPathFactory) -> tuple[InferenceStack, Path, Path]:
     folder = tmp_path_factory.mktemp("upload")
-    _archive(folder, "model_small-v0123abcd.tar.gz")
+    _archive(folder, "model_small.tar.gz")
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = new_app(outdir=str(outdir))
     stack = InferenceStack(

@@ -16,6 +16,7 @@ from ml_platform.config import (
     endpoint_construct_id,
     settings_from_cdk_json,
 )
+from ml_platform.triton.archive_names import content_version
 from ml_platform.stacks.inference import _construct_id
 from tests.support import ROOT, cdk_json_context
 
@@ -144,23 +145,28 @@ def test_system_instance_type_aws_cdk_cannot_parse_or_run_is_a_settings_error(in
 
 
 @pytest.mark.parametrize(
-    ("names", "collides"),
+    ("names", "expected"),
     [
-        (["triton-ensembles", "tritonEnsembles"], "TritonEnsembles"),
-        (["triton-ensembles", "triton--ensembles"], "TritonEnsembles"),
-        (["a", "a-name"], "AName"),  # endpoint 'a-name' vs the output 'AName' of endpoint 'a'
-        (["endpoints-dashboard"], "EndpointsDashboard"),  # the stack's dashboard
-        (["endpoints-dashboard-url"], "EndpointsDashboardUrl"),  # and its URL output
-        (["model-bucket"], "ModelBucket"),  # the stack's imported bucket
-        (["upload-archives"], "UploadArchives"),
+        (["triton-ensembles", "tritonEnsembles"], "too alike"),
+        (["triton-ensembles", "triton--ensembles"], "too alike"),
+        (["a", "a-name"], "too alike"),  # endpoint 'a-name' vs the name output of endpoint 'a'
+        (["endpoints-dashboard"], "keeps for its own 'endpoints-dashboard'"),  # its dashboard
+        (["endpoints-dashboard-url"], "keeps for its own 'endpoints-dashboard-url'"),  # URL output
+        (["model-bucket"], "keeps for its own 'model-bucket'"),  # the stack's imported bucket
+        (["upload-archives"], "keeps for its own 'upload-archives'"),
     ],
 )
 def test_endpoint_names_mapping_to_one_construct_id_are_a_settings_error(
-    names: list[str], collides: str
+    names: list[str], expected: str
 ) -> None:
     endpoints = [{"name": n} for n in names]
     found = problems({"inference": {"endpoints": endpoints}})
-    assert any(f"construct id {collides!r}" in p and "inference.endpoints[" in p for p in found), found
+    clashes = [p for p in found if expected in p]
+    assert len(clashes) == 1, found
+    assert all(f"inference.endpoints[{i}].name = {n!r}" in clashes[0] for i, n in enumerate(names))
+    # Issue 22 point 5: the message speaks of names, not of internal construct ids.
+    for cid in ("TritonEnsembles", "AName", "ModelBucket", "UploadArchives", "construct id"):
+        assert cid not in clashes[0], clashes[0]
 
 
 def test_endpoint_names_differing_only_in_case_are_a_settings_error() -> None:
@@ -278,3 +284,56 @@ def test_cdk_json_files_that_are_not_json_objects_are_one_line_errors(
         settings_from_cdk_json(str(tmp_path / "cdk.json"))
     assert info.value.problems == [f"{tmp_path / name}: {expected}"] or expected in str(info.value)
     assert str(tmp_path / name) in str(info.value)
+
+
+# -- issue 22 point 5: unknown regions, a bad triton_version once ----------------------------
+@pytest.mark.parametrize("region", ["us-foo-1", "eu-west-9", "us-gov-north-7"])
+def test_an_unknown_region_is_refused_once(region: str) -> None:
+    found = one_problem({"env": {"region": region}}, f"env.region = {region!r}: not an AWS region")
+    assert "'us-west-2'" in found
+
+
+def test_a_known_region_of_another_partition_is_accepted() -> None:
+    found = problems({"env": {"region": "cn-north-1"}, "network": {"availability_zones": ["x"]}})
+    assert not any(p.startswith("env.region = 'cn-north-1': not an AWS region") for p in found)
+
+
+def test_a_bad_triton_version_is_reported_once() -> None:
+    found = one_problem({"inference": {"triton_version": "99.1"},
+                         "features": {"triton_on_eks": True}},
+                        "inference.triton_version = '99.1': expected one of")
+    assert found.count("99.1") == 1
+
+
+# -- issue 20: upload_dir takes the names and content versions that `mlp models upload` takes --
+def test_upload_dir_refuses_unversioned_names_and_versions_that_are_not_the_content(
+    tmp_path: Path,
+) -> None:
+    from ml_platform.cli.archives import version_archive
+    from tests.cli.support import ENSEMBLE, MODEL, write_tar
+
+    files = {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL}
+    good = version_archive(write_tar(tmp_path / "model_good.tar.gz", files))[0]
+    write_tar(tmp_path / "model_tf_dali.tar.gz", files)
+    write_tar(tmp_path / "model_tf_dali-v00000000.tar.gz", files)
+    found = problems({"inference": {"upload_dir": str(tmp_path)}})
+    where = f"inference.upload_dir = {str(tmp_path)!r}"
+    actual = content_version(tmp_path / "model_tf_dali-v00000000.tar.gz")
+    assert found == [
+        f"{where}: model_tf_dali-v00000000.tar.gz: named version v00000000, but its content is "
+        f"version {actual} (repackage it with mlp models package)",
+        f"{where}: model_tf_dali.tar.gz: not a versioned archive name: expected "
+        "<logical>-v<8 hex digits>.tar.gz, as `mlp models package` names it",
+    ]
+    assert good.name not in " ".join(found)
+
+
+def test_upload_dir_with_a_file_that_is_not_gzip_gives_one_line(tmp_path: Path) -> None:
+    (tmp_path / "model_x-v00000000.tar.gz").write_text("hello\n")
+    found = problems({"inference": {"upload_dir": str(tmp_path)}})
+    unreadable = [p for p in found if "not a readable tar archive" in p]
+    assert unreadable == [
+        f"inference.upload_dir = {str(tmp_path)!r}: {tmp_path}/model_x-v00000000.tar.gz: not a "
+        "readable tar archive (not gzip-compressed: a .tar.gz archive starts with the gzip "
+        "bytes 1f 8b)"]
+    assert all("\n" not in p for p in found)

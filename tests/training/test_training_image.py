@@ -55,6 +55,32 @@ def test_dry_run_prints_commands_without_running_them(cdk_json, capsys, settings
     assert out[0].startswith("docker build ")
     assert out[1].startswith("aws ecr get-login-password --region us-west-2 | docker login ")
     assert out[2] == f"docker push {settings.training_image_uri}"
+    assert out[3] == "docker logout 123456789012.dkr.ecr.us-west-2.amazonaws.com"
+
+
+@pytest.mark.parametrize("failing", [None, "push", "login"])
+def test_publish_logs_out_of_ecr_after_the_push_even_when_it_fails(settings, monkeypatch,
+                                                                    failing):
+    """Issue 22 point 5: the ECR token must not stay in ~/.docker/config.json."""
+    import subprocess
+
+    plan = image.image_plan(settings)
+    calls: list[list[str]] = []
+
+    def run(argv, **kwargs):
+        calls.append(argv)
+        if failing and argv[:2] == ["docker", failing]:
+            raise subprocess.CalledProcessError(1, argv)
+        return subprocess.CompletedProcess(argv, 0, stdout="token", stderr="")
+
+    monkeypatch.setattr(image.subprocess, "run", run)
+    if failing:
+        with pytest.raises(subprocess.CalledProcessError):
+            image.publish(plan)
+    else:
+        image.publish(plan)
+    assert calls[-1] == ["docker", "logout", "123456789012.dkr.ecr.us-west-2.amazonaws.com"]
+    assert calls.count(plan.logout) == 1
 
 
 @pytest.mark.parametrize(

