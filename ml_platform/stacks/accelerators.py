@@ -29,6 +29,8 @@ class TrainiumNodesStack(Stack):
         cluster: The cluster (of the cluster's stack). Required.
         trainium_subnet: Private subnet of the Trainium AZ. Required.
         training_nodes: Security group of the EFA interfaces. Required.
+        lustre_clients: The file system's client security group
+            (``LustreStorage.client_security_group``), so the nodes can mount it. Default none.
         nodes_ready_after: What the nodes need before they can join (the networking add-ons).
             Default nothing.
     """
@@ -43,10 +45,18 @@ class TrainiumNodesStack(Stack):
         trainium_subnet: ec2.ISubnet,
         training_nodes: ec2.ISecurityGroup,
         nodes_ready_after: Sequence[IDependable] = (),
+        lustre_clients: ec2.ISecurityGroup | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         trn = settings.trainium
+        placement_group = (
+            ec2.PlacementGroup.from_placement_group_name(
+                self, "ReservationPlacementGroup", trn.placement_group
+            )
+            if trn.placement_group is not None
+            else None
+        )
         self.trainium = TrainiumNodeGroup(
             self,
             "Trainium",
@@ -60,6 +70,8 @@ class TrainiumNodesStack(Stack):
             root_volume_gib=trn.root_volume_gib,
             capacity_reservation_id=trn.capacity_reservation_id or trn.capacity_block_id,
             capacity_block=trn.capacity_block_id is not None,
+            placement_group=placement_group,
+            extra_security_groups=[lustre_clients] if lustre_clients is not None else [],
         )
         if nodes_ready_after:
             self.trainium.node_group.node.add_dependency(*nodes_ready_after)

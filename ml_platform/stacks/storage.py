@@ -10,6 +10,7 @@ from constructs import Construct
 
 from ml_platform.config import StorageSettings
 from ml_platform.constructs.storage import (
+    RETAIN,
     LustreStorage,
     ModelArtifactBucket,
     TrainingImageRepository,
@@ -17,7 +18,12 @@ from ml_platform.constructs.storage import (
 
 
 class StorageStack(Stack):
-    """Composes the training image repository, the model bucket and the Lustre file system."""
+    """Composes the training image repository, the model bucket and the Lustre file system.
+
+    ``training_nodes`` is no longer a Lustre client: the nodes that mount the file system carry
+    its client group (``lustre.client_security_group``) instead. It is still accepted so
+    existing callers work.
+    """
 
     def __init__(
         self,
@@ -28,13 +34,12 @@ class StorageStack(Stack):
         image_repository_name: str,
         vpc: ec2.IVpc,
         trainium_subnet: ec2.ISubnet,
-        training_nodes: ec2.ISecurityGroup,
+        training_nodes: ec2.ISecurityGroup | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        removal = (
-            RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else RemovalPolicy.RETAIN
-        )
+        # "retain" is RetainExceptOnCreate: kept on deletion, removed by a failed first create.
+        removal = RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else RETAIN
         self.image_repository = TrainingImageRepository(
             self,
             "TrainingImages",
@@ -50,7 +55,6 @@ class StorageStack(Stack):
             "Lustre",
             vpc=vpc,
             subnet=trainium_subnet,
-            clients=[training_nodes],
             storage_capacity_gib=settings.fsx_storage_gib,
             throughput_per_tib=settings.fsx_throughput_per_tib,
             removal_policy=removal,
@@ -68,3 +72,9 @@ class StorageStack(Stack):
         )
         CfnOutput(self, "ModelPrefix", value=settings.model_prefix)
         CfnOutput(self, "FileSystemId", value=self.lustre.file_system.file_system_id)
+        CfnOutput(
+            self,
+            "LustreClientSecurityGroupId",
+            value=self.lustre.client_security_group.security_group_id,
+            description="Security group of the nodes that may mount the file system",
+        )

@@ -87,6 +87,14 @@ def test_default_trainium_group_has_no_capacity_reservation(synth: SynthesizedPl
         ({"capacity_reservation_id": "cr-0123456789abcdef0",
           "capacity_block_id": "cr-02168da1478b509e0"},
          "trainium.capacity_reservation_id and trainium.capacity_block_id are both set"),
+        ({"capacity_block_id": "cr-02168da1478b509e0", "placement_group": "pg"},
+         "trainium.placement_group = 'pg' with trainium.capacity_block_id: a Capacity Block "
+         "places its instances itself"),
+        ({"placement_group": "pg"},
+         "trainium.placement_group = 'pg': names the group a capacity reservation was created "
+         "in, so it needs trainium.capacity_reservation_id"),
+        ({"capacity_reservation_id": "cr-0123456789abcdef0", "placement_group": "x" * 256},
+         "trainium.placement_group = 'xxx"),
     ],
 )
 def test_capacity_settings_are_validated(trainium: dict, expected: str) -> None:
@@ -104,3 +112,16 @@ def test_scale_to_zero_settings_are_accepted() -> None:
     assert settings.triton_on_eks.min_gpu_nodes == 0
     with pytest.raises(SettingsError, match=r"triton_on_eks.min_gpu_nodes = 2: expected 0 to"):
         Settings.from_context({"triton_on_eks": {"min_gpu_nodes": 2, "gpu_nodes": 1}})
+
+
+def test_capacity_block_defaults_min_nodes_to_zero() -> None:
+    """EKS updates a node group on a Capacity Block only at desired size 0, so the group must
+    be able to get there (capacity-blocks-mng)."""
+    block = Settings.from_context({"trainium": {"capacity_block_id": "cr-02168da1478b509e0"}})
+    assert (block.trainium.min_nodes, block.trainium.nodes) == (0, 2)
+    odcr = Settings.from_context({"trainium": {"capacity_reservation_id": "cr-0123456789abcdef0",
+                                               "placement_group": "odcr-pg"}})
+    assert (odcr.trainium.min_nodes, odcr.trainium.placement_group) == (2, "odcr-pg")
+    explicit = Settings.from_context(
+        {"trainium": {"capacity_block_id": "cr-02168da1478b509e0", "min_nodes": 1}})
+    assert explicit.trainium.min_nodes == 1

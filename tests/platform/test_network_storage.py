@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
@@ -51,10 +53,10 @@ def test_flow_logs_are_encrypted_with_their_own_rotating_retained_key(
     # The same (unnamed) group gains the key: an in-place update, no new group.
     assert "LogGroupName" not in group["Properties"]
     assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": ["VpcFlowLogsKey4140EC14", "Arn"]}
-    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     assert key["Type"] == "AWS::KMS::Key"
     assert key["Properties"]["EnableKeyRotation"] is True
-    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     assert key["Properties"]["KeyPolicy"]["Statement"] == [
         {
             "Action": "kms:*",
@@ -133,7 +135,7 @@ def test_ecr_repository(synth: SynthesizedPlatform) -> None:
                 "ImageTagMutability": "IMMUTABLE",
                 "LifecyclePolicy": {"LifecyclePolicyText": Match.string_like_regexp('"countNumber":30')},
             },
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
             "UpdateReplacePolicy": "Retain",
         },
     )
@@ -161,7 +163,7 @@ def test_model_bucket_is_private_encrypted_versioned_tls_only(synth: Synthesized
                     "LoggingConfiguration": Match.object_like({"LogFilePrefix": "model-bucket/"}),
                 }
             ),
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
         },
     )
     t.has_resource_properties(
@@ -199,26 +201,32 @@ def test_lustre_file_system(synth: SynthesizedPlatform) -> None:
                     "SubnetIds": [Match.object_like({"Fn::ImportValue": Match.any_value()})],
                 }
             ),
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
             "UpdateReplacePolicy": "Retain",
         },
     )
 
 
-def test_lustre_ports_open_to_training_nodes_only(synth: SynthesizedPlatform) -> None:
+def test_lustre_ports_open_to_its_client_group_only(synth: SynthesizedPlatform) -> None:
+    """FSx for Lustre has no client authentication: its ports are open to itself and to its
+    own client group, never to another stack's group (the EFA group, the cluster group)."""
     tpl = synth.template_json("Storage")
     ingress = [
         r["Properties"]
         for r in tpl["Resources"].values()
         if r["Type"] == "AWS::EC2::SecurityGroupIngress"
     ]
-    from_nodes = {
-        (i["FromPort"], i["ToPort"])
+    sources = {
+        (i["SourceSecurityGroupId"]["Fn::GetAtt"][0], i["FromPort"], i["ToPort"])
         for i in ingress
-        if "Fn::ImportValue" in i.get("SourceSecurityGroupId", {})
-        and "TrainingNodes" in str(i["SourceSecurityGroupId"])
+        if i["GroupId"] == {"Fn::GetAtt": ["LustreSecurityGroupA46A9855", "GroupId"]}
     }
-    assert from_nodes == {(988, 988), (1018, 1023)}
+    assert sources == {
+        (group, low, high)
+        for group in ("LustreSecurityGroupA46A9855", "LustreClientSecurityGroup574AE97A")
+        for low, high in ((988, 988), (1018, 1023))
+    } | {("LustreSecurityGroupA46A9855", 988, 1023)}  # aws-cdk's own self rule
+    assert all("Fn::ImportValue" not in json.dumps(i) for i in ingress)
     assert all(i["IpProtocol"] == "tcp" for i in ingress)
     assert all("CidrIp" not in i for i in ingress)
 
@@ -238,7 +246,7 @@ def test_stateful_logical_ids_are_pinned(synth: SynthesizedPlatform) -> None:
         found = {k for k, v in resources.items() if v["Type"] == rtype}
         assert found == (ids if isinstance(ids, set) else {ids}), rtype
         for logical_id in found:
-            assert resources[logical_id]["DeletionPolicy"] == "Retain"
+            assert resources[logical_id]["DeletionPolicy"] == "RetainExceptOnCreate"
 
 
 def test_storage_stack_has_termination_protection_when_retaining(synth: SynthesizedPlatform) -> None:
