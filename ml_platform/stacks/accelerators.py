@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Annotations, CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IDependable
@@ -21,8 +21,16 @@ from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.trainium import TrainiumNodeGroup
 
 
+BERT_NODES_WARNING = "ml-platform:bertNodeCount"
+
+
 class TrainiumNodesStack(Stack):
     """The :class:`TrainiumNodeGroup` of the platform.
+
+    Warns (``ml-platform:bertNodeCount``) when the shipped BERT recipe cannot run on
+    ``trainium.nodes``: rendering the training manifests (``make synth``) refuses such a node
+    count, but ``cdk deploy`` renders none, so without the warning the cluster deploys and the
+    manifests fail only afterwards.
 
     Args:
         settings: Platform settings (``trainium``). Required.
@@ -75,6 +83,14 @@ class TrainiumNodesStack(Stack):
         )
         if nodes_ready_after:
             self.trainium.node_group.node.add_dependency(*nodes_ready_after)
+        from ml_platform.training.jobs import bert_problems  # torchx: only when needed
+
+        for problem in bert_problems(settings):
+            Annotations.of(self).add_warning_v2(
+                BERT_NODES_WARNING,
+                f"{problem}. The node group deploys, but the BERT training manifests "
+                "(make synth, dist/k8s) are refused until it is fixed.",
+            )
         CfnOutput(
             self,
             "NodegroupName",

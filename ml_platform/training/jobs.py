@@ -85,6 +85,8 @@ class TrainingJob:
         precompile: Run under neuron_parallel_compile. Default ``False``.
         cache_set: Neuron compile cache set. Default ``default``.
         max_retries: Job restarts on pod failure or eviction. Default 3.
+        resume: Resume from the newest checkpoint in ``--output_dir`` when there is one.
+            Default ``False``.
     """
 
     name: str
@@ -96,6 +98,7 @@ class TrainingJob:
     precompile: bool = False
     cache_set: str = "default"
     max_retries: int = 3
+    resume: bool = False
 
     @property
     def workers_per_node(self) -> int | None:
@@ -118,6 +121,7 @@ class TrainingJob:
             cacheset=self.cache_set,
             max_retries=self.max_retries,
             name=self.name,
+            resume=self.resume,
         )
 
     def problems(self, settings: Settings) -> list[str]:
@@ -133,6 +137,7 @@ class TrainingJob:
             cacheset=self.cache_set,
             max_retries=self.max_retries,
             name=self.name,
+            resume=self.resume,
         )
         trn = settings.trainium
         if self.instance_type != trn.instance_type:
@@ -203,5 +208,7 @@ def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
         nodes=nodes,
         instance_type=trn.instance_type,
         cache_set=BERT_CACHE_SET,
+        # A Volcano restart continues from the newest checkpoint on FSx, not from step 0.
+        resume=True,
     )
     return precompile, pretrain

@@ -134,10 +134,18 @@ def env_of(c: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e.get("value") for e in c["env"]}
 
 
+ROOT_COMM_EXPORT = "export NEURON_RT_ROOT_COMM_ID=${VC_WORKER_0_HOSTS:-localhost}:48620"
+RESUME_ARGS = "${resume[@]}"  # as shlex splits '"${resume[@]}"'
+
+
 def argv_of(c: dict[str, Any]) -> list[str]:
-    """The container's command line as bash splits it (``bash -c <line>``)."""
+    """The launcher's command line as bash splits it: the ``exec`` statement ending
+    ``bash -c <line>``, without the resume arguments (see test_resume.py)."""
     assert c["command"][:2] == ["bash", "-c"] and len(c["command"]) == 3 and "args" not in c
-    return shlex.split(c["command"][2])
+    *prologue, launch = c["command"][2].split("; exec ")
+    assert prologue[0].split("; ")[0] == ROOT_COMM_EXPORT
+    argv = shlex.split(launch)
+    return argv[:-1] if argv[-1] == RESUME_ARGS else argv
 
 
 # --- files and schemas ---------------------------------------------------------------
@@ -385,6 +393,7 @@ def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
         *BERT_ARGS[1:], *extra,
         script=BERT_ARGS[0], image=settings.training_image_uri, nnodes=2,
         cacheset="bert-large", precompile=precompile, name=name,
+        resume=not precompile,  # training resumes from its newest checkpoint
     )  # fmt: skip
     raw = _torchx_dryrun(app, settings)
     unique = raw["metadata"]["name"]

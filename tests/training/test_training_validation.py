@@ -59,7 +59,8 @@ def test_precompile_without_a_step_bound(settings, pretrain):
 
 def test_precompile_accepts_the_equals_form_of_the_step_bound(settings, pretrain):
     job = dataclasses.replace(
-        pretrain, precompile=True, script_args=bert_args(2) + ("--steps_this_run=10",)
+        pretrain, precompile=True, resume=False,
+        script_args=bert_args(2) + ("--steps_this_run=10",)
     )
     validate_jobs(settings, [job])
 
@@ -85,6 +86,7 @@ def test_every_problem_is_reported_at_once(settings, pretrain):
         nodes=3,
         cache_set="a/b",
         precompile=True,
+        resume=False,
         instance_type="trn1n.32xlarge",
     )
     with pytest.raises(ValueError) as error:
