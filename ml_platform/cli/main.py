@@ -19,6 +19,7 @@ from ml_platform.cli import (
     package,
     retire,
     status,
+    train,
     upload,
 )
 from ml_platform.cli.aws import doc_summary
@@ -60,6 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.set_defaults(help_of=models)
     invoke.add_parser(commands, [shared])
     status.add_parser(commands, [shared])
+    train.add_parser(commands, [shared])
     cost.add_parser(commands, [shared])
     return parser
 
