@@ -64,6 +64,7 @@ _STACK_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}")
 _INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}")
@@ -549,12 +550,16 @@ class TrainingSettings:
             ``ml-platform/training``.
         image_tag: Tag of the training image in the ECR repository (tags are immutable).
             Default ``bert-pretrain-v1``.
+        dataset_sha256: SHA-256 (64 lower-case hex digits) the BERT dataset tarball must have;
+            the dataset Job refuses another. Default none: no public source states it, so the
+            Job prints the digest of its first download and warns; pin that value.
     """
 
     namespace: str = "training"
     queue: str = "training"
     image_repository: str = "ml-platform/training"
     image_tag: str = "bert-pretrain-v1"
+    dataset_sha256: str | None = None
 
     def problems(self) -> list[str]:
         out = []
@@ -576,6 +581,11 @@ class TrainingSettings:
             )
         if not _IMAGE_TAG.fullmatch(self.image_tag):
             out.append(f"training.image_tag = {self.image_tag!r}: expected a Docker image tag")
+        if self.dataset_sha256 is not None and not _SHA256_HEX.fullmatch(self.dataset_sha256):
+            out.append(
+                f"training.dataset_sha256 = {self.dataset_sha256!r}: expected a SHA-256 of 64 "
+                "lower-case hex digits"
+            )
         return out
 
 

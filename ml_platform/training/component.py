@@ -15,7 +15,7 @@ its dotted name, ``ml_platform.training.component``, and puts the repository roo
         --image <account>.dkr.ecr.<region>.amazonaws.com/ml-platform/training:bert-pretrain-v1 \\
         --script dp_bert_large_hf_pretrain_hdf5.py \\
         -- --batch_size 16 --grad_accum_usteps 16 --output_dir /data/output \\
-           --data_dir /data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128
+           --data_dir /data/datasets/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128
 
 * ``-cfg`` (alias ``--scheduler_args``) takes the Volcano queue and the namespace;
   ``torchx runopts kubernetes`` lists the rest.

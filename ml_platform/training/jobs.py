@@ -24,7 +24,9 @@ BERT_DATASET_URI = (
     "s3://neuron-s3/training_datasets/bert_pretrain_wikicorpus_tokenized_hdf5/"
     f"{BERT_DATASET}.tar"
 )  # public bucket: read with --no-sign-request
-BERT_DATA_DIR = f"{FSX_MOUNT_PATH}/{BERT_DATASET}"
+DATASETS_DIR = f"{FSX_MOUNT_PATH}/datasets"
+"""Datasets live here, apart from the compile and Hugging Face caches and the output."""
+BERT_DATA_DIR = f"{DATASETS_DIR}/{BERT_DATASET}"
 BERT_OUTPUT_DIR = f"{FSX_MOUNT_PATH}/output"  # checkpoints and TensorBoard event files
 # Phase-1 recipe of the maintained sample's run script (full bf16: the script casts the model
 # itself; FP32 optimizer state): 16 sequences per worker, 32 accumulation micro-steps on one

@@ -19,7 +19,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from torchx.components import dist
 from torchx.schedulers import kubernetes_scheduler
 
-from ml_platform.config import Settings
+from ml_platform.config import Settings, SettingsError
 from ml_platform.k8s_charts import workloads
 from ml_platform.training import jobs
 from ml_platform.training.component import trainium_ddp
@@ -156,7 +156,7 @@ def test_one_file_per_concern(manifests):
         name: [f"{d['apiVersion']}/{d['kind']}" for d in docs] for name, docs in manifests.items()
     }
     assert kinds == {
-        "training-dataset.yaml": ["batch/v1/Job"],
+        "training-dataset.yaml": ["v1/ConfigMap", "batch/v1/Job"],
         "training-precompile.yaml": [f"{VOLCANO}/Job"],
         "training-pretrain.yaml": [f"{VOLCANO}/Job"],
         "training-tensorboard.yaml": ["apps/v1/Deployment", "v1/Service"],
@@ -290,7 +290,7 @@ TORCHRUN = [
 BERT_ARGS = [
     "dp_bert_large_hf_pretrain_hdf5.py",
     "--batch_size", "16", "--grad_accum_usteps", "16",
-    "--data_dir", "/data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128",
+    "--data_dir", "/data/datasets/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128",
     "--output_dir", "/data/output",
 ]  # fmt: skip
 # TorchX's rank-0 host: the first pod hosts the store, the others find it by Volcano DNS name.
@@ -413,9 +413,9 @@ def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
 
 
 def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings):
-    (job,) = manifests["training-dataset.yaml"]
+    tools, job = manifests["training-dataset.yaml"]
     pod = job["spec"]["template"]["spec"]
-    (download,) = pod["initContainers"]
+    prepare, download = pod["initContainers"]
     (extract,) = pod["containers"]
     assert job["spec"]["backoffLimit"] >= 1
     assert pod["nodeSelector"] == {"ml-platform/node-role": "system"}
@@ -431,10 +431,49 @@ def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings)
         "bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128.tar"
     )
     assert "aws s3 cp --no-sign-request" in download["args"][0]
-    # Each step skips its work once the marker exists.
+    # Each step skips its work once the marker exists (the extract step: dataset_extract.py).
     assert 'if [ -e "$DONE_MARKER" ]' in download["args"][0]
-    assert 'if [ -e "$DONE_MARKER" ]' in extract["args"][0]
-    assert env_of(extract)["DATA_DIR"] == "/data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128"
+    assert extract["command"] == ["python3", "-I", "/opt/dataset-tools/dataset_extract.py"]
+    assert env_of(extract)["DATA_DIR"] == (
+        "/data/datasets/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128")
+    assert env_of(extract)["DATASET_SHA256"] == ""  # cdk.json pins none: the Job warns
+    # The extract step and the safe extractor come from the manifest's own ConfigMap.
+    assert tools["metadata"]["name"] == "bert-dataset-tools"
+    assert set(tools["data"]) == {"dataset_extract.py", "archive_safety.py"}
+    assert {"name": "tools", "configMap": {"name": "bert-dataset-tools"}} in pod["volumes"]
+
+
+def test_dataset_job_runs_as_root_only_to_hand_over_its_folders(manifests):
+    """Only `prepare` runs as root, with CAP_CHOWN alone, and no network tool; download and
+    extract run as an unprivileged user that owns /data/datasets and the staging folder."""
+    _, job = manifests["training-dataset.yaml"]
+    pod = job["spec"]["template"]["spec"]
+    prepare, download = pod["initContainers"]
+    (extract,) = pod["containers"]
+    assert pod["securityContext"]["runAsUser"] == pod["securityContext"]["runAsGroup"] == 65532
+    assert prepare["securityContext"] == {
+        "allowPrivilegeEscalation": False, "capabilities": {"add": ["CHOWN"], "drop": ["ALL"]},
+        "readOnlyRootFilesystem": True, "runAsGroup": 0, "runAsNonRoot": False, "runAsUser": 0,
+    }
+    assert 'chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR"' in \
+        prepare["args"][0]
+    assert env_of(prepare) == {"DATASETS_DIR": "/data/datasets", "STAGING_DIR": "/data/.staging",
+                               "DATASET_UID": "65532"}
+    for c in (download, extract):
+        assert c["securityContext"]["runAsNonRoot"] is True
+        assert "runAsUser" not in c["securityContext"]  # the pod's 65532
+        assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_a_pinned_dataset_digest_reaches_the_job():
+    digest = "ab" * 32
+    settings = Settings.from_context({"training": {"dataset_sha256": digest}})
+    _, job = workloads.build_workload_manifests(settings)["training-dataset.yaml"]
+    (extract,) = job["spec"]["template"]["spec"]["containers"]
+    assert env_of(extract)["DATASET_SHA256"] == digest
+    with pytest.raises(SettingsError, match=r"training.dataset_sha256 = 'AB12': expected a "
+                                            r"SHA-256 of 64 lower-case hex digits"):
+        Settings.from_context({"training": {"dataset_sha256": "AB12"}})
 
 
 def test_tensorboard_is_private_unprivileged_and_reads_the_output(manifests):
