@@ -93,8 +93,15 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
     """
     env = cdk.Environment(account=settings.env.account, region=settings.env.region)
     prefix = settings.env.stack_prefix
+    retain_storage = settings.storage.removal_policy == "retain"
+    # Teardown: `cdk destroy --all` ends cleanly with the defaults. The Storage stack retains
+    # its resources (file system, its security groups and rules, bucket, registry), so it
+    # needs no termination protection to keep the data; the Network stack then retains the
+    # VPC and the subnet that still hold the file system's interfaces and groups
+    # (aws/aws-cdk#31521). README "Tear down" lists what is left and how to delete it.
     network = NetworkStack(
         app, f"{prefix}-Network", settings=settings.network, env=env,
+        keep_trainium_subnet=retain_storage,
         description="cdk-ml-platform: VPC and training-node security group",
     )
     storage = StorageStack(
@@ -106,7 +113,6 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
         trainium_subnet=network.trainium_subnet,
         env=env,
         description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
-        termination_protection=settings.storage.removal_policy == "retain",
     )
     platform = Platform(app=app, settings=settings, network=network, storage=storage)
     if settings.features.inference:

@@ -249,8 +249,30 @@ def test_stateful_logical_ids_are_pinned(synth: SynthesizedPlatform) -> None:
             assert resources[logical_id]["DeletionPolicy"] == "RetainExceptOnCreate"
 
 
-def test_storage_stack_has_termination_protection_when_retaining(synth: SynthesizedPlatform) -> None:
-    assert synth.platform.storage.termination_protection is True
+def test_teardown_retains_what_the_retained_file_system_needs(synth: SynthesizedPlatform) -> None:
+    """`cdk destroy --all` ends cleanly with the defaults: the Storage stack deletes (no
+    termination protection; its stateful resources are retained), the file system keeps its
+    security groups and their rules (it still holds them, aws/aws-cdk#31521), and the Network
+    stack keeps the VPC and the Trainium subnet that still hold the file system's interfaces;
+    everything else in both stacks is deleted."""
+    assert synth.platform.storage.termination_protection is False
+    storage = synth.template_json("Storage")["Resources"]
+    kept = {k for k, r in storage.items() if r.get("DeletionPolicy") == "RetainExceptOnCreate"}
+    rules = {k for k, r in storage.items() if r["Type"].startswith("AWS::EC2::SecurityGroup")}
+    assert len(rules) == 15  # 2 groups, 13 rules
+    assert rules <= kept
+    network = synth.template_json("Network")["Resources"]
+    kept_network = {(r["Type"], k) for k, r in network.items() if r.get("DeletionPolicy")}
+    subnet_id = synth.platform.network.trainium_subnet.node.default_child.logical_id
+    vpc_id = synth.platform.network.vpc.node.default_child.logical_id
+    resolve = synth.platform.network.resolve
+    assert kept_network == {
+        ("AWS::EC2::VPC", resolve(vpc_id)),
+        ("AWS::EC2::Subnet", resolve(subnet_id)),
+        ("AWS::Logs::LogGroup", "VpcFlowLogs3A4A3791"),
+        ("AWS::KMS::Key", "VpcFlowLogsKey4140EC14"),
+    }
+    assert {network[k]["DeletionPolicy"] for _, k in kept_network} == {"RetainExceptOnCreate"}
 
 
 def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
