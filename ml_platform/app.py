@@ -111,6 +111,10 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
         image_repository_name=settings.training.image_repository,
         vpc=network.vpc,
         trainium_subnet=network.trainium_subnet,
+        lustre_readers=(
+            (settings.trainium.nodes or settings.trainium.max_nodes)
+            if settings.features.training_cluster else 0
+        ),
         env=env,
         description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
     )

@@ -112,6 +112,7 @@ RESUME_FLAG = "--resume_ckpt"
 https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/dp_bert_large_hf_pretrain_hdf5.py
 """
 OUTPUT_DIR_ARG = "--output_dir"
+DATA_DIR_ARG = "--data_dir"
 
 RESERVED_PORTS_SYSCTL = "net.ipv4.ip_local_reserved_ports"
 """A namespaced, safe sysctl (kubelet allows it by default since Kubernetes 1.27, kernel 3.16+):
@@ -155,6 +156,7 @@ def trainium_ddp(
     name: str = "trainium-ddp",
     rdzv_port: int = RDZV_PORT,
     resume: bool = False,
+    data_shards: str = "",
 ) -> specs.AppDef:
     """Data-parallel training on Trainium: one pod per node, one worker per NeuronCore.
 
@@ -181,6 +183,11 @@ def trainium_ddp(
         resume: Resume from the newest checkpoint in the script's --output_dir when one
             exists (the script's --resume_ckpt), else start fresh: a Volcano restart then
             continues where the last checkpoint left off instead of at step 0.
+        data_shards: Glob of the dataset shards in the script's --data_dir. When given, every
+            pod counts them first and fails at once with a clear message when there are fewer
+            than workers (nnodes x nproc_per_node): the BERT script needs one per worker
+            (``assert world_size <= num_files``), and would otherwise fail only after the
+            rendezvous and model load. Default "" (no check).
     """
     instance = TRAINIUM_INSTANCES.get(instance_type)
     if nproc_per_node is None and instance is not None:
@@ -200,6 +207,7 @@ def trainium_ddp(
         name=name,
         rdzv_port=rdzv_port,
         resume=resume,
+        data_shards=data_shards,
     )
     if problems:
         raise ValueError(
@@ -227,6 +235,9 @@ def trainium_ddp(
     # bash expands the rendezvous host's env var, as in TorchX's dist.torchrun; the launcher
     # is exec'd, so torchrun still receives the kubelet's SIGTERM.
     prologue = [f"export {ROOT_COMM_ID}"]
+    if data_shards:
+        data_dir = _arg_value(script_args, DATA_DIR_ARG) or ""
+        prologue.append(shard_check(data_dir, data_shards, nnodes * workers))
     if resume:
         prologue.append(resume_check(_arg_value(script_args, OUTPUT_DIR_ARG) or ""))
         launcher.append(RESUME_ARGS)
@@ -298,6 +309,21 @@ RESUME_ARGS = '"$${resume[@]}"'
 """The launcher's last argument with ``resume``: :data:`RESUME_FLAG`, or nothing."""
 
 
+def shard_check(data_dir: str, pattern: str, workers: int) -> str:
+    """Bash that exits 1 with a message when ``data_dir`` holds fewer files matching
+    ``pattern`` than ``workers``."""
+    shards = shlex.quote(f"{data_dir}/{pattern}")
+    message = (
+        f"{data_dir} holds $$shards dataset shards ({pattern}), fewer than the {workers} "
+        "workers of this job: the training script needs at least one shard per worker. Copy "
+        "the dataset first (training-dataset.yaml) or run fewer workers."
+    )
+    return (
+        f"shards=$$(compgen -G {shards} | wc -l); "
+        f"if [ \"$$shards\" -lt {workers} ]; then echo \"ERROR: {message}\" >&2; exit 1; fi"
+    )
+
+
 def resume_check(output_dir: str) -> str:
     """Bash that sets ``resume`` to :data:`RESUME_FLAG` when ``output_dir`` holds a
     ``ckpt_*.pt`` checkpoint, else to nothing. Every pod decides alike: they share FSx, and
@@ -340,6 +366,7 @@ def component_problems(
     name: str,
     rdzv_port: int = RDZV_PORT,
     resume: bool = False,
+    data_shards: str = "",
 ) -> list[str]:
     """Every problem with the component's parameters that needs no cluster settings."""
     out: list[str] = []
@@ -376,6 +403,9 @@ def component_problems(
         )
     if max_retries < 0:
         out.append(f"max_retries = {max_retries}: expected 0 or more")
+    if data_shards and not _arg_value(script_args, DATA_DIR_ARG):
+        out.append(f"data_shards = {data_shards!r} needs {DATA_DIR_ARG} <dir> in the script "
+                   "arguments: the shards are counted there")
     if resume:
         output_dir = _arg_value(script_args, OUTPUT_DIR_ARG)
         if not output_dir:

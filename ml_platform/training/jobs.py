@@ -34,6 +34,8 @@ BERT_OUTPUT_DIR = f"{FSX_MOUNT_PATH}/output"  # checkpoints and TensorBoard even
 # tuned for. Across nodes the script divides the micro-steps by the node count
 # (GRAD_ACCUM_USTEPS/WORLD_SIZE_JOB) to keep that global batch:
 # https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/run_dp_bert_large_hf_pretrain_bf16_s128.sh
+BERT_SHARDS = "*_training_*.hdf5"
+"""The script's glob of training shards in --data_dir (``glob(data_dir + "/*_training_*.hdf5")``)."""
 BERT_BATCH_SIZE = 16
 BERT_NODE_GRAD_ACCUM_USTEPS = 32
 BERT_PRECOMPILE_STEPS = 10
@@ -89,6 +91,8 @@ class TrainingJob:
         max_retries: Job restarts on pod failure or eviction. Default 3.
         resume: Resume from the newest checkpoint in ``--output_dir`` when there is one.
             Default ``False``.
+        data_shards: Glob of the dataset shards in ``--data_dir`` to count before starting.
+            Default "" (no check).
     """
 
     name: str
@@ -101,6 +105,7 @@ class TrainingJob:
     cache_set: str = "default"
     max_retries: int = 3
     resume: bool = False
+    data_shards: str = ""
 
     @property
     def workers_per_node(self) -> int | None:
@@ -124,6 +129,7 @@ class TrainingJob:
             max_retries=self.max_retries,
             name=self.name,
             resume=self.resume,
+            data_shards=self.data_shards,
         )
 
     def problems(self, settings: Settings) -> list[str]:
@@ -140,6 +146,7 @@ class TrainingJob:
             max_retries=self.max_retries,
             name=self.name,
             resume=self.resume,
+            data_shards=self.data_shards,
         )
         trn = settings.trainium
         if self.instance_type != trn.instance_type:
@@ -202,6 +209,7 @@ def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
         instance_type=trn.instance_type,
         precompile=True,
         cache_set=BERT_CACHE_SET,
+        data_shards=BERT_SHARDS,
     )
     pretrain = TrainingJob(
         name="bert-pretrain",
@@ -212,5 +220,6 @@ def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
         cache_set=BERT_CACHE_SET,
         # A Volcano restart continues from the newest checkpoint on FSx, not from step 0.
         resume=True,
+        data_shards=BERT_SHARDS,
     )
     return precompile, pretrain

@@ -326,3 +326,33 @@ def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
     with pytest.raises(ValueError, match=r"flow_log_group_name='a b'"):
         PlatformVpc(stack, "Bad2", availability_zones=["us-west-2a", "us-west-2b"],
                     trainium_az="us-west-2a", flow_log_group_name="a b")
+
+
+def _storage_warnings(overrides: dict, readers: int) -> list[str]:
+    from aws_cdk.assertions import Annotations as AssertAnnotations
+
+    from ml_platform.config import Settings
+    from ml_platform.stacks.network import NetworkStack
+    from ml_platform.stacks.storage import StorageStack
+
+    settings = Settings.from_context(overrides)
+    app = new_app()
+    env = cdk.Environment(account="123456789012", region="us-west-2")
+    net = NetworkStack(app, "N", settings=settings.network, env=env)
+    storage = StorageStack(app, "S", settings=settings.storage, image_repository_name="ml-platform/training",
+                           vpc=net.vpc, trainium_subnet=net.trainium_subnet,
+                           lustre_readers=readers, env=env)
+    return [w.entry.data for w in AssertAnnotations.from_stack(storage).find_warning(
+        "*", Match.string_like_regexp("FSx for Lustre gives"))]
+
+
+def test_lustre_throughput_below_the_samples_per_node_figure_warns() -> None:
+    """1200 GiB at 125 MB/s/TiB is 146 MB/s; the Neuron sample gives each node 117 MB/s."""
+    (text,) = _storage_warnings({}, 2)
+    assert text.startswith("FSx for Lustre gives 146 MB/s (storage.fsx_storage_gib = 1200 at "
+                           "storage.fsx_throughput_per_tib = 125 MB/s/TiB) for 2 Trainium nodes")
+    assert "117 MB/s per node (234 MB/s here)" in text
+    # 250 MB/s/TiB: 293 MB/s for 2 nodes is enough, for 4 it is not.
+    assert _storage_warnings({"storage": {"fsx_throughput_per_tib": 250}}, 2) == []
+    assert len(_storage_warnings({"storage": {"fsx_throughput_per_tib": 250}}, 4)) == 1
+    assert _storage_warnings({}, 0) == []  # no training cluster: nothing reads it

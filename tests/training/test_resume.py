@@ -15,7 +15,7 @@ from pathlib import Path
 from torch.distributed.elastic.rendezvous.dynamic_rendezvous import _NodeDesc
 
 from ml_platform.training.component import BOOTSTRAP_PORT
-from ml_platform.training.jobs import BERT_OUTPUT_DIR
+from ml_platform.training.jobs import BERT_DATA_DIR, BERT_OUTPUT_DIR
 
 FIRST_POD = "bert-pretrain-worker-0-0.bert-pretrain"
 
@@ -37,19 +37,30 @@ def _run(line: str, tmp_path: Path, env: dict[str, str]) -> dict:
     proc = subprocess.run(
         ["bash", "-c", line],
         env={"PATH": f"{bin_dir}:/usr/bin:/bin", **env},
-        capture_output=True, text=True, timeout=30, check=True,
+        capture_output=True, text=True, timeout=30,
     )
+    if not record.exists():
+        return {"code": proc.returncode, "stderr": proc.stderr, "stdout": proc.stdout}
     launched = json.loads(record.read_text())
     launched["stdout"] = proc.stdout
     return launched
 
 
-def _pretrain_line(volcano_jobs, task: int, output_dir: Path) -> str:
-    (container,) = volcano_jobs["bert-pretrain"]["spec"]["tasks"][task]["template"]["spec"][
-        "containers"]
+def _pretrain_line(volcano_jobs, task: int, output_dir: Path, shards: int = 64,
+                   job: str = "bert-pretrain") -> str:
+    """The job's command line with /data/output and the dataset folder moved under the test's
+    folder; the dataset folder holds ``shards`` (empty) shard files."""
+    (container,) = volcano_jobs[job]["spec"]["tasks"][task]["template"]["spec"]["containers"]
     line = container["command"][2]
-    assert line.count(BERT_OUTPUT_DIR) == 3  # the check, its message and --output_dir
-    return line.replace(BERT_OUTPUT_DIR, str(output_dir))
+    data = output_dir.parent / "dataset"
+    data.mkdir(exist_ok=True)
+    for i in range(shards):
+        (data / f"wikicorpus_en_training_{i}.hdf5").write_bytes(b"")
+    (data / "wikicorpus_en_test_0.hdf5").write_bytes(b"")  # not a training shard
+    assert line.count(BERT_DATA_DIR) == 3  # the shard count, its message and --data_dir
+    if job == "bert-pretrain":
+        assert line.count(BERT_OUTPUT_DIR) == 3  # the check, its message and --output_dir
+    return line.replace(BERT_DATA_DIR, str(data)).replace(BERT_OUTPUT_DIR, str(output_dir))
 
 
 def test_no_checkpoint_starts_fresh(volcano_jobs, tmp_path):
@@ -91,7 +102,7 @@ def test_precompile_never_resumes(volcano_jobs, tmp_path):
     (container,) = volcano_jobs["bert-precompile"]["spec"]["tasks"][0]["template"]["spec"][
         "containers"]
     assert "--resume_ckpt" not in container["command"][2]
-    assert "compgen" not in container["command"][2]
+    assert "ckpt_" not in container["command"][2]
 
 
 def test_root_communicator_is_the_first_pods_name_on_the_reserved_port(volcano_jobs, tmp_path):
@@ -114,3 +125,18 @@ def test_the_first_pod_hosts_global_rank_0():
         ]
         random.shuffle(descs)
         assert sorted(descs)[0].addr.startswith(FIRST_POD + ".")
+
+
+def test_too_few_shards_fail_the_pod_at_once_with_a_clear_message(volcano_jobs, tmp_path):
+    """The script asserts world_size <= num_files only after the rendezvous and the model
+    load; the pod checks first. 2 nodes x 32 workers need 64 shards."""
+    out = tmp_path / "output"
+    out.mkdir()
+    for job in ("bert-pretrain", "bert-precompile"):
+        result = _run(_pretrain_line(volcano_jobs, 0, out, shards=63, job=job), tmp_path, {})
+        assert result["code"] == 1 and "argv" not in result  # the launcher never started
+        assert f"holds 63 dataset shards (*_training_*.hdf5), fewer than the 64 workers of " \
+            "this job: the training script needs at least one shard per worker" in \
+            result["stderr"]
+    launched = _run(_pretrain_line(volcano_jobs, 0, out, shards=64), tmp_path, {})
+    assert launched["argv"][:2] == ["-m", "torch.distributed.run"]

@@ -394,6 +394,7 @@ def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
         script=BERT_ARGS[0], image=settings.training_image_uri, nnodes=2,
         cacheset="bert-large", precompile=precompile, name=name,
         resume=not precompile,  # training resumes from its newest checkpoint
+        data_shards="*_training_*.hdf5",  # both count the dataset's shards first
     )  # fmt: skip
     raw = _torchx_dryrun(app, settings)
     unique = raw["metadata"]["name"]

@@ -128,3 +128,12 @@ def test_component_rejects_bad_parameters_all_at_once():
     for field in ("name =", "script =", "image =", "nnodes = 0", "nproc_per_node = 64",
                   "cacheset = 'x y'", "max_retries = -1"):  # fmt: skip
         assert field in message
+
+
+def test_shard_and_resume_checks_need_their_directories(settings, pretrain):
+    job = dataclasses.replace(pretrain, script_args=("--batch_size", "16"))
+    with pytest.raises(ValueError) as error:
+        validate_jobs(settings, [job])
+    message = str(error.value)
+    assert "data_shards = '*_training_*.hdf5' needs --data_dir <dir> in the script" in message
+    assert "resume = True needs --output_dir <dir> in the script arguments" in message
