@@ -125,7 +125,8 @@ def build_workload_manifests(settings: Settings) -> dict[str, list[dict[str, Any
                      namespace=settings.training.namespace)
     charts: dict[str, cdk8s.Chart] = {
         DATASET_FILE: DatasetCopyChart(app, "Dataset", **placement, region=settings.env.region,
-                                       dataset_sha256=settings.training.dataset_sha256),
+                                       dataset_sha256=settings.training.dataset_sha256,
+                                       hf_seed_image=settings.training_image_uri),
         PRECOMPILE_FILE: VolcanoJobChart(app, "Precompile", job=precompile, **job_props),
         PRETRAIN_FILE: VolcanoJobChart(app, "Pretrain", job=pretrain, **job_props),
         TENSORBOARD_FILE: TensorBoardChart(app, "TensorBoard", **placement),

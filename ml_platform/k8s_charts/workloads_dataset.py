@@ -2,8 +2,8 @@
 
 Three steps in one pod, only the first as root:
 
-1. ``prepare`` (BusyBox, root with ``CAP_CHOWN`` only): creates ``/data/datasets`` and the
-   staging folder and hands them to the dataset user. The Lustre file system's root directory
+1. ``prepare`` (BusyBox, root with ``CAP_CHOWN`` only): creates ``/data/datasets``, the
+   staging folder and the Hugging Face cache and hands them to the dataset user. The Lustre file system's root directory
    belongs to root; nothing else runs as root.
 2. ``download`` (AWS CLI, non-root): the public tarball, unsigned (no credentials), into the
    staging folder as ``*.part``, renamed when complete, so an interrupted copy is restarted.
@@ -13,6 +13,10 @@ Three steps in one pod, only the first as root:
    (warns with the computed digest when it is not set: no public source states it), unpacks
    into ``/data/datasets/<name>``, apart from the compile and Hugging Face caches, and writes
    a marker. Applied again, the Job finds the marker and exits at once.
+4. ``hf-cache`` (the training image, non-root; with ``hf_seed_image``): pre-seeds the shared
+   Hugging Face cache (``/data/hf_home``) with the model the script loads, by the script's own
+   call (``BertForPreTraining.from_pretrained``), so the training pods read it offline
+   (``HF_HUB_OFFLINE=1``) instead of every node fetching it through the NAT gateway.
 """
 
 from __future__ import annotations
@@ -33,10 +37,12 @@ from ml_platform.k8s_charts.workloads_common import (
 )
 from ml_platform.training import dataset_extract
 from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE, DATASET_TOOLS_IMAGE
+from ml_platform.training.component import HF_CACHE_DIR
 from ml_platform.training.jobs import (
+    BERT_DATA_DIR,
     BERT_DATASET,
     BERT_DATASET_URI,
-    BERT_DATA_DIR,
+    BERT_HF_MODEL,
     DATASETS_DIR,
 )
 from ml_platform.triton import archive_safety
@@ -51,9 +57,16 @@ DATASET_UID = 65532  # an unprivileged user and group of its own (no name needed
 
 PREPARE_SCRIPT = """\
 set -eu
-mkdir -p "$DATASETS_DIR" "$STAGING_DIR"
-chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR"
+mkdir -p "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"
+chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"
 """
+
+# The script's own model load, so the cache gets exactly the files its transformers reads.
+HF_SEED_SCRIPT = (
+    "from transformers import BertForPreTraining; "
+    f"BertForPreTraining.from_pretrained({BERT_HF_MODEL!r}); "
+    f"print('Hugging Face cache seeded: {BERT_HF_MODEL} in {HF_CACHE_DIR}')"
+)
 
 DOWNLOAD_SCRIPT = """\
 set -eu
@@ -83,6 +96,8 @@ class DatasetCopyChart(cdk8s.Chart):
         region: Region of the dataset bucket client. Required.
         dataset_sha256: SHA-256 the tarball must have. Default none: the Job prints the digest
             it computed and warns (no public source states it).
+        hf_seed_image: Image with the training script's ``transformers`` (the training image)
+            for the ``hf-cache`` step. Default none: no pre-seeding.
 
     Attributes:
         job: The ``batch/v1`` Job. tools: The ConfigMap with the extract step and the safe
@@ -98,6 +113,7 @@ class DatasetCopyChart(cdk8s.Chart):
         trainium_az: str,
         region: str,
         dataset_sha256: str | None = None,
+        hf_seed_image: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         env = [
@@ -151,6 +167,7 @@ class DatasetCopyChart(cdk8s.Chart):
                                 env=[
                                     k8s.EnvVar(name="DATASETS_DIR", value=DATASETS_DIR),
                                     k8s.EnvVar(name="STAGING_DIR", value=STAGING_DIR),
+                                    k8s.EnvVar(name="HF_HOME", value=HF_CACHE_DIR),
                                     k8s.EnvVar(name="DATASET_UID", value=str(DATASET_UID)),
                                 ],
                                 resources=resources("50m", "16Mi", "64Mi"),
@@ -182,6 +199,7 @@ class DatasetCopyChart(cdk8s.Chart):
                             ),
                         ],
                         containers=[
+                            *self._hf_seed(hf_seed_image, mounts, non_root),
                             k8s.Container(
                                 name="extract",
                                 image=DATASET_TOOLS_IMAGE,
@@ -217,3 +235,25 @@ class DatasetCopyChart(cdk8s.Chart):
                 ),
             ),
         )
+
+    @staticmethod
+    def _hf_seed(
+        image: str | None, mounts: list[k8s.VolumeMount], security: k8s.SecurityContext
+    ) -> list[k8s.Container]:
+        if image is None:
+            return []
+        return [
+            k8s.Container(
+                name="hf-cache",
+                image=image,
+                command=["python3", "-c", HF_SEED_SCRIPT],
+                env=[
+                    k8s.EnvVar(name="HF_HOME", value=HF_CACHE_DIR),
+                    k8s.EnvVar(name="HOME", value="/tmp"),
+                ],
+                # The model is loaded once (1.3 GB of weights) to fetch what the script reads.
+                resources=resources("500m", "2Gi", "6Gi"),
+                security_context=security,
+                volume_mounts=mounts,
+            )
+        ]

@@ -127,6 +127,9 @@ NEURON_RUNTIME_ENV = {
     "BUCKET_CAP_MB": "512",
 }
 
+HF_CACHE_DIR = f"{FSX_MOUNT_PATH}/hf_home"
+"""The Hugging Face cache (``HF_HOME``) shared by every training pod, on FSx."""
+
 STEPS_ARG = "--steps_this_run"
 """Script argument that bounds a run; precompilation needs it (it traces every step)."""
 
@@ -157,6 +160,7 @@ def trainium_ddp(
     rdzv_port: int = RDZV_PORT,
     resume: bool = False,
     data_shards: str = "",
+    hf_offline: bool = False,
 ) -> specs.AppDef:
     """Data-parallel training on Trainium: one pod per node, one worker per NeuronCore.
 
@@ -188,6 +192,9 @@ def trainium_ddp(
             than workers (nnodes x nproc_per_node): the BERT script needs one per worker
             (``assert world_size <= num_files``), and would otherwise fail only after the
             rendezvous and model load. Default "" (no check).
+        hf_offline: Read Hugging Face models only from the shared cache on FSx
+            (``HF_HUB_OFFLINE=1``), which the dataset Job pre-seeds, instead of every node
+            downloading them through the NAT gateway. Default False.
     """
     instance = TRAINIUM_INSTANCES.get(instance_type)
     if nproc_per_node is None and instance is not None:
@@ -254,9 +261,15 @@ def trainium_ddp(
         "XLA_TRANSFER_SEED_ASYNC": "1",
         **NEURON_RUNTIME_ENV,
         "NEURON_CC_FLAGS": f"--cache_dir={FSX_MOUNT_PATH}/neuron_cache/{cacheset}_{replica}",
-        # HF_HOME replaces the deprecated TRANSFORMERS_CACHE (transformers v5 drops it).
-        "HF_HOME": f"{FSX_MOUNT_PATH}/hf_home/{cacheset}_{replica}",
+        # HF_HOME replaces the deprecated TRANSFORMERS_CACHE (transformers v5 drops it). One
+        # cache for every pod (/data is mounted with flock, so concurrent downloads wait on one
+        # another); the dataset Job pre-seeds it (HF_CACHE_DIR).
+        "HF_HOME": HF_CACHE_DIR,
     }
+    if hf_offline:
+        # Hugging Face "Offline mode": no calls to the Hub, files from the cache only.
+        # https://huggingface.co/docs/transformers/installation#offline-mode
+        env["HF_HUB_OFFLINE"] = "1"
 
     resource = specs.Resource(
         cpu=instance.vcpus - CPU_HEADROOM,

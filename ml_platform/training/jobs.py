@@ -34,6 +34,9 @@ BERT_OUTPUT_DIR = f"{FSX_MOUNT_PATH}/output"  # checkpoints and TensorBoard even
 # tuned for. Across nodes the script divides the micro-steps by the node count
 # (GRAD_ACCUM_USTEPS/WORLD_SIZE_JOB) to keep that global batch:
 # https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/run_dp_bert_large_hf_pretrain_bf16_s128.sh
+BERT_HF_MODEL = "bert-large-uncased"
+"""The Hub model the script builds its configuration from (``get_model``:
+``BertForPreTraining.from_pretrained('bert-large-uncased')``, same source as BERT_SCRIPT)."""
 BERT_SHARDS = "*_training_*.hdf5"
 """The script's glob of training shards in --data_dir (``glob(data_dir + "/*_training_*.hdf5")``)."""
 BERT_BATCH_SIZE = 16
@@ -93,6 +96,7 @@ class TrainingJob:
             Default ``False``.
         data_shards: Glob of the dataset shards in ``--data_dir`` to count before starting.
             Default "" (no check).
+        hf_offline: Hugging Face models from the pre-seeded cache only. Default ``False``.
     """
 
     name: str
@@ -106,6 +110,7 @@ class TrainingJob:
     max_retries: int = 3
     resume: bool = False
     data_shards: str = ""
+    hf_offline: bool = False
 
     @property
     def workers_per_node(self) -> int | None:
@@ -130,6 +135,7 @@ class TrainingJob:
             name=self.name,
             resume=self.resume,
             data_shards=self.data_shards,
+            hf_offline=self.hf_offline,
         )
 
     def problems(self, settings: Settings) -> list[str]:
@@ -210,6 +216,7 @@ def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
         precompile=True,
         cache_set=BERT_CACHE_SET,
         data_shards=BERT_SHARDS,
+        hf_offline=True,  # the dataset Job pre-seeds BERT_HF_MODEL
     )
     pretrain = TrainingJob(
         name="bert-pretrain",
@@ -221,5 +228,6 @@ def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
         # A Volcano restart continues from the newest checkpoint on FSx, not from step 0.
         resume=True,
         data_shards=BERT_SHARDS,
+        hf_offline=True,  # the dataset Job pre-seeds BERT_HF_MODEL
     )
     return precompile, pretrain

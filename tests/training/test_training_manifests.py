@@ -227,7 +227,8 @@ def test_volcano_job_runs_on_every_neuroncore_of_two_trn1_nodes(name, volcano_jo
         assert volumes[mounts["/dev/shm"]]["emptyDir"] == {"medium": "Memory"}
         env = env_of(c)
         assert env["NEURON_CC_FLAGS"] == f"--cache_dir=/data/neuron_cache/bert-large_{i}"
-        assert env["HF_HOME"] == f"/data/hf_home/bert-large_{i}"
+        # One Hugging Face cache for every pod, pre-seeded by the dataset Job, read offline.
+        assert (env["HF_HOME"], env["HF_HUB_OFFLINE"]) == ("/data/hf_home", "1")
         assert {
             "CCOM_SOCKET_IFNAME": "eth0",
             "FI_PROVIDER": "efa",
@@ -395,6 +396,7 @@ def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
         cacheset="bert-large", precompile=precompile, name=name,
         resume=not precompile,  # training resumes from its newest checkpoint
         data_shards="*_training_*.hdf5",  # both count the dataset's shards first
+        hf_offline=True,  # and read bert-large-uncased from the pre-seeded cache
     )  # fmt: skip
     raw = _torchx_dryrun(app, settings)
     unique = raw["metadata"]["name"]
@@ -417,7 +419,7 @@ def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings)
     tools, job = manifests["training-dataset.yaml"]
     pod = job["spec"]["template"]["spec"]
     prepare, download = pod["initContainers"]
-    (extract,) = pod["containers"]
+    hf_cache, extract = pod["containers"]
     assert job["spec"]["backoffLimit"] >= 1
     assert pod["nodeSelector"] == {"ml-platform/node-role": "system"}
     assert "tolerations" not in pod
@@ -450,27 +452,40 @@ def test_dataset_job_runs_as_root_only_to_hand_over_its_folders(manifests):
     _, job = manifests["training-dataset.yaml"]
     pod = job["spec"]["template"]["spec"]
     prepare, download = pod["initContainers"]
-    (extract,) = pod["containers"]
+    hf_cache, extract = pod["containers"]
     assert pod["securityContext"]["runAsUser"] == pod["securityContext"]["runAsGroup"] == 65532
     assert prepare["securityContext"] == {
         "allowPrivilegeEscalation": False, "capabilities": {"add": ["CHOWN"], "drop": ["ALL"]},
         "readOnlyRootFilesystem": True, "runAsGroup": 0, "runAsNonRoot": False, "runAsUser": 0,
     }
-    assert 'chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR"' in \
+    assert 'chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"' in \
         prepare["args"][0]
     assert env_of(prepare) == {"DATASETS_DIR": "/data/datasets", "STAGING_DIR": "/data/.staging",
-                               "DATASET_UID": "65532"}
-    for c in (download, extract):
+                               "HF_HOME": "/data/hf_home", "DATASET_UID": "65532"}
+    for c in (download, extract, hf_cache):
         assert c["securityContext"]["runAsNonRoot"] is True
         assert "runAsUser" not in c["securityContext"]  # the pod's 65532
         assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_dataset_job_pre_seeds_the_hugging_face_cache(manifests, settings):
+    """The model the script loads, fetched once by the script's own call with the training
+    image's transformers into the cache every training pod reads offline."""
+    _, job = manifests["training-dataset.yaml"]
+    hf_cache, _ = job["spec"]["template"]["spec"]["containers"]
+    assert hf_cache["image"] == settings.training_image_uri
+    assert hf_cache["command"][:2] == ["python3", "-c"]
+    assert "BertForPreTraining.from_pretrained('bert-large-uncased')" in hf_cache["command"][2]
+    assert env_of(hf_cache)["HF_HOME"] == "/data/hf_home"
+    # ... the same name the pinned script loads:
+    assert jobs.BERT_HF_MODEL == "bert-large-uncased"
 
 
 def test_a_pinned_dataset_digest_reaches_the_job():
     digest = "ab" * 32
     settings = Settings.from_context({"training": {"dataset_sha256": digest}})
     _, job = workloads.build_workload_manifests(settings)["training-dataset.yaml"]
-    (extract,) = job["spec"]["template"]["spec"]["containers"]
+    _, extract = job["spec"]["template"]["spec"]["containers"]
     assert env_of(extract)["DATASET_SHA256"] == digest
     with pytest.raises(SettingsError, match=r"training.dataset_sha256 = 'AB12': expected a "
                                             r"SHA-256 of 64 lower-case hex digits"):
