@@ -94,8 +94,15 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
     """
     env = cdk.Environment(account=settings.env.account, region=settings.env.region)
     prefix = settings.env.stack_prefix
+    retain_storage = settings.storage.removal_policy == "retain"
+    # Teardown: `cdk destroy --all` ends cleanly with the defaults. The Storage stack retains
+    # its resources (file system, its security groups and rules, bucket, registry), so it
+    # needs no termination protection to keep the data; the Network stack then retains the
+    # VPC and the subnet that still hold the file system's interfaces and groups
+    # (aws/aws-cdk#31521). README "Tear down" lists what is left and how to delete it.
     network = NetworkStack(
         app, f"{prefix}-Network", settings=settings.network, env=env,
+        keep_trainium_subnet=retain_storage,
         description="cdk-ml-platform: VPC and training-node security group",
     )
     storage = StorageStack(
@@ -105,15 +112,17 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
         image_repository_name=settings.training.image_repository,
         vpc=network.vpc,
         trainium_subnet=network.trainium_subnet,
-        training_nodes=network.training_nodes.security_group,
         archive_publishers=settings.archive_publishers,
         upload_role_name=(
             upload_role_name(f"{prefix}-Inference", settings.env.region)
             if settings.features.inference and settings.inference.upload_dir else None
         ),
+        lustre_readers=(
+            (settings.trainium.nodes or settings.trainium.max_nodes)
+            if settings.features.training_cluster else 0
+        ),
         env=env,
         description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
-        termination_protection=settings.storage.removal_policy == "retain",
     )
     platform = Platform(app=app, settings=settings, network=network, storage=storage)
     if settings.features.inference:
@@ -148,7 +157,7 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             file_system_id=file_system.file_system_id,
             file_system_dns_name=file_system.dns_name,
             file_system_mount_name=file_system.mount_name,
-            lustre_security_group=storage.lustre.security_group,
+            lustre_clients=storage.lustre.client_security_group,
             model_bucket_arn_export=storage.model_bucket_arn_export,
             env=env,
             description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
@@ -165,6 +174,7 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             trainium_subnet=network.trainium_subnet,
             training_nodes=network.training_nodes.security_group,
             nodes_ready_after=cluster_stack.addons.node_dependents(),
+            lustre_clients=storage.lustre.client_security_group,
             env=env,
             description="cdk-ml-platform: Trainium node group (EFA), separate from the cluster",
         )

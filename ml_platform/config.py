@@ -69,6 +69,7 @@ _STACK_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}")
 _INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")
 _ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 _IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}")
@@ -476,6 +477,9 @@ class ClusterSettings:
         return out
 
 
+_PLACEMENT_GROUP = re.compile(r"[ -~]{1,255}")  # EC2 CreatePlacementGroup: up to 255 ASCII
+
+
 @dataclass(frozen=True)
 class TrainiumSettings:
     """The Trainium node group (stack ``<prefix>-TrainiumNodes``).
@@ -483,21 +487,34 @@ class TrainiumSettings:
     Attributes:
         instance_type: ``trn1.32xlarge`` (default, 8 EFA interfaces) or ``trn1n.32xlarge`` (16).
         nodes: Desired node count. Default 2 (the tutorial's 2 x 32 NeuronCores).
-        min_nodes: Default 2 (0 lets the group scale to nothing). max_nodes: Default 2.
+        min_nodes: Default 2, or 0 with ``capacity_block_id`` (EKS updates a node group on a
+            Capacity Block only at desired size 0). 0 lets the group scale to nothing.
+        max_nodes: Default 2.
         root_volume_gib: Encrypted gp3 root volume size. Default 500.
         capacity_reservation_id: An On-Demand Capacity Reservation (``cr-...``) the nodes launch
-            into. Default none.
+            into. Default none. The launch template then names no new placement group: an ODCR
+            serves a cluster placement group only if it was created in it.
         capacity_block_id: A Capacity Block for ML (``cr-...``) the nodes launch into. Default
-            none. At most one of the two.
+            none. At most one of the two. A Capacity Block places its instances itself: no
+            placement group.
+        placement_group: Name of the cluster placement group ``capacity_reservation_id`` was
+            created in. Default none: a new cluster placement group without a reservation, no
+            placement group with one. Not with ``capacity_block_id``.
     """
 
     instance_type: str = "trn1.32xlarge"
     nodes: int = 2
-    min_nodes: int = 2
+    min_nodes: int | None = None
     max_nodes: int = 2
     root_volume_gib: int = 500
     capacity_reservation_id: str | None = None
     capacity_block_id: str | None = None
+    placement_group: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.min_nodes is None:
+            default = 0 if self.capacity_block_id is not None else 2
+            object.__setattr__(self, "min_nodes", default)
 
     def problems(self) -> list[str]:
         out = []
@@ -526,6 +543,25 @@ class TrainiumSettings:
                 "trainium.capacity_reservation_id and trainium.capacity_block_id are both set: "
                 "expected at most one"
             )
+        if self.placement_group is not None:
+            if self.capacity_block_id is not None:
+                out.append(
+                    f"trainium.placement_group = {self.placement_group!r} with "
+                    "trainium.capacity_block_id: a Capacity Block places its instances itself; "
+                    "expected no placement group"
+                )
+            elif self.capacity_reservation_id is None:
+                out.append(
+                    f"trainium.placement_group = {self.placement_group!r}: names the group a "
+                    "capacity reservation was created in, so it needs "
+                    "trainium.capacity_reservation_id (without one the platform makes its own "
+                    "cluster placement group)"
+                )
+            elif not _PLACEMENT_GROUP.fullmatch(self.placement_group):
+                out.append(
+                    f"trainium.placement_group = {self.placement_group!r}: expected a placement "
+                    "group name (1 to 255 ASCII characters)"
+                )
         return out
 
 
@@ -541,12 +577,16 @@ class TrainingSettings:
             ``ml-platform/training``.
         image_tag: Tag of the training image in the ECR repository (tags are immutable).
             Default ``bert-pretrain-v1``.
+        dataset_sha256: SHA-256 (64 lower-case hex digits) the BERT dataset tarball must have;
+            the dataset Job refuses another. Default none: no public source states it, so the
+            Job prints the digest of its first download and warns; pin that value.
     """
 
     namespace: str = "training"
     queue: str = "training"
     image_repository: str = "ml-platform/training"
     image_tag: str = "bert-pretrain-v1"
+    dataset_sha256: str | None = None
 
     def problems(self) -> list[str]:
         out = []
@@ -568,6 +608,11 @@ class TrainingSettings:
             )
         if not _IMAGE_TAG.fullmatch(self.image_tag):
             out.append(f"training.image_tag = {self.image_tag!r}: expected a Docker image tag")
+        if self.dataset_sha256 is not None and not _SHA256_HEX.fullmatch(self.dataset_sha256):
+            out.append(
+                f"training.dataset_sha256 = {self.dataset_sha256!r}: expected a SHA-256 of 64 "
+                "lower-case hex digits"
+            )
         return out
 
 

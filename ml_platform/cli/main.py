@@ -12,6 +12,7 @@ import sys
 from ml_platform.cli import (
     addons,
     azs,
+    capacity,
     cost,
     invoke,
     listing,
@@ -19,6 +20,7 @@ from ml_platform.cli import (
     retire,
     serve,
     status,
+    train,
     upload,
 )
 from ml_platform.cli.aws import doc_summary
@@ -49,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     azs.add_parser(commands, [shared])
     addons.add_parser(commands, [shared])
+    capacity.add_parser(commands, [shared])
     models = commands.add_parser("models", help="build, upload, list and retire ensemble archives",
                                  description="Build, upload, list and retire ensemble archives.")
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
@@ -60,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.set_defaults(help_of=models)
     invoke.add_parser(commands, [shared])
     status.add_parser(commands, [shared])
+    train.add_parser(commands, [shared])
     cost.add_parser(commands, [shared])
     return parser
 

@@ -17,6 +17,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
+from ml_platform.constructs.storage import RETAIN
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
 
@@ -114,14 +115,24 @@ v1.5.0 to v1.8.0 are the same in these files):
 
 
 def hardened_launch_template(
-    scope: Construct, construct_id: str, *, root_volume_gib: int
+    scope: Construct,
+    construct_id: str,
+    *,
+    root_volume_gib: int,
+    security_group_ids: Sequence[str] | None = None,
 ) -> ec2.CfnLaunchTemplate:
     """Launch template of a managed node group: IMDSv2 only with hop limit 1 (see
-    :data:`IMDS_HOP_LIMIT`) and an encrypted gp3 root volume; EKS supplies AMI and bootstrap."""
+    :data:`IMDS_HOP_LIMIT`) and an encrypted gp3 root volume; EKS supplies AMI and bootstrap.
+
+    ``security_group_ids``: the nodes' groups. Default none: EKS attaches the cluster security
+    group. Given, EKS attaches only these, so include the cluster group when the nodes need it
+    (EKS user guide, "Customize managed nodes with launch templates",
+    https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html)."""
     return ec2.CfnLaunchTemplate(
         scope,
         construct_id,
         launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+            security_group_ids=list(security_group_ids) if security_group_ids else None,
             metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
                 http_endpoint="enabled",
                 http_tokens="required",
@@ -194,6 +205,9 @@ class TrainingEksCluster(Construct):
         admin_role_arn: IAM role granted cluster-admin through an access entry. Default none.
         system_instance_type: Default ``m6i.large``.
         system_nodes: System nodes, 1 to 10. Default 2.
+        system_node_security_groups: Further groups of the system nodes besides the cluster
+            security group (e.g. the Lustre client group: the helper pods that mount FSx run
+            there). Default none.
         removal_policy: Applied to the cluster and its node groups. Default: CloudFormation's
             (delete).
         support_type: The upgrade policy, ``EXTENDED`` (default, as EKS's own) or
@@ -221,6 +235,7 @@ class TrainingEksCluster(Construct):
         system_nodes: int = 2,
         removal_policy: RemovalPolicy | None = None,
         support_type: str = "EXTENDED",
+        system_node_security_groups: Sequence[ec2.ISecurityGroup] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         cidrs = list(public_access_cidrs)
@@ -267,6 +282,7 @@ class TrainingEksCluster(Construct):
             description=f"Envelope encryption of Kubernetes secrets in EKS cluster "
             f"{cluster_name or self.node.path}",
             enable_key_rotation=True,
+            removal_policy=RETAIN,  # a failed first create schedules it for deletion
         )
         self.cluster = eks.Cluster(
             self,
@@ -297,8 +313,14 @@ class TrainingEksCluster(Construct):
         if admin_role_arn is not None:
             self.admin_access = self.cluster.grant_cluster_admin("AdminAccess", admin_role_arn)
 
+        extra_groups = [g.security_group_id for g in system_node_security_groups]
         self.system_launch_template = hardened_launch_template(
-            self, "SystemLaunchTemplate", root_volume_gib=50
+            self,
+            "SystemLaunchTemplate",
+            root_volume_gib=50,
+            security_group_ids=(
+                [self.cluster.cluster_security_group_id, *extra_groups] if extra_groups else None
+            ),
         )
         self.system_nodes = eks.Nodegroup(
             self,

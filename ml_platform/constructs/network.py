@@ -12,6 +12,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from ml_platform.constructs.storage import RETAIN
+
 
 class PlatformVpc(Construct):
     """A VPC with public and private subnets in the given AZs, NAT, an S3 gateway endpoint and
@@ -26,7 +28,8 @@ class PlatformVpc(Construct):
         trainium_az: The AZ, among ``availability_zones``, that offers the Trainium instances.
         nat_gateways: NAT gateways. Default 1.
         flow_log_retention: Flow log retention. Default three months.
-        removal_policy: Of the flow-log group and its key. Default ``RETAIN``.
+        removal_policy: Of the flow-log group and its key. Default
+            :data:`~ml_platform.constructs.storage.RETAIN` (RetainExceptOnCreate).
         flow_log_group_name: Names the flow-log group, which scopes its key to exactly that
             group (the ARN can then be formatted without a reference to the group). Default:
             CloudFormation names it and the key serves the account's log groups in the
@@ -49,7 +52,7 @@ class PlatformVpc(Construct):
         cidr: str = "10.0.0.0/16",
         nat_gateways: int = 1,
         flow_log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        removal_policy: RemovalPolicy = RETAIN,
         flow_log_group_name: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)

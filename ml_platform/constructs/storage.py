@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Annotations, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import Annotations, CfnResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
@@ -18,10 +18,22 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs.nag import acknowledge
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
-"""Lustre's LNet port and the range its clients connect from (988 alone is a known failure)."""
+"""Lustre's LNet port and the range its clients connect from (988 alone is a known failure).
+FSx for Lustre User Guide, "File system access control with Amazon VPC"
+(https://docs.aws.amazon.com/fsx/latest/LustreGuide/limit-access-security-groups.html): the file
+system's group and the clients' group each allow these ports from the other, and the file
+system's group from itself."""
+
+RETAIN = RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
+"""The default removal policy of stateful resources: CloudFormation's ``RetainExceptOnCreate``
+(https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-attribute-deletionpolicy.html).
+Kept on stack deletion and replacement like ``Retain``, but deleted when the stack's first
+create rolls back, so a failed first deploy leaves no fixed-name registry that blocks the
+retry ("already exists") and no orphaned bucket."""
 
 # aws-cdk's stack-level singletons behind auto_delete_objects / empty_on_delete.
 _DELETE_PROVIDERS = {
@@ -60,7 +72,7 @@ class TrainingImageRepository(Construct):
     Args:
         repository_name: Repository name. Default: CloudFormation picks one.
         max_images: Images kept before the oldest expire. Default 30.
-        removal_policy: Default RETAIN. With DESTROY the registry is emptied on deletion
+        removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate). With DESTROY the registry is emptied on deletion
             (``empty_on_delete``), so the deletion succeeds.
 
     Attributes:
@@ -74,7 +86,7 @@ class TrainingImageRepository(Construct):
         *,
         repository_name: str | None = None,
         max_images: int = 30,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        removal_policy: RemovalPolicy = RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
         if not 1 <= max_images <= 1000:
@@ -124,7 +136,7 @@ class ModelArtifactBucket(Construct):
 
     Args:
         model_prefix: Key prefix of the archives (ends in ``/``). Default ``models/``.
-        removal_policy: Default RETAIN (both buckets). With DESTROY both buckets are emptied
+        removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate; both buckets). With DESTROY both buckets are emptied
             on deletion (``auto_delete_objects``), so the deletion succeeds.
         publishers: ARNs of the IAM roles (or users) that may write and delete archives under
             the prefix. The bucket policy denies ``s3:PutObject``, ``s3:DeleteObject`` and
@@ -148,7 +160,7 @@ class ModelArtifactBucket(Construct):
         construct_id: str,
         *,
         model_prefix: str = "models/",
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        removal_policy: RemovalPolicy = RETAIN,
         publishers: Sequence[str] = (),
         unconditional_publishers: Sequence[str] = (),
     ) -> None:
@@ -332,8 +344,23 @@ def _check_prefix(scope: Construct, model_prefix: str) -> None:
 
 class LustreStorage(Construct):
     """FSx for Lustre (PERSISTENT_2, Lustre 2.15 for AL2023 clients) in one subnet, reachable on
-    TCP 988 and 1018-1023 from the given client security groups only. Encrypted at rest
-    (PERSISTENT_2 always is; pass ``kms_key`` for a customer-managed key).
+    TCP 988 and 1018-1023 from its client security group (and any group given to
+    :meth:`allow_client`) only. Encrypted at rest (PERSISTENT_2 always is; pass ``kms_key`` for
+    a customer-managed key).
+
+    FSx for Lustre has no client authentication: whoever reaches the ports can mount. So the
+    file system is open to :attr:`client_security_group`, a group that only the nodes which
+    mount it carry (the platform puts it on the Trainium and system nodes), not to a whole
+    cluster security group.
+
+    Create order: the file system waits for every rule of its groups in its stack
+    (``DependsOn``), or FSx may check its group before the rules exist and refuse with
+    ``InvalidNetworkSettings`` (:mod:`ml_platform.constructs._create_order`).
+
+    Teardown: both security groups and their rules take the file system's removal policy.
+    A retained file system keeps its network interfaces, so deleting its group would fail
+    (aws/aws-cdk#31521, https://github.com/aws/aws-cdk/issues/31521) and the stack with it;
+    retained, the group stays usable with the file system.
 
     Implements ``ec2.IConnectable``: ``connections`` holds the file system's security group
     (default port 988); use :meth:`allow_client` to open both Lustre port ranges.
@@ -341,15 +368,18 @@ class LustreStorage(Construct):
     Args:
         vpc: The VPC. Required.
         subnet: The one subnet (the Trainium AZ's private subnet). Required.
-        clients: Security groups (or other ``IConnectable``) allowed to mount the file system.
-            Default none (call :meth:`allow_client` later).
+        clients: Further security groups (or other ``IConnectable``) allowed to mount the file
+            system. Default none (:attr:`client_security_group` only).
         storage_capacity_gib: 1200 or a multiple of 2400 up to 2400000. Default 1200.
         throughput_per_tib: 125, 250, 500 or 1000 MB/s per TiB. Default 125.
         kms_key: Customer-managed key encrypting the data at rest. Default: an AWS-owned key.
-        removal_policy: Default RETAIN.
+        removal_policy: Of the file system, its security groups and their rules. Default
+            :data:`RETAIN` (RetainExceptOnCreate).
 
     Attributes:
         file_system: The ``fsx.LustreFileSystem``. security_group: Its security group.
+        client_security_group: The group of the nodes that mount it (no other rules: it only
+            reaches the file system).
         connections: The ``ec2.Connections`` of that group. mount_name: The Lustre mount name.
     """
 
@@ -364,7 +394,7 @@ class LustreStorage(Construct):
         storage_capacity_gib: int = 1200,
         throughput_per_tib: int = 125,
         kms_key: kms.IKey | None = None,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        removal_policy: RemovalPolicy = RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
         errors = []
@@ -382,11 +412,19 @@ class LustreStorage(Construct):
             )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        self._removal_policy: RemovalPolicy | None = removal_policy
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
             vpc=vpc,
             description="FSx for Lustre: Lustre ports from the training nodes only",
+            allow_all_outbound=False,
+        )
+        self.client_security_group = ec2.SecurityGroup(
+            self,
+            "ClientSecurityGroup",
+            vpc=vpc,
+            description="FSx for Lustre clients: only the nodes that mount the file system",
             allow_all_outbound=False,
         )
         self.file_system = fsx.LustreFileSystem(
@@ -411,8 +449,20 @@ class LustreStorage(Construct):
         for port in LUSTRE_PORTS:
             self.security_group.add_ingress_rule(self.security_group, port, "Lustre servers")
             self.security_group.add_egress_rule(self.security_group, port, "Lustre servers")
+        # The client group's side: it reaches the file system and takes its replies.
+        for port in LUSTRE_PORTS:
+            self.client_security_group.add_egress_rule(
+                self.security_group, port, "Lustre client to the file system"
+            )
+            self.client_security_group.add_ingress_rule(
+                self.security_group, port, "Lustre file system to its clients"
+            )
+        self.allow_client(self.client_security_group)
         for client in clients:
             self.allow_client(client)
+        after_security_group_rules(
+            self.file_system.node.default_child, [self.security_group]
+        )
 
     @classmethod
     def from_file_system_attributes(
@@ -429,7 +479,9 @@ class LustreStorage(Construct):
         (the rules are created in ``scope``'s stack) or read its attributes."""
         self = cls.__new__(cls)
         Construct.__init__(self, scope, construct_id)
+        self._removal_policy = None
         self.security_group = security_group
+        self.client_security_group = None
         self.file_system = fsx.LustreFileSystem.from_lustre_file_system_attributes(
             self,
             "Resource",
@@ -449,6 +501,16 @@ class LustreStorage(Construct):
             for port in LUSTRE_PORTS:
                 self.security_group.add_ingress_rule(group, port, "Lustre clients")
                 self.security_group.add_egress_rule(group, port, "Lustre replies to clients")
+        self._apply_removal_policy()
+
+    def _apply_removal_policy(self) -> None:
+        """The file system's removal policy on its groups and every rule made in them."""
+        if self._removal_policy is None:
+            return
+        for group in (self.security_group, self.client_security_group):
+            for child in group.node.find_all():
+                if isinstance(child, CfnResource):
+                    child.apply_removal_policy(self._removal_policy)
 
     def metric(self, metric_name: str, **options: object) -> cloudwatch.Metric:
         """An ``AWS/FSx`` metric of this file system (e.g. ``FreeDataStorageCapacity``,

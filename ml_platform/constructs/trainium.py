@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Token
+from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -17,6 +17,7 @@ from constructs import Construct
 
 import re
 
+from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs.eks_cluster import (
     IMDS_HOP_LIMIT,
     NODE_ROLE_POLICIES,
@@ -31,10 +32,11 @@ ROOT_VOLUME_GIB = (100, 16384)
 MAX_NODES = 64
 CAPACITY_RESERVATION_ID = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")  # fullmatch
 """EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks)."""
+CAPACITY_BLOCK_DESIRED_WARNING = "ml-platform:capacityBlockDesiredSize"
 
 
 def efa_network_interfaces(
-    efa_devices: int, group_ids: Sequence[str]
+    efa_devices: int, group_ids: Sequence[str], primary_group_ids: Sequence[str] = ()
 ) -> list[ec2.CfnLaunchTemplate.NetworkInterfaceProperty]:
     """The interfaces of a node with ``efa_devices`` EFA devices, one per network card.
 
@@ -47,30 +49,45 @@ def efa_network_interfaces(
     16). The EKS user guide ("Run machine learning training on Amazon EKS with Elastic Fabric
     Adapter", https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html) keeps EFA-only
     interfaces off the primary interface and needs VPC CNI 1.18.5 or later (pinned: 1.21).
+
+    ``primary_group_ids`` go on the primary interface only, after ``group_ids``: groups for IP
+    traffic such as the Lustre client group (EFA-only interfaces carry no IP traffic).
     """
     groups = list(group_ids)
 
     def interface(
-        card: int, device: int, kind: str
+        card: int, device: int, kind: str, extra: Sequence[str] = ()
     ) -> ec2.CfnLaunchTemplate.NetworkInterfaceProperty:
         return ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
             network_card_index=card,
             device_index=device,
             interface_type=kind,
-            groups=groups,
+            groups=[*groups, *extra],
             delete_on_termination=True,
         )
 
     return [
-        interface(0, 0, "interface"),  # ENA primary: the node's IP address
+        # ENA primary: the node's IP address
+        interface(0, 0, "interface", primary_group_ids),
         interface(0, 1, "efa-only"),
         *(interface(card, 0, "efa-only") for card in range(1, efa_devices)),
     ]
 
 
-def capacity_problems(capacity_reservation_id: str | None, capacity_block: bool) -> list[str]:
+def capacity_problems(
+    capacity_reservation_id: str | None,
+    capacity_block: bool,
+    placement_group: ec2.IPlacementGroup | None = None,
+) -> list[str]:
     """What is wrong with these capacity props (empty when nothing is)."""
     out = []
+    if capacity_block and placement_group is not None:
+        # A Capacity Block places its instances itself; aws-parallelcluster rejects placement
+        # groups with Capacity Blocks (https://github.com/aws/aws-parallelcluster/issues/6311).
+        out.append(
+            "placement_group with capacity_block=True: a Capacity Block places its instances "
+            "itself; expected no placement group"
+        )
     if capacity_block and capacity_reservation_id is None:
         out.append(
             "capacity_block=True: needs capacity_reservation_id, the Capacity Block's "
@@ -124,6 +141,15 @@ class EfaLaunchTemplate(Construct):
     of 1 (``IMDS_HOP_LIMIT``: pods get credentials from Pod Identity, never the node role);
     the root volume is encrypted gp3.
 
+    Placement: without a reservation, a new ``cluster`` placement group. With
+    ``capacity_reservation_id`` no new group: an On-Demand Capacity Reservation serves a
+    cluster placement group only if it was created in it (EC2 User Guide, "Capacity
+    Reservations in cluster placement groups",
+    https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html), so a new group next to
+    one gets fewer instances or none (eksctl#7949, https://github.com/eksctl-io/eksctl/issues/7949);
+    pass ``placement_group`` to name the group the reservation was created in. A Capacity Block
+    places its instances itself and takes no placement group.
+
     Capacity (EKS user guide, "Create a managed node group with Capacity Blocks for ML",
     https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html, and EC2 launch
     template ``CapacityReservationSpecification``): with ``capacity_reservation_id`` the
@@ -135,17 +161,20 @@ class EfaLaunchTemplate(Construct):
         instance_type: A Trainium instance type of
             :data:`~ml_platform.instances.TRAINIUM_INSTANCES`. Default ``trn1.32xlarge``.
         security_groups: Groups on every interface. Required, at least one.
+        extra_security_groups: Groups on the primary (IP) interface only, without the EFA
+            rules (e.g. the Lustre client group). Default none.
         efa_interfaces: EFA devices. Default: one per network card of the instance type
             (8 on trn1.32xlarge, 16 on trn1n.32xlarge).
         root_volume_gib: Root volume size, 100 to 16384. Default 500.
-        placement_group: Placement group of the instances. Default: a new ``cluster`` group.
+        placement_group: Placement group of the instances. Default: a new ``cluster`` group
+            without a reservation, none with one (see Placement above).
         capacity_reservation_id: On-Demand Capacity Reservation or Capacity Block id
             (``cr-...``). Default none (any On-Demand capacity).
         capacity_block: ``capacity_reservation_id`` is a Capacity Block for ML. Default False.
 
     Attributes:
         resource: The ``ec2.CfnLaunchTemplate``.
-        placement_group: The placement group.
+        placement_group: The placement group (``None`` when the template names none).
         instance: The :class:`~ml_platform.instances.TrainiumInstance` facts.
         efa_interfaces: The number of EFA interfaces.
     """
@@ -156,6 +185,7 @@ class EfaLaunchTemplate(Construct):
         construct_id: str,
         *,
         security_groups: Sequence[ec2.ISecurityGroup],
+        extra_security_groups: Sequence[ec2.ISecurityGroup] = (),
         instance_type: str = "trn1.32xlarge",
         efa_interfaces: int | None = None,
         root_volume_gib: int = 500,
@@ -165,7 +195,7 @@ class EfaLaunchTemplate(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
-        errors += capacity_problems(capacity_reservation_id, capacity_block)
+        errors += capacity_problems(capacity_reservation_id, capacity_block, placement_group)
         if not security_groups:
             errors.append("security_groups=[]: expected at least one security group")
         if errors:
@@ -174,20 +204,30 @@ class EfaLaunchTemplate(Construct):
 
         self.instance: TrainiumInstance = TRAINIUM_INSTANCES[instance_type]
         self.efa_interfaces = efa_interfaces or self.instance.efa_interfaces
-        self.placement_group = placement_group or ec2.PlacementGroup(
-            self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
-        )
+        self.security_groups = [*security_groups, *extra_security_groups]
+        self.placement_group: ec2.IPlacementGroup | None = placement_group
+        if placement_group is None and capacity_reservation_id is None:
+            self.placement_group = ec2.PlacementGroup(
+                self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
+            )
         group_ids = [sg.security_group_id for sg in security_groups]
+        extra_ids = [sg.security_group_id for sg in extra_security_groups]
         self._capacity_type = eks.CapacityType.CAPACITY_BLOCK if capacity_block else None
         self.resource = ec2.CfnLaunchTemplate(
             self,
             "Resource",
             launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
                 instance_type=instance_type,
-                placement=ec2.CfnLaunchTemplate.PlacementProperty(
-                    group_name=self.placement_group.placement_group_name
+                placement=(
+                    ec2.CfnLaunchTemplate.PlacementProperty(
+                        group_name=self.placement_group.placement_group_name
+                    )
+                    if self.placement_group is not None
+                    else None
                 ),
-                network_interfaces=efa_network_interfaces(self.efa_interfaces, group_ids),
+                network_interfaces=efa_network_interfaces(
+                    self.efa_interfaces, group_ids, extra_ids
+                ),
                 capacity_reservation_specification=_capacity_reservation(capacity_reservation_id),
                 instance_market_options=(
                     ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(
@@ -258,6 +298,8 @@ class TrainiumNodeGroup(Construct):
         subnet: The one subnet, in an AZ that offers the instance type. Required.
         security_group: Group of the EFA interfaces; must allow all traffic to and from itself.
             Required.
+        extra_security_groups: Groups of the primary interface only, such as
+            ``LustreStorage.client_security_group``. Default none.
         instance_type: Default ``trn1.32xlarge``.
         min_size: Default 2. desired_size: Default 2. max_size: Default 2 (set explicitly;
             aws-cdk would otherwise default it to the desired size). 0 <= min <= desired <= max
@@ -268,8 +310,13 @@ class TrainiumNodeGroup(Construct):
         node_role: Node IAM role. Default: a new role with the EKS worker, CNI, ECR
             read-only and SSM managed instance policies.
         nodegroup_name: Default: CloudFormation picks one.
-        capacity_reservation_id / capacity_block: See :class:`EfaLaunchTemplate`. Default none
-            / False. A Capacity Block sets the node group's capacity type to ``CAPACITY_BLOCK``.
+        capacity_reservation_id / capacity_block / placement_group: See
+            :class:`EfaLaunchTemplate`. Default none / False / none. A Capacity Block sets the
+            node group's capacity type to ``CAPACITY_BLOCK``; with ``desired_size`` above 0 it
+            warns (EKS updates such a group only at desired size 0).
+
+    Create order: the node group waits for every rule of its groups in its stack
+    (``DependsOn``), EFA and control-plane rules included, even rules added after it.
 
     Attributes:
         launch_template: The :class:`EfaLaunchTemplate`.
@@ -298,10 +345,12 @@ class TrainiumNodeGroup(Construct):
         nodegroup_name: str | None = None,
         capacity_reservation_id: str | None = None,
         capacity_block: bool = False,
+        placement_group: ec2.IPlacementGroup | None = None,
+        extra_security_groups: Sequence[ec2.ISecurityGroup] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
-        errors += capacity_problems(capacity_reservation_id, capacity_block)
+        errors += capacity_problems(capacity_reservation_id, capacity_block, placement_group)
         if not 0 <= min_size <= desired_size <= max_size <= MAX_NODES or max_size < 1:
             errors.append(
                 f"min_size/desired_size/max_size={min_size}/{desired_size}/{max_size}: expected "
@@ -312,14 +361,30 @@ class TrainiumNodeGroup(Construct):
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
-        self.connections = ec2.Connections(security_groups=[security_group])
+        if capacity_block and not Token.is_unresolved(desired_size) and desired_size > 0:
+            # EKS user guide, "Create a managed node group with Capacity Blocks for ML"
+            # (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html):
+            # a node group on a Capacity Block is updated only at desired size 0, and EKS
+            # scales it to 0 itself 40 minutes before the block ends.
+            Annotations.of(self).add_warning_v2(
+                CAPACITY_BLOCK_DESIRED_WARNING,
+                f"{self.node.path}: desired_size={desired_size} on a Capacity Block. EKS "
+                "updates a node group on a Capacity Block only at desired size 0 and scales it "
+                "to 0 itself 40 minutes before the block ends: deploy at 0, scale up once the "
+                "block is active, and scale back to 0 before changing the node group.",
+            )
+        self.connections = ec2.Connections(
+            security_groups=[security_group, *extra_security_groups]
+        )
         self.launch_template = EfaLaunchTemplate(
             self,
             "LaunchTemplate",
             security_groups=[security_group],
+            extra_security_groups=extra_security_groups,
             instance_type=instance_type,
             efa_interfaces=efa_interfaces,
             root_volume_gib=root_volume_gib,
+            placement_group=placement_group,
             capacity_reservation_id=capacity_reservation_id,
             capacity_block=capacity_block,
         )
@@ -360,6 +425,10 @@ class TrainiumNodeGroup(Construct):
         rules = control_plane_rules(self, cluster.cluster_security_group, security_group)
         # Nodes must reach the API server to join.
         self.node_group.node.add_dependency(rules)
+        # ... and need their EFA and Lustre rules from the start (see _create_order).
+        after_security_group_rules(
+            self.node_group.node.default_child, self.launch_template.security_groups
+        )
 
 
 class _ControlPlaneRules(Construct):

@@ -1,17 +1,27 @@
 """Chart: the Job that copies the BERT pretraining dataset onto FSx for Lustre.
 
-Two steps in one pod. The AWS CLI image downloads the public tarball without signing
-(no credentials needed) into a staging folder on /data; a BusyBox container extracts it
-under /data (the AWS CLI image, Amazon Linux 2 minimal, has no ``tar``). A marker file
-makes the Job idempotent: applied again, it finds the marker and exits at once. A download
-is written to ``*.part`` and renamed when complete, so an interrupted copy is restarted,
-never extracted half-way.
+Three steps in one pod, only the first as root:
 
-The pod runs as root because the Lustre file system's root directory belongs to root; it
-drops every capability (tar keeps no owners: ``-o``) and cannot escalate.
+1. ``prepare`` (BusyBox, root with ``CAP_CHOWN`` only): creates ``/data/datasets``, the
+   staging folder and the Hugging Face cache and hands them to the dataset user. The Lustre file system's root directory
+   belongs to root; nothing else runs as root.
+2. ``download`` (AWS CLI, non-root): the public tarball, unsigned (no credentials), into the
+   staging folder as ``*.part``, renamed when complete, so an interrupted copy is restarted.
+3. ``extract`` (python3, non-root): ``ml_platform/training/dataset_extract.py`` with the
+   project's safe extractor (``ml_platform/triton/archive_safety.py``), both from a ConfigMap
+   of the same manifest: checks the tarball's SHA-256 against ``training.dataset_sha256``
+   (warns with the computed digest when it is not set: no public source states it), unpacks
+   into ``/data/datasets/<name>``, apart from the compile and Hugging Face caches, and writes
+   a marker. Applied again, the Job finds the marker and exits at once.
+4. ``hf-cache`` (the training image, non-root; with ``hf_seed_image``): pre-seeds the shared
+   Hugging Face cache (``/data/hf_home``) with the model the script loads, by the script's own
+   call (``BertForPreTraining.from_pretrained``), so the training pods read it offline
+   (``HF_HUB_OFFLINE=1``) instead of every node fetching it through the NAT gateway.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import cdk8s
 from cdk8s_plus_35 import k8s
@@ -25,39 +35,56 @@ from ml_platform.k8s_charts.workloads_common import (
     restricted_container_security,
     system_node_selector,
 )
-from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE
-from ml_platform.training.jobs import BERT_DATASET, BERT_DATASET_URI
+from ml_platform.training import dataset_extract
+from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE, DATASET_TOOLS_IMAGE
+from ml_platform.training.component import HF_CACHE_DIR
+from ml_platform.training.jobs import (
+    BERT_DATA_DIR,
+    BERT_DATASET,
+    BERT_DATASET_URI,
+    BERT_HF_MODEL,
+    DATASETS_DIR,
+)
+from ml_platform.triton import archive_safety
 
 JOB_NAME = "bert-dataset"
+TOOLS_CONFIGMAP = f"{JOB_NAME}-tools"
+TOOLS_DIR = "/opt/dataset-tools"
 STAGING_DIR = f"{FSX_MOUNT_PATH}/.staging"
 TARBALL = f"{STAGING_DIR}/{BERT_DATASET}.tar"
 DONE_MARKER = f"{STAGING_DIR}/{BERT_DATASET}.done"
+DATASET_UID = 65532  # an unprivileged user and group of its own (no name needed in the images)
+
+PREPARE_SCRIPT = """\
+set -eu
+mkdir -p "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"
+chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"
+"""
+
+# The script's own model load, so the cache gets exactly the files its transformers reads.
+HF_SEED_SCRIPT = (
+    "from transformers import BertForPreTraining; "
+    f"BertForPreTraining.from_pretrained({BERT_HF_MODEL!r}); "
+    f"print('Hugging Face cache seeded: {BERT_HF_MODEL} in {HF_CACHE_DIR}')"
+)
 
 DOWNLOAD_SCRIPT = """\
 set -eu
 if [ -e "$DONE_MARKER" ] || [ -e "$TARBALL" ]; then
   echo "already downloaded: $TARBALL"; exit 0
 fi
-mkdir -p "$(dirname "$TARBALL")"
 echo "downloading $DATASET_URI"
 aws s3 cp --no-sign-request --only-show-errors "$DATASET_URI" "$TARBALL.part"
 mv "$TARBALL.part" "$TARBALL"
 """
 
-EXTRACT_SCRIPT = """\
-set -eu
-if [ -e "$DONE_MARKER" ]; then
-  echo "already extracted: $DATA_DIR"; exit 0
-fi
-echo "extracting $TARBALL into $TARGET_DIR"
-tar -x -o -f "$TARBALL" -C "$TARGET_DIR"
-if [ ! -d "$DATA_DIR" ]; then
-  echo "expected $DATA_DIR after extraction" >&2; exit 1
-fi
-touch "$DONE_MARKER"
-rm -f "$TARBALL"
-echo "dataset ready: $DATA_DIR"
-"""
+
+def tools_files() -> dict[str, str]:
+    """The ConfigMap's files: the extract step and the safe extractor it imports."""
+    return {
+        "dataset_extract.py": Path(dataset_extract.__file__).read_text(encoding="utf-8"),
+        "archive_safety.py": Path(archive_safety.__file__).read_text(encoding="utf-8"),
+    }
 
 
 class DatasetCopyChart(cdk8s.Chart):
@@ -67,27 +94,48 @@ class DatasetCopyChart(cdk8s.Chart):
         namespace: The training namespace (holds the FSx claim). Required.
         trainium_az: The AZ of the file system; the pod runs there. Required.
         region: Region of the dataset bucket client. Required.
+        dataset_sha256: SHA-256 the tarball must have. Default none: the Job prints the digest
+            it computed and warns (no public source states it).
+        hf_seed_image: Image with the training script's ``transformers`` (the training image)
+            for the ``hf-cache`` step. Default none: no pre-seeding.
 
     Attributes:
-        job: The ``batch/v1`` Job.
+        job: The ``batch/v1`` Job. tools: The ConfigMap with the extract step and the safe
+            extractor.
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, namespace: str, trainium_az: str, region: str
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        namespace: str,
+        trainium_az: str,
+        region: str,
+        dataset_sha256: str | None = None,
+        hf_seed_image: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         env = [
             k8s.EnvVar(name="DATASET_URI", value=BERT_DATASET_URI),
             k8s.EnvVar(name="TARBALL", value=TARBALL),
             k8s.EnvVar(name="DONE_MARKER", value=DONE_MARKER),
-            k8s.EnvVar(name="TARGET_DIR", value=FSX_MOUNT_PATH),
-            k8s.EnvVar(name="DATA_DIR", value=f"{FSX_MOUNT_PATH}/{BERT_DATASET}"),
+            k8s.EnvVar(name="DATASETS_DIR", value=DATASETS_DIR),
+            k8s.EnvVar(name="DATASET_NAME", value=BERT_DATASET),
+            k8s.EnvVar(name="DATA_DIR", value=BERT_DATA_DIR),
         ]
         mounts = [
             k8s.VolumeMount(name="data", mount_path=FSX_MOUNT_PATH),
             k8s.VolumeMount(name="tmp", mount_path="/tmp"),
         ]
         pod_labels = labels(JOB_NAME, "dataset")
+        self.tools = k8s.KubeConfigMap(
+            self,
+            "Tools",
+            metadata=k8s.ObjectMeta(name=TOOLS_CONFIGMAP, namespace=namespace, labels=pod_labels),
+            data=tools_files(),
+        )
+        non_root = restricted_container_security()
         self.job = k8s.KubeJob(
             self,
             "Job",
@@ -106,11 +154,35 @@ class DatasetCopyChart(cdk8s.Chart):
                         node_selector=system_node_selector(),
                         affinity=near_fsx_affinity(trainium_az),
                         security_context=k8s.PodSecurityContext(
-                            run_as_user=0,
-                            run_as_group=0,
+                            run_as_user=DATASET_UID,
+                            run_as_group=DATASET_UID,
                             seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
                         ),
                         init_containers=[
+                            k8s.Container(
+                                name="prepare",
+                                image=BUSYBOX_IMAGE,
+                                command=["/bin/sh", "-c"],
+                                args=[PREPARE_SCRIPT],
+                                env=[
+                                    k8s.EnvVar(name="DATASETS_DIR", value=DATASETS_DIR),
+                                    k8s.EnvVar(name="STAGING_DIR", value=STAGING_DIR),
+                                    k8s.EnvVar(name="HF_HOME", value=HF_CACHE_DIR),
+                                    k8s.EnvVar(name="DATASET_UID", value=str(DATASET_UID)),
+                                ],
+                                resources=resources("50m", "16Mi", "64Mi"),
+                                # Root, for the root-owned file system root only: mkdir as
+                                # its owner, chown with CAP_CHOWN, nothing else.
+                                security_context=k8s.SecurityContext(
+                                    allow_privilege_escalation=False,
+                                    capabilities=k8s.Capabilities(drop=["ALL"], add=["CHOWN"]),
+                                    read_only_root_filesystem=True,
+                                    run_as_non_root=False,
+                                    run_as_user=0,
+                                    run_as_group=0,
+                                ),
+                                volume_mounts=[mounts[0]],
+                            ),
                             k8s.Container(
                                 name="download",
                                 image=AWS_CLI_IMAGE,
@@ -122,20 +194,28 @@ class DatasetCopyChart(cdk8s.Chart):
                                     k8s.EnvVar(name="HOME", value="/tmp"),
                                 ],
                                 resources=resources("250m", "256Mi", "1Gi"),
-                                security_context=restricted_container_security(run_as_root=True),
+                                security_context=non_root,
                                 volume_mounts=mounts,
-                            )
+                            ),
                         ],
                         containers=[
+                            *self._hf_seed(hf_seed_image, mounts, non_root),
                             k8s.Container(
                                 name="extract",
-                                image=BUSYBOX_IMAGE,
-                                command=["/bin/sh", "-c"],
-                                args=[EXTRACT_SCRIPT],
-                                env=env,
-                                resources=resources("250m", "64Mi", "512Mi"),
-                                security_context=restricted_container_security(run_as_root=True),
-                                volume_mounts=mounts,
+                                image=DATASET_TOOLS_IMAGE,
+                                command=["python3", "-I", f"{TOOLS_DIR}/dataset_extract.py"],
+                                env=[
+                                    *env,
+                                    k8s.EnvVar(name="DATASET_SHA256",
+                                               value=dataset_sha256 or ""),
+                                ],
+                                resources=resources("500m", "256Mi", "1Gi"),
+                                security_context=non_root,
+                                volume_mounts=[
+                                    *mounts,
+                                    k8s.VolumeMount(name="tools", mount_path=TOOLS_DIR,
+                                                    read_only=True),
+                                ],
                             )
                         ],
                         volumes=[
@@ -146,8 +226,34 @@ class DatasetCopyChart(cdk8s.Chart):
                                 ),
                             ),
                             k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
+                            k8s.Volume(
+                                name="tools",
+                                config_map=k8s.ConfigMapVolumeSource(name=TOOLS_CONFIGMAP),
+                            ),
                         ],
                     ),
                 ),
             ),
         )
+
+    @staticmethod
+    def _hf_seed(
+        image: str | None, mounts: list[k8s.VolumeMount], security: k8s.SecurityContext
+    ) -> list[k8s.Container]:
+        if image is None:
+            return []
+        return [
+            k8s.Container(
+                name="hf-cache",
+                image=image,
+                command=["python3", "-c", HF_SEED_SCRIPT],
+                env=[
+                    k8s.EnvVar(name="HF_HOME", value=HF_CACHE_DIR),
+                    k8s.EnvVar(name="HOME", value="/tmp"),
+                ],
+                # The model is loaded once (1.3 GB of weights) to fetch what the script reads.
+                resources=resources("500m", "2Gi", "6Gi"),
+                security_context=security,
+                volume_mounts=mounts,
+            )
+        ]

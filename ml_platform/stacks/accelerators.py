@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import Annotations, CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IDependable
@@ -21,14 +21,24 @@ from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.trainium import TrainiumNodeGroup
 
 
+BERT_NODES_WARNING = "ml-platform:bertNodeCount"
+
+
 class TrainiumNodesStack(Stack):
     """The :class:`TrainiumNodeGroup` of the platform.
+
+    Warns (``ml-platform:bertNodeCount``) when the shipped BERT recipe cannot run on
+    ``trainium.nodes``: rendering the training manifests (``make synth``) refuses such a node
+    count, but ``cdk deploy`` renders none, so without the warning the cluster deploys and the
+    manifests fail only afterwards.
 
     Args:
         settings: Platform settings (``trainium``). Required.
         cluster: The cluster (of the cluster's stack). Required.
         trainium_subnet: Private subnet of the Trainium AZ. Required.
         training_nodes: Security group of the EFA interfaces. Required.
+        lustre_clients: The file system's client security group
+            (``LustreStorage.client_security_group``), so the nodes can mount it. Default none.
         nodes_ready_after: What the nodes need before they can join (the networking add-ons).
             Default nothing.
     """
@@ -43,10 +53,18 @@ class TrainiumNodesStack(Stack):
         trainium_subnet: ec2.ISubnet,
         training_nodes: ec2.ISecurityGroup,
         nodes_ready_after: Sequence[IDependable] = (),
+        lustre_clients: ec2.ISecurityGroup | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         trn = settings.trainium
+        placement_group = (
+            ec2.PlacementGroup.from_placement_group_name(
+                self, "ReservationPlacementGroup", trn.placement_group
+            )
+            if trn.placement_group is not None
+            else None
+        )
         self.trainium = TrainiumNodeGroup(
             self,
             "Trainium",
@@ -60,9 +78,19 @@ class TrainiumNodesStack(Stack):
             root_volume_gib=trn.root_volume_gib,
             capacity_reservation_id=trn.capacity_reservation_id or trn.capacity_block_id,
             capacity_block=trn.capacity_block_id is not None,
+            placement_group=placement_group,
+            extra_security_groups=[lustre_clients] if lustre_clients is not None else [],
         )
         if nodes_ready_after:
             self.trainium.node_group.node.add_dependency(*nodes_ready_after)
+        from ml_platform.training.jobs import bert_problems  # torchx: only when needed
+
+        for problem in bert_problems(settings):
+            Annotations.of(self).add_warning_v2(
+                BERT_NODES_WARNING,
+                f"{problem}. The node group deploys, but the BERT training manifests "
+                "(make synth, dist/k8s) are refused until it is fixed.",
+            )
         CfnOutput(
             self,
             "NodegroupName",

@@ -5,20 +5,47 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import CfnOutput, RemovalPolicy, Stack
+from aws_cdk import Annotations, CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from ml_platform.config import StorageSettings
 from ml_platform.constructs.storage import (
+    RETAIN,
     LustreStorage,
     ModelArtifactBucket,
     TrainingImageRepository,
 )
 
 
+LUSTRE_MBPS_PER_NODE = 117
+"""File-system throughput per Trainium node the BERT sample is provisioned with: the Neuron
+EKS sample's StorageClass asks for 1200 GiB at 200 MB/s per TiB (PERSISTENT_1, about 234 MB/s)
+for its two trn1.32xlarge nodes
+(https://github.com/aws-neuron/aws-neuron-eks-samples/blob/main/dp_bert_hf_pretrain/scripts/create_storageclass_manifest.sh).
+Every worker reads its dataset shards from the file system, rank 0 writes multi-GB
+checkpoints, and a file system's throughput is its capacity in TiB times the per-unit
+throughput (FSx for Lustre User Guide, "Performance",
+https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html)."""
+LUSTRE_THROUGHPUT_WARNING = "ml-platform:lustreThroughput"
+
+
+def lustre_throughput_mbps(storage_gib: int, per_tib: int) -> float:
+    """Baseline throughput of a file system of ``storage_gib`` at ``per_tib`` MB/s/TiB."""
+    return storage_gib / 1024 * per_tib
+
+
 class StorageStack(Stack):
-    """Composes the training image repository, the model bucket and the Lustre file system."""
+    """Composes the training image repository, the model bucket and the Lustre file system.
+
+    ``lustre_readers``: Trainium nodes that read the file system at once; the stack warns
+    (``ml-platform:lustreThroughput``) when the file system's throughput is below
+    :data:`LUSTRE_MBPS_PER_NODE` per node. Default 0 (no check).
+
+    ``training_nodes`` is no longer a Lustre client: the nodes that mount the file system carry
+    its client group (``lustre.client_security_group``) instead. It is still accepted so
+    existing callers work.
+    """
 
     def __init__(
         self,
@@ -29,18 +56,18 @@ class StorageStack(Stack):
         image_repository_name: str,
         vpc: ec2.IVpc,
         trainium_subnet: ec2.ISubnet,
-        training_nodes: ec2.ISecurityGroup,
+        training_nodes: ec2.ISecurityGroup | None = None,
         archive_publishers: Sequence[str] = (),
         upload_role_name: str | None = None,
+        lustre_readers: int = 0,
         **kwargs: Any,
     ) -> None:
         """``archive_publishers``: principal ARNs that may write archives; ``upload_role_name``:
         the deploy-time upload's role (:func:`ml_platform.stacks.inference.upload_role_name`),
         named so its ARN is known here without a reference to the inference stack."""
         super().__init__(scope, construct_id, **kwargs)
-        removal = (
-            RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else RemovalPolicy.RETAIN
-        )
+        # "retain" is RetainExceptOnCreate: kept on deletion, removed by a failed first create.
+        removal = RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else RETAIN
         self.image_repository = TrainingImageRepository(
             self,
             "TrainingImages",
@@ -65,11 +92,24 @@ class StorageStack(Stack):
             "Lustre",
             vpc=vpc,
             subnet=trainium_subnet,
-            clients=[training_nodes],
             storage_capacity_gib=settings.fsx_storage_gib,
             throughput_per_tib=settings.fsx_throughput_per_tib,
             removal_policy=removal,
         )
+        throughput = lustre_throughput_mbps(
+            settings.fsx_storage_gib, settings.fsx_throughput_per_tib
+        )
+        needed = LUSTRE_MBPS_PER_NODE * lustre_readers
+        if throughput < needed:
+            Annotations.of(self).add_warning_v2(
+                LUSTRE_THROUGHPUT_WARNING,
+                f"FSx for Lustre gives {throughput:.0f} MB/s (storage.fsx_storage_gib = "
+                f"{settings.fsx_storage_gib} at storage.fsx_throughput_per_tib = "
+                f"{settings.fsx_throughput_per_tib} MB/s/TiB) for {lustre_readers} Trainium "
+                f"nodes; the Neuron sample provisions {LUSTRE_MBPS_PER_NODE} MB/s per node "
+                f"({needed} MB/s here). Dataset reads and checkpoints will wait on the file "
+                "system: raise the throughput tier or the capacity (README, 'Sizing FSx').",
+            )
         CfnOutput(self, "TrainingImageRepositoryUri", value=self.image_repository.repository.repository_uri)
         CfnOutput(self, "ModelBucketName", value=self.models.bucket.bucket_name)
         # A named export: consumers import it by a name that cannot drift, and cdk-nag
@@ -83,3 +123,9 @@ class StorageStack(Stack):
         )
         CfnOutput(self, "ModelPrefix", value=settings.model_prefix)
         CfnOutput(self, "FileSystemId", value=self.lustre.file_system.file_system_id)
+        CfnOutput(
+            self,
+            "LustreClientSecurityGroupId",
+            value=self.lustre.client_security_group.security_group_id,
+            description="Security group of the nodes that may mount the file system",
+        )

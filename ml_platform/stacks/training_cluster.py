@@ -15,7 +15,6 @@ from ml_platform.config import Settings
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
-from ml_platform.constructs.storage import LUSTRE_PORTS
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
@@ -85,13 +84,14 @@ class TrainingClusterStack(Stack):
         vpc: The platform VPC. Required.
         trainium_subnet: The private subnet of the Trainium AZ. Not used since the Trainium
             nodes moved to ``TrainiumNodesStack``; kept so existing callers still work.
-        training_nodes: Security group of the Trainium nodes' EFA interfaces (it already
-            reaches FSx on the Lustre ports). Required.
+        training_nodes: Security group of the Trainium nodes' EFA interfaces. Required.
         file_system_id, file_system_dns_name, file_system_mount_name: The Lustre file system
             of StorageStack. Required.
-        lustre_security_group: The file system's security group. When given, nodes in the
-            cluster security group (the system nodes: TensorBoard, data copies) may mount it
-            too. Default none.
+        lustre_clients: The file system's client security group
+            (``LustreStorage.client_security_group``). When given, the system nodes carry it
+            (besides the cluster security group), so the helper pods that run there
+            (TensorBoard, the dataset copy) can mount the file system; nothing else in the
+            cluster security group can. Default none.
         model_bucket_arn_export: Export name of the model bucket's ARN (StorageStack). With
             ``features.triton_on_eks`` on, Triton on the cluster serves archives from it.
             Default none (no Triton on EKS).
@@ -109,7 +109,7 @@ class TrainingClusterStack(Stack):
         file_system_id: str,
         file_system_dns_name: str,
         file_system_mount_name: str,
-        lustre_security_group: ec2.ISecurityGroup | None = None,
+        lustre_clients: ec2.ISecurityGroup | None = None,
         model_bucket_arn_export: str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -134,6 +134,7 @@ class TrainingClusterStack(Stack):
             system_instance_type=cfg.system_instance_type,
             system_nodes=cfg.system_nodes,
             support_type=cfg.support_type,
+            system_node_security_groups=[lustre_clients] if lustre_clients is not None else [],
         )
         cluster = self.eks.cluster
         self.addons = PlatformAddons(
@@ -148,9 +149,6 @@ class TrainingClusterStack(Stack):
 
         # The Trainium and GPU node groups live in stacks of their own
         # (ml_platform.stacks.accelerators): a capacity failure must not roll back the cluster.
-
-        if lustre_security_group is not None:
-            self._allow_lustre_clients(lustre_security_group, self.eks.cluster_security_group)
 
         # Kubernetes objects. Each chart is complete before it is attached (the manifest is
         # captured at attach time); the file system values stay tokens until deploy.
@@ -226,34 +224,6 @@ class TrainingClusterStack(Stack):
             description="Role of the stack's kubectl provider (cluster-admin)",
         )
         kubeconfig_outputs(self, cluster.cluster_name, cfg.admin_role_arn)
-
-    def _allow_lustre_clients(
-        self, lustre: ec2.ISecurityGroup, clients: ec2.ISecurityGroup
-    ) -> None:
-        """What ``LustreStorage.allow_client`` does, with the rules in this stack (the file
-        system's stack cannot refer to the cluster's security group)."""
-        rules = Construct(self, "LustreClients")
-        for i, port in enumerate(LUSTRE_PORTS):
-            rule = port.to_rule_json()
-            fields = dict(
-                ip_protocol=rule["ipProtocol"], from_port=rule["fromPort"], to_port=rule["toPort"]
-            )
-            ec2.CfnSecurityGroupIngress(
-                rules,
-                f"Ingress{i}",
-                group_id=lustre.security_group_id,
-                source_security_group_id=clients.security_group_id,
-                description="Lustre clients: cluster-group nodes",
-                **fields,
-            )
-            ec2.CfnSecurityGroupEgress(
-                rules,
-                f"Egress{i}",
-                group_id=lustre.security_group_id,
-                destination_security_group_id=clients.security_group_id,
-                description="Lustre replies to cluster-group nodes",
-                **fields,
-            )
 
 
 def kubeconfig_outputs(stack: Stack, cluster_name: str, admin_role_arn: str | None) -> None:

@@ -15,7 +15,7 @@ its dotted name, ``ml_platform.training.component``, and puts the repository roo
         --image <account>.dkr.ecr.<region>.amazonaws.com/ml-platform/training:bert-pretrain-v1 \\
         --script dp_bert_large_hf_pretrain_hdf5.py \\
         -- --batch_size 16 --grad_accum_usteps 16 --output_dir /data/output \\
-           --data_dir /data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128
+           --data_dir /data/datasets/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128
 
 * ``-cfg`` (alias ``--scheduler_args``) takes the Volcano queue and the namespace;
   ``torchx runopts kubernetes`` lists the rest.
@@ -78,14 +78,41 @@ with 600 s it joined. 600 s is also the rendezvous' default join timeout, how lo
 pod waits for the others."""
 
 BOOTSTRAP_PORT = 48620
-"""Port of the Neuron collectives bootstrap (NEURON_RT_ROOT_COMM_ID); reserved in the pod
-(net.ipv4.ip_local_reserved_ports) so that no ephemeral connection takes it first, which
-hangs the collectives' init. Sources: the pinned BERT sample's run script
+"""Port of the Neuron collectives bootstrap (``NEURON_RT_ROOT_COMM_ID``, set to it on every
+pod: :data:`ROOT_COMM_ID`); reserved in the pod (net.ipv4.ip_local_reserved_ports) so that no
+ephemeral connection takes it first, which hangs the collectives' init. Sources: the pinned BERT sample's run script
 (`sysctl -w net.ipv4.ip_local_reserved_ports=48620`),
 https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/run_dp_bert_large_hf_pretrain_bf16_s128.sh
 and Neuron's training troubleshooting guide ("Multiworker execution hangs during NCCL init"),
 https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/torch-neuronx/training-troubleshooting.html
 """
+
+ROOT_COMM_HOST_ENV = f"VC_{ROLE_NAME.upper()}_0_HOSTS"
+"""The first pod's DNS name, ``<job>-worker-0-0.<job>``, which Volcano's svc plugin gives every
+container of every pod of the job (the first pod's own included) from its ConfigMap
+(``OnPodCreate``, ``GenerateHosts`` in
+https://github.com/volcano-sh/volcano/blob/v1.15.1/pkg/controllers/job/plugins/svc/svc.go);
+TorchX names the first task ``<role>-0``."""
+
+# `$$` is TorchX's macro escape (as in RDZV_HOST): bash sees one `$`.
+ROOT_COMM_ID = f"NEURON_RT_ROOT_COMM_ID=$${{{ROOT_COMM_HOST_ENV}:-localhost}}:{BOOTSTRAP_PORT}"
+"""Bash assignment exported before the launcher: the Neuron runtime's root communicator on the
+first pod's name and the reserved port. Unset, torch_xla sets it to ``$MASTER_ADDR:62182``
+(``set_rt_root_comm_id`` in
+https://github.com/pytorch/xla/blob/master/torch_xla/_internal/neuron.py), a port nothing
+reserves. The first pod hosts global rank 0 (so the name is rank 0's, as ``MASTER_ADDR``
+would be): torchrun's c10d rendezvous numbers the nodes in the sorted order of their
+descriptors, which start with the host's FQDN (``_NodeDesc`` and ``sorted(participants)`` in
+torch/distributed/elastic/rendezvous/dynamic_rendezvous.py), and ``<job>-worker-0-0.<job>...``
+sorts first among the pods of a job."""
+
+RESUME_FLAG = "--resume_ckpt"
+"""The BERT script's switch to resume from the newest ``ckpt_<step>.pt`` in ``--output_dir``
+(it asserts that one exists; rank 0 writes one after every ``--shards_per_ckpt`` shards):
+https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/dp_bert_large_hf_pretrain_hdf5.py
+"""
+OUTPUT_DIR_ARG = "--output_dir"
+DATA_DIR_ARG = "--data_dir"
 
 RESERVED_PORTS_SYSCTL = "net.ipv4.ip_local_reserved_ports"
 """A namespaced, safe sysctl (kubelet allows it by default since Kubernetes 1.27, kernel 3.16+):
@@ -99,6 +126,9 @@ NEURON_RUNTIME_ENV = {
     "NEURON_RT_STOCHASTIC_ROUNDING_SEED": "0",
     "BUCKET_CAP_MB": "512",
 }
+
+HF_CACHE_DIR = f"{FSX_MOUNT_PATH}/hf_home"
+"""The Hugging Face cache (``HF_HOME``) shared by every training pod, on FSx."""
 
 STEPS_ARG = "--steps_this_run"
 """Script argument that bounds a run; precompilation needs it (it traces every step)."""
@@ -128,6 +158,9 @@ def trainium_ddp(
     max_retries: int = 3,
     name: str = "trainium-ddp",
     rdzv_port: int = RDZV_PORT,
+    resume: bool = False,
+    data_shards: str = "",
+    hf_offline: bool = False,
 ) -> specs.AppDef:
     """Data-parallel training on Trainium: one pod per node, one worker per NeuronCore.
 
@@ -151,6 +184,17 @@ def trainium_ddp(
         max_retries: Times Volcano restarts the whole job after a pod fails or is evicted.
         name: Job name: lower-case letters, digits and '-', at most 30 characters.
         rdzv_port: Port of the c10d rendezvous store on the first pod.
+        resume: Resume from the newest checkpoint in the script's --output_dir when one
+            exists (the script's --resume_ckpt), else start fresh: a Volcano restart then
+            continues where the last checkpoint left off instead of at step 0.
+        data_shards: Glob of the dataset shards in the script's --data_dir. When given, every
+            pod counts them first and fails at once with a clear message when there are fewer
+            than workers (nnodes x nproc_per_node): the BERT script needs one per worker
+            (``assert world_size <= num_files``), and would otherwise fail only after the
+            rendezvous and model load. Default "" (no check).
+        hf_offline: Read Hugging Face models only from the shared cache on FSx
+            (``HF_HUB_OFFLINE=1``), which the dataset Job pre-seeds, instead of every node
+            downloading them through the NAT gateway. Default False.
     """
     instance = TRAINIUM_INSTANCES.get(instance_type)
     if nproc_per_node is None and instance is not None:
@@ -169,6 +213,8 @@ def trainium_ddp(
         max_retries=max_retries,
         name=name,
         rdzv_port=rdzv_port,
+        resume=resume,
+        data_shards=data_shards,
     )
     if problems:
         raise ValueError(
@@ -193,9 +239,17 @@ def trainium_ddp(
     # be taken as a file name: "File name too long").
     if precompile:
         launcher = ["neuron_parallel_compile", *launcher]
-    # bash expands the rendezvous host's env var, as in TorchX's dist.torchrun; bash -c execs
-    # a single command, so torchrun still receives the kubelet's SIGTERM.
-    args = ["-c", _bash_join(launcher, unquoted=f"{RDZV_HOST}:{rdzv_port}")]
+    # bash expands the rendezvous host's env var, as in TorchX's dist.torchrun; the launcher
+    # is exec'd, so torchrun still receives the kubelet's SIGTERM.
+    prologue = [f"export {ROOT_COMM_ID}"]
+    if data_shards:
+        data_dir = _arg_value(script_args, DATA_DIR_ARG) or ""
+        prologue.append(shard_check(data_dir, data_shards, nnodes * workers))
+    if resume:
+        prologue.append(resume_check(_arg_value(script_args, OUTPUT_DIR_ARG) or ""))
+        launcher.append(RESUME_ARGS)
+    line = _bash_join(launcher, unquoted={f"{RDZV_HOST}:{rdzv_port}", RESUME_ARGS})
+    args = ["-c", "; ".join([*prologue, f"exec {line}"])]
 
     replica = specs.macros.replica_id
     env = {
@@ -207,9 +261,15 @@ def trainium_ddp(
         "XLA_TRANSFER_SEED_ASYNC": "1",
         **NEURON_RUNTIME_ENV,
         "NEURON_CC_FLAGS": f"--cache_dir={FSX_MOUNT_PATH}/neuron_cache/{cacheset}_{replica}",
-        # HF_HOME replaces the deprecated TRANSFORMERS_CACHE (transformers v5 drops it).
-        "HF_HOME": f"{FSX_MOUNT_PATH}/hf_home/{cacheset}_{replica}",
+        # HF_HOME replaces the deprecated TRANSFORMERS_CACHE (transformers v5 drops it). One
+        # cache for every pod (/data is mounted with flock, so concurrent downloads wait on one
+        # another); the dataset Job pre-seeds it (HF_CACHE_DIR).
+        "HF_HOME": HF_CACHE_DIR,
     }
+    if hf_offline:
+        # Hugging Face "Offline mode": no calls to the Hub, files from the cache only.
+        # https://huggingface.co/docs/transformers/installation#offline-mode
+        env["HF_HUB_OFFLINE"] = "1"
 
     resource = specs.Resource(
         cpu=instance.vcpus - CPU_HEADROOM,
@@ -258,9 +318,51 @@ def trainium_ddp(
     return specs.AppDef(name=name, roles=[role])
 
 
-def _bash_join(argv: list[str], *, unquoted: str) -> str:
-    """``shlex.join`` leaving the one ``unquoted`` argument to bash's expansion."""
-    return " ".join(a if a == unquoted else shlex.quote(a) for a in argv)
+RESUME_ARGS = '"$${resume[@]}"'
+"""The launcher's last argument with ``resume``: :data:`RESUME_FLAG`, or nothing."""
+
+
+def shard_check(data_dir: str, pattern: str, workers: int) -> str:
+    """Bash that exits 1 with a message when ``data_dir`` holds fewer files matching
+    ``pattern`` than ``workers``."""
+    shards = shlex.quote(f"{data_dir}/{pattern}")
+    message = (
+        f"{data_dir} holds $$shards dataset shards ({pattern}), fewer than the {workers} "
+        "workers of this job: the training script needs at least one shard per worker. Copy "
+        "the dataset first (training-dataset.yaml) or run fewer workers."
+    )
+    return (
+        f"shards=$$(compgen -G {shards} | wc -l); "
+        f"if [ \"$$shards\" -lt {workers} ]; then echo \"ERROR: {message}\" >&2; exit 1; fi"
+    )
+
+
+def resume_check(output_dir: str) -> str:
+    """Bash that sets ``resume`` to :data:`RESUME_FLAG` when ``output_dir`` holds a
+    ``ckpt_*.pt`` checkpoint, else to nothing. Every pod decides alike: they share FSx, and
+    only rank 0 writes checkpoints, while training runs."""
+    # Quoted: compgen globs the pattern itself.
+    checkpoints = shlex.quote(f"{output_dir}/ckpt_*.pt")
+    return (
+        f"resume=(); if compgen -G {checkpoints} > /dev/null; then "
+        f"resume=({RESUME_FLAG}); echo {shlex.quote(f'resuming from the newest checkpoint in {output_dir}')}; "
+        "fi"
+    )
+
+
+def _arg_value(args: tuple[str, ...] | list[str], flag: str) -> str | None:
+    """The value of ``flag`` in ``args`` (``--flag value`` or ``--flag=value``)."""
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def _bash_join(argv: list[str], *, unquoted: set[str]) -> str:
+    """``shlex.join`` leaving the ``unquoted`` arguments to bash's expansion."""
+    return " ".join(a if a in unquoted else shlex.quote(a) for a in argv)
 
 
 def component_problems(
@@ -276,6 +378,8 @@ def component_problems(
     max_retries: int,
     name: str,
     rdzv_port: int = RDZV_PORT,
+    resume: bool = False,
+    data_shards: str = "",
 ) -> list[str]:
     """Every problem with the component's parameters that needs no cluster settings."""
     out: list[str] = []
@@ -312,6 +416,21 @@ def component_problems(
         )
     if max_retries < 0:
         out.append(f"max_retries = {max_retries}: expected 0 or more")
+    if data_shards and not _arg_value(script_args, DATA_DIR_ARG):
+        out.append(f"data_shards = {data_shards!r} needs {DATA_DIR_ARG} <dir> in the script "
+                   "arguments: the shards are counted there")
+    if resume:
+        output_dir = _arg_value(script_args, OUTPUT_DIR_ARG)
+        if not output_dir:
+            out.append(
+                f"resume = True needs {OUTPUT_DIR_ARG} <dir> in the script arguments: the "
+                "checkpoints are looked for there"
+            )
+        if RESUME_FLAG in script_args:
+            out.append(f"resume = True adds {RESUME_FLAG} itself; drop it from the arguments")
+        if precompile:
+            out.append("resume = True with precompile = True: a precompile run saves no "
+                       "checkpoint to resume from")
     if not 1024 <= rdzv_port <= 65535 or rdzv_port == BOOTSTRAP_PORT:
         out.append(
             f"rdzv_port = {rdzv_port}: expected 1024 to 65535, not the reserved Neuron "

@@ -45,3 +45,7 @@ BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
 # TensorFlow CPU image; its pip tensorflow ships the `tensorboard` command.
 # Source: Docker Hub tensorflow/tensorflow, release 2.20.0.
 TENSORBOARD_IMAGE = "docker.io/tensorflow/tensorflow:2.20.0"
+
+# python3 for the dataset Job's extract step (standard library only): the TensorBoard image,
+# which the system nodes pull anyway, rather than one more image to pin.
+DATASET_TOOLS_IMAGE = TENSORBOARD_IMAGE

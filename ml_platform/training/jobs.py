@@ -24,7 +24,9 @@ BERT_DATASET_URI = (
     "s3://neuron-s3/training_datasets/bert_pretrain_wikicorpus_tokenized_hdf5/"
     f"{BERT_DATASET}.tar"
 )  # public bucket: read with --no-sign-request
-BERT_DATA_DIR = f"{FSX_MOUNT_PATH}/{BERT_DATASET}"
+DATASETS_DIR = f"{FSX_MOUNT_PATH}/datasets"
+"""Datasets live here, apart from the compile and Hugging Face caches and the output."""
+BERT_DATA_DIR = f"{DATASETS_DIR}/{BERT_DATASET}"
 BERT_OUTPUT_DIR = f"{FSX_MOUNT_PATH}/output"  # checkpoints and TensorBoard event files
 # Phase-1 recipe of the maintained sample's run script (full bf16: the script casts the model
 # itself; FP32 optimizer state): 16 sequences per worker, 32 accumulation micro-steps on one
@@ -32,6 +34,11 @@ BERT_OUTPUT_DIR = f"{FSX_MOUNT_PATH}/output"  # checkpoints and TensorBoard even
 # tuned for. Across nodes the script divides the micro-steps by the node count
 # (GRAD_ACCUM_USTEPS/WORLD_SIZE_JOB) to keep that global batch:
 # https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/run_dp_bert_large_hf_pretrain_bf16_s128.sh
+BERT_HF_MODEL = "bert-large-uncased"
+"""The Hub model the script builds its configuration from (``get_model``:
+``BertForPreTraining.from_pretrained('bert-large-uncased')``, same source as BERT_SCRIPT)."""
+BERT_SHARDS = "*_training_*.hdf5"
+"""The script's glob of training shards in --data_dir (``glob(data_dir + "/*_training_*.hdf5")``)."""
 BERT_BATCH_SIZE = 16
 BERT_NODE_GRAD_ACCUM_USTEPS = 32
 BERT_PRECOMPILE_STEPS = 10
@@ -85,6 +92,11 @@ class TrainingJob:
         precompile: Run under neuron_parallel_compile. Default ``False``.
         cache_set: Neuron compile cache set. Default ``default``.
         max_retries: Job restarts on pod failure or eviction. Default 3.
+        resume: Resume from the newest checkpoint in ``--output_dir`` when there is one.
+            Default ``False``.
+        data_shards: Glob of the dataset shards in ``--data_dir`` to count before starting.
+            Default "" (no check).
+        hf_offline: Hugging Face models from the pre-seeded cache only. Default ``False``.
     """
 
     name: str
@@ -96,6 +108,9 @@ class TrainingJob:
     precompile: bool = False
     cache_set: str = "default"
     max_retries: int = 3
+    resume: bool = False
+    data_shards: str = ""
+    hf_offline: bool = False
 
     @property
     def workers_per_node(self) -> int | None:
@@ -118,6 +133,9 @@ class TrainingJob:
             cacheset=self.cache_set,
             max_retries=self.max_retries,
             name=self.name,
+            resume=self.resume,
+            data_shards=self.data_shards,
+            hf_offline=self.hf_offline,
         )
 
     def problems(self, settings: Settings) -> list[str]:
@@ -133,6 +151,8 @@ class TrainingJob:
             cacheset=self.cache_set,
             max_retries=self.max_retries,
             name=self.name,
+            resume=self.resume,
+            data_shards=self.data_shards,
         )
         trn = settings.trainium
         if self.instance_type != trn.instance_type:
@@ -195,6 +215,8 @@ def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
         instance_type=trn.instance_type,
         precompile=True,
         cache_set=BERT_CACHE_SET,
+        data_shards=BERT_SHARDS,
+        hf_offline=True,  # the dataset Job pre-seeds BERT_HF_MODEL
     )
     pretrain = TrainingJob(
         name="bert-pretrain",
@@ -203,5 +225,9 @@ def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
         nodes=nodes,
         instance_type=trn.instance_type,
         cache_set=BERT_CACHE_SET,
+        # A Volcano restart continues from the newest checkpoint on FSx, not from step 0.
+        resume=True,
+        data_shards=BERT_SHARDS,
+        hf_offline=True,  # the dataset Job pre-seeds BERT_HF_MODEL
     )
     return precompile, pretrain

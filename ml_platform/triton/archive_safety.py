@@ -46,8 +46,12 @@ class ArchiveSafetyError(ValueError):
     """An archive holds members that must not be unpacked; the message names each."""
 
 
-def _member_problem(member: tarfile.TarInfo) -> str | None:
+def _member_problem(
+    member: tarfile.TarInfo, max_member_bytes: int | None = None
+) -> str | None:
     """Why ``member`` may not be unpacked, or ``None``."""
+    if max_member_bytes is None:
+        max_member_bytes = MAX_MEMBER_BYTES
     name = member.name
     if not name or len(name) > MAX_NAME_LENGTH:
         return f"name of {len(name)} characters (1 to {MAX_NAME_LENGTH})"
@@ -73,8 +77,8 @@ def _member_problem(member: tarfile.TarInfo) -> str | None:
         return "has the setuid or setgid bit"
     if member.isfile() and len(parts) < 2:
         return "is a file at the archive root; files belong inside a model folder"
-    if member.size > MAX_MEMBER_BYTES:
-        return f"is {member.size} bytes, above the cap of {MAX_MEMBER_BYTES} per member"
+    if member.size > max_member_bytes:
+        return f"is {member.size} bytes, above the cap of {max_member_bytes} per member"
     return None
 
 
@@ -99,8 +103,18 @@ def _reason(path: str | os.PathLike, error: BaseException) -> str:
     return " ".join(str(error).split())[:300]
 
 
-def archive_safety_problems(path: str | os.PathLike) -> list[str]:
-    """Every reason the archive at ``path`` may not be unpacked (empty when it may)."""
+def archive_safety_problems(
+    path: str | os.PathLike,
+    *,
+    max_total_bytes: int | None = None,
+    max_member_bytes: int | None = None,
+    max_members: int | None = None,
+) -> list[str]:
+    """Every reason the archive at ``path`` may not be unpacked (empty when it may). The caps
+    default to a model archive's (the module's ``MAX_*``); larger archives (a dataset) pass
+    their own."""
+    max_total_bytes = MAX_TOTAL_BYTES if max_total_bytes is None else max_total_bytes
+    max_members = MAX_MEMBERS if max_members is None else max_members
     problems: list[str] = []
     seen: set[str] = set()
     total = 0
@@ -109,10 +123,10 @@ def archive_safety_problems(path: str | os.PathLike) -> list[str]:
         with tarfile.open(path, "r:*") as tar:
             for member in tar:
                 count += 1
-                if count > MAX_MEMBERS:
-                    problems.append(f"more than {MAX_MEMBERS} members")
+                if count > max_members:
+                    problems.append(f"more than {max_members} members")
                     break
-                problem = _member_problem(member)
+                problem = _member_problem(member, max_member_bytes)
                 if problem:
                     problems.append(f"member {member.name[:200]!r}: {problem}")
                     continue
@@ -121,10 +135,10 @@ def archive_safety_problems(path: str | os.PathLike) -> list[str]:
                     problems.append(f"member {member.name[:200]!r}: appears more than once")
                 seen.add(key)
                 total += member.size if member.isfile() else 0
-                if total > MAX_TOTAL_BYTES:
+                if total > max_total_bytes:
                     problems.append(
                         f"member {member.name[:200]!r}: unpacked size passes the cap of "
-                        f"{MAX_TOTAL_BYTES} bytes per archive"
+                        f"{max_total_bytes} bytes per archive"
                     )
                     break
     except (tarfile.TarError, OSError, EOFError, ValueError) as error:
@@ -134,9 +148,10 @@ def archive_safety_problems(path: str | os.PathLike) -> list[str]:
     return problems
 
 
-def check_archive(path: str | os.PathLike) -> None:
-    """Raise :class:`ArchiveSafetyError` naming the archive and every unsafe member."""
-    problems = archive_safety_problems(path)
+def check_archive(path: str | os.PathLike, **caps: int) -> None:
+    """Raise :class:`ArchiveSafetyError` naming the archive and every unsafe member
+    (``caps`` as :func:`archive_safety_problems` takes them)."""
+    problems = archive_safety_problems(path, **caps)
     if problems:
         listed = problems[:MAX_LISTED]
         more = len(problems) - len(listed)
@@ -144,8 +159,9 @@ def check_archive(path: str | os.PathLike) -> None:
         raise ArchiveSafetyError(f"{os.fspath(path)}: " + "; ".join(listed) + tail)
 
 
-def extract_archive(path: str | os.PathLike, dest: str | os.PathLike) -> list[str]:
-    """Check the archive, then unpack it into ``dest`` (which must exist).
+def extract_archive(path: str | os.PathLike, dest: str | os.PathLike, **caps: int) -> list[str]:
+    """Check the archive (``caps`` as :func:`archive_safety_problems` takes them), then unpack
+    it into ``dest`` (which must exist).
 
     Members are created one by one: directories with mode 0o755, files with 0o644 opened with
     ``O_EXCL | O_NOFOLLOW``, so nothing already in ``dest`` (another archive's models, a link)
@@ -154,7 +170,7 @@ def extract_archive(path: str | os.PathLike, dest: str | os.PathLike) -> list[st
     Returns:
         The top-level model folders unpacked.
     """
-    check_archive(path)
+    check_archive(path, **caps)
     root = os.path.realpath(dest)
     folders: list[str] = []
     with tarfile.open(path, "r:*") as tar:

@@ -87,6 +87,14 @@ def test_default_trainium_group_has_no_capacity_reservation(synth: SynthesizedPl
         ({"capacity_reservation_id": "cr-0123456789abcdef0",
           "capacity_block_id": "cr-02168da1478b509e0"},
          "trainium.capacity_reservation_id and trainium.capacity_block_id are both set"),
+        ({"capacity_block_id": "cr-02168da1478b509e0", "placement_group": "pg"},
+         "trainium.placement_group = 'pg' with trainium.capacity_block_id: a Capacity Block "
+         "places its instances itself"),
+        ({"placement_group": "pg"},
+         "trainium.placement_group = 'pg': names the group a capacity reservation was created "
+         "in, so it needs trainium.capacity_reservation_id"),
+        ({"capacity_reservation_id": "cr-0123456789abcdef0", "placement_group": "x" * 256},
+         "trainium.placement_group = 'xxx"),
     ],
 )
 def test_capacity_settings_are_validated(trainium: dict, expected: str) -> None:
@@ -104,3 +112,51 @@ def test_scale_to_zero_settings_are_accepted() -> None:
     assert settings.triton_on_eks.min_gpu_nodes == 0
     with pytest.raises(SettingsError, match=r"triton_on_eks.min_gpu_nodes = 2: expected 0 to"):
         Settings.from_context({"triton_on_eks": {"min_gpu_nodes": 2, "gpu_nodes": 1}})
+
+
+def test_capacity_block_defaults_min_nodes_to_zero() -> None:
+    """EKS updates a node group on a Capacity Block only at desired size 0, so the group must
+    be able to get there (capacity-blocks-mng)."""
+    block = Settings.from_context({"trainium": {"capacity_block_id": "cr-02168da1478b509e0"}})
+    assert (block.trainium.min_nodes, block.trainium.nodes) == (0, 2)
+    odcr = Settings.from_context({"trainium": {"capacity_reservation_id": "cr-0123456789abcdef0",
+                                               "placement_group": "odcr-pg"}})
+    assert (odcr.trainium.min_nodes, odcr.trainium.placement_group) == (2, "odcr-pg")
+    explicit = Settings.from_context(
+        {"trainium": {"capacity_block_id": "cr-02168da1478b509e0", "min_nodes": 1}})
+    assert explicit.trainium.min_nodes == 1
+
+
+def _trainium_stack(trainium: dict):
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk.assertions import Annotations, Match
+
+    from ml_platform.app import new_app
+    from ml_platform.stacks.accelerators import TrainiumNodesStack
+
+    app = new_app()
+    env = cdk.Environment(account="123456789012", region="us-west-2")
+    base = cdk.Stack(app, "Base", env=env)
+    vpc = ec2.Vpc(base, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    cluster = eks.Cluster.from_cluster_attributes(
+        base, "Cluster", cluster_name="c", vpc=vpc,
+        cluster_security_group_id="sg-0123456789abcdef0")
+    stack = TrainiumNodesStack(
+        app, "Trn", settings=Settings.from_context({"trainium": trainium}), cluster=cluster,
+        trainium_subnet=vpc.private_subnets[0],
+        training_nodes=ec2.SecurityGroup(base, "Efa", vpc=vpc), env=env)
+    return Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("BERT recipe"))
+
+
+def test_a_node_count_the_bert_recipe_refuses_warns_at_synth() -> None:
+    """`make synth` refuses 3 nodes when it renders the manifests; `cdk deploy` renders none,
+    so the stack warns instead of deploying silently."""
+    (warning,) = _trainium_stack({"nodes": 3, "max_nodes": 3, "min_nodes": 3})
+    text = warning.entry.data
+    assert text.startswith("trainium.nodes = 3: the BERT recipe keeps its global batch")
+    assert "expected one of [1, 2, 4, 8, 16, 32]" in text
+    assert "the BERT training manifests (make synth, dist/k8s) are refused" in text
+    assert _trainium_stack({"nodes": 4, "max_nodes": 4, "min_nodes": 4}) == []

@@ -124,9 +124,9 @@ def test_every_manifest_validates_against_kubernetes_1_34(k8s134: SynthesizedPla
         kubernetes_validate.validate(obj, "1.34.0", strict=True)
         checked += 1
     # Storage 3, Neuron plugin 4, EFA plugin 1, training NetworkPolicies 4, Triton device
-    # plugin 1 and Triton 10 (no HorizontalPodAutoscaler), workloads 3 (dataset Job,
-    # TensorBoard Deployment and Service).
-    assert checked == 26
+    # plugin 1 and Triton 10 (no HorizontalPodAutoscaler), workloads 4 (dataset ConfigMap and
+    # Job, TensorBoard Deployment and Service).
+    assert checked == 27
 
 
 def test_only_the_kubectl_layer_of_the_chosen_version_is_imported(monkeypatch) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
@@ -41,6 +43,13 @@ def _is_training_sg(value: dict) -> bool:
     return TRAINING_SG_EXPORT in value.get("Fn::ImportValue", "")
 
 
+LUSTRE_CLIENTS_EXPORT = "LustreClientSecurityGroup"  # part of the Storage stack's export name
+
+
+def _is_lustre_clients(value: dict) -> bool:
+    return LUSTRE_CLIENTS_EXPORT in value.get("Fn::ImportValue", "")
+
+
 def _is_cluster_sg(value: dict) -> bool:
     """The cluster security group, in the cluster's stack or imported from it."""
     imported = value.get("Fn::ImportValue", "")
@@ -74,9 +83,11 @@ def test_one_efa_interface_per_network_card(
     assert sum(i["InterfaceType"] == "efa-only" for i in interfaces) == cards
     assert all(i["DeleteOnTermination"] is True for i in interfaces)
     assert all("SubnetId" not in i for i in interfaces)
-    for i in interfaces:
-        (group,) = i["Groups"]
-        assert _is_training_sg(group)
+    # The EFA group on every interface; the Lustre client group on the primary (IP) one only.
+    primary, *efa_only = interfaces
+    efa_group, clients = primary["Groups"]
+    assert _is_training_sg(efa_group) and _is_lustre_clients(clients)
+    assert all(i["Groups"] == [efa_group] for i in efa_only)
     # Groups sit on the interfaces only; EKS must be free to pick AMI, profile and subnet.
     for absent in (
         "SecurityGroupIds",
@@ -289,34 +300,54 @@ def test_node_group_waits_for_its_security_group_rules(synth: SynthesizedPlatfor
 
 
 def test_trainium_nodes_and_system_nodes_reach_lustre(synth: SynthesizedPlatform) -> None:
+    """Only the Lustre client group reaches the file system (issue 22: FSx has no client
+    authentication), and only the nodes that mount it carry that group."""
     lustre_ports = {(988, 988), (1018, 1023)}
-    storage = _rules(synth, "Storage", "AWS::EC2::SecurityGroupIngress")
-    from_nodes = {
-        (r["FromPort"], r["ToPort"])
-        for r in storage
-        if _is_training_sg(r.get("SourceSecurityGroupId", {}))
+    resources = synth.template_json("Storage")["Resources"]
+    lustre = {"Fn::GetAtt": ["LustreSecurityGroupA46A9855", "GroupId"]}
+    clients = {"Fn::GetAtt": ["LustreClientSecurityGroup574AE97A", "GroupId"]}
+    rules = {
+        (r["Type"].rsplit("::", 1)[1], json.dumps(r["Properties"]["GroupId"]),
+         json.dumps(r["Properties"].get("SourceSecurityGroupId")
+                    or r["Properties"].get("DestinationSecurityGroupId")),
+         r["Properties"]["FromPort"], r["Properties"]["ToPort"])
+        for r in resources.values()
+        if r["Type"] in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress")
     }
-    assert from_nodes == lustre_ports
-    # ... the same group the EFA interfaces carry:
-    lt_group = _trainium_template(synth)["NetworkInterfaces"][0]["Groups"][0]
-    assert all(
-        r["SourceSecurityGroupId"] == lt_group
-        for r in storage
-        if _is_training_sg(r.get("SourceSecurityGroupId", {}))
-    )
-    cluster_ingress = _rules(synth, "TrainingCluster", "AWS::EC2::SecurityGroupIngress")
-    system = {
-        (r["FromPort"], r["ToPort"])
-        for r in cluster_ingress
-        if r["SourceSecurityGroupId"] == CLUSTER_SG and "LustreSecurityGroup" in str(r["GroupId"])
-    }
-    assert system == lustre_ports
-    egress = _rules(synth, "TrainingCluster", "AWS::EC2::SecurityGroupEgress")
-    assert {
-        (r["FromPort"], r["ToPort"])
-        for r in egress
-        if r["DestinationSecurityGroupId"] == CLUSTER_SG
-    } == lustre_ports
+    expected = set()
+    for low, high in lustre_ports:
+        for kind in ("SecurityGroupIngress", "SecurityGroupEgress"):
+            for group, peer in ((lustre, lustre), (lustre, clients), (clients, lustre)):
+                expected.add((kind, json.dumps(group), json.dumps(peer), low, high))
+    # aws-cdk's L2 file system adds its own self ingress on 988-1023.
+    expected.add(("SecurityGroupIngress", json.dumps(lustre), json.dumps(lustre), 988, 1023))
+    assert rules == expected
+    for r in resources.values():
+        if r["Type"] in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
+            assert r["Properties"]["IpProtocol"] == "tcp"
+            assert "CidrIp" not in r["Properties"]
+    # The client group has no inline rule either (allow_all_outbound=False: its explicit
+    # egress rules to the file system replace EC2's implicit allow-all, as for the file
+    # system's own group).
+    group = resources[clients["Fn::GetAtt"][0]]["Properties"]
+    assert "SecurityGroupEgress" not in group and "SecurityGroupIngress" not in group
+    # Trainium nodes carry it on the primary interface (test above); the system nodes (the
+    # dataset job, TensorBoard) next to the cluster group; nothing in the cluster's stack
+    # opens the file system to the cluster group any more.
+    (system,) = [
+        r["Properties"]["LaunchTemplateData"]
+        for k, r in synth.template_json("TrainingCluster")["Resources"].items()
+        if r["Type"] == "AWS::EC2::LaunchTemplate" and k.startswith("ClusterSystemLaunchTemplate")
+    ]
+    cluster_group, system_clients = system["SecurityGroupIds"]
+    assert cluster_group == CLUSTER_SG and _is_lustre_clients(system_clients)
+    for stack in ("TrainingCluster", TRAINIUM_STACK, GPU_STACK):
+        for rtype in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
+            assert not [r for r in _rules(synth, stack, rtype) if "Lustre" in json.dumps(r)]
+    (gpu,) = [r["Properties"]["LaunchTemplateData"]
+              for r in synth.template_json(GPU_STACK)["Resources"].values()
+              if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    assert "SecurityGroupIds" not in gpu  # GPU nodes: the cluster group only, no Lustre
 
 
 def test_no_cluster_rule_is_open_to_the_world(synth: SynthesizedPlatform) -> None:
@@ -504,3 +535,74 @@ def test_capacity_validation_names_the_prop() -> None:
     assert "capacity_reservation_id='cb-123': expected a capacity reservation id" in str(info.value)
     with pytest.raises(ValueError, match=r"capacity_block=True: needs capacity_reservation_id"):
         EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], capacity_block=True)
+
+
+def test_placement_group_only_without_a_reservation_or_the_reservations_own() -> None:
+    """An ODCR serves a cluster placement group only if it was created in it, and a Capacity
+    Block places its instances itself (EC2 user guide cr-cpg; eksctl#7949;
+    aws-parallelcluster#6311): no new placement group next to a reservation."""
+    from aws_cdk.assertions import Template
+
+    stack, _, sg = _stack()
+    EfaLaunchTemplate(stack, "OnDemand", security_groups=[sg])
+    EfaLaunchTemplate(stack, "Odcr", security_groups=[sg],
+                      capacity_reservation_id="cr-0123456789abcdef0")
+    EfaLaunchTemplate(stack, "Block", security_groups=[sg],
+                      capacity_reservation_id="cr-02168da1478b509e0", capacity_block=True)
+    EfaLaunchTemplate(
+        stack, "OdcrInItsGroup", security_groups=[sg],
+        capacity_reservation_id="cr-0123456789abcdef0",
+        placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg", "odcr-pg"),
+    )
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    placement = {
+        k.removesuffix("8A0B4F5E"): r["Properties"]["LaunchTemplateData"].get("Placement")
+        for k, r in resources.items() if r["Type"] == "AWS::EC2::LaunchTemplate"
+    }
+    (new_group,) = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::PlacementGroup"]
+    assert new_group.startswith("OnDemandPlacementGroup")
+    by_name = {next(n for n in ("OnDemand", "OdcrInItsGroup", "Odcr", "Block") if k.startswith(n)): v
+               for k, v in placement.items()}
+    assert by_name == {
+        "OnDemand": {"GroupName": {"Fn::GetAtt": [new_group, "GroupName"]}},
+        "Odcr": None,
+        "Block": None,
+        "OdcrInItsGroup": {"GroupName": "odcr-pg"},
+    }
+    with pytest.raises(ValueError, match=r"placement_group with capacity_block=True: a Capacity "
+                                         r"Block places its instances itself"):
+        EfaLaunchTemplate(
+            stack, "BlockInGroup", security_groups=[sg],
+            capacity_reservation_id="cr-02168da1478b509e0", capacity_block=True,
+            placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg2", "pg"),
+        )
+
+
+def test_platform_on_a_capacity_block_has_no_placement_group(trn1n: SynthesizedPlatform) -> None:
+    resources = trn1n.template_json(TRAINIUM_STACK)["Resources"]
+    assert not [r for r in resources.values() if r["Type"] == "AWS::EC2::PlacementGroup"]
+    assert "Placement" not in _trainium_template(trn1n)
+
+
+def test_capacity_block_with_nodes_warns_why() -> None:
+    from aws_cdk.assertions import Annotations as AssertAnnotations
+    from aws_cdk.assertions import Match
+
+    stack, vpc, sg = _stack()
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack, "Cluster", cluster_name="c", vpc=vpc,
+        cluster_security_group_id="sg-0123456789abcdef0",
+    )
+    for name, desired in (("AtZero", 0), ("Running", 2)):
+        TrainiumNodeGroup(
+            stack, name, cluster=cluster, subnet=vpc.private_subnets[0], security_group=sg,
+            capacity_reservation_id="cr-02168da1478b509e0", capacity_block=True,
+            min_size=0, desired_size=desired, max_size=2,
+        )
+    warnings = AssertAnnotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("Capacity Block")
+    )
+    assert [w.id for w in warnings] == ["/S/Running"]
+    (text,) = [w.entry.data for w in warnings]
+    assert "desired_size=2 on a Capacity Block" in text
+    assert "only at desired size 0" in text and "40 minutes before the block ends" in text

@@ -126,7 +126,7 @@ def test_example_builds_what_it_says(example: Example) -> None:
     else:
         (fs,) = example.resources("AWS::FSx::FileSystem")
         assert fs["Properties"]["StorageCapacity"] == 2400
-        assert fs["DeletionPolicy"] == "Retain"
+        assert fs["DeletionPolicy"] == "RetainExceptOnCreate"
         ingress = [
             r["Properties"] for r in example.resources("AWS::EC2::SecurityGroupIngress")
             if r["Properties"].get("Description") == "Lustre clients"

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import shlex
 
+import aws_cdk as cdk
+
 from tests.cluster.manifests import manifests_by_id
 from tests.library.conftest import Outside
 from tests.library.outside_app import CUSTOM_ARCHIVE
@@ -166,14 +168,25 @@ def test_destroy_empties_buckets_and_registry_retain_does_not(outside: Outside) 
     assert len(emptied) == 2
     for bucket in (kept.bucket, kept.access_logs):
         logical = shared.get_logical_id(bucket.node.default_child)
-        assert resources[logical]["DeletionPolicy"] == "Retain"
+        assert resources[logical]["DeletionPolicy"] == "RetainExceptOnCreate"
+        assert resources[logical]["UpdateReplacePolicy"] == "Retain"
     kept_repo, gone_repo = outside.parts["registries"]
     gone_props = resources[shared.get_logical_id(gone_repo.repository.node.default_child)]
     kept_props = resources[shared.get_logical_id(kept_repo.repository.node.default_child)]
     assert gone_props["Properties"]["EmptyOnDelete"] is True
     assert gone_props["DeletionPolicy"] == "Delete"
     assert kept_props["Properties"].get("EmptyOnDelete") is False
-    assert kept_props["DeletionPolicy"] == "Retain"
+    # Kept on deletion, but removed when the first create rolls back: a retry does not fail
+    # on the fixed name ("already exists").
+    assert kept_props["DeletionPolicy"] == "RetainExceptOnCreate"
+    # The file systems' security groups and rules follow their removal policy (a retained
+    # file system keeps its interfaces, so its group could not be deleted: aws/aws-cdk#31521).
+    for lustre, policy in zip(outside.parts["lustre"], ("RetainExceptOnCreate", "Delete")):
+        for group in (lustre.security_group, lustre.client_security_group):
+            ids = [shared.get_logical_id(c) for c in group.node.find_all()
+                   if isinstance(c, cdk.CfnResource)]
+            assert len(ids) >= 5
+            assert {resources[i].get("DeletionPolicy", "Delete") for i in ids} == {policy}
 
 
 def test_access_logs_go_through_a_bucket_policy_without_our_feature_flags(

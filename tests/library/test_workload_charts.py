@@ -25,7 +25,8 @@ def test_charts_render_from_plain_props() -> None:
     dataset = DatasetCopyChart(app, "Dataset", namespace="research", trainium_az="us-east-1f",
                                region="us-east-1")
     board = TensorBoardChart(app, "Board", namespace="research", trainium_az="us-east-1f")
-    (job,) = dataset.to_json()
+    tools, job = dataset.to_json()
+    assert tools["kind"] == "ConfigMap" and tools["metadata"]["namespace"] == "research"
     assert job["metadata"]["namespace"] == "research"
     pod = job["spec"]["template"]["spec"]
     assert "us-east-1f" in _zone(pod)

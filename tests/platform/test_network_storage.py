@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
@@ -51,10 +53,10 @@ def test_flow_logs_are_encrypted_with_their_own_rotating_retained_key(
     # The same (unnamed) group gains the key: an in-place update, no new group.
     assert "LogGroupName" not in group["Properties"]
     assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": ["VpcFlowLogsKey4140EC14", "Arn"]}
-    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     assert key["Type"] == "AWS::KMS::Key"
     assert key["Properties"]["EnableKeyRotation"] is True
-    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("Retain", "Retain")
+    assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
     assert key["Properties"]["KeyPolicy"]["Statement"] == [
         {
             "Action": "kms:*",
@@ -133,7 +135,7 @@ def test_ecr_repository(synth: SynthesizedPlatform) -> None:
                 "ImageTagMutability": "IMMUTABLE",
                 "LifecyclePolicy": {"LifecyclePolicyText": Match.string_like_regexp('"countNumber":30')},
             },
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
             "UpdateReplacePolicy": "Retain",
         },
     )
@@ -161,7 +163,7 @@ def test_model_bucket_is_private_encrypted_versioned_tls_only(synth: Synthesized
                     "LoggingConfiguration": Match.object_like({"LogFilePrefix": "model-bucket/"}),
                 }
             ),
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
         },
     )
     t.has_resource_properties(
@@ -199,26 +201,32 @@ def test_lustre_file_system(synth: SynthesizedPlatform) -> None:
                     "SubnetIds": [Match.object_like({"Fn::ImportValue": Match.any_value()})],
                 }
             ),
-            "DeletionPolicy": "Retain",
+            "DeletionPolicy": "RetainExceptOnCreate",
             "UpdateReplacePolicy": "Retain",
         },
     )
 
 
-def test_lustre_ports_open_to_training_nodes_only(synth: SynthesizedPlatform) -> None:
+def test_lustre_ports_open_to_its_client_group_only(synth: SynthesizedPlatform) -> None:
+    """FSx for Lustre has no client authentication: its ports are open to itself and to its
+    own client group, never to another stack's group (the EFA group, the cluster group)."""
     tpl = synth.template_json("Storage")
     ingress = [
         r["Properties"]
         for r in tpl["Resources"].values()
         if r["Type"] == "AWS::EC2::SecurityGroupIngress"
     ]
-    from_nodes = {
-        (i["FromPort"], i["ToPort"])
+    sources = {
+        (i["SourceSecurityGroupId"]["Fn::GetAtt"][0], i["FromPort"], i["ToPort"])
         for i in ingress
-        if "Fn::ImportValue" in i.get("SourceSecurityGroupId", {})
-        and "TrainingNodes" in str(i["SourceSecurityGroupId"])
+        if i["GroupId"] == {"Fn::GetAtt": ["LustreSecurityGroupA46A9855", "GroupId"]}
     }
-    assert from_nodes == {(988, 988), (1018, 1023)}
+    assert sources == {
+        (group, low, high)
+        for group in ("LustreSecurityGroupA46A9855", "LustreClientSecurityGroup574AE97A")
+        for low, high in ((988, 988), (1018, 1023))
+    } | {("LustreSecurityGroupA46A9855", 988, 1023)}  # aws-cdk's own self rule
+    assert all("Fn::ImportValue" not in json.dumps(i) for i in ingress)
     assert all(i["IpProtocol"] == "tcp" for i in ingress)
     assert all("CidrIp" not in i for i in ingress)
 
@@ -238,11 +246,33 @@ def test_stateful_logical_ids_are_pinned(synth: SynthesizedPlatform) -> None:
         found = {k for k, v in resources.items() if v["Type"] == rtype}
         assert found == (ids if isinstance(ids, set) else {ids}), rtype
         for logical_id in found:
-            assert resources[logical_id]["DeletionPolicy"] == "Retain"
+            assert resources[logical_id]["DeletionPolicy"] == "RetainExceptOnCreate"
 
 
-def test_storage_stack_has_termination_protection_when_retaining(synth: SynthesizedPlatform) -> None:
-    assert synth.platform.storage.termination_protection is True
+def test_teardown_retains_what_the_retained_file_system_needs(synth: SynthesizedPlatform) -> None:
+    """`cdk destroy --all` ends cleanly with the defaults: the Storage stack deletes (no
+    termination protection; its stateful resources are retained), the file system keeps its
+    security groups and their rules (it still holds them, aws/aws-cdk#31521), and the Network
+    stack keeps the VPC and the Trainium subnet that still hold the file system's interfaces;
+    everything else in both stacks is deleted."""
+    assert synth.platform.storage.termination_protection is False
+    storage = synth.template_json("Storage")["Resources"]
+    kept = {k for k, r in storage.items() if r.get("DeletionPolicy") == "RetainExceptOnCreate"}
+    rules = {k for k, r in storage.items() if r["Type"].startswith("AWS::EC2::SecurityGroup")}
+    assert len(rules) == 15  # 2 groups, 13 rules
+    assert rules <= kept
+    network = synth.template_json("Network")["Resources"]
+    kept_network = {(r["Type"], k) for k, r in network.items() if r.get("DeletionPolicy")}
+    subnet_id = synth.platform.network.trainium_subnet.node.default_child.logical_id
+    vpc_id = synth.platform.network.vpc.node.default_child.logical_id
+    resolve = synth.platform.network.resolve
+    assert kept_network == {
+        ("AWS::EC2::VPC", resolve(vpc_id)),
+        ("AWS::EC2::Subnet", resolve(subnet_id)),
+        ("AWS::Logs::LogGroup", "VpcFlowLogs3A4A3791"),
+        ("AWS::KMS::Key", "VpcFlowLogsKey4140EC14"),
+    }
+    assert {network[k]["DeletionPolicy"] for _, k in kept_network} == {"RetainExceptOnCreate"}
 
 
 def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
@@ -296,3 +326,33 @@ def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
     with pytest.raises(ValueError, match=r"flow_log_group_name='a b'"):
         PlatformVpc(stack, "Bad2", availability_zones=["us-west-2a", "us-west-2b"],
                     trainium_az="us-west-2a", flow_log_group_name="a b")
+
+
+def _storage_warnings(overrides: dict, readers: int) -> list[str]:
+    from aws_cdk.assertions import Annotations as AssertAnnotations
+
+    from ml_platform.config import Settings
+    from ml_platform.stacks.network import NetworkStack
+    from ml_platform.stacks.storage import StorageStack
+
+    settings = Settings.from_context(overrides)
+    app = new_app()
+    env = cdk.Environment(account="123456789012", region="us-west-2")
+    net = NetworkStack(app, "N", settings=settings.network, env=env)
+    storage = StorageStack(app, "S", settings=settings.storage, image_repository_name="ml-platform/training",
+                           vpc=net.vpc, trainium_subnet=net.trainium_subnet,
+                           lustre_readers=readers, env=env)
+    return [w.entry.data for w in AssertAnnotations.from_stack(storage).find_warning(
+        "*", Match.string_like_regexp("FSx for Lustre gives"))]
+
+
+def test_lustre_throughput_below_the_samples_per_node_figure_warns() -> None:
+    """1200 GiB at 125 MB/s/TiB is 146 MB/s; the Neuron sample gives each node 117 MB/s."""
+    (text,) = _storage_warnings({}, 2)
+    assert text.startswith("FSx for Lustre gives 146 MB/s (storage.fsx_storage_gib = 1200 at "
+                           "storage.fsx_throughput_per_tib = 125 MB/s/TiB) for 2 Trainium nodes")
+    assert "117 MB/s per node (234 MB/s here)" in text
+    # 250 MB/s/TiB: 293 MB/s for 2 nodes is enough, for 4 it is not.
+    assert _storage_warnings({"storage": {"fsx_throughput_per_tib": 250}}, 2) == []
+    assert len(_storage_warnings({"storage": {"fsx_throughput_per_tib": 250}}, 4)) == 1
+    assert _storage_warnings({}, 0) == []  # no training cluster: nothing reads it

@@ -20,16 +20,18 @@ STATEFUL_TYPES = (
     "AWS::SageMaker::EndpointConfig",
 )
 
-# (stack, logical ID) -> (type, DeletionPolicy) with cdk.json's settings.
+# (stack, logical ID) -> (type, DeletionPolicy) with cdk.json's settings. RetainExceptOnCreate
+# (RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE): kept on deletion and replacement, removed when
+# the first create rolls back, so a retry does not fail on a fixed name that already exists.
 STATEFUL = {
-    ("Network", "VpcFlowLogs3A4A3791"): ("AWS::Logs::LogGroup", "Retain"),
-    ("Network", "VpcFlowLogsKey4140EC14"): ("AWS::KMS::Key", "Retain"),
-    ("Storage", "LustreDCDAF745"): ("AWS::FSx::FileSystem", "Retain"),
-    ("Storage", "Models7F217E31"): ("AWS::S3::Bucket", "Retain"),
-    ("Storage", "ModelsAccessLogs3743BCAB"): ("AWS::S3::Bucket", "Retain"),
-    ("Storage", "TrainingImages84E3863B"): ("AWS::ECR::Repository", "Retain"),
+    ("Network", "VpcFlowLogs3A4A3791"): ("AWS::Logs::LogGroup", "RetainExceptOnCreate"),
+    ("Network", "VpcFlowLogsKey4140EC14"): ("AWS::KMS::Key", "RetainExceptOnCreate"),
+    ("Storage", "LustreDCDAF745"): ("AWS::FSx::FileSystem", "RetainExceptOnCreate"),
+    ("Storage", "Models7F217E31"): ("AWS::S3::Bucket", "RetainExceptOnCreate"),
+    ("Storage", "ModelsAccessLogs3743BCAB"): ("AWS::S3::Bucket", "RetainExceptOnCreate"),
+    ("Storage", "TrainingImages84E3863B"): ("AWS::ECR::Repository", "RetainExceptOnCreate"),
     ("TrainingCluster", "Cluster9EE0221C"): ("AWS::EKS::Cluster", None),
-    ("TrainingCluster", "ClusterSecretsKey462B29B5"): ("AWS::KMS::Key", "Retain"),
+    ("TrainingCluster", "ClusterSecretsKey462B29B5"): ("AWS::KMS::Key", "RetainExceptOnCreate"),
     ("Inference", "TritonEnsemblesConfig4AAE7098"): ("AWS::SageMaker::EndpointConfig", None),
     # The endpoint's container log group (the stack owns it) and the stack's key for them.
     ("Inference", "TritonEnsemblesLogs86D6F3FA"): ("AWS::Logs::LogGroup", "Retain"),

@@ -8,7 +8,9 @@ Volcano Job, changed only where a laptop differs from a Trainium node:
 * Volcano's ``svc`` plugin env vars (``VC_<TASK>_HOSTS``, one DNS name per task, as its
   GenerateHosts makes them) are added to every node, with each name resolved to 127.0.0.1
   (the job's headless Service does that on the cluster);
-* the rendezvous port becomes a free one, so parallel test runs cannot collide.
+* the rendezvous port becomes a free one, so parallel test runs cannot collide;
+* the dataset folder becomes a test folder holding as many (empty) shard files as the job has
+  workers, which the command counts before it starts torchrun.
 
 On one machine both agents see a loopback address and either may host the c10d store (torch
 falls back to a client when the port is taken); on the cluster only the first pod's name is
@@ -33,7 +35,7 @@ from typing import Any
 
 import pytest
 
-from ml_platform.training.jobs import BERT_SCRIPT
+from ml_platform.training.jobs import BERT_DATA_DIR, BERT_SCRIPT
 
 NPROC = 2
 TIMEOUT_S = 120  # per phase: a run costs ~20 s of CPU (6 torch imports); slower when loaded
@@ -92,7 +94,9 @@ class Node:
     env: dict[str, str]
 
 
-def local_nodes(job: dict[str, Any], *, script: Path, port: int) -> list[Node]:
+def local_nodes(
+    job: dict[str, Any], *, script: Path, port: int, data_dir: Path
+) -> list[Node]:
     """Every task's container command and env, localized as the module docstring says."""
     svc = volcano_svc_env(job)
     resolved = {k: re.sub(r"[^,]+", "127.0.0.1", v) if k.endswith("_HOSTS") else v
@@ -108,6 +112,8 @@ def local_nodes(job: dict[str, Any], *, script: Path, port: int) -> list[Node]:
         line, n_nproc = re.subn(r"--nproc_per_node \d+", f"--nproc_per_node {NPROC}", line)
         line, n_port = re.subn(r"(--rdzv_endpoint \S+:)\d+", rf"\g<1>{port}", line)
         assert (n_script, n_nproc, n_port) == (1, 1, 1), line
+        assert line.count(BERT_DATA_DIR) == 3, line  # shard count, its message, --data_dir
+        line = line.replace(BERT_DATA_DIR, str(data_dir))
         env = {e["name"]: e["value"] for e in container.get("env", [])}
         nodes.append(Node(command=["bash", "-c", line], env={**env, **resolved}))
     return nodes
@@ -213,7 +219,12 @@ def _assert_group_formed(out: Path, cluster: Cluster) -> None:
 def cluster(volcano_jobs, tmp_path: Path) -> Iterator[Cluster]:
     script = tmp_path / "gloo_all_reduce.py"
     script.write_text(GLOO_SCRIPT)
-    nodes = local_nodes(volcano_jobs["bert-pretrain"], script=script, port=_free_port())
+    data_dir = tmp_path / "dataset"
+    data_dir.mkdir()
+    for i in range(64):  # one per worker of the rendered job (2 nodes x 32)
+        (data_dir / f"wikicorpus_en_training_{i}.hdf5").write_bytes(b"")
+    nodes = local_nodes(volcano_jobs["bert-pretrain"], script=script, port=_free_port(),
+                        data_dir=data_dir)
     running = Cluster(nodes, tmp_path)
     yield running
     running.kill()

@@ -20,9 +20,14 @@ IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/ml-platform/training:v1"
 
 
 def command(role) -> list[str]:
-    """The role's command line as bash will split it (``bash -c <line>``)."""
+    """The launcher's command line as bash will split it: the ``exec`` statement that ends
+    ``bash -c <line>``, after the NEURON_RT_ROOT_COMM_ID export (and the resume check)."""
     assert role.entrypoint == "bash" and role.args[0] == "-c" and len(role.args) == 2
-    return shlex.split(role.args[1])
+    *prologue, launch = role.args[1].split("; ")
+    assert prologue[0] == "export NEURON_RT_ROOT_COMM_ID=$${VC_WORKER_0_HOSTS:-localhost}:48620"
+    argv = shlex.split(launch)
+    assert argv[0] == "exec"
+    return argv[1:]
 
 
 def test_passes_torchx_component_linter():

@@ -19,7 +19,7 @@ from syrupy.extensions.json import JSONSnapshotExtension
 from torchx.components import dist
 from torchx.schedulers import kubernetes_scheduler
 
-from ml_platform.config import Settings
+from ml_platform.config import Settings, SettingsError
 from ml_platform.k8s_charts import workloads
 from ml_platform.training import jobs
 from ml_platform.training.component import trainium_ddp
@@ -134,10 +134,18 @@ def env_of(c: dict[str, Any]) -> dict[str, str]:
     return {e["name"]: e.get("value") for e in c["env"]}
 
 
+ROOT_COMM_EXPORT = "export NEURON_RT_ROOT_COMM_ID=${VC_WORKER_0_HOSTS:-localhost}:48620"
+RESUME_ARGS = "${resume[@]}"  # as shlex splits '"${resume[@]}"'
+
+
 def argv_of(c: dict[str, Any]) -> list[str]:
-    """The container's command line as bash splits it (``bash -c <line>``)."""
+    """The launcher's command line as bash splits it: the ``exec`` statement ending
+    ``bash -c <line>``, without the resume arguments (see test_resume.py)."""
     assert c["command"][:2] == ["bash", "-c"] and len(c["command"]) == 3 and "args" not in c
-    return shlex.split(c["command"][2])
+    *prologue, launch = c["command"][2].split("; exec ")
+    assert prologue[0].split("; ")[0] == ROOT_COMM_EXPORT
+    argv = shlex.split(launch)
+    return argv[:-1] if argv[-1] == RESUME_ARGS else argv
 
 
 # --- files and schemas ---------------------------------------------------------------
@@ -148,7 +156,7 @@ def test_one_file_per_concern(manifests):
         name: [f"{d['apiVersion']}/{d['kind']}" for d in docs] for name, docs in manifests.items()
     }
     assert kinds == {
-        "training-dataset.yaml": ["batch/v1/Job"],
+        "training-dataset.yaml": ["v1/ConfigMap", "batch/v1/Job"],
         "training-precompile.yaml": [f"{VOLCANO}/Job"],
         "training-pretrain.yaml": [f"{VOLCANO}/Job"],
         "training-tensorboard.yaml": ["apps/v1/Deployment", "v1/Service"],
@@ -219,7 +227,8 @@ def test_volcano_job_runs_on_every_neuroncore_of_two_trn1_nodes(name, volcano_jo
         assert volumes[mounts["/dev/shm"]]["emptyDir"] == {"medium": "Memory"}
         env = env_of(c)
         assert env["NEURON_CC_FLAGS"] == f"--cache_dir=/data/neuron_cache/bert-large_{i}"
-        assert env["HF_HOME"] == f"/data/hf_home/bert-large_{i}"
+        # One Hugging Face cache for every pod, pre-seeded by the dataset Job, read offline.
+        assert (env["HF_HOME"], env["HF_HUB_OFFLINE"]) == ("/data/hf_home", "1")
         assert {
             "CCOM_SOCKET_IFNAME": "eth0",
             "FI_PROVIDER": "efa",
@@ -282,7 +291,7 @@ TORCHRUN = [
 BERT_ARGS = [
     "dp_bert_large_hf_pretrain_hdf5.py",
     "--batch_size", "16", "--grad_accum_usteps", "16",
-    "--data_dir", "/data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128",
+    "--data_dir", "/data/datasets/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128",
     "--output_dir", "/data/output",
 ]  # fmt: skip
 # TorchX's rank-0 host: the first pod hosts the store, the others find it by Volcano DNS name.
@@ -385,6 +394,9 @@ def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
         *BERT_ARGS[1:], *extra,
         script=BERT_ARGS[0], image=settings.training_image_uri, nnodes=2,
         cacheset="bert-large", precompile=precompile, name=name,
+        resume=not precompile,  # training resumes from its newest checkpoint
+        data_shards="*_training_*.hdf5",  # both count the dataset's shards first
+        hf_offline=True,  # and read bert-large-uncased from the pre-seeded cache
     )  # fmt: skip
     raw = _torchx_dryrun(app, settings)
     unique = raw["metadata"]["name"]
@@ -404,10 +416,10 @@ def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
 
 
 def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings):
-    (job,) = manifests["training-dataset.yaml"]
+    tools, job = manifests["training-dataset.yaml"]
     pod = job["spec"]["template"]["spec"]
-    (download,) = pod["initContainers"]
-    (extract,) = pod["containers"]
+    prepare, download = pod["initContainers"]
+    hf_cache, extract = pod["containers"]
     assert job["spec"]["backoffLimit"] >= 1
     assert pod["nodeSelector"] == {"ml-platform/node-role": "system"}
     assert "tolerations" not in pod
@@ -422,10 +434,62 @@ def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings)
         "bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128.tar"
     )
     assert "aws s3 cp --no-sign-request" in download["args"][0]
-    # Each step skips its work once the marker exists.
+    # Each step skips its work once the marker exists (the extract step: dataset_extract.py).
     assert 'if [ -e "$DONE_MARKER" ]' in download["args"][0]
-    assert 'if [ -e "$DONE_MARKER" ]' in extract["args"][0]
-    assert env_of(extract)["DATA_DIR"] == "/data/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128"
+    assert extract["command"] == ["python3", "-I", "/opt/dataset-tools/dataset_extract.py"]
+    assert env_of(extract)["DATA_DIR"] == (
+        "/data/datasets/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128")
+    assert env_of(extract)["DATASET_SHA256"] == ""  # cdk.json pins none: the Job warns
+    # The extract step and the safe extractor come from the manifest's own ConfigMap.
+    assert tools["metadata"]["name"] == "bert-dataset-tools"
+    assert set(tools["data"]) == {"dataset_extract.py", "archive_safety.py"}
+    assert {"name": "tools", "configMap": {"name": "bert-dataset-tools"}} in pod["volumes"]
+
+
+def test_dataset_job_runs_as_root_only_to_hand_over_its_folders(manifests):
+    """Only `prepare` runs as root, with CAP_CHOWN alone, and no network tool; download and
+    extract run as an unprivileged user that owns /data/datasets and the staging folder."""
+    _, job = manifests["training-dataset.yaml"]
+    pod = job["spec"]["template"]["spec"]
+    prepare, download = pod["initContainers"]
+    hf_cache, extract = pod["containers"]
+    assert pod["securityContext"]["runAsUser"] == pod["securityContext"]["runAsGroup"] == 65532
+    assert prepare["securityContext"] == {
+        "allowPrivilegeEscalation": False, "capabilities": {"add": ["CHOWN"], "drop": ["ALL"]},
+        "readOnlyRootFilesystem": True, "runAsGroup": 0, "runAsNonRoot": False, "runAsUser": 0,
+    }
+    assert 'chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"' in \
+        prepare["args"][0]
+    assert env_of(prepare) == {"DATASETS_DIR": "/data/datasets", "STAGING_DIR": "/data/.staging",
+                               "HF_HOME": "/data/hf_home", "DATASET_UID": "65532"}
+    for c in (download, extract, hf_cache):
+        assert c["securityContext"]["runAsNonRoot"] is True
+        assert "runAsUser" not in c["securityContext"]  # the pod's 65532
+        assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+
+
+def test_dataset_job_pre_seeds_the_hugging_face_cache(manifests, settings):
+    """The model the script loads, fetched once by the script's own call with the training
+    image's transformers into the cache every training pod reads offline."""
+    _, job = manifests["training-dataset.yaml"]
+    hf_cache, _ = job["spec"]["template"]["spec"]["containers"]
+    assert hf_cache["image"] == settings.training_image_uri
+    assert hf_cache["command"][:2] == ["python3", "-c"]
+    assert "BertForPreTraining.from_pretrained('bert-large-uncased')" in hf_cache["command"][2]
+    assert env_of(hf_cache)["HF_HOME"] == "/data/hf_home"
+    # ... the same name the pinned script loads:
+    assert jobs.BERT_HF_MODEL == "bert-large-uncased"
+
+
+def test_a_pinned_dataset_digest_reaches_the_job():
+    digest = "ab" * 32
+    settings = Settings.from_context({"training": {"dataset_sha256": digest}})
+    _, job = workloads.build_workload_manifests(settings)["training-dataset.yaml"]
+    _, extract = job["spec"]["template"]["spec"]["containers"]
+    assert env_of(extract)["DATASET_SHA256"] == digest
+    with pytest.raises(SettingsError, match=r"training.dataset_sha256 = 'AB12': expected a "
+                                            r"SHA-256 of 64 lower-case hex digits"):
+        Settings.from_context({"training": {"dataset_sha256": "AB12"}})
 
 
 def test_tensorboard_is_private_unprivileged_and_reads_the_output(manifests):

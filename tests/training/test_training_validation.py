@@ -59,7 +59,8 @@ def test_precompile_without_a_step_bound(settings, pretrain):
 
 def test_precompile_accepts_the_equals_form_of_the_step_bound(settings, pretrain):
     job = dataclasses.replace(
-        pretrain, precompile=True, script_args=bert_args(2) + ("--steps_this_run=10",)
+        pretrain, precompile=True, resume=False,
+        script_args=bert_args(2) + ("--steps_this_run=10",)
     )
     validate_jobs(settings, [job])
 
@@ -85,6 +86,7 @@ def test_every_problem_is_reported_at_once(settings, pretrain):
         nodes=3,
         cache_set="a/b",
         precompile=True,
+        resume=False,
         instance_type="trn1n.32xlarge",
     )
     with pytest.raises(ValueError) as error:
@@ -126,3 +128,12 @@ def test_component_rejects_bad_parameters_all_at_once():
     for field in ("name =", "script =", "image =", "nnodes = 0", "nproc_per_node = 64",
                   "cacheset = 'x y'", "max_retries = -1"):  # fmt: skip
         assert field in message
+
+
+def test_shard_and_resume_checks_need_their_directories(settings, pretrain):
+    job = dataclasses.replace(pretrain, script_args=("--batch_size", "16"))
+    with pytest.raises(ValueError) as error:
+        validate_jobs(settings, [job])
+    message = str(error.value)
+    assert "data_shards = '*_training_*.hdf5' needs --data_dir <dir> in the script" in message
+    assert "resume = True needs --output_dir <dir> in the script arguments" in message
