@@ -346,10 +346,21 @@ class ClusterSettings:
         kubernetes_version: ``1.34`` or ``1.35`` (the versions Volcano 1.15 supports, each
             with its own add-on pins and kubectl layer). Default ``1.35``.
         admin_role_arn: IAM role given cluster-admin through an EKS access entry. Default none
-            (only the stack's creator role can reach the API).
-        endpoint_access: ``public_and_private`` (default) or ``private``.
-        public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0`` with a
-            synth-time warning: restrict it to your network.
+            (only the stack's kubectl provider can use the API); ``mlp azs`` writes the role
+            named with ``--admin-role-arn`` or ``--admin-role-mine``.
+        endpoint_access: ``private`` (default: the API answers inside the VPC only; reach it
+            through Session Manager port forwarding, see the README) or ``public_and_private``.
+        public_access_cidrs: CIDRs allowed to the public endpoint. Default none; ``mlp azs
+            --public-access-mine`` writes the caller's address as a /32.
+        public_access_from_anywhere: Accept ``0.0.0.0/0`` in ``public_access_cidrs`` (with a
+            synth-time warning). Default false: a /0 block is a settings error.
+        bootstrap_creator_admin: Give the cluster's creator (CloudFormation's execution role)
+            a permanent cluster-admin access entry. Default false. A cluster deployed before
+            this default changed keeps its entry only with true (changing it replaces the
+            cluster).
+        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on every node role: Session Manager
+            shells and port forwarding to the nodes (break-glass debugging of EFA and Neuron,
+            the way to a private API endpoint). Default true.
         system_instance_type: Instance type of the small system node group. Default m6i.large.
         system_nodes: Nodes in the system node group. Default 2.
         fsx_csi_driver_version: Version of the ``aws-fsx-csi-driver`` add-on. Default none:
@@ -361,8 +372,11 @@ class ClusterSettings:
     name: str = "ml-platform"
     kubernetes_version: str = "1.35"
     admin_role_arn: str | None = None
-    endpoint_access: str = "public_and_private"
-    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    endpoint_access: str = "private"
+    public_access_cidrs: tuple[str, ...] = ()
+    public_access_from_anywhere: bool = False
+    bootstrap_creator_admin: bool = False
+    node_ssm_access: bool = True
     system_instance_type: str = "m6i.large"
     system_nodes: int = 2
     fsx_csi_driver_version: str | None = None
@@ -408,6 +422,11 @@ class ClusterSettings:
                 "cluster.public_access_cidrs = []: a public endpoint needs at least one CIDR "
                 "(or set cluster.endpoint_access to 'private')"
             )
+        if self.endpoint_access == "private" and cidrs:
+            out.append(
+                f"cluster.public_access_cidrs = {cidrs!r}: a private endpoint takes none (set "
+                "cluster.endpoint_access to 'public_and_private' to use them)"
+            )
         if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
             out.append(
                 f"cluster.public_access_cidrs: {len(cidrs)} blocks, EKS takes at most "
@@ -425,6 +444,13 @@ class ClusterSettings:
                 out.append(
                     f"cluster.public_access_cidrs[{i}] = {cidr!r}: IPv4 only (EKS takes no IPv6 "
                     "blocks for an IPv4 cluster)"
+                )
+            elif net.prefixlen == 0 and not self.public_access_from_anywhere:
+                out.append(
+                    f"cluster.public_access_cidrs[{i}] = {cidr!r}: opens the Kubernetes API to "
+                    "the whole internet; name your networks (`mlp azs --public-access-mine` "
+                    "writes your address), keep cluster.endpoint_access 'private', or set "
+                    "cluster.public_access_from_anywhere to true to state that choice"
                 )
         instance = _INSTANCE_TYPE.fullmatch(self.system_instance_type)
         if not instance:

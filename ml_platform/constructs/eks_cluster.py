@@ -34,6 +34,13 @@ EKS_VERSIONS = {"1.34": eks.KubernetesVersion.V1_34, "1.35": eks.KubernetesVersi
 """aws_eks_v2's named version per Kubernetes version."""
 SYSTEM_NODES = (1, 10)
 OPEN_TO_WORLD_WARNING = "ml-platform:publicEndpointOpenToWorld"
+ENDPOINT_DOCS = (
+    "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html; Security Hub EKS.1 "
+    "https://docs.aws.amazon.com/securityhub/latest/userguide/eks-controls.html#eks-1"
+)
+"""Why the API endpoint is private by default: Security Hub's EKS.1 control fails a cluster
+whose endpoint is publicly accessible, and a public endpoint open to 0.0.0.0/0 leaves only
+IAM authentication between the internet and the Kubernetes API."""
 SSM_NODE_POLICY = "AmazonSSMManagedInstanceCore"
 """Session Manager on the nodes: debug EFA and Neuron on a node without SSH or open ports."""
 NODE_ROLE_POLICIES = (
@@ -188,10 +195,19 @@ class TrainingEksCluster(Construct):
             construct), so several clusters can share an account and region.
         kubernetes_version: ``1.34`` or ``1.35`` (a version with pinned add-ons, a kubectl
             layer and Volcano support). Default ``1.35``.
-        endpoint_access: ``public_and_private`` (default) or ``private``.
-        public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``, which
-            adds a synth-time warning.
+        endpoint_access: ``private`` (default: the API is reachable from the VPC only; see
+            :data:`ENDPOINT_DOCS`) or ``public_and_private``.
+        public_access_cidrs: CIDRs allowed to the public endpoint (``public_and_private``
+            needs at least one). Default none.
+        public_access_from_anywhere: Accept a ``/0`` block in ``public_access_cidrs`` (a
+            synth-time warning remains). Default false: such a block is an error.
         admin_role_arn: IAM role granted cluster-admin through an access entry. Default none.
+        bootstrap_creator_admin: ``BootstrapClusterCreatorAdminPermissions``: give the
+            principal that creates the cluster (CloudFormation's execution role) a permanent
+            cluster-admin access entry. Default false: aws-cdk's kubectl provider has an access
+            entry of its own (``ClusterAdminRoleAccess``), which is all the stack needs.
+            Changing it replaces the cluster (CloudFormation: "Update requires: Replacement"),
+            so a cluster deployed with the old default keeps it only by setting true.
         system_instance_type: Default ``m6i.large``.
         system_nodes: System nodes, 1 to 10. Default 2.
         removal_policy: Applied to the cluster and its node groups. Default: CloudFormation's
@@ -212,9 +228,11 @@ class TrainingEksCluster(Construct):
         vpc: ec2.IVpc,
         cluster_name: str | None = None,
         kubernetes_version: str = "1.35",
-        endpoint_access: str = "public_and_private",
-        public_access_cidrs: Sequence[str] = ("0.0.0.0/0",),
+        endpoint_access: str = "private",
+        public_access_cidrs: Sequence[str] = (),
+        public_access_from_anywhere: bool = False,
         admin_role_arn: str | None = None,
+        bootstrap_creator_admin: bool = False,
         system_instance_type: str = "m6i.large",
         system_nodes: int = 2,
         removal_policy: RemovalPolicy | None = None,
@@ -233,11 +251,23 @@ class TrainingEksCluster(Construct):
             errors.append(
                 "public_access_cidrs=[]: expected at least one CIDR with a public endpoint"
             )
+        if endpoint_access == "private" and cidrs:
+            errors.append(
+                f"public_access_cidrs={cidrs!r}: a private endpoint takes none (set "
+                "endpoint_access='public_and_private' to use them)"
+            )
         for cidr in cidrs:
             try:
-                ipaddress.ip_network(cidr)
+                net = ipaddress.ip_network(cidr)
             except ValueError:
                 errors.append(f"public_access_cidrs: {cidr!r} is not a CIDR block")
+                continue
+            if net.prefixlen == 0 and not public_access_from_anywhere:
+                errors.append(
+                    f"public_access_cidrs: {cidr!r} opens the Kubernetes API endpoint to the "
+                    "whole internet; name your networks, use endpoint_access='private', or set "
+                    "public_access_from_anywhere=True to state that choice"
+                )
         if not SYSTEM_NODES[0] <= system_nodes <= SYSTEM_NODES[1]:
             errors.append(
                 f"system_nodes={system_nodes}: expected {SYSTEM_NODES[0]} to {SYSTEM_NODES[1]}"
@@ -272,7 +302,10 @@ class TrainingEksCluster(Construct):
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
             default_capacity=0,
             bootstrap_self_managed_addons=False,
-            bootstrap_cluster_creator_admin_permissions=True,
+            # aws-cdk gives its kubectl provider role an access entry of its own
+            # (ClusterAdminRoleAccess, which KubectlReadyBarrier waits for), so the creator's
+            # permanent entry is not needed for anything the stack applies.
+            bootstrap_cluster_creator_admin_permissions=bootstrap_creator_admin,
             endpoint_access=access,
             secrets_encryption_key=self.secrets_key,
             cluster_logging=list(eks.ClusterLoggingTypes),

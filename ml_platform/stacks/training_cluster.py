@@ -116,9 +116,10 @@ class TrainingClusterStack(Stack):
         if cfg.admin_role_arn is None:
             Annotations.of(self).add_warning_v2(
                 NO_CLUSTER_ADMIN_WARNING,
-                "cluster.admin_role_arn is not set: only CloudFormation's execution role can use "
-                "the cluster's Kubernetes API (kubectl answers Unauthorized). Run `mlp azs` to "
-                "record your IAM role, or set cluster.admin_role_arn.",
+                "cluster.admin_role_arn is not set: only the stack's kubectl provider can use "
+                "the cluster's Kubernetes API (kubectl answers Unauthorized). Run `mlp azs "
+                "--admin-role-arn ARN` (or `--admin-role-mine`) to record an admin role, or set "
+                "cluster.admin_role_arn.",
             )
         self.eks = TrainingEksCluster(
             self,
@@ -128,7 +129,9 @@ class TrainingClusterStack(Stack):
             kubernetes_version=cfg.kubernetes_version,
             endpoint_access=cfg.endpoint_access,
             public_access_cidrs=cfg.public_access_cidrs,
+            public_access_from_anywhere=cfg.public_access_from_anywhere,
             admin_role_arn=cfg.admin_role_arn,
+            bootstrap_creator_admin=cfg.bootstrap_creator_admin,
             system_instance_type=cfg.system_instance_type,
             system_nodes=cfg.system_nodes,
         )

@@ -71,36 +71,64 @@ def test_secrets_are_encrypted_with_a_rotating_key(synth: SynthesizedPlatform) -
     ]
 
 
-def test_endpoint_access_follows_settings_and_nodes_use_private_subnets(
+def test_endpoint_is_private_by_default_and_nodes_use_private_subnets(
     synth: SynthesizedPlatform,
 ) -> None:
+    """cdk.json sets no endpoint: the API answers only inside the VPC (Security Hub EKS.1)."""
     _, cluster = _only(synth, "AWS::EKS::Cluster")
     vpc_config = cluster["Properties"]["ResourcesVpcConfig"]
     assert vpc_config["EndpointPrivateAccess"] is True
-    assert vpc_config["EndpointPublicAccess"] is True
-    assert vpc_config["PublicAccessCidrs"] == list(
-        synth.platform.settings.cluster.public_access_cidrs
-    )
+    assert vpc_config["EndpointPublicAccess"] is False
+    assert "PublicAccessCidrs" not in vpc_config
     subnets = [s["Fn::ImportValue"] for s in vpc_config["SubnetIds"]]
     assert len(subnets) == 3 and all("PrivateSubnet" in s for s in subnets)
     for group in _resources(synth, "AWS::EKS::Nodegroup").values():
         assert all("PrivateSubnet" in s["Fn::ImportValue"] for s in group["Properties"]["Subnets"])
 
 
-def test_world_open_endpoint_is_a_synth_warning(synth: SynthesizedPlatform) -> None:
-    assert synth.platform.settings.cluster.public_access_cidrs == ("0.0.0.0/0",)
-    metadata = json.loads(
-        (synth.outdir / f"{synth.stack_name('TrainingCluster')}.metadata.json").read_text()
-    )
-    warnings = [
-        e["data"]
-        for path, entries in metadata.items()
-        if path.endswith("/Cluster")
-        for e in entries
-        if e["type"] == "aws:cdk:warning"
+def test_the_creator_gets_no_permanent_admin_entry_and_the_kubectl_role_has_its_own(
+    synth: SynthesizedPlatform,
+) -> None:
+    """BootstrapClusterCreatorAdminPermissions off: CloudFormation's execution role keeps no
+    cluster-admin. aws-cdk's kubectl provider role has an access entry of its own, and the
+    KubectlReadyBarrier (which every manifest and chart waits for) depends on it."""
+    _, cluster = _only(synth, "AWS::EKS::Cluster")
+    assert cluster["Properties"]["AccessConfig"]["BootstrapClusterCreatorAdminPermissions"] is False
+    template = synth.template_json("TrainingCluster")["Resources"]
+    (role_id,) = [
+        k for k, r in template.items()
+        if r["Type"] == "AWS::IAM::Role" and k.startswith("ClusterKubectlProviderHandlerServiceRole")
     ]
-    assert len(warnings) == 1
-    assert "0.0.0.0/0" in warnings[0] and OPEN_TO_WORLD_WARNING in warnings[0]
+    _, handler = next(
+        (k, r) for k, r in template.items()
+        if r["Type"] == "AWS::Lambda::Function" and k.startswith("ClusterKubectlProviderHandler")
+    )
+    assert handler["Properties"]["Role"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    (entry_id,) = [
+        k for k, r in _resources(synth, "AWS::EKS::AccessEntry").items()
+        if r["Properties"]["PrincipalArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    ]
+    entry = template[entry_id]["Properties"]
+    assert entry["AccessPolicies"] == [{
+        "AccessScope": {"Type": "cluster"},
+        "PolicyArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                        ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]]},
+    }]
+    (barrier,) = [k for k in template if k.startswith("ClusterKubectlReadyBarrier")]
+    assert entry_id in template[barrier]["DependsOn"]
+
+
+def test_a_world_open_endpoint_is_an_error_unless_stated_then_a_warning() -> None:
+    with pytest.raises(ValueError, match="'0.0.0.0/0' opens the Kubernetes API endpoint to the "
+                       "whole internet.*public_access_from_anywhere=True"):
+        _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"])
+    stated = _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"],
+                           public_access_from_anywhere=True)
+    (warning,) = [m.data for m in stated.node.metadata if m.type == "aws:cdk:warning"]
+    assert "0.0.0.0/0" in warning and OPEN_TO_WORLD_WARNING in warning
+    with pytest.raises(ValueError, match=r"public_access_cidrs=\['203.0.113.0/24'\]: a private "
+                       "endpoint takes none"):
+        _bare_cluster(public_access_cidrs=["203.0.113.0/24"])
 
 
 def _bare_cluster(**props) -> TrainingEksCluster:
@@ -115,14 +143,15 @@ def test_restricted_or_private_endpoint_has_no_warning_and_admin_role_gets_an_ac
     None
 ):
     admin = "arn:aws:iam::123456789012:role/PlatformAdmin"
-    restricted = _bare_cluster(public_access_cidrs=["203.0.113.0/24"], admin_role_arn=admin)
+    restricted = _bare_cluster(endpoint_access="public_and_private",
+                               public_access_cidrs=["203.0.113.0/24"], admin_role_arn=admin)
     assert [m for m in restricted.node.metadata if m.type == "aws:cdk:warning"] == []
     entry = restricted.admin_access.node.default_child
     assert entry.principal_arn == admin
     (policy,) = cdk.Stack.of(restricted).resolve(entry.access_policies)
     assert policy["accessScope"] == {"type": "cluster"}
     assert "AmazonEKSClusterAdminPolicy" in json.dumps(policy["policyArn"])
-    private = _bare_cluster(endpoint_access="private")
+    private = _bare_cluster()  # private by default
     assert private.admin_access is None
     assert [m for m in private.node.metadata if m.type == "aws:cdk:warning"] == []
 
