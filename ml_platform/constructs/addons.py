@@ -20,31 +20,74 @@ from ml_platform.versions import addon_version
 # https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
 ADDON_CONFIGURATION = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 FSX_CSI_SERVICE_ACCOUNT = ("kube-system", "fsx-csi-controller-sa")
+VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
+"""The VPC CNI's service account: its Pod Identity role carries ``AmazonEKS_CNI_Policy``
+instead of the node roles (https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html;
+add-ons that call AWS get their role through Pod Identity:
+https://docs.aws.amazon.com/eks/latest/userguide/add-ons-iam.html)."""
+VPC_CNI_POLICY = "AmazonEKS_CNI_Policy"
 CLOUDWATCH_SERVICE_ACCOUNT = ("amazon-cloudwatch", "cloudwatch-agent")
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 
 
 def pod_identity_principal(
-    cluster_name: str, namespace: str, service_account: str
+    cluster_arn: str, namespace: str, service_account: str
 ) -> iam.IPrincipal:
     """EKS Pod Identity as a role's principal, limited to one cluster, namespace and service
     account through the session tags Pod Identity sets (with ``sts:TagSession``), so no
     other association in the account can take the role.
+
+    The cluster is named by its ARN (tag ``eks-cluster-arn``), not by ``eks-cluster-name``:
+    a name is unique only per region, so a cluster of the same name in another region of the
+    account could otherwise take the role.
     https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html
-    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html
+    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html (the session tags)
     """
     return iam.SessionTagsPrincipal(
         iam.ServicePrincipal(
             POD_IDENTITY_PRINCIPAL,
             conditions={
                 "StringEquals": {
-                    "aws:RequestTag/eks-cluster-name": cluster_name,
+                    "aws:RequestTag/eks-cluster-arn": cluster_arn,
                     "aws:RequestTag/kubernetes-namespace": namespace,
                     "aws:RequestTag/kubernetes-service-account": service_account,
                 }
             },
         )
     )
+
+
+def pod_identity_role(
+    scope: Construct,
+    role_id: str,
+    association_id: str,
+    *,
+    cluster: eks.ICluster,
+    namespace: str,
+    service_account: str,
+    purpose: str,
+    managed_policies: Sequence[str] = (),
+) -> tuple[iam.Role, eks.CfnPodIdentityAssociation]:
+    """A role only ``namespace/service_account`` of ``cluster`` may take through EKS Pod
+    Identity (:func:`pod_identity_principal`), and its association."""
+    role = iam.Role(
+        scope,
+        role_id,
+        assumed_by=pod_identity_principal(cluster.cluster_arn, namespace, service_account),
+        description=f"EKS Pod Identity role of {namespace}/{service_account} ({purpose})",
+        managed_policies=[
+            iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in managed_policies
+        ],
+    )
+    association = eks.CfnPodIdentityAssociation(
+        scope,
+        association_id,
+        cluster_name=cluster.cluster_name,
+        namespace=namespace,
+        service_account=service_account,
+        role_arn=role.role_arn,
+    )
+    return role, association
 
 
 class PodIdentityAddon(Construct):
@@ -80,25 +123,13 @@ class PodIdentityAddon(Construct):
         statements: Sequence[iam.PolicyStatement] = (),
     ) -> None:
         super().__init__(scope, construct_id)
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=pod_identity_principal(cluster.cluster_name, namespace, service_account),
-            description=f"EKS Pod Identity role of {namespace}/{service_account} ({addon_name})",
-            managed_policies=[
-                iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in managed_policies
-            ],
+        self.role, self.association = pod_identity_role(
+            self, "Role", "PodIdentity", cluster=cluster, namespace=namespace,
+            service_account=service_account, purpose=addon_name,
+            managed_policies=managed_policies,
         )
         for statement in statements:
             self.role.add_to_principal_policy(statement)
-        self.association = eks.CfnPodIdentityAssociation(
-            self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=namespace,
-            service_account=service_account,
-            role_arn=self.role.role_arn,
-        )
         self.addon = eks.Addon(
             self, "Resource", cluster=cluster, addon_name=addon_name, addon_version=addon_version
         )
@@ -112,6 +143,9 @@ class PlatformAddons(Construct):
 
     - ``vpc-cni``, ``kube-proxy`` and ``eks-pod-identity-agent`` first: nodes need them to
       become ready (``node_dependents`` wait for them).
+    - ``vpc-cni`` (service account ``kube-system/aws-node``) gets ``AmazonEKS_CNI_Policy`` on
+      a Pod Identity role of its own (:data:`VPC_CNI_SERVICE_ACCOUNT`), created before the
+      add-on; node roles do not carry it.
     - ``coredns``, ``aws-fsx-csi-driver`` and ``amazon-cloudwatch-observability`` after
       ``nodes_ready``: their Deployments need somewhere to run.
     - The FSx CSI controller's role may only describe file systems: the platform's file
@@ -130,6 +164,7 @@ class PlatformAddons(Construct):
 
     Attributes:
         addons: Every ``eks_v2.Addon`` by name.
+        vpc_cni_role: The VPC CNI's Pod Identity role.
         fsx_csi_driver: The :class:`PodIdentityAddon` of the FSx CSI driver.
         cloudwatch: The :class:`PodIdentityAddon` of CloudWatch observability.
     """
@@ -179,6 +214,22 @@ class PlatformAddons(Construct):
                 addon_version=pins[name],
                 configuration_values=ADDON_CONFIGURATION.get(name),
             )
+        # The add-on keeps its construct id (a new logical ID would create a second add-on of
+        # the same name); its role and association are siblings it waits for.
+        namespace, account = VPC_CNI_SERVICE_ACCOUNT
+        self.vpc_cni_role, self.vpc_cni_association = pod_identity_role(
+            self, "VpcCniRole", "VpcCniPodIdentity", cluster=cluster, namespace=namespace,
+            service_account=account, purpose="vpc-cni", managed_policies=[VPC_CNI_POLICY],
+        )
+        self.addons["vpc-cni"].node.add_dependency(
+            self.vpc_cni_role, self.vpc_cni_association, self.addons["eks-pod-identity-agent"]
+        )
+        acknowledge(
+            self.vpc_cni_role,
+            managed_policy_finding(VPC_CNI_POLICY),
+            "The EKS user guide names this AWS-maintained policy for the VPC CNI and recommends "
+            "a role of its own; it manages the ENIs and addresses of pods.",
+        )
         self.addons["coredns"] = eks.Addon(
             self, "Coredns", cluster=cluster, addon_name="coredns", addon_version=pins["coredns"]
         )

@@ -43,24 +43,33 @@ whose endpoint is publicly accessible, and a public endpoint open to 0.0.0.0/0 l
 IAM authentication between the internet and the Kubernetes API."""
 SSM_NODE_POLICY = "AmazonSSMManagedInstanceCore"
 """Session Manager on the nodes: debug EFA and Neuron on a node without SSH or open ports."""
-NODE_ROLE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryReadOnly",
-    SSM_NODE_POLICY,
-)
-"""AWS managed policies of an EKS worker node role (aws-cdk's default node role has the first
-three; :func:`configure_node_role` adds the SSM one)."""
+NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+"""AWS managed policies every EKS worker node role carries.
+
+- No ``AmazonEKS_CNI_Policy``: the VPC CNI add-on gets it on a Pod Identity role of its own
+  (:class:`~ml_platform.constructs.addons.PlatformAddons`), as the EKS user guide recommends
+  (assign the policy to a separate role, not the node role):
+  https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html and
+  https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html
+- ``AmazonEC2ContainerRegistryPullOnly`` instead of ``...ReadOnly``: pulling is all a kubelet
+  does; ReadOnly also lists and describes every repository of the account.
+  https://docs.aws.amazon.com/AmazonECR/latest/userguide/security-iam-awsmanpol.html
+"""
 NODE_ROLE_REASONS = {
     "AmazonEKSWorkerNodePolicy": "EKS managed node groups require this AWS-maintained policy "
     "on the node role for nodes to join the cluster.",
-    "AmazonEKS_CNI_Policy": "The VPC CNI (aws-node) assigns pod addresses with the node "
-    "role's permissions, the EKS default; AWS maintains the policy.",
-    "AmazonEC2ContainerRegistryReadOnly": "Nodes pull images (EKS add-ons, the training "
-    "image) from ECR; read-only.",
-    SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy), the way to "
-    "debug EFA and Neuron on a node without SSH keys or inbound ports.",
+    "AmazonEC2ContainerRegistryPullOnly": "Nodes pull images (EKS add-ons, the training "
+    "image) from ECR; pull only, the narrowest AWS-maintained ECR policy.",
+    SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy, the setting "
+    "cluster.node_ssm_access), the way to debug EFA and Neuron on a node without SSH keys or "
+    "inbound ports and to forward a port to the private API endpoint.",
 }
+
+
+def node_role_policies(ssm_access: bool = True) -> tuple[str, ...]:
+    """The AWS managed policies of a node role: :data:`NODE_ROLE_POLICIES`, plus
+    :data:`SSM_NODE_POLICY` with ``ssm_access``."""
+    return NODE_ROLE_POLICIES + ((SSM_NODE_POLICY,) if ssm_access else ())
 
 
 def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) -> Construct:
@@ -69,17 +78,25 @@ def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) 
     return getattr(importlib.import_module(module), name)(scope, construct_id)
 
 
-def acknowledge_node_role(role: iam.IRole) -> None:
+def acknowledge_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
     """Acknowledge the AWS managed policies every EKS worker node role carries."""
-    for policy in NODE_ROLE_POLICIES:
+    for policy in node_role_policies(ssm_access):
         acknowledge(role, managed_policy_finding(policy), NODE_ROLE_REASONS[policy])
 
 
-def configure_node_role(role: iam.IRole) -> None:
-    """Give a node role aws-cdk created (worker, CNI, ECR policies) Session Manager access too,
-    and acknowledge all its AWS managed policies."""
-    role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(SSM_NODE_POLICY))
-    acknowledge_node_role(role)
+def configure_node_role(role: iam.Role, ssm_access: bool = True) -> None:
+    """Set the managed policies of a node role aws-cdk created to :func:`node_role_policies`
+    (aws-cdk's default node role has the worker, CNI and ECR ReadOnly policies), and
+    acknowledge them.
+
+    The role's ``ManagedPolicyArns`` is replaced in place (an IAM update without interruption),
+    so the node group, whose ``NodeRole`` cannot change without replacement, stays. cdk-nag
+    reads the same L1 property, so it sees what the template holds."""
+    role.node.default_child.managed_policy_arns = [
+        iam.ManagedPolicy.from_aws_managed_policy_name(p).managed_policy_arn
+        for p in node_role_policies(ssm_access)
+    ]
+    acknowledge_node_role(role, ssm_access)
 
 
 IMDS_HOP_LIMIT = 1
@@ -210,6 +227,8 @@ class TrainingEksCluster(Construct):
             so a cluster deployed with the old default keeps it only by setting true.
         system_instance_type: Default ``m6i.large``.
         system_nodes: System nodes, 1 to 10. Default 2.
+        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on the system node role. Default
+            true.
         removal_policy: Applied to the cluster and its node groups. Default: CloudFormation's
             (delete).
 
@@ -235,6 +254,7 @@ class TrainingEksCluster(Construct):
         bootstrap_creator_admin: bool = False,
         system_instance_type: str = "m6i.large",
         system_nodes: int = 2,
+        node_ssm_access: bool = True,
         removal_policy: RemovalPolicy | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -340,9 +360,9 @@ class TrainingEksCluster(Construct):
             labels={NODE_ROLE_LABEL: "system"},
             removal_policy=removal_policy,
         )
-        self._acknowledge_findings()
+        self._acknowledge_findings(node_ssm_access)
 
-    def _acknowledge_findings(self) -> None:
+    def _acknowledge_findings(self, node_ssm_access: bool) -> None:
         """cdk-nag findings on roles and functions that aws-cdk or EKS dictate."""
         acknowledge(
             self.cluster.role,
@@ -350,7 +370,7 @@ class TrainingEksCluster(Construct):
             "EKS requires the cluster role to carry this AWS-maintained policy; it holds only "
             "what the control plane itself needs.",
         )
-        configure_node_role(self.system_nodes.role)
+        configure_node_role(self.system_nodes.role, node_ssm_access)
 
         # The kubectl provider (aws-cdk's custom-resource handler and its framework function).
         provider = self.cluster.kubectl_provider

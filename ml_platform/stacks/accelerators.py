@@ -60,6 +60,7 @@ class TrainiumNodesStack(Stack):
             root_volume_gib=trn.root_volume_gib,
             capacity_reservation_id=trn.capacity_reservation_id or trn.capacity_block_id,
             capacity_block=trn.capacity_block_id is not None,
+            ssm_access=settings.cluster.node_ssm_access,
         )
         if nodes_ready_after:
             self.trainium.node_group.node.add_dependency(*nodes_ready_after)
@@ -100,6 +101,7 @@ class GpuNodesStack(Stack):
             nodes=triton.gpu_nodes,
             min_nodes=triton.min_gpu_nodes,
             max_nodes=triton.max_gpu_nodes,
+            ssm_access=settings.cluster.node_ssm_access,
         )
         if nodes_ready_after:
             self.gpu.node_group.node.add_dependency(*nodes_ready_after)

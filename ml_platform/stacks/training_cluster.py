@@ -134,6 +134,7 @@ class TrainingClusterStack(Stack):
             bootstrap_creator_admin=cfg.bootstrap_creator_admin,
             system_instance_type=cfg.system_instance_type,
             system_nodes=cfg.system_nodes,
+            node_ssm_access=cfg.node_ssm_access,
         )
         cluster = self.eks.cluster
         self.addons = PlatformAddons(
@@ -145,6 +146,10 @@ class TrainingClusterStack(Stack):
             addon_versions=cfg.addon_versions,
         )
         self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
+        # On a cluster deployed before the VPC CNI had its own role, the system node role loses
+        # AmazonEKS_CNI_Policy only after the add-on (and its Pod Identity association) is
+        # updated.
+        self.eks.system_nodes.role.node.add_dependency(self.addons.addons["vpc-cni"])
 
         # The Trainium and GPU node groups live in stacks of their own
         # (ml_platform.stacks.accelerators): a capacity failure must not roll back the cluster.

@@ -417,3 +417,54 @@ def test_kubeconfig_command_never_assumes_the_admin_role_itself() -> None:
     assert outputs[admin]["UpdateKubeconfigCommand"] == {"Value": command}
     assert outputs[admin]["AdminRoleArn"]["Value"] == admin
     assert "--role-arn" in outputs[admin]["AdminRoleArn"]["Description"]
+
+
+def test_the_vpc_cni_has_its_own_pod_identity_role_created_before_the_add_on(
+    synth: SynthesizedPlatform,
+) -> None:
+    """AmazonEKS_CNI_Policy sits on kube-system/aws-node's Pod Identity role (EKS user guide,
+    cni-iam-role), which exists with its association before the vpc-cni add-on; the system
+    node role loses the policy only after the add-on is updated."""
+    template = synth.template_json("TrainingCluster")["Resources"]
+    (association_id,) = [
+        k for k, r in _resources(synth, "AWS::EKS::PodIdentityAssociation").items()
+        if r["Properties"]["ServiceAccount"] == "aws-node"
+    ]
+    association = template[association_id]["Properties"]
+    assert association["Namespace"] == "kube-system"
+    role_id = association["RoleArn"]["Fn::GetAtt"][0]
+    (arn,) = template[role_id]["Properties"]["ManagedPolicyArns"]
+    assert arn["Fn::Join"][1][-1] == ":iam::aws:policy/AmazonEKS_CNI_Policy"
+    (addon_id,) = [
+        k for k, r in _resources(synth, "AWS::EKS::Addon").items()
+        if r["Properties"]["AddonName"] == "vpc-cni"
+    ]
+    assert addon_id.startswith("AddonsVpcCni") and "Role" not in addon_id  # logical ID kept
+    assert {association_id, role_id} <= set(template[addon_id]["DependsOn"])
+    (system_group,) = _resources(synth, "AWS::EKS::Nodegroup").values()
+    node_role_id = system_group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
+    assert addon_id in template[node_role_id]["DependsOn"]
+
+
+def test_ssm_on_node_roles_follows_the_setting() -> None:
+    from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+
+    names = {}
+    for ssm in (True, False):
+        cluster = _bare_cluster(node_ssm_access=ssm)
+        GpuNodeGroup(cluster, "Gpu", cluster=cluster.cluster, ssm_access=ssm)
+        roles = [
+            r for r in Template.from_stack(cdk.Stack.of(cluster)).find_resources(
+                "AWS::IAM::Role").values()
+            if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+            == {"Service": "ec2.amazonaws.com"}
+        ]
+        assert len(roles) == 2  # system and GPU node roles
+        names[ssm] = [
+            sorted(a["Fn::Join"][1][-1].rsplit("/", 1)[-1]
+                   for a in r["Properties"]["ManagedPolicyArns"])
+            for r in roles
+        ]
+    base = ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]
+    assert names[False] == [base, base]
+    assert names[True] == [sorted([*base, "AmazonSSMManagedInstanceCore"])] * 2

@@ -208,7 +208,9 @@ def test_pod_identity_roles_trust_only_their_cluster_namespace_and_service_accou
     synth: SynthesizedPlatform,
 ) -> None:
     associations = list(_resources(synth, "AWS::EKS::PodIdentityAssociation"))
-    assert len(associations) >= 3
+    assert {a["Properties"]["ServiceAccount"] for _, _, a in associations} == {
+        "aws-node", "fsx-csi-controller-sa", "cloudwatch-agent", "triton",
+    }
     for stack, _, association in associations:
         props = association["Properties"]
         role_id = props["RoleArn"]["Fn::GetAtt"][0]
@@ -216,8 +218,11 @@ def test_pod_identity_roles_trust_only_their_cluster_namespace_and_service_accou
         (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
         assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
         assert sorted(statement["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+        # The cluster's ARN, not its name: a cluster of the same name in another region of
+        # the account must not match (pod-id-abac session tags).
+        cluster_id = props["ClusterName"]["Ref"]
         assert statement["Condition"] == {"StringEquals": {
-            "aws:RequestTag/eks-cluster-name": props["ClusterName"],
+            "aws:RequestTag/eks-cluster-arn": {"Fn::GetAtt": [cluster_id, "Arn"]},
             "aws:RequestTag/kubernetes-namespace": props["Namespace"],
             "aws:RequestTag/kubernetes-service-account": props["ServiceAccount"],
         }}, role_id
