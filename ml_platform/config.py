@@ -75,6 +75,7 @@ _ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
 RESERVED_NAMESPACES = (
     "default", "kube-system", "kube-public", "kube-node-lease",  # Kubernetes
     "volcano-system", "volcano-monitoring",  # Volcano's Helm chart
+    "amazon-cloudwatch",  # the CloudWatch observability add-on (its allow-all NetworkPolicy)
     "triton",  # Triton on EKS (k8s_charts/triton.py)
 )
 # Volcano creates and owns these queues ('root' is the parent of hierarchical queues).
@@ -246,6 +247,8 @@ class NetworkSettings:
             node group and FSx live there. Default ``us-west-2d``. ``mlp azs`` finds it.
         nat_gateways: NAT gateways (1 saves cost; one per AZ survives an AZ outage). Default 1.
         flow_log_retention_days: Days VPC flow logs are kept. Default 90.
+        restrict_default_security_group: Remove every rule of the VPC's default security group
+            (Security Hub EC2.2) with aws-cdk's Lambda-backed custom resource. Default true.
     """
 
     cidr: str = "10.0.0.0/16"
@@ -253,6 +256,7 @@ class NetworkSettings:
     trainium_az: str = "us-west-2d"
     nat_gateways: int = 1
     flow_log_retention_days: int = 90
+    restrict_default_security_group: bool = True
 
     def problems(self) -> list[str]:
         out = []
@@ -361,6 +365,9 @@ class ClusterSettings:
         node_ssm_access: ``AmazonSSMManagedInstanceCore`` on every node role: Session Manager
             shells and port forwarding to the nodes (break-glass debugging of EFA and Neuron,
             the way to a private API endpoint). Default true.
+        network_policy_mode: The VPC CNI's NetworkPolicy enforcing mode: ``strict`` (default:
+            a new pod is default-deny until its policies are in place; the system namespaces
+            get allow-all policies) or ``standard`` (a new pod talks freely until then).
         system_instance_type: Instance type of the small system node group. Default m6i.large.
         system_nodes: Nodes in the system node group. Default 2.
         fsx_csi_driver_version: Version of the ``aws-fsx-csi-driver`` add-on. Default none:
@@ -377,6 +384,7 @@ class ClusterSettings:
     public_access_from_anywhere: bool = False
     bootstrap_creator_admin: bool = False
     node_ssm_access: bool = True
+    network_policy_mode: str = "strict"
     system_instance_type: str = "m6i.large"
     system_nodes: int = 2
     fsx_csi_driver_version: str | None = None
@@ -462,6 +470,11 @@ class ClusterSettings:
             out.append(
                 f"cluster.system_instance_type = {self.system_instance_type!r}: the system nodes "
                 "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
+            )
+        if self.network_policy_mode not in ("strict", "standard"):
+            out.append(
+                f"cluster.network_policy_mode = {self.network_policy_mode!r}: expected one of "
+                "['strict', 'standard']"
             )
         if not 1 <= self.system_nodes <= 10:
             out.append(f"cluster.system_nodes = {self.system_nodes}: expected 1 to 10")

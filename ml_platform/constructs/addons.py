@@ -16,9 +16,24 @@ from ml_platform.constructs.eks_cluster import managed_policy_finding
 from ml_platform.constructs.nag import acknowledge
 from ml_platform.versions import addon_version
 
-# The VPC CNI enforces NetworkPolicies only with its network policy agent switched on.
+# The VPC CNI enforces NetworkPolicies only with its network policy agent switched on, and in
+# strict mode only gates every new pod (default deny until its policies are programmed, and
+# for a pod no policy selects); standard mode lets a new pod talk freely until then. The mode
+# is the aws-node container's NETWORK_POLICY_ENFORCING_MODE, set through the add-on's `env`.
 # https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
-ADDON_CONFIGURATION = {"vpc-cni": {"enableNetworkPolicy": "true"}}
+# https://github.com/aws/aws-network-policy-agent/pull/209 (strict mode)
+NETWORK_POLICY_MODES = ("strict", "standard")
+
+
+def vpc_cni_configuration(network_policy_mode: str = "strict") -> dict[str, object]:
+    """Configuration values of the vpc-cni add-on: network policies on, in ``network_policy_mode``."""
+    return {
+        "enableNetworkPolicy": "true",
+        "env": {"NETWORK_POLICY_ENFORCING_MODE": network_policy_mode},
+    }
+
+
+ADDON_CONFIGURATION = {"vpc-cni": vpc_cni_configuration()}
 FSX_CSI_SERVICE_ACCOUNT = ("kube-system", "fsx-csi-controller-sa")
 VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
 """The VPC CNI's service account: its Pod Identity role carries ``AmazonEKS_CNI_Policy``
@@ -161,6 +176,10 @@ class PlatformAddons(Construct):
         addon_versions: Versions that replace the pins, by add-on name. Default none.
         nodes_ready: What the node-dependent add-ons wait for (e.g. the system node group).
             Default nothing.
+        network_policy_mode: The VPC CNI's enforcing mode, ``strict`` (default: every pod
+            needs a policy that allows its traffic, see
+            :class:`~ml_platform.k8s_charts.network_policies.SystemNetworkPolicyChart`) or
+            ``standard``.
 
     Attributes:
         addons: Every ``eks_v2.Addon`` by name.
@@ -180,8 +199,15 @@ class PlatformAddons(Construct):
         kubernetes_version: str,
         nodes_ready: Sequence[IDependable] = (),
         addon_versions: Mapping[str, str] | None = None,
+        network_policy_mode: str = "strict",
     ) -> None:
         super().__init__(scope, construct_id)
+        if network_policy_mode not in NETWORK_POLICY_MODES:
+            raise ValueError(
+                f"{self.node.path}: network_policy_mode={network_policy_mode!r}: expected one of "
+                f"{list(NETWORK_POLICY_MODES)}"
+            )
+        configuration = {**ADDON_CONFIGURATION, "vpc-cni": vpc_cni_configuration(network_policy_mode)}
         overrides = dict(addon_versions or {})
         try:
             pins = {
@@ -212,7 +238,7 @@ class PlatformAddons(Construct):
                 cluster=cluster,
                 addon_name=name,
                 addon_version=pins[name],
-                configuration_values=ADDON_CONFIGURATION.get(name),
+                configuration_values=configuration.get(name),
             )
         # The add-on keeps its construct id (a new logical ID would create a second add-on of
         # the same name); its role and association are siblings it waits for.

@@ -18,7 +18,10 @@ from ml_platform.constructs.storage import LUSTRE_PORTS
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
-from ml_platform.k8s_charts.network_policies import TrainingNetworkPolicyChart
+from ml_platform.k8s_charts.network_policies import (
+    SystemNetworkPolicyChart,
+    TrainingNetworkPolicyChart,
+)
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
 from ml_platform.versions import (
@@ -70,6 +73,7 @@ def cluster_charts(
         "TrainingNetworkPolicies": TrainingNetworkPolicyChart(
             app, "training-network-policies", namespace=settings.training.namespace
         ),
+        "SystemNetworkPolicies": SystemNetworkPolicyChart(app, "system-network-policies"),
     }
 
 
@@ -144,6 +148,7 @@ class TrainingClusterStack(Stack):
             kubernetes_version=cfg.kubernetes_version,
             nodes_ready=[self.eks.system_nodes],
             addon_versions=cfg.addon_versions,
+            network_policy_mode=cfg.network_policy_mode,
         )
         self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
         # On a cluster deployed before the VPC CNI had its own role, the system node role loses
@@ -187,6 +192,15 @@ class TrainingClusterStack(Stack):
         self.manifests["VolcanoQueue"].node.add_dependency(self.volcano)
         # The policies live in the training namespace the storage chart creates.
         self.manifests["TrainingNetworkPolicies"].node.add_dependency(self.manifests["Storage"])
+        # Strict NetworkPolicy enforcement: the system namespaces' allow-all policies (and the
+        # volcano-system and amazon-cloudwatch namespaces) exist before the pods that need
+        # them, so none starts with no traffic at all.
+        system_policies = self.manifests["SystemNetworkPolicies"]
+        self.volcano.node.add_dependency(system_policies)
+        for name in ("coredns", "aws-fsx-csi-driver", "amazon-cloudwatch-observability"):
+            self.addons.addons[name].node.add_dependency(system_policies)
+        for name in ("NeuronPlugin", "EfaPlugin"):
+            self.manifests[name].node.add_dependency(system_policies)
 
         self.triton = None
         if settings.features.triton_on_eks and model_bucket_arn_export:

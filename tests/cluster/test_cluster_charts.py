@@ -63,7 +63,8 @@ def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
     assert (
         set(deployed) - triton
         == set(copies)
-        == {"Storage", "NeuronPlugin", "EfaPlugin", "VolcanoQueue", "TrainingNetworkPolicies"}
+        == {"Storage", "NeuronPlugin", "EfaPlugin", "VolcanoQueue", "TrainingNetworkPolicies",
+            "SystemNetworkPolicies"}
     )
     for name, objects in copies.items():
         assert [key(o) for o in deployed[name]] == [key(o) for o in objects], name
@@ -101,9 +102,9 @@ def test_every_object_validates_against_kubernetes_1_35(copies) -> None:
                 continue  # a CRD object: checked against Volcano's schema below
             kubernetes_validate.validate(obj, KUBERNETES, strict=True)
             checked += 1
-    # 8 + the training namespace's 4 NetworkPolicies + the Neuron plugin's admission policy
-    # and binding
-    assert checked == 14
+    # 8 + the training namespace's 5 NetworkPolicies + the Neuron plugin's admission policy
+    # and binding + the system namespaces' 3 allow-all policies and 2 namespaces
+    assert checked == 20
 
 
 def test_validation_catches_a_broken_object(copies) -> None:
@@ -121,7 +122,11 @@ def test_namespaces_are_set_per_object(deployed, synth: SynthesizedPlatform) -> 
         for obj in objects:
             namespace = obj["metadata"].get("namespace")
             assert (namespace is None) == (obj["kind"] in cluster_scoped), (name, key(obj))
-            assert namespace in (None, "kube-system", training, "triton"), (name, key(obj))
+            assert namespace in (
+                None, "kube-system", training, "triton", "volcano-system", "amazon-cloudwatch"
+            ), (name, key(obj))
+            if namespace in ("volcano-system", "amazon-cloudwatch"):  # strict mode's allow-all
+                assert (name, obj["kind"]) == ("SystemNetworkPolicies", "NetworkPolicy")
 
 
 # --- aws-cdk's own Neuron plugin is not applied -------------------------------------------

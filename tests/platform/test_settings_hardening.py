@@ -295,3 +295,9 @@ def test_cdk_json_files_that_are_not_json_objects_are_one_line_errors(
         settings_from_cdk_json(str(tmp_path / "cdk.json"))
     assert info.value.problems == [f"{tmp_path / name}: {expected}"] or expected in str(info.value)
     assert str(tmp_path / name) in str(info.value)
+
+
+def test_network_policy_mode_is_strict_by_default_and_checked() -> None:
+    assert Settings.from_context({}, known_azs=SEEDED).cluster.network_policy_mode == "strict"
+    one_problem({"cluster": {"network_policy_mode": "off"}},
+                "cluster.network_policy_mode = 'off': expected one of ['strict', 'standard']")
