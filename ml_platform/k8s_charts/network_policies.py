@@ -2,9 +2,10 @@
 
 The VPC CNI enforces them once its network policy agent is on (``enableNetworkPolicy`` in
 the add-on configuration, :data:`ml_platform.constructs.addons.ADDON_CONFIGURATION`), in
-strict mode: a new pod starts default-deny until its policies are in place, and a pod no
-policy selects gets no traffic at all (so the system namespaces get
-:class:`SystemNetworkPolicyChart`).
+strict mode: a new pod starts default-deny until its policies are in place
+(https://github.com/aws/aws-network-policy-agent/pull/209), and users of strict mode report
+that a pod no policy selects stays so; the system namespaces get
+:class:`SystemNetworkPolicyChart` so that their pods do not depend on it.
 https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy.html
 https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
 

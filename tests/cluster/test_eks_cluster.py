@@ -468,3 +468,19 @@ def test_ssm_on_node_roles_follows_the_setting() -> None:
     base = ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]
     assert names[False] == [base, base]
     assert names[True] == [sorted([*base, "AmazonSSMManagedInstanceCore"])] * 2
+
+
+def test_network_policy_mode_reaches_the_vpc_cni_and_is_checked() -> None:
+    for mode in ("strict", "standard"):
+        cluster = _bare_cluster()
+        addons = PlatformAddons(cluster, "Addons", cluster=cluster.cluster, kubernetes_version="1.35",
+                                network_policy_mode=mode)
+        values = cdk.Stack.of(cluster).resolve(
+            addons.addons["vpc-cni"].node.default_child.configuration_values)
+        assert json.loads(values) == {"enableNetworkPolicy": "true",
+                                      "env": {"NETWORK_POLICY_ENFORCING_MODE": mode}}
+    cluster = _bare_cluster()
+    with pytest.raises(ValueError, match=r"network_policy_mode='off': expected one of \['strict', "
+                       r"'standard'\]"):
+        PlatformAddons(cluster, "Addons", cluster=cluster.cluster, kubernetes_version="1.35",
+                       network_policy_mode="off")
