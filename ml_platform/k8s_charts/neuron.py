@@ -23,8 +23,8 @@ Narrower than the chart (issue review of the upstream defaults):
 Residual risks (README, "Pod security"): the plugin runs as root (it creates its socket in
 the kubelet's root-owned device-plugin directory); ``nodes/proxy`` get, which the chart
 grants, reaches the kubelet API of every node, exec included (GET requests pass no admission
-policy, so only RBAC could narrow it, and node names are not known in advance); ``nodes/status``
-patch stays cluster-wide.
+policy, so only RBAC could narrow it, and node names are not known in advance). A second
+policy (:data:`NODE_STATUS_POLICY_NAME`) keeps its ``nodes/status`` writes to its own node.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ KUBELET_KUBECONFIG = "/etc/kubernetes/kubelet.conf"  # chart value devicePlugin.
 INFA_MAP = "/run/infa-map.json"  # the one file of the host's /run the plugin reads
 SERVICE_ACCOUNT_USER = f"system:serviceaccount:{NAMESPACE}:{NAME}"
 POLICY_NAME = "neuron-device-plugin-pod-writes"
+NODE_STATUS_POLICY_NAME = "neuron-device-plugin-node-status"
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 """User-info extra of a pod-bound service-account token naming the pod's node (Kubernetes
 1.32+, so in every supported version): NodeNameKey in
@@ -74,6 +75,12 @@ POD_WRITE_RULES = {
 """CEL validations of :data:`POLICY_NAME`, by name: (expression, message). Only operators of
 standard CEL (``in``, ``has``, ``==``), which every Kubernetes CEL version has.
 https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/"""
+NODE_STATUS_RULE = (
+    f"'{NODE_NAME_EXTRA}' in request.userInfo.extra && "
+    f"object.metadata.name in request.userInfo.extra['{NODE_NAME_EXTRA}']",
+    "the Neuron device plugin may change the status of its own node only",
+)
+"""CEL validation of :data:`NODE_STATUS_POLICY_NAME` (the plugin's ``nodes/status`` writes)."""
 # Nodes that must not run node-level plugins: Fargate, hybrid and Auto Mode nodes.
 _COMPUTE_TYPE_LABEL = "eks.amazonaws.com/compute-type"
 _UNMANAGED_COMPUTE = ["fargate", "hybrid", "auto"]
@@ -206,6 +213,7 @@ class NeuronDevicePluginChart(cdk8s.Chart):
             ),
         )
         self.pod_write_policy, self.pod_write_binding = pod_write_policy(self, labels)
+        self.node_status_policy, self.node_status_binding = node_status_policy(self, labels)
 
 
 def pod_write_policy(
@@ -214,10 +222,36 @@ def pod_write_policy(
     """A ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA since Kubernetes 1.30)
     and its binding: pod updates by the plugin's service account must keep to
     :data:`POD_WRITE_RULES`; requests of anyone else are not matched."""
+    return _plugin_policy(
+        scope, "PodWritePolicy", POLICY_NAME, "pods", list(POD_WRITE_RULES.values()), labels
+    )
+
+
+def node_status_policy(
+    scope: Construct, labels: dict[str, str]
+) -> tuple[k8s.KubeValidatingAdmissionPolicy, k8s.KubeValidatingAdmissionPolicyBinding]:
+    """The same for the plugin's ``nodes/status`` writes (its ClusterRole grants patch and
+    update on every node's status): only its own node's (:data:`NODE_STATUS_RULE`)."""
+    return _plugin_policy(
+        scope, "NodeStatusPolicy", NODE_STATUS_POLICY_NAME, "nodes/status", [NODE_STATUS_RULE],
+        labels,
+    )
+
+
+def _plugin_policy(
+    scope: Construct,
+    construct_id: str,
+    name: str,
+    resource: str,
+    rules: Sequence[tuple[str, str]],
+    labels: dict[str, str],
+) -> tuple[k8s.KubeValidatingAdmissionPolicy, k8s.KubeValidatingAdmissionPolicyBinding]:
+    """A policy on UPDATE of ``resource`` that matches the plugin's service account only
+    (``matchConditions``), fails closed, and is bound cluster-wide with Deny and Audit."""
     policy = k8s.KubeValidatingAdmissionPolicy(
         scope,
-        "PodWritePolicy",
-        metadata=k8s.ObjectMeta(name=POLICY_NAME, labels=labels),
+        construct_id,
+        metadata=k8s.ObjectMeta(name=name, labels=labels),
         spec=k8s.ValidatingAdmissionPolicySpec(
             failure_policy="Fail",
             match_constraints=k8s.MatchResources(
@@ -226,7 +260,7 @@ def pod_write_policy(
                         api_groups=[""],
                         api_versions=["v1"],
                         operations=["UPDATE"],
-                        resources=["pods"],
+                        resources=[resource],
                     )
                 ]
             ),
@@ -236,18 +270,15 @@ def pod_write_policy(
                     expression=f"request.userInfo.username == '{SERVICE_ACCOUNT_USER}'",
                 )
             ],
-            validations=[
-                k8s.Validation(expression=expression, message=message)
-                for expression, message in POD_WRITE_RULES.values()
-            ],
+            validations=[k8s.Validation(expression=e, message=m) for e, m in rules],
         ),
     )
     binding = k8s.KubeValidatingAdmissionPolicyBinding(
         scope,
-        "PodWritePolicyBinding",
-        metadata=k8s.ObjectMeta(name=POLICY_NAME, labels=labels),
+        f"{construct_id}Binding",
+        metadata=k8s.ObjectMeta(name=name, labels=labels),
         spec=k8s.ValidatingAdmissionPolicyBindingSpec(
-            policy_name=POLICY_NAME, validation_actions=["Deny", "Audit"]
+            policy_name=name, validation_actions=["Deny", "Audit"]
         ),
     )
     return policy, binding

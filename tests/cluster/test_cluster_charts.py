@@ -102,9 +102,9 @@ def test_every_object_validates_against_kubernetes_1_35(copies) -> None:
                 continue  # a CRD object: checked against Volcano's schema below
             kubernetes_validate.validate(obj, KUBERNETES, strict=True)
             checked += 1
-    # 8 + the training namespace's 5 NetworkPolicies + the Neuron plugin's admission policy
-    # and binding + the system namespaces' 3 allow-all policies and 2 namespaces
-    assert checked == 20
+    # 8 + the training namespace's 5 NetworkPolicies + the Neuron plugin's 2 admission
+    # policies and bindings + the system namespaces' 3 allow-all policies and 2 namespaces
+    assert checked == 22
 
 
 def test_validation_catches_a_broken_object(copies) -> None:

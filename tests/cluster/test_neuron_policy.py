@@ -14,6 +14,8 @@ import pytest
 from ml_platform.k8s_charts.neuron import (
     INFA_MAP,
     NODE_NAME_EXTRA,
+    NODE_STATUS_POLICY_NAME,
+    NODE_STATUS_RULE,
     POD_WRITE_RULES,
     POLICY_NAME,
     SERVICE_ACCOUNT_USER,
@@ -29,8 +31,9 @@ def objects() -> list[dict]:
     ).to_json()
 
 
-def _kind(objects, kind) -> dict:
-    (obj,) = [o for o in objects if o["kind"] == kind]
+def _kind(objects, kind, name=POLICY_NAME) -> dict:
+    (obj,) = [o for o in objects if o["kind"] == kind
+              and (not kind.startswith("ValidatingAdmission") or o["metadata"]["name"] == name)]
     return obj
 
 
@@ -61,6 +64,15 @@ def test_policy_and_binding_validate_for_every_supported_version(objects) -> Non
     assert SERVICE_ACCOUNT_USER == "system:serviceaccount:kube-system:neuron-device-plugin"
     assert [v["expression"] for v in spec["validations"]] == [e for e, _ in POD_WRITE_RULES.values()]
     assert binding["spec"] == {"policyName": POLICY_NAME, "validationActions": ["Deny", "Audit"]}
+    node_policy = _kind(objects, "ValidatingAdmissionPolicy", NODE_STATUS_POLICY_NAME)
+    node_binding = _kind(objects, "ValidatingAdmissionPolicyBinding", NODE_STATUS_POLICY_NAME)
+    for version in KUBERNETES_VERSIONS:
+        for obj in (node_policy, node_binding):
+            kubernetes_validate.validate(obj, f"{version}.0", strict=True)
+    assert node_policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["nodes/status"]
+    assert node_policy["spec"]["matchConditions"] == spec["matchConditions"]
+    assert node_binding["spec"] == {"policyName": NODE_STATUS_POLICY_NAME,
+                                    "validationActions": ["Deny", "Audit"]}
     # The binding's subject is the plugin's own service account, bound in the ClusterRoleBinding.
     subjects = _kind(objects, "ClusterRoleBinding")["subjects"]
     assert subjects == [{"kind": "ServiceAccount", "name": "neuron-device-plugin",
@@ -84,7 +96,7 @@ def _request(node: str | None, username: str = SERVICE_ACCOUNT_USER) -> dict:
     return {"userInfo": {"username": username, "extra": extra}}
 
 
-def _failures(request: dict, new: dict, old: dict) -> list[str]:
+def _failures(request: dict, new: dict, old: dict, rules=POD_WRITE_RULES) -> list[str]:
     celpy = pytest.importorskip("celpy", reason="cel-python (requirements-dev.txt) evaluates CEL")
     env = celpy.Environment()
     activation = {
@@ -93,7 +105,7 @@ def _failures(request: dict, new: dict, old: dict) -> list[str]:
         "oldObject": celpy.json_to_cel(old),
     }
     failed = []
-    for name, (expression, _) in POD_WRITE_RULES.items():
+    for name, (expression, _) in rules.items():
         result = env.program(env.compile(expression)).evaluate(activation)
         assert isinstance(result, celpy.celtypes.BoolType), (name, result)
         if not result:
@@ -135,3 +147,14 @@ def test_an_unscheduled_pod_is_no_pod_of_its_node() -> None:
     new = copy.deepcopy(pending)
     new["metadata"]["annotations"]["x"] = "y"
     assert _failures(_request(NODE), new, pending) == ["own-node"]
+
+
+@pytest.mark.parametrize(("request_node", "allowed"), [
+    (NODE, True), ("ip-10-0-9-9.us-west-2.compute.internal", False), (None, False),
+])
+def test_node_status_writes_only_for_its_own_node(request_node, allowed) -> None:
+    node = {"metadata": {"name": NODE}, "status": {"capacity": {"aws.amazon.com/neuron": "16"}}}
+    new = copy.deepcopy(node)
+    new["status"]["capacity"]["aws.amazon.com/neuron"] = "0"
+    failed = _failures(_request(request_node), new, node, {"own-node": NODE_STATUS_RULE})
+    assert failed == ([] if allowed else ["own-node"])
