@@ -484,3 +484,13 @@ def test_network_policy_mode_reaches_the_vpc_cni_and_is_checked() -> None:
                        r"'standard'\]"):
         PlatformAddons(cluster, "Addons", cluster=cluster.cluster, kubernetes_version="1.35",
                        network_policy_mode="off")
+
+
+def test_the_kubectl_handler_runs_in_the_private_subnets_so_a_private_endpoint_deploys(
+    synth: SynthesizedPlatform,
+) -> None:
+    template = synth.template_json("TrainingCluster")["Resources"]
+    handler = next(r for k, r in template.items() if r["Type"] == "AWS::Lambda::Function"
+                   and k.startswith("ClusterKubectlProviderHandler"))
+    subnets = [s["Fn::ImportValue"] for s in handler["Properties"]["VpcConfig"]["SubnetIds"]]
+    assert len(subnets) == 3 and all("PrivateSubnet" in s for s in subnets)
