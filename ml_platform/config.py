@@ -81,6 +81,7 @@ _ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
 RESERVED_NAMESPACES = (
     "default", "kube-system", "kube-public", "kube-node-lease",  # Kubernetes
     "volcano-system", "volcano-monitoring",  # Volcano's Helm chart
+    "amazon-cloudwatch",  # the CloudWatch observability add-on (its allow-all NetworkPolicy)
     "triton",  # Triton on EKS (k8s_charts/triton.py)
 )
 # Volcano creates and owns these queues ('root' is the parent of hierarchical queues).
@@ -254,6 +255,8 @@ class NetworkSettings:
             node group and FSx live there. Default ``us-west-2d``. ``mlp azs`` finds it.
         nat_gateways: NAT gateways (1 saves cost; one per AZ survives an AZ outage). Default 1.
         flow_log_retention_days: Days VPC flow logs are kept. Default 90.
+        restrict_default_security_group: Remove every rule of the VPC's default security group
+            (Security Hub EC2.2) with aws-cdk's Lambda-backed custom resource. Default true.
     """
 
     cidr: str = "10.0.0.0/16"
@@ -261,6 +264,7 @@ class NetworkSettings:
     trainium_az: str = "us-west-2d"
     nat_gateways: int = 1
     flow_log_retention_days: int = 90
+    restrict_default_security_group: bool = True
 
     def problems(self) -> list[str]:
         out = []
@@ -365,10 +369,24 @@ class ClusterSettings:
         kubernetes_version: ``1.34`` or ``1.35`` (the versions Volcano 1.15 supports, each
             with its own add-on pins and kubectl layer). Default ``1.35``.
         admin_role_arn: IAM role given cluster-admin through an EKS access entry. Default none
-            (only the stack's creator role can reach the API).
-        endpoint_access: ``public_and_private`` (default) or ``private``.
-        public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0`` with a
-            synth-time warning: restrict it to your network.
+            (only the stack's kubectl provider can use the API); ``mlp azs`` writes the role
+            named with ``--admin-role-arn`` or ``--admin-role-mine``.
+        endpoint_access: ``private`` (default: the API answers inside the VPC only; reach it
+            through Session Manager port forwarding, see the README) or ``public_and_private``.
+        public_access_cidrs: CIDRs allowed to the public endpoint. Default none; ``mlp azs
+            --public-access-mine`` writes the caller's address as a /32.
+        public_access_from_anywhere: Accept ``0.0.0.0/0`` in ``public_access_cidrs`` (with a
+            synth-time warning). Default false: a /0 block is a settings error.
+        bootstrap_creator_admin: Give the cluster's creator (CloudFormation's execution role)
+            a permanent cluster-admin access entry. Default false. A cluster deployed before
+            this default changed keeps its entry only with true (changing it replaces the
+            cluster).
+        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on every node role: Session Manager
+            shells and port forwarding to the nodes (break-glass debugging of EFA and Neuron,
+            the way to a private API endpoint). Default true.
+        network_policy_mode: The VPC CNI's NetworkPolicy enforcing mode: ``strict`` (default:
+            a new pod is default-deny until its policies are in place; the system namespaces
+            get allow-all policies) or ``standard`` (a new pod talks freely until then).
         system_instance_type: Instance type of the small system node group. Default m6i.large.
         system_nodes: Nodes in the system node group. Default 2.
         fsx_csi_driver_version: Version of the ``aws-fsx-csi-driver`` add-on. Default none:
@@ -383,8 +401,12 @@ class ClusterSettings:
     name: str = "ml-platform"
     kubernetes_version: str = "1.35"
     admin_role_arn: str | None = None
-    endpoint_access: str = "public_and_private"
-    public_access_cidrs: tuple[str, ...] = ("0.0.0.0/0",)
+    endpoint_access: str = "private"
+    public_access_cidrs: tuple[str, ...] = ()
+    public_access_from_anywhere: bool = False
+    bootstrap_creator_admin: bool = False
+    node_ssm_access: bool = True
+    network_policy_mode: str = "strict"
     system_instance_type: str = "m6i.large"
     system_nodes: int = 2
     fsx_csi_driver_version: str | None = None
@@ -436,6 +458,11 @@ class ClusterSettings:
                 "cluster.public_access_cidrs = []: a public endpoint needs at least one CIDR "
                 "(or set cluster.endpoint_access to 'private')"
             )
+        if self.endpoint_access == "private" and cidrs:
+            out.append(
+                f"cluster.public_access_cidrs = {cidrs!r}: a private endpoint takes none (set "
+                "cluster.endpoint_access to 'public_and_private' to use them)"
+            )
         if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
             out.append(
                 f"cluster.public_access_cidrs: {len(cidrs)} blocks, EKS takes at most "
@@ -454,6 +481,13 @@ class ClusterSettings:
                     f"cluster.public_access_cidrs[{i}] = {cidr!r}: IPv4 only (EKS takes no IPv6 "
                     "blocks for an IPv4 cluster)"
                 )
+            elif net.prefixlen == 0 and not self.public_access_from_anywhere:
+                out.append(
+                    f"cluster.public_access_cidrs[{i}] = {cidr!r}: opens the Kubernetes API to "
+                    "the whole internet; name your networks (`mlp azs --public-access-mine` "
+                    "writes your address), keep cluster.endpoint_access 'private', or set "
+                    "cluster.public_access_from_anywhere to true to state that choice"
+                )
         instance = _INSTANCE_TYPE.fullmatch(self.system_instance_type)
         if not instance:
             out.append(
@@ -464,6 +498,11 @@ class ClusterSettings:
             out.append(
                 f"cluster.system_instance_type = {self.system_instance_type!r}: the system nodes "
                 "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
+            )
+        if self.network_policy_mode not in ("strict", "standard"):
+            out.append(
+                f"cluster.network_policy_mode = {self.network_policy_mode!r}: expected one of "
+                "['strict', 'standard']"
             )
         if not 1 <= self.system_nodes <= 10:
             out.append(f"cluster.system_nodes = {self.system_nodes}: expected 1 to 10")

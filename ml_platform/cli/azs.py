@@ -12,12 +12,18 @@ therefore ``cdk.json``'s whole object with this command's keys (``env.account``,
 to ``cdk.json``'s object take effect after running ``mlp azs`` again.
 
 Cluster access: the cluster grants cluster-admin only to ``cluster.admin_role_arn`` (and to
-CloudFormation's execution role, which created it). Unless ``cdk.json`` sets one (or
-``--admin-role-arn`` is given), the command writes the caller's own role: an assumed-role
-session ARN (``arn:aws:sts::<account>:assumed-role/<name>/<session>``) is resolved to the
-role's ARN with ``iam:GetRole``, which includes the role's path (SSO roles live under
-``/aws-reserved/sso.amazonaws.com/``). IAM users and the root user are not roles: then nothing
-is written and the command says so.
+the stack's kubectl provider). The command needs that role named: ``--admin-role-arn ARN``,
+or ``--admin-role-mine`` for the caller's own role (often an SSO administrator permission
+set: say so deliberately), unless ``cdk.json`` (or an earlier run) already sets one. An
+assumed-role session ARN (``arn:aws:sts::<account>:assumed-role/<name>/<session>``) is
+resolved to the role's ARN with ``iam:GetRole``, which includes the role's path (SSO roles
+live under ``/aws-reserved/sso.amazonaws.com/``). IAM users and the root user are not roles:
+then nothing is written and the command says so.
+
+API endpoint: private by default. ``--public-access-mine`` opens the public endpoint to the
+caller's public IPv4 address only (a /32, as https://checkip.amazonaws.com reports it), and
+``--public-access-cidr`` (repeatable) to named networks; either sets
+``cluster.endpoint_access`` to ``public_and_private``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ from ml_platform.cli.aws import CliError, Context, doc_summary
 from ml_platform.instances import TRAINIUM_INSTANCES
 
 MAX_AZS = 3
+CHECKIP_URL = "https://checkip.amazonaws.com"
+"""AWS's own what-is-my-address service: the caller's public IPv4 address and a newline."""
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
@@ -47,8 +55,15 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
                         "trainium.instance_type of the settings)")
     p.add_argument("--az-id", help="AZ ID to use among those offering the type (e.g. usw2-az4); "
                    "default: the first in sorted order")
-    p.add_argument("--admin-role-arn", help="IAM role given cluster-admin (default: "
-                   "cluster.admin_role_arn of cdk.json, else the caller's role)")
+    admin = p.add_mutually_exclusive_group()
+    admin.add_argument("--admin-role-arn", help="IAM role given cluster-admin (required unless "
+                       "cluster.admin_role_arn is already set, or --admin-role-mine)")
+    admin.add_argument("--admin-role-mine", action="store_true",
+                       help="give cluster-admin to the IAM role of your own credentials")
+    p.add_argument("--public-access-mine", action="store_true",
+                   help="open the public API endpoint to your public IPv4 address (/32) only")
+    p.add_argument("--public-access-cidr", action="append", default=[], metavar="CIDR",
+                   help="open the public API endpoint to this IPv4 block (repeatable)")
     p.add_argument("--dry-run", action="store_true", help="print what would be written")
     p.set_defaults(run=run)
 
@@ -136,6 +151,39 @@ def caller_role_arn(caller_arn: str, iam: Any) -> tuple[str | None, str]:
     )
 
 
+def public_ipv4(url: str = CHECKIP_URL, timeout: float = 10.0) -> str:
+    """The caller's public IPv4 address as ``url`` (:data:`CHECKIP_URL`) reports it."""
+    import ipaddress
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as reply:  # noqa: S310 (fixed https)
+            text = reply.read(64).decode("ascii", "replace").strip()
+    except OSError as error:
+        raise CliError(
+            f"--public-access-mine: cannot ask {url} for your address ({error}); pass "
+            "--public-access-cidr with your network instead"
+        ) from None
+    try:
+        address = ipaddress.ip_address(text)
+    except ValueError:
+        raise CliError(f"--public-access-mine: {url} answered {text[:40]!r}, not an address") from None
+    if address.version != 4:
+        raise CliError(f"--public-access-mine: {address} is IPv6; EKS takes IPv4 blocks only")
+    return str(address)
+
+
+def endpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``cluster`` keys the endpoint options write (none without those options)."""
+    cidrs = list(args.public_access_cidr)
+    if args.public_access_mine:
+        cidrs.append(f"{public_ipv4(CHECKIP_URL)}/32")
+    if not cidrs:
+        return {}
+    return {"endpoint_access": "public_and_private",
+            "public_access_cidrs": list(dict.fromkeys(cidrs))}
+
+
 def run(ctx: Context, args: argparse.Namespace) -> int:
     from ml_platform.config import (
         CONTEXT_KEY,
@@ -205,11 +253,18 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     identity = ctx.client("sts", region).get_caller_identity()
     account = identity["Account"]
     admin_role, admin_note = args.admin_role_arn, "--admin-role-arn"
-    configured = _setting(base, "cluster", "admin_role_arn", None)
-    if admin_role is None and configured is not None:
-        admin_role, admin_note = configured, "cluster.admin_role_arn of cdk.json"
-    if admin_role is None:
+    if args.admin_role_mine:
         admin_role, admin_note = caller_role_arn(identity["Arn"], ctx.client("iam", region))
+    for source, values in (("cdk.json", base), (local_path.name, effective)):
+        configured = _setting(values, "cluster", "admin_role_arn", None)
+        if admin_role is None and not args.admin_role_mine and configured is not None:
+            admin_role, admin_note = configured, f"cluster.admin_role_arn of {source}"
+    if admin_role is None and not args.admin_role_mine:
+        raise CliError(
+            "name the cluster admin: --admin-role-arn ARN, or --admin-role-mine for the role of "
+            f"your credentials ({identity['Arn']}); nothing written"
+        )
+    cluster_keys = {**endpoint_settings(args), **({"admin_role_arn": admin_role} if admin_role else {})}
 
     keep = list(current_azs) if region == current_region and isinstance(current_azs, list) else []
     vpc_azs = choose_azs(trainium_az, keep, region_azs)
@@ -218,7 +273,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         {
             "env": {"account": account, "region": region},
             "network": {"availability_zones": vpc_azs, "trainium_az": trainium_az},
-            **({"cluster": {"admin_role_arn": admin_role}} if admin_role else {}),
+            **({"cluster": cluster_keys} if cluster_keys else {}),
             # The AZ was chosen for this type: the node group must use it too.
             **({"trainium": {"instance_type": instance_type}} if args.instance_type else {}),
         },
@@ -241,6 +296,13 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         print(f"cluster admin: {admin_role} ({admin_note})")
     else:
         print(f"cluster admin: none: {admin_note}")
+    cluster = new_object.get("cluster", {})
+    if cluster.get("endpoint_access", "private") == "private":
+        print("API endpoint: private (reach it through Session Manager port forwarding, see the "
+              "README; --public-access-mine opens it to your address only)")
+    else:
+        print(f"API endpoint: public to {', '.join(cluster.get('public_access_cidrs', []))} "
+              "and private")
     text = json.dumps(updated, indent=2) + "\n"
     if args.dry_run:
         print(f"--dry-run: would write {local_path}:")

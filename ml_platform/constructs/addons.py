@@ -16,10 +16,25 @@ from ml_platform.constructs.eks_cluster import managed_policy_finding
 from ml_platform.constructs.nag import acknowledge
 from ml_platform.versions import addon_version
 
-# The VPC CNI enforces NetworkPolicies only with its network policy agent switched on.
+# The VPC CNI enforces NetworkPolicies only with its network policy agent switched on, and in
+# strict mode only gates every new pod (default deny until its policies are programmed, and
+# for a pod no policy selects); standard mode lets a new pod talk freely until then. The mode
+# is the aws-node container's NETWORK_POLICY_ENFORCING_MODE, set through the add-on's `env`.
 # https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
+# https://github.com/aws/aws-network-policy-agent/pull/209 (strict mode)
+NETWORK_POLICY_MODES = ("strict", "standard")
+
+
+def vpc_cni_configuration(network_policy_mode: str = "strict") -> dict[str, object]:
+    """Configuration values of the vpc-cni add-on: network policies on, in ``network_policy_mode``."""
+    return {
+        "enableNetworkPolicy": "true",
+        "env": {"NETWORK_POLICY_ENFORCING_MODE": network_policy_mode},
+    }
+
+
 ADDON_CONFIGURATION = {
-    "vpc-cni": {"enableNetworkPolicy": "true"},
+    "vpc-cni": vpc_cni_configuration(),
     # The training dashboard reads Container Insights' enhanced-observability metrics,
     # Neuron and EFA included (namespace ContainerInsights). The add-on's chart already
     # defaults to enhanced_container_insights and the agent to accelerated_compute_metrics,
@@ -47,31 +62,74 @@ ADDON_CONFIGURATION = {
     },
 }
 FSX_CSI_SERVICE_ACCOUNT = ("kube-system", "fsx-csi-controller-sa")
+VPC_CNI_SERVICE_ACCOUNT = ("kube-system", "aws-node")
+"""The VPC CNI's service account: its Pod Identity role carries ``AmazonEKS_CNI_Policy``
+instead of the node roles (https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html;
+add-ons that call AWS get their role through Pod Identity:
+https://docs.aws.amazon.com/eks/latest/userguide/add-ons-iam.html)."""
+VPC_CNI_POLICY = "AmazonEKS_CNI_Policy"
 CLOUDWATCH_SERVICE_ACCOUNT = ("amazon-cloudwatch", "cloudwatch-agent")
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 
 
 def pod_identity_principal(
-    cluster_name: str, namespace: str, service_account: str
+    cluster_arn: str, namespace: str, service_account: str
 ) -> iam.IPrincipal:
     """EKS Pod Identity as a role's principal, limited to one cluster, namespace and service
     account through the session tags Pod Identity sets (with ``sts:TagSession``), so no
     other association in the account can take the role.
+
+    The cluster is named by its ARN (tag ``eks-cluster-arn``), not by ``eks-cluster-name``:
+    a name is unique only per region, so a cluster of the same name in another region of the
+    account could otherwise take the role.
     https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html
-    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html
+    https://docs.aws.amazon.com/eks/latest/userguide/pod-id-abac.html (the session tags)
     """
     return iam.SessionTagsPrincipal(
         iam.ServicePrincipal(
             POD_IDENTITY_PRINCIPAL,
             conditions={
                 "StringEquals": {
-                    "aws:RequestTag/eks-cluster-name": cluster_name,
+                    "aws:RequestTag/eks-cluster-arn": cluster_arn,
                     "aws:RequestTag/kubernetes-namespace": namespace,
                     "aws:RequestTag/kubernetes-service-account": service_account,
                 }
             },
         )
     )
+
+
+def pod_identity_role(
+    scope: Construct,
+    role_id: str,
+    association_id: str,
+    *,
+    cluster: eks.ICluster,
+    namespace: str,
+    service_account: str,
+    purpose: str,
+    managed_policies: Sequence[str] = (),
+) -> tuple[iam.Role, eks.CfnPodIdentityAssociation]:
+    """A role only ``namespace/service_account`` of ``cluster`` may take through EKS Pod
+    Identity (:func:`pod_identity_principal`), and its association."""
+    role = iam.Role(
+        scope,
+        role_id,
+        assumed_by=pod_identity_principal(cluster.cluster_arn, namespace, service_account),
+        description=f"EKS Pod Identity role of {namespace}/{service_account} ({purpose})",
+        managed_policies=[
+            iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in managed_policies
+        ],
+    )
+    association = eks.CfnPodIdentityAssociation(
+        scope,
+        association_id,
+        cluster_name=cluster.cluster_name,
+        namespace=namespace,
+        service_account=service_account,
+        role_arn=role.role_arn,
+    )
+    return role, association
 
 
 class PodIdentityAddon(Construct):
@@ -107,25 +165,13 @@ class PodIdentityAddon(Construct):
         statements: Sequence[iam.PolicyStatement] = (),
     ) -> None:
         super().__init__(scope, construct_id)
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=pod_identity_principal(cluster.cluster_name, namespace, service_account),
-            description=f"EKS Pod Identity role of {namespace}/{service_account} ({addon_name})",
-            managed_policies=[
-                iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in managed_policies
-            ],
+        self.role, self.association = pod_identity_role(
+            self, "Role", "PodIdentity", cluster=cluster, namespace=namespace,
+            service_account=service_account, purpose=addon_name,
+            managed_policies=managed_policies,
         )
         for statement in statements:
             self.role.add_to_principal_policy(statement)
-        self.association = eks.CfnPodIdentityAssociation(
-            self,
-            "PodIdentity",
-            cluster_name=cluster.cluster_name,
-            namespace=namespace,
-            service_account=service_account,
-            role_arn=self.role.role_arn,
-        )
         self.addon = eks.Addon(
             self, "Resource", cluster=cluster, addon_name=addon_name, addon_version=addon_version,
             configuration_values=ADDON_CONFIGURATION.get(addon_name),
@@ -140,6 +186,9 @@ class PlatformAddons(Construct):
 
     - ``vpc-cni``, ``kube-proxy`` and ``eks-pod-identity-agent`` first: nodes need them to
       become ready (``node_dependents`` wait for them).
+    - ``vpc-cni`` (service account ``kube-system/aws-node``) gets ``AmazonEKS_CNI_Policy`` on
+      a Pod Identity role of its own (:data:`VPC_CNI_SERVICE_ACCOUNT`), created before the
+      add-on; node roles do not carry it.
     - ``coredns``, ``aws-fsx-csi-driver`` and ``amazon-cloudwatch-observability`` after
       ``nodes_ready``: their Deployments need somewhere to run.
     - The FSx CSI controller's role may only describe file systems: the platform's file
@@ -155,9 +204,14 @@ class PlatformAddons(Construct):
         addon_versions: Versions that replace the pins, by add-on name. Default none.
         nodes_ready: What the node-dependent add-ons wait for (e.g. the system node group).
             Default nothing.
+        network_policy_mode: The VPC CNI's enforcing mode, ``strict`` (default: every pod
+            needs a policy that allows its traffic, see
+            :class:`~ml_platform.k8s_charts.network_policies.SystemNetworkPolicyChart`) or
+            ``standard``.
 
     Attributes:
         addons: Every ``eks_v2.Addon`` by name.
+        vpc_cni_role: The VPC CNI's Pod Identity role.
         fsx_csi_driver: The :class:`PodIdentityAddon` of the FSx CSI driver.
         cloudwatch: The :class:`PodIdentityAddon` of CloudWatch observability.
     """
@@ -173,8 +227,15 @@ class PlatformAddons(Construct):
         kubernetes_version: str,
         nodes_ready: Sequence[IDependable] = (),
         addon_versions: Mapping[str, str] | None = None,
+        network_policy_mode: str = "strict",
     ) -> None:
         super().__init__(scope, construct_id)
+        if network_policy_mode not in NETWORK_POLICY_MODES:
+            raise ValueError(
+                f"{self.node.path}: network_policy_mode={network_policy_mode!r}: expected one of "
+                f"{list(NETWORK_POLICY_MODES)}"
+            )
+        configuration = {**ADDON_CONFIGURATION, "vpc-cni": vpc_cni_configuration(network_policy_mode)}
         overrides = dict(addon_versions or {})
         try:
             pins = {
@@ -205,8 +266,24 @@ class PlatformAddons(Construct):
                 cluster=cluster,
                 addon_name=name,
                 addon_version=pins[name],
-                configuration_values=ADDON_CONFIGURATION.get(name),
+                configuration_values=configuration.get(name),
             )
+        # The add-on keeps its construct id (a new logical ID would create a second add-on of
+        # the same name); its role and association are siblings it waits for.
+        namespace, account = VPC_CNI_SERVICE_ACCOUNT
+        self.vpc_cni_role, self.vpc_cni_association = pod_identity_role(
+            self, "VpcCniRole", "VpcCniPodIdentity", cluster=cluster, namespace=namespace,
+            service_account=account, purpose="vpc-cni", managed_policies=[VPC_CNI_POLICY],
+        )
+        self.addons["vpc-cni"].node.add_dependency(
+            self.vpc_cni_role, self.vpc_cni_association, self.addons["eks-pod-identity-agent"]
+        )
+        acknowledge(
+            self.vpc_cni_role,
+            managed_policy_finding(VPC_CNI_POLICY),
+            "The EKS user guide names this AWS-maintained policy for the VPC CNI and recommends "
+            "a role of its own; it manages the ENIs and addresses of pods.",
+        )
         self.addons["coredns"] = eks.Addon(
             self, "Coredns", cluster=cluster, addon_name="coredns", addon_version=pins["coredns"]
         )

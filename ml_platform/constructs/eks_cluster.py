@@ -35,26 +35,42 @@ EKS_VERSIONS = {"1.34": eks.KubernetesVersion.V1_34, "1.35": eks.KubernetesVersi
 """aws_eks_v2's named version per Kubernetes version."""
 SYSTEM_NODES = (1, 10)
 OPEN_TO_WORLD_WARNING = "ml-platform:publicEndpointOpenToWorld"
+ENDPOINT_DOCS = (
+    "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html; Security Hub EKS.1 "
+    "https://docs.aws.amazon.com/securityhub/latest/userguide/eks-controls.html#eks-1"
+)
+"""Why the API endpoint is private by default: Security Hub's EKS.1 control fails a cluster
+whose endpoint is publicly accessible, and a public endpoint open to 0.0.0.0/0 leaves only
+IAM authentication between the internet and the Kubernetes API."""
 SSM_NODE_POLICY = "AmazonSSMManagedInstanceCore"
 """Session Manager on the nodes: debug EFA and Neuron on a node without SSH or open ports."""
-NODE_ROLE_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryReadOnly",
-    SSM_NODE_POLICY,
-)
-"""AWS managed policies of an EKS worker node role (aws-cdk's default node role has the first
-three; :func:`configure_node_role` adds the SSM one)."""
+NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+"""AWS managed policies every EKS worker node role carries.
+
+- No ``AmazonEKS_CNI_Policy``: the VPC CNI add-on gets it on a Pod Identity role of its own
+  (:class:`~ml_platform.constructs.addons.PlatformAddons`), as the EKS user guide recommends
+  (assign the policy to a separate role, not the node role):
+  https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html and
+  https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html
+- ``AmazonEC2ContainerRegistryPullOnly`` instead of ``...ReadOnly``: pulling is all a kubelet
+  does; ReadOnly also lists and describes every repository of the account.
+  https://docs.aws.amazon.com/AmazonECR/latest/userguide/security-iam-awsmanpol.html
+"""
 NODE_ROLE_REASONS = {
     "AmazonEKSWorkerNodePolicy": "EKS managed node groups require this AWS-maintained policy "
     "on the node role for nodes to join the cluster.",
-    "AmazonEKS_CNI_Policy": "The VPC CNI (aws-node) assigns pod addresses with the node "
-    "role's permissions, the EKS default; AWS maintains the policy.",
-    "AmazonEC2ContainerRegistryReadOnly": "Nodes pull images (EKS add-ons, the training "
-    "image) from ECR; read-only.",
-    SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy), the way to "
-    "debug EFA and Neuron on a node without SSH keys or inbound ports.",
+    "AmazonEC2ContainerRegistryPullOnly": "Nodes pull images (EKS add-ons, the training "
+    "image) from ECR; pull only, the narrowest AWS-maintained ECR policy.",
+    SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy, the setting "
+    "cluster.node_ssm_access), the way to debug EFA and Neuron on a node without SSH keys or "
+    "inbound ports and to forward a port to the private API endpoint.",
 }
+
+
+def node_role_policies(ssm_access: bool = True) -> tuple[str, ...]:
+    """The AWS managed policies of a node role: :data:`NODE_ROLE_POLICIES`, plus
+    :data:`SSM_NODE_POLICY` with ``ssm_access``."""
+    return NODE_ROLE_POLICIES + ((SSM_NODE_POLICY,) if ssm_access else ())
 
 
 def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) -> Construct:
@@ -63,17 +79,25 @@ def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) 
     return getattr(importlib.import_module(module), name)(scope, construct_id)
 
 
-def acknowledge_node_role(role: iam.IRole) -> None:
+def acknowledge_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
     """Acknowledge the AWS managed policies every EKS worker node role carries."""
-    for policy in NODE_ROLE_POLICIES:
+    for policy in node_role_policies(ssm_access):
         acknowledge(role, managed_policy_finding(policy), NODE_ROLE_REASONS[policy])
 
 
-def configure_node_role(role: iam.IRole) -> None:
-    """Give a node role aws-cdk created (worker, CNI, ECR policies) Session Manager access too,
-    and acknowledge all its AWS managed policies."""
-    role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name(SSM_NODE_POLICY))
-    acknowledge_node_role(role)
+def configure_node_role(role: iam.Role, ssm_access: bool = True) -> None:
+    """Set the managed policies of a node role aws-cdk created to :func:`node_role_policies`
+    (aws-cdk's default node role has the worker, CNI and ECR ReadOnly policies), and
+    acknowledge them.
+
+    The role's ``ManagedPolicyArns`` is replaced in place (an IAM update without interruption),
+    so the node group, whose ``NodeRole`` cannot change without replacement, stays. cdk-nag
+    reads the same L1 property, so it sees what the template holds."""
+    role.node.default_child.managed_policy_arns = [
+        iam.ManagedPolicy.from_aws_managed_policy_name(p).managed_policy_arn
+        for p in node_role_policies(ssm_access)
+    ]
+    acknowledge_node_role(role, ssm_access)
 
 
 IMDS_HOP_LIMIT = 1
@@ -199,15 +223,26 @@ class TrainingEksCluster(Construct):
             construct), so several clusters can share an account and region.
         kubernetes_version: ``1.34`` or ``1.35`` (a version with pinned add-ons, a kubectl
             layer and Volcano support). Default ``1.35``.
-        endpoint_access: ``public_and_private`` (default) or ``private``.
-        public_access_cidrs: CIDRs allowed to the public endpoint. Default ``0.0.0.0/0``, which
-            adds a synth-time warning.
+        endpoint_access: ``private`` (default: the API is reachable from the VPC only; see
+            :data:`ENDPOINT_DOCS`) or ``public_and_private``.
+        public_access_cidrs: CIDRs allowed to the public endpoint (``public_and_private``
+            needs at least one). Default none.
+        public_access_from_anywhere: Accept a ``/0`` block in ``public_access_cidrs`` (a
+            synth-time warning remains). Default false: such a block is an error.
         admin_role_arn: IAM role granted cluster-admin through an access entry. Default none.
+        bootstrap_creator_admin: ``BootstrapClusterCreatorAdminPermissions``: give the
+            principal that creates the cluster (CloudFormation's execution role) a permanent
+            cluster-admin access entry. Default false: aws-cdk's kubectl provider has an access
+            entry of its own (``ClusterAdminRoleAccess``), which is all the stack needs.
+            Changing it replaces the cluster (CloudFormation: "Update requires: Replacement"),
+            so a cluster deployed with the old default keeps it only by setting true.
         system_instance_type: Default ``m6i.large``.
         system_nodes: System nodes, 1 to 10. Default 2.
         system_node_security_groups: Further groups of the system nodes besides the cluster
             security group (e.g. the Lustre client group: the helper pods that mount FSx run
             there). Default none.
+        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on the system node role. Default
+            true.
         removal_policy: Applied to the cluster and its node groups. Default: CloudFormation's
             (delete).
         support_type: The upgrade policy, ``EXTENDED`` (default, as EKS's own) or
@@ -228,11 +263,14 @@ class TrainingEksCluster(Construct):
         vpc: ec2.IVpc,
         cluster_name: str | None = None,
         kubernetes_version: str = "1.35",
-        endpoint_access: str = "public_and_private",
-        public_access_cidrs: Sequence[str] = ("0.0.0.0/0",),
+        endpoint_access: str = "private",
+        public_access_cidrs: Sequence[str] = (),
+        public_access_from_anywhere: bool = False,
         admin_role_arn: str | None = None,
+        bootstrap_creator_admin: bool = False,
         system_instance_type: str = "m6i.large",
         system_nodes: int = 2,
+        node_ssm_access: bool = True,
         removal_policy: RemovalPolicy | None = None,
         support_type: str = "EXTENDED",
         system_node_security_groups: Sequence[ec2.ISecurityGroup] = (),
@@ -254,11 +292,23 @@ class TrainingEksCluster(Construct):
             errors.append(
                 "public_access_cidrs=[]: expected at least one CIDR with a public endpoint"
             )
+        if endpoint_access == "private" and cidrs:
+            errors.append(
+                f"public_access_cidrs={cidrs!r}: a private endpoint takes none (set "
+                "endpoint_access='public_and_private' to use them)"
+            )
         for cidr in cidrs:
             try:
-                ipaddress.ip_network(cidr)
+                net = ipaddress.ip_network(cidr)
             except ValueError:
                 errors.append(f"public_access_cidrs: {cidr!r} is not a CIDR block")
+                continue
+            if net.prefixlen == 0 and not public_access_from_anywhere:
+                errors.append(
+                    f"public_access_cidrs: {cidr!r} opens the Kubernetes API endpoint to the "
+                    "whole internet; name your networks, use endpoint_access='private', or set "
+                    "public_access_from_anywhere=True to state that choice"
+                )
         if not SYSTEM_NODES[0] <= system_nodes <= SYSTEM_NODES[1]:
             errors.append(
                 f"system_nodes={system_nodes}: expected {SYSTEM_NODES[0]} to {SYSTEM_NODES[1]}"
@@ -294,7 +344,10 @@ class TrainingEksCluster(Construct):
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
             default_capacity=0,
             bootstrap_self_managed_addons=False,
-            bootstrap_cluster_creator_admin_permissions=True,
+            # aws-cdk gives its kubectl provider role an access entry of its own
+            # (ClusterAdminRoleAccess, which KubectlReadyBarrier waits for), so the creator's
+            # permanent entry is not needed for anything the stack applies.
+            bootstrap_cluster_creator_admin_permissions=bootstrap_creator_admin,
             endpoint_access=access,
             secrets_encryption_key=self.secrets_key,
             cluster_logging=list(eks.ClusterLoggingTypes),
@@ -339,9 +392,9 @@ class TrainingEksCluster(Construct):
             labels={NODE_ROLE_LABEL: "system"},
             removal_policy=removal_policy,
         )
-        self._acknowledge_findings()
+        self._acknowledge_findings(node_ssm_access)
 
-    def _acknowledge_findings(self) -> None:
+    def _acknowledge_findings(self, node_ssm_access: bool) -> None:
         """cdk-nag findings on roles and functions that aws-cdk or EKS dictate."""
         acknowledge(
             self.cluster.role,
@@ -349,7 +402,7 @@ class TrainingEksCluster(Construct):
             "EKS requires the cluster role to carry this AWS-maintained policy; it holds only "
             "what the control plane itself needs.",
         )
-        configure_node_role(self.system_nodes.role)
+        configure_node_role(self.system_nodes.role, node_ssm_access)
 
         # The kubectl provider (aws-cdk's custom-resource handler and its framework function).
         provider = self.cluster.kubectl_provider

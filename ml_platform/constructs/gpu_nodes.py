@@ -33,7 +33,8 @@ def gpu_node_problems(instance_type: str, min_nodes: int, nodes: int, max_nodes:
 class GpuNodeGroup(Construct):
     """EKS managed node group of single-GPU instances: AL2023 NVIDIA AMI, private subnets,
     label ``ml-platform/node-role=gpu``, taint ``nvidia.com/gpu:NoSchedule``, IMDSv2 and an
-    encrypted gp3 root volume, node role with SSM access.
+    encrypted gp3 root volume, node role with the worker and ECR pull-only policies (and SSM
+    access with ``ssm_access``).
 
     Args:
         cluster: The cluster. Required.
@@ -42,6 +43,7 @@ class GpuNodeGroup(Construct):
         nodes: Desired nodes. Default 1. min_nodes: Default ``nodes``. max_nodes: Default 2.
         subnets: Subnets of the nodes. Default: the VPC's private subnets with egress.
         labels: Extra node labels. Default none.
+        ssm_access: ``AmazonSSMManagedInstanceCore`` on the node role. Default true.
 
     Attributes:
         launch_template: The ``CfnLaunchTemplate``.
@@ -60,6 +62,7 @@ class GpuNodeGroup(Construct):
         max_nodes: int = 2,
         subnets: ec2.SubnetSelection | None = None,
         labels: Mapping[str, str] | None = None,
+        ssm_access: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         low = nodes if min_nodes is None else min_nodes
@@ -88,4 +91,4 @@ class GpuNodeGroup(Construct):
                 eks.TaintSpec(key=GPU_TAINT_KEY, value="true", effect=eks.TaintEffect.NO_SCHEDULE)
             ],
         )
-        configure_node_role(self.node_group.role)
+        configure_node_role(self.node_group.role, ssm_access)

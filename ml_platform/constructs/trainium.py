@@ -20,7 +20,7 @@ import re
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs.eks_cluster import (
     IMDS_HOP_LIMIT,
-    NODE_ROLE_POLICIES,
+    node_role_policies,
     acknowledge_node_role,
 )
 from ml_platform.constructs.network import allow_efa_within
@@ -307,8 +307,10 @@ class TrainiumNodeGroup(Construct):
         efa_interfaces: Default one per network card.
         root_volume_gib: Default 500.
         labels: Extra node labels. Default none.
-        node_role: Node IAM role. Default: a new role with the EKS worker, CNI, ECR
-            read-only and SSM managed instance policies.
+        node_role: Node IAM role. Default: a new role with the EKS worker and ECR pull-only
+            policies (no CNI policy: the VPC CNI has its own Pod Identity role), plus SSM
+            managed instance with ``ssm_access``.
+        ssm_access: ``AmazonSSMManagedInstanceCore`` on the default node role. Default true.
         nodegroup_name: Default: CloudFormation picks one.
         capacity_reservation_id / capacity_block / placement_group: See
             :class:`EfaLaunchTemplate`. Default none / False / none. A Capacity Block sets the
@@ -342,6 +344,7 @@ class TrainiumNodeGroup(Construct):
         root_volume_gib: int = 500,
         labels: Mapping[str, str] | None = None,
         node_role: iam.IRole | None = None,
+        ssm_access: bool = True,
         nodegroup_name: str | None = None,
         capacity_reservation_id: str | None = None,
         capacity_block: bool = False,
@@ -395,10 +398,11 @@ class TrainiumNodeGroup(Construct):
                 assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
                 description="Trainium nodes of the EKS training cluster",
                 managed_policies=[
-                    iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in NODE_ROLE_POLICIES
+                    iam.ManagedPolicy.from_aws_managed_policy_name(p)
+                    for p in node_role_policies(ssm_access)
                 ],
             )
-            acknowledge_node_role(node_role)
+            acknowledge_node_role(node_role, ssm_access)
         self.role: iam.IRole = node_role
         self.node_group = eks.Nodegroup(
             self,

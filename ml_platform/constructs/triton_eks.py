@@ -202,7 +202,7 @@ class TritonOnEks(Construct):
         self.role = iam.Role(
             self,
             "PodRole",
-            assumed_by=pod_identity_principal(cluster.cluster_name, namespace, service_account),
+            assumed_by=pod_identity_principal(cluster.cluster_arn, namespace, service_account),
             description="Triton pods on EKS: read the ensemble archives",
         )
         bucket = self._local_bucket(bucket)

@@ -13,7 +13,7 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.names import FSX_CLAIM
+from ml_platform.k8s_charts.names import FSX_CLAIM, NAMESPACE_POD_SECURITY, pod_security_labels
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 _PART_OF = {"app.kubernetes.io/part-of": "ml-platform"}
@@ -53,7 +53,15 @@ class TrainingStorageChart(cdk8s.Chart):
         capacity = {"storage": k8s.Quantity.from_string(f"{storage_gib}Gi")}
         self.volume_name = f"{namespace}-fsx"
         self.training_namespace = k8s.KubeNamespace(
-            self, "Namespace", metadata=k8s.ObjectMeta(name=namespace, labels=_PART_OF)
+            self,
+            "Namespace",
+            metadata=k8s.ObjectMeta(
+                name=namespace,
+                labels={
+                    **_PART_OF,
+                    **pod_security_labels(NAMESPACE_POD_SECURITY["training"]),
+                },
+            ),
         )
         self.volume = k8s.KubePersistentVolume(
             self,

@@ -12,3 +12,27 @@ NEURON_TAINT_KEY = "aws.amazon.com/neuron"  # NoSchedule taint on the Trainium n
 GPU_TAINT_KEY = "nvidia.com/gpu"  # NoSchedule taint on the Triton GPU nodes
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 NODE_ROLE_LABEL = "ml-platform/node-role"  # values: system, trainium, gpu
+
+# Pod Security Admission: namespace labels that make the API server enforce one Pod Security
+# Standards level (privileged, baseline, restricted) on every pod of the namespace.
+# https://kubernetes.io/docs/concepts/security/pod-security-admission/
+# https://kubernetes.io/docs/concepts/security/pod-security-standards/
+PSA_LABEL_PREFIX = "pod-security.kubernetes.io/"
+PSA_VERSION = "v1.34"
+"""The Standards' version the labels pin: the oldest Kubernetes minor the platform supports
+(:data:`ml_platform.versions.KUBERNETES_VERSIONS`), so a control-plane upgrade never tightens
+a level under running workloads unannounced."""
+NAMESPACE_POD_SECURITY = {"triton": "restricted", "training": "baseline"}
+"""Level enforced per kind of namespace: Triton's pods run as non-root with every restricted
+control; the training pods need root (the Neuron runtime and the sample's scripts) and the
+``net.ipv4.ip_local_reserved_ports`` sysctl, which baseline allows."""
+
+
+def pod_security_labels(enforce: str) -> dict[str, str]:
+    """Labels enforcing ``enforce`` and warning and auditing at ``restricted`` (so what keeps
+    a baseline namespace from restricted shows in ``kubectl`` warnings and the audit log)."""
+    labels = {}
+    for mode, level in (("enforce", enforce), ("warn", "restricted"), ("audit", "restricted")):
+        labels[f"{PSA_LABEL_PREFIX}{mode}"] = level
+        labels[f"{PSA_LABEL_PREFIX}{mode}-version"] = PSA_VERSION
+    return labels

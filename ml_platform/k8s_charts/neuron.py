@@ -9,6 +9,22 @@ RBAC, environment and mounts follow the chart release that ships the pinned imag
 https://github.com/aws-neuron/neuron-helm-charts): ``nodes/proxy`` get/list in the
 ClusterRole, ``KUBECONFIG=/etc/kubernetes/kubelet.conf``, and the host's ``/opt/aws`` mounted
 read-only. Plugin 2.22 (the older raw manifest) had none of the three.
+
+Narrower than the chart (issue review of the upstream defaults):
+
+- Of the host's ``/run`` (containerd and D-Bus sockets among it) only the file the plugin
+  reads is mounted, read-only: ``/run/infa-map.json``, which the Neuron runtime package
+  writes and without which the plugin finds no devices ("open /run/infa-map.json: no such
+  file or directory": aws-neuron/aws-neuron-sdk#180, aws/aws-cdk#29262).
+- A ValidatingAdmissionPolicy (:data:`POLICY_NAME`) lets the plugin's service account change
+  only the annotations of pods on its own node; its ClusterRole alone allows updating any pod
+  of the cluster.
+
+Residual risks (README, "Pod security"): the plugin runs as root (it creates its socket in
+the kubelet's root-owned device-plugin directory); ``nodes/proxy`` get, which the chart
+grants, reaches the kubelet API of every node, exec included (GET requests pass no admission
+policy, so only RBAC could narrow it, and node names are not known in advance). A second
+policy (:data:`NODE_STATUS_POLICY_NAME`) keeps its ``nodes/status`` writes to its own node.
 """
 
 from __future__ import annotations
@@ -26,6 +42,45 @@ NAME = "neuron-device-plugin"
 NAMESPACE = "kube-system"
 _SELECTOR = {"name": NAME}
 KUBELET_KUBECONFIG = "/etc/kubernetes/kubelet.conf"  # chart value devicePlugin.env KUBECONFIG
+INFA_MAP = "/run/infa-map.json"  # the one file of the host's /run the plugin reads
+SERVICE_ACCOUNT_USER = f"system:serviceaccount:{NAMESPACE}:{NAME}"
+POLICY_NAME = "neuron-device-plugin-pod-writes"
+NODE_STATUS_POLICY_NAME = "neuron-device-plugin-node-status"
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+"""User-info extra of a pod-bound service-account token naming the pod's node (Kubernetes
+1.32+, so in every supported version): NodeNameKey in
+https://pkg.go.dev/k8s.io/apiserver/pkg/authentication/serviceaccount and
+https://kubernetes.io/docs/reference/access-authn-authz/service-accounts-admin/"""
+_SAME_METADATA = ("labels", "finalizers", "ownerReferences")
+POD_WRITE_RULES = {
+    "own-node": (
+        f"'{NODE_NAME_EXTRA}' in request.userInfo.extra && has(object.spec.nodeName) && "
+        f"object.spec.nodeName in request.userInfo.extra['{NODE_NAME_EXTRA}']",
+        "the Neuron device plugin may change only pods on its own node",
+    ),
+    "metadata-only": (
+        "object.spec == oldObject.spec",
+        "the Neuron device plugin may change only pod metadata, not the spec",
+    ),
+    "annotations-only": (
+        " && ".join(
+            f"has(object.metadata.{f}) == has(oldObject.metadata.{f}) && "
+            f"(!has(object.metadata.{f}) || object.metadata.{f} == oldObject.metadata.{f})"
+            for f in _SAME_METADATA
+        ),
+        "the Neuron device plugin may change only pod annotations (not labels, finalizers or "
+        "owner references)",
+    ),
+}
+"""CEL validations of :data:`POLICY_NAME`, by name: (expression, message). Only operators of
+standard CEL (``in``, ``has``, ``==``), which every Kubernetes CEL version has.
+https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/"""
+NODE_STATUS_RULE = (
+    f"'{NODE_NAME_EXTRA}' in request.userInfo.extra && "
+    f"object.metadata.name in request.userInfo.extra['{NODE_NAME_EXTRA}']",
+    "the Neuron device plugin may change the status of its own node only",
+)
+"""CEL validation of :data:`NODE_STATUS_POLICY_NAME` (the plugin's ``nodes/status`` writes)."""
 # Nodes that must not run node-level plugins: Fargate, hybrid and Auto Mode nodes.
 _COMPUTE_TYPE_LABEL = "eks.amazonaws.com/compute-type"
 _UNMANAGED_COMPUTE = ["fargate", "hybrid", "auto"]
@@ -93,8 +148,8 @@ class NeuronDevicePluginChart(cdk8s.Chart):
         host_paths = {
             # kubelet's device-plugin sockets
             "device-plugin": ("/var/lib/kubelet/device-plugins", False),
-            # host runtime state, mounted as the upstream manifest does
-            "infa-map": ("/run", False),
+            # the device map the Neuron runtime writes; not the rest of /run (sockets)
+            "infa-map": (INFA_MAP, True),
             # the host's Neuron runtime and tools, read-only (chart: volume aws-config)
             "aws-config": ("/opt/aws", True),
         }
@@ -145,13 +200,88 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                             )
                         ],
                         volumes=[
-                            k8s.Volume(name=n, host_path=k8s.HostPathVolumeSource(path=p))
+                            k8s.Volume(
+                                name=n,
+                                host_path=k8s.HostPathVolumeSource(
+                                    path=p, type="File" if p == INFA_MAP else None
+                                ),
+                            )
                             for n, (p, _) in host_paths.items()
                         ],
                     ),
                 ),
             ),
         )
+        self.pod_write_policy, self.pod_write_binding = pod_write_policy(self, labels)
+        self.node_status_policy, self.node_status_binding = node_status_policy(self, labels)
+
+
+def pod_write_policy(
+    scope: Construct, labels: dict[str, str]
+) -> tuple[k8s.KubeValidatingAdmissionPolicy, k8s.KubeValidatingAdmissionPolicyBinding]:
+    """A ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, GA since Kubernetes 1.30)
+    and its binding: pod updates by the plugin's service account must keep to
+    :data:`POD_WRITE_RULES`; requests of anyone else are not matched."""
+    return _plugin_policy(
+        scope, "PodWritePolicy", POLICY_NAME, "pods", list(POD_WRITE_RULES.values()), labels
+    )
+
+
+def node_status_policy(
+    scope: Construct, labels: dict[str, str]
+) -> tuple[k8s.KubeValidatingAdmissionPolicy, k8s.KubeValidatingAdmissionPolicyBinding]:
+    """The same for the plugin's ``nodes/status`` writes (its ClusterRole grants patch and
+    update on every node's status): only its own node's (:data:`NODE_STATUS_RULE`)."""
+    return _plugin_policy(
+        scope, "NodeStatusPolicy", NODE_STATUS_POLICY_NAME, "nodes/status", [NODE_STATUS_RULE],
+        labels,
+    )
+
+
+def _plugin_policy(
+    scope: Construct,
+    construct_id: str,
+    name: str,
+    resource: str,
+    rules: Sequence[tuple[str, str]],
+    labels: dict[str, str],
+) -> tuple[k8s.KubeValidatingAdmissionPolicy, k8s.KubeValidatingAdmissionPolicyBinding]:
+    """A policy on UPDATE of ``resource`` that matches the plugin's service account only
+    (``matchConditions``), fails closed, and is bound cluster-wide with Deny and Audit."""
+    policy = k8s.KubeValidatingAdmissionPolicy(
+        scope,
+        construct_id,
+        metadata=k8s.ObjectMeta(name=name, labels=labels),
+        spec=k8s.ValidatingAdmissionPolicySpec(
+            failure_policy="Fail",
+            match_constraints=k8s.MatchResources(
+                resource_rules=[
+                    k8s.NamedRuleWithOperations(
+                        api_groups=[""],
+                        api_versions=["v1"],
+                        operations=["UPDATE"],
+                        resources=[resource],
+                    )
+                ]
+            ),
+            match_conditions=[
+                k8s.MatchCondition(
+                    name="neuron-device-plugin",
+                    expression=f"request.userInfo.username == '{SERVICE_ACCOUNT_USER}'",
+                )
+            ],
+            validations=[k8s.Validation(expression=e, message=m) for e, m in rules],
+        ),
+    )
+    binding = k8s.KubeValidatingAdmissionPolicyBinding(
+        scope,
+        f"{construct_id}Binding",
+        metadata=k8s.ObjectMeta(name=name, labels=labels),
+        spec=k8s.ValidatingAdmissionPolicyBindingSpec(
+            policy_name=name, validation_actions=["Deny", "Audit"]
+        ),
+    )
+    return policy, binding
 
 
 def device_plugin_tolerations() -> list[k8s.Toleration]:

@@ -33,6 +33,11 @@ class NvidiaDevicePluginChart(cdk8s.Chart):
                 template=k8s.PodTemplateSpec(
                     metadata=k8s.ObjectMeta(labels=labels),
                     spec=k8s.PodSpec(
+                        # The plugin talks to the kubelet over its device-plugin socket only and
+                        # calls no Kubernetes API, so no service-account token is mounted.
+                        # https://github.com/NVIDIA/k8s-device-plugin (deployments/static/
+                        # nvidia-device-plugin.yml: no service account, no RBAC)
+                        automount_service_account_token=False,
                         priority_class_name="system-node-critical",
                         node_selector={NODE_ROLE_LABEL: "gpu"},
                         tolerations=[

@@ -22,7 +22,13 @@ from cdk8s_plus_35 import k8s
 from constructs import Construct
 
 from ml_platform.k8s_charts.network_policies import triton_policies
-from ml_platform.k8s_charts.names import GPU_RESOURCE, GPU_TAINT_KEY, NODE_ROLE_LABEL
+from ml_platform.k8s_charts.names import (
+    GPU_RESOURCE,
+    GPU_TAINT_KEY,
+    NAMESPACE_POD_SECURITY,
+    NODE_ROLE_LABEL,
+    pod_security_labels,
+)
 from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
@@ -210,7 +216,13 @@ class TritonChart(cdk8s.Chart):
         labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ml-platform"}
         meta = lambda name: k8s.ObjectMeta(name=name, namespace=ns, labels=labels)
 
-        self.namespace_object = k8s.KubeNamespace(self, "Namespace", metadata=k8s.ObjectMeta(name=ns))
+        self.namespace_object = k8s.KubeNamespace(
+            self,
+            "Namespace",
+            metadata=k8s.ObjectMeta(
+                name=ns, labels=pod_security_labels(NAMESPACE_POD_SECURITY["triton"])
+            ),
+        )
         # No pod of Triton talks to the Kubernetes API: no API token is mounted. The fetch's
         # AWS credentials do not need it: EKS Pod Identity's webhook adds its own projected
         # token (audience pods.eks.amazonaws.com) and the AWS_CONTAINER_CREDENTIALS_FULL_URI /

@@ -80,6 +80,7 @@ class TrainiumNodesStack(Stack):
             capacity_block=trn.capacity_block_id is not None,
             placement_group=placement_group,
             extra_security_groups=[lustre_clients] if lustre_clients is not None else [],
+            ssm_access=settings.cluster.node_ssm_access,
         )
         if nodes_ready_after:
             self.trainium.node_group.node.add_dependency(*nodes_ready_after)
@@ -129,6 +130,7 @@ class GpuNodesStack(Stack):
             min_nodes=triton.min_gpu_nodes,
             # Nothing grows the group (README "Serve the ensembles on EKS"): max = desired.
             max_nodes=triton.gpu_nodes,
+            ssm_access=settings.cluster.node_ssm_access,
         )
         if nodes_ready_after:
             self.gpu.node_group.node.add_dependency(*nodes_ready_after)

@@ -41,6 +41,7 @@ class NetworkStack(Stack):
             trainium_az=settings.trainium_az,
             nat_gateways=settings.nat_gateways,
             flow_log_retention=_retention(settings.flow_log_retention_days),
+            restrict_default_security_group=settings.restrict_default_security_group,
         )
         self.vpc = self.platform_vpc.vpc
         self.trainium_subnet = self.platform_vpc.trainium_subnet

@@ -18,7 +18,10 @@ from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
-from ml_platform.k8s_charts.network_policies import TrainingNetworkPolicyChart
+from ml_platform.k8s_charts.network_policies import (
+    SystemNetworkPolicyChart,
+    TrainingNetworkPolicyChart,
+)
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
 from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
@@ -71,6 +74,7 @@ def cluster_charts(
         "TrainingNetworkPolicies": TrainingNetworkPolicyChart(
             app, "training-network-policies", namespace=settings.training.namespace
         ),
+        "SystemNetworkPolicies": SystemNetworkPolicyChart(app, "system-network-policies"),
     }
 
 
@@ -118,9 +122,10 @@ class TrainingClusterStack(Stack):
         if cfg.admin_role_arn is None:
             Annotations.of(self).add_warning_v2(
                 NO_CLUSTER_ADMIN_WARNING,
-                "cluster.admin_role_arn is not set: only CloudFormation's execution role can use "
-                "the cluster's Kubernetes API (kubectl answers Unauthorized). Run `mlp azs` to "
-                "record your IAM role, or set cluster.admin_role_arn.",
+                "cluster.admin_role_arn is not set: only the stack's kubectl provider can use "
+                "the cluster's Kubernetes API (kubectl answers Unauthorized). Run `mlp azs "
+                "--admin-role-arn ARN` (or `--admin-role-mine`) to record an admin role, or set "
+                "cluster.admin_role_arn.",
             )
         self.eks = TrainingEksCluster(
             self,
@@ -130,11 +135,14 @@ class TrainingClusterStack(Stack):
             kubernetes_version=cfg.kubernetes_version,
             endpoint_access=cfg.endpoint_access,
             public_access_cidrs=cfg.public_access_cidrs,
+            public_access_from_anywhere=cfg.public_access_from_anywhere,
             admin_role_arn=cfg.admin_role_arn,
+            bootstrap_creator_admin=cfg.bootstrap_creator_admin,
             system_instance_type=cfg.system_instance_type,
             system_nodes=cfg.system_nodes,
             support_type=cfg.support_type,
             system_node_security_groups=[lustre_clients] if lustre_clients is not None else [],
+            node_ssm_access=cfg.node_ssm_access,
         )
         cluster = self.eks.cluster
         self.addons = PlatformAddons(
@@ -144,8 +152,13 @@ class TrainingClusterStack(Stack):
             kubernetes_version=cfg.kubernetes_version,
             nodes_ready=[self.eks.system_nodes],
             addon_versions=cfg.addon_versions,
+            network_policy_mode=cfg.network_policy_mode,
         )
         self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
+        # On a cluster deployed before the VPC CNI had its own role, the system node role loses
+        # AmazonEKS_CNI_Policy only after the add-on (and its Pod Identity association) is
+        # updated.
+        self.eks.system_nodes.role.node.add_dependency(self.addons.addons["vpc-cni"])
 
         # The Trainium and GPU node groups live in stacks of their own
         # (ml_platform.stacks.accelerators): a capacity failure must not roll back the cluster.
@@ -180,6 +193,15 @@ class TrainingClusterStack(Stack):
         self.manifests["VolcanoQueue"].node.add_dependency(self.volcano)
         # The policies live in the training namespace the storage chart creates.
         self.manifests["TrainingNetworkPolicies"].node.add_dependency(self.manifests["Storage"])
+        # Strict NetworkPolicy enforcement: the system namespaces' allow-all policies (and the
+        # volcano-system and amazon-cloudwatch namespaces) exist before the pods that need
+        # them, so none starts with no traffic at all.
+        system_policies = self.manifests["SystemNetworkPolicies"]
+        self.volcano.node.add_dependency(system_policies)
+        for name in ("coredns", "aws-fsx-csi-driver", "amazon-cloudwatch-observability"):
+            self.addons.addons[name].node.add_dependency(system_policies)
+        for name in ("NeuronPlugin", "EfaPlugin"):
+            self.manifests[name].node.add_dependency(system_policies)
 
         self.triton = None
         if settings.features.triton_on_eks and model_bucket_arn_export:

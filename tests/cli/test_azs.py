@@ -27,7 +27,7 @@ def test_writes_the_mapped_az_and_deep_merges_cdk_json(aws, project, mlp):
     original = _customise(project, storage={"ecr_max_images": 50}, training={"queue": "bert"})
     cdk_json_before = project.read_text()
 
-    result = mlp("--cdk-json", project, "azs")
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
 
     assert result.code == 0, result.err
     assert "usw2-az1 (us-west-2b), usw2-az4 (us-west-2d)" in result.out
@@ -56,7 +56,7 @@ def test_writes_the_mapped_az_and_deep_merges_cdk_json(aws, project, mlp):
 
 
 def test_az_id_picks_among_the_offered_ids(aws, project, mlp):
-    result = mlp("--cdk-json", project, "azs", "--az-id", "usw2-az4")
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--az-id", "usw2-az4")
     assert result.code == 0, result.err
     written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
     assert written["network"]["trainium_az"] == "us-west-2d"
@@ -64,20 +64,20 @@ def test_az_id_picks_among_the_offered_ids(aws, project, mlp):
 
 def test_instance_type_option_and_setting(aws, project, mlp):
     # trn1n.32xlarge is only in usw2-az4 in moto's data.
-    assert mlp("--cdk-json", project, "azs", "--instance-type", "trn1n.32xlarge").code == 0
+    assert mlp("--cdk-json", project, "azs", "--admin-role-mine", "--instance-type", "trn1n.32xlarge").code == 0
     written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
     assert written["network"]["trainium_az"] == "us-west-2d"
 
     project.with_name("cdk.context.json").unlink()
     _customise(project, trainium={"instance_type": "trn1n.32xlarge"})
-    assert mlp("--cdk-json", project, "azs").code == 0
+    assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
     written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
     assert written["network"]["trainium_az"] == "us-west-2d"
     assert written["trainium"]["instance_type"] == "trn1n.32xlarge"
 
 
 def test_unoffered_az_id_is_refused_and_nothing_written(aws, project, mlp):
-    result = mlp("--cdk-json", project, "azs", "--az-id", "usw2-az3")
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--az-id", "usw2-az3")
     assert result.code == 1
     assert result.err.strip() == (
         "mlp: error: --az-id usw2-az3: trn1.32xlarge is offered in us-west-2 only in "
@@ -87,7 +87,7 @@ def test_unoffered_az_id_is_refused_and_nothing_written(aws, project, mlp):
 
 
 def test_dry_run_prints_and_writes_nothing(aws, project, mlp):
-    result = mlp("--cdk-json", project, "azs", "--dry-run")
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--dry-run")
     assert result.code == 0, result.err
     assert not project.with_name("cdk.context.json").exists()
     printed = json.loads(result.out[result.out.index("{"):])
@@ -105,7 +105,7 @@ def test_other_context_keys_are_kept_and_a_stale_object_replaced(aws, project, m
                                   "trainium_az": "us-west-2d"}},
         AZ_KEY: ["us-west-2a", "us-west-2d"],
     }))
-    assert mlp("--cdk-json", project, "azs").code == 0
+    assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
     written = json.loads(local.read_text())
     assert written[lookup] == {"vpcId": "vpc-1"}
     assert written[AZ_KEY] == REGION_AZS
@@ -120,7 +120,7 @@ def test_account_comes_from_sts(aws_env, project, mlp, monkeypatch):
 
     monkeypatch.setenv("MOTO_ACCOUNT_ID", "111122223333")
     with mock_aws():
-        assert mlp("--cdk-json", project, "azs").code == 0
+        assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
     written = json.loads(project.with_name("cdk.context.json").read_text())
     assert written[CONTEXT_KEY]["env"]["account"] == "111122223333"
     assert "availability-zones:account=111122223333:region=us-west-2" in written
@@ -128,7 +128,7 @@ def test_account_comes_from_sts(aws_env, project, mlp, monkeypatch):
 
 
 def test_other_region(aws, project, mlp):
-    result = mlp("--cdk-json", project, "--region", "us-east-1", "azs")
+    result = mlp("--cdk-json", project, "--region", "us-east-1", "azs", "--admin-role-mine")
     assert result.code == 0, result.err
     written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
     assert written["env"]["region"] == "us-east-1"
@@ -141,7 +141,7 @@ def test_fixes_settings_whose_azs_are_wrong(aws, project, mlp):
     """Broken AZ settings are what the command repairs, so they do not stop it."""
     _customise(project, network={"availability_zones": ["eu-west-1a", "eu-west-1b"],
                                  "trainium_az": "eu-west-1c"})
-    result = mlp("--cdk-json", project, "azs")
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 0, result.err
     network = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]["network"]
     assert network == {"availability_zones": ["us-west-2a", "us-west-2b"],
@@ -152,7 +152,7 @@ def test_fixes_settings_whose_azs_are_wrong(aws, project, mlp):
 def test_result_is_validated_before_writing(aws, project, mlp):
     _customise(project, network={"nat_gateways": 3, "availability_zones": ["us-west-2a",
                                                                           "us-west-2d"]})
-    result = mlp("--cdk-json", project, "azs")
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 1
     assert "the settings would be invalid, nothing written" in result.err
     assert "network.nat_gateways = 3: expected 1 to 2" in result.err
@@ -160,7 +160,7 @@ def test_result_is_validated_before_writing(aws, project, mlp):
 
 
 def test_missing_cdk_json(aws, tmp_path, mlp):
-    result = mlp("--cdk-json", tmp_path / "nope.json", "azs")
+    result = mlp("--cdk-json", tmp_path / "nope.json", "azs", "--admin-role-mine")
     assert result.code == 1
     assert "nope.json: no such file" in result.err
 
@@ -205,7 +205,7 @@ def test_writes_the_callers_role_with_its_path_as_cluster_admin(aws, project, ml
                   "/aws-reserved/sso.amazonaws.com/")
     assert arn == ("arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/"
                    "AWSReservedSSO_Admin_0123456789abcdef")
-    result = mlp("--cdk-json", project, "azs")
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 0, result.err
     written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
     assert written["cluster"]["admin_role_arn"] == arn
@@ -241,3 +241,104 @@ def test_get_role_denied_falls_back_to_the_role_arn_without_path(aws_env):
     assert caller_role_arn("arn:aws-cn:iam::111122223333:role/x/y", iam) == (
         "arn:aws-cn:iam::111122223333:role/x/y", "the caller")
     assert caller_role_arn("arn:aws:iam::111122223333:root", iam)[0] is None
+
+
+# --- naming the admin role, and the API endpoint ---------------------------------------------
+
+
+def test_the_admin_role_must_be_named(aws, project, mlp):
+    """Without --admin-role-arn or --admin-role-mine (and none configured) nothing is written:
+    the caller's role is often an SSO administrator permission set, so making it cluster-admin
+    must be a stated choice."""
+    result = mlp("--cdk-json", project, "azs")
+    assert result.code == 1
+    assert result.err.strip() == (
+        "mlp: error: name the cluster admin: --admin-role-arn ARN, or --admin-role-mine for the "
+        "role of your credentials (arn:aws:sts::123456789012:user/moto); nothing written"
+    )
+    assert not project.with_name("cdk.context.json").exists()
+    # The two ways of naming it exclude each other.
+    with pytest.raises(SystemExit):
+        mlp("--cdk-json", project, "azs", "--admin-role-mine", "--admin-role-arn",
+            "arn:aws:iam::123456789012:role/x")
+
+
+def test_a_rerun_keeps_the_admin_role_an_earlier_run_wrote(aws, project, mlp):
+    role = "arn:aws:iam::123456789012:role/ops/admins"
+    assert mlp("--cdk-json", project, "azs", "--admin-role-arn", role).code == 0
+    result = mlp("--cdk-json", project, "azs", "--az-id", "usw2-az4")
+    assert result.code == 0, result.err
+    assert f"cluster admin: {role} (cluster.admin_role_arn of cdk.context.json)" in result.out
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["cluster"]["admin_role_arn"] == role
+
+
+def test_endpoint_stays_private_without_the_public_options(aws, project, mlp):
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
+    assert result.code == 0, result.err
+    assert "API endpoint: private (reach it through Session Manager port forwarding" in result.out
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert "cluster" not in written
+    cluster = settings_from_cdk_json(str(project)).cluster
+    assert (cluster.endpoint_access, cluster.public_access_cidrs) == ("private", ())
+
+
+@pytest.fixture
+def checkip(monkeypatch):
+    """A local stand-in for checkip.amazonaws.com answering what ``answer`` holds."""
+    import http.server
+    import threading
+
+    answer = {"body": b"198.51.100.7\n"}
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(answer["body"])
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setattr("ml_platform.cli.azs.CHECKIP_URL",
+                        f"http://127.0.0.1:{server.server_address[1]}/")
+    yield answer
+    server.shutdown()
+    server.server_close()
+
+
+def test_public_access_mine_writes_the_callers_address_as_a_slash_32(aws, project, mlp, checkip):
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--public-access-mine",
+                 "--public-access-cidr", "203.0.113.0/24")
+    assert result.code == 0, result.err
+    assert "API endpoint: public to 203.0.113.0/24, 198.51.100.7/32 and private" in result.out
+    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert written["cluster"] == {"endpoint_access": "public_and_private",
+                                  "public_access_cidrs": ["203.0.113.0/24", "198.51.100.7/32"]}
+    cluster = settings_from_cdk_json(str(project)).cluster
+    assert cluster.public_access_cidrs == ("203.0.113.0/24", "198.51.100.7/32")
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b"<html>oops</html>", "answered '<html>oops</html>', not an address"),
+    (b"2001:db8::1\n", "2001:db8::1 is IPv6; EKS takes IPv4 blocks only"),
+])
+def test_public_access_mine_refuses_what_is_not_an_ipv4_address(
+    aws, project, mlp, checkip, body, message
+):
+    checkip["body"] = body
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--public-access-mine")
+    assert result.code == 1
+    assert message in result.err
+    assert not project.with_name("cdk.context.json").exists()
+
+
+def test_a_world_open_cidr_is_refused_before_writing(aws, project, mlp):
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine",
+                 "--public-access-cidr", "0.0.0.0/0")
+    assert result.code == 1
+    assert "cluster.public_access_cidrs[0] = '0.0.0.0/0': opens the Kubernetes API" in result.err
+    assert not project.with_name("cdk.context.json").exists()

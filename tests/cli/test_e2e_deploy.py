@@ -112,6 +112,8 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     settings = deep_merge(repo_context["ml-platform"], {
         "features": {"training_cluster": False, "triton_on_eks": False},
         "inference": {"instance_type_changes": False},
+        # aws-cdk empties the default security group with a Lambda-backed custom resource.
+        "network": {"restrict_default_security_group": False},
         # Default removal policy (retain): with "destroy" the buckets are emptied on
         # deletion by aws-cdk's Lambda-backed custom resource, which moto does not run.
     })

@@ -63,7 +63,8 @@ def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
     assert (
         set(deployed) - triton
         == set(copies)
-        == {"Storage", "NeuronPlugin", "EfaPlugin", "VolcanoQueue", "TrainingNetworkPolicies"}
+        == {"Storage", "NeuronPlugin", "EfaPlugin", "VolcanoQueue", "TrainingNetworkPolicies",
+            "SystemNetworkPolicies"}
     )
     for name, objects in copies.items():
         assert [key(o) for o in deployed[name]] == [key(o) for o in objects], name
@@ -101,7 +102,9 @@ def test_every_object_validates_against_kubernetes_1_35(copies) -> None:
                 continue  # a CRD object: checked against Volcano's schema below
             kubernetes_validate.validate(obj, KUBERNETES, strict=True)
             checked += 1
-    assert checked == 12  # 8 + the training namespace's 4 NetworkPolicies
+    # 8 + the training namespace's 5 NetworkPolicies + the Neuron plugin's 2 admission
+    # policies and bindings + the system namespaces' 3 allow-all policies and 2 namespaces
+    assert checked == 22
 
 
 def test_validation_catches_a_broken_object(copies) -> None:
@@ -112,13 +115,18 @@ def test_validation_catches_a_broken_object(copies) -> None:
 
 
 def test_namespaces_are_set_per_object(deployed, synth: SynthesizedPlatform) -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "Queue"}
+    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "Queue",
+                      "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     training = synth.platform.settings.training.namespace
     for name, objects in deployed.items():
         for obj in objects:
             namespace = obj["metadata"].get("namespace")
             assert (namespace is None) == (obj["kind"] in cluster_scoped), (name, key(obj))
-            assert namespace in (None, "kube-system", training, "triton"), (name, key(obj))
+            assert namespace in (
+                None, "kube-system", training, "triton", "volcano-system", "amazon-cloudwatch"
+            ), (name, key(obj))
+            if namespace in ("volcano-system", "amazon-cloudwatch"):  # strict mode's allow-all
+                assert (name, obj["kind"]) == ("SystemNetworkPolicies", "NetworkPolicy")
 
 
 # --- aws-cdk's own Neuron plugin is not applied -------------------------------------------
@@ -172,7 +180,8 @@ def _instance_types(pod: dict[str, Any]) -> list[str]:
 def test_neuron_plugin(deployed) -> None:
     objects = deployed["NeuronPlugin"]
     kinds = {o["kind"]: o for o in objects}
-    assert set(kinds) == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"}
+    assert set(kinds) == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet",
+                          "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
     rules = {
         (tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"])
         for r in kinds["ClusterRole"]["rules"]
@@ -201,14 +210,15 @@ def test_neuron_plugin(deployed) -> None:
     paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
     assert paths == {
         "device-plugin": "/var/lib/kubelet/device-plugins",
-        "infa-map": "/run",
+        "infa-map": "/run/infa-map.json",  # not all of /run: tests/cluster/test_neuron_policy.py
         "aws-config": "/opt/aws",
     }
     (container,) = pod["containers"]
     assert container["image"] == NEURON_DEVICE_PLUGIN_IMAGE
     assert container["image"] == "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0"
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
-    assert mounts == {"/var/lib/kubelet/device-plugins": False, "/run": False, "/opt/aws": True}
+    assert mounts == {"/var/lib/kubelet/device-plugins": False, "/run/infa-map.json": True,
+                      "/opt/aws": True}
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
     assert env == {
         "KUBECONFIG": "/etc/kubernetes/kubelet.conf",

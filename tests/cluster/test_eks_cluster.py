@@ -71,36 +71,64 @@ def test_secrets_are_encrypted_with_a_rotating_key(synth: SynthesizedPlatform) -
     ]
 
 
-def test_endpoint_access_follows_settings_and_nodes_use_private_subnets(
+def test_endpoint_is_private_by_default_and_nodes_use_private_subnets(
     synth: SynthesizedPlatform,
 ) -> None:
+    """cdk.json sets no endpoint: the API answers only inside the VPC (Security Hub EKS.1)."""
     _, cluster = _only(synth, "AWS::EKS::Cluster")
     vpc_config = cluster["Properties"]["ResourcesVpcConfig"]
     assert vpc_config["EndpointPrivateAccess"] is True
-    assert vpc_config["EndpointPublicAccess"] is True
-    assert vpc_config["PublicAccessCidrs"] == list(
-        synth.platform.settings.cluster.public_access_cidrs
-    )
+    assert vpc_config["EndpointPublicAccess"] is False
+    assert "PublicAccessCidrs" not in vpc_config
     subnets = [s["Fn::ImportValue"] for s in vpc_config["SubnetIds"]]
     assert len(subnets) == 3 and all("PrivateSubnet" in s for s in subnets)
     for group in _resources(synth, "AWS::EKS::Nodegroup").values():
         assert all("PrivateSubnet" in s["Fn::ImportValue"] for s in group["Properties"]["Subnets"])
 
 
-def test_world_open_endpoint_is_a_synth_warning(synth: SynthesizedPlatform) -> None:
-    assert synth.platform.settings.cluster.public_access_cidrs == ("0.0.0.0/0",)
-    metadata = json.loads(
-        (synth.outdir / f"{synth.stack_name('TrainingCluster')}.metadata.json").read_text()
-    )
-    warnings = [
-        e["data"]
-        for path, entries in metadata.items()
-        if path.endswith("/Cluster")
-        for e in entries
-        if e["type"] == "aws:cdk:warning"
+def test_the_creator_gets_no_permanent_admin_entry_and_the_kubectl_role_has_its_own(
+    synth: SynthesizedPlatform,
+) -> None:
+    """BootstrapClusterCreatorAdminPermissions off: CloudFormation's execution role keeps no
+    cluster-admin. aws-cdk's kubectl provider role has an access entry of its own, and the
+    KubectlReadyBarrier (which every manifest and chart waits for) depends on it."""
+    _, cluster = _only(synth, "AWS::EKS::Cluster")
+    assert cluster["Properties"]["AccessConfig"]["BootstrapClusterCreatorAdminPermissions"] is False
+    template = synth.template_json("TrainingCluster")["Resources"]
+    (role_id,) = [
+        k for k, r in template.items()
+        if r["Type"] == "AWS::IAM::Role" and k.startswith("ClusterKubectlProviderHandlerServiceRole")
     ]
-    assert len(warnings) == 1
-    assert "0.0.0.0/0" in warnings[0] and OPEN_TO_WORLD_WARNING in warnings[0]
+    _, handler = next(
+        (k, r) for k, r in template.items()
+        if r["Type"] == "AWS::Lambda::Function" and k.startswith("ClusterKubectlProviderHandler")
+    )
+    assert handler["Properties"]["Role"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    (entry_id,) = [
+        k for k, r in _resources(synth, "AWS::EKS::AccessEntry").items()
+        if r["Properties"]["PrincipalArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    ]
+    entry = template[entry_id]["Properties"]
+    assert entry["AccessPolicies"] == [{
+        "AccessScope": {"Type": "cluster"},
+        "PolicyArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
+                                        ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]]},
+    }]
+    (barrier,) = [k for k in template if k.startswith("ClusterKubectlReadyBarrier")]
+    assert entry_id in template[barrier]["DependsOn"]
+
+
+def test_a_world_open_endpoint_is_an_error_unless_stated_then_a_warning() -> None:
+    with pytest.raises(ValueError, match="'0.0.0.0/0' opens the Kubernetes API endpoint to the "
+                       "whole internet.*public_access_from_anywhere=True"):
+        _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"])
+    stated = _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"],
+                           public_access_from_anywhere=True)
+    (warning,) = [m.data for m in stated.node.metadata if m.type == "aws:cdk:warning"]
+    assert "0.0.0.0/0" in warning and OPEN_TO_WORLD_WARNING in warning
+    with pytest.raises(ValueError, match=r"public_access_cidrs=\['203.0.113.0/24'\]: a private "
+                       "endpoint takes none"):
+        _bare_cluster(public_access_cidrs=["203.0.113.0/24"])
 
 
 def _bare_cluster(**props) -> TrainingEksCluster:
@@ -115,14 +143,15 @@ def test_restricted_or_private_endpoint_has_no_warning_and_admin_role_gets_an_ac
     None
 ):
     admin = "arn:aws:iam::123456789012:role/PlatformAdmin"
-    restricted = _bare_cluster(public_access_cidrs=["203.0.113.0/24"], admin_role_arn=admin)
+    restricted = _bare_cluster(endpoint_access="public_and_private",
+                               public_access_cidrs=["203.0.113.0/24"], admin_role_arn=admin)
     assert [m for m in restricted.node.metadata if m.type == "aws:cdk:warning"] == []
     entry = restricted.admin_access.node.default_child
     assert entry.principal_arn == admin
     (policy,) = cdk.Stack.of(restricted).resolve(entry.access_policies)
     assert policy["accessScope"] == {"type": "cluster"}
     assert "AmazonEKSClusterAdminPolicy" in json.dumps(policy["policyArn"])
-    private = _bare_cluster(endpoint_access="private")
+    private = _bare_cluster()  # private by default
     assert private.admin_access is None
     assert [m for m in private.node.metadata if m.type == "aws:cdk:warning"] == []
 
@@ -388,3 +417,80 @@ def test_kubeconfig_command_never_assumes_the_admin_role_itself() -> None:
     assert outputs[admin]["UpdateKubeconfigCommand"] == {"Value": command}
     assert outputs[admin]["AdminRoleArn"]["Value"] == admin
     assert "--role-arn" in outputs[admin]["AdminRoleArn"]["Description"]
+
+
+def test_the_vpc_cni_has_its_own_pod_identity_role_created_before_the_add_on(
+    synth: SynthesizedPlatform,
+) -> None:
+    """AmazonEKS_CNI_Policy sits on kube-system/aws-node's Pod Identity role (EKS user guide,
+    cni-iam-role), which exists with its association before the vpc-cni add-on; the system
+    node role loses the policy only after the add-on is updated."""
+    template = synth.template_json("TrainingCluster")["Resources"]
+    (association_id,) = [
+        k for k, r in _resources(synth, "AWS::EKS::PodIdentityAssociation").items()
+        if r["Properties"]["ServiceAccount"] == "aws-node"
+    ]
+    association = template[association_id]["Properties"]
+    assert association["Namespace"] == "kube-system"
+    role_id = association["RoleArn"]["Fn::GetAtt"][0]
+    (arn,) = template[role_id]["Properties"]["ManagedPolicyArns"]
+    assert arn["Fn::Join"][1][-1] == ":iam::aws:policy/AmazonEKS_CNI_Policy"
+    (addon_id,) = [
+        k for k, r in _resources(synth, "AWS::EKS::Addon").items()
+        if r["Properties"]["AddonName"] == "vpc-cni"
+    ]
+    assert addon_id.startswith("AddonsVpcCni") and "Role" not in addon_id  # logical ID kept
+    assert {association_id, role_id} <= set(template[addon_id]["DependsOn"])
+    (system_group,) = _resources(synth, "AWS::EKS::Nodegroup").values()
+    node_role_id = system_group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
+    assert addon_id in template[node_role_id]["DependsOn"]
+
+
+def test_ssm_on_node_roles_follows_the_setting() -> None:
+    from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+
+    names = {}
+    for ssm in (True, False):
+        cluster = _bare_cluster(node_ssm_access=ssm)
+        GpuNodeGroup(cluster, "Gpu", cluster=cluster.cluster, ssm_access=ssm)
+        roles = [
+            r for r in Template.from_stack(cdk.Stack.of(cluster)).find_resources(
+                "AWS::IAM::Role").values()
+            if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+            == {"Service": "ec2.amazonaws.com"}
+        ]
+        assert len(roles) == 2  # system and GPU node roles
+        names[ssm] = [
+            sorted(a["Fn::Join"][1][-1].rsplit("/", 1)[-1]
+                   for a in r["Properties"]["ManagedPolicyArns"])
+            for r in roles
+        ]
+    base = ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]
+    assert names[False] == [base, base]
+    assert names[True] == [sorted([*base, "AmazonSSMManagedInstanceCore"])] * 2
+
+
+def test_network_policy_mode_reaches_the_vpc_cni_and_is_checked() -> None:
+    for mode in ("strict", "standard"):
+        cluster = _bare_cluster()
+        addons = PlatformAddons(cluster, "Addons", cluster=cluster.cluster, kubernetes_version="1.35",
+                                network_policy_mode=mode)
+        values = cdk.Stack.of(cluster).resolve(
+            addons.addons["vpc-cni"].node.default_child.configuration_values)
+        assert json.loads(values) == {"enableNetworkPolicy": "true",
+                                      "env": {"NETWORK_POLICY_ENFORCING_MODE": mode}}
+    cluster = _bare_cluster()
+    with pytest.raises(ValueError, match=r"network_policy_mode='off': expected one of \['strict', "
+                       r"'standard'\]"):
+        PlatformAddons(cluster, "Addons", cluster=cluster.cluster, kubernetes_version="1.35",
+                       network_policy_mode="off")
+
+
+def test_the_kubectl_handler_runs_in_the_private_subnets_so_a_private_endpoint_deploys(
+    synth: SynthesizedPlatform,
+) -> None:
+    template = synth.template_json("TrainingCluster")["Resources"]
+    handler = next(r for k, r in template.items() if r["Type"] == "AWS::Lambda::Function"
+                   and k.startswith("ClusterKubectlProviderHandler"))
+    subnets = [s["Fn::ImportValue"] for s in handler["Properties"]["VpcConfig"]["SubnetIds"]]
+    assert len(subnets) == 3 and all("PrivateSubnet" in s for s in subnets)

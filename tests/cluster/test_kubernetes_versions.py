@@ -123,10 +123,11 @@ def test_every_manifest_validates_against_kubernetes_1_34(k8s134: SynthesizedPla
             continue  # tests/cluster and tests/training check these against Volcano's CRDs
         kubernetes_validate.validate(obj, "1.34.0", strict=True)
         checked += 1
-    # Storage 3, Neuron plugin 4, EFA plugin 1, training NetworkPolicies 4, Triton device
-    # plugin 1 and Triton 10 (no HorizontalPodAutoscaler), workloads 4 (dataset ConfigMap and
-    # Job, TensorBoard Deployment and Service).
-    assert checked == 27
+    # Storage 3, Neuron plugin 8 (with its 2 ValidatingAdmissionPolicies and bindings), EFA plugin
+    # 1, training NetworkPolicies 5, system namespaces 5 (2 namespaces, 3 allow-all policies),
+    # Triton device plugin 1 and Triton 10 (no HorizontalPodAutoscaler), workloads 4 (dataset
+    # ConfigMap and Job, TensorBoard Deployment and Service).
+    assert checked == 37
 
 
 def test_only_the_kubectl_layer_of_the_chosen_version_is_imported(monkeypatch) -> None:

@@ -177,15 +177,17 @@ def _policy_names(role: dict) -> set[str]:
 
 NODE_POLICIES = {
     "AmazonEKSWorkerNodePolicy",
-    "AmazonEKS_CNI_Policy",
-    "AmazonEC2ContainerRegistryReadOnly",
+    "AmazonEC2ContainerRegistryPullOnly",
     "AmazonSSMManagedInstanceCore",
 }
 
 
-def test_node_roles_have_worker_cni_ecr_and_ssm_policies(synth: SynthesizedPlatform) -> None:
-    """Every node group's role, Trainium, system and GPU: SSM lets operators debug EFA and
-    Neuron on a node without SSH."""
+def test_node_roles_have_worker_ecr_pull_and_ssm_policies_and_no_cni(
+    synth: SynthesizedPlatform,
+) -> None:
+    """Every node group's role, Trainium, system and GPU: no AmazonEKS_CNI_Policy (the VPC
+    CNI has a Pod Identity role of its own), ECR pull only, SSM (cluster.node_ssm_access, on
+    by default) lets operators debug EFA and Neuron on a node without SSH."""
     templates = {
         short: synth.template_json(short)["Resources"]
         for short in {TRAINIUM_STACK, GPU_STACK, "TrainingCluster"}
@@ -606,3 +608,15 @@ def test_capacity_block_with_nodes_warns_why() -> None:
     (text,) = [w.entry.data for w in warnings]
     assert "desired_size=2 on a Capacity Block" in text
     assert "only at desired size 0" in text and "40 minutes before the block ends" in text
+
+
+def test_node_ssm_access_off_reaches_every_node_group(trn1n: SynthesizedPlatform) -> None:
+    for short in (TRAINIUM_STACK, GPU_STACK, "TrainingCluster"):
+        resources = trn1n.template_json(short)["Resources"]
+        groups = [g for g in resources.values() if g["Type"] == "AWS::EKS::Nodegroup"]
+        assert groups, short
+        for group in groups:
+            role_id = group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
+            assert _policy_names(resources[role_id]) == NODE_POLICIES - {
+                "AmazonSSMManagedInstanceCore"
+            }, short

@@ -112,7 +112,10 @@ def build(app: cdk.App) -> dict[str, object]:
                 cidr="10.1.0.0/16")
     clusters = [
         TrainingEksCluster(clusters_stack, "Research", vpc=net.vpc, endpoint_access="private"),
-        TrainingEksCluster(clusters_stack, "Staging", vpc=net.vpc),  # public: warns
+        TrainingEksCluster(  # public to the world, stated: warns
+            clusters_stack, "Staging", vpc=net.vpc, endpoint_access="public_and_private",
+            public_access_cidrs=["0.0.0.0/0"], public_access_from_anywhere=True,
+        ),
     ]
 
     serving = cdk.Stack(app, "Serving", env=ENV)

@@ -140,6 +140,9 @@ def test_triton_ingress(triton_policies, source, port, expected) -> None:
         ({"ip": "169.254.169.254"}, 80, "TCP", False),  # IMDS
         ({"ip": "169.254.169.254"}, 443, "TCP", False),
         ({"ip": "169.254.170.23"}, 80, "TCP", True),  # the Pod Identity agent
+        ({"ip": "10.0.0.10"}, 443, "TCP", False),  # the private API endpoint, other nodes
+        ({"ip": "172.20.0.1"}, 443, "TCP", False),  # the kubernetes Service
+        ({"ip": "100.64.0.9"}, 443, "TCP", False),
         ({"ns": ns("training"), "pod": {}}, 29500, "TCP", False),
     ],
 )
@@ -147,19 +150,54 @@ def test_triton_egress(triton_policies, target, port, protocol, expected) -> Non
     assert allowed(triton_policies, "egress", TRITON_POD, target, port, protocol) is expected
 
 
-def test_training_pods_talk_to_each_other_and_nobody_else_in(training_policies) -> None:
-    pod = {"app.kubernetes.io/instance": "bert-pretrain"}
-    peer = {"ns": ns("training"), "pod": {"app.kubernetes.io/instance": "bert-pretrain"}}
-    for port in (29500, 6006, 12345):
+@pytest.fixture(scope="module")
+def workload_pods(settings) -> dict[str, dict[str, str]]:
+    """Pod labels of the training workloads as rendered (TorchX jobs, dataset Job, TensorBoard)."""
+    from ml_platform.k8s_charts.workloads import build_workload_manifests
+
+    pods = {}
+    for docs in build_workload_manifests(settings).values():
+        for obj in docs:
+            spec = obj.get("spec", {})
+            if obj["apiVersion"].startswith("batch.volcano.sh/"):
+                pods[obj["metadata"]["name"]] = spec["tasks"][0]["template"]["metadata"]["labels"]
+            elif obj["kind"] in ("Job", "Deployment"):
+                pods[obj["metadata"]["name"]] = spec["template"]["metadata"]["labels"]
+    assert set(pods) == {"bert-dataset", "bert-precompile", "bert-pretrain", "tensorboard"}
+    return pods
+
+
+def test_training_workers_talk_to_each_other_and_nobody_else_in(
+    training_policies, workload_pods
+) -> None:
+    pod = workload_pods["bert-pretrain"]
+    peer = {"ns": ns("training"), "pod": workload_pods["bert-pretrain"]}
+    for port in (29500, 62182, 12345):  # c10d rendezvous, NEURON_RT_ROOT_COMM_ID, any
         assert allowed(training_policies, "ingress", pod, peer, port)
         assert allowed(training_policies, "egress", pod, peer, port)
     for source in (ns("triton"), ns("default"), ns("kube-system")):
         assert not allowed(training_policies, "ingress", pod, {"ns": source, "pod": {}}, 29500)
-    assert allowed(training_policies, "egress", pod, {"ns": ns("kube-system"), "pod": DNS_POD}, 53, "UDP")
-    assert allowed(training_policies, "egress", pod, {"ip": "52.92.0.1"}, 443)
-    assert not allowed(training_policies, "egress", pod, {"ip": "52.92.0.1"}, 80)
-    assert not allowed(training_policies, "egress", pod, {"ip": "169.254.169.254"}, 80)
+    # Not even TensorBoard or the dataset job reach the workers.
+    for other in ("tensorboard", "bert-dataset"):
+        assert not allowed(training_policies, "ingress", pod,
+                           {"ns": ns("training"), "pod": workload_pods[other]}, 29500)
     assert not allowed(training_policies, "egress", pod, {"ns": ns("triton"), "pod": TRITON_POD}, 8000)
+
+
+@pytest.mark.parametrize(("workload", "https"), [
+    ("bert-pretrain", True), ("bert-precompile", True), ("bert-dataset", True),
+    ("tensorboard", False),
+])
+def test_training_egress_is_dns_and_public_https_for_those_that_download(
+    training_policies, workload_pods, workload, https
+) -> None:
+    pod = workload_pods[workload]
+    assert allowed(training_policies, "egress", pod, {"ns": ns("kube-system"), "pod": DNS_POD}, 53, "UDP")
+    assert allowed(training_policies, "egress", pod, {"ip": "52.92.0.1"}, 443) is https  # S3
+    assert not allowed(training_policies, "egress", pod, {"ip": "52.92.0.1"}, 80)
+    # Nothing private over HTTPS: the API server's ENIs, the service range, IMDS, other nodes.
+    for ip in ("10.0.12.7", "172.20.0.1", "192.168.1.1", "100.64.3.4", "169.254.169.254"):
+        assert not allowed(training_policies, "egress", pod, {"ip": ip}, 443), ip
 
 
 def test_evaluator_sees_no_isolation_without_policies() -> None:
@@ -179,7 +217,40 @@ def _resources(synth: SynthesizedPlatform, kind: str):
 
 def test_vpc_cni_enforces_network_policies(synth: SynthesizedPlatform) -> None:
     (cni,) = [r for _, _, r in _resources(synth, "AWS::EKS::Addon") if r["Properties"]["AddonName"] == "vpc-cni"]
-    assert json.loads(cni["Properties"]["ConfigurationValues"]) == {"enableNetworkPolicy": "true"}
+    # Strict mode: a new pod is default-deny until its policies are in place (EKS user guide,
+    # cni-network-policy-configure: NETWORK_POLICY_ENFORCING_MODE of the aws-node container).
+    assert json.loads(cni["Properties"]["ConfigurationValues"]) == {
+        "enableNetworkPolicy": "true", "env": {"NETWORK_POLICY_ENFORCING_MODE": "strict"},
+    }
+
+
+def test_system_namespaces_get_allow_all_policies_before_their_pods(
+    synth: SynthesizedPlatform,
+) -> None:
+    """Strict mode gives a pod no policy selects no traffic: kube-system, volcano-system and
+    amazon-cloudwatch get allow-all policies (standard mode's behaviour for them), applied
+    before CoreDNS, the FSx and CloudWatch add-ons, Volcano and the device plugins."""
+    from tests.cluster.manifests import manifests_by_id
+
+    template = synth.template_json("TrainingCluster")["Resources"]
+    manifests = manifests_by_id(synth.template_json("TrainingCluster"))
+    (system_id,) = [k for k, objs in manifests.items()
+                    if any(o["metadata"]["name"] == "allow-all" for o in objs)]
+    objects = manifests[system_id]
+    policies = {o["metadata"]["namespace"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"}
+    assert set(policies) == {"kube-system", "volcano-system", "amazon-cloudwatch"}
+    for spec in policies.values():
+        assert spec == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"],
+                        "ingress": [{}], "egress": [{}]}
+        assert allowed([{"metadata": {"namespace": "x"}, "spec": spec}], "egress", {},
+                       {"ip": "8.8.8.8"}, 53, "UDP")
+    assert {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"} == {
+        "volcano-system", "amazon-cloudwatch"}
+    waiting = [k for k, r in template.items() if system_id in r.get("DependsOn", [])]
+    names = {template[k]["Properties"].get("AddonName") or template[k]["Type"] for k in waiting}
+    assert {"coredns", "aws-fsx-csi-driver", "amazon-cloudwatch-observability",
+            "Custom::AWSCDK-EKS-HelmChart"} <= names
+    assert sum(template[k]["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" for k in waiting) >= 2
 
 
 def test_training_network_policies_are_applied_to_the_cluster(synth: SynthesizedPlatform) -> None:
@@ -190,8 +261,9 @@ def test_training_network_policies_are_applied_to_the_cluster(synth: Synthesized
         if "NetworkPolicy" in text:
             kinds.append(text)
     joined = "".join(kinds)
-    for name in ("default-deny", "allow-dns", "allow-within-namespace", "allow-https-egress",
-                 "allow-serving", "allow-pod-identity-agent"):
+    for name in ("default-deny", "allow-dns", "allow-between-workers", "allow-https-workers",
+                 "allow-https-dataset", "allow-https-egress", "allow-serving",
+                 "allow-pod-identity-agent", "allow-all"):
         assert name in joined, name
 
 
@@ -208,7 +280,9 @@ def test_pod_identity_roles_trust_only_their_cluster_namespace_and_service_accou
     synth: SynthesizedPlatform,
 ) -> None:
     associations = list(_resources(synth, "AWS::EKS::PodIdentityAssociation"))
-    assert len(associations) >= 3
+    assert {a["Properties"]["ServiceAccount"] for _, _, a in associations} == {
+        "aws-node", "fsx-csi-controller-sa", "cloudwatch-agent", "triton",
+    }
     for stack, _, association in associations:
         props = association["Properties"]
         role_id = props["RoleArn"]["Fn::GetAtt"][0]
@@ -216,8 +290,11 @@ def test_pod_identity_roles_trust_only_their_cluster_namespace_and_service_accou
         (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
         assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
         assert sorted(statement["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+        # The cluster's ARN, not its name: a cluster of the same name in another region of
+        # the account must not match (pod-id-abac session tags).
+        cluster_id = props["ClusterName"]["Ref"]
         assert statement["Condition"] == {"StringEquals": {
-            "aws:RequestTag/eks-cluster-name": props["ClusterName"],
+            "aws:RequestTag/eks-cluster-arn": {"Fn::GetAtt": [cluster_id, "Arn"]},
             "aws:RequestTag/kubernetes-namespace": props["Namespace"],
             "aws:RequestTag/kubernetes-service-account": props["ServiceAccount"],
         }}, role_id

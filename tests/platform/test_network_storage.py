@@ -356,3 +356,75 @@ def test_lustre_throughput_below_the_samples_per_node_figure_warns() -> None:
     assert _storage_warnings({"storage": {"fsx_throughput_per_tib": 250}}, 2) == []
     assert len(_storage_warnings({"storage": {"fsx_throughput_per_tib": 250}}, 4)) == 1
     assert _storage_warnings({}, 0) == []  # no training cluster: nothing reads it
+
+
+# -- the S3 gateway endpoint's policy and the default security group ---------------------------
+
+
+def _endpoint_allows(policy: dict, action: str, arn: str, resource_account: str) -> bool:
+    """IAM evaluation of an endpoint policy's Allow statements (no Deny statements in it):
+    action and resource wildcards, and the aws:ResourceAccount condition."""
+    from fnmatch import fnmatchcase
+
+    for statement in policy["Statement"]:
+        assert statement["Effect"] == "Allow" and statement["Principal"] == {"AWS": "*"}
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        condition = statement.get("Condition", {})
+        assert set(condition) <= {"StringEquals"}
+        if condition and condition["StringEquals"] != {"aws:ResourceAccount": resource_account}:
+            continue
+        if any(fnmatchcase(action, a) for a in actions) and any(fnmatchcase(arn, r) for r in resources):
+            return True
+    return False
+
+
+@pytest.mark.parametrize(("action", "arn", "account", "expected"), [
+    # The platform's own buckets (model archives, CDK assets): anything.
+    ("s3:GetObject", "arn:aws:s3:::mlplatform-storage-models/models/x.tar.gz", "123456789012", True),
+    ("s3:PutObject", "arn:aws:s3:::cdk-hnb659fds-assets-123456789012-us-west-2/a.zip", "123456789012", True),
+    # Another account's bucket: refused, read or write (exfiltration through the endpoint).
+    ("s3:PutObject", "arn:aws:s3:::attacker-bucket/loot", "999999999999", False),
+    ("s3:GetObject", "arn:aws:s3:::attacker-bucket/tool", "999999999999", False),
+    # AWS-owned buckets the nodes read: ECR layers, AL2023 repos, SSM, the BERT dataset.
+    ("s3:GetObject", "arn:aws:s3:::prod-us-west-2-starport-layer-bucket/sha256/ab", "602401143452", True),
+    ("s3:PutObject", "arn:aws:s3:::prod-us-west-2-starport-layer-bucket/sha256/ab", "602401143452", False),
+    ("s3:GetObject", "arn:aws:s3:::prod-eu-west-1-starport-layer-bucket/sha256/ab", "602401143452", False),
+    ("s3:GetObject", "arn:aws:s3:::al2023-repos-us-west-2-de612dc2/core/mirrors", "137112412989", True),
+    ("s3:GetObject", "arn:aws:s3:::amazon-ssm-us-west-2/latest/linux_amd64/amazon-ssm-agent.rpm", "1", True),
+    ("s3:GetObject", "arn:aws:s3:::neuron-s3/training_datasets/x.tar", "1", True),
+    ("s3:ListBucket", "arn:aws:s3:::neuron-s3", "1", False),
+    # The kubectl provider's custom-resource responses to CloudFormation.
+    ("s3:PutObject", "arn:aws:s3:::cloudformation-custom-resource-response-uswest2/arn%3Ax", "1", True),
+    ("s3:GetObject", "arn:aws:s3:::cloudformation-custom-resource-response-uswest2/arn%3Ax", "1", False),
+])
+def test_s3_endpoint_allows_own_account_and_named_aws_buckets_only(
+    synth: SynthesizedPlatform, action, arn, account, expected
+) -> None:
+    (endpoint,) = [r for r in synth.template_json("Network")["Resources"].values()
+                   if r["Type"] == "AWS::EC2::VPCEndpoint"]
+    policy = endpoint["Properties"]["PolicyDocument"]
+    assert _endpoint_allows(policy, action, arn, account) is expected
+
+
+def test_dataset_bucket_in_the_endpoint_policy_is_the_jobs_bucket() -> None:
+    from ml_platform.constructs.network import DATASET_BUCKET
+    from ml_platform.training.jobs import BERT_DATASET_URI
+
+    assert BERT_DATASET_URI.startswith(f"s3://{DATASET_BUCKET}/")
+
+
+def test_default_security_group_is_emptied(synth: SynthesizedPlatform) -> None:
+    """Security Hub EC2.2, with aws-cdk's custom resource (network.restrict_default_security_group)."""
+    resources = synth.template_json("Network")["Resources"]
+    (restrict,) = [r for r in resources.values() if r["Type"] == "Custom::VpcRestrictDefaultSG"]
+    (vpc_id,) = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::VPC"]
+    assert restrict["Properties"]["DefaultSecurityGroupId"] == {
+        "Fn::GetAtt": [vpc_id, "DefaultSecurityGroup"]
+    }
+    app_off = PlatformVpc(
+        cdk.Stack(new_app(), "Off", env=cdk.Environment(account="123456789012", region="eu-west-1")),
+        "Vpc", availability_zones=["eu-west-1a", "eu-west-1b"], trainium_az="eu-west-1a",
+        restrict_default_security_group=False,
+    )
+    assert not Template.from_stack(cdk.Stack.of(app_off)).find_resources("Custom::VpcRestrictDefaultSG")

@@ -69,10 +69,28 @@ def test_app_py_reports_a_non_object_context_without_traceback(
 
 
 def test_public_endpoint_without_cidrs_is_a_settings_error() -> None:
-    one_problem({"cluster": {"public_access_cidrs": []}}, "cluster.public_access_cidrs = []")
+    one_problem({"cluster": {"endpoint_access": "public_and_private"}},
+                "cluster.public_access_cidrs = []")
     Settings.from_context(
         {"cluster": {"public_access_cidrs": [], "endpoint_access": "private"}}, known_azs=SEEDED
     )
+
+
+def test_the_endpoint_is_private_by_default() -> None:
+    cluster = Settings.from_context({}, known_azs=SEEDED).cluster
+    assert (cluster.endpoint_access, cluster.public_access_cidrs) == ("private", ())
+    one_problem({"cluster": {"public_access_cidrs": ["203.0.113.0/24"]}},
+                "cluster.public_access_cidrs = ['203.0.113.0/24']: a private endpoint takes none")
+
+
+def test_a_world_open_endpoint_needs_a_setting_that_states_it() -> None:
+    public = {"endpoint_access": "public_and_private", "public_access_cidrs": ["0.0.0.0/0"]}
+    one_problem({"cluster": public}, "cluster.public_access_cidrs[0] = '0.0.0.0/0': opens the "
+                "Kubernetes API to the whole internet", "cluster.public_access_from_anywhere")
+    stated = Settings.from_context(
+        {"cluster": {**public, "public_access_from_anywhere": True}}, known_azs=SEEDED
+    )
+    assert stated.cluster.public_access_cidrs == ("0.0.0.0/0",)
 
 
 @pytest.mark.parametrize("namespace", RESERVED_NAMESPACES)
@@ -233,7 +251,8 @@ def test_admin_role_of_another_partition_is_a_settings_error() -> None:
 
 @pytest.mark.parametrize("cidr", ["::/0", "2001:db8::/32"])
 def test_ipv6_public_access_cidrs_are_settings_errors(cidr: str) -> None:
-    one_problem({"cluster": {"public_access_cidrs": [cidr]}}, f"cluster.public_access_cidrs[0] = {cidr!r}", "IPv4")
+    one_problem({"cluster": {"public_access_cidrs": [cidr], "endpoint_access": "public_and_private"}},
+                f"cluster.public_access_cidrs[0] = {cidr!r}", "IPv4")
 
 
 def test_duplicate_archives_in_one_endpoint_are_a_settings_error() -> None:
@@ -337,3 +356,9 @@ def test_upload_dir_with_a_file_that_is_not_gzip_gives_one_line(tmp_path: Path) 
         "readable tar archive (not gzip-compressed: a .tar.gz archive starts with the gzip "
         "bytes 1f 8b)"]
     assert all("\n" not in p for p in found)
+
+
+def test_network_policy_mode_is_strict_by_default_and_checked() -> None:
+    assert Settings.from_context({}, known_azs=SEEDED).cluster.network_policy_mode == "strict"
+    one_problem({"cluster": {"network_policy_mode": "off"}},
+                "cluster.network_policy_mode = 'off': expected one of ['strict', 'standard']")

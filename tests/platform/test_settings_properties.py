@@ -213,7 +213,8 @@ ACCEPTED = [
     },
     {
         "network": {"cidr": "192.168.0.0/16"},
-        "cluster": {"public_access_cidrs": ["203.0.113.0/24", "198.51.100.7/32"], "system_nodes": 10},
+        "cluster": {"public_access_cidrs": ["203.0.113.0/24", "198.51.100.7/32"], "system_nodes": 10,
+                    "endpoint_access": "public_and_private"},
         "features": {"inference": False, "triton_on_eks": False},
         "inference": {"endpoints": []},
         "storage": {"fsx_storage_gib": 2400, "ecr_max_images": 1000},

@@ -15,7 +15,7 @@ def pod_identity(namespace: str, service_account: str) -> dict[str, Any]:
     """The session-tag condition of a Pod Identity role of the platform's cluster."""
     return {
         "StringEquals": {
-            "aws:RequestTag/eks-cluster-name": {"Ref": "Cluster9EE0221C"},
+            "aws:RequestTag/eks-cluster-arn": {"Fn::GetAtt": ["Cluster9EE0221C", "Arn"]},
             "aws:RequestTag/kubernetes-namespace": namespace,
             "aws:RequestTag/kubernetes-service-account": service_account,
         }
@@ -51,6 +51,9 @@ CONDITIONED: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     # EKS Pod Identity sends session tags, not source keys; the roles trust one cluster,
     # namespace and service account.
     # https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html
+    ("TrainingCluster", "AddonsVpcCniRoleB7C7293E"): (
+        "pods.eks.amazonaws.com", pod_identity("kube-system", "aws-node"),
+    ),
     ("TrainingCluster", "AddonsFsxCsiDriverRoleD4BE6E5A"): (
         "pods.eks.amazonaws.com", pod_identity("kube-system", "fsx-csi-controller-sa"),
     ),
@@ -108,6 +111,10 @@ UNCONDITIONED: tuple[Unconditioned, ...] = (
                   "lambda.amazonaws.com", _LAMBDA, _LAMBDA_SOURCE),
     Unconditioned("TrainingCluster", "ClusterKubectlProviderframeworkonEventServiceRole*",
                   "lambda.amazonaws.com", _LAMBDA, _LAMBDA_SOURCE),
+    Unconditioned("Network", "CustomVpcRestrictDefaultSGCustomResourceProviderRole*",
+                  "lambda.amazonaws.com",
+                  _LAMBDA + " (aws-cdk's provider that empties the VPC's default security group)",
+                  _LAMBDA_SOURCE),
     Unconditioned("Inference", "EndpointScalingProviderHandlerServiceRole*",
                   "lambda.amazonaws.com", _LAMBDA + " (the endpoint-scaling handler)",
                   _LAMBDA_SOURCE),

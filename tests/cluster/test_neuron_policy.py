@@ -1,0 +1,160 @@
+"""The Neuron device plugin's narrowing: only /run/infa-map.json of the host's /run, read-only,
+and a ValidatingAdmissionPolicy whose CEL rules are evaluated here (cel-python, a CEL
+implementation) against the requests the API server would give them: the plugin may change
+annotations of pods on its own node, nothing else."""
+
+from __future__ import annotations
+
+import copy
+
+import cdk8s
+import kubernetes_validate
+import pytest
+
+from ml_platform.k8s_charts.neuron import (
+    INFA_MAP,
+    NODE_NAME_EXTRA,
+    NODE_STATUS_POLICY_NAME,
+    NODE_STATUS_RULE,
+    POD_WRITE_RULES,
+    POLICY_NAME,
+    SERVICE_ACCOUNT_USER,
+    NeuronDevicePluginChart,
+)
+from ml_platform.versions import KUBERNETES_VERSIONS
+
+
+@pytest.fixture(scope="module")
+def objects() -> list[dict]:
+    return NeuronDevicePluginChart(
+        cdk8s.App(), "neuron", instance_types=["trn1.32xlarge"]
+    ).to_json()
+
+
+def _kind(objects, kind, name=POLICY_NAME) -> dict:
+    (obj,) = [o for o in objects if o["kind"] == kind
+              and (not kind.startswith("ValidatingAdmission") or o["metadata"]["name"] == name)]
+    return obj
+
+
+def test_only_the_device_map_of_run_is_mounted_read_only(objects) -> None:
+    pod = _kind(objects, "DaemonSet")["spec"]["template"]["spec"]
+    volumes = {v["name"]: v["hostPath"] for v in pod["volumes"]}
+    assert volumes["infa-map"] == {"path": INFA_MAP, "type": "File"}
+    assert all(v["path"] != "/run" for v in volumes.values())
+    (container,) = pod["containers"]
+    mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
+    assert mounts == {"/var/lib/kubelet/device-plugins": False, INFA_MAP: True, "/opt/aws": True}
+
+
+def test_policy_and_binding_validate_for_every_supported_version(objects) -> None:
+    policy = _kind(objects, "ValidatingAdmissionPolicy")
+    binding = _kind(objects, "ValidatingAdmissionPolicyBinding")
+    for version in KUBERNETES_VERSIONS:
+        for obj in (policy, binding):
+            assert obj["apiVersion"] == "admissionregistration.k8s.io/v1"
+            kubernetes_validate.validate(obj, f"{version}.0", strict=True)
+    spec = policy["spec"]
+    assert spec["failurePolicy"] == "Fail"
+    assert spec["matchConstraints"]["resourceRules"] == [{
+        "apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods"],
+    }]
+    (condition,) = spec["matchConditions"]
+    assert condition["expression"] == f"request.userInfo.username == '{SERVICE_ACCOUNT_USER}'"
+    assert SERVICE_ACCOUNT_USER == "system:serviceaccount:kube-system:neuron-device-plugin"
+    assert [v["expression"] for v in spec["validations"]] == [e for e, _ in POD_WRITE_RULES.values()]
+    assert binding["spec"] == {"policyName": POLICY_NAME, "validationActions": ["Deny", "Audit"]}
+    node_policy = _kind(objects, "ValidatingAdmissionPolicy", NODE_STATUS_POLICY_NAME)
+    node_binding = _kind(objects, "ValidatingAdmissionPolicyBinding", NODE_STATUS_POLICY_NAME)
+    for version in KUBERNETES_VERSIONS:
+        for obj in (node_policy, node_binding):
+            kubernetes_validate.validate(obj, f"{version}.0", strict=True)
+    assert node_policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["nodes/status"]
+    assert node_policy["spec"]["matchConditions"] == spec["matchConditions"]
+    assert node_binding["spec"] == {"policyName": NODE_STATUS_POLICY_NAME,
+                                    "validationActions": ["Deny", "Audit"]}
+    # The binding's subject is the plugin's own service account, bound in the ClusterRoleBinding.
+    subjects = _kind(objects, "ClusterRoleBinding")["subjects"]
+    assert subjects == [{"kind": "ServiceAccount", "name": "neuron-device-plugin",
+                         "namespace": "kube-system"}]
+
+
+# --- the CEL rules, evaluated -----------------------------------------------------------------
+
+POD = {
+    "metadata": {"name": "bert-pretrain-worker-0", "namespace": "training",
+                 "labels": {"app": "bert"}, "annotations": {"a": "1"},
+                 "ownerReferences": [{"kind": "Job", "name": "bert-pretrain", "uid": "u"}]},
+    "spec": {"nodeName": "ip-10-0-1-5.us-west-2.compute.internal",
+             "containers": [{"name": "worker", "image": "img"}]},
+}
+
+
+def _request(node: str | None, username: str = SERVICE_ACCOUNT_USER) -> dict:
+    extra = {NODE_NAME_EXTRA: [node]} if node else {}
+    extra["authentication.kubernetes.io/pod-name"] = ["neuron-device-plugin-abcde"]
+    return {"userInfo": {"username": username, "extra": extra}}
+
+
+def _failures(request: dict, new: dict, old: dict, rules=POD_WRITE_RULES) -> list[str]:
+    celpy = pytest.importorskip("celpy", reason="cel-python (requirements-dev.txt) evaluates CEL")
+    env = celpy.Environment()
+    activation = {
+        "request": celpy.json_to_cel(request),
+        "object": celpy.json_to_cel(new),
+        "oldObject": celpy.json_to_cel(old),
+    }
+    failed = []
+    for name, (expression, _) in rules.items():
+        result = env.program(env.compile(expression)).evaluate(activation)
+        assert isinstance(result, celpy.celtypes.BoolType), (name, result)
+        if not result:
+            failed.append(name)
+    return failed
+
+
+def _changed(change) -> dict:
+    pod = copy.deepcopy(POD)
+    change(pod)
+    return pod
+
+
+NODE = POD["spec"]["nodeName"]
+
+
+def test_an_annotation_on_a_pod_of_its_own_node_is_allowed() -> None:
+    new = _changed(lambda p: p["metadata"]["annotations"].update({"aws.amazon.com/neuron": "0-15"}))
+    assert _failures(_request(NODE), new, POD) == []
+
+
+@pytest.mark.parametrize(("request_node", "change", "rule"), [
+    ("ip-10-0-9-9.us-west-2.compute.internal",
+     lambda p: p["metadata"]["annotations"].update(x="y"), "own-node"),
+    (None, lambda p: p["metadata"]["annotations"].update(x="y"), "own-node"),
+    (NODE, lambda p: p["spec"]["containers"][0].update(image="attacker/image"), "metadata-only"),
+    (NODE, lambda p: p["metadata"]["labels"].update({"ml-platform/triton-client": "true"}),
+     "annotations-only"),
+    (NODE, lambda p: p["metadata"].pop("labels"), "annotations-only"),
+    (NODE, lambda p: p["metadata"].update(finalizers=["x/block"]), "annotations-only"),
+    (NODE, lambda p: p["metadata"].pop("ownerReferences"), "annotations-only"),
+])
+def test_writes_beyond_annotations_of_own_node_pods_are_denied(request_node, change, rule) -> None:
+    assert _failures(_request(request_node), _changed(change), POD) == [rule]
+
+
+def test_an_unscheduled_pod_is_no_pod_of_its_node() -> None:
+    pending = _changed(lambda p: p["spec"].pop("nodeName"))
+    new = copy.deepcopy(pending)
+    new["metadata"]["annotations"]["x"] = "y"
+    assert _failures(_request(NODE), new, pending) == ["own-node"]
+
+
+@pytest.mark.parametrize(("request_node", "allowed"), [
+    (NODE, True), ("ip-10-0-9-9.us-west-2.compute.internal", False), (None, False),
+])
+def test_node_status_writes_only_for_its_own_node(request_node, allowed) -> None:
+    node = {"metadata": {"name": NODE}, "status": {"capacity": {"aws.amazon.com/neuron": "16"}}}
+    new = copy.deepcopy(node)
+    new["status"]["capacity"]["aws.amazon.com/neuron"] = "0"
+    failed = _failures(_request(request_node), new, node, {"own-node": NODE_STATUS_RULE})
+    assert failed == ([] if allowed else ["own-node"])
