@@ -9,7 +9,19 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ml_platform.cli import addons, azs, cost, invoke, listing, package, retire, status, upload
+from ml_platform.cli import (
+    addons,
+    azs,
+    charts,
+    cost,
+    images,
+    invoke,
+    listing,
+    package,
+    retire,
+    status,
+    upload,
+)
 from ml_platform.cli.aws import doc_summary
 
 
@@ -38,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
     azs.add_parser(commands, [shared])
     addons.add_parser(commands, [shared])
+    images.add_parser(commands, [shared])
+    charts.add_parser(commands, [shared])
     models = commands.add_parser("models", help="build, upload, list and retire ensemble archives",
                                  description="Build, upload, list and retire ensemble archives.")
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")

@@ -24,6 +24,7 @@ from constructs import Construct
 from ml_platform.k8s_charts.network_policies import triton_policies
 from ml_platform.k8s_charts.names import GPU_RESOURCE, GPU_TAINT_KEY, NODE_ROLE_LABEL
 from ml_platform.k8s_charts.workloads_common import resources
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
 from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref
@@ -112,6 +113,8 @@ class TritonChartProps:
         replicas / max_replicas: HPA range. region: for the AWS CLI.
         models: models Triton loads, ensembles first. Default (empty): those the built-in
             archives hold (``models_to_load(archives)``).
+        images: digests and registry mirrors applied to the images. Default: the digests
+            public sources state, no mirror.
     """
 
     bucket_name: str
@@ -124,6 +127,12 @@ class TritonChartProps:
     namespace: str = "triton"
     service_account: str = "triton"
     models: tuple[str, ...] = ()
+    images: ImagePolicy = DEFAULT_POLICY
+
+    @property
+    def pinned_images(self) -> tuple[str, ...]:
+        """The images the chart runs, as pinned (before :attr:`images` applies)."""
+        return (AWS_CLI_IMAGE, triton_image(self.triton_version))
 
 
 class TritonChart(cdk8s.Chart):
@@ -195,7 +204,7 @@ class TritonChart(cdk8s.Chart):
                         init_containers=[
                             k8s.Container(
                                 name="fetch-archives",
-                                image=AWS_CLI_IMAGE,
+                                image=props.images.resolve(AWS_CLI_IMAGE),
                                 command=["sh", "-ec", fetch],
                                 env=[
                                     k8s.EnvVar(name="AWS_REGION", value=props.region),
@@ -210,7 +219,7 @@ class TritonChart(cdk8s.Chart):
                                 # The server's own image: its python3 (3.10 on Ubuntu 22.04 since
                                 # 23.02; https://docs.nvidia.com/deeplearning/triton-inference-server/
                                 # release-notes/rel-24-09.html) runs the safety module.
-                                image=triton_image(props.triton_version),
+                                image=props.images.resolve(triton_image(props.triton_version)),
                                 command=unpack_command(
                                     [f"{ARCHIVE_DIR}/{_archive_file(a)}" for a in props.archives]
                                 ),
@@ -223,7 +232,7 @@ class TritonChart(cdk8s.Chart):
                         containers=[
                             k8s.Container(
                                 name="tritonserver",
-                                image=triton_image(props.triton_version),
+                                image=props.images.resolve(triton_image(props.triton_version)),
                                 command=["tritonserver"],
                                 args=triton_args,
                                 ports=[
