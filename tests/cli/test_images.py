@@ -205,3 +205,22 @@ def test_resolved_digests_survive_mlp_azs_and_cdk_json_digests_win(project) -> N
 def test_endpoint_option_is_checked(project, mlp):
     result = mlp("--cdk-json", project, "images", "resolve", "--endpoint", "docker.io")
     assert result.code == 1 and "--endpoint 'docker.io': expected REGISTRY=https://" in result.err
+
+
+def test_list_shows_each_image_as_pulled_and_counts_the_tag_only_ones(project, mlp):
+    result = mlp("--cdk-json", project, "images", "list")
+    assert result.code == 0, result.err
+    assert ("docker.io/volcanosh/vc-scheduler:v1.15.1\n    pulled as "
+            "docker.io/volcanosh/vc-scheduler:v1.15.1@sha256:e79dc852") in result.out
+    tag_only = len(platform_images(settings_from_cdk_json(str(project)))) - 3  # Volcano's
+    assert f"pinned by tag only ({tag_only}): run `mlp images resolve`" in result.out
+
+
+def test_recorded_digests_are_validated_like_settings(project, mlp):
+    project.with_name("cdk.context.json").write_text(
+        json.dumps({IMAGE_DIGESTS_KEY: {"docker.io/tensorflow/tensorflow:2.20.0": "sha256:12"}})
+    )
+    result = mlp("--cdk-json", project, "images", "list")
+    assert result.code == 1
+    assert ("images.digests.docker.io/tensorflow/tensorflow:2.20.0 = 'sha256:12': expected "
+            "'sha256:' and 64 lower-case hex digits") in result.err

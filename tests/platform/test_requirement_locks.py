@@ -101,14 +101,12 @@ def test_make_installs_only_hash_checked_locks() -> None:
             line = line.replace(f"$({name})", value)
         if "pip install" in line and not line.lstrip().startswith("#"):
             installs.append(line.strip())
-    with_files = [i for i in installs if " -r " in i]
-    assert {re.search(r" -r (\S+)", i)[1] for i in with_files} == {
-        "requirements.lock", "requirements-dev.lock", "requirements-scan.lock",
-        "requirements-lock.txt",  # pip-compile itself, for `make lock`
-    }
-    for line in with_files:
-        if "requirements-lock.txt" not in line:
-            assert "--require-hashes" in line, line
+    read = {re.search(r" -r (\S+)", i)[1]: i for i in installs if " -r " in i}
+    # The three locks, each hash-checked; never the pin file a lock is made from.
+    assert set(LOCKS) <= set(read)
+    for lock in LOCKS:
+        assert "--require-hashes" in read[lock], read[lock]
+    assert not set(LOCKS.values()) & set(read), "install the .lock, not the .txt"
     (editable,) = [i for i in installs if " -e ." in i]
     assert "--no-build-isolation" in editable and "--no-deps" in editable
     build_backend = re.search(r'requires = \["setuptools==([^"]+)"\]',
