@@ -256,8 +256,10 @@ class TrainingClusterStack(Stack):
                 f"{self.node.path}: volcano_chart_dir={chart_dir!r}: no Chart.yaml there; run "
                 "`mlp charts fetch`"
             )
-        # The kubectl handler downloads the asset (the folder, zipped) and installs from it;
-        # aws-cdk grants its role read on the asset bucket.
+        # The kubectl handler downloads the asset (the folder, zipped), unzips it and runs helm
+        # on that folder (get_chart_asset_from_url in aws-cdk's
+        # https://github.com/aws/aws-cdk/blob/main/packages/@aws-cdk/custom-resource-handlers/lib/aws-eks-v2/kubectl-handler/helm/__init__.py);
+        # HelmChart grants the handler's role read on the asset bucket.
         asset = s3_assets.Asset(self, "VolcanoChart", path=chart_dir)
         chart = cluster.add_helm_chart("Volcano", chart_asset=asset, **common)
         objects = Stack.of(self).resolve(asset.bucket.arn_for_objects("*"))
