@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install install-dev triton-env synth test bench bench-models image cost docs check-core clean
+.PHONY: install install-dev triton-env lock synth test bench bench-models image cost docs check-core clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,13 +15,17 @@ $(VENV)/bin/python:
 # Stamps make installs idempotent: reinstall only when a pin file changes.
 # requirements.txt is the core (requirements-core.txt) plus every extra: `make synth` also
 # renders the TorchX training manifests ([training]).
-$(VENV)/.runtime: requirements.txt requirements-core.txt pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
+# Installs take the hash-locked *.lock files (`make lock` writes them from the *.txt pins):
+# with --require-hashes pip refuses any file whose sha256 is not listed, and any package
+# that is not pinned. The project itself is built with the locked setuptools.
+PIP_LOCKED := $(PY) -m pip install --quiet --require-hashes
+$(VENV)/.runtime: requirements.lock pyproject.toml | $(VENV)/bin/python
+	$(PIP_LOCKED) -r requirements.lock
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-$(VENV)/.dev: $(VENV)/.runtime requirements-dev.txt
-	$(PY) -m pip install --quiet -r requirements-dev.txt
+$(VENV)/.dev: $(VENV)/.runtime requirements-dev.lock
+	$(PIP_LOCKED) -r requirements-dev.lock
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -44,10 +48,10 @@ cost: install
 ## numpy < 2 conflicts with the project venv's numpy 2. Its Python must be a shared-library
 ## build (the Python backend stub links libpython); tests/triton/test_local_server.py uses it.
 TRITON_VENV := .venv-triton
-$(TRITON_VENV)/.installed: requirements-triton.txt
+$(TRITON_VENV)/.installed: requirements-triton.lock
 	rm -rf $(TRITON_VENV)
 	$(PYTHON) -m venv $(TRITON_VENV)
-	$(TRITON_VENV)/bin/python -m pip install --quiet -r requirements-triton.txt
+	$(TRITON_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements-triton.lock
 	touch $@
 
 triton-env: $(TRITON_VENV)/.installed
@@ -59,9 +63,9 @@ test: install-dev triton-env
 ## checkov over every template and Kubernetes object; fails on any finding not listed with its
 ## reason in .checkov-exceptions.yaml. checkov lives in .venv-scan (its pins conflict with boto3's).
 SCAN_VENV := .venv-scan
-$(SCAN_VENV)/.installed: requirements-scan.txt
+$(SCAN_VENV)/.installed: requirements-scan.lock
 	$(PYTHON) -m venv $(SCAN_VENV)
-	$(SCAN_VENV)/bin/python -m pip install --quiet -r requirements-scan.txt
+	$(SCAN_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements-scan.lock
 	touch $@
 
 scan: install $(SCAN_VENV)/.installed
@@ -88,6 +92,22 @@ docs: install-dev
 ## synthesize every example app with it; prints the installed size.
 check-core: install-dev
 	$(PY) scripts/check_core_install.py
+
+## Re-lock: every *.lock from its *.txt with the sha256 of each file pip may install
+## (pip-compile --generate-hashes, in .venv-lock; needs the package index). Run after editing
+## a requirements*.txt; tests/platform/test_requirement_locks.py fails until then.
+LOCK_VENV := .venv-lock
+LOCKS := requirements.lock requirements-dev.lock requirements-scan.lock requirements-triton.lock
+$(LOCK_VENV)/.installed: requirements-lock.txt
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet -r requirements-lock.txt
+	touch $@
+
+lock: $(LOCK_VENV)/.installed
+	for lock in $(LOCKS); do \
+	  $(LOCK_VENV)/bin/pip-compile --quiet --generate-hashes --allow-unsafe --no-strip-extras \
+	    --no-emit-index-url --no-emit-find-links --output-file $$lock $${lock%.lock}.txt; \
+	done
 
 clean:
 	rm -rf cdk.out dist docs/api .pytest_cache

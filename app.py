@@ -2,8 +2,10 @@
 """CDK entry point: `npx cdk synth` runs this. Settings come from cdk.json context."""
 
 import sys
+from pathlib import Path
 
 from ml_platform.app import build_platform, new_app, settings_from_app
+from ml_platform.cli.charts import volcano_chart_dir
 from ml_platform.config import SettingsError
 
 
@@ -16,7 +18,10 @@ def main() -> None:
         sys.exit(1)
     # `-c ml-platform:nag=false` skips cdk-nag (e.g. for quick iterations); tests always run it.
     nag = str(app.node.try_get_context("ml-platform:nag")).lower() != "false"
-    build_platform(app, settings, nag=nag)
+    # Volcano's chart as `mlp charts fetch` verified and unpacked it, when it has been run.
+    chart = volcano_chart_dir(Path(__file__).resolve().parent)
+    build_platform(app, settings, nag=nag,
+                   volcano_chart_dir=str(chart) if (chart / "Chart.yaml").is_file() else None)
     app.synth()
 
 

@@ -85,12 +85,17 @@ def annotate_costs(stacks: list[cdk.Stack]) -> None:
         cdk.Annotations.of(stack).add_info(estimate.summary())
 
 
-def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Platform:
+def build_platform(
+    app: cdk.App, settings: Settings, *, nag: bool = True, volcano_chart_dir: str | None = None
+) -> Platform:
     """Add every stack the settings ask for to ``app``.
 
     Args:
         nag: Run cdk-nag's AwsSolutions pack as a policy-validation plugin: synthesis fails on
             any finding that is not acknowledged next to the code it concerns.
+        volcano_chart_dir: Volcano's verified chart folder (``mlp charts fetch``), deployed as
+            the chart's asset. Default none: fetched from the Helm repository by version at
+            deploy time, with a synth warning. ``app.py`` passes the folder when it exists.
     """
     env = cdk.Environment(account=settings.env.account, region=settings.env.region)
     prefix = settings.env.stack_prefix
@@ -159,6 +164,7 @@ def build_platform(app: cdk.App, settings: Settings, *, nag: bool = True) -> Pla
             file_system_mount_name=file_system.mount_name,
             lustre_clients=storage.lustre.client_security_group,
             model_bucket_arn_export=storage.model_bucket_arn_export,
+            volcano_chart_dir=volcano_chart_dir,
             env=env,
             description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
         )

@@ -19,6 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ml_platform.image_pins import (
+    DIGEST,
+    MIRROR,
+    MIRRORABLE_REGISTRIES,
+    ImagePolicy,
+    reference_problem,
+)
 from ml_platform.instances import (
     EKS_GPU_INSTANCES,
     SAGEMAKER_MME_GPU_INSTANCES,
@@ -47,6 +54,11 @@ from ml_platform.versions import EKS_SUPPORT_TYPES, KUBERNETES_VERSIONS
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
+IMAGE_DIGESTS_KEY = "ml-platform:image-digests"
+"""Context key (``cdk.context.json``) where ``mlp images resolve`` records the digests it
+asked the registries for: ``registry/repository:tag`` -> ``sha256:...``. A key of its own, so
+that ``mlp azs`` (which rewrites the ``ml-platform`` object there) leaves it alone; digests
+set in ``images.digests`` win over it."""
 
 REMOVAL_POLICIES = ("retain", "destroy")
 ENDPOINT_ACCESS = ("public_and_private", "private")
@@ -928,6 +940,52 @@ class TritonOnEksSettings:
 
 
 @dataclass(frozen=True)
+class ImageSettings:
+    """Where the cluster's container images come from, and the digests that pin them.
+
+    Attributes:
+        mirrors: Public registry -> a registry you own that serves its repositories under a
+            path prefix, e.g. ``{"docker.io": "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub"}``
+            for an ECR pull-through cache rule with prefix ``docker-hub``. Keys: one of
+            ``docker.io``, ``public.ecr.aws``, ``nvcr.io``, ``quay.io``. Default none: the
+            public registries themselves.
+        digests: ``registry/repository:tag`` -> ``sha256:<64 hex>``, written by
+            ``mlp images resolve``. Default none: only digests a public source states
+            (``ml_platform.image_pins.PUBLIC_DIGESTS``); synthesis warns about the rest.
+    """
+
+    mirrors: dict[str, str] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)
+
+    def problems(self) -> list[str]:
+        out = []
+        for registry, mirror in self.mirrors.items():
+            if registry not in MIRRORABLE_REGISTRIES:
+                out.append(
+                    f"images.mirrors.{registry}: unknown registry; expected one of "
+                    f"{list(MIRRORABLE_REGISTRIES)}"
+                )
+            if len(mirror) > 255 or not MIRROR.fullmatch(mirror):
+                out.append(
+                    f"images.mirrors.{registry} = {mirror!r}: expected a registry host and optional "
+                    "path prefix without scheme or trailing '/', e.g. "
+                    "'123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub'"
+                )
+            elif mirror.split("/")[0] == registry:
+                out.append(f"images.mirrors.{registry} = {mirror!r}: a mirror must be another registry")
+        for image, digest in self.digests.items():
+            problem = reference_problem(f"images.digests.{image}", image)
+            if problem:
+                out.append(problem)
+            if not DIGEST.fullmatch(digest):
+                out.append(
+                    f"images.digests.{image} = {digest!r}: expected 'sha256:' and 64 "
+                    "lower-case hex digits (run `mlp images resolve`)"
+                )
+        return out
+
+
+@dataclass(frozen=True)
 class FeatureSettings:
     """Switches for the optional parts. All default to on, so ``make synth`` shows everything.
 
@@ -955,6 +1013,7 @@ class Settings:
     inference: InferenceSettings = field(default_factory=InferenceSettings)
     triton_on_eks: TritonOnEksSettings = field(default_factory=TritonOnEksSettings)
     features: FeatureSettings = field(default_factory=FeatureSettings)
+    images: ImageSettings = field(default_factory=ImageSettings)
     # `cdk synth` adds an info annotation with each stack's estimated monthly on-demand cost
     # (ml_platform.pricing). Default false.
     cost_annotations: bool = False
@@ -970,7 +1029,8 @@ class Settings:
                 ``None`` means all defaults, and so does ``null`` for any setting.
             known_azs: All CDK context, used to check that the configured AZs are among the
                 pre-seeded ``availability-zones:account=...:region=...`` entry, so synthesis never
-                falls back to an AWS lookup. ``None`` skips that check.
+                falls back to an AWS lookup. ``None`` skips that check. Its
+                :data:`IMAGE_DIGESTS_KEY` entry adds to ``images.digests``.
 
         Raises:
             SettingsError: listing every problem found (wrong keys, types and values).
@@ -983,6 +1043,14 @@ class Settings:
         settings = _parse(cls, values if values is not None else {}, "", problems)
         if settings is _INVALID:
             raise SettingsError(problems)
+        resolved = known_azs.get(IMAGE_DIGESTS_KEY) if known_azs is not None else None
+        if resolved is not None:
+            found = _parse(dict[str, str], resolved, IMAGE_DIGESTS_KEY, problems)
+            if found is not _INVALID:
+                images = dataclasses.replace(
+                    settings.images, digests={**found, **settings.images.digests}
+                )
+                settings = dataclasses.replace(settings, images=images)
         # Values of the wrong type were replaced by their defaults, so the value checks
         # below still run over everything else and report in the same error.
         problems.extend(settings._problems(known_azs))
@@ -997,6 +1065,11 @@ class Settings:
         if self.storage.archive_publishers is not None:
             return self.storage.archive_publishers
         return (self.cluster.admin_role_arn,) if self.cluster.admin_role_arn else ()
+
+    @property
+    def image_policy(self) -> ImagePolicy:
+        """Digests and mirrors applied to every image the cluster pulls (``images``)."""
+        return ImagePolicy(digests=self.images.digests, mirrors=self.images.mirrors)
 
     @property
     def training_image_uri(self) -> str:
@@ -1022,6 +1095,7 @@ class Settings:
         out += self.training.problems()
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
+        out += self.images.problems()
         if (self.features.inference and self.env.region in REGIONS
                 and self.inference.triton_version in TRITON_SAGEMAKER_VERSIONS):
             problem = triton_region_problem(self.env.region, self.inference.triton_version)
@@ -1129,6 +1203,15 @@ def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
             return None
         (inner,) = [a for a in args if a is not type(None)]
         return _parse(inner, value, path, problems)
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            problems.append(f"{label} = {value!r}: expected an object of strings")
+            return _INVALID
+        bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
+        for key in bad:
+            problems.append(f"{label}.{key} = {value[key]!r}: expected a string")
+        # The well-typed entries are kept, so their value checks still report.
+        return {k: v for k, v in value.items() if k not in bad}
     if tp is bool:
         if not isinstance(value, bool):
             problems.append(f"{label} = {value!r}: expected true or false")

@@ -77,6 +77,21 @@ VOLCANO_HELM_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
 VOLCANO_HELM_CHART = "volcano"
 VOLCANO_HELM_CHART_VERSION = "1.15.1"
 VOLCANO_NAMESPACE = "volcano-system"
+# The images chart 1.15.1 runs with its default components (values.yaml `basic.*_image_name`
+# and `image_tag_version` v1.15.1, registry docker.io), by the chart's value key of each
+# one's tag (`basic.<key>_image_tag_version`):
+# https://github.com/volcano-sh/volcano/blob/v1.15.1/installer/helm/chart/volcano/values.yaml
+VOLCANO_IMAGE_REGISTRY = "docker.io"
+VOLCANO_IMAGES: dict[str, str] = {
+    "scheduler": "docker.io/volcanosh/vc-scheduler:v1.15.1",
+    "controller": "docker.io/volcanosh/vc-controller-manager:v1.15.1",
+    "admission": "docker.io/volcanosh/vc-webhook-manager:v1.15.1",
+}
+# SHA-256 of the chart archive volcano-1.15.1.tgz as served by VOLCANO_HELM_REPOSITORY: what a
+# public deployment record lists for the file it fetched there (section 7 of
+# https://github.com/csmVIc/kube-scheduling-perf/blob/b2fd509cabfd837e34fe9439d5855c32c531c710/CLUSTER_DEPLOYMENT_RECORD.md).
+# `mlp charts fetch` also checks it against the `digest` the repository's index.yaml states.
+VOLCANO_HELM_CHART_SHA256 = "a8135a7430fd48a57d791faac3bbea210106611a826b22ed089ae2dbaad1e7c3"
 
 # --- Amazon EKS image registries ------------------------------------------------------------
 # EKS user guide, "View Amazon container image registries for Amazon EKS add-ons": the account

@@ -13,7 +13,9 @@ from ml_platform.cli import (
     addons,
     azs,
     capacity,
+    charts,
     cost,
+    images,
     invoke,
     listing,
     package,
@@ -52,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     azs.add_parser(commands, [shared])
     addons.add_parser(commands, [shared])
     capacity.add_parser(commands, [shared])
+    images.add_parser(commands, [shared])
+    charts.add_parser(commands, [shared])
     models = commands.add_parser("models", help="build, upload, list and retire ensemble archives",
                                  description="Build, upload, list and retire ensemble archives.")
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")

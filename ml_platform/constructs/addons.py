@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from aws_cdk import Annotations
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
@@ -70,6 +71,9 @@ https://docs.aws.amazon.com/eks/latest/userguide/add-ons-iam.html)."""
 VPC_CNI_POLICY = "AmazonEKS_CNI_Policy"
 CLOUDWATCH_SERVICE_ACCOUNT = ("amazon-cloudwatch", "cloudwatch-agent")
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+# Warning id of an add-on installed at EKS's default version (no pin): acknowledge it with
+# ``Annotations.of(addons).acknowledge_warning(ADDON_FLOATS_WARNING)`` once reviewed.
+ADDON_FLOATS_WARNING = "ml-platform:addonVersionFloats"
 
 
 def pod_identity_principal(
@@ -257,6 +261,19 @@ class PlatformAddons(Construct):
             )
         pins.update(overrides)
         self.versions: dict[str, str | None] = dict(pins)
+        floating = sorted(name for name, version in pins.items() if version is None)
+        if floating:
+            # EKS picks its default build for the Kubernetes version when none is given, and
+            # that default moves as EKS publishes builds: the same template can install
+            # different code on two deploys.
+            # https://docs.aws.amazon.com/eks/latest/userguide/creating-an-add-on.html
+            Annotations.of(self).add_warning_v2(
+                ADDON_FLOATS_WARNING,
+                f"{self.node.path}: add-ons {floating} have no pinned version: EKS installs its "
+                f"default build for Kubernetes {kubernetes_version}, which changes when EKS "
+                "publishes a new one. Pin each in addon_versions once `mlp addons` (EKS "
+                "DescribeAddonVersions) shows the build exists.",
+            )
 
         self.addons: dict[str, eks.Addon] = {}
         for name in self.NETWORKING:

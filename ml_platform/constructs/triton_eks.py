@@ -24,7 +24,8 @@ from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.instances import EKS_GPU_INSTANCES
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
-from ml_platform.k8s_charts.nvidia import NvidiaDevicePluginChart
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
+from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
 from ml_platform.sagemaker_images import (
     DEFAULT_TRITON_VERSION,
@@ -97,6 +98,9 @@ class TritonOnEks(Construct):
             :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`). Default True. False when
             the GPU nodes live elsewhere, e.g. in a stack of their own so a capacity failure
             rolls back only them; the Triton pods then wait (Pending) until GPU nodes join.
+        images: Digests and registry mirrors applied to every image (Triton, the AWS CLI,
+            NVIDIA's device plugin). Default: the digests public sources state, no mirror;
+            synthesis warns about each image pinned by tag only.
 
     Attributes:
         gpu_nodes: The :class:`GpuNodeGroup` (``None`` with ``gpu_node_group=False``).
@@ -128,6 +132,7 @@ class TritonOnEks(Construct):
         namespace: str = "triton",
         service_account: str = "triton",
         gpu_node_group: bool = True,
+        images: ImagePolicy = DEFAULT_POLICY,
     ) -> None:
         super().__init__(scope, construct_id)
         archives = list(archives)
@@ -238,23 +243,25 @@ class TritonOnEks(Construct):
         charts = cdk8s.App()
         self.device_plugin: eks.KubernetesManifest | None = None
         if device_plugin:
-            self.device_plugin = self._shared_device_plugin(cluster, charts)
-        self.triton_chart = TritonChart(
-            charts,
-            "triton",
-            props=TritonChartProps(
-                bucket_name=bucket.bucket_name,
-                model_prefix=model_prefix,
-                archives=tuple(archives),
-                models=tuple(load),
-                triton_version=triton_version,
-                grpc=grpc,
-                region=Stack.of(self).region,
-                replicas=replicas,
-                namespace=namespace,
-                service_account=service_account,
-            ),
+            self.device_plugin = self._shared_device_plugin(cluster, charts, images)
+        props = TritonChartProps(
+            bucket_name=bucket.bucket_name,
+            model_prefix=model_prefix,
+            archives=tuple(archives),
+            models=tuple(load),
+            triton_version=triton_version,
+            grpc=grpc,
+            region=Stack.of(self).region,
+            replicas=replicas,
+            namespace=namespace,
+            service_account=service_account,
+            images=images,
         )
+        self.triton_chart = TritonChart(charts, "triton", props=props)
+        pulled = list(props.pinned_images)
+        if device_plugin:
+            pulled.append(NVIDIA_DEVICE_PLUGIN_IMAGE)
+        warn_tag_only(self, pulled, images)
         self.manifest = eks.KubernetesManifest(
             self, "Manifest", cluster=cluster, manifest=self.triton_chart.to_json()
         )
@@ -280,7 +287,7 @@ class TritonOnEks(Construct):
         return s3.Bucket.from_bucket_arn(self, "ModelBucket", Fn.import_value(export_name))
 
     def _shared_device_plugin(
-        self, cluster: eks.ICluster, charts: cdk8s.App
+        self, cluster: eks.ICluster, charts: cdk8s.App, images: ImagePolicy
     ) -> eks.KubernetesManifest:
         key = _cluster_key(cluster)
         for existing in self.node.root.node.find_all():
@@ -288,5 +295,7 @@ class TritonOnEks(Construct):
                 return existing.node.find_child("Resource")
         holder = _SharedDevicePlugin(self, "DevicePlugin")
         holder.cluster_key = key
-        chart = NvidiaDevicePluginChart(charts, "nvidia-device-plugin")
+        chart = NvidiaDevicePluginChart(
+            charts, "nvidia-device-plugin", image=images.resolve(NVIDIA_DEVICE_PLUGIN_IMAGE)
+        )
         return eks.KubernetesManifest(holder, "Resource", cluster=cluster, manifest=chart.to_json())

@@ -18,9 +18,15 @@ NAME = "nvidia-device-plugin"
 
 
 class NvidiaDevicePluginChart(cdk8s.Chart):
-    """DaemonSet in kube-system, only on nodes labelled as GPU nodes, tolerating their taint."""
+    """DaemonSet in kube-system, only on nodes labelled as GPU nodes, tolerating their taint.
 
-    def __init__(self, scope: Construct, construct_id: str) -> None:
+    Args:
+        image: The plugin's image. Default :data:`NVIDIA_DEVICE_PLUGIN_IMAGE`.
+    """
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, image: str = NVIDIA_DEVICE_PLUGIN_IMAGE
+    ) -> None:
         super().__init__(scope, construct_id)
         labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ml-platform"}
         self.daemon_set = k8s.KubeDaemonSet(
@@ -47,7 +53,8 @@ class NvidiaDevicePluginChart(cdk8s.Chart):
                         containers=[
                             k8s.Container(
                                 name="nvidia-device-plugin",
-                                image=NVIDIA_DEVICE_PLUGIN_IMAGE,
+                                image=image,
+                                image_pull_policy="IfNotPresent",
                                 env=[k8s.EnvVar(name="FAIL_ON_INIT_ERROR", value="false")],
                                 security_context=k8s.SecurityContext(
                                     allow_privilege_escalation=False,

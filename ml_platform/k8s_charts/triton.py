@@ -30,6 +30,7 @@ from ml_platform.k8s_charts.names import (
     pod_security_labels,
 )
 from ml_platform.k8s_charts.workloads_common import resources
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
 from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, SHA256_METADATA, parse_ref
@@ -190,6 +191,8 @@ class TritonChartProps:
             archives hold (``models_to_load(archives)``).
         grpc: serve Triton's gRPC endpoint (port 8001) too. Default ``False``: HTTP only, as
             the secure-deployment guide asks for endpoints a deployment does not use.
+        images: digests and registry mirrors applied to the images. Default: the digests
+            public sources state, no mirror.
     """
 
     bucket_name: str
@@ -202,6 +205,12 @@ class TritonChartProps:
     service_account: str = "triton"
     models: tuple[str, ...] = ()
     grpc: bool = False
+    images: ImagePolicy = DEFAULT_POLICY
+
+    @property
+    def pinned_images(self) -> tuple[str, ...]:
+        """The images the chart runs, as pinned (before :attr:`images` applies)."""
+        return (AWS_CLI_IMAGE, triton_image(self.triton_version))
 
 
 class TritonChart(cdk8s.Chart):
@@ -299,7 +308,7 @@ class TritonChart(cdk8s.Chart):
                         init_containers=[
                             k8s.Container(
                                 name="fetch-archives",
-                                image=AWS_CLI_IMAGE,
+                                image=props.images.resolve(AWS_CLI_IMAGE),
                                 command=["sh", "-ec", fetch],
                                 env=[
                                     k8s.EnvVar(name="AWS_REGION", value=props.region),
@@ -314,7 +323,7 @@ class TritonChart(cdk8s.Chart):
                                 # The server's own image: its python3 (3.10 or later in every
                                 # release listed; https://docs.nvidia.com/deeplearning/triton-
                                 # inference-server/release-notes/) runs the safety module.
-                                image=triton_image(props.triton_version),
+                                image=props.images.resolve(triton_image(props.triton_version)),
                                 command=unpack_command(
                                     [f"{ARCHIVE_DIR}/{_archive_file(a)}" for a in props.archives]
                                 ),
@@ -327,7 +336,7 @@ class TritonChart(cdk8s.Chart):
                         containers=[
                             k8s.Container(
                                 name="tritonserver",
-                                image=triton_image(props.triton_version),
+                                image=props.images.resolve(triton_image(props.triton_version)),
                                 command=server_command(triton_args, grpc=props.grpc),
                                 ports=[
                                     k8s.ContainerPort(name=n, container_port=p)

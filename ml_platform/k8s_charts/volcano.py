@@ -13,17 +13,33 @@ from typing import Any
 import cdk8s
 from constructs import Construct
 
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+from ml_platform.versions import VOLCANO_IMAGE_REGISTRY, VOLCANO_IMAGES
 
 QUEUE_API_VERSION = "scheduling.volcano.sh/v1beta1"
 _K8S_NAME_MAX = 253
 
 
-def volcano_helm_values(node_selector: Mapping[str, str] | None = None) -> dict[str, Any]:
+def volcano_helm_values(
+    node_selector: Mapping[str, str] | None = None, images: ImagePolicy = DEFAULT_POLICY
+) -> dict[str, Any]:
     """Helm values for the volcano chart: admission, controllers and scheduler on the given
-    nodes (``custom.default_ns``). Default: the system node group."""
+    nodes (``custom.default_ns``; default: the system node group), their images from
+    ``images``' mirror of Docker Hub, each pinned by digest where one is known
+    (``basic.<component>_image_tag_version`` = ``<tag>@sha256:...``), pulled only when
+    absent from the node (the chart's default is ``Always``: a Docker Hub request on every
+    pod start, which anonymous rate limits refuse)."""
     selector = dict(node_selector) if node_selector is not None else {NODE_ROLE_LABEL: "system"}
-    return {"custom": {"default_ns": selector}}
+    basic: dict[str, Any] = {
+        "image_registry": images.registry(VOLCANO_IMAGE_REGISTRY),
+        "image_pull_policy": "IfNotPresent",
+    }
+    for component, image in VOLCANO_IMAGES.items():
+        tag = image.rsplit(":", 1)[1]
+        digest = images.digest(image)
+        basic[f"{component}_image_tag_version"] = f"{tag}@{digest}" if digest else tag
+    return {"basic": basic, "custom": {"default_ns": selector}}
 
 
 class VolcanoQueueChart(cdk8s.Chart):

@@ -36,6 +36,7 @@ from constructs import Construct
 from ml_platform.config import Settings, settings_from_cdk_json
 from ml_platform.k8s_charts.workloads_dataset import DatasetCopyChart
 from ml_platform.k8s_charts.workloads_tensorboard import TensorBoardChart
+from ml_platform.training.images import TENSORBOARD_IMAGE
 from ml_platform.training.jobs import TrainingJob, bert_jobs, bert_problems, validate_jobs
 from ml_platform.training.render import VOLCANO_API_VERSION, render_volcano_job
 
@@ -129,7 +130,10 @@ def build_workload_manifests(settings: Settings) -> dict[str, list[dict[str, Any
                                        hf_seed_image=settings.training_image_uri),
         PRECOMPILE_FILE: VolcanoJobChart(app, "Precompile", job=precompile, **job_props),
         PRETRAIN_FILE: VolcanoJobChart(app, "Pretrain", job=pretrain, **job_props),
-        TENSORBOARD_FILE: TensorBoardChart(app, "TensorBoard", **placement),
+        TENSORBOARD_FILE: TensorBoardChart(
+            app, "TensorBoard", **placement,
+            image=settings.image_policy.resolve(TENSORBOARD_IMAGE),
+        ),
     }
     return {name: list(chart.to_json()) for name, chart in charts.items()}
 

@@ -37,6 +37,7 @@ class TensorBoardChart(cdk8s.Chart):
         namespace: The training namespace (holds the FSx claim). Required.
         trainium_az: The AZ of the file system; the pod runs there. Required.
         logdir: Event files to serve. Default the BERT output folder.
+        image: TensorFlow image providing ``tensorboard``. Default ``TENSORBOARD_IMAGE``.
 
     Attributes:
         deployment: The ``apps/v1`` Deployment.
@@ -51,6 +52,7 @@ class TensorBoardChart(cdk8s.Chart):
         namespace: str,
         trainium_az: str,
         logdir: str = BERT_OUTPUT_DIR,
+        image: str = TENSORBOARD_IMAGE,
     ) -> None:
         super().__init__(scope, construct_id)
         selector = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": PART_OF}
@@ -79,7 +81,9 @@ class TensorBoardChart(cdk8s.Chart):
                         containers=[
                             k8s.Container(
                                 name=NAME,
-                                image=TENSORBOARD_IMAGE,
+                                image=image,
+                                # Docker Hub limits anonymous pulls: pull once per node.
+                                image_pull_policy="IfNotPresent",
                                 command=["tensorboard"],
                                 args=["--logdir", logdir, "--bind_all", "--port", str(PORT)],
                                 # TensorBoard keeps state under $HOME and /tmp.

@@ -3,11 +3,14 @@ plugins, Volcano, the FSx volume). The accelerator node groups are in stacks of 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import cdk8s
 from aws_cdk import Annotations, CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
@@ -15,6 +18,7 @@ from ml_platform.config import Settings
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
+from ml_platform.constructs.nag import acknowledge
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
@@ -24,17 +28,21 @@ from ml_platform.k8s_charts.network_policies import (
 )
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
 from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
+from ml_platform.image_pins import ImagePolicy, warn_tag_only
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
 from ml_platform.versions import (
+    NEURON_DEVICE_PLUGIN_IMAGE,
     VOLCANO_HELM_CHART,
     VOLCANO_HELM_CHART_VERSION,
     VOLCANO_HELM_REPOSITORY,
+    VOLCANO_IMAGES,
     VOLCANO_NAMESPACE,
     efa_device_plugin_image,
 )
 
 
 NO_CLUSTER_ADMIN_WARNING = "ml-platform:noClusterAdmin"
+VOLCANO_CHART_BY_VERSION_WARNING = "ml-platform:volcanoChartByVersion"
 
 
 def cluster_charts(
@@ -51,6 +59,7 @@ def cluster_charts(
     system while the stack passes CDK tokens.
     """
     instance_types = [settings.trainium.instance_type]
+    images = settings.image_policy
     return {
         "Storage": TrainingStorageChart(
             app,
@@ -62,13 +71,14 @@ def cluster_charts(
             storage_gib=settings.storage.fsx_storage_gib,
         ),
         "NeuronPlugin": NeuronDevicePluginChart(
-            app, "neuron-device-plugin", instance_types=instance_types
+            app, "neuron-device-plugin", instance_types=instance_types,
+            image=images.resolve(NEURON_DEVICE_PLUGIN_IMAGE),
         ),
         "EfaPlugin": EfaDevicePluginChart(
             app,
             "efa-device-plugin",
             instance_types=instance_types,
-            image=efa_device_plugin_image(settings.env.region),
+            image=images.resolve(efa_device_plugin_image(settings.env.region)),
         ),
         "VolcanoQueue": VolcanoQueueChart(app, "volcano-queue", queue=settings.training.queue),
         "TrainingNetworkPolicies": TrainingNetworkPolicyChart(
@@ -99,6 +109,10 @@ class TrainingClusterStack(Stack):
         model_bucket_arn_export: Export name of the model bucket's ARN (StorageStack). With
             ``features.triton_on_eks`` on, Triton on the cluster serves archives from it.
             Default none (no Triton on EKS).
+        volcano_chart_dir: Folder of Volcano's chart as ``mlp charts fetch`` verified and
+            unpacked it (``Chart.yaml`` at its root): deployed from the stack's asset bucket.
+            Default none: the kubectl handler fetches the chart from the Helm repository by
+            version at deploy time, and synthesis warns.
     """
 
     def __init__(
@@ -115,6 +129,7 @@ class TrainingClusterStack(Stack):
         file_system_mount_name: str,
         lustre_clients: ec2.ISecurityGroup | None = None,
         model_bucket_arn_export: str | None = None,
+        volcano_chart_dir: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -175,18 +190,14 @@ class TrainingClusterStack(Stack):
         self.manifests = {
             name: cluster.add_cdk8s_chart(name, chart) for name, chart in self.charts.items()
         }
-
-        self.volcano = cluster.add_helm_chart(
-            "Volcano",
-            repository=VOLCANO_HELM_REPOSITORY,
-            chart=VOLCANO_HELM_CHART,
-            version=VOLCANO_HELM_CHART_VERSION,
-            release="volcano",
-            namespace=VOLCANO_NAMESPACE,
-            create_namespace=True,
-            values=volcano_helm_values(),
-            wait=True,
+        images = settings.image_policy
+        warn_tag_only(self.manifests["NeuronPlugin"], [NEURON_DEVICE_PLUGIN_IMAGE], images)
+        warn_tag_only(
+            self.manifests["EfaPlugin"], [efa_device_plugin_image(settings.env.region)], images
         )
+
+        self.volcano = self._volcano(cluster, volcano_chart_dir, images)
+        warn_tag_only(self.volcano, VOLCANO_IMAGES.values(), images)
         # Volcano's pods need the system nodes and DNS; the Queue needs Volcano's CRD and
         # admission webhook.
         self.volcano.node.add_dependency(self.eks.system_nodes, self.addons.addons["coredns"])
@@ -221,6 +232,7 @@ class TrainingClusterStack(Stack):
                 gpu_nodes=triton.gpu_nodes,
                 replicas=triton.replicas,
                 gpu_node_group=False,  # GpuNodesStack
+                images=images,
             )
 
         self.dashboard = TrainingDashboard(
@@ -246,6 +258,60 @@ class TrainingClusterStack(Stack):
             description="Role of the stack's kubectl provider (cluster-admin)",
         )
         kubeconfig_outputs(self, cluster.cluster_name, cfg.admin_role_arn)
+
+    def _volcano(
+        self, cluster: eks.ICluster, chart_dir: str | None, images: ImagePolicy
+    ) -> eks.HelmChart:
+        """Volcano's Helm release, from the verified chart asset when there is one."""
+        common = dict(
+            release="volcano",
+            namespace=VOLCANO_NAMESPACE,
+            create_namespace=True,
+            values=volcano_helm_values(images=images),
+            wait=True,
+        )
+        if chart_dir is None:
+            chart = cluster.add_helm_chart(
+                "Volcano",
+                repository=VOLCANO_HELM_REPOSITORY,
+                chart=VOLCANO_HELM_CHART,
+                version=VOLCANO_HELM_CHART_VERSION,
+                **common,
+            )
+            Annotations.of(chart).add_warning_v2(
+                VOLCANO_CHART_BY_VERSION_WARNING,
+                f"Volcano's Helm chart {VOLCANO_HELM_CHART_VERSION} is fetched from "
+                f"{VOLCANO_HELM_REPOSITORY} by version at deploy time, unverified (its hooks run "
+                "with cluster-admin). Run `mlp charts fetch` to verify it against its pinned "
+                "SHA-256 and ship it as the chart's asset.",
+            )
+            return chart
+        if not Path(chart_dir, "Chart.yaml").is_file():
+            raise ValueError(
+                f"{self.node.path}: volcano_chart_dir={chart_dir!r}: no Chart.yaml there; run "
+                "`mlp charts fetch`"
+            )
+        # The kubectl handler downloads the asset (the folder, zipped), unzips it and runs helm
+        # on that folder (get_chart_asset_from_url in aws-cdk's
+        # https://github.com/aws/aws-cdk/blob/main/packages/@aws-cdk/custom-resource-handlers/lib/aws-eks-v2/kubectl-handler/helm/__init__.py);
+        # HelmChart grants the handler's role read on the asset bucket.
+        asset = s3_assets.Asset(self, "VolcanoChart", path=chart_dir)
+        chart = cluster.add_helm_chart("Volcano", chart_asset=asset, **common)
+        objects = Stack.of(self).resolve(asset.bucket.arn_for_objects("*"))
+        acknowledge(
+            cluster.kubectl_provider.role,
+            f"AwsSolutions-IAM5[Resource::{objects}]",
+            "aws-cdk's HelmChart grants the kubectl handler read on the CDK asset bucket's "
+            "objects, to download the verified Volcano chart asset.",
+        )
+        for action in ("s3:GetObject*", "s3:GetBucket*", "s3:List*"):
+            acknowledge(
+                cluster.kubectl_provider.role,
+                f"AwsSolutions-IAM5[Action::{action}]",
+                "Part of aws-cdk's read grant (Bucket.grantRead) on the CDK asset bucket, for "
+                "the verified Volcano chart asset.",
+            )
+        return chart
 
 
 def kubeconfig_outputs(stack: Stack, cluster_name: str, admin_role_arn: str | None) -> None:

@@ -64,10 +64,29 @@ class ImagePlan:
         return "\n".join(lines)
 
 
-def build_args() -> dict[str, str]:
-    """Dockerfile build arguments: the pinned values of :mod:`ml_platform.training.images`."""
+def base_image(settings: Settings) -> str:
+    """The base image as the build pulls it: by digest (``mlp images resolve`` records it),
+    through the settings' registry mirror.
+
+    Raises:
+        ValueError: when no digest pins the base image.
+    """
+    policy = settings.image_policy
+    if policy.digest(images.NEURON_TRAINING_BASE_IMAGE) is None:
+        raise ValueError(
+            f"the training image's base {images.NEURON_TRAINING_BASE_IMAGE} has no digest: run "
+            "`mlp images resolve` (it records the digest the registry serves for the tag), or "
+            "set it in images.digests; the build does not start from a tag that can be moved"
+        )
+    return policy.resolve(images.NEURON_TRAINING_BASE_IMAGE)
+
+
+def build_args(settings: Settings | None = None) -> dict[str, str]:
+    """Dockerfile build arguments: the pinned values of :mod:`ml_platform.training.images`,
+    and, with ``settings``, ``BASE_IMAGE`` pinned by digest (:func:`base_image`)."""
+    args = {} if settings is None else {"BASE_IMAGE": base_image(settings)}
     return {
-        "BASE_IMAGE": images.NEURON_TRAINING_BASE_IMAGE,
+        **args,
         "NEURON_SAMPLES_COMMIT": images.NEURON_SAMPLES_COMMIT,
         "NEURON_SAMPLES_DIR": images.NEURON_SAMPLES_DIR,
         "NEURON_SAMPLES_FILES": " ".join(
@@ -81,9 +100,9 @@ def image_plan(settings: Settings) -> ImagePlan:
     uri = settings.training_image_uri
     registry = uri.split("/", 1)[0]
     build = ["docker", "build", "--platform", PLATFORM, "--pull", "--tag", uri]
-    for key, value in build_args().items():
+    for key, value in build_args(settings).items():
         build += ["--build-arg", f"{key}={value}"]
-    # The Dockerfile copies nothing in: its own folder is a small, harmless context.
+    # The Dockerfile copies in only sample-requirements.lock: its own folder is the context.
     build += ["--file", str(DOCKERFILE), str(DOCKERFILE.parent)]
     return ImagePlan(
         uri=uri,

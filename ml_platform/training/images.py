@@ -36,6 +36,24 @@ NEURON_SAMPLES_FILES: dict[str, str] = {
     ),
 }
 
+# The sample's requirements.txt at NEURON_SAMPLES_COMMIT, entry by entry (name -> its pin,
+# None where the sample leaves the version open). sample-requirements.lock pins and hashes
+# each; a test keeps the two in step.
+SAMPLE_REQUIREMENTS: dict[str, str | None] = {
+    "graphviz": None,
+    "tensorboard": "2.14",
+    "transformers": "4.44.0",
+    "evaluate": None,
+    "pillow": None,
+    "pytest": None,
+    "accelerate": None,
+    "datasets": "2.19.1",
+    "sentencepiece": "0.2.0",
+    "h5py": None,
+    "requests": "2.32.2",
+    "huggingface-hub": "0.24.5",
+}
+
 # AWS CLI v2 on Amazon Linux 2 (no tar inside). Source: ECR Public gallery aws-cli/aws-cli.
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.36.49"
 

@@ -282,8 +282,26 @@ def test_volcano_helm_chart(synth: SynthesizedPlatform) -> None:
         "CreateNamespace": True,
     }
     assert VOLCANO_HELM_CHART_VERSION == "1.15.1"
-    assert json.loads(props["Values"]) == {
-        "custom": {"default_ns": {"ml-platform/node-role": "system"}}
+    values = json.loads(props["Values"])
+    assert values["custom"] == {"default_ns": {"ml-platform/node-role": "system"}}
+    # The chart's default is Always: a Docker Hub request at every pod start.
+    assert values["basic"]["image_pull_policy"] == "IfNotPresent"
+    assert values["basic"]["image_registry"] == "docker.io"
+    # Each image as chart 1.15.1's templates build it (`{{ image_registry }}/{{ <c>_image_name
+    # }}:{{ <c>_image_tag_version | default image_tag_version }}`), with its values.yaml names.
+    names = {"scheduler": "volcanosh/vc-scheduler", "controller": "volcanosh/vc-controller-manager",
+             "admission": "volcanosh/vc-webhook-manager"}
+    rendered = {
+        c: f"{values['basic']['image_registry']}/{name}:{values['basic'][f'{c}_image_tag_version']}"
+        for c, name in names.items()
+    }
+    assert rendered == {
+        "scheduler": "docker.io/volcanosh/vc-scheduler:v1.15.1@sha256:"
+        "e79dc85279b5fd2c5e431571b4683f819ff0dfeacdf230fca49e6ce1f4509ae1",
+        "controller": "docker.io/volcanosh/vc-controller-manager:v1.15.1@sha256:"
+        "555245dd5c73524dee627ad0c2e308c9dd95af234df791d11e6bcdfa2f33a4ef",
+        "admission": "docker.io/volcanosh/vc-webhook-manager:v1.15.1@sha256:"
+        "569e3671b6d9619c175062e6d3e82bfe3bb4bc3628b36347406ccc07f10fe12c",
     }
     queue = next(k for k in resources if k.startswith("ClusterVolcanoQueue"))
     assert chart_id in resources[queue]["DependsOn"]

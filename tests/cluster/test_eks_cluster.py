@@ -494,3 +494,46 @@ def test_the_kubectl_handler_runs_in_the_private_subnets_so_a_private_endpoint_d
                    and k.startswith("ClusterKubectlProviderHandler"))
     subnets = [s["Fn::ImportValue"] for s in handler["Properties"]["VpcConfig"]["SubnetIds"]]
     assert len(subnets) == 3 and all("PrivateSubnet" in s for s in subnets)
+
+
+def _warnings_at(synth: SynthesizedPlatform, stack: str, suffix: str) -> list[str]:
+    metadata = json.loads(
+        (synth.outdir / f"{synth.stack_name(stack)}.metadata.json").read_text()
+    )
+    return [
+        e["data"]
+        for path, entries in metadata.items()
+        if path.endswith(suffix)
+        for e in entries
+        if e["type"] == "aws:cdk:warning"
+    ]
+
+
+def test_synthesis_reports_each_add_on_that_floats(synth: SynthesizedPlatform) -> None:
+    """cdk.json pins neither the FSx CSI driver nor CloudWatch observability: synthesis says
+    both float, once, on the add-ons construct."""
+    from ml_platform.constructs.addons import ADDON_FLOATS_WARNING
+
+    (message,) = _warnings_at(synth, "TrainingCluster", "/Addons")
+    assert ADDON_FLOATS_WARNING in message
+    assert "['amazon-cloudwatch-observability', 'aws-fsx-csi-driver']" in message
+    assert "Kubernetes 1.35" in message and "mlp addons" in message
+
+
+def test_pinned_add_ons_are_not_reported() -> None:
+    from ml_platform.app import new_app
+    from ml_platform.constructs.addons import ADDON_FLOATS_WARNING, PlatformAddons
+
+    env = cdk.Environment(account="123456789012", region="us-west-2")
+    stack = cdk.Stack(new_app(), "S", env=env)
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c", vpc=vpc)
+    one = PlatformAddons(stack, "One", cluster=cluster, kubernetes_version="1.35",
+                         addon_versions={"aws-fsx-csi-driver": "v1.9.0-eksbuild.1"})
+    both = PlatformAddons(stack, "Both", cluster=cluster, kubernetes_version="1.35",
+                          addon_versions={"aws-fsx-csi-driver": "v1.9.0-eksbuild.1",
+                                          "amazon-cloudwatch-observability": "v5.3.1-eksbuild.1"})
+    warnings = lambda c: [str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"]
+    (message,) = warnings(one)
+    assert ADDON_FLOATS_WARNING in message and "['amazon-cloudwatch-observability']" in message
+    assert warnings(both) == []
