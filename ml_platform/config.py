@@ -1020,7 +1020,8 @@ class Settings:
 
     @classmethod
     def from_context(
-        cls, values: Mapping[str, Any] | None, *, known_azs: Mapping[str, Any] | None = None
+        cls, values: Mapping[str, Any] | None, *, known_azs: Mapping[str, Any] | None = None,
+        recorded_digests: Any = None,
     ) -> Settings:
         """Parse and check the ``ml-platform`` context object.
 
@@ -1031,6 +1032,8 @@ class Settings:
                 pre-seeded ``availability-zones:account=...:region=...`` entry, so synthesis never
                 falls back to an AWS lookup. ``None`` skips that check. Its
                 :data:`IMAGE_DIGESTS_KEY` entry adds to ``images.digests``.
+            recorded_digests: The :data:`IMAGE_DIGESTS_KEY` entry when ``known_azs`` is not
+                given (the CLI, which skips the AZ check, still pulls by digest).
 
         Raises:
             SettingsError: listing every problem found (wrong keys, types and values).
@@ -1043,7 +1046,9 @@ class Settings:
         settings = _parse(cls, values if values is not None else {}, "", problems)
         if settings is _INVALID:
             raise SettingsError(problems)
-        resolved = known_azs.get(IMAGE_DIGESTS_KEY) if known_azs is not None else None
+        resolved = recorded_digests
+        if resolved is None and known_azs is not None:
+            resolved = known_azs.get(IMAGE_DIGESTS_KEY)
         if resolved is not None:
             found = _parse(dict[str, str], resolved, IMAGE_DIGESTS_KEY, problems)
             if found is not _INVALID:
@@ -1276,7 +1281,8 @@ def settings_from_cdk_json(path: str = "cdk.json", *, check_az_context: bool = T
     if local.exists():
         context.update(_context_file(local, None))
     return Settings.from_context(context.get(CONTEXT_KEY),
-                                 known_azs=context if check_az_context else None)
+                                 known_azs=context if check_az_context else None,
+                                 recorded_digests=context.get(IMAGE_DIGESTS_KEY))
 
 
 def _context_file(path: Any, member: str | None) -> Mapping[str, Any]:

@@ -25,7 +25,8 @@ def test_azs_refuses_a_type_that_is_not_trainium(aws, project, mlp):
 
 
 def test_azs_instance_type_is_written_as_the_node_groups_type(aws, project, mlp):
-    result = mlp("--cdk-json", project, "azs", "--instance-type", "trn1n.32xlarge")
+    result = mlp("--cdk-json", project, "azs", "--instance-type", "trn1n.32xlarge",
+                 "--admin-role-mine")
     assert result.code == 0, result.err
     written = _written(project)
     assert written["trainium"] == {"instance_type": "trn1n.32xlarge", "nodes": 2}

@@ -131,7 +131,7 @@ def test_synthesis_warns_about_each_image_pinned_by_tag_only(synth: SynthesizedP
     neuron, efa, triton = (by_construct[k] for k in ("NeuronPlugin", "EfaPlugin", "Triton"))
     assert NEURON_DEVICE_PLUGIN_IMAGE in neuron[0]
     assert "eks/aws-efa-k8s-device-plugin:v0.5.20" in efa[0]
-    for image in ("nvcr.io/nvidia/tritonserver:24.09-py3", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+    for image in ("nvcr.io/nvidia/tritonserver:25.09-py3", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
                   "public.ecr.aws/aws-cli/aws-cli:2.36.49"):
         assert image in triton[0]
     # Volcano's three images have public digests: no warning on its chart.

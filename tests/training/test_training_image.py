@@ -94,12 +94,12 @@ def test_dry_run_prints_commands_without_running_them(cdk_json, capsys, settings
 
 
 @pytest.mark.parametrize("failing", [None, "push", "login"])
-def test_publish_logs_out_of_ecr_after_the_push_even_when_it_fails(settings, monkeypatch,
+def test_publish_logs_out_of_ecr_after_the_push_even_when_it_fails(pinned, monkeypatch,
                                                                     failing):
     """Issue 22 point 5: the ECR token must not stay in ~/.docker/config.json."""
     import subprocess
 
-    plan = image.image_plan(settings)
+    plan = image.image_plan(pinned)
     calls: list[list[str]] = []
 
     def run(argv, **kwargs):
