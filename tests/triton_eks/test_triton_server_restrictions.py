@@ -2,8 +2,9 @@
 answer no one, health and inference-side metadata stay open, gRPC does not listen.
 
 The binary is the one PyTriton bundles (``nvidia-pytriton``, Triton 2.51 = release 24.10, the
-same ``--http-restricted-api`` and ``--allow-grpc`` options as the 25.09 image); the test is
-skipped where that package is not installed. The server binds loopback only, on free ports,
+same ``--http-restricted-api`` and ``--allow-grpc`` options as the 25.09 image), from the
+``.venv-triton`` that ``make test`` builds; the test is skipped where neither it nor an
+importable ``pytriton`` exists. The server binds loopback only, on free ports,
 and is stopped by its PID.
 """
 
@@ -23,11 +24,22 @@ import pytest
 from ml_platform.k8s_charts.triton import RESTRICTED_APIS, server_command
 
 
+# `make test` builds this venv (`make triton-env`): PyTriton's numpy < 2 keeps it apart.
+SERVER_ENV = Path(os.environ.get("MLP_TRITON_ENV",
+                                 Path(__file__).resolve().parents[2] / ".venv-triton"))
+
+
 def _tritonserver() -> Path:
     spec = importlib.util.find_spec("pytriton")
-    if spec is None or spec.origin is None:
-        pytest.skip("nvidia-pytriton (its bundled tritonserver) is not installed")
-    binary = Path(spec.origin).parent / "tritonserver" / "bin" / "tritonserver"
+    if spec is not None and spec.origin is not None:
+        binary = Path(spec.origin).parent / "tritonserver" / "bin" / "tritonserver"
+    else:
+        from ml_platform.triton.local_server import LocalServerError, find_server_env
+
+        try:
+            binary = find_server_env(SERVER_ENV).tritonserver
+        except LocalServerError as error:
+            pytest.skip(f"no tritonserver: nvidia-pytriton is not importable here and {error}")
     if not binary.is_file():
         pytest.skip(f"{binary}: no tritonserver in the installed pytriton")
     return binary
