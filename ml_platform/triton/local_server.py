@@ -10,7 +10,9 @@ HTTP routes SageMaker's model management calls.
 What it checks, and what not: release 24.10 runs the SageMaker front end's load/invoke/unload
 contract and the Python-backend contract of the archives' Python models. It is not the
 endpoint's release (see ``inference.triton_version``), has no GPU and no TensorRT, ONNX
-Runtime, TensorFlow or DALI backend: :mod:`ml_platform.triton.standins` replaces those steps.
+Runtime, TensorFlow or DALI backend: :mod:`ml_platform.triton.standins` replaces the steps it
+can run on CPU (ONNX Runtime for ONNX and TensorRT steps, DALI's CPU operators for a
+Python-defined DALI model) and reports the others as not exercised.
 
 Confinement: the SageMaker front end listens on every interface (it has no address flag), and
 24.10 predates the fix for CVE-2025-23319/23320/23334 (NVIDIA security bulletin 5687:
@@ -24,7 +26,8 @@ registration APIs of that chain are not served at all.
 The server environment is a venv of its own (``make triton-env``: ``.venv-triton`` from
 ``requirements-triton.txt``), because the wheel and the Python backend stub of these releases
 need numpy < 2 (pybind11 2.10; fixed in 24.11 by
-https://github.com/triton-inference-server/python_backend/pull/384).
+https://github.com/triton-inference-server/python_backend/pull/384). It also holds the
+stand-ins' runtimes, which the stub imports: ONNX Runtime and DALI (``ServerEnv.runtimes``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from ml_platform.triton.standins import RUNTIME_MODULES
 
 #: The PyPI wheel that bundles the server (pinned in requirements-triton.txt).
 PYTRITON_VERSION = "0.7.0"
@@ -101,6 +106,7 @@ class ServerEnv:
     site_packages: Path
     pytriton: Path  # .../site-packages/pytriton
     runtimes: dict[str, bool]  # the stand-ins' runtimes importable by the stub
+    # (standins.RUNTIME_MODULES: onnxruntime, dali)
 
     @property
     def tritonserver(self) -> Path:
@@ -118,6 +124,12 @@ class ServerEnv:
 
 _PROBE = """
 import importlib.util, json, sys, sysconfig
+def has(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # nvidia.dali without the nvidia namespace
+        return False
+RUNTIMES = json.loads(sys.argv[1])  # standins.RUNTIME_MODULES
 spec = importlib.util.find_spec("pytriton")
 print(json.dumps({
     "version": "%d.%d" % sys.version_info[:2],
@@ -127,7 +139,7 @@ print(json.dumps({
     "site": sysconfig.get_paths()["purelib"],
     "pytriton": list(spec.submodule_search_locations)[0] if spec else None,
     "numpy": (lambda s: s and __import__("numpy").__version__)(importlib.util.find_spec("numpy")),
-    "runtimes": {m: importlib.util.find_spec(m) is not None for m in ("onnxruntime",)},
+    "runtimes": {name: has(m) for name, m in RUNTIMES.items()},
 }))
 """
 
@@ -153,8 +165,9 @@ def find_server_env(env_dir: str | Path) -> ServerEnv:
             f"no server environment at {folder} (create it with `make triton-env`, or "
             f"python3 -m venv {folder} && {folder}/bin/pip install 'cdk-ml-platform[local]')"
         )
-    probe = subprocess.run([str(python), "-c", _PROBE], capture_output=True, text=True,
-                           check=False, env={"PATH": os.environ.get("PATH", "")})
+    probe = subprocess.run([str(python), "-c", _PROBE, json.dumps(RUNTIME_MODULES)],
+                           capture_output=True, text=True, check=False,
+                           env={"PATH": os.environ.get("PATH", "")})
     if probe.returncode != 0:
         raise LocalServerError(f"{python} failed: {probe.stderr.strip()[-500:]}")
     info = json.loads(probe.stdout)

@@ -8,7 +8,11 @@ Each model of an archive is classified by its config's backend/platform:
   and batch size that runs the archive's own ONNX file with ONNX Runtime on CPU;
 * ``tensorrt_plan``: the same, with the ONNX the plan was built from if the caller has it
   (a plan runs only on its GPU); otherwise *not exercised*;
-* ``dali``: *not exercised* (its pipelines decode on the GPU; see :func:`_dali`);
+* ``dali``: a Python-defined DALI model (``1/dali.py``, as the image ensemble ships it) is
+  replaced by a Python-backend stand-in with the same interface that imports the archive's
+  own ``dali.py`` and runs its ``preprocess`` graph with DALI's CPU operators (the decoder on
+  the CPU instead of ``mixed``), if the server environment has DALI; a serialized
+  ``model.dali`` (its decoder fixed on the GPU) or no DALI there: *not exercised*;
 * anything else (``tensorflow_graphdef``, ...): *not exercised*.
 
 A step that is not exercised is reported as such, never passed: its folder and the ensemble
@@ -74,8 +78,15 @@ class Prepared:
         return "\n".join([f"{self.archive}:", *(f"  {s.line()}" for s in self.steps)])
 
 
+#: The stand-ins' runtimes (``server_has`` keys) and the module that provides each.
+RUNTIME_MODULES = {"onnxruntime": "onnxruntime", "dali": "nvidia.dali"}
+
+
 def runtime_available(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # a dotted name whose parent package is missing
+        return False
 
 
 def _version_dir(folder: Path) -> Path | None:
@@ -125,12 +136,24 @@ def _onnx(folder: Path, config, kind: str, plan_onnx: Path | None,
     return Step(config.name, kind, Mode.STANDIN, f"ONNX Runtime CPU running {what}")
 
 
-def _dali(config) -> Step:
-    # A serialized pipeline (model.dali) fixes its decoder on the GPU ("mixed") and DALI has
-    # no API to move a deserialized pipeline's operators to the CPU; a dali.py may do the
-    # same. Reported, not faked.
-    return Step(config.name, "dali", Mode.NOT_EXERCISED,
-                "no CPU stand-in for a DALI pipeline with GPU operators in this harness")
+def _dali(folder: Path, config, server_has: dict[str, bool]) -> Step:
+    if not server_has.get("dali", False):
+        return Step(config.name, "dali", Mode.NOT_EXERCISED,
+                    "DALI is not installed in the server environment")
+    version = _version_dir(folder)
+    # The DALI backend prefers a serialized model.dali over dali.py (dali_backend README,
+    # "Autoserialization"); a serialized pipeline fixes its decoder on the GPU ("mixed") and
+    # DALI has no API to move a deserialized pipeline's operators to the CPU. Reported, not
+    # faked. https://github.com/triton-inference-server/dali_backend/blob/r25.09/README.md
+    if version is None or (version / "model.dali").exists():
+        return Step(config.name, "dali", Mode.NOT_EXERCISED,
+                    "a serialized model.dali decodes on the GPU; no CPU stand-in for it")
+    pipeline = version / "dali.py"
+    if not pipeline.is_file():
+        return Step(config.name, "dali", Mode.NOT_EXERCISED, "no dali.py in the archive")
+    _install(folder, config, "dali_model.py", pipeline.resolve())
+    return Step(config.name, "dali", Mode.STANDIN,
+                f"DALI CPU operators running the archive's {pipeline.relative_to(folder.parent)}")
 
 
 def prepare(archive: str | Path, dest: str | Path, *, plan_onnx: str | Path | None = None,
@@ -140,14 +163,14 @@ def prepare(archive: str | Path, dest: str | Path, *, plan_onnx: str | Path | No
 
     Args:
         plan_onnx: The ONNX a ``tensorrt_plan`` model was built from, to stand in for it.
-        server_has: Which runtimes the server environment has (``onnxruntime``); default:
-            what this Python can import.
+        server_has: Which runtimes the server environment has (``onnxruntime``, ``dali``:
+            :data:`RUNTIME_MODULES`); default: what this Python can import.
     """
     archive, dest = Path(archive), Path(dest)
     dest.mkdir(parents=True, exist_ok=False)
     extract_archive(archive, dest)
     if server_has is None:
-        server_has = {"onnxruntime": runtime_available("onnxruntime")}
+        server_has = {name: runtime_available(m) for name, m in RUNTIME_MODULES.items()}
     plan = Path(plan_onnx) if plan_onnx is not None else None
     steps, ensemble, removed = [], None, []
     for folder in sorted(p for p in dest.iterdir() if (p / "config.pbtxt").is_file()):
@@ -162,7 +185,7 @@ def prepare(archive: str | Path, dest: str | Path, *, plan_onnx: str | Path | No
             step = _onnx(folder, config, "tensorrt_plan" if "tensorrt" in kind else kind,
                          plan, server_has)
         elif kind == "dali":
-            step = _dali(config)
+            step = _dali(folder, config, server_has)
         else:
             step = Step(config.name, kind, Mode.NOT_EXERCISED,
                         f"no CPU runtime for {kind} in the local server")

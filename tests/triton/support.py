@@ -162,6 +162,72 @@ def tiny_inception(
     return model.SerializeToString()
 
 
+# The image ensemble's CPU reference (tests/triton/test_dali_pipeline.py and the local server).
+INCEPTION_SIZE = 299
+
+
+def pattern_image(height: int, width: int, seed: int) -> np.ndarray:
+    """Gradients, stripes and noise (RGB uint8): resizing it wrongly shows."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width]
+    phase = rng.uniform(0, 64)
+    image = np.stack(
+        [x * 255 / width, y * 255 / height, ((x + y + phase) % 64) * 4], axis=-1
+    )[:, :, rng.permutation(3)]
+    return np.clip(image + rng.normal(0, 8, image.shape), 0, 255).astype(np.uint8)
+
+
+def encode_image(image: np.ndarray, image_format: str = "PNG", **options) -> bytes:
+    """``image`` encoded by Pillow (``"PNG"``, ``"JPEG"``, ...)."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(image).save(buffer, format=image_format, **options)
+    return buffer.getvalue()
+
+
+def inception_reference(image: np.ndarray, mean=(127.5,) * 3, std=(127.5,) * 3,
+                        layout: str = "HWC") -> np.ndarray:
+    """Pillow/NumPy preprocessing of TF-slim Inception eval: central 87.5% crop, bilinear
+    resize to 299x299, (x - mean) / std, in ``layout``."""
+    from PIL import Image
+
+    height, width = image.shape[:2]
+    margin = (1 - 0.875) / 2
+    box = (width * margin, height * margin, width * (1 - margin), height * (1 - margin))
+    size = (INCEPTION_SIZE, INCEPTION_SIZE)
+    resized = Image.fromarray(image).resize(size, Image.Resampling.BILINEAR, box=box)
+    out = (np.asarray(resized, dtype=np.float32) - np.float32(mean)) / np.float32(std)
+    return out.transpose(2, 0, 1) if layout == "CHW" else out
+
+
+def load_pipeline_module(folder: Path, source: bytes, name: str = "dali.py"):
+    """Import a rendered ``dali.py`` as the backend does: from a file, under its own name."""
+    import importlib.util
+
+    path = folder / name
+    path.write_bytes(source)
+    spec = importlib.util.spec_from_file_location(f"_dali_{abs(hash(source))}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def dali_on_cpu(module, encoded: list[bytes]) -> list[np.ndarray]:
+    """A ``dali.py`` module's preprocessing with DALI's CPU operators over encoded images."""
+    from nvidia.dali import fn, pipeline_def
+
+    @pipeline_def(batch_size=len(encoded), num_threads=1, device_id=None)
+    def cpu_pipeline():
+        return module.preprocess(fn.external_source(device="cpu", name=module.INPUT_NAME), "cpu")
+
+    pipe = cpu_pipeline()
+    pipe.build()
+    pipe.feed_input(module.INPUT_NAME, [np.frombuffer(data, dtype=np.uint8) for data in encoded])
+    (batch,) = pipe.run()
+    return [np.array(batch[i]) for i in range(len(encoded))]
+
+
 def t(name: str, dtype: DataType, *dims: int, **extra) -> TensorSpec:
     """Short TensorSpec constructor."""
     return TensorSpec(name, dtype, dims, **extra)

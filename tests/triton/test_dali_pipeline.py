@@ -12,8 +12,6 @@
 from __future__ import annotations
 
 import ast
-import importlib.util
-import io
 import subprocess
 import sys
 import tarfile
@@ -28,7 +26,14 @@ import ml_platform
 from ml_platform.cli.main import main
 from ml_platform.triton import TensorFormat, dali_pipeline_source
 from ml_platform.triton.ensembles import DALI_PIPELINE_SOURCE
-from tests.triton.support import tiny_inception
+from tests.triton.support import (
+    dali_on_cpu,
+    encode_image,
+    load_pipeline_module,
+    tiny_inception,
+)
+from tests.triton.support import inception_reference as reference
+from tests.triton.support import pattern_image as _pattern
 
 SIZE = 299
 ONE_LEVEL = 1 / 127.5  # one 8-bit grey level in the [-1, 1] output
@@ -38,56 +43,13 @@ TORCHVISION_MEAN = (123.675, 116.28, 103.53)
 TORCHVISION_STD = (58.395, 57.12, 57.375)
 
 
-def load_pipeline_module(tmp_path: Path, source: bytes, name: str = "dali.py"):
-    """Import a rendered ``dali.py`` as the backend does: from a file, under its own name."""
-    path = tmp_path / name
-    path.write_bytes(source)
-    spec = importlib.util.spec_from_file_location(f"_dali_{abs(hash(source))}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def run_on_cpu(module, images: list[np.ndarray]) -> list[np.ndarray]:
     """The module's preprocessing with CPU operators over PNG-encoded ``images``."""
-    from nvidia.dali import fn, pipeline_def
-
-    @pipeline_def(batch_size=len(images), num_threads=1, device_id=None)
-    def cpu_pipeline():
-        return module.preprocess(fn.external_source(device="cpu", name=module.INPUT_NAME), "cpu")
-
-    pipe = cpu_pipeline()
-    pipe.build()
-    pipe.feed_input(module.INPUT_NAME, [_png(image) for image in images])
-    (batch,) = pipe.run()
-    return [np.array(batch[i]) for i in range(len(images))]
+    return dali_on_cpu(module, [_png(image) for image in images])
 
 
-def _pattern(height: int, width: int, seed: int) -> np.ndarray:
-    """Gradients, stripes and noise: resizing it wrongly shows."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:height, 0:width]
-    phase = rng.uniform(0, 64)
-    image = np.stack(
-        [x * 255 / width, y * 255 / height, ((x + y + phase) % 64) * 4], axis=-1
-    )[:, :, rng.permutation(3)]
-    return np.clip(image + rng.normal(0, 8, image.shape), 0, 255).astype(np.uint8)
-
-
-def _png(image: np.ndarray) -> np.ndarray:
-    buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, format="PNG")  # lossless: decoding is exact
-    return np.frombuffer(buffer.getvalue(), dtype=np.uint8)
-
-
-def reference(image: np.ndarray, mean=(127.5,) * 3, std=(127.5,) * 3, layout="HWC"):
-    """Central 87.5% crop, bilinear resize to 299x299, (x - mean) / std, in ``layout``."""
-    height, width = image.shape[:2]
-    margin = (1 - 0.875) / 2
-    box = (width * margin, height * margin, width * (1 - margin), height * (1 - margin))
-    resized = Image.fromarray(image).resize((SIZE, SIZE), Image.Resampling.BILINEAR, box=box)
-    out = (np.asarray(resized, dtype=np.float32) - np.float32(mean)) / np.float32(std)
-    return out.transpose(2, 0, 1) if layout == "CHW" else out
+def _png(image: np.ndarray) -> bytes:
+    return encode_image(image, "PNG")  # lossless: decoding is exact
 
 
 IMAGES = {
@@ -316,11 +278,12 @@ def test_package_ships_the_pipeline_as_python(tmp_path: Path, capsys) -> None:
 
 
 def test_dali_stays_out_of_synthesis_and_the_cli_import_path() -> None:
-    """Nothing in the package imports DALI: only the shipped dali.py does, in the container."""
+    """Nothing in the package imports DALI: only the shipped dali.py does, in the container,
+    and the local server's DALI stand-in, in the server's own venv."""
     package_root = Path(ml_platform.__file__).parent
     importers = set()
     for path in sorted(package_root.rglob("*.py")):
         _, _, imports = dali_api_used(path.read_text("utf-8"))
         if any(name and name.split(".")[:2] == ["nvidia", "dali"] for name in imports):
             importers.add(path.relative_to(package_root).as_posix())
-    assert importers == {"triton/assets/dali/dali.py"}
+    assert importers == {"triton/assets/dali/dali.py", "triton/assets/standins/dali_model.py"}

@@ -23,10 +23,13 @@ import numpy as np
 import pytest
 
 from ml_platform.cli.invoke import (
+    IMAGE_OUTPUT,
     TEXT_OUTPUT,
     content_type,
+    image_request,
     parse_response,
     text_request,
+    top_k,
 )
 from ml_platform.cli.main import main as mlp
 from ml_platform.constructs.sagemaker_mme import LOAD_FAILURE_PATTERN
@@ -39,7 +42,14 @@ from ml_platform.triton.local_server import (
 )
 from ml_platform.triton.pbtxt import read_pbtxt
 from ml_platform.triton.standins import Mode, Prepared, prepare
-from tests.triton.support import write_artifacts
+from tests.triton.support import (
+    dali_on_cpu,
+    encode_image,
+    inception_reference,
+    load_pipeline_module,
+    pattern_image,
+    write_artifacts,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_ENV = Path(os.environ.get("MLP_TRITON_ENV", REPO / ".venv-triton"))
@@ -56,6 +66,13 @@ BATCHES = {
     "non-ASCII": ["Crème brûlée à Paris, 東京の天気は晴れ, Ünïcödé — 🚀"],
 }
 MIN_COSINE = 0.9999
+#: Images for the image ensemble, encoded as `mlp invoke --image` reads them from a file.
+IMAGES = {
+    "JPEG 640x480": encode_image(pattern_image(480, 640, 41), "JPEG", quality=95),
+    "PNG 150x120": encode_image(pattern_image(120, 150, 42), "PNG"),
+    "JPEG 333x1000": encode_image(pattern_image(1000, 333, 43), "JPEG", quality=85),
+    "PNG 800x600": encode_image(pattern_image(600, 800, 44), "PNG"),
+}
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +104,7 @@ def archives(onnx_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     """Every archive `mlp models package` builds: archive -> the ONNX a plan was built from.
 
     The image ensemble gets a tiny ONNX classifier with Inception v3's interface (its DALI
-    step has no stand-in here, so the ensemble is reported as not exercised); the TensorRT
+    step runs as the DALI CPU stand-in, the classifier as the ONNX Runtime one); the TensorRT
     archive gets a stand-in plan, and the harness runs the ONNX such a plan is built from in
     its place."""
     folder = tmp_path_factory.mktemp("archives")
@@ -180,6 +197,10 @@ def test_every_archive_in_a_real_sagemaker_triton(
     complete = [a for a, p in prepared.items() if p.complete]
     text = [a for a in complete if _ensemble_input(prepared[a]) == "TYPE_STRING"]
     assert len(text) == 2, results  # the ONNX and the TensorRT text archives run end to end
+    # The image archive too, once the server's venv has DALI (make triton-env installs it).
+    assert server.env.runtimes.get("dali"), (
+        f"no DALI in {server.env.python}: rebuild it with `make triton-env`")
+    (image,) = [a for a in complete if _ensemble_input(prepared[a]) == "TYPE_UINT8"]
 
     # Both text archives side by side: the same model names in two namespaces.
     for archive in text:
@@ -223,9 +244,11 @@ def test_every_archive_in_a_real_sagemaker_triton(
     for archive in text:
         assert server.unload(archive.name).status == 200
 
+    results += _check_image_archive(server, image.name, prepared[image], tmp_path / "cpu")
+
     # Archives with a step that cannot run here load what can run, and say what did not.
     for archive, ready in prepared.items():
-        if archive in text:
+        if archive in text or archive == image:
             continue
         assert not ready.complete
         missing = [s for s in ready.steps if s.mode is Mode.NOT_EXERCISED]
@@ -241,6 +264,62 @@ def test_every_archive_in_a_real_sagemaker_triton(
     record_property("local_triton_seconds",
                     f"startup {server.startup_seconds:.1f} s, archives "
                     f"{time.monotonic() - started:.1f} s")
+
+
+def _classify(server: LocalTriton, target: str, image: bytes) -> np.ndarray:
+    body, json_size = image_request(image)  # exactly what `mlp invoke --image` sends
+    reply = server.invoke(target, body, content_type(json_size))
+    assert reply.status == 200, (target, reply.status, reply.text()[:2000], server.log_tail())
+    return parse_response(reply.body, reply.headers.get("content-type", ""), IMAGE_OUTPUT)
+
+
+def _top5(scores: np.ndarray) -> list[int]:
+    return [item["index"] for item in top_k(scores, 5, [])]  # `mlp invoke`'s ranking
+
+
+def _check_image_archive(server: LocalTriton, target: str, ready: Prepared,
+                         workdir: Path) -> list[str]:
+    """The image ensemble (DALI stand-in -> ONNX stand-in, Triton's ensemble scheduler)
+    against two CPU references over the archive's own dali.py and classifier: the same
+    pipeline run here with DALI's CPU operators (scores), and Pillow/NumPy preprocessing
+    (top-5 classes)."""
+    import io
+
+    import onnxruntime as ort
+    from PIL import Image
+
+    workdir.mkdir(parents=True)
+    module = load_pipeline_module(workdir, (ready.root / "dali/1/dali.py").read_bytes())
+    session = ort.InferenceSession(str(ready.root / "inception_onnx/1/model.onnx"),
+                                   providers=["CPUExecutionProvider"])
+    feed = session.get_inputs()[0].name
+    classes = read_pbtxt(ready.root / ready.ensemble).output[0].dims[0]
+    reply = server.load(target, ready.root)
+    assert reply.status == 200, (target, reply.text(), server.log_tail())
+    ours = np.concatenate([_classify(server, target, data) for data in IMAGES.values()])
+    assert ours.shape == (len(IMAGES), classes) and ours.dtype == np.float32
+    preprocessed = np.stack(dali_on_cpu(module, list(IMAGES.values())))
+    (same_pipeline,) = session.run(None, {feed: preprocessed})
+    pillow = np.stack([
+        inception_reference(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
+        for data in IMAGES.values()
+    ])
+    (reference,) = session.run(None, {feed: pillow})
+    cosine, pillow_cosine = _cosines(ours, same_pipeline), _cosines(ours, reference)
+    lines = []
+    for i, case in enumerate(IMAGES):
+        lines.append(f"{target}: {case}: top-5 {_top5(ours[i])} (Pillow reference "
+                     f"{_top5(reference[i])}, cosine {pillow_cosine[i]:.6f}); same pipeline "
+                     f"here: cosine {cosine[i]:.6f}, max |score difference| "
+                     f"{np.abs(ours[i] - same_pipeline[i]).max():.2e}")
+        assert _top5(ours[i]) == _top5(reference[i]), lines[-1]
+        assert _top5(ours[i]) == _top5(same_pipeline[i]), lines[-1]
+    assert cosine.min() > MIN_COSINE, lines
+    np.testing.assert_allclose(ours, same_pipeline, rtol=1e-4, atol=1e-7)
+    # The comparison can fail: another image ranks differently.
+    assert _top5(ours[0]) != _top5(ours[1])
+    assert server.unload(target).status == 200
+    return lines
 
 
 def _body(texts: list[str]) -> tuple[bytes, str]:

@@ -87,11 +87,41 @@ def test_a_plan_runs_only_with_the_onnx_it_was_built_from(
     assert Path(parameter.string_value) == built["onnx_source"].resolve()
 
 
-def test_a_dali_step_is_reported_not_exercised_and_so_is_its_ensemble(
+def test_a_dali_step_becomes_a_cpu_stand_in_running_the_archives_own_dali_py(
     built: dict[str, Path], tmp_path: Path
 ) -> None:
-    # The image ensemble: a Python-defined DALI model (no DALI stand-in here) and the ONNX
-    # classifier, which runs as an onnxruntime stand-in.
+    # The image ensemble: the Python-defined DALI model and the ONNX classifier both run as
+    # stand-ins, so the real ensemble can be invoked.
+    ready = prepare(built["model_tf_dali"], tmp_path / "i",
+                    server_has={"onnxruntime": True, "dali": True})
+    assert _modes(ready) == {
+        "ensemble_dali_inception": ("ensemble", Mode.REAL),
+        "dali": ("dali", Mode.STANDIN),
+        "inception_onnx": ("onnxruntime", Mode.STANDIN),
+    }
+    assert ready.complete and ready.ensemble == "ensemble_dali_inception"
+    standin = read_pbtxt(ready.root / "dali")
+    assert standin.backend == "python" and not standin.platform
+    assert (ready.root / "dali/1/model.py").read_bytes() == (
+        STANDIN_ASSETS / "dali_model.py").read_bytes()
+    artifact = Path(standin.parameters[ARTIFACT_PARAMETER].string_value)
+    assert artifact == (ready.root / "dali/1/dali.py").resolve()  # the archive's own file
+    unpacked = tmp_path / "plain"
+    unpacked.mkdir()
+    extract_archive(built["model_tf_dali"], unpacked)
+    assert artifact.read_bytes() == (unpacked / "dali/1/dali.py").read_bytes()
+    shipped = read_pbtxt(unpacked / "dali")
+    assert shipped.backend == "dali"
+    assert (standin.name, standin.max_batch_size) == (shipped.name, shipped.max_batch_size)
+    assert list(standin.input) == list(shipped.input)
+    assert list(standin.output) == list(shipped.output)
+    assert standin.dynamic_batching == shipped.dynamic_batching
+    assert shipped.HasField("dynamic_batching")
+
+
+def test_a_dali_step_without_dali_is_not_exercised_and_neither_is_its_ensemble(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
     ready = prepare(built["model_tf_dali"], tmp_path / "i", server_has={"onnxruntime": True})
     assert _modes(ready) == {
         "ensemble_dali_inception": ("ensemble", Mode.NOT_EXERCISED),
@@ -100,10 +130,39 @@ def test_a_dali_step_is_reported_not_exercised_and_so_is_its_ensemble(
     }
     # The classifier alone can load; the ensemble cannot be invoked.
     assert ready.loadable and not ready.complete
-    assert all(s.detail for s in ready.steps)
+    assert "DALI is not installed" in ready.report()
+    assert not (ready.root / "dali").exists()
+
+
+def test_a_serialized_dali_pipeline_is_not_exercised(
+    built: dict[str, Path], tmp_path: Path
+) -> None:
+    """A model.dali fixes its decoder on the GPU (and the DALI backend prefers it over
+    dali.py): no CPU stand-in, reported as such."""
+    import tarfile
+
+    unpacked = tmp_path / "plain"
+    unpacked.mkdir()
+    extract_archive(built["model_tf_dali"], unpacked)
+    (unpacked / "dali/1/model.dali").write_bytes(b"serialized pipeline")
+    archive = tmp_path / "serialized.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for path in sorted(unpacked.rglob("*")):
+            tar.add(path, arcname=path.relative_to(unpacked).as_posix(), recursive=False)
+    ready = prepare(archive, tmp_path / "i", server_has={"onnxruntime": True, "dali": True})
+    assert _modes(ready)["dali"] == ("dali", Mode.NOT_EXERCISED)
+    assert not ready.complete and "model.dali" in ready.report()
 
 
 def test_the_unpacked_folder_must_be_fresh(built: dict[str, Path], tmp_path: Path) -> None:
     (tmp_path / "used").mkdir()
     with pytest.raises(FileExistsError):
         prepare(built["model_onnx_python"], tmp_path / "used", server_has={})
+
+
+def test_runtimes_are_probed_by_module_even_without_a_parent_package() -> None:
+    from ml_platform.triton.standins import RUNTIME_MODULES, runtime_available
+
+    assert RUNTIME_MODULES == {"onnxruntime": "onnxruntime", "dali": "nvidia.dali"}
+    assert runtime_available("nvidia.dali")  # the project venv has DALI (requirements-dev)
+    assert not runtime_available("no_such_namespace.dali")  # no ModuleNotFoundError
