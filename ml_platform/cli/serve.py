@@ -144,9 +144,11 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
                  "server_pid": server.server_pid,
                  "release": LOCAL_TRITON_RELEASE, "archives": loaded}
         state_path(folder).write_text(json.dumps(state, indent=2), encoding="utf-8")
+        kinds = {info["kind"] for info in loaded.values() if info["complete"]}
+        example = "--image IMAGE.jpg" if kinds == {"image"} else "--text 'hello'"
         print(f"ready: {len(loaded)} of {len(archives)} archives loaded"
               + (f", {failures} failed" if failures else "")
-              + f"; try `mlp invoke --local {folder} --text 'hello'`; Ctrl-C stops the server; "
+              + f"; try `mlp invoke --local {folder} {example}`; Ctrl-C stops the server; "
               f"server log: {server.log_path}", flush=True)
         while not stop.wait(1.0):
             pass
