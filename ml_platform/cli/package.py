@@ -25,6 +25,9 @@ MAX_SEQ_LEN = 512
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    from ml_platform.triton.releases import NUMPY2_FIRST_RELEASE, STUB_PYTHON
+
+    stub_pythons = ", ".join(f"{python} from {first}" for first, python in STUB_PYTHON)
     p = sub.add_parser(
         "package",
         parents=parents,
@@ -65,8 +68,8 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     text.add_argument("--execution-env", type=Path,
                       help="conda-pack archive of a conda environment for the Python models "
                            "(optional): its Python must be the Python-backend stub's of "
-                           "--triton-version (3.10 up to 25.11, 3.12 from 25.12) and it needs "
-                           "numpy<2 before 24.11; checked")
+                           f"--triton-version ({stub_pythons}) and it needs numpy<2 before "
+                           f"{NUMPY2_FIRST_RELEASE}; checked")
     text.add_argument("--triton-version", choices=TRITON_VERSIONS,
                       help="Triton release that will serve the archives, for the "
                            "--execution-env checks (default: inference.triton_version of the "
