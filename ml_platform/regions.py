@@ -73,6 +73,19 @@ REGIONS: dict[str, str] = {
 }
 
 
+#: Partition -> its domain (CloudFormation's ``AWS::URLSuffix``), botocore's ``dnsSuffix``.
+DNS_SUFFIXES: dict[str, str] = {
+    "aws": "amazonaws.com",
+    "aws-cn": "amazonaws.com.cn",
+    "aws-us-gov": "amazonaws.com",
+    "aws-iso": "c2s.ic.gov",
+    "aws-iso-b": "sc2s.sgov.gov",
+    "aws-iso-e": "cloud.adc-e.uk",
+    "aws-iso-f": "csp.hci.ic.gov",
+    "aws-eusc": "amazonaws.eu",
+}
+
+
 def partition_of(region: str) -> str:
     """The partition of a known region; for a name not (yet) listed, the partition its prefix
     belongs to (``aws`` when none matches)."""

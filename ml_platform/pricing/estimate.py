@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ml_platform.config import partition_of
+from ml_platform.regions import DNS_SUFFIXES, partition_of
 from ml_platform.pricing.table import (
     CLOUDWATCH_ALARM,
     CLOUDWATCH_DASHBOARD,
@@ -104,10 +104,6 @@ USAGE_TYPES: dict[str, str] = {
     "AWS::Events::Rule": "events",
     "AWS::DynamoDB::Table": "requests and GB-month stored",
 }
-# The partition's domain (``AWS::URLSuffix``), as CloudFormation resolves it.
-_URL_SUFFIX = {"aws": "amazonaws.com", "aws-cn": "amazonaws.com.cn",
-               "aws-us-gov": "amazonaws.com", "aws-iso": "c2s.ic.gov",
-               "aws-iso-b": "sc2s.sgov.gov"}
 # Custom resources (``Custom::*``) run their provider function, which bills by use.
 _CUSTOM = re.compile(r"^Custom::")
 
@@ -240,8 +236,7 @@ class _Template:
         # The pseudo parameters a template deployed in ``region`` (and ``account``) sees
         # (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/pseudo-parameter-reference.html).
         self.pseudo: dict[str, str] = {"AWS::Region": region, "AWS::Partition": partition,
-                                       "AWS::URLSuffix": _URL_SUFFIX.get(partition,
-                                                                         "amazonaws.com")}
+                                       "AWS::URLSuffix": DNS_SUFFIXES[partition]}
         if account:
             self.pseudo["AWS::AccountId"] = account
         self.not_estimated: list[str] = []

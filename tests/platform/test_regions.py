@@ -9,7 +9,7 @@ import sys
 import botocore
 import botocore.session
 
-from ml_platform.regions import REGIONS, SOURCE_BOTOCORE_VERSION, partition_of
+from ml_platform.regions import DNS_SUFFIXES, REGIONS, SOURCE_BOTOCORE_VERSION, partition_of
 from tests.cli.support import REPO
 
 
@@ -17,6 +17,8 @@ def test_the_list_is_botocores_partitions_regions():
     data = botocore.session.get_session().get_data("endpoints")
     expected = {region: p["partition"] for p in data["partitions"] for region in p["regions"]}
     assert REGIONS == expected
+    # Each partition's domain, which CloudFormation's AWS::URLSuffix resolves to.
+    assert DNS_SUFFIXES == {p["partition"]: p["dnsSuffix"] for p in data["partitions"]}
     assert botocore.__version__ == SOURCE_BOTOCORE_VERSION
 
 
