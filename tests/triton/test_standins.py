@@ -29,6 +29,20 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return archives
 
 
+def _assert_same_interface(standin, archive: Path, model: str, tmp_path: Path):
+    """The stand-in has the archive's own name, tensors, batch size and batching; returns the
+    archive's config of ``model`` (the archive is unpacked under ``tmp_path / "plain"``)."""
+    unpacked = tmp_path / "plain"
+    unpacked.mkdir()
+    extract_archive(archive, unpacked)
+    shipped = read_pbtxt(unpacked / model)
+    assert (standin.name, standin.max_batch_size) == (shipped.name, shipped.max_batch_size)
+    assert list(standin.input) == list(shipped.input)
+    assert list(standin.output) == list(shipped.output)
+    assert standin.dynamic_batching == shipped.dynamic_batching
+    return shipped
+
+
 def _modes(prepared) -> dict[str, tuple[str, Mode]]:
     return {s.model: (s.kind, s.mode) for s in prepared.steps}
 
@@ -51,14 +65,7 @@ def test_onnx_step_becomes_a_python_stand_in_with_the_same_interface(
         STANDIN_ASSETS / "onnx_model.py").read_bytes()
     artifact = Path(standin.parameters[ARTIFACT_PARAMETER].string_value)
     assert artifact == (ready.root / "bert-trt/1/model.onnx").resolve() and artifact.is_file()
-    # The same name, tensors and batch size as the archive's own config.
-    unpacked = tmp_path / "plain"
-    unpacked.mkdir()
-    extract_archive(built["model_onnx_python"], unpacked)
-    shipped = read_pbtxt(unpacked / "bert-trt")
-    assert (standin.name, standin.max_batch_size) == (shipped.name, shipped.max_batch_size)
-    assert list(standin.input) == list(shipped.input)
-    assert list(standin.output) == list(shipped.output)
+    _assert_same_interface(standin, built["model_onnx_python"], "bert-trt", tmp_path)
 
 
 def test_a_step_without_a_runtime_is_not_exercised_and_neither_is_its_ensemble(
@@ -106,16 +113,9 @@ def test_a_dali_step_becomes_a_cpu_stand_in_running_the_archives_own_dali_py(
         STANDIN_ASSETS / "dali_model.py").read_bytes()
     artifact = Path(standin.parameters[ARTIFACT_PARAMETER].string_value)
     assert artifact == (ready.root / "dali/1/dali.py").resolve()  # the archive's own file
-    unpacked = tmp_path / "plain"
-    unpacked.mkdir()
-    extract_archive(built["model_tf_dali"], unpacked)
-    assert artifact.read_bytes() == (unpacked / "dali/1/dali.py").read_bytes()
-    shipped = read_pbtxt(unpacked / "dali")
+    shipped = _assert_same_interface(standin, built["model_tf_dali"], "dali", tmp_path)
+    assert artifact.read_bytes() == (tmp_path / "plain/dali/1/dali.py").read_bytes()
     assert shipped.backend == "dali"
-    assert (standin.name, standin.max_batch_size) == (shipped.name, shipped.max_batch_size)
-    assert list(standin.input) == list(shipped.input)
-    assert list(standin.output) == list(shipped.output)
-    assert standin.dynamic_batching == shipped.dynamic_batching
     assert shipped.HasField("dynamic_batching")
 
 

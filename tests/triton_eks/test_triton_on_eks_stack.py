@@ -115,7 +115,9 @@ def test_switch_off_removes_gpu_nodes_plugin_and_triton(
     assert without_triton.platform.training_cluster.triton is None
 
 
-def test_construct_reports_every_bad_prop_at_once() -> None:
+def _cluster_and_bucket():
+    """A stack with an eks_v2 cluster (no Auto Mode, kubectl layer 1.35) and an imported
+    model bucket, for TritonOnEks built outside the platform."""
     stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     cluster = eks.Cluster(
@@ -123,7 +125,11 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
         default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
         kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
     )
-    bucket = s3.Bucket.from_bucket_name(stack, "B", "models")
+    return stack, cluster, s3.Bucket.from_bucket_name(stack, "B", "models")
+
+
+def test_construct_reports_every_bad_prop_at_once() -> None:
+    stack, cluster, bucket = _cluster_and_bucket()
     with pytest.raises(ValueError) as info:
         TritonOnEks(
             stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom"],
@@ -139,14 +145,7 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
 
 
 def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
-    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
-    cluster = eks.Cluster(
-        stack, "Cluster", vpc=vpc, version=eks.KubernetesVersion.V1_35,
-        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
-        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
-    )
-    bucket = s3.Bucket.from_bucket_name(stack, "B", "models")
+    stack, cluster, bucket = _cluster_and_bucket()
 
     def warnings(triton_version: str) -> list[str]:
         triton = TritonOnEks(
