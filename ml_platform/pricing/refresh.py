@@ -96,7 +96,7 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
         (ml if name.startswith("ml.") else ec2).add(name)
     out = [_ec2(x) for x in sorted(ec2)] + [_sagemaker(x) for x in sorted(ml)]
     out.append(Query(EKS_CLUSTER, "standard", "hour", "AmazonEKS", {},
-                     lambda a: a.get("usagetype", "").endswith("AmazonEKS-Hours:perCluster")))
+                     _usage("AmazonEKS-Hours:perCluster")))
     out.append(Query(EKS_CLUSTER, "extended", "hour", "AmazonEKS", {},
                      _usage("AmazonEKS-Hours:extendedSupport")))
     # EBS gp3 volumes: storage, and the IOPS and throughput above the free baseline.
@@ -120,12 +120,12 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
     out.append(Query(SECRETS_MANAGER, "month", "month", "AWSSecretsManager", {},
                      _usage("AWSSecretsManager-Secrets")))
     out.append(Query(NAT_GATEWAY, "hour", "hour", "AmazonEC2", {"productFamily": "NAT Gateway"},
-                     lambda a: a.get("usagetype", "").endswith("NatGateway-Hours")))
+                     _usage("NatGateway-Hours")))
     out.append(Query(PUBLIC_IPV4, "hour", "hour", "AmazonVPC", {},
-                     lambda a: a.get("usagetype", "").endswith("PublicIPv4:InUseAddress")))
+                     _usage("PublicIPv4:InUseAddress")))
     out.append(Query(VPC_INTERFACE_ENDPOINT, "az-hour", "hour", "AmazonVPC",
                      {"productFamily": "VpcEndpoint"},
-                     lambda a: a.get("usagetype", "").endswith("VpcEndpoint-Hours")))
+                     _usage("VpcEndpoint-Hours")))
     for tier in FSX_TIERS:
         out.append(Query(
             FSX_LUSTRE_PERSISTENT2, str(tier), "GB-month", "AmazonFSx",
