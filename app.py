@@ -20,8 +20,12 @@ def main() -> None:
     nag = str(app.node.try_get_context("ml-platform:nag")).lower() != "false"
     # Volcano's chart as `mlp charts fetch` verified and unpacked it, when it has been run.
     chart = volcano_chart_dir(Path(__file__).resolve().parent)
-    build_platform(app, settings, nag=nag,
-                   volcano_chart_dir=str(chart) if (chart / "Chart.yaml").is_file() else None)
+    build_platform(
+        app,
+        settings,
+        nag=nag,
+        volcano_chart_dir=str(chart) if (chart / "Chart.yaml").is_file() else None,
+    )
     app.synth()
 
 

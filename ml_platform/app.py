@@ -64,7 +64,12 @@ class Platform:
 
     @property
     def stacks(self) -> list[cdk.Stack]:
-        optional = (*self.inference_stacks, self.training_cluster, self.trainium_nodes, self.gpu_nodes)
+        optional = (
+            *self.inference_stacks,
+            self.training_cluster,
+            self.trainium_nodes,
+            self.gpu_nodes,
+        )
         return [s for s in (self.network, self.storage, *optional) if s is not None]
 
 
@@ -77,11 +82,15 @@ def annotate_costs(stacks: list[cdk.Stack]) -> None:
     for stack in stacks:
         if cdk.Token.is_unresolved(stack.region):
             cdk.Annotations.of(stack).add_info(
-                f"No cost estimate for {stack.stack_name}: the stack has no region")
+                f"No cost estimate for {stack.stack_name}: the stack has no region"
+            )
             continue
-        estimate = estimate_template(template_in_memory(stack, priced_only=True),
-                                     stack=stack.stack_name,
-                                     region=stack.region, table=table)
+        estimate = estimate_template(
+            template_in_memory(stack, priced_only=True),
+            stack=stack.stack_name,
+            region=stack.region,
+            table=table,
+        )
         cdk.Annotations.of(stack).add_info(estimate.summary())
 
 
@@ -106,7 +115,10 @@ def build_platform(
     # VPC and the subnet that still hold the file system's interfaces and groups
     # (aws/aws-cdk#31521). README "Tear down" lists what is left and how to delete it.
     network = NetworkStack(
-        app, f"{prefix}-Network", settings=settings.network, env=env,
+        app,
+        f"{prefix}-Network",
+        settings=settings.network,
+        env=env,
         keep_trainium_subnet=retain_storage,
         description="cdk-ml-platform: VPC and training-node security group",
     )
@@ -120,11 +132,13 @@ def build_platform(
         archive_publishers=settings.archive_publishers,
         upload_role_name=(
             upload_role_name(f"{prefix}-Inference", settings.env.region)
-            if settings.features.inference and settings.inference.upload_dir else None
+            if settings.features.inference and settings.inference.upload_dir
+            else None
         ),
         lustre_readers=(
             (settings.trainium.nodes or settings.trainium.max_nodes)
-            if settings.features.training_cluster else 0
+            if settings.features.training_cluster
+            else 0
         ),
         env=env,
         description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",

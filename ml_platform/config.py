@@ -64,8 +64,30 @@ REMOVAL_POLICIES = ("retain", "destroy")
 ENDPOINT_ACCESS = ("public_and_private", "private")
 FSX_THROUGHPUTS = (125, 250, 500, 1000)  # MB/s per TiB, PERSISTENT_2
 # The retention periods CloudWatch Logs accepts, in days (ONE_DAY ... TEN_YEARS).
-LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096,
-                      1827, 2192, 2557, 2922, 3288, 3653)
+LOG_RETENTION_DAYS = (
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+)
 TRITON_SAGEMAKER_VERSIONS = TRITON_VERSIONS
 
 # Every pattern is matched with ``fullmatch`` (``$`` would accept a trailing newline) and
@@ -73,7 +95,9 @@ TRITON_SAGEMAKER_VERSIONS = TRITON_VERSIONS
 _ACCOUNT = re.compile(r"[0-9]{12}")
 _NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
 _ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
-_PRINCIPAL_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}")
+_PRINCIPAL_ARN = re.compile(
+    r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"
+)
 _K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _STACK_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}")
 # The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
@@ -91,8 +115,12 @@ _ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
 # Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
 # (and on stack deletion deletes) training.namespace, so it must never be one of these.
 RESERVED_NAMESPACES = (
-    "default", "kube-system", "kube-public", "kube-node-lease",  # Kubernetes
-    "volcano-system", "volcano-monitoring",  # Volcano's Helm chart
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",  # Kubernetes
+    "volcano-system",
+    "volcano-monitoring",  # Volcano's Helm chart
     "amazon-cloudwatch",  # the CloudWatch observability add-on (its allow-all NetworkPolicy)
     "triton",  # Triton on EKS (k8s_charts/triton.py)
 )
@@ -102,6 +130,8 @@ RESERVED_QUEUES = ("default", "root")
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html
 # https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
 MAX_PUBLIC_ACCESS_CIDRS = 40
+
+
 def endpoint_construct_id(endpoint_name: str) -> str:
     """The construct id InferenceStack gives an endpoint: 'triton-ensembles' ->
     'TritonEnsembles' (stacks/inference.py; a test holds the two equal)."""
@@ -110,7 +140,11 @@ def endpoint_construct_id(endpoint_name: str) -> str:
 
 # Construct ids InferenceStack uses beside the endpoints' ids and their '<id>Name' outputs.
 INFERENCE_FIXED_IDS = (
-    "ModelBucket", "UploadArchives", "AlarmTopic", "EndpointsDashboard", "EndpointsDashboardUrl",
+    "ModelBucket",
+    "UploadArchives",
+    "AlarmTopic",
+    "EndpointsDashboard",
+    "EndpointsDashboardUrl",
 )
 
 
@@ -135,7 +169,9 @@ def vpc_cidr_problems(cidr: str, key: str = "network.cidr") -> list[str]:
         return [f"{key} = {cidr!r}: expected an IPv4 block from /16 to /20"]
     for block, what in _NOT_FOR_VPC.items():
         if net.overlaps(ipaddress.ip_network(block)):
-            return [f"{key} = {cidr!r}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"]
+            return [
+                f"{key} = {cidr!r}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"
+            ]
     return []
 
 
@@ -163,7 +199,9 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
     if not archives:
         return [f"{key} = {upload_dir!r}: holds no *.tar.gz archive"]
     if len(archives) > UPLOAD_DIR_MAX_ARCHIVES:
-        return [f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"]
+        return [
+            f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"
+        ]
     from ml_platform.triton.archive_names import content_version, parse_key
     from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
 
@@ -173,13 +211,17 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
         # overwritten, so its key must carry its content's version.
         named = parse_key(archive.name)
         if named is None:
-            out.append(f"{key} = {upload_dir!r}: {archive.name}: not a versioned archive name: "
-                       "expected <logical>-v<8 hex digits>.tar.gz, as `mlp models package` "
-                       "names it")
+            out.append(
+                f"{key} = {upload_dir!r}: {archive.name}: not a versioned archive name: "
+                "expected <logical>-v<8 hex digits>.tar.gz, as `mlp models package` "
+                "names it"
+            )
         elif named.version != (actual := content_version(archive)):
-            out.append(f"{key} = {upload_dir!r}: {archive.name}: named version "
-                       f"{named.version}, but its content is version {actual} (repackage it "
-                       "with mlp models package)")
+            out.append(
+                f"{key} = {upload_dir!r}: {archive.name}: named version "
+                f"{named.version}, but its content is version {actual} (repackage it "
+                "with mlp models package)"
+            )
         try:
             check_archive(archive)
         except ArchiveSafetyError as error:
@@ -189,6 +231,7 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
 
         out += [f"{key} = {upload_dir!r}: {archive.name}: {p}" for p in archive_problems(archive)]
     return out
+
 
 # The logical names of the archives this repository builds (``model_tf_dali`` ...).
 KNOWN_ARCHIVES = tuple(sorted(name.removesuffix(".tar.gz") for name in ARCHIVE_MODELS))
@@ -650,9 +693,10 @@ class TrainingSettings:
                     f"training.{key} = {value!r}: owned by Kubernetes, Volcano or another part of "
                     f"the platform; expected a name other than {list(reserved)}"
                 )
-        if not _IMAGE_REPOSITORY.fullmatch(self.image_repository) or len(
-            self.image_repository
-        ) > 256:
+        if (
+            not _IMAGE_REPOSITORY.fullmatch(self.image_repository)
+            or len(self.image_repository) > 256
+        ):
             out.append(
                 f"training.image_repository = {self.image_repository!r}: expected an ECR "
                 "repository name (lower-case letters, digits, '._/-')"
@@ -702,7 +746,9 @@ class EndpointSettings:
     def problems(self, where: str) -> list[str]:
         out = []
         if not _ENDPOINT_NAME.fullmatch(self.name):
-            out.append(f"{where}.name = {self.name!r}: expected letters, digits and '-', at most 63")
+            out.append(
+                f"{where}.name = {self.name!r}: expected letters, digits and '-', at most 63"
+            )
         if self.instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
             out.append(
                 f"{where}.instance_type = {self.instance_type!r}: multi-model endpoints on GPU "
@@ -843,7 +889,9 @@ class InferenceSettings:
         speaks of names, never of the ids themselves (they are internal)."""
         # Each endpoint gives an id and '<id>Name' (its name output); the stack's own
         # resources have fixed ids, which read as these endpoint names.
-        reserved = {cid: re.sub(r"(?<!^)([A-Z])", r"-\1", cid).lower() for cid in INFERENCE_FIXED_IDS}
+        reserved = {
+            cid: re.sub(r"(?<!^)([A-Z])", r"-\1", cid).lower() for cid in INFERENCE_FIXED_IDS
+        }
         owners: dict[str, list[str]] = {}
         for i, endpoint in enumerate(self.endpoints):
             cid = endpoint_construct_id(endpoint.name)
@@ -972,7 +1020,9 @@ class ImageSettings:
                     "'123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub'"
                 )
             elif mirror.split("/")[0] == registry:
-                out.append(f"images.mirrors.{registry} = {mirror!r}: a mirror must be another registry")
+                out.append(
+                    f"images.mirrors.{registry} = {mirror!r}: a mirror must be another registry"
+                )
         for image, digest in self.digests.items():
             problem = reference_problem(f"images.digests.{image}", image)
             if problem:
@@ -1020,7 +1070,10 @@ class Settings:
 
     @classmethod
     def from_context(
-        cls, values: Mapping[str, Any] | None, *, known_azs: Mapping[str, Any] | None = None,
+        cls,
+        values: Mapping[str, Any] | None,
+        *,
+        known_azs: Mapping[str, Any] | None = None,
         recorded_digests: Any = None,
     ) -> Settings:
         """Parse and check the ``ml-platform`` context object.
@@ -1101,16 +1154,23 @@ class Settings:
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
         out += self.images.problems()
-        if (self.features.inference and self.env.region in REGIONS
-                and self.inference.triton_version in TRITON_SAGEMAKER_VERSIONS):
+        if (
+            self.features.inference
+            and self.env.region in REGIONS
+            and self.inference.triton_version in TRITON_SAGEMAKER_VERSIONS
+        ):
             problem = triton_region_problem(self.env.region, self.inference.triton_version)
             if problem:
-                out.append(f"env.region = {self.env.region!r} with inference.triton_version: {problem}")
+                out.append(
+                    f"env.region = {self.env.region!r} with inference.triton_version: {problem}"
+                )
         # With an unknown region, its AZs and context key would only repeat that problem.
         known_region = self.env.region in REGIONS
         for az in self.network.availability_zones if known_region else ():
             if not az.startswith(self.env.region):
-                out.append(f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}")
+                out.append(
+                    f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}"
+                )
         if self.features.inference and not self.inference.endpoints:
             out.append(
                 "inference.endpoints = []: expected at least one endpoint with "
@@ -1165,9 +1225,9 @@ def _fields(tp: type) -> tuple[dict[str, Any], list[str]]:
 #: Settings that no longer exist, with what to do instead.
 REMOVED_SETTINGS = {
     "triton_on_eks.max_replicas": "Triton on EKS runs a fixed number of replicas (no "
-    "autoscaler, README \"Serve the ensembles on EKS\"); set triton_on_eks.replicas",
+    'autoscaler, README "Serve the ensembles on EKS"); set triton_on_eks.replicas',
     "triton_on_eks.max_gpu_nodes": "the GPU node group is sized by triton_on_eks.gpu_nodes "
-    "(nothing scales it, README \"Serve the ensembles on EKS\")",
+    '(nothing scales it, README "Serve the ensembles on EKS")',
 }
 
 
@@ -1280,9 +1340,11 @@ def settings_from_cdk_json(path: str = "cdk.json", *, check_az_context: bool = T
     local = cdk_json.with_name("cdk.context.json")
     if local.exists():
         context.update(_context_file(local, None))
-    return Settings.from_context(context.get(CONTEXT_KEY),
-                                 known_azs=context if check_az_context else None,
-                                 recorded_digests=context.get(IMAGE_DIGESTS_KEY))
+    return Settings.from_context(
+        context.get(CONTEXT_KEY),
+        known_azs=context if check_az_context else None,
+        recorded_digests=context.get(IMAGE_DIGESTS_KEY),
+    )
 
 
 def _context_file(path: Any, member: str | None) -> Mapping[str, Any]:

@@ -57,7 +57,12 @@ GPU_BY_FAMILY: dict[str, str] = {
 # CUDA compute capability of each GPU above (NVIDIA, "CUDA GPUs - Compute Capability":
 # https://developer.nvidia.com/cuda-gpus).
 GPU_COMPUTE_CAPABILITY: dict[str, float] = {
-    "T4": 7.5, "A10G": 8.6, "L4": 8.9, "L40S": 8.9, "V100": 7.0, "A100": 8.0,
+    "T4": 7.5,
+    "A10G": 8.6,
+    "L4": 8.9,
+    "L40S": 8.9,
+    "V100": 7.0,
+    "A100": 8.0,
 }
 
 

@@ -91,10 +91,15 @@ def partition_of(region: str) -> str:
     belongs to (``aws`` when none matches)."""
     if region in REGIONS:
         return REGIONS[region]
-    for prefix, partition in (("cn-", "aws-cn"), ("us-gov-", "aws-us-gov"),
-                              ("us-isob-", "aws-iso-b"), ("us-isof-", "aws-iso-f"),
-                              ("us-iso-", "aws-iso"), ("eu-isoe-", "aws-iso-e"),
-                              ("eusc-", "aws-eusc")):
+    for prefix, partition in (
+        ("cn-", "aws-cn"),
+        ("us-gov-", "aws-us-gov"),
+        ("us-isob-", "aws-iso-b"),
+        ("us-isof-", "aws-iso-f"),
+        ("us-iso-", "aws-iso"),
+        ("eu-isoe-", "aws-iso-e"),
+        ("eusc-", "aws-eusc"),
+    ):
         if region.startswith(prefix):
             return partition
     return "aws"
@@ -106,6 +111,8 @@ def region_problem(key: str, region: str) -> str | None:
         return None
     close = sorted(r for r in REGIONS if r.split("-")[0] == region.split("-")[0])
     hint = f" (in that family: {', '.join(close)})" if close else ""
-    return (f"{key} = {region!r}: not an AWS region{hint}; expected one of the "
-            f"{len(REGIONS)} regions of botocore {SOURCE_BOTOCORE_VERSION}'s partitions, such as "
-            "'us-west-2'")
+    return (
+        f"{key} = {region!r}: not an AWS region{hint}; expected one of the "
+        f"{len(REGIONS)} regions of botocore {SOURCE_BOTOCORE_VERSION}'s partitions, such as "
+        "'us-west-2'"
+    )

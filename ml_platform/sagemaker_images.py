@@ -198,7 +198,8 @@ def inference_ami_problem(version: str, ami: str) -> str | None:
     if release.cuda_major <= image.cuda_major or image.compat_mounting:
         return None
     fits = sorted(
-        name for name, other in INFERENCE_AMIS.items()
+        name
+        for name, other in INFERENCE_AMIS.items()
         if other.cuda_major >= release.cuda_major or other.compat_mounting
     )
     return (

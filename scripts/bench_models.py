@@ -44,13 +44,17 @@ def isolate_aws(url: str, folder: Path) -> None:
     """Every boto3 client of this process talks to the local moto server, with fake keys."""
     for name in [n for n in os.environ if n.startswith("AWS_")]:
         del os.environ[name]
-    os.environ.update({
-        "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": REGION, "AWS_ENDPOINT_URL": url,
-        "AWS_CONFIG_FILE": str(folder / "none"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(folder / "none"),
-        "AWS_EC2_METADATA_DISABLED": "true",
-    })
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_ENDPOINT_URL": url,
+            "AWS_CONFIG_FILE": str(folder / "none"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(folder / "none"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
 
 
 def add_latency(events, seconds: float) -> None:
@@ -68,9 +72,11 @@ def package(folder: Path, count: int, tag: str) -> tuple[list[Path], float]:
     for i in range(count):
         path = folder / f"bench-{tag}-{i:05d}.tar.gz"
         with tarfile.open(path, "w:gz") as tar:
-            for name, text in (("ensemble/config.pbtxt", ENSEMBLE),
-                               ("encoder/config.pbtxt", MODEL),
-                               ("encoder/1/weights.txt", f"{tag} {i} " * 64)):
+            for name, text in (
+                ("ensemble/config.pbtxt", ENSEMBLE),
+                ("encoder/config.pbtxt", MODEL),
+                ("encoder/1/weights.txt", f"{tag} {i} " * 64),
+            ):
                 data = text.encode()
                 info = tarfile.TarInfo(name)
                 info.size = len(data)
@@ -82,8 +88,10 @@ def package(folder: Path, count: int, tag: str) -> tuple[list[Path], float]:
 def storage_stack(cloudformation, prefix: str) -> str:
     template = {
         "Resources": {"Models": {"Type": "AWS::S3::Bucket"}},
-        "Outputs": {"ModelBucketName": {"Value": {"Ref": "Models"}},
-                    "ModelPrefix": {"Value": "models/"}},
+        "Outputs": {
+            "ModelBucketName": {"Value": {"Ref": "Models"}},
+            "ModelPrefix": {"Value": "models/"},
+        },
     }
     name = f"{prefix}-Storage"
     cloudformation.create_stack(StackName=name, TemplateBody=json.dumps(template))
@@ -136,12 +144,21 @@ def endpoint(session_factory) -> str:
     """A SageMaker endpoint in moto for ``mlp status``."""
     sagemaker = session_factory().client("sagemaker", region_name=REGION)
     sagemaker.create_model(
-        ModelName="bench", ExecutionRoleArn="arn:aws:iam::123456789012:role/bench",
-        PrimaryContainer={"Image": "x", "Mode": "MultiModel",
-                          "ModelDataUrl": "s3://bench/models/"})
-    sagemaker.create_endpoint_config(EndpointConfigName="bench", ProductionVariants=[{
-        "VariantName": "AllTraffic", "ModelName": "bench", "InitialInstanceCount": 1,
-        "InstanceType": "ml.g4dn.4xlarge"}])
+        ModelName="bench",
+        ExecutionRoleArn="arn:aws:iam::123456789012:role/bench",
+        PrimaryContainer={"Image": "x", "Mode": "MultiModel", "ModelDataUrl": "s3://bench/models/"},
+    )
+    sagemaker.create_endpoint_config(
+        EndpointConfigName="bench",
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": "bench",
+                "InitialInstanceCount": 1,
+                "InstanceType": "ml.g4dn.4xlarge",
+            }
+        ],
+    )
     sagemaker.create_endpoint(EndpointName="bench", EndpointConfigName="bench")
     return "bench"
 
@@ -155,8 +172,10 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from tests.local_moto import moto_server  # what the CLI tests start, too
 
-    with tempfile.TemporaryDirectory(prefix="bench-models-") as tmp, \
-            moto_server(Path(tmp) / "moto.log", timeout=30) as (url, _):
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-models-") as tmp,
+        moto_server(Path(tmp) / "moto.log", timeout=30) as (url, _),
+    ):
         isolate_aws(url, Path(tmp))
         import boto3
 
@@ -171,39 +190,76 @@ def main() -> None:
                 size = sum(p.stat().st_size for p in paths)
                 prefix = f"Bench{tag.upper()}"
                 storage_stack(cloudformation, prefix)
-                upload, _ = mlp(latency, "--stack-prefix", prefix, "models", "upload",
-                                "--concurrency", str(args.concurrency), str(paths[0].parent))
-                again, _ = mlp(latency, "--stack-prefix", prefix, "models", "upload",
-                               "--concurrency", str(args.concurrency), str(paths[0].parent))
-                listed_s, listed = mlp(latency, "--stack-prefix", prefix, "models", "list",
-                                       "--json")
+                upload, _ = mlp(
+                    latency,
+                    "--stack-prefix",
+                    prefix,
+                    "models",
+                    "upload",
+                    "--concurrency",
+                    str(args.concurrency),
+                    str(paths[0].parent),
+                )
+                again, _ = mlp(
+                    latency,
+                    "--stack-prefix",
+                    prefix,
+                    "models",
+                    "upload",
+                    "--concurrency",
+                    str(args.concurrency),
+                    str(paths[0].parent),
+                )
+                listed_s, listed = mlp(
+                    latency, "--stack-prefix", prefix, "models", "list", "--json"
+                )
                 assert len(json.loads(listed)["archives"]) == count
                 serial_bucket = storage_stack(cloudformation, prefix + "S")
                 serial = serial_loop(paths, serial_bucket, latency)
                 status, _ = mlp(latency, "status", "--endpoint", name)
-                rows.append((latency_ms, count, size, packaged, upload, again, serial,
-                             listed_s, status))
-                print(f"  {latency_ms} ms x {count}: upload {upload:.2f} s, serial "
-                      f"{serial:.2f} s", file=sys.stderr)
-    print(f"moto server on 127.0.0.1, --concurrency {args.concurrency}; seconds "
-          "(archives per second)")
-    header = ("latency", "archives", "MiB", "package", "mlp upload", "again (skip)",
-              "serial loop", "upload/serial", "mlp list", "mlp status")
+                rows.append(
+                    (latency_ms, count, size, packaged, upload, again, serial, listed_s, status)
+                )
+                print(
+                    f"  {latency_ms} ms x {count}: upload {upload:.2f} s, serial {serial:.2f} s",
+                    file=sys.stderr,
+                )
+    print(
+        f"moto server on 127.0.0.1, --concurrency {args.concurrency}; seconds (archives per second)"
+    )
+    header = (
+        "latency",
+        "archives",
+        "MiB",
+        "package",
+        "mlp upload",
+        "again (skip)",
+        "serial loop",
+        "upload/serial",
+        "mlp list",
+        "mlp status",
+    )
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for lat, n, size, pkg, up, again, serial, listed, status in rows:
-        print(f"| {lat} ms | {n:,} | {size / 2**20:.1f} | {pkg:.2f} | {up:.2f} ({n / up:,.0f}/s)"
-              f" | {again:.2f} | {serial:.2f} ({n / serial:,.0f}/s) | {up / serial:.2f}x"
-              f" | {listed:.2f} ({n / listed:,.0f}/s) | {status:.2f} |")
+        print(
+            f"| {lat} ms | {n:,} | {size / 2**20:.1f} | {pkg:.2f} | {up:.2f} ({n / up:,.0f}/s)"
+            f" | {again:.2f} | {serial:.2f} ({n / serial:,.0f}/s) | {up / serial:.2f}x"
+            f" | {listed:.2f} ({n / listed:,.0f}/s) | {status:.2f} |"
+        )
     big = {r[0]: r for r in rows if r[1] == max(args.counts)}
     if 0 in big:
         ratio = big[0][4] / big[0][6]
-        print(f"target, no added latency: upload within 2x the serial loop: {ratio:.2f}x "
-              f"{'OK' if ratio < 2 else 'MISSED'}")
+        print(
+            f"target, no added latency: upload within 2x the serial loop: {ratio:.2f}x "
+            f"{'OK' if ratio < 2 else 'MISSED'}"
+        )
     if 50 in big:
         speedup = big[50][6] / big[50][4]
-        print(f"target, 50 ms latency: at least 4x faster than the serial loop: "
-              f"{speedup:.1f}x {'OK' if speedup >= 4 else 'MISSED'}")
+        print(
+            f"target, 50 ms latency: at least 4x faster than the serial loop: "
+            f"{speedup:.1f}x {'OK' if speedup >= 4 else 'MISSED'}"
+        )
 
 
 if __name__ == "__main__":

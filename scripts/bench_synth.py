@@ -65,11 +65,20 @@ def run_cli(app: str | None, nag: bool) -> tuple[float, float]:
             argv += ["--app", app]
         if not nag:
             argv += ["-c", "ml-platform:nag=false"]
-        env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-               "CDK_DISABLE_VERSION_CHECK": "1"}
+        env = {
+            **os.environ,
+            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+            "CDK_DISABLE_VERSION_CHECK": "1",
+        }
         cpu, start = _cpu(), time.perf_counter()
-        subprocess.run(argv, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL)
+        subprocess.run(
+            argv,
+            cwd=ROOT,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         return time.perf_counter() - start, _cpu() - cpu
 
 
@@ -85,8 +94,12 @@ def main() -> None:
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as empty:
         empty.write(EMPTY_APP)
     rows: dict[str, list[tuple[float, float]]] = {
-        "empty CDK app (default)": [], "floor: empty app, no built-in validation": [],
-        "whole platform": [], "npx cdk synth, floor": [], "npx cdk synth, whole platform": []}
+        "empty CDK app (default)": [],
+        "floor: empty app, no built-in validation": [],
+        "whole platform": [],
+        "npx cdk synth, floor": [],
+        "npx cdk synth, whole platform": [],
+    }
     names = list(rows)
     try:
         for _ in range(args.runs):
@@ -94,23 +107,32 @@ def main() -> None:
             rows[names[2]].append(run([sys.executable, str(ROOT / "app.py")], context))
             rows[names[1]].append(run([sys.executable, empty.name, "no-cfn-validation"], context))
         for _ in range(args.cli_runs):
-            rows[names[3]].append(run_cli(f"{sys.executable} {empty.name} no-cfn-validation",
-                                          not args.no_nag))
+            rows[names[3]].append(
+                run_cli(f"{sys.executable} {empty.name} no-cfn-validation", not args.no_nag)
+            )
             rows[names[4]].append(run_cli(None, not args.no_nag))
     finally:
         os.unlink(empty.name)
-    med = {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
-           for name, v in rows.items() if v}
+    med = {
+        name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v))
+        for name, v in rows.items()
+        if v
+    }
     print(f"runs: {args.runs} (app alone), {args.cli_runs} (npx cdk synth); median seconds")
     print(f"| {'what':<42} | wall | CPU | wall vs floor | CPU vs floor |")
     print("|---|---|---|---|---|")
     for name, (wall, cpu) in med.items():
         floor = med[names[3]] if name.startswith("npx") else med[names[1]]
-        print(f"| {name:<42} | {wall:.2f} | {cpu:.2f} | {wall / floor[0]:.2f}x | "
-              f"{cpu / floor[1]:.2f}x |")
+        print(
+            f"| {name:<42} | {wall:.2f} | {cpu:.2f} | {wall / floor[0]:.2f}x | "
+            f"{cpu / floor[1]:.2f}x |"
+        )
     p, e = med[names[2]][0], med[names[0]][0]
-    print(f"whole platform vs the default empty app: {p / e:.2f}x wall (budget 1.50x); "
-          f"above the floor: +{p - med[names[1]][0]:.2f} s wall")
+    print(
+        f"whole platform vs the default empty app: {p / e:.2f}x wall (budget 1.50x); "
+        f"above the floor: +{p - med[names[1]][0]:.2f} s wall"
+    )
+
 
 if __name__ == "__main__":
     main()

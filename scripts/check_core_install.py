@@ -70,10 +70,20 @@ def main() -> int:
         env = work / "venv"
         venv.EnvBuilder(with_pip=True).create(env)
         python = env / "bin" / "python"
-        _run(python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             "-c", ROOT / "requirements-core.txt", wheel)
-        listed = json.loads(_run(python, "-m", "pip", "list", "--format=json",
-                                 capture_output=True).stdout)
+        _run(
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-c",
+            ROOT / "requirements-core.txt",
+            wheel,
+        )
+        listed = json.loads(
+            _run(python, "-m", "pip", "list", "--format=json", capture_output=True).stdout
+        )
         installed = {_name(p["name"]) for p in listed} - SETUP_TOOLS - {"cdk-ml-platform"}
         expected = core_pins()
         assert installed == expected, (
@@ -92,17 +102,28 @@ def main() -> int:
                 "cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))\n"
                 "app.synth()\n"
             )
-            _run(python, "-c", code, cwd=work, env={
-                **os.environ, "CDK_OUTDIR": str(outdir),
-                "CDK_CONTEXT_JSON": json.dumps(context),
-            })
+            _run(
+                python,
+                "-c",
+                code,
+                cwd=work,
+                env={
+                    **os.environ,
+                    "CDK_OUTDIR": str(outdir),
+                    "CDK_CONTEXT_JSON": json.dumps(context),
+                },
+            )
             manifest = json.loads((outdir / "manifest.json").read_text())
             assert not manifest.get("missing"), f"{example}: wanted a context lookup"
-            print(f"synthesized {example.parent.name}: "
-                  f"{len(list(outdir.glob('*.template.json')))} template(s)")
+            print(
+                f"synthesized {example.parent.name}: "
+                f"{len(list(outdir.glob('*.template.json')))} template(s)"
+            )
         size = site_packages_bytes(env)
-        print(f"core install: {len(installed)} distributions besides cdk-ml-platform, "
-              f"site-packages {size / 2**20:.1f} MiB")
+        print(
+            f"core install: {len(installed)} distributions besides cdk-ml-platform, "
+            f"site-packages {size / 2**20:.1f} MiB"
+        )
     return 0
 
 

@@ -53,16 +53,28 @@ def kubernetes_objects() -> dict[str, list[dict[str, Any]]]:
     settings = settings_from_cdk_json(str(ROOT / "cdk.json"))
     app = cdk8s.App()
     charts = cluster_charts(
-        app, settings, file_system_id="fs-0123456789abcdef0",
-        file_system_dns_name="fs.example", file_system_mount_name="mount",
+        app,
+        settings,
+        file_system_id="fs-0123456789abcdef0",
+        file_system_dns_name="fs.example",
+        file_system_mount_name="mount",
     )
     out = {f"cluster-{name}": list(chart.to_json()) for name, chart in charts.items()}
     triton = settings.triton_on_eks
-    out["triton"] = list(TritonChart(app, "triton", props=TritonChartProps(
-        bucket_name="model-bucket", model_prefix=settings.storage.model_prefix,
-        archives=triton.archives, triton_version=settings.inference.triton_version,
-        region=settings.env.region, replicas=triton.replicas,
-    )).to_json())
+    out["triton"] = list(
+        TritonChart(
+            app,
+            "triton",
+            props=TritonChartProps(
+                bucket_name="model-bucket",
+                model_prefix=settings.storage.model_prefix,
+                archives=triton.archives,
+                triton_version=settings.inference.triton_version,
+                region=settings.env.region,
+                replicas=triton.replicas,
+            ),
+        ).to_json()
+    )
     out["nvidia-device-plugin"] = list(NvidiaDevicePluginChart(app, "nvidia").to_json())
     for name, docs in build_workload_manifests(settings).items():
         out[f"workload-{name}"] = docs
@@ -100,9 +112,21 @@ def run_checkov(checkov: str, cfn: Path, k8s: Path) -> list[dict[str, Any]]:
     reports = []
     for folder, framework in ((cfn, "cloudformation"), (k8s, "kubernetes")):
         result = subprocess.run(
-            [checkov, "--directory", str(folder), "--framework", framework, "--output", "json",
-             "--compact", "--skip-download", "--soft-fail"],
-            capture_output=True, text=True, check=False,
+            [
+                checkov,
+                "--directory",
+                str(folder),
+                "--framework",
+                framework,
+                "--output",
+                "json",
+                "--compact",
+                "--skip-download",
+                "--soft-fail",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         try:
             parsed = json.loads(result.stdout)
@@ -118,12 +142,14 @@ def findings(reports: list[dict[str, Any]]) -> tuple[int, list[dict[str, str]]]:
         results = report.get("results", {})
         passed += len(results.get("passed_checks", []))
         for check in results.get("failed_checks", []):
-            failed.append({
-                "check": check["check_id"],
-                "file": Path(check["file_path"]).name,
-                "resource": check["resource"],
-                "name": check.get("check_name", ""),
-            })
+            failed.append(
+                {
+                    "check": check["check_id"],
+                    "file": Path(check["file_path"]).name,
+                    "resource": check["resource"],
+                    "name": check.get("check_name", ""),
+                }
+            )
     return passed, failed
 
 
@@ -139,9 +165,11 @@ def load_exceptions(path: Path = EXCEPTIONS) -> list[dict[str, str]]:
 
 
 def _listed(finding: dict[str, str], entry: dict[str, str]) -> bool:
-    return finding["check"] == entry["check"] and fnmatch.fnmatchcase(
-        finding["resource"], entry["resource"]
-    ) and fnmatch.fnmatchcase(finding["file"], entry.get("file", "*"))
+    return (
+        finding["check"] == entry["check"]
+        and fnmatch.fnmatchcase(finding["resource"], entry["resource"])
+        and fnmatch.fnmatchcase(finding["file"], entry.get("file", "*"))
+    )
 
 
 def compare(failed: list[dict[str, str]], exceptions: list[dict[str, str]]):
@@ -158,8 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     passed, failed = findings(run_checkov(args.checkov, cfn, k8s))
     exceptions = load_exceptions()
     unlisted, stale = compare(failed, exceptions)
-    print(f"checkov: {passed} checks passed, {len(failed)} failed, all but {len(unlisted)} "
-          f"listed in {EXCEPTIONS.name} ({len(exceptions)} exceptions)")
+    print(
+        f"checkov: {passed} checks passed, {len(failed)} failed, all but {len(unlisted)} "
+        f"listed in {EXCEPTIONS.name} ({len(exceptions)} exceptions)"
+    )
     for f in unlisted:
         print(f"  UNLISTED {f['check']} {f['file']} {f['resource']}: {f['name']}")
     for e in stale:

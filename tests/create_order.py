@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 RULE_TYPES = ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress")
-RULE_PEER = {"AWS::EC2::SecurityGroupIngress": "SourceSecurityGroupId",
-             "AWS::EC2::SecurityGroupEgress": "DestinationSecurityGroupId"}
+RULE_PEER = {
+    "AWS::EC2::SecurityGroupIngress": "SourceSecurityGroupId",
+    "AWS::EC2::SecurityGroupEgress": "DestinationSecurityGroupId",
+}
 
 Group = tuple[str, str, str]  # (stack, logical id, attribute) of the group's id
 Rule = tuple[str, str]  # (stack, logical id)
@@ -43,14 +45,17 @@ class Assembly:
     def load(cls, outdir: Path) -> Assembly:
         manifest = json.loads((outdir / "manifest.json").read_text())
         stacks = {
-            name: art for name, art in manifest["artifacts"].items()
+            name: art
+            for name, art in manifest["artifacts"].items()
             if art["type"] == "aws:cloudformation:stack"
         }
         templates = {
             name: json.loads((outdir / art["properties"]["templateFile"]).read_text())
             for name, art in stacks.items()
         }
-        direct = {n: {d for d in a.get("dependencies", []) if d in stacks} for n, a in stacks.items()}
+        direct = {
+            n: {d for d in a.get("dependencies", []) if d in stacks} for n, a in stacks.items()
+        }
         deps: dict[str, set[str]] = {}
 
         def closure(name: str) -> set[str]:
@@ -118,7 +123,8 @@ def dependencies(template: dict[str, Any], logical: str) -> set[str]:
         body = resources.get(todo.pop(), {})
         depends = body.get("DependsOn", [])
         direct = ({depends} if isinstance(depends, str) else set(depends)) | _refs(
-            body.get("Properties", {}))
+            body.get("Properties", {})
+        )
         for d in direct & set(resources):
             if d not in seen:
                 seen.add(d)
@@ -161,8 +167,10 @@ def walk(outdir: Path) -> list[Finding]:
         for logical, body in template.get("Resources", {}).items():
             if body["Type"] in RULE_TYPES:
                 props = body.get("Properties", {})
-                named = {asm.group(stack, props.get("GroupId")),
-                         asm.group(stack, props.get(RULE_PEER[body["Type"]]))} - {None}
+                named = {
+                    asm.group(stack, props.get("GroupId")),
+                    asm.group(stack, props.get(RULE_PEER[body["Type"]])),
+                } - {None}
                 rules.append(((stack, logical), named))  # type: ignore[arg-type]
     findings = []
     for stack, template in asm.templates.items():
@@ -193,6 +201,7 @@ def walk(outdir: Path) -> list[Finding]:
                     ordered[rule] = "later stack, to a group the resource does not use"
                 else:
                     problems.append(
-                        f"{rule_stack}/{rule_id} is in a stack not deployed before {stack}")
+                        f"{rule_stack}/{rule_id} is in a stack not deployed before {stack}"
+                    )
             findings.append(Finding((stack, logical, body["Type"]), groups, ordered, problems))
     return findings

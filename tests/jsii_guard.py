@@ -51,7 +51,8 @@ def _map_fields(struct_type: type) -> frozenset[str]:
     if struct_type not in _map_field_cache:
         hints = typing.get_type_hints(struct_type.__init__)
         _map_field_cache[struct_type] = frozenset(
-            name for name in struct_type.__jsii_name_mapping__
+            name
+            for name in struct_type.__jsii_name_mapping__
             if not _mentions_struct(hints.get(name, typing.Any))
         )
     return _map_field_cache[struct_type]

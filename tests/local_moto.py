@@ -39,7 +39,10 @@ def moto_server(
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "tests.cli.moto_server_patched", "-H", HOST, "-p", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=REPO,
         )
         url = f"http://{url_host}:{port}"
         try:

@@ -49,7 +49,9 @@ def denied(policy: dict, action: str, resource: str, context: dict[str, str]) ->
             continue
         if statement.get("Principal") not in ("*", {"AWS": "*"}):
             raise NotImplementedError(f"principal {statement.get('Principal')} is not modelled")
-        if not _matches(statement["Action"], action) or not _matches(statement["Resource"], resource):
+        if not _matches(statement["Action"], action) or not _matches(
+            statement["Resource"], resource
+        ):
             continue
         conditions = statement.get("Condition", {})
         if all(

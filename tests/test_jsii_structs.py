@@ -108,4 +108,3 @@ def _literal_keys(node: ast.expr) -> list[str]:
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
         return [k.arg for k in node.keywords if k.arg]
     return []
-

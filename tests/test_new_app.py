@@ -23,7 +23,8 @@ def _code(text: str) -> str:
     kept = []
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         if token.type in (tokenize.STRING, tokenize.COMMENT) or (
-                token.type == getattr(tokenize, "FSTRING_MIDDLE", -1)):
+            token.type == getattr(tokenize, "FSTRING_MIDDLE", -1)
+        ):
             continue
         kept.append((token.start[0], token.string))
     lines: dict[int, list[str]] = {}
@@ -54,4 +55,3 @@ def test_the_check_catches_the_spellings_it_must():
     assert not plain_apps("app = cdk8s.App()\n")
     assert not plain_apps("app = new_app()\n")
     assert not plain_apps("found = 'cdk.App(' in text  # cdk.App() in a comment\n")
-

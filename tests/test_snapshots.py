@@ -26,4 +26,7 @@ def test_template_snapshots(synth: SynthesizedPlatform, json_snapshot: SnapshotA
 
 def test_normalization_only_hides_asset_hashes() -> None:
     h = "a" * 64
-    assert normalized({"Key": f"{h}.zip", "Other": "abc"}) == {"Key": "<asset-hash>.zip", "Other": "abc"}
+    assert normalized({"Key": f"{h}.zip", "Other": "abc"}) == {
+        "Key": "<asset-hash>.zip",
+        "Other": "abc",
+    }

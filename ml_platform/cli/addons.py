@@ -63,9 +63,8 @@ def addon_report(
                 version = info["addonVersion"]
                 versions.append(version)
                 for compat in info.get("compatibilities", []):
-                    if (
-                        compat.get("clusterVersion") == kubernetes_version
-                        and compat.get("defaultVersion")
+                    if compat.get("clusterVersion") == kubernetes_version and compat.get(
+                        "defaultVersion"
                     ):
                         default = version
     latest = max(versions, key=_version_key) if versions else None
@@ -98,11 +97,16 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     ]
     missing = [r for r in reports if r.requested_exists is False]
     if args.json:
-        print(json.dumps(
-            {"region": ctx.region, "kubernetes_version": kubernetes_version,
-             "addons": [asdict(r) for r in reports]},
-            indent=2,
-        ))
+        print(
+            json.dumps(
+                {
+                    "region": ctx.region,
+                    "kubernetes_version": kubernetes_version,
+                    "addons": [asdict(r) for r in reports],
+                },
+                indent=2,
+            )
+        )
     else:
         _print_table(reports, ctx.region, kubernetes_version)
         for report in missing:

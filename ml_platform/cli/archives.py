@@ -77,7 +77,8 @@ def version_archive(path: Path) -> tuple[Path, list[Path]]:
         raise ValueError(f"{path.name}: cannot version it: {problem or 'not a .tar.gz'}")
     target = path.with_name(versioned_key(logical, version_of_digest(sha256_file(path))))
     stale = sorted(
-        other for other in path.parent.glob(f"{logical}-v*{ARCHIVE_SUFFIX}")
+        other
+        for other in path.parent.glob(f"{logical}-v*{ARCHIVE_SUFFIX}")
         if other != target and (ref := parse_key(other.name)) and ref.logical == logical
     )
     for other in stale:
@@ -101,18 +102,22 @@ class StoredArchive:
         return parse_key(self.key)
 
 
-def list_archives(s3: Any, bucket: str, prefix: str, *, logical: str | None = None
-                  ) -> list[StoredArchive]:
+def list_archives(
+    s3: Any, bucket: str, prefix: str, *, logical: str | None = None
+) -> list[StoredArchive]:
     """Every ``*.tar.gz`` under ``prefix`` (only versions of ``logical`` when given), through
     every page of ListObjectsV2 (1,000 keys per page)."""
     list_prefix = prefix + (f"{logical}-v" if logical else "")
     out = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=list_prefix):
         for item in page.get("Contents", []):
-            key = item["Key"][len(prefix):]
+            key = item["Key"][len(prefix) :]
             if key.endswith(ARCHIVE_SUFFIX):
-                out.append(StoredArchive(key, item["Size"], item["LastModified"],
-                                         item.get("ETag", "").strip('"')))
+                out.append(
+                    StoredArchive(
+                        key, item["Size"], item["LastModified"], item.get("ETag", "").strip('"')
+                    )
+                )
     return out
 
 
@@ -151,17 +156,22 @@ def resolve(s3: Any, bucket: str, prefix: str, text: str) -> tuple[str, StoredAr
         match = next((a for a in found if a.key == ref.key), None)
         if match is None:
             have = ", ".join(sorted(a.ref.version for a in found if a.ref)) or "none"
-            raise CliError(f"archive {text} not found under {where} "
-                           f"(versions of {ref.logical} there: {have})")
+            raise CliError(
+                f"archive {text} not found under {where} (versions of {ref.logical} there: {have})"
+            )
         return match.key, match
     candidates = newest(found).get(ref.logical)
     if not candidates:
-        raise CliError(f"no version of archive {ref.logical!r} under {where}: upload it first "
-                       "(mlp models upload)")
+        raise CliError(
+            f"no version of archive {ref.logical!r} under {where}: upload it first "
+            "(mlp models upload)"
+        )
     if len(candidates) > 1:
         names = ", ".join(sorted(str(c.ref) for c in candidates))
-        raise CliError(f"archive {ref.logical!r}: {len(candidates)} versions share the newest "
-                       f"upload time ({names}); name one as NAME@VERSION")
+        raise CliError(
+            f"archive {ref.logical!r}: {len(candidates)} versions share the newest "
+            f"upload time ({names}); name one as NAME@VERSION"
+        )
     return candidates[0].key, candidates[0]
 
 
@@ -192,8 +202,9 @@ def settings_references(settings: Settings) -> list[Reference]:
     return refs
 
 
-def referenced_by(archives: list[StoredArchive], references: list[Reference]
-                  ) -> dict[str, list[str]]:
+def referenced_by(
+    archives: list[StoredArchive], references: list[Reference]
+) -> dict[str, list[str]]:
     """Key -> sorted consumers whose settings reference it: by exact version, by key, or by
     logical name (its newest versions). Linear in archives plus references."""
     latest = newest(archives)

@@ -95,8 +95,9 @@ class Context:
                 try:
                     # The AZ context is synthesis's concern (no AWS lookup at synth); no
                     # command here needs it, and `mlp azs` is what writes it.
-                    self._settings = settings_from_cdk_json(str(self.cdk_json),
-                                                            check_az_context=False)
+                    self._settings = settings_from_cdk_json(
+                        str(self.cdk_json), check_az_context=False
+                    )
                 except SettingsError as error:
                     raise CliError(f"{self.cdk_json}: {error}") from None
         return self._settings
@@ -107,8 +108,10 @@ class Context:
             return
         if self.cdk_json.is_dir():
             hint = self.cdk_json / "cdk.json"
-            raise CliError(f"--cdk-json {self.cdk_json}: is a folder; expected the project's "
-                           f"cdk.json file" + (f" ({hint})" if hint.is_file() else ""))
+            raise CliError(
+                f"--cdk-json {self.cdk_json}: is a folder; expected the project's "
+                f"cdk.json file" + (f" ({hint})" if hint.is_file() else "")
+            )
         raise CliError(f"--cdk-json {self.cdk_json}: no such file")
 
     @property

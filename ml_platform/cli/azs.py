@@ -49,21 +49,40 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         help="choose the AZ that offers Trainium and write it into cdk.context.json",
         description=doc_summary(__doc__),
     )
-    p.add_argument("--instance-type",
-                   help="Trainium node type, written as trainium.instance_type too (one of "
-                        f"{', '.join(sorted(TRAINIUM_INSTANCES))}; default: "
-                        "trainium.instance_type of the settings)")
-    p.add_argument("--az-id", help="AZ ID to use among those offering the type (e.g. usw2-az4); "
-                   "default: the first in sorted order")
+    p.add_argument(
+        "--instance-type",
+        help="Trainium node type, written as trainium.instance_type too (one of "
+        f"{', '.join(sorted(TRAINIUM_INSTANCES))}; default: "
+        "trainium.instance_type of the settings)",
+    )
+    p.add_argument(
+        "--az-id",
+        help="AZ ID to use among those offering the type (e.g. usw2-az4); "
+        "default: the first in sorted order",
+    )
     admin = p.add_mutually_exclusive_group()
-    admin.add_argument("--admin-role-arn", help="IAM role given cluster-admin (required unless "
-                       "cluster.admin_role_arn is already set, or --admin-role-mine)")
-    admin.add_argument("--admin-role-mine", action="store_true",
-                       help="give cluster-admin to the IAM role of your own credentials")
-    p.add_argument("--public-access-mine", action="store_true",
-                   help="open the public API endpoint to your public IPv4 address (/32) only")
-    p.add_argument("--public-access-cidr", action="append", default=[], metavar="CIDR",
-                   help="open the public API endpoint to this IPv4 block (repeatable)")
+    admin.add_argument(
+        "--admin-role-arn",
+        help="IAM role given cluster-admin (required unless "
+        "cluster.admin_role_arn is already set, or --admin-role-mine)",
+    )
+    admin.add_argument(
+        "--admin-role-mine",
+        action="store_true",
+        help="give cluster-admin to the IAM role of your own credentials",
+    )
+    p.add_argument(
+        "--public-access-mine",
+        action="store_true",
+        help="open the public API endpoint to your public IPv4 address (/32) only",
+    )
+    p.add_argument(
+        "--public-access-cidr",
+        action="append",
+        default=[],
+        metavar="CIDR",
+        help="open the public API endpoint to this IPv4 block (repeatable)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print what would be written")
     p.set_defaults(run=run)
 
@@ -87,13 +106,16 @@ def _object(value: Any, where: str) -> dict[str, Any]:
         try:
             value = json.loads(value)
         except (ValueError, RecursionError) as error:
-            raise CliError(f"{where}: context key {CONTEXT_KEY!r} is a string that is not JSON "
-                           f"({error}); expected an object") from None
+            raise CliError(
+                f"{where}: context key {CONTEXT_KEY!r} is a string that is not JSON "
+                f"({error}); expected an object"
+            ) from None
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise CliError(f"{where}: context key {CONTEXT_KEY!r} = {json.dumps(value)[:80]}: "
-                       "expected an object")
+        raise CliError(
+            f"{where}: context key {CONTEXT_KEY!r} = {json.dumps(value)[:80]}: expected an object"
+        )
     return value
 
 
@@ -167,7 +189,9 @@ def public_ipv4(url: str = CHECKIP_URL, timeout: float = 10.0) -> str:
     try:
         address = ipaddress.ip_address(text)
     except ValueError:
-        raise CliError(f"--public-access-mine: {url} answered {text[:40]!r}, not an address") from None
+        raise CliError(
+            f"--public-access-mine: {url} answered {text[:40]!r}, not an address"
+        ) from None
     if address.version != 4:
         raise CliError(f"--public-access-mine: {address} is IPv6; EKS takes IPv4 blocks only")
     return str(address)
@@ -180,8 +204,10 @@ def endpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
         cidrs.append(f"{public_ipv4(CHECKIP_URL)}/32")
     if not cidrs:
         return {}
-    return {"endpoint_access": "public_and_private",
-            "public_access_cidrs": list(dict.fromkeys(cidrs))}
+    return {
+        "endpoint_access": "public_and_private",
+        "public_access_cidrs": list(dict.fromkeys(cidrs)),
+    }
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
@@ -225,8 +251,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     )
     if instance_type not in TRAINIUM_INSTANCES:
         given = "--instance-type" if args.instance_type else "trainium.instance_type"
-        raise CliError(f"{given} {instance_type}: not a Trainium node type this platform runs; "
-                       f"expected one of {', '.join(sorted(TRAINIUM_INSTANCES))}")
+        raise CliError(
+            f"{given} {instance_type}: not a Trainium node type this platform runs; "
+            f"expected one of {', '.join(sorted(TRAINIUM_INSTANCES))}"
+        )
     ec2 = ctx.client("ec2", region)
     offered: set[str] = set()
     pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
@@ -264,7 +292,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             "name the cluster admin: --admin-role-arn ARN, or --admin-role-mine for the role of "
             f"your credentials ({identity['Arn']}); nothing written"
         )
-    cluster_keys = {**endpoint_settings(args), **({"admin_role_arn": admin_role} if admin_role else {})}
+    cluster_keys = {
+        **endpoint_settings(args),
+        **({"admin_role_arn": admin_role} if admin_role else {}),
+    }
 
     keep = list(current_azs) if region == current_region and isinstance(current_azs, list) else []
     vpc_azs = choose_azs(trainium_az, keep, region_azs)
@@ -298,11 +329,15 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         print(f"cluster admin: none: {admin_note}")
     cluster = new_object.get("cluster", {})
     if cluster.get("endpoint_access", "private") == "private":
-        print("API endpoint: private (reach it through Session Manager port forwarding, see the "
-              "README; --public-access-mine opens it to your address only)")
+        print(
+            "API endpoint: private (reach it through Session Manager port forwarding, see the "
+            "README; --public-access-mine opens it to your address only)"
+        )
     else:
-        print(f"API endpoint: public to {', '.join(cluster.get('public_access_cidrs', []))} "
-              "and private")
+        print(
+            f"API endpoint: public to {', '.join(cluster.get('public_access_cidrs', []))} "
+            "and private"
+        )
     text = json.dumps(updated, indent=2) + "\n"
     if args.dry_run:
         print(f"--dry-run: would write {local_path}:")

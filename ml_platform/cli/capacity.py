@@ -85,8 +85,11 @@ def check_reservation(
     if is_block != block:
         out.append(
             f"{setting} = {rid!r} is "
-            + ("an On-Demand Capacity Reservation: set it as trainium.capacity_reservation_id"
-               if block else "a Capacity Block: set it as trainium.capacity_block_id")
+            + (
+                "an On-Demand Capacity Reservation: set it as trainium.capacity_reservation_id"
+                if block
+                else "a Capacity Block: set it as trainium.capacity_block_id"
+            )
         )
     state = report.state
     if state == "scheduled" and is_block:

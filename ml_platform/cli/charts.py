@@ -47,11 +47,16 @@ def volcano_chart_dir(project: Path) -> Path:
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    charts = sub.add_parser("charts", help="fetch and verify the Helm charts the platform ships",
-                            description=doc_summary(__doc__))
+    charts = sub.add_parser(
+        "charts",
+        help="fetch and verify the Helm charts the platform ships",
+        description=doc_summary(__doc__),
+    )
     commands = charts.add_subparsers(title="commands", metavar="COMMAND")
     fetch = commands.add_parser(
-        "fetch", parents=parents, help="download, verify and unpack Volcano's pinned chart",
+        "fetch",
+        parents=parents,
+        help="download, verify and unpack Volcano's pinned chart",
         description=doc_summary(__doc__),
     )
     fetch.add_argument("--repository", help="Helm repository URL (default: Volcano's own)")
@@ -138,8 +143,11 @@ def run_fetch(ctx: Context, args: argparse.Namespace) -> int:
 
     dest = volcano_chart_dir(ctx.cdk_json.resolve().parent)
     fetch_chart(
-        args.repository or VOLCANO_HELM_REPOSITORY, VOLCANO_HELM_CHART,
-        VOLCANO_HELM_CHART_VERSION, VOLCANO_HELM_CHART_SHA256, dest,
+        args.repository or VOLCANO_HELM_REPOSITORY,
+        VOLCANO_HELM_CHART,
+        VOLCANO_HELM_CHART_VERSION,
+        VOLCANO_HELM_CHART_SHA256,
+        dest,
     )
     print(
         f"{VOLCANO_HELM_CHART} {VOLCANO_HELM_CHART_VERSION}: sha256 {VOLCANO_HELM_CHART_SHA256} "

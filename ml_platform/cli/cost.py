@@ -20,26 +20,51 @@ from ml_platform.cli.aws import CliError, Context, doc_summary
 
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("cost", parents=parents,
-                       help="hourly and monthly on-demand cost of the synthesized stacks",
-                       description=doc_summary(__doc__))
-    p.add_argument("--cdk-out", default="cdk.out", metavar="DIR",
-                   help="the cloud assembly to read (default: cdk.out)")
+    p = sub.add_parser(
+        "cost",
+        parents=parents,
+        help="hourly and monthly on-demand cost of the synthesized stacks",
+        description=doc_summary(__doc__),
+    )
+    p.add_argument(
+        "--cdk-out",
+        default="cdk.out",
+        metavar="DIR",
+        help="the cloud assembly to read (default: cdk.out)",
+    )
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.add_argument("--training-hours", type=_hours, metavar="N",
-                   help="also print the cost of a training run of N hours (N > 0)")
-    p.add_argument("--archives", action="append", default=[], metavar="ENDPOINT=N",
-                   help="archives served by a multi-model endpoint (default: the endpoint's "
-                        "archives in the settings, when it is named there)")
-    p.add_argument("--prices", metavar="PATH",
-                   help="price table to use instead of the shipped one and the refreshed one")
-    p.add_argument("--refresh", action="store_true",
-                   help="rebuild the price table from the AWS Price List API first, into "
-                        "--prices PATH or else $XDG_DATA_HOME/ml-platform/prices.json, which "
-                        "later runs read over the shipped table")
-    p.add_argument("--refresh-regions", metavar="R1,R2",
-                   help="regions to fetch with --refresh (default: us-east-1,us-east-2,"
-                        "us-west-2 and every region in the templates)")
+    p.add_argument(
+        "--training-hours",
+        type=_hours,
+        metavar="N",
+        help="also print the cost of a training run of N hours (N > 0)",
+    )
+    p.add_argument(
+        "--archives",
+        action="append",
+        default=[],
+        metavar="ENDPOINT=N",
+        help="archives served by a multi-model endpoint (default: the endpoint's "
+        "archives in the settings, when it is named there)",
+    )
+    p.add_argument(
+        "--prices",
+        metavar="PATH",
+        help="price table to use instead of the shipped one and the refreshed one",
+    )
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="rebuild the price table from the AWS Price List API first, into "
+        "--prices PATH or else $XDG_DATA_HOME/ml-platform/prices.json, which "
+        "later runs read over the shipped table",
+    )
+    p.add_argument(
+        "--refresh-regions",
+        metavar="R1,R2",
+        help="regions to fetch with --refresh (default: us-east-1,us-east-2,"
+        "us-west-2 and every region in the templates)",
+    )
     p.set_defaults(run=run)
 
 
@@ -68,9 +93,15 @@ def _archives(ctx: Context, args: argparse.Namespace) -> dict[str, int]:
     return counts
 
 
-def build_report(stacks: list[Any], table: Any, *, region: str | None,
-                 archives: dict[str, int], training_hours: float | None,
-                 archives_given: tuple[str, ...] = ()) -> dict[str, Any]:
+def build_report(
+    stacks: list[Any],
+    table: Any,
+    *,
+    region: str | None,
+    archives: dict[str, int],
+    training_hours: float | None,
+    archives_given: tuple[str, ...] = (),
+) -> dict[str, Any]:
     """Everything ``mlp cost`` prints, as data (``--json`` prints exactly this).
     ``archives_given``: the endpoint names of ``--archives``; each must be a multi-model
     endpoint of the assembly."""
@@ -83,8 +114,15 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
         where = region or stack.region
         if where is None:
             raise CliError(f"stack {stack.name} is environment-agnostic: pass --region")
-        estimates.append(estimate_template(stack.template, stack=stack.name, region=where,
-                                           table=table, account=getattr(stack, "account", None)))
+        estimates.append(
+            estimate_template(
+                stack.template,
+                stack=stack.name,
+                region=where,
+                table=table,
+                account=getattr(stack, "account", None),
+            )
+        )
     comparisons, comparison_notes = [], []
     multi_model: set[str] = set()
     for estimate in estimates:
@@ -99,19 +137,32 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
                 if count is None:
                     comparison_notes.append(f"{name}: archive count unknown (--archives {name}=N)")
                 elif price is None:
-                    comparison_notes.append(f"{name}: no price for {variant['instance_type']} "
-                                            f"in {estimate.region}")
+                    comparison_notes.append(
+                        f"{name}: no price for {variant['instance_type']} in {estimate.region}"
+                    )
                 else:
-                    comparisons.append(compare_multi_model(
-                        name, variant["instance_type"], variant["initial_instances"], count, price))
+                    comparisons.append(
+                        compare_multi_model(
+                            name,
+                            variant["instance_type"],
+                            variant["initial_instances"],
+                            count,
+                            price,
+                        )
+                    )
                     maximum = variant.get("max_instances")
                     if maximum and maximum != variant["initial_instances"]:
-                        comparisons.append(compare_multi_model(
-                            name, variant["instance_type"], maximum, count, price, "maximum"))
+                        comparisons.append(
+                            compare_multi_model(
+                                name, variant["instance_type"], maximum, count, price, "maximum"
+                            )
+                        )
     unknown = sorted(set(archives_given) - multi_model)
     if unknown:
-        raise CliError(f"--archives {', '.join(unknown)}: no such multi-model endpoint in the "
-                       f"synthesized stacks; expected one of {sorted(multi_model) or 'none'}")
+        raise CliError(
+            f"--archives {', '.join(unknown)}: no such multi-model endpoint in the "
+            f"synthesized stacks; expected one of {sorted(multi_model) or 'none'}"
+        )
     train_hourly, train_unknown = training_hourly(estimates)
     training: dict[str, Any] = {
         "node_groups": [i.logical_id for e in estimates for i in e.items if i.training],
@@ -124,23 +175,33 @@ def build_report(stacks: list[Any], table: Any, *, region: str | None,
     total_h = sum(e.hourly for e in estimates)
     total_m = sum(e.monthly for e in estimates)
     incomplete = [i for e in estimates for i in e.incomplete]
-    sources = sorted({(p["source"], p["taken"]) for e in estimates for i in e.items
-                      for p in (x.to_dict() for x in i.prices)})
+    sources = sorted(
+        {
+            (p["source"], p["taken"])
+            for e in estimates
+            for i in e.items
+            for p in (x.to_dict() for x in i.prices)
+        }
+    )
     return {
         "currency": "USD",
         "hours_per_month": 730,
-        "total": {"hourly_usd": round(total_h, 4), "monthly_usd": round(total_m, 2),
-                  "ceiling_monthly_usd": round(sum(e.ceiling_monthly for e in estimates), 2),
-                  "complete": not incomplete,
-                  "not_counted": [f"{i.stack}/{i.logical_id} ({i.status})" for i in incomplete],
-                  "not_estimated": [f"{e.stack}/{note}" for e in estimates
-                                    for note in e.not_estimated]},
+        "total": {
+            "hourly_usd": round(total_h, 4),
+            "monthly_usd": round(total_m, 2),
+            "ceiling_monthly_usd": round(sum(e.ceiling_monthly for e in estimates), 2),
+            "complete": not incomplete,
+            "not_counted": [f"{i.stack}/{i.logical_id} ({i.status})" for i in incomplete],
+            "not_estimated": [f"{e.stack}/{note}" for e in estimates for note in e.not_estimated],
+        },
         "stacks": [e.to_dict() for e in estimates],
         "multi_model": [c.to_dict() for c in comparisons],
         "multi_model_assumption": MULTI_MODEL_ASSUMPTION if comparisons else None,
         "multi_model_notes": comparison_notes,
-        "sources": [{"source": src, "taken": taken, "third_party": not aws_owned(src)}
-                    for src, taken in sources],
+        "sources": [
+            {"source": src, "taken": taken, "third_party": not aws_owned(src)}
+            for src, taken in sources
+        ],
         "training": training,
         "unclassified_types": sorted({t for e in estimates for t in e.unclassified_types()}),
     }
@@ -159,9 +220,11 @@ def _rate(value: float | None) -> str:
 def render_text(report: dict[str, Any]) -> str:
     lines: list[str] = []
     for stack in report["stacks"]:
-        lines.append(f"{stack['stack']} ({stack['region']}): {_money(stack['hourly_usd'])}/hour, "
-                     f"{_money(stack['monthly_usd'])}/month"
-                     + ("" if stack["complete"] else "  [incomplete: see below]"))
+        lines.append(
+            f"{stack['stack']} ({stack['region']}): {_money(stack['hourly_usd'])}/hour, "
+            f"{_money(stack['monthly_usd'])}/month"
+            + ("" if stack["complete"] else "  [incomplete: see below]")
+        )
         priced = [r for r in stack["resources"] if r["category"] == "priced"]
         width = max([36] + [len(r["logical_id"]) for r in priced])
         pad = f"  {'':<{width}} {'':>28}  "
@@ -183,8 +246,10 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  free: {len(free)} resources")
         lines.append("")
     total = report["total"]
-    lines.append(f"Total: {_money(total['hourly_usd'])}/hour, {_money(total['monthly_usd'])}/month "
-                 f"(730 h), up to {_money(total['ceiling_monthly_usd'])}/month at the maxima")
+    lines.append(
+        f"Total: {_money(total['hourly_usd'])}/hour, {_money(total['monthly_usd'])}/month "
+        f"(730 h), up to {_money(total['ceiling_monthly_usd'])}/month at the maxima"
+    )
     if not total["complete"]:
         lines.append("Not counted in the totals (missing price or unknown value):")
         lines += [f"  {name}" for name in total["not_counted"]]
@@ -196,7 +261,8 @@ def render_text(report: dict[str, Any]) -> str:
             f"Multi-model endpoint {c['endpoint']} ({c['at']} size): {c['archives']} archives on "
             f"{c['instances']:g} x {c['instance_type']} = {_rate(c['configured_hourly_usd'])}/h; "
             f"one endpoint per archive = {_rate(c['single_model_endpoints_hourly_usd'])}/h; "
-            f"saving {c['saving_percent']:.0f}%, {_money(c['saving_per_year_usd'])}/year")
+            f"saving {c['saving_percent']:.0f}%, {_money(c['saving_per_year_usd'])}/year"
+        )
     if report.get("multi_model_assumption"):
         lines.append(f"  The comparison {report['multi_model_assumption']}.")
     for note in report["multi_model_notes"]:
@@ -213,9 +279,11 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append("Unclassified resource types: " + ", ".join(report["unclassified_types"]))
     if report["sources"]:
         lines.append("Prices from:")
-        lines += [f"  {s['source']} (taken {s['taken']})"
-                  + (" [third-party: replace with `mlp cost --refresh`]" if s["third_party"]
-                     else "") for s in report["sources"]]
+        lines += [
+            f"  {s['source']} (taken {s['taken']})"
+            + (" [third-party: replace with `mlp cost --refresh`]" if s["third_party"] else "")
+            for s in report["sources"]
+        ]
     return "\n".join(lines)
 
 
@@ -231,11 +299,15 @@ def _refresh(ctx: Context, args: argparse.Namespace, stacks: list[Any], target: 
         regions.append(ctx.region_override)
     types = _instance_types(stacks)
     client = ctx.client("pricing", PRICING_API_REGION)
-    table, missing = rebuild(client, regions, types,
-                             progress=lambda line: print(line, file=sys.stderr))
+    table, missing = rebuild(
+        client, regions, types, progress=lambda line: print(line, file=sys.stderr)
+    )
     table.write(target)
-    print(f"wrote {len(table.prices)} prices to {target}; {len(missing)} not found "
-          "(reported as missing)", file=sys.stderr)
+    print(
+        f"wrote {len(table.prices)} prices to {target}; {len(missing)} not found "
+        "(reported as missing)",
+        file=sys.stderr,
+    )
     return table
 
 
@@ -274,8 +346,9 @@ def load_table(path: Path, flag: str) -> Any:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
-        raise CliError(f"{flag} {path}: not JSON ({error.msg} at line {error.lineno}, column "
-                       f"{error.colno})") from None
+        raise CliError(
+            f"{flag} {path}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})"
+        ) from None
     try:
         return PriceTable.from_dict(data)
     except (ValueError, KeyError, TypeError) as error:
@@ -295,8 +368,9 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         raise CliError(f"{args.cdk_out}: no CloudFormation stacks in the cloud assembly")
     if args.prices:  # exactly that table
         target = Path(args.prices)
-        table = _refresh(ctx, args, stacks, target) if args.refresh \
-            else load_table(target, "--prices")
+        table = (
+            _refresh(ctx, args, stacks, target) if args.refresh else load_table(target, "--prices")
+        )
     else:
         # The shipped table, with what `--refresh` wrote to the user's own path over it.
         user = user_table_path()
@@ -306,11 +380,18 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             table = table.overlay(_refresh(ctx, args, stacks, user))
         elif user.is_file():
             table = table.overlay(load_table(user, "refreshed price table"))
-            print(f"prices: the shipped table, with {user} (from `mlp cost --refresh`) over it",
-                  file=sys.stderr)
-    report = build_report(stacks, table, region=ctx.region_override,
-                          archives=_archives(ctx, args), training_hours=args.training_hours,
-                          archives_given=tuple(a.partition("=")[0] for a in args.archives))
+            print(
+                f"prices: the shipped table, with {user} (from `mlp cost --refresh`) over it",
+                file=sys.stderr,
+            )
+    report = build_report(
+        stacks,
+        table,
+        region=ctx.region_override,
+        archives=_archives(ctx, args),
+        training_hours=args.training_hours,
+        archives_given=tuple(a.partition("=")[0] for a in args.archives),
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     else:

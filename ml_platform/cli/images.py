@@ -53,24 +53,31 @@ TIMEOUT = 30
 
 def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     images = sub.add_parser(
-        "images", help="list the images the platform pulls; resolve their tags to digests",
+        "images",
+        help="list the images the platform pulls; resolve their tags to digests",
         description=doc_summary(__doc__),
     )
     commands = images.add_subparsers(title="commands", metavar="COMMAND")
     listing = commands.add_parser(
-        "list", parents=parents, help="every image, as pinned and as pulled",
+        "list",
+        parents=parents,
+        help="every image, as pinned and as pulled",
         description="Every image the settings make the platform pull, as pinned and as pulled.",
     )
     listing.set_defaults(run=run_list)
     resolve = commands.add_parser(
-        "resolve", parents=parents,
+        "resolve",
+        parents=parents,
         help="ask the registries for each tag's digest and write them into cdk.context.json",
         description=doc_summary(__doc__),
     )
     resolve.add_argument(
-        "--endpoint", action="append", default=[], metavar="REGISTRY=URL",
+        "--endpoint",
+        action="append",
+        default=[],
+        metavar="REGISTRY=URL",
         help="reach REGISTRY's API at URL instead (e.g. docker.io=https://mirror.example); "
-             "repeatable",
+        "repeatable",
     )
     resolve.add_argument("--dry-run", action="store_true", help="print, write nothing")
     resolve.set_defaults(run=run_resolve)
@@ -186,7 +193,9 @@ def ecr_digest(ref: ImageReference, ecr: Any) -> str:
             acceptedMediaTypes=list(MANIFEST_TYPES),
         )
     except Exception as error:  # botocore ClientError, credentials, endpoint
-        raise CliError(f"{ref}: ecr:BatchGetImage failed: {one_line(error_message(error))}") from None
+        raise CliError(
+            f"{ref}: ecr:BatchGetImage failed: {one_line(error_message(error))}"
+        ) from None
     images = response.get("images") or []
     if not images:
         reasons = [f.get("failureReason", "not found") for f in response.get("failures", [])]

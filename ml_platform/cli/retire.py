@@ -45,14 +45,26 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         help="delete archive versions that no endpoint's settings reference",
         description=doc_summary(__doc__),
     )
-    p.add_argument("versions", nargs="+", metavar="NAME@VERSION",
-                   help="archive versions to delete, e.g. model_trt_python_t4@v1a2b3c4d")
-    p.add_argument("--force", action="store_true",
-                   help="also retire the newest version of a name, or one superseded recently "
-                        "(never one the settings use)")
-    p.add_argument("--min-superseded-hours", type=float, default=DEFAULT_MIN_SUPERSEDED_HOURS,
-                   metavar="H", help="retire without --force only versions superseded at least "
-                                     f"H hours ago (default: {DEFAULT_MIN_SUPERSEDED_HOURS:g})")
+    p.add_argument(
+        "versions",
+        nargs="+",
+        metavar="NAME@VERSION",
+        help="archive versions to delete, e.g. model_trt_python_t4@v1a2b3c4d",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="also retire the newest version of a name, or one superseded recently "
+        "(never one the settings use)",
+    )
+    p.add_argument(
+        "--min-superseded-hours",
+        type=float,
+        default=DEFAULT_MIN_SUPERSEDED_HOURS,
+        metavar="H",
+        help="retire without --force only versions superseded at least "
+        f"H hours ago (default: {DEFAULT_MIN_SUPERSEDED_HOURS:g})",
+    )
     p.set_defaults(run=run)
 
 
@@ -71,24 +83,30 @@ def _parse(text: str) -> ArchiveRef:
         raise ValueError(f"{error}, e.g. model_trt_python_t4@v1a2b3c4d") from None
 
 
-def recency_problem(ref: ArchiveRef, versions: list[StoredArchive], now: datetime,
-                    min_superseded: timedelta) -> str | None:
+def recency_problem(
+    ref: ArchiveRef, versions: list[StoredArchive], now: datetime, min_superseded: timedelta
+) -> str | None:
     """Why retiring ``ref`` needs ``--force``: it is the newest of ``versions`` (its logical
     name's stored versions), or the version after it is younger than ``min_superseded``."""
     mine = next(a for a in versions if a.key == ref.key)
-    later = sorted((a for a in versions if a.last_modified > mine.last_modified),
-                   key=lambda a: a.last_modified)
+    later = sorted(
+        (a for a in versions if a.last_modified > mine.last_modified), key=lambda a: a.last_modified
+    )
     if not later:  # a LastModified tie for the newest counts as the newest
-        return (f"{ref}: the newest version of {ref.logical}: clients granted "
-                f"{ref.logical}-v* and endpoint instances that cached it may still use it; "
-                "pass --force to retire it anyway")
+        return (
+            f"{ref}: the newest version of {ref.logical}: clients granted "
+            f"{ref.logical}-v* and endpoint instances that cached it may still use it; "
+            "pass --force to retire it anyway"
+        )
     successor = later[0]
     age = now - successor.last_modified
     if age < min_superseded:
         hours = max(age.total_seconds(), 0) / 3600
-        return (f"{ref}: superseded by {successor.ref} only {hours:.1f} h ago (less than "
-                f"--min-superseded-hours {min_superseded.total_seconds() / 3600:g}); clients "
-                "and cached instances may still use it; pass --force to retire it anyway")
+        return (
+            f"{ref}: superseded by {successor.ref} only {hours:.1f} h ago (less than "
+            f"--min-superseded-hours {min_superseded.total_seconds() / 3600:g}); clients "
+            "and cached instances may still use it; pass --force to retire it anyway"
+        )
     return None
 
 
@@ -104,8 +122,9 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             problems.append(str(error))
             continue
         if ref.version is None:
-            problems.append(f"{text}: name the version to retire (NAME@VERSION); "
-                            "`mlp models list` shows them")
+            problems.append(
+                f"{text}: name the version to retire (NAME@VERSION); `mlp models list` shows them"
+            )
             continue
         refs.append(ref)
     if problems:
@@ -123,8 +142,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         if ref.key not in keys:
             problems.append(f"{ref}: no such archive under s3://{bucket}/{prefix}")
         elif users.get(ref.key):
-            problems.append(f"{ref}: in use by {', '.join(users[ref.key])} (settings name it, "
-                            "or name its logical name and it is the newest version)")
+            problems.append(
+                f"{ref}: in use by {', '.join(users[ref.key])} (settings name it, "
+                "or name its logical name and it is the newest version)"
+            )
         elif not args.force:
             problem = recency_problem(ref, by_logical[ref.logical], now, min_superseded)
             if problem:

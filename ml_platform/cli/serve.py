@@ -31,15 +31,26 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         help="serve a folder of archives on this machine (real Triton, CPU)",
         description=doc_summary(__doc__),
     )
-    p.add_argument("--local", type=Path, required=True, metavar="DIR",
-                   help="folder of archives (*.tar.gz, e.g. mlp models package's --out) to "
-                        "serve on this machine only")
-    p.add_argument("--server-env", type=Path,
-                   help=f"venv holding nvidia-pytriton (default: ${ENV_VARIABLE}, else "
-                        "./.venv-triton, which `make triton-env` creates)")
-    p.add_argument("--plan-onnx", type=Path,
-                   help="the ONNX your TensorRT plans were built from: runs in their place "
-                        "(a plan only runs on its GPU); without it the plan is not exercised")
+    p.add_argument(
+        "--local",
+        type=Path,
+        required=True,
+        metavar="DIR",
+        help="folder of archives (*.tar.gz, e.g. mlp models package's --out) to "
+        "serve on this machine only",
+    )
+    p.add_argument(
+        "--server-env",
+        type=Path,
+        help=f"venv holding nvidia-pytriton (default: ${ENV_VARIABLE}, else "
+        "./.venv-triton, which `make triton-env` creates)",
+    )
+    p.add_argument(
+        "--plan-onnx",
+        type=Path,
+        help="the ONNX your TensorRT plans were built from: runs in their place "
+        "(a plan only runs on its GPU); without it the plan is not exercised",
+    )
     p.set_defaults(run=run)
 
 
@@ -53,13 +64,17 @@ def read_state(folder: Path) -> dict:
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CliError(f"--local {folder}: no local server is serving it (start one with "
-                       f"`mlp models serve --local {folder}`)") from None
+        raise CliError(
+            f"--local {folder}: no local server is serving it (start one with "
+            f"`mlp models serve --local {folder}`)"
+        ) from None
     try:
         os.kill(state["relay_pid"], 0)
     except (ProcessLookupError, KeyError):
-        raise CliError(f"--local {folder}: the local server that served it has stopped "
-                       f"(start it again with `mlp models serve --local {folder}`)") from None
+        raise CliError(
+            f"--local {folder}: the local server that served it has stopped "
+            f"(start it again with `mlp models serve --local {folder}`)"
+        ) from None
     return state
 
 
@@ -99,8 +114,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     folder = args.local
     archives = sorted(folder.glob("*.tar.gz")) if folder.is_dir() else []
     if not archives:
-        raise CliError(f"--local {folder}: no *.tar.gz archives in it "
-                       "(build them with `mlp models package --out DIR`)")
+        raise CliError(
+            f"--local {folder}: no *.tar.gz archives in it "
+            "(build them with `mlp models package --out DIR`)"
+        )
     if args.plan_onnx is not None and not args.plan_onnx.is_file():
         raise CliError(f"--plan-onnx {args.plan_onnx}: not a file")
     try:
@@ -112,8 +129,12 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         raise CliError(f"refusing to start the local server: {problem}")
     workdir = new_workdir()
     server = LocalTriton(env, workdir)
-    print(READY_NOTE.format(release=LOCAL_TRITON_RELEASE, pytriton=PYTRITON_VERSION,
-                            socket=server.socket_path), flush=True)
+    print(
+        READY_NOTE.format(
+            release=LOCAL_TRITON_RELEASE, pytriton=PYTRITON_VERSION, socket=server.socket_path
+        ),
+        flush=True,
+    )
     try:
         server.start()
     except LocalServerError as error:
@@ -125,8 +146,12 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         loaded: dict[str, dict] = {}
         failures = 0
         for archive in archives:
-            ready = prepare(archive, workdir / "models" / archive.name, plan_onnx=args.plan_onnx,
-                            server_has=env.runtimes)
+            ready = prepare(
+                archive,
+                workdir / "models" / archive.name,
+                plan_onnx=args.plan_onnx,
+                server_has=env.runtimes,
+            )
             print(ready.report(), flush=True)
             if not ready.loadable:
                 print("  not loaded: no step of it can run here", flush=True)
@@ -137,19 +162,32 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
                 print(f"  failed to load (HTTP {reply.status}): {reply.text()[:2000]}", flush=True)
                 continue
             loaded[archive.name] = {"complete": ready.complete, "kind": _input_kind(ready)}
-            print("  loaded" + ("" if ready.complete else
-                                " (its ensemble is not exercised: invoke is not possible)"),
-                  flush=True)
-        state = {"socket": str(server.socket_path), "relay_pid": server.relay_pid,
-                 "server_pid": server.server_pid,
-                 "release": LOCAL_TRITON_RELEASE, "archives": loaded}
+            print(
+                "  loaded"
+                + (
+                    ""
+                    if ready.complete
+                    else " (its ensemble is not exercised: invoke is not possible)"
+                ),
+                flush=True,
+            )
+        state = {
+            "socket": str(server.socket_path),
+            "relay_pid": server.relay_pid,
+            "server_pid": server.server_pid,
+            "release": LOCAL_TRITON_RELEASE,
+            "archives": loaded,
+        }
         state_path(folder).write_text(json.dumps(state, indent=2), encoding="utf-8")
         kinds = {info["kind"] for info in loaded.values() if info["complete"]}
         example = "--image IMAGE.jpg" if kinds == {"image"} else "--text 'hello'"
-        print(f"ready: {len(loaded)} of {len(archives)} archives loaded"
-              + (f", {failures} failed" if failures else "")
-              + f"; try `mlp invoke --local {folder} {example}`; Ctrl-C stops the server; "
-              f"server log: {server.log_path}", flush=True)
+        print(
+            f"ready: {len(loaded)} of {len(archives)} archives loaded"
+            + (f", {failures} failed" if failures else "")
+            + f"; try `mlp invoke --local {folder} {example}`; Ctrl-C stops the server; "
+            f"server log: {server.log_path}",
+            flush=True,
+        )
         while not stop.wait(1.0):
             pass
     finally:

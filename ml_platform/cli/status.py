@@ -53,8 +53,11 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         help="endpoint status, instance counts and multi-model metrics",
         description=doc_summary(__doc__),
     )
-    p.add_argument("--endpoint", action="append",
-                   help="endpoint name (repeatable; default: every endpoint in the settings)")
+    p.add_argument(
+        "--endpoint",
+        action="append",
+        help="endpoint name (repeatable; default: every endpoint in the settings)",
+    )
     p.add_argument("--minutes", type=int, default=60, help="metric window (default: 60)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=run)
@@ -130,11 +133,15 @@ def latest_metrics(
         for i, (metric, namespace, stat, _) in enumerate(METRICS)
     ]
     found: dict[str, tuple[datetime, float]] = {}
-    pages = ctx.client("cloudwatch").get_paginator("get_metric_data").paginate(
-        MetricDataQueries=queries,
-        StartTime=end - timedelta(minutes=minutes),
-        EndTime=end,
-        ScanBy="TimestampDescending",
+    pages = (
+        ctx.client("cloudwatch")
+        .get_paginator("get_metric_data")
+        .paginate(
+            MetricDataQueries=queries,
+            StartTime=end - timedelta(minutes=minutes),
+            EndTime=end,
+            ScanBy="TimestampDescending",
+        )
     )
     for page in pages:
         for result in page["MetricDataResults"]:
@@ -196,8 +203,12 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     for endpoint in report:
         endpoint["dashboard_url"] = links[endpoint["name"]]
     if args.json:
-        print(json.dumps({"region": ctx.region, "endpoints": report,
-                          "training_dashboard_url": training}, indent=2))
+        print(
+            json.dumps(
+                {"region": ctx.region, "endpoints": report, "training_dashboard_url": training},
+                indent=2,
+            )
+        )
     else:
         _print_tables(report, ctx.region, args.minutes)
         _print_dashboards(report, training)
@@ -247,8 +258,13 @@ def _print_tables(report: list[dict[str, Any]], region: str, minutes: int) -> No
             metrics.add_column(column)
         for metric, data in endpoint["metrics"].items():
             at = data["timestamp"][:19].replace("T", " ") if data["timestamp"] else "-"
-            metrics.add_row(metric, data["namespace"], data["statistic"],
-                            _format(data["value"], data["unit"]), at)
+            metrics.add_row(
+                metric,
+                data["namespace"],
+                data["statistic"],
+                _format(data["value"], data["unit"]),
+                at,
+            )
         console.print(metrics)
 
 

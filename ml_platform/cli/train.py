@@ -56,9 +56,12 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         c.add_argument("job", help="job name: bert-precompile or bert-pretrain")
         c.add_argument("--context", help="kubeconfig context (default: the current one)")
         if name == "rerun":
-            c.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
-                           help=f"seconds to wait for the old job to go (default "
-                                f"{DEFAULT_TIMEOUT_S})")
+            c.add_argument(
+                "--timeout",
+                type=float,
+                default=DEFAULT_TIMEOUT_S,
+                help=f"seconds to wait for the old job to go (default {DEFAULT_TIMEOUT_S})",
+            )
         if name == "status":
             c.add_argument("--json", action="store_true", help="print JSON")
         c.set_defaults(run=run)
@@ -88,8 +91,10 @@ def kubernetes_apis(context: str | None) -> tuple[Any, Any]:
     try:
         config.load_kube_config(context=context)
     except Exception as error:  # kubeconfig missing or the context unknown
-        raise CliError(f"no Kubernetes access: {error} (run the UpdateKubeconfigCommand "
-                       "output of the TrainingCluster stack)") from None
+        raise CliError(
+            f"no Kubernetes access: {error} (run the UpdateKubeconfigCommand "
+            "output of the TrainingCluster stack)"
+        ) from None
     return client.CustomObjectsApi(), client.CoreV1Api()
 
 
@@ -100,15 +105,17 @@ def _not_found(error: Exception) -> bool:
 def _job(ctx: Context, args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     jobs = training_jobs(ctx)
     if args.job not in jobs:
-        raise CliError(f"{args.job!r}: not a training job of the platform; expected one of "
-                       f"{sorted(jobs)}")
+        raise CliError(
+            f"{args.job!r}: not a training job of the platform; expected one of {sorted(jobs)}"
+        )
     return jobs[args.job], ctx.settings.training.namespace
 
 
 def _read_job(custom: Any, namespace: str, name: str) -> dict[str, Any] | None:
     try:
         return custom.get_namespaced_custom_object(
-            VOLCANO_GROUP, VOLCANO_VERSION, namespace, VOLCANO_PLURAL, name)
+            VOLCANO_GROUP, VOLCANO_VERSION, namespace, VOLCANO_PLURAL, name
+        )
     except Exception as error:
         if _not_found(error):
             return None
@@ -148,8 +155,13 @@ def delete_and_wait(
     ConfigMap are gone; CliError naming what is left after ``timeout`` seconds."""
     try:
         custom.delete_namespaced_custom_object(
-            VOLCANO_GROUP, VOLCANO_VERSION, namespace, VOLCANO_PLURAL, name,
-            propagation_policy="Foreground")
+            VOLCANO_GROUP,
+            VOLCANO_VERSION,
+            namespace,
+            VOLCANO_PLURAL,
+            name,
+            propagation_policy="Foreground",
+        )
     except Exception as error:
         if not _not_found(error):
             raise
@@ -159,14 +171,17 @@ def delete_and_wait(
         if not left:
             return
         if clock() >= deadline:
-            raise CliError(f"{name}: still there after {timeout:g} s: {', '.join(left)}; "
-                           "creating the job now would reuse them (volcano-sh/volcano#1894)")
+            raise CliError(
+                f"{name}: still there after {timeout:g} s: {', '.join(left)}; "
+                "creating the job now would reuse them (volcano-sh/volcano#1894)"
+            )
         sleep(POLL_S)
 
 
 def create(custom: Any, namespace: str, job: dict[str, Any]) -> None:
     custom.create_namespaced_custom_object(
-        VOLCANO_GROUP, VOLCANO_VERSION, namespace, VOLCANO_PLURAL, job)
+        VOLCANO_GROUP, VOLCANO_VERSION, namespace, VOLCANO_PLURAL, job
+    )
 
 
 def run_submit(ctx: Context, args: argparse.Namespace) -> int:
@@ -174,8 +189,10 @@ def run_submit(ctx: Context, args: argparse.Namespace) -> int:
     custom, core = kubernetes_apis(args.context)
     left = leftovers(custom, core, namespace, args.job)
     if left:
-        raise CliError(f"{args.job}: {', '.join(left)} already exist(s) in {namespace}; "
-                       f"use `mlp train rerun {args.job}` to replace the job")
+        raise CliError(
+            f"{args.job}: {', '.join(left)} already exist(s) in {namespace}; "
+            f"use `mlp train rerun {args.job}` to replace the job"
+        )
     create(custom, namespace, job)
     print(f"created vcjob/{args.job} in {namespace}")
     return 0
@@ -199,7 +216,8 @@ def run_status(ctx: Context, args: argparse.Namespace) -> int:
         raise CliError(f"{args.job}: no such job in {namespace} (`mlp train submit {args.job}`)")
     status = job.get("status") or {}
     pods = core.list_namespaced_pod(
-        namespace, label_selector=f"volcano.sh/job-name={args.job}").items
+        namespace, label_selector=f"volcano.sh/job-name={args.job}"
+    ).items
     report = {
         "job": args.job,
         "phase": (status.get("state") or {}).get("phase"),
@@ -210,8 +228,10 @@ def run_status(ctx: Context, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"{args.job}: {report['phase']}, {report['retries']} retries, "
-              f"{report['running']} running")
+        print(
+            f"{args.job}: {report['phase']}, {report['retries']} retries, "
+            f"{report['running']} running"
+        )
         for pod, phase in sorted(report["pods"].items()):
             print(f"  {pod}: {phase}")
     return 0

@@ -76,8 +76,10 @@ def version_problems(path: Path, digest: str) -> list[str]:
     """A versioned name whose version is not its content's (``digest``, hex SHA-256)."""
     named = parse_key(path.name)
     if named is not None and named.version != version_of_digest(digest):
-        return [f"named version {named.version}, but its content is version "
-                f"{version_of_digest(digest)} (repackage it with mlp models package)"]
+        return [
+            f"named version {named.version}, but its content is version "
+            f"{version_of_digest(digest)} (repackage it with mlp models package)"
+        ]
     return []
 
 
@@ -102,10 +104,19 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
         help="upload versioned archives to the model bucket's prefix (never overwrites)",
         description=doc_summary(__doc__),
     )
-    p.add_argument("paths", nargs="*", type=Path, default=[Path("dist/models")],
-                   help="archives, or folders whose *.tar.gz are uploaded (default: dist/models)")
-    p.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY,
-                   help=f"archives checked and uploaded at once (default: {DEFAULT_CONCURRENCY})")
+    p.add_argument(
+        "paths",
+        nargs="*",
+        type=Path,
+        default=[Path("dist/models")],
+        help="archives, or folders whose *.tar.gz are uploaded (default: dist/models)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=DEFAULT_CONCURRENCY,
+        help=f"archives checked and uploaded at once (default: {DEFAULT_CONCURRENCY})",
+    )
     p.set_defaults(run=run)
 
 
@@ -134,8 +145,10 @@ def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
         problems.append(f"{name}: given more than once (archives share one prefix)")
     for archive in archives:
         if parse_key(archive.name) is None:
-            problems.append(f"{archive}: not a versioned archive name: expected "
-                            "<logical>-v<8 hex digits>.tar.gz, as `mlp models package` names it")
+            problems.append(
+                f"{archive}: not a versioned archive name: expected "
+                "<logical>-v<8 hex digits>.tar.gz, as `mlp models package` names it"
+            )
     return archives, problems
 
 
@@ -177,8 +190,10 @@ def new_progress(console: Any) -> Any:
     )
 
     return Progress(
-        TextColumn("{task.fields[done]}/{task.fields[count]} archives "
-                   "({task.fields[uploaded]} uploaded, {task.fields[skipped]} skipped)"),
+        TextColumn(
+            "{task.fields[done]}/{task.fields[count]} archives "
+            "({task.fields[uploaded]} uploaded, {task.fields[skipped]} skipped)"
+        ),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),
@@ -217,14 +232,24 @@ def upload_client(ctx: Context, concurrency: int) -> Any:
     """An S3 client with a connection for every worker and every part thread."""
     from botocore.config import Config
 
-    s3 = ctx.session().client("s3", region_name=ctx.region, config=Config(
-        max_pool_connections=max(10, concurrency * (PART_THREADS + 1))))
+    s3 = ctx.session().client(
+        "s3",
+        region_name=ctx.region,
+        config=Config(max_pool_connections=max(10, concurrency * (PART_THREADS + 1))),
+    )
     return s3
 
 
 class _Uploader:
-    def __init__(self, s3: Any, bucket: str, prefix: str, existing: dict[str, Any],
-                 tally: _Tally, checks: tuple[Callable[[Path], list[str]], ...]) -> None:
+    def __init__(
+        self,
+        s3: Any,
+        bucket: str,
+        prefix: str,
+        existing: dict[str, Any],
+        tally: _Tally,
+        checks: tuple[Callable[[Path], list[str]], ...],
+    ) -> None:
         self.s3, self.bucket, self.prefix = s3, bucket, prefix
         self.checks = checks
         self.existing = existing
@@ -232,8 +257,11 @@ class _Uploader:
         self.stop = threading.Event()
         self._sent_lock = threading.Lock()
         # Multipart uploads finish with CompleteMultipartUpload: make that conditional too.
-        s3.meta.events.register("before-parameter-build.s3.CompleteMultipartUpload",
-                                _if_none_match, unique_id="mlp-upload-if-none-match")
+        s3.meta.events.register(
+            "before-parameter-build.s3.CompleteMultipartUpload",
+            _if_none_match,
+            unique_id="mlp-upload-if-none-match",
+        )
 
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{self.prefix}{key}"
@@ -264,8 +292,10 @@ class _Uploader:
             problems = [f"{path}: {p}" for p in version_problems(path, digest)]
             problems += [f"{path}: {p}" for p in check_archive(path, self.checks)]
             if not problems and _identity(os.stat(path)) != _identity(before):
-                problems.append(f"{path}: changed while it was checked; nothing of it was "
-                                "uploaded (run the upload again)")
+                problems.append(
+                    f"{path}: changed while it was checked; nothing of it was "
+                    "uploaded (run the upload again)"
+                )
             if problems:
                 outcome.state, outcome.problems = "refused", problems
                 return
@@ -279,8 +309,10 @@ class _Uploader:
                 self._put(outcome, key, digest, before.st_size, handle)
             except Exception as error:
                 # upload_file wraps the ClientError of a refused CompleteMultipartUpload.
-                if not {error_code(error), error_code(error.__cause__)} & {"PreconditionFailed",
-                                                                          "412"}:
+                if not {error_code(error), error_code(error.__cause__)} & {
+                    "PreconditionFailed",
+                    "412",
+                }:
                     raise
                 self._compare(outcome, key, digest, before.st_size)  # created since the listing
                 return
@@ -296,13 +328,20 @@ class _Uploader:
             # S3 checks the bytes it receives against this SHA-256 and refuses a mismatch
             # (BadDigest): https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html
             checksum = base64.b64encode(bytes.fromhex(digest)).decode()
-            self.s3.put_object(Bucket=self.bucket, Key=key, Body=handle, Metadata=metadata,
-                               IfNoneMatch="*", ChecksumSHA256=checksum)
+            self.s3.put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=handle,
+                Metadata=metadata,
+                IfNoneMatch="*",
+                ChecksumSHA256=checksum,
+            )
             return
         from boto3.s3.transfer import TransferConfig
 
-        config = TransferConfig(multipart_threshold=MULTIPART_THRESHOLD,
-                                max_concurrency=PART_THREADS)
+        config = TransferConfig(
+            multipart_threshold=MULTIPART_THRESHOLD, max_concurrency=PART_THREADS
+        )
 
         def sent(amount: int) -> None:
             with self._sent_lock:  # the parts of one archive report from several threads
@@ -312,14 +351,20 @@ class _Uploader:
         # Parts carry their own SHA-256 (S3 verifies each); the whole is hashed as it is read
         # and compared with the checked digest.
         reader = _HashingReader(handle)
-        self.s3.upload_fileobj(reader, self.bucket, key,
-                               ExtraArgs={"Metadata": metadata, "ChecksumAlgorithm": "SHA256"},
-                               Config=config, Callback=sent)
+        self.s3.upload_fileobj(
+            reader,
+            self.bucket,
+            key,
+            ExtraArgs={"Metadata": metadata, "ChecksumAlgorithm": "SHA256"},
+            Config=config,
+            Callback=sent,
+        )
         if reader.hexdigest() != digest:
             outcome.problems = [
                 f"{outcome.path}: changed while it was uploaded: {self.uri(outcome.key)} does "
                 f"not hold the checked content; retire it (mlp models retire "
-                f"{parse_key(outcome.key)} --force) and upload again"]
+                f"{parse_key(outcome.key)} --force) and upload again"
+            ]
 
     def _compare(self, outcome: Outcome, key: str, digest: str, size: int) -> None:
         """Skip when the object holds the same bytes; refuse (never overwrite) otherwise."""
@@ -336,7 +381,8 @@ class _Uploader:
             outcome.state = "refused"
             outcome.problems = [
                 f"{self.uri(outcome.key)} already exists and its content cannot be compared "
-                "(no sha256 metadata, and its ETag is not an MD5); it was left alone"]
+                "(no sha256 metadata, and its ETag is not an MD5); it was left alone"
+            ]
             return
         if same:
             outcome.state = "skipped"
@@ -344,7 +390,8 @@ class _Uploader:
             outcome.state = "refused"
             outcome.problems = [
                 f"{self.uri(outcome.key)} already exists with different content; archives are "
-                "immutable, so it was left alone (repackage to get a new version)"]
+                "immutable, so it was left alone (repackage to get a new version)"
+            ]
 
 
 def open_archive(path: Path) -> Any:
@@ -378,9 +425,16 @@ def _md5_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def upload_archives(s3: Any, archives: list[Path], bucket: str, prefix: str, *,
-                    concurrency: int = DEFAULT_CONCURRENCY, console: Any = None,
-                    checks: tuple[Callable[[Path], list[str]], ...] = ()) -> UploadReport:
+def upload_archives(
+    s3: Any,
+    archives: list[Path],
+    bucket: str,
+    prefix: str,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    console: Any = None,
+    checks: tuple[Callable[[Path], list[str]], ...] = (),
+) -> UploadReport:
     """Check and upload ``archives`` (versioned names) under ``s3://bucket/prefix``.
 
     Cost is linear: one paginated listing of the prefix, one hash and one check pass per
@@ -410,10 +464,14 @@ def upload_archives(s3: Any, archives: list[Path], bucket: str, prefix: str, *,
 
         if not isinstance(failed.error, S3UploadFailedError | ClientError):
             raise failed.error
-        done = ", ".join(f"s3://{bucket}/{prefix}{o.key}" for o in outcomes
-                         if o.state == "uploaded") or "none"
-        raise CliError(f"uploading {failed.key} to s3://{bucket}/{prefix}{failed.key} failed: "
-                       f"{one_line(str(failed.error))}; already uploaded: {done}")
+        done = (
+            ", ".join(f"s3://{bucket}/{prefix}{o.key}" for o in outcomes if o.state == "uploaded")
+            or "none"
+        )
+        raise CliError(
+            f"uploading {failed.key} to s3://{bucket}/{prefix}{failed.key} failed: "
+            f"{one_line(str(failed.error))}; already uploaded: {done}"
+        )
     return UploadReport(outcomes, time.perf_counter() - started)
 
 
@@ -444,17 +502,25 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
                 problems.extend(f"{path}: {p}" for p in found)
         raise CliError("refusing to upload:\n" + "\n".join(f"  - {p}" for p in problems))
     bucket, prefix = model_location(ctx)
-    report = upload_archives(upload_client(ctx, args.concurrency), archives, bucket, prefix,
-                             concurrency=args.concurrency, checks=checks)
+    report = upload_archives(
+        upload_client(ctx, args.concurrency),
+        archives,
+        bucket,
+        prefix,
+        concurrency=args.concurrency,
+        checks=checks,
+    )
     for outcome in report.outcomes:
         if outcome.state in ("uploaded", "skipped"):
             note = "uploaded" if outcome.state == "uploaded" else "skipped: same content there"
             print(f"s3://{bucket}/{prefix}{outcome.key}  ({note})")
     size = sum(o.path.stat().st_size for o in report.outcomes if o.state == "uploaded")
-    summary = (f"{len(archives)} archive(s): {report.count('uploaded')} uploaded "
-               f"({_human(size)}), {report.count('skipped')} skipped (same content), "
-               f"{report.count('refused')} refused, {report.count('not started')} not started; "
-               f"{report.seconds:.2f} s")
+    summary = (
+        f"{len(archives)} archive(s): {report.count('uploaded')} uploaded "
+        f"({_human(size)}), {report.count('skipped')} skipped (same content), "
+        f"{report.count('refused')} refused, {report.count('not started')} not started; "
+        f"{report.seconds:.2f} s"
+    )
     print(summary, file=sys.stderr)
     if report.problems:
         raise CliError("refusing to upload:\n" + "\n".join(f"  - {p}" for p in report.problems))

@@ -55,9 +55,7 @@ def security_group_rules(stack: Stack, group_ids: frozenset[str]) -> list[CfnRes
     return found
 
 
-def after_security_group_rules(
-    resource: CfnResource, groups: Sequence[ec2.ISecurityGroup]
-) -> None:
+def after_security_group_rules(resource: CfnResource, groups: Sequence[ec2.ISecurityGroup]) -> None:
     """Create ``resource`` only after every rule of ``groups`` in its own stack, including
     rules added later (``allow_client``, a user's ``add_ingress_rule``).
 

@@ -170,14 +170,23 @@ class PodIdentityAddon(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.role, self.association = pod_identity_role(
-            self, "Role", "PodIdentity", cluster=cluster, namespace=namespace,
-            service_account=service_account, purpose=addon_name,
+            self,
+            "Role",
+            "PodIdentity",
+            cluster=cluster,
+            namespace=namespace,
+            service_account=service_account,
+            purpose=addon_name,
             managed_policies=managed_policies,
         )
         for statement in statements:
             self.role.add_to_principal_policy(statement)
         self.addon = eks.Addon(
-            self, "Resource", cluster=cluster, addon_name=addon_name, addon_version=addon_version,
+            self,
+            "Resource",
+            cluster=cluster,
+            addon_name=addon_name,
+            addon_version=addon_version,
             configuration_values=ADDON_CONFIGURATION.get(addon_name),
         )
         self.addon.node.add_dependency(self.association)
@@ -239,7 +248,10 @@ class PlatformAddons(Construct):
                 f"{self.node.path}: network_policy_mode={network_policy_mode!r}: expected one of "
                 f"{list(NETWORK_POLICY_MODES)}"
             )
-        configuration = {**ADDON_CONFIGURATION, "vpc-cni": vpc_cni_configuration(network_policy_mode)}
+        configuration = {
+            **ADDON_CONFIGURATION,
+            "vpc-cni": vpc_cni_configuration(network_policy_mode),
+        }
         overrides = dict(addon_versions or {})
         try:
             pins = {
@@ -289,8 +301,14 @@ class PlatformAddons(Construct):
         # the same name); its role and association are siblings it waits for.
         namespace, account = VPC_CNI_SERVICE_ACCOUNT
         self.vpc_cni_role, self.vpc_cni_association = pod_identity_role(
-            self, "VpcCniRole", "VpcCniPodIdentity", cluster=cluster, namespace=namespace,
-            service_account=account, purpose="vpc-cni", managed_policies=[VPC_CNI_POLICY],
+            self,
+            "VpcCniRole",
+            "VpcCniPodIdentity",
+            cluster=cluster,
+            namespace=namespace,
+            service_account=account,
+            purpose="vpc-cni",
+            managed_policies=[VPC_CNI_POLICY],
         )
         self.addons["vpc-cni"].node.add_dependency(
             self.vpc_cni_role, self.vpc_cni_association, self.addons["eks-pod-identity-agent"]

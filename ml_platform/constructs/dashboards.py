@@ -52,8 +52,12 @@ def dashboard_url(dashboard: cloudwatch.Dashboard) -> str:
     )
 
 
-def _graph(title: str, left: Sequence[cloudwatch.IMetric], **options: object) -> cloudwatch.GraphWidget:
-    return cloudwatch.GraphWidget(title=title, left=list(left), width=WIDTH, height=HEIGHT, **options)
+def _graph(
+    title: str, left: Sequence[cloudwatch.IMetric], **options: object
+) -> cloudwatch.GraphWidget:
+    return cloudwatch.GraphWidget(
+        title=title, left=list(left), width=WIDTH, height=HEIGHT, **options
+    )
 
 
 # A dashboard body holds at most 500 widgets
@@ -176,15 +180,23 @@ class EndpointDashboard(Construct):
             ),
             _graph(
                 "CPU, memory, disk (percent, busiest instance)",
-                [e.metric_cpu_utilization(**p), e.metric_memory_utilization(**p),
-                 e.metric_disk_utilization(**p)],
+                [
+                    e.metric_cpu_utilization(**p),
+                    e.metric_memory_utilization(**p),
+                    e.metric_disk_utilization(**p),
+                ],
             ),
         )
         self.dashboard.add_widgets(
             _graph(
                 "Instances reporting (SampleCount of CPUUtilization per minute)",
-                [e.metric_cpu_utilization(period=Duration.minutes(1), statistic="SampleCount",
-                                          label="instances reporting")],
+                [
+                    e.metric_cpu_utilization(
+                        period=Duration.minutes(1),
+                        statistic="SampleCount",
+                        label="instances reporting",
+                    )
+                ],
                 left_annotations=bounds,
             ),
             cloudwatch.AlarmStatusWidget(
@@ -204,34 +216,64 @@ class ClusterMetrics:
     def __init__(self, cluster_name: str) -> None:
         self.cluster_name = cluster_name
 
-    def metric(self, metric_name: str, statistic: str, period: Duration = Duration.minutes(1),
-               **options: object) -> cloudwatch.Metric:
+    def metric(
+        self,
+        metric_name: str,
+        statistic: str,
+        period: Duration = Duration.minutes(1),
+        **options: object,
+    ) -> cloudwatch.Metric:
         """A cluster-wide metric (dimension ClusterName)."""
         return cloudwatch.Metric(
-            namespace=CONTAINER_INSIGHTS, metric_name=metric_name, statistic=statistic,
-            dimensions_map={"ClusterName": self.cluster_name}, period=period, **options,
+            namespace=CONTAINER_INSIGHTS,
+            metric_name=metric_name,
+            statistic=statistic,
+            dimensions_map={"ClusterName": self.cluster_name},
+            period=period,
+            **options,
         )
 
-    def _search(self, dimensions: Sequence[str], metric_name: str, statistic: str,
-                period: Duration, filters: dict[str, str], label: str) -> cloudwatch.MathExpression:
+    def _search(
+        self,
+        dimensions: Sequence[str],
+        metric_name: str,
+        statistic: str,
+        period: Duration,
+        filters: dict[str, str],
+        label: str,
+    ) -> cloudwatch.MathExpression:
         schema = ",".join((CONTAINER_INSIGHTS, *dimensions))
-        terms = " ".join(f'{k}="{v}"' for k, v in {"ClusterName": self.cluster_name, **filters}.items())
+        terms = " ".join(
+            f'{k}="{v}"' for k, v in {"ClusterName": self.cluster_name, **filters}.items()
+        )
         expression = (
             f"SEARCH('{{{schema}}} MetricName=\"{metric_name}\" {terms}', "
             f"'{statistic}', {int(period.to_seconds())})"
         )
         return cloudwatch.MathExpression(expression=expression, label=label, period=period)
 
-    def per_node(self, metric_name: str, statistic: str, period: Duration = Duration.minutes(1),
-                 label: str = "") -> cloudwatch.MathExpression:
+    def per_node(
+        self,
+        metric_name: str,
+        statistic: str,
+        period: Duration = Duration.minutes(1),
+        label: str = "",
+    ) -> cloudwatch.MathExpression:
         """One series per node (dimensions ClusterName, InstanceId, NodeName)."""
         return self._search(NODE_DIMENSIONS, metric_name, statistic, period, {}, label)
 
-    def per_pod(self, metric_name: str, statistic: str, namespace: str,
-                period: Duration = Duration.minutes(1), label: str = "") -> cloudwatch.MathExpression:
+    def per_pod(
+        self,
+        metric_name: str,
+        statistic: str,
+        namespace: str,
+        period: Duration = Duration.minutes(1),
+        label: str = "",
+    ) -> cloudwatch.MathExpression:
         """One series per pod of ``namespace`` (dimensions ClusterName, Namespace, PodName)."""
-        return self._search(POD_DIMENSIONS, metric_name, statistic, period,
-                            {"Namespace": namespace}, label)
+        return self._search(
+            POD_DIMENSIONS, metric_name, statistic, period, {"Namespace": namespace}, label
+        )
 
     # Named metrics the training dashboard draws (users can take them for alarms).
     def metric_node_count(self, **options: object) -> cloudwatch.Metric:
@@ -243,21 +285,39 @@ class ClusterMetrics:
         return self.metric("cluster_failed_node_count", "Maximum", **options)
 
 
-def fsx_metric(file_system_id: str, metric_name: str, statistic: str = "Sum",
-               period: Duration = Duration.minutes(1), **options: object) -> cloudwatch.Metric:
+def fsx_metric(
+    file_system_id: str,
+    metric_name: str,
+    statistic: str = "Sum",
+    period: Duration = Duration.minutes(1),
+    **options: object,
+) -> cloudwatch.Metric:
     """An FSx for Lustre file-system metric (``AWS/FSx``, dimension FileSystemId)."""
     return cloudwatch.Metric(
-        namespace="AWS/FSx", metric_name=metric_name, statistic=statistic, period=period,
-        dimensions_map={"FileSystemId": file_system_id}, **options,
+        namespace="AWS/FSx",
+        metric_name=metric_name,
+        statistic=statistic,
+        period=period,
+        dimensions_map={"FileSystemId": file_system_id},
+        **options,
     )
 
 
-def nat_gateway_metric(nat_gateway_id: str, metric_name: str, statistic: str = "Sum",
-                       period: Duration = Duration.minutes(1), **options: object) -> cloudwatch.Metric:
+def nat_gateway_metric(
+    nat_gateway_id: str,
+    metric_name: str,
+    statistic: str = "Sum",
+    period: Duration = Duration.minutes(1),
+    **options: object,
+) -> cloudwatch.Metric:
     """A NAT gateway metric (``AWS/NATGateway``, dimension NatGatewayId)."""
     return cloudwatch.Metric(
-        namespace="AWS/NATGateway", metric_name=metric_name, statistic=statistic, period=period,
-        dimensions_map={"NatGatewayId": nat_gateway_id}, **options,
+        namespace="AWS/NATGateway",
+        metric_name=metric_name,
+        statistic=statistic,
+        period=period,
+        dimensions_map={"NatGatewayId": nat_gateway_id},
+        **options,
     )
 
 
@@ -339,8 +399,12 @@ class TrainingDashboard(Construct):
         self.dashboard.add_widgets(
             _graph(
                 "EFA traffic (bytes), per node",
-                [node("node_efa_rx_bytes", "Sum"), node("node_efa_tx_bytes", "Sum"),
-                 node("node_efa_rdma_read_bytes", "Sum"), node("node_efa_rdma_write_bytes", "Sum")],
+                [
+                    node("node_efa_rx_bytes", "Sum"),
+                    node("node_efa_tx_bytes", "Sum"),
+                    node("node_efa_rdma_read_bytes", "Sum"),
+                    node("node_efa_rdma_write_bytes", "Sum"),
+                ],
             ),
             _graph("EFA receive drops, per node", [node("node_efa_rx_dropped", "Sum")]),
         )
@@ -357,10 +421,14 @@ class TrainingDashboard(Construct):
         later: list[cloudwatch.IWidget] = [restarts]
         if file_system_ids:
             later += [
-                _graph("FSx for Lustre throughput (bytes per period)",
-                       fsx("DataReadBytes") + fsx("DataWriteBytes")),
-                _graph("FSx for Lustre operations (per period)",
-                       fsx("DataReadOperations") + fsx("DataWriteOperations")),
+                _graph(
+                    "FSx for Lustre throughput (bytes per period)",
+                    fsx("DataReadBytes") + fsx("DataWriteBytes"),
+                ),
+                _graph(
+                    "FSx for Lustre operations (per period)",
+                    fsx("DataReadOperations") + fsx("DataWriteOperations"),
+                ),
                 # Sum: the free bytes of all storage targets together (the page above).
                 _graph("FSx for Lustre free capacity (bytes)", fsx("FreeDataStorageCapacity")),
             ]

@@ -279,8 +279,9 @@ class TrainingEksCluster(Construct):
         cidrs = list(public_access_cidrs)
         errors = []
         if support_type not in EKS_SUPPORT_TYPES:
-            errors.append(f"support_type={support_type!r}: expected one of "
-                          f"{list(EKS_SUPPORT_TYPES)}")
+            errors.append(
+                f"support_type={support_type!r}: expected one of {list(EKS_SUPPORT_TYPES)}"
+            )
         supported = sorted(set(KUBECTL_LAYERS) & set(EKS_VERSIONS) & set(EKS_ADDON_VERSIONS))
         if kubernetes_version not in supported:
             errors.append(f"kubernetes_version={kubernetes_version!r}: expected one of {supported}")

@@ -99,7 +99,8 @@ class EndpointScalingProvider(Construct):
         self.handler.add_to_role_policy(
             iam.PolicyStatement(
                 actions=[
-                    "cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm",
+                    "cloudwatch:DescribeAlarms",
+                    "cloudwatch:PutMetricAlarm",
                     "cloudwatch:DeleteAlarms",
                 ],
                 resources=["*"],
@@ -187,8 +188,9 @@ class EndpointScalingProvider(Construct):
         stack = Stack.of(self)
         # SageMaker ARNs carry the endpoint name in lower case.
         self._statements["endpoints"].add_resources(
-            stack.format_arn(service="sagemaker", resource="endpoint",
-                             resource_name=endpoint_name.lower())
+            stack.format_arn(
+                service="sagemaker", resource="endpoint", resource_name=endpoint_name.lower()
+            )
         )
         if first:
             for statement in self._statements.values():
@@ -213,4 +215,3 @@ class EndpointScalingProvider(Construct):
             f"AwsSolutions-IAM5[Resource::{rendered_resource(self, self.handler.function_arn)}:*]",
             "aws-cdk's custom-resource framework invokes any version of this handler, only it.",
         )
-

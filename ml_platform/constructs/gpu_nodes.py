@@ -19,9 +19,7 @@ def gpu_node_problems(instance_type: str, min_nodes: int, nodes: int, max_nodes:
     """What is wrong with these GPU node group props (empty when nothing is)."""
     out = []
     if instance_type not in EKS_GPU_INSTANCES:
-        out.append(
-            f"instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}"
-        )
+        out.append(f"instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}")
     if not 0 <= min_nodes <= nodes <= max_nodes <= MAX_GPU_NODES or max_nodes < 1:
         out.append(
             f"min_nodes/nodes/max_nodes={min_nodes}/{nodes}/{max_nodes}: expected 0 <= min_nodes "
@@ -81,8 +79,7 @@ class GpuNodeGroup(Construct):
             launch_template_spec=eks.LaunchTemplateSpec(
                 id=self.launch_template.ref, version=self.launch_template.attr_latest_version_number
             ),
-            subnets=subnets
-            or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            subnets=subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
             min_size=low,
             desired_size=nodes,
             max_size=max_nodes,

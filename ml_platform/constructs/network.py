@@ -124,9 +124,7 @@ class PlatformVpc(Construct):
             enable_key_rotation=True,
             removal_policy=removal_policy,
         )
-        self.flow_log_key.add_to_resource_policy(
-            flow_log_key_statement(stack, flow_log_group_name)
-        )
+        self.flow_log_key.add_to_resource_policy(flow_log_key_statement(stack, flow_log_group_name))
         # Associating the key with the existing group is an in-place update (KmsKeyId: "Update
         # requires: No interruption"). By default the group keeps its CloudFormation-made name:
         # naming it (LogGroupName: "Update requires: Replacement") would replace the group of
@@ -229,7 +227,10 @@ def s3_endpoint_statements(stack: Stack) -> list[iam.PolicyStatement]:
             sid="CloudFormationResponses",
             principals=[iam.AnyPrincipal()],
             actions=["s3:PutObject"],
-            resources=[objects(CLOUDFORMATION_RESPONSE_BUCKET), objects(CLOUDFORMATION_WAIT_BUCKET)],
+            resources=[
+                objects(CLOUDFORMATION_RESPONSE_BUCKET),
+                objects(CLOUDFORMATION_WAIT_BUCKET),
+            ],
         ),
     ]
 
@@ -281,9 +282,7 @@ def flow_log_key_statement(stack: Stack, group_name: str | None = None) -> iam.P
         actions=list(FLOW_LOG_KEY_ACTIONS),
         resources=["*"],
         conditions={
-            ("ArnEquals" if group_name else "ArnLike"): {
-                "kms:EncryptionContext:aws:logs:arn": arn
-            }
+            ("ArnEquals" if group_name else "ArnLike"): {"kms:EncryptionContext:aws:logs:arn": arn}
         },
     )
 

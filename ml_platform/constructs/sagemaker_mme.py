@@ -273,7 +273,9 @@ class TritonMultiModelEndpoint(Construct):
         if duplicates:
             errors.append(f"archives: {duplicates} given more than once")
         if not model_prefix.endswith("/") or model_prefix.startswith("/"):
-            errors.append(f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'")
+            errors.append(
+                f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'"
+            )
         if image_uri is None and Token.is_unresolved(region):
             errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
         elif image_uri is None:
@@ -338,13 +340,18 @@ class TritonMultiModelEndpoint(Construct):
             self.role.add_to_principal_policy(
                 iam.PolicyStatement(
                     actions=[
-                        "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer",
+                        "ecr:BatchGetImage",
+                        "ecr:GetDownloadUrlForLayer",
                         "ecr:BatchCheckLayerAvailability",
                     ],
-                    resources=[f"arn:{partition}:ecr:{region}:{account}:repository/{TRITON_REPOSITORY}"],
+                    resources=[
+                        f"arn:{partition}:ecr:{region}:{account}:repository/{TRITON_REPOSITORY}"
+                    ],
                 )
             )
-        token_statement = iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
+        token_statement = iam.PolicyStatement(
+            actions=["ecr:GetAuthorizationToken"], resources=["*"]
+        )
         self.role.add_to_principal_policy(token_statement)
         # The endpoint's log group and its streams. Typed arguments: a plain dict given to a
         # jsii struct parameter silently loses its snake_case keys (resource_name, arn_format).
@@ -374,7 +381,12 @@ class TritonMultiModelEndpoint(Construct):
         ]
         self.role.add_to_principal_policy(
             iam.PolicyStatement(
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:PutLogEvents",
+                    "logs:DescribeLogStreams",
+                ],
                 resources=self.log_group_arns,
             )
         )
@@ -389,7 +401,9 @@ class TritonMultiModelEndpoint(Construct):
             iam.PolicyStatement(
                 actions=["cloudwatch:PutMetricData"],
                 resources=["*"],
-                conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}},
+                conditions={
+                    "StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*", "AWS/SageMaker"]}
+                },
             )
         )
         acknowledge(
@@ -414,8 +428,10 @@ class TritonMultiModelEndpoint(Construct):
                 image=self.image_uri,
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
-                environment={LOG_VERBOSE_ENV: str(log_verbose),
-                             **model_load_environment(model_load_gpu_limit_percent)},
+                environment={
+                    LOG_VERBOSE_ENV: str(log_verbose),
+                    **model_load_environment(model_load_gpu_limit_percent),
+                },
             ),
             # SageMaker, not the container, fetches archives from S3 and hands Triton a local
             # path (the multi-model container contract: POST /models {"url": "/opt/ml/models/

@@ -37,8 +37,7 @@ retry ("already exists") and no orphaned bucket."""
 
 # aws-cdk's stack-level singletons behind auto_delete_objects / empty_on_delete.
 _DELETE_PROVIDERS = {
-    "Custom::S3AutoDeleteObjectsCustomResourceProvider": "empties the model and access-log "
-    "buckets",
+    "Custom::S3AutoDeleteObjectsCustomResourceProvider": "empties the model and access-log buckets",
     "Custom::ECRAutoDeleteImagesCustomResourceProvider": "empties the training image registry",
 }
 S3_LOG_POLICY_FLAG = "@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"
@@ -460,9 +459,7 @@ class LustreStorage(Construct):
         self.allow_client(self.client_security_group)
         for client in clients:
             self.allow_client(client)
-        after_security_group_rules(
-            self.file_system.node.default_child, [self.security_group]
-        )
+        after_security_group_rules(self.file_system.node.default_child, [self.security_group])
 
     @classmethod
     def from_file_system_attributes(

@@ -376,9 +376,7 @@ class TrainiumNodeGroup(Construct):
                 "to 0 itself 40 minutes before the block ends: deploy at 0, scale up once the "
                 "block is active, and scale back to 0 before changing the node group.",
             )
-        self.connections = ec2.Connections(
-            security_groups=[security_group, *extra_security_groups]
-        )
+        self.connections = ec2.Connections(security_groups=[security_group, *extra_security_groups])
         self.launch_template = EfaLaunchTemplate(
             self,
             "LaunchTemplate",

@@ -3,7 +3,9 @@
 FSX_CLAIM = "fsx-claim"  # the ReadWriteMany claim the training pods mount at /data
 FSX_MOUNT_PATH = "/data"
 
-NEURON_RESOURCE = "aws.amazon.com/neuron"  # Trainium chips; `neurondevice` was removed in Neuron 2.22
+NEURON_RESOURCE = (
+    "aws.amazon.com/neuron"  # Trainium chips; `neurondevice` was removed in Neuron 2.22
+)
 NEURONCORE_RESOURCE = "aws.amazon.com/neuroncore"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
 GPU_RESOURCE = "nvidia.com/gpu"

@@ -68,7 +68,9 @@ def _namespace(name: str) -> k8s.LabelSelector:
     return k8s.LabelSelector(match_labels={NAMESPACE_NAME_LABEL: name})
 
 
-def _policy(scope: Construct, construct_id: str, namespace: str, name: str, spec: k8s.NetworkPolicySpec):
+def _policy(
+    scope: Construct, construct_id: str, namespace: str, name: str, spec: k8s.NetworkPolicySpec
+):
     return k8s.KubeNetworkPolicy(
         scope, construct_id, metadata=k8s.ObjectMeta(name=name, namespace=namespace), spec=spec
     )
@@ -78,11 +80,19 @@ def default_deny_and_dns(scope: Construct, namespace: str) -> list[k8s.KubeNetwo
     """Deny all ingress and egress of every pod in ``namespace``; allow DNS to CoreDNS."""
     return [
         _policy(
-            scope, "DefaultDeny", namespace, "default-deny",
-            k8s.NetworkPolicySpec(pod_selector=k8s.LabelSelector(), policy_types=["Ingress", "Egress"]),
+            scope,
+            "DefaultDeny",
+            namespace,
+            "default-deny",
+            k8s.NetworkPolicySpec(
+                pod_selector=k8s.LabelSelector(), policy_types=["Ingress", "Egress"]
+            ),
         ),
         _policy(
-            scope, "AllowDns", namespace, "allow-dns",
+            scope,
+            "AllowDns",
+            namespace,
+            "allow-dns",
             k8s.NetworkPolicySpec(
                 pod_selector=k8s.LabelSelector(),
                 policy_types=["Egress"],
@@ -111,15 +121,20 @@ def _https_egress(
 ) -> k8s.KubeNetworkPolicy:
     """HTTPS from ``pods`` to public addresses only (:data:`NOT_PUBLIC` excluded)."""
     return _policy(
-        scope, construct_id, namespace, name,
+        scope,
+        construct_id,
+        namespace,
+        name,
         k8s.NetworkPolicySpec(
             pod_selector=pods,
             policy_types=["Egress"],
             egress=[
                 k8s.NetworkPolicyEgressRule(
-                    to=[k8s.NetworkPolicyPeer(
-                        ip_block=k8s.IpBlock(cidr="0.0.0.0/0", except_=list(NOT_PUBLIC))
-                    )],
+                    to=[
+                        k8s.NetworkPolicyPeer(
+                            ip_block=k8s.IpBlock(cidr="0.0.0.0/0", except_=list(NOT_PUBLIC))
+                        )
+                    ],
                     ports=[_port(443)],
                 )
             ],
@@ -138,18 +153,32 @@ class TrainingNetworkPolicyChart(cdk8s.Chart):
         self.policies = [
             *default_deny_and_dns(self, namespace),
             _policy(
-                self, "AllowBetweenWorkers", namespace, "allow-between-workers",
+                self,
+                "AllowBetweenWorkers",
+                namespace,
+                "allow-between-workers",
                 k8s.NetworkPolicySpec(
                     pod_selector=workers,
                     policy_types=["Ingress", "Egress"],
-                    ingress=[k8s.NetworkPolicyIngressRule(from_=[k8s.NetworkPolicyPeer(pod_selector=workers)])],
-                    egress=[k8s.NetworkPolicyEgressRule(to=[k8s.NetworkPolicyPeer(pod_selector=workers)])],
+                    ingress=[
+                        k8s.NetworkPolicyIngressRule(
+                            from_=[k8s.NetworkPolicyPeer(pod_selector=workers)]
+                        )
+                    ],
+                    egress=[
+                        k8s.NetworkPolicyEgressRule(
+                            to=[k8s.NetworkPolicyPeer(pod_selector=workers)]
+                        )
+                    ],
                 ),
             ),
             _https_egress(self, namespace, workers, "AllowHttpsWorkers", "allow-https-workers"),
             _https_egress(
-                self, namespace, k8s.LabelSelector(match_labels=DATASET_PODS),
-                "AllowHttpsDataset", "allow-https-dataset",
+                self,
+                namespace,
+                k8s.LabelSelector(match_labels=DATASET_PODS),
+                "AllowHttpsDataset",
+                "allow-https-dataset",
             ),
         ]
 
@@ -183,7 +212,10 @@ class SystemNetworkPolicyChart(cdk8s.Chart):
         everyone = k8s.LabelSelector()
         self.policies = [
             _policy(
-                self, f"AllowAll-{name}", name, "allow-all",
+                self,
+                f"AllowAll-{name}",
+                name,
+                "allow-all",
                 k8s.NetworkPolicySpec(
                     pod_selector=everyone,
                     policy_types=["Ingress", "Egress"],
@@ -209,7 +241,10 @@ def triton_policies(
     return [
         *default_deny_and_dns(scope, namespace),
         _policy(
-            scope, "AllowServing", namespace, "allow-serving",
+            scope,
+            "AllowServing",
+            namespace,
+            "allow-serving",
             k8s.NetworkPolicySpec(
                 pod_selector=triton,
                 policy_types=["Ingress"],
@@ -219,7 +254,11 @@ def triton_policies(
                         ports=[_port(p) for p in serving_ports],
                     ),
                     k8s.NetworkPolicyIngressRule(
-                        from_=[k8s.NetworkPolicyPeer(namespace_selector=_namespace(METRICS_SCRAPER_NAMESPACE))],
+                        from_=[
+                            k8s.NetworkPolicyPeer(
+                                namespace_selector=_namespace(METRICS_SCRAPER_NAMESPACE)
+                            )
+                        ],
                         ports=[_port(metrics_port)],
                     ),
                 ],
@@ -227,7 +266,10 @@ def triton_policies(
         ),
         _https_egress(scope, namespace, triton),
         _policy(
-            scope, "AllowPodIdentity", namespace, "allow-pod-identity-agent",
+            scope,
+            "AllowPodIdentity",
+            namespace,
+            "allow-pod-identity-agent",
             k8s.NetworkPolicySpec(
                 pod_selector=triton,
                 policy_types=["Egress"],

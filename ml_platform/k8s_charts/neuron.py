@@ -181,7 +181,7 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                                                 field_path="spec.nodeName"
                                             )
                                         ),
-                                    )
+                                    ),
                                 ],
                                 resources=k8s.ResourceRequirements(
                                     requests={
@@ -233,7 +233,11 @@ def node_status_policy(
     """The same for the plugin's ``nodes/status`` writes (its ClusterRole grants patch and
     update on every node's status): only its own node's (:data:`NODE_STATUS_RULE`)."""
     return _plugin_policy(
-        scope, "NodeStatusPolicy", NODE_STATUS_POLICY_NAME, "nodes/status", [NODE_STATUS_RULE],
+        scope,
+        "NodeStatusPolicy",
+        NODE_STATUS_POLICY_NAME,
+        "nodes/status",
+        [NODE_STATUS_RULE],
         labels,
     )
 

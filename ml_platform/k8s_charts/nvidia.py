@@ -48,7 +48,9 @@ class NvidiaDevicePluginChart(cdk8s.Chart):
                         node_selector={NODE_ROLE_LABEL: "gpu"},
                         tolerations=[
                             k8s.Toleration(key="CriticalAddonsOnly", operator="Exists"),
-                            k8s.Toleration(key=GPU_TAINT_KEY, operator="Exists", effect="NoSchedule"),
+                            k8s.Toleration(
+                                key=GPU_TAINT_KEY, operator="Exists", effect="NoSchedule"
+                            ),
                         ],
                         containers=[
                             k8s.Container(
@@ -69,7 +71,8 @@ class NvidiaDevicePluginChart(cdk8s.Chart):
                                 ),
                                 volume_mounts=[
                                     k8s.VolumeMount(
-                                        name="device-plugins", mount_path="/var/lib/kubelet/device-plugins"
+                                        name="device-plugins",
+                                        mount_path="/var/lib/kubelet/device-plugins",
                                     )
                                 ],
                             )

@@ -124,7 +124,10 @@ MAX_ARCHIVE_BYTES = 4 * 1024**3
 
 
 def fetch_command(
-    bucket: str, prefix: str, archive: str, max_bytes: int = MAX_ARCHIVE_BYTES,
+    bucket: str,
+    prefix: str,
+    archive: str,
+    max_bytes: int = MAX_ARCHIVE_BYTES,
     archive_dir: str = ARCHIVE_DIR,
 ) -> str:
     """Shell that copies one archive to ``/archives/<logical>.tar.gz``: an exact version by its
@@ -151,7 +154,11 @@ def fetch_command(
             "--query 'Contents[].[LastModified,Key]' --output text"
         )
         newest = f"$({listing} | grep -E {shlex.quote(chr(9) + key_re + '$')} | sort | tail -n 1 | cut -f 2)"
-        missing = shlex.quote(f"no version of {ref.logical} under s3://") + '"$bucket"' + shlex.quote(f"/{prefix}")
+        missing = (
+            shlex.quote(f"no version of {ref.logical} under s3://")
+            + '"$bucket"'
+            + shlex.quote(f"/{prefix}")
+        )
         resolve = f'key="{newest}" && {{ [ -n "$key" ] || {{ echo {missing} >&2; exit 1; }}; }}'
     fail = lambda message: f'{{ echo "s3://$bucket/$key: {message}" >&2; exit 1; }}'
     steps = [
@@ -161,10 +168,11 @@ def fetch_command(
         # One line: size, ETag, recorded digest ("None" when absent).
         'head=$(aws s3api head-object --bucket "$bucket" --key "$key" '
         f"--query '[ContentLength,ETag,Metadata.{SHA256_METADATA}]' --output text)",
-        'set -- $head && size=$1 etag=$2 digest=$3',
+        "set -- $head && size=$1 etag=$2 digest=$3",
         f'{{ [ "$size" -le {max_bytes} ] || {fail(f"$size bytes, above the cap of {max_bytes}")}; }}',
         "{ printf '%s\\n' \"$digest\" | grep -Eq '^[0-9a-f]{64}$' || "
-        + fail("no sha256 metadata recorded by mlp models upload (found $digest)") + "; }",
+        + fail("no sha256 metadata recorded by mlp models upload (found $digest)")
+        + "; }",
         'version="${key##*-v}" && version="${version%.tar.gz}"',
         '{ [ "${digest#"$version"}" != "$digest" ] || '
         + fail("its sha256 $digest does not start with the version v$version its name carries")
@@ -239,7 +247,9 @@ class TritonChart(cdk8s.Chart):
         # (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html,
         # https://docs.aws.amazon.com/sdkref/latest/guide/feature-container-credentials.html).
         self.service_account = k8s.KubeServiceAccount(
-            self, "ServiceAccount", metadata=meta(props.service_account),
+            self,
+            "ServiceAccount",
+            metadata=meta(props.service_account),
             automount_service_account_token=False,
         )
         fetch = " && ".join(
@@ -297,7 +307,9 @@ class TritonChart(cdk8s.Chart):
                         automount_service_account_token=False,
                         node_selector={NODE_ROLE_LABEL: "gpu"},
                         tolerations=[
-                            k8s.Toleration(key=GPU_TAINT_KEY, operator="Exists", effect="NoSchedule")
+                            k8s.Toleration(
+                                key=GPU_TAINT_KEY, operator="Exists", effect="NoSchedule"
+                            )
                         ],
                         security_context=k8s.PodSecurityContext(
                             run_as_user=TRITON_UID,
@@ -314,7 +326,10 @@ class TritonChart(cdk8s.Chart):
                                     k8s.EnvVar(name="AWS_REGION", value=props.region),
                                     k8s.EnvVar(name="HOME", value="/tmp"),
                                 ],
-                                volume_mounts=[*volume_mounts_init, k8s.VolumeMount(name="tmp", mount_path="/tmp")],
+                                volume_mounts=[
+                                    *volume_mounts_init,
+                                    k8s.VolumeMount(name="tmp", mount_path="/tmp"),
+                                ],
                                 security_context=drop_all,
                                 resources=resources("100m", "256Mi", "512Mi"),
                             ),
@@ -352,10 +367,15 @@ class TritonChart(cdk8s.Chart):
                                         "memory": quantity("8Gi"),
                                         GPU_RESOURCE: quantity("1"),
                                     },
-                                    limits={"memory": quantity("16Gi"), GPU_RESOURCE: quantity("1")},
+                                    limits={
+                                        "memory": quantity("16Gi"),
+                                        GPU_RESOURCE: quantity("1"),
+                                    },
                                 ),
                                 volume_mounts=[
-                                    k8s.VolumeMount(name="models", mount_path=MODEL_DIR, read_only=True),
+                                    k8s.VolumeMount(
+                                        name="models", mount_path=MODEL_DIR, read_only=True
+                                    ),
                                     k8s.VolumeMount(name="dshm", mount_path="/dev/shm"),
                                 ],
                                 security_context=k8s.SecurityContext(
@@ -372,7 +392,9 @@ class TritonChart(cdk8s.Chart):
                             k8s.Volume(
                                 name="archives",
                                 empty_dir=k8s.EmptyDirVolumeSource(
-                                    size_limit=quantity(_gib(len(props.archives) * MAX_ARCHIVE_BYTES))
+                                    size_limit=quantity(
+                                        _gib(len(props.archives) * MAX_ARCHIVE_BYTES)
+                                    )
                                 ),
                             ),
                             k8s.Volume(
@@ -430,7 +452,10 @@ class TritonChart(cdk8s.Chart):
             metrics_port=METRICS_PORT,
         )
         for obj in (
-            self.service_account, self.deployment, self.service,
-            self.disruption_budget, *self.network_policies,
+            self.service_account,
+            self.deployment,
+            self.service,
+            self.disruption_budget,
+            *self.network_policies,
         ):
             obj.add_dependency(self.namespace_object)

@@ -120,18 +120,29 @@ def build_workload_manifests(settings: Settings) -> dict[str, list[dict[str, Any
     validate_jobs(settings, [precompile, pretrain], problems=bert_problems(settings))
     app = cdk8s.App()
     # The charts take explicit props; only this function reads the settings.
-    placement = dict(namespace=settings.training.namespace,
-                     trainium_az=settings.network.trainium_az)
-    job_props = dict(image=settings.training_image_uri, queue=settings.training.queue,
-                     namespace=settings.training.namespace)
+    placement = dict(
+        namespace=settings.training.namespace, trainium_az=settings.network.trainium_az
+    )
+    job_props = dict(
+        image=settings.training_image_uri,
+        queue=settings.training.queue,
+        namespace=settings.training.namespace,
+    )
     charts: dict[str, cdk8s.Chart] = {
-        DATASET_FILE: DatasetCopyChart(app, "Dataset", **placement, region=settings.env.region,
-                                       dataset_sha256=settings.training.dataset_sha256,
-                                       hf_seed_image=settings.training_image_uri),
+        DATASET_FILE: DatasetCopyChart(
+            app,
+            "Dataset",
+            **placement,
+            region=settings.env.region,
+            dataset_sha256=settings.training.dataset_sha256,
+            hf_seed_image=settings.training_image_uri,
+        ),
         PRECOMPILE_FILE: VolcanoJobChart(app, "Precompile", job=precompile, **job_props),
         PRETRAIN_FILE: VolcanoJobChart(app, "Pretrain", job=pretrain, **job_props),
         TENSORBOARD_FILE: TensorBoardChart(
-            app, "TensorBoard", **placement,
+            app,
+            "TensorBoard",
+            **placement,
             image=settings.image_policy.resolve(TENSORBOARD_IMAGE),
         ),
     }

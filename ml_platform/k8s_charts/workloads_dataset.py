@@ -139,9 +139,7 @@ class DatasetCopyChart(cdk8s.Chart):
         self.job = k8s.KubeJob(
             self,
             "Job",
-            metadata=k8s.ObjectMeta(
-                name=JOB_NAME, namespace=namespace, labels=pod_labels
-            ),
+            metadata=k8s.ObjectMeta(name=JOB_NAME, namespace=namespace, labels=pod_labels),
             spec=k8s.JobSpec(
                 backoff_limit=4,
                 active_deadline_seconds=4 * 3600,  # tens of GB; minutes when healthy
@@ -206,17 +204,17 @@ class DatasetCopyChart(cdk8s.Chart):
                                 command=["python3", "-I", f"{TOOLS_DIR}/dataset_extract.py"],
                                 env=[
                                     *env,
-                                    k8s.EnvVar(name="DATASET_SHA256",
-                                               value=dataset_sha256 or ""),
+                                    k8s.EnvVar(name="DATASET_SHA256", value=dataset_sha256 or ""),
                                 ],
                                 resources=resources("500m", "256Mi", "1Gi"),
                                 security_context=non_root,
                                 volume_mounts=[
                                     *mounts,
-                                    k8s.VolumeMount(name="tools", mount_path=TOOLS_DIR,
-                                                    read_only=True),
+                                    k8s.VolumeMount(
+                                        name="tools", mount_path=TOOLS_DIR, read_only=True
+                                    ),
                                 ],
-                            )
+                            ),
                         ],
                         volumes=[
                             k8s.Volume(

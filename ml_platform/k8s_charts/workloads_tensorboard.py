@@ -130,10 +130,6 @@ class TensorBoardChart(cdk8s.Chart):
             spec=k8s.ServiceSpec(
                 type="ClusterIP",
                 selector=selector,
-                ports=[
-                    k8s.ServicePort(
-                        name="http", port=PORT, target_port=http, protocol="TCP"
-                    )
-                ],
+                ports=[k8s.ServicePort(name="http", port=PORT, target_port=http, protocol="TCP")],
             ),
         )

@@ -19,7 +19,22 @@ from ml_platform.pricing.estimate import (
 from ml_platform.pricing.table import HOURS_PER_MONTH, HOURS_PER_YEAR, Price, PriceTable
 
 __all__ = [
-    "FREE", "HOURS_PER_MONTH", "HOURS_PER_YEAR", "LineItem", "MISSING", "MultiModelComparison",
-    "OK", "PRICED", "Price", "PriceTable", "StackEstimate", "UNCLASSIFIED", "UNKNOWN",
-    "USAGE_BASED", "classify", "compare_multi_model", "estimate_template", "training_hourly",
+    "FREE",
+    "HOURS_PER_MONTH",
+    "HOURS_PER_YEAR",
+    "LineItem",
+    "MISSING",
+    "MultiModelComparison",
+    "OK",
+    "PRICED",
+    "Price",
+    "PriceTable",
+    "StackEstimate",
+    "UNCLASSIFIED",
+    "UNKNOWN",
+    "USAGE_BASED",
+    "classify",
+    "compare_multi_model",
+    "estimate_template",
+    "training_hourly",
 ]

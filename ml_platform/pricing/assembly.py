@@ -30,12 +30,17 @@ def read_assembly(outdir: str | Path) -> list[StackTemplate]:
         template_file = artifact.get("properties", {}).get("templateFile", f"{name}.template.json")
         template = json.loads((outdir / template_file).read_text())
         env = artifact.get("environment", "")
-        account, _, region = env[len("aws://"):].partition("/") if env.startswith("aws://") \
-            else (None, "", None)
-        stacks.append(StackTemplate(
-            artifact.get("displayName", name), None if region == "unknown-region" else region,
-            template, None if account in (None, "unknown-account") else account,
-        ))
+        account, _, region = (
+            env[len("aws://") :].partition("/") if env.startswith("aws://") else (None, "", None)
+        )
+        stacks.append(
+            StackTemplate(
+                artifact.get("displayName", name),
+                None if region == "unknown-region" else region,
+                template,
+                None if account in (None, "unknown-account") else account,
+            )
+        )
     # Nested cloud assemblies (stages) hold more stacks.
     for artifact in manifest.get("artifacts", {}).values():
         if artifact.get("type") == "cdk:cloud-assembly":
@@ -44,14 +49,27 @@ def read_assembly(outdir: str | Path) -> list[StackTemplate]:
 
 
 # Types whose properties the estimator reads; the others need only their type.
-_READ_PROPERTIES = frozenset({
-    "AWS::EKS::Cluster", "AWS::EKS::Nodegroup", "AWS::EC2::LaunchTemplate",
-    "AWS::SageMaker::Endpoint", "AWS::SageMaker::EndpointConfig", "AWS::SageMaker::Model",
-    "AWS::ApplicationAutoScaling::ScalableTarget", "AWS::FSx::FileSystem",
-    "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::VPCEndpoint", "AWS::KMS::Key",
-    "AWS::CloudWatch::Alarm", "AWS::Logs::MetricFilter", "AWS::CloudWatch::Dashboard",
-    "AWS::SecretsManager::Secret", "AWS::EKS::Addon",
-})
+_READ_PROPERTIES = frozenset(
+    {
+        "AWS::EKS::Cluster",
+        "AWS::EKS::Nodegroup",
+        "AWS::EC2::LaunchTemplate",
+        "AWS::SageMaker::Endpoint",
+        "AWS::SageMaker::EndpointConfig",
+        "AWS::SageMaker::Model",
+        "AWS::ApplicationAutoScaling::ScalableTarget",
+        "AWS::FSx::FileSystem",
+        "AWS::EC2::NatGateway",
+        "AWS::EC2::EIP",
+        "AWS::EC2::VPCEndpoint",
+        "AWS::KMS::Key",
+        "AWS::CloudWatch::Alarm",
+        "AWS::Logs::MetricFilter",
+        "AWS::CloudWatch::Dashboard",
+        "AWS::SecretsManager::Secret",
+        "AWS::EKS::Addon",
+    }
+)
 
 
 def template_in_memory(stack: Any, *, priced_only: bool = False) -> dict[str, Any]:

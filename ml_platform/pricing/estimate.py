@@ -136,9 +136,14 @@ class LineItem:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
-            "stack": self.stack, "logical_id": self.logical_id, "type": self.type,
-            "category": self.category, "description": self.description, "status": self.status,
-            "hourly_usd": _round(self.hourly), "monthly_usd": _round(self.monthly),
+            "stack": self.stack,
+            "logical_id": self.logical_id,
+            "type": self.type,
+            "category": self.category,
+            "description": self.description,
+            "status": self.status,
+            "hourly_usd": _round(self.hourly),
+            "monthly_usd": _round(self.monthly),
         }
         if self.ceiling_hourly is not None:
             out["ceiling_hourly_usd"] = _round(self.ceiling_hourly)
@@ -183,16 +188,21 @@ class StackEstimate:
 
     @property
     def ceiling_monthly(self) -> float:
-        return sum((i.ceiling_monthly if i.ceiling_monthly is not None else i.monthly) or 0.0
-                   for i in self.priced if i.status == OK)
+        return sum(
+            (i.ceiling_monthly if i.ceiling_monthly is not None else i.monthly) or 0.0
+            for i in self.priced
+            if i.status == OK
+        )
 
     def unclassified_types(self) -> set[str]:
         return {i.type for i in self.items if i.category == UNCLASSIFIED}
 
     def summary(self) -> str:
         """One line for a review annotation."""
-        text = (f"Estimated on-demand cost of {self.stack} in {self.region}: "
-                f"${self.hourly:,.2f}/hour, ${self.monthly:,.2f}/month ({HOURS_PER_MONTH} h)")
+        text = (
+            f"Estimated on-demand cost of {self.stack} in {self.region}: "
+            f"${self.hourly:,.2f}/hour, ${self.monthly:,.2f}/month ({HOURS_PER_MONTH} h)"
+        )
         if self.ceiling_monthly > self.monthly + 0.005:
             text += f", up to ${self.ceiling_monthly:,.2f}/month at the autoscaling maxima"
         if self.incomplete:
@@ -202,8 +212,10 @@ class StackEstimate:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "stack": self.stack, "region": self.region,
-            "hourly_usd": _round(self.hourly), "monthly_usd": _round(self.monthly),
+            "stack": self.stack,
+            "region": self.region,
+            "hourly_usd": _round(self.hourly),
+            "monthly_usd": _round(self.monthly),
             "ceiling_monthly_usd": _round(self.ceiling_monthly),
             "complete": not self.incomplete,
             "not_counted": [i.logical_id for i in self.incomplete],
@@ -227,16 +239,20 @@ def _is_intrinsic(key: str) -> bool:
 class _Template:
     """A template with the lookups the handlers need."""
 
-    def __init__(self, template: Mapping[str, Any], region: str,
-                 account: str | None = None) -> None:
+    def __init__(
+        self, template: Mapping[str, Any], region: str, account: str | None = None
+    ) -> None:
         self.resources: Mapping[str, Any] = template.get("Resources", {}) or {}
         self.parameters: Mapping[str, Any] = template.get("Parameters", {}) or {}
         self.region = region
         partition = partition_of(region)
         # The pseudo parameters a template deployed in ``region`` (and ``account``) sees
         # (https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/pseudo-parameter-reference.html).
-        self.pseudo: dict[str, str] = {"AWS::Region": region, "AWS::Partition": partition,
-                                       "AWS::URLSuffix": DNS_SUFFIXES[partition]}
+        self.pseudo: dict[str, str] = {
+            "AWS::Region": region,
+            "AWS::Partition": partition,
+            "AWS::URLSuffix": DNS_SUFFIXES[partition],
+        }
         if account:
             self.pseudo["AWS::AccountId"] = account
         self.not_estimated: list[str] = []
@@ -259,7 +275,7 @@ class _Template:
         if isinstance(value, list):
             return [self.resolve(v) for v in value]
         if isinstance(value, dict) and len(value) == 1 and _is_intrinsic(next(iter(value))):
-            (fn, arg), = value.items()
+            ((fn, arg),) = value.items()
             if fn == "Ref":
                 if arg in self.pseudo:
                     return self.pseudo[arg]
@@ -333,8 +349,13 @@ def _string(t: _Template, value: Any, what: str) -> str:
 # --- handlers of priced types -------------------------------------------------------------
 
 
-def _hourly_item(item: LineItem, price: Price | None, quantity: float, what: str,
-                 ceiling_quantity: float | None = None) -> LineItem:
+def _hourly_item(
+    item: LineItem,
+    price: Price | None,
+    quantity: float,
+    what: str,
+    ceiling_quantity: float | None = None,
+) -> LineItem:
     if price is None:
         item.status, item.reason = MISSING, f"no price for {what} in the table"
         return item
@@ -373,23 +394,30 @@ def _eks_cluster(t: _Template, table: PriceTable, item: LineItem, props: Mapping
     item.description = f"EKS control plane (Kubernetes {version}, standard support)"
     standard = table.get(t.region, EKS_CLUSTER, "standard")
     if support == "STANDARD":
-        item.reason = (f"support type STANDARD: EKS upgrades the control plane when {version} "
-                       f"leaves standard support ({_EKS_VERSIONS_PAGE}); no extended-support fee")
+        item.reason = (
+            f"support type STANDARD: EKS upgrades the control plane when {version} "
+            f"leaves standard support ({_EKS_VERSIONS_PAGE}); no extended-support fee"
+        )
     else:
         extended = table.get(t.region, EKS_CLUSTER, "extended")
-        rate = (f"${extended.usd:.2f}/h" if extended is not None else "the extended-support rate "
-                "(no price in the table)")
+        rate = (
+            f"${extended.usd:.2f}/h"
+            if extended is not None
+            else "the extended-support rate (no price in the table)"
+        )
         was = f" instead of ${standard.usd:.2f}/h" if standard is not None else ""
         how = "" if stated is not None else " (the default: the template sets no UpgradePolicy)"
         t.not_estimated.append(
             f"{item.logical_id}: {rate}{was} once Kubernetes {version} leaves standard support "
-            f"({_EKS_VERSIONS_PAGE}): support type {support}{how}")
-    enabled = (((props.get("Logging") or {}).get("ClusterLogging") or {})
-               .get("EnabledTypes") or [])
+            f"({_EKS_VERSIONS_PAGE}): support type {support}{how}"
+        )
+    enabled = ((props.get("Logging") or {}).get("ClusterLogging") or {}).get("EnabledTypes") or []
     if enabled:
         kinds = ", ".join(str(t.resolve((e or {}).get("Type"))) for e in enabled)
-        t.not_estimated.append(f"{item.logical_id}: CloudWatch Logs ingestion and storage of the "
-                               f"control-plane logs ({kinds}): bills by volume")
+        t.not_estimated.append(
+            f"{item.logical_id}: CloudWatch Logs ingestion and storage of the "
+            f"control-plane logs ({kinds}): bills by volume"
+        )
     return _hourly_item(item, standard, 1, f"{EKS_CLUSTER} in {t.region}")
 
 
@@ -401,8 +429,14 @@ def _launch_template(t: _Template, props: Mapping) -> tuple[str, Mapping] | None
     template_id = t.referenced(spec.get("Id")) if spec.get("Id") is not None else None
     if template_id is None and spec.get("Name") is not None:
         name = t.resolve(spec["Name"])
-        template_id = next((lid for lid, p in t.of_type("AWS::EC2::LaunchTemplate")
-                            if t.resolve(p.get("LaunchTemplateName")) == name), None)
+        template_id = next(
+            (
+                lid
+                for lid, p in t.of_type("AWS::EC2::LaunchTemplate")
+                if t.resolve(p.get("LaunchTemplateName")) == name
+            ),
+            None,
+        )
     if template_id is None or t.type_of(template_id) != "AWS::EC2::LaunchTemplate":
         raise Unresolvable("its launch template is not in this template")
     return template_id, t.props(template_id).get("LaunchTemplateData", {}) or {}
@@ -424,10 +458,12 @@ def _nodegroup_instance_types(t: _Template, props: Mapping) -> list[str]:
 def _gp3_monthly(t: _Template, table: PriceTable, ebs: Mapping) -> tuple[float, str, list[Price]]:
     """Monthly price of one gp3 volume, its description and the prices used."""
     size = _number(t, ebs.get("VolumeSize"), "VolumeSize")
-    iops = _number(t, ebs.get("Iops"), "Iops") if ebs.get("Iops") is not None \
-        else GP3_BASELINE_IOPS
-    throughput = _number(t, ebs.get("Throughput"), "Throughput") \
-        if ebs.get("Throughput") is not None else GP3_BASELINE_THROUGHPUT
+    iops = _number(t, ebs.get("Iops"), "Iops") if ebs.get("Iops") is not None else GP3_BASELINE_IOPS
+    throughput = (
+        _number(t, ebs.get("Throughput"), "Throughput")
+        if ebs.get("Throughput") is not None
+        else GP3_BASELINE_THROUGHPUT
+    )
     wanted = [("storage", size)]
     if iops > GP3_BASELINE_IOPS:
         wanted.append(("iops", iops - GP3_BASELINE_IOPS))
@@ -446,29 +482,46 @@ def _gp3_monthly(t: _Template, table: PriceTable, ebs: Mapping) -> tuple[float, 
     return monthly, text, prices
 
 
-def _nodegroup_volumes(t: _Template, table: PriceTable, nodegroup: LineItem, props: Mapping,
-                       desired: float, maximum: float) -> LineItem:
+def _nodegroup_volumes(
+    t: _Template,
+    table: PriceTable,
+    nodegroup: LineItem,
+    props: Mapping,
+    desired: float,
+    maximum: float,
+) -> LineItem:
     """The node group's EBS volumes per node, at the desired and the maximum size."""
-    item = LineItem(stack=nodegroup.stack, logical_id=nodegroup.logical_id,
-                    type=nodegroup.type, category=PRICED, training=nodegroup.training)
+    item = LineItem(
+        stack=nodegroup.stack,
+        logical_id=nodegroup.logical_id,
+        type=nodegroup.type,
+        category=PRICED,
+        training=nodegroup.training,
+    )
     try:
         template = _launch_template(t, props)
         if template is None:
-            raise Unresolvable("the node group uses EKS's own launch template, whose volume type "
-                               "the template does not fix")
+            raise Unresolvable(
+                "the node group uses EKS's own launch template, whose volume type "
+                "the template does not fix"
+            )
         template_id, data = template
         mappings = [m for m in data.get("BlockDeviceMappings") or [] if (m or {}).get("Ebs")]
         if not mappings:
-            raise Unresolvable(f"{template_id} maps no EBS volume (the AMI's root volume "
-                               "applies, whose size the template does not fix)")
+            raise Unresolvable(
+                f"{template_id} maps no EBS volume (the AMI's root volume "
+                "applies, whose size the template does not fix)"
+            )
         per_node, parts = 0.0, []
         for mapping in mappings:
             ebs = mapping["Ebs"]
             kind = str(t.resolve(ebs.get("VolumeType", "unset")))
             if kind != "gp3":
                 item.status = MISSING
-                item.reason = f"{mapping.get('DeviceName', 'a volume')}: the table prices gp3 " \
-                              f"volumes only, not {kind}"
+                item.reason = (
+                    f"{mapping.get('DeviceName', 'a volume')}: the table prices gp3 "
+                    f"volumes only, not {kind}"
+                )
                 item.description = "EBS volumes"
                 return item
             monthly, text, prices = _gp3_monthly(t, table, ebs)
@@ -481,7 +534,7 @@ def _nodegroup_volumes(t: _Template, table: PriceTable, nodegroup: LineItem, pro
     except Unresolvable as why:
         item.status, item.reason, item.description = UNKNOWN, str(why), "EBS volumes"
         return item
-    item.description = (f"EBS {' + '.join(parts)} per node x {desired:g} (max {maximum:g})")
+    item.description = f"EBS {' + '.join(parts)} per node x {desired:g} (max {maximum:g})"
     item.monthly = per_node * desired
     item.hourly = item.monthly / HOURS_PER_MONTH
     if maximum != desired:
@@ -491,13 +544,15 @@ def _nodegroup_volumes(t: _Template, table: PriceTable, nodegroup: LineItem, pro
     return item
 
 
-def _nodegroup(t: _Template, table: PriceTable, item: LineItem,
-               props: Mapping) -> list[LineItem]:
+def _nodegroup(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> list[LineItem]:
     scaling = props.get("ScalingConfig") or {}
     types = _nodegroup_instance_types(t, props)
     desired = _number(t, scaling.get("DesiredSize"), "ScalingConfig.DesiredSize")
-    maximum = _number(t, scaling.get("MaxSize"), "ScalingConfig.MaxSize") \
-        if scaling.get("MaxSize") is not None else desired
+    maximum = (
+        _number(t, scaling.get("MaxSize"), "ScalingConfig.MaxSize")
+        if scaling.get("MaxSize") is not None
+        else desired
+    )
     item.training = any(_TRAINING_FAMILIES.match(x) for x in types)
     prices = [table.get(t.region, EC2, x) for x in types]
     item.description = f"node group {'/'.join(types)} x {desired:g} (max {maximum:g})"
@@ -526,23 +581,31 @@ def _endpoint_config(t: _Template, props: Mapping) -> tuple[str, Mapping]:
             name = t.resolve(ref)
         except Unresolvable:
             name = None
-        config_id = next((lid for lid, p in t.of_type("AWS::SageMaker::EndpointConfig")
-                          if name is not None and t.resolve(p.get("EndpointConfigName")) == name),
-                         None)
+        config_id = next(
+            (
+                lid
+                for lid, p in t.of_type("AWS::SageMaker::EndpointConfig")
+                if name is not None and t.resolve(p.get("EndpointConfigName")) == name
+            ),
+            None,
+        )
     if config_id is None or t.type_of(config_id) != "AWS::SageMaker::EndpointConfig":
         raise Unresolvable("its endpoint configuration is not in this template")
     return config_id, t.props(config_id)
 
 
-def _scaling_maximum(t: _Template, endpoint_id: str, endpoint_name: str | None,
-                     variant: str) -> float | None:
+def _scaling_maximum(
+    t: _Template, endpoint_id: str, endpoint_name: str | None, variant: str
+) -> float | None:
     wanted = {f"endpoint/{{{endpoint_id}.EndpointName}}/variant/{variant}"}
     if endpoint_name:
         wanted.add(f"endpoint/{endpoint_name}/variant/{variant}")
     for _, props in t.of_type("AWS::ApplicationAutoScaling::ScalableTarget"):
         try:
-            if (t.resolve(props.get("ServiceNamespace")) == "sagemaker"
-                    and t.resolve(props.get("ResourceId")) in wanted):
+            if (
+                t.resolve(props.get("ServiceNamespace")) == "sagemaker"
+                and t.resolve(props.get("ResourceId")) in wanted
+            ):
                 return _number(t, props.get("MaxCapacity"), "MaxCapacity")
         except Unresolvable:
             continue
@@ -574,12 +637,19 @@ def _endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -
             found.append({"variant": variant_name, "serverless": True})
             continue
         instance_type = _string(t, variant.get("InstanceType"), f"{variant_name}.InstanceType")
-        count = _number(t, variant.get("InitialInstanceCount"),
-                        f"{variant_name}.InitialInstanceCount")
+        count = _number(
+            t, variant.get("InitialInstanceCount"), f"{variant_name}.InitialInstanceCount"
+        )
         maximum = _scaling_maximum(t, item.logical_id, name, variant_name)
-        found.append({"variant": variant_name, "instance_type": instance_type,
-                      "initial_instances": count, "max_instances": maximum,
-                      "multi_model": _is_multi_model(t, variant.get("ModelName"))})
+        found.append(
+            {
+                "variant": variant_name,
+                "instance_type": instance_type,
+                "initial_instances": count,
+                "max_instances": maximum,
+                "multi_model": _is_multi_model(t, variant.get("ModelName")),
+            }
+        )
         price = table.get(t.region, SAGEMAKER_HOSTING, instance_type)
         if price is None:
             missing.append(instance_type)
@@ -589,9 +659,12 @@ def _endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -
         hourly += count * price.usd
         ceiling += (maximum if maximum is not None else count) * price.usd
     item.endpoint = {"name": name, "variants": found}
-    shapes = ", ".join(f"{v['instance_type']} x {v['initial_instances']:g}"
-                       + (f" (max {v['max_instances']:g})" if v.get("max_instances") else "")
-                       for v in found if not v.get("serverless"))
+    shapes = ", ".join(
+        f"{v['instance_type']} x {v['initial_instances']:g}"
+        + (f" (max {v['max_instances']:g})" if v.get("max_instances") else "")
+        for v in found
+        if not v.get("serverless")
+    )
     kind = "multi-model endpoint" if any(v.get("multi_model") for v in found) else "endpoint"
     item.description = f"SageMaker {kind} {name or item.logical_id}: {shapes}"
     if any(v.get("serverless") for v in found):
@@ -632,14 +705,16 @@ def _file_system(t: _Template, table: PriceTable, item: LineItem, props: Mapping
 
 def _nat_gateway(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
     item.description = "NAT gateway (data processing bills by use)"
-    return _hourly_item(item, table.get(t.region, NAT_GATEWAY, "hour"), 1,
-                        f"{NAT_GATEWAY} in {t.region}")
+    return _hourly_item(
+        item, table.get(t.region, NAT_GATEWAY, "hour"), 1, f"{NAT_GATEWAY} in {t.region}"
+    )
 
 
 def _eip(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
     item.description = "public IPv4 address"
-    return _hourly_item(item, table.get(t.region, PUBLIC_IPV4, "hour"), 1,
-                        f"{PUBLIC_IPV4} in {t.region}")
+    return _hourly_item(
+        item, table.get(t.region, PUBLIC_IPV4, "hour"), 1, f"{PUBLIC_IPV4} in {t.region}"
+    )
 
 
 def _vpc_endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
@@ -661,8 +736,12 @@ def _vpc_endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mappin
     if not subnets:
         raise Unresolvable("SubnetIds is not set")
     item.reason = "data processing bills by use"
-    return _hourly_item(item, table.get(t.region, VPC_INTERFACE_ENDPOINT, "az-hour"),
-                        len(subnets), f"{VPC_INTERFACE_ENDPOINT} in {t.region}")
+    return _hourly_item(
+        item,
+        table.get(t.region, VPC_INTERFACE_ENDPOINT, "az-hour"),
+        len(subnets),
+        f"{VPC_INTERFACE_ENDPOINT} in {t.region}",
+    )
 
 
 # --- fixed monthly fees (the per-request part bills by use) ---------------------------------
@@ -684,15 +763,20 @@ def _alarm(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> L
     # (https://aws.amazon.com/cloudwatch/pricing/, Alarms).
     if props.get("Metrics"):
         metrics = sum(1 for m in t.resolve(props["Metrics"]) if (m or {}).get("MetricStat"))
-        periods = [(m.get("MetricStat") or {}).get("Period", 60)
-                   for m in t.resolve(props["Metrics"]) if m]
+        periods = [
+            (m.get("MetricStat") or {}).get("Period", 60) for m in t.resolve(props["Metrics"]) if m
+        ]
     else:
         metrics, periods = 1, [t.resolve(props.get("Period", 60))]
     key = "high-resolution" if any(float(p) < 60 for p in periods) else "standard"
     item.description = f"CloudWatch alarm ({metrics} {key} alarm metric{'s' * (metrics != 1)})"
     item.reason = "the first 10 standard alarm metrics of an account are free"
-    return _monthly_item(item, table.get(t.region, CLOUDWATCH_ALARM, key), metrics,
-                         table.missing_reason(t.region, CLOUDWATCH_ALARM, key))
+    return _monthly_item(
+        item,
+        table.get(t.region, CLOUDWATCH_ALARM, key),
+        metrics,
+        table.missing_reason(t.region, CLOUDWATCH_ALARM, key),
+    )
 
 
 def _metric_filter(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
@@ -703,22 +787,34 @@ def _metric_filter(t: _Template, table: PriceTable, item: LineItem, props: Mappi
     if any((x or {}).get("Dimensions") for x in transformations):
         notes.append("each distinct dimension value is a metric of its own (counted once)")
     item.reason = "; ".join(notes)
-    return _monthly_item(item, table.get(t.region, CLOUDWATCH_METRIC, "custom"), count,
-                         table.missing_reason(t.region, CLOUDWATCH_METRIC, "custom"))
+    return _monthly_item(
+        item,
+        table.get(t.region, CLOUDWATCH_METRIC, "custom"),
+        count,
+        table.missing_reason(t.region, CLOUDWATCH_METRIC, "custom"),
+    )
 
 
 def _dashboard(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
     item.description = "CloudWatch dashboard"
     item.reason = "the first 3 dashboards of an account are free"
-    return _monthly_item(item, table.get(t.region, CLOUDWATCH_DASHBOARD, "month"), 1,
-                         table.missing_reason(t.region, CLOUDWATCH_DASHBOARD, "month"))
+    return _monthly_item(
+        item,
+        table.get(t.region, CLOUDWATCH_DASHBOARD, "month"),
+        1,
+        table.missing_reason(t.region, CLOUDWATCH_DASHBOARD, "month"),
+    )
 
 
 def _secret(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
     item.description = "Secrets Manager secret"
     item.reason = "API calls bill by use"
-    return _monthly_item(item, table.get(t.region, SECRETS_MANAGER, "month"), 1,
-                         table.missing_reason(t.region, SECRETS_MANAGER, "month"))
+    return _monthly_item(
+        item,
+        table.get(t.region, SECRETS_MANAGER, "month"),
+        1,
+        table.missing_reason(t.region, SECRETS_MANAGER, "month"),
+    )
 
 
 HANDLERS = {
@@ -740,7 +836,8 @@ HANDLERS = {
 _ADDON_CHARGES = {
     "amazon-cloudwatch-observability": (
         "Container Insights metrics and logs of the amazon-cloudwatch-observability add-on: "
-        "bill by volume (https://aws.amazon.com/cloudwatch/pricing/, Container Insights)"),
+        "bill by volume (https://aws.amazon.com/cloudwatch/pricing/, Container Insights)"
+    ),
 }
 
 
@@ -755,8 +852,14 @@ def classify(type_: str) -> str:
     return UNCLASSIFIED
 
 
-def estimate_template(template: Mapping[str, Any], *, stack: str, region: str,
-                      table: PriceTable, account: str | None = None) -> StackEstimate:
+def estimate_template(
+    template: Mapping[str, Any],
+    *,
+    stack: str,
+    region: str,
+    table: PriceTable,
+    account: str | None = None,
+) -> StackEstimate:
     """The cost of every resource of ``template`` deployed in ``region`` (and ``account``)."""
     t = _Template(template, region, account)
     estimate = StackEstimate(stack=stack, region=region)
@@ -823,8 +926,11 @@ class MultiModelComparison:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "endpoint": self.endpoint, "instance_type": self.instance_type,
-            "at": self.at, "instances": self.instances, "archives": self.archives,
+            "endpoint": self.endpoint,
+            "instance_type": self.instance_type,
+            "at": self.at,
+            "instances": self.instances,
+            "archives": self.archives,
             "configured_hourly_usd": round(self.configured_hourly, 4),
             "single_model_endpoints_hourly_usd": round(self.single_model_hourly, 4),
             "saving_percent": round(self.saving_percent, 2),
@@ -837,19 +943,30 @@ class MultiModelComparison:
 MULTI_MODEL_ASSUMPTION = (
     "assumes one single-model endpoint per archive, each with as many instances of the same "
     "type as the multi-model endpoint (archives x instances x price); archives with little "
-    "traffic could run on fewer or smaller instances, which shrinks the saving")
+    "traffic could run on fewer or smaller instances, which shrinks the saving"
+)
 
 
-def compare_multi_model(endpoint: str, instance_type: str, instances: float, archives: int,
-                        price: Price, at: str = "initial") -> MultiModelComparison:
+def compare_multi_model(
+    endpoint: str,
+    instance_type: str,
+    instances: float,
+    archives: int,
+    price: Price,
+    at: str = "initial",
+) -> MultiModelComparison:
     if archives < 1 or instances <= 0:
-        raise ValueError(f"{endpoint}: archives={archives}, instances={instances}: "
-                         "need at least one archive and one instance")
+        raise ValueError(
+            f"{endpoint}: archives={archives}, instances={instances}: "
+            "need at least one archive and one instance"
+        )
     return MultiModelComparison(endpoint, instance_type, instances, archives, price, at)
 
 
 def training_hourly(estimates: list[StackEstimate]) -> tuple[float, list[LineItem]]:
     """Hourly cost of the training node groups, and the ones whose cost is not known."""
     items = [i for e in estimates for i in e.items if i.training]
-    return (sum(i.hourly or 0.0 for i in items if i.status == OK),
-            [i for i in items if i.status != OK])
+    return (
+        sum(i.hourly or 0.0 for i in items if i.status == OK),
+        [i for i in items if i.status != OK],
+    )

@@ -41,8 +41,17 @@ PRICING_API_REGION = "us-east-1"
 DEFAULT_REGIONS = ("us-east-1", "us-east-2", "us-west-2")
 # System node group types a user is likely to pick (the setting takes any EC2 type; the
 # types in the synthesized templates are added to this list by ``mlp cost --refresh``).
-SYSTEM_INSTANCES = ("m5.large", "m5.xlarge", "m5.2xlarge", "m6i.large", "m6i.xlarge",
-                    "m6i.2xlarge", "m7i.large", "m7i.xlarge", "m7i.2xlarge")
+SYSTEM_INSTANCES = (
+    "m5.large",
+    "m5.xlarge",
+    "m5.2xlarge",
+    "m6i.large",
+    "m6i.xlarge",
+    "m6i.2xlarge",
+    "m7i.large",
+    "m7i.xlarge",
+    "m7i.2xlarge",
+)
 FSX_TIERS = (125, 250, 500, 1000)  # PERSISTENT_2 MB/s/TiB
 API_SOURCE = "https://api.pricing.us-east-1.amazonaws.com (AWS Price List API, GetProducts)"
 
@@ -76,16 +85,31 @@ def _per_mibps(unit: str) -> float:
 
 
 def _ec2(instance_type: str) -> Query:
-    return Query(EC2, instance_type, "hour", "AmazonEC2", {
-        "instanceType": instance_type, "operatingSystem": "Linux", "tenancy": "Shared",
-        "preInstalledSw": "NA", "capacitystatus": "Used", "licenseModel": "No License required",
-    })
+    return Query(
+        EC2,
+        instance_type,
+        "hour",
+        "AmazonEC2",
+        {
+            "instanceType": instance_type,
+            "operatingSystem": "Linux",
+            "tenancy": "Shared",
+            "preInstalledSw": "NA",
+            "capacitystatus": "Used",
+            "licenseModel": "No License required",
+        },
+    )
 
 
 def _sagemaker(instance_type: str) -> Query:
-    return Query(SAGEMAKER_HOSTING, instance_type, "hour", "AmazonSageMaker",
-                 {"instanceName": instance_type},
-                 lambda a: "Host:" in a.get("usagetype", ""))
+    return Query(
+        SAGEMAKER_HOSTING,
+        instance_type,
+        "hour",
+        "AmazonSageMaker",
+        {"instanceName": instance_type},
+        lambda a: "Host:" in a.get("usagetype", ""),
+    )
 
 
 def queries(instance_types: Iterable[str] = ()) -> list[Query]:
@@ -95,44 +119,140 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
     for name in instance_types:
         (ml if name.startswith("ml.") else ec2).add(name)
     out = [_ec2(x) for x in sorted(ec2)] + [_sagemaker(x) for x in sorted(ml)]
-    out.append(Query(EKS_CLUSTER, "standard", "hour", "AmazonEKS", {},
-                     _usage("AmazonEKS-Hours:perCluster")))
-    out.append(Query(EKS_CLUSTER, "extended", "hour", "AmazonEKS", {},
-                     _usage("AmazonEKS-Hours:extendedSupport")))
+    out.append(
+        Query(
+            EKS_CLUSTER, "standard", "hour", "AmazonEKS", {}, _usage("AmazonEKS-Hours:perCluster")
+        )
+    )
+    out.append(
+        Query(
+            EKS_CLUSTER,
+            "extended",
+            "hour",
+            "AmazonEKS",
+            {},
+            _usage("AmazonEKS-Hours:extendedSupport"),
+        )
+    )
     # EBS gp3 volumes: storage, and the IOPS and throughput above the free baseline.
-    out.append(Query(EBS_GP3, "storage", "GB-month", "AmazonEC2",
-                     {"productFamily": "Storage", "volumeApiName": "gp3"}))
-    out.append(Query(EBS_GP3, "iops", "IOPS-month", "AmazonEC2",
-                     {"productFamily": "System Operation", "volumeApiName": "gp3"}))
-    out.append(Query(EBS_GP3, "throughput", "MiBps-month", "AmazonEC2",
-                     {"productFamily": "Provisioned Throughput", "volumeApiName": "gp3"},
-                     convert=_per_mibps))
+    out.append(
+        Query(
+            EBS_GP3,
+            "storage",
+            "GB-month",
+            "AmazonEC2",
+            {"productFamily": "Storage", "volumeApiName": "gp3"},
+        )
+    )
+    out.append(
+        Query(
+            EBS_GP3,
+            "iops",
+            "IOPS-month",
+            "AmazonEC2",
+            {"productFamily": "System Operation", "volumeApiName": "gp3"},
+        )
+    )
+    out.append(
+        Query(
+            EBS_GP3,
+            "throughput",
+            "MiBps-month",
+            "AmazonEC2",
+            {"productFamily": "Provisioned Throughput", "volumeApiName": "gp3"},
+            convert=_per_mibps,
+        )
+    )
     # Fixed monthly fees (the per-request parts bill by use).
     out.append(Query(KMS_KEY, "month", "month", "awskms", {}, _usage("KMS-Keys")))
-    out.append(Query(CLOUDWATCH_ALARM, "standard", "month", "AmazonCloudWatch", {},
-                     _usage("CW:AlarmMonitorUsage")))
-    out.append(Query(CLOUDWATCH_ALARM, "high-resolution", "month", "AmazonCloudWatch", {},
-                     _usage("CW:HighResAlarmMonitorUsage")))
-    out.append(Query(CLOUDWATCH_METRIC, "custom", "month", "AmazonCloudWatch", {},
-                     _usage("CW:MetricMonitorUsage")))
-    out.append(Query(CLOUDWATCH_DASHBOARD, "month", "month", "AmazonCloudWatch", {},
-                     _usage("DashboardsUsageHour"), convert=_per_month))
-    out.append(Query(SECRETS_MANAGER, "month", "month", "AWSSecretsManager", {},
-                     _usage("AWSSecretsManager-Secrets")))
-    out.append(Query(NAT_GATEWAY, "hour", "hour", "AmazonEC2", {"productFamily": "NAT Gateway"},
-                     _usage("NatGateway-Hours")))
-    out.append(Query(PUBLIC_IPV4, "hour", "hour", "AmazonVPC", {},
-                     _usage("PublicIPv4:InUseAddress")))
-    out.append(Query(VPC_INTERFACE_ENDPOINT, "az-hour", "hour", "AmazonVPC",
-                     {"productFamily": "VpcEndpoint"},
-                     _usage("VpcEndpoint-Hours")))
+    out.append(
+        Query(
+            CLOUDWATCH_ALARM,
+            "standard",
+            "month",
+            "AmazonCloudWatch",
+            {},
+            _usage("CW:AlarmMonitorUsage"),
+        )
+    )
+    out.append(
+        Query(
+            CLOUDWATCH_ALARM,
+            "high-resolution",
+            "month",
+            "AmazonCloudWatch",
+            {},
+            _usage("CW:HighResAlarmMonitorUsage"),
+        )
+    )
+    out.append(
+        Query(
+            CLOUDWATCH_METRIC,
+            "custom",
+            "month",
+            "AmazonCloudWatch",
+            {},
+            _usage("CW:MetricMonitorUsage"),
+        )
+    )
+    out.append(
+        Query(
+            CLOUDWATCH_DASHBOARD,
+            "month",
+            "month",
+            "AmazonCloudWatch",
+            {},
+            _usage("DashboardsUsageHour"),
+            convert=_per_month,
+        )
+    )
+    out.append(
+        Query(
+            SECRETS_MANAGER,
+            "month",
+            "month",
+            "AWSSecretsManager",
+            {},
+            _usage("AWSSecretsManager-Secrets"),
+        )
+    )
+    out.append(
+        Query(
+            NAT_GATEWAY,
+            "hour",
+            "hour",
+            "AmazonEC2",
+            {"productFamily": "NAT Gateway"},
+            _usage("NatGateway-Hours"),
+        )
+    )
+    out.append(
+        Query(PUBLIC_IPV4, "hour", "hour", "AmazonVPC", {}, _usage("PublicIPv4:InUseAddress"))
+    )
+    out.append(
+        Query(
+            VPC_INTERFACE_ENDPOINT,
+            "az-hour",
+            "hour",
+            "AmazonVPC",
+            {"productFamily": "VpcEndpoint"},
+            _usage("VpcEndpoint-Hours"),
+        )
+    )
     for tier in FSX_TIERS:
-        out.append(Query(
-            FSX_LUSTRE_PERSISTENT2, str(tier), "GB-month", "AmazonFSx",
-            {"fileSystemType": "Lustre", "throughputCapacity": str(tier)},
-            lambda a: (a.get("storageType") == "SSD" and "persistent 2"
-                       in a.get("deploymentOption", "").lower().replace("_", " ")),
-        ))
+        out.append(
+            Query(
+                FSX_LUSTRE_PERSISTENT2,
+                str(tier),
+                "GB-month",
+                "AmazonFSx",
+                {"fileSystemType": "Lustre", "throughputCapacity": str(tier)},
+                lambda a: (
+                    a.get("storageType") == "SSD"
+                    and "persistent 2" in a.get("deploymentOption", "").lower().replace("_", " ")
+                ),
+            )
+        )
     return out
 
 
@@ -150,12 +270,18 @@ def _on_demand_usd(product: dict[str, Any]) -> tuple[float, str] | None:
 
 def fetch(client: Any, query: Query, region: str) -> tuple[float, str] | None:
     """(USD, SKU) of the first accepted product with a positive on-demand price, or None."""
-    filters = [{"Type": "TERM_MATCH", "Field": k, "Value": v}
-               for k, v in {"regionCode": region, **query.filters}.items()]
+    filters = [
+        {"Type": "TERM_MATCH", "Field": k, "Value": v}
+        for k, v in {"regionCode": region, **query.filters}.items()
+    ]
     token: str | None = None
     while True:
-        kwargs: dict[str, Any] = {"ServiceCode": query.service_code, "Filters": filters,
-                                  "FormatVersion": "aws_v1", "MaxResults": 100}
+        kwargs: dict[str, Any] = {
+            "ServiceCode": query.service_code,
+            "Filters": filters,
+            "FormatVersion": "aws_v1",
+            "MaxResults": 100,
+        }
         if token:
             kwargs["NextToken"] = token
         page = client.get_products(**kwargs)
@@ -173,9 +299,14 @@ def fetch(client: Any, query: Query, region: str) -> tuple[float, str] | None:
             return None
 
 
-def rebuild(client: Any, regions: Iterable[str], instance_types: Iterable[str] = (),
-            today: str | None = None, progress: Callable[[str], None] | None = None,
-            only: list[Query] | None = None) -> tuple[PriceTable, list[str]]:
+def rebuild(
+    client: Any,
+    regions: Iterable[str],
+    instance_types: Iterable[str] = (),
+    today: str | None = None,
+    progress: Callable[[str], None] | None = None,
+    only: list[Query] | None = None,
+) -> tuple[PriceTable, list[str]]:
     """A new table from the API, and the ``region/service/key`` prices it could not find.
 
     ``only`` replaces the default queries (every price the settings allow).
@@ -184,7 +315,7 @@ def rebuild(client: Any, regions: Iterable[str], instance_types: Iterable[str] =
     table = PriceTable(about="Rebuilt from the AWS Price List API by `mlp cost --refresh`.")
     missing: list[str] = []
     for region in regions:
-        for query in (only if only is not None else queries(instance_types)):
+        for query in only if only is not None else queries(instance_types):
             found = fetch(client, query, region)
             label = f"{region}/{query.service}/{query.key}"
             if found is None:
@@ -192,9 +323,18 @@ def rebuild(client: Any, regions: Iterable[str], instance_types: Iterable[str] =
                 continue
             usd, sku = found
             filters = ", ".join(f"{k}={v}" for k, v in query.filters.items())
-            table.add(Price(region=region, service=query.service, key=query.key, usd=usd,
-                            unit=query.unit, source=API_SOURCE, taken=taken,
-                            note=f"{query.service_code} {filters} sku {sku}".strip()))
+            table.add(
+                Price(
+                    region=region,
+                    service=query.service,
+                    key=query.key,
+                    usd=usd,
+                    unit=query.unit,
+                    source=API_SOURCE,
+                    taken=taken,
+                    note=f"{query.service_code} {filters} sku {sku}".strip(),
+                )
+            )
             if progress:
                 progress(f"{label}: ${usd}")
     return table, missing

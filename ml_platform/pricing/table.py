@@ -34,9 +34,21 @@ CLOUDWATCH_ALARM = "cloudwatch-alarm"  # key: "standard" / "high-resolution" per
 CLOUDWATCH_METRIC = "cloudwatch-metric"  # key: "custom" per metric-month (first tier)
 CLOUDWATCH_DASHBOARD = "cloudwatch-dashboard"  # key: "month" per dashboard
 SECRETS_MANAGER = "secretsmanager-secret"  # key: "month" per secret
-SERVICES = (EC2, SAGEMAKER_HOSTING, EKS_CLUSTER, NAT_GATEWAY, PUBLIC_IPV4,
-            VPC_INTERFACE_ENDPOINT, FSX_LUSTRE_PERSISTENT2, EBS_GP3, KMS_KEY, CLOUDWATCH_ALARM,
-            CLOUDWATCH_METRIC, CLOUDWATCH_DASHBOARD, SECRETS_MANAGER)
+SERVICES = (
+    EC2,
+    SAGEMAKER_HOSTING,
+    EKS_CLUSTER,
+    NAT_GATEWAY,
+    PUBLIC_IPV4,
+    VPC_INTERFACE_ENDPOINT,
+    FSX_LUSTRE_PERSISTENT2,
+    EBS_GP3,
+    KMS_KEY,
+    CLOUDWATCH_ALARM,
+    CLOUDWATCH_METRIC,
+    CLOUDWATCH_DASHBOARD,
+    SECRETS_MANAGER,
+)
 # gp3 includes 3,000 IOPS and 125 MiB/s in its storage price; more bills on top
 # (https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html#gp3-ebs-volume-type).
 GP3_BASELINE_IOPS = 3000
@@ -81,13 +93,17 @@ class PriceTable:
                 price = Price(**row)
             except TypeError as error:
                 fields = sorted(Price.__dataclass_fields__)
-                raise ValueError(f"prices[{i}]: {error.args[0].split('() ', 1)[-1]} (a row has "
-                                 f"the fields {fields})") from None
+                raise ValueError(
+                    f"prices[{i}]: {error.args[0].split('() ', 1)[-1]} (a row has "
+                    f"the fields {fields})"
+                ) from None
             if not isinstance(price.usd, int | float) or isinstance(price.usd, bool):
                 raise ValueError(f"prices[{i}].usd = {price.usd!r}: expected a number")
             if price.usd <= 0:
-                raise ValueError(f"price {price.region}/{price.service}/{price.key} = {price.usd}: "
-                                 "a price must be positive (leave a missing price out)")
+                raise ValueError(
+                    f"price {price.region}/{price.service}/{price.key} = {price.usd}: "
+                    "a price must be positive (leave a missing price out)"
+                )
             table.add(price)
         return table
 
@@ -114,8 +130,9 @@ class PriceTable:
 
     def overlay(self, other: PriceTable) -> PriceTable:
         """This table with every price of ``other`` replacing or adding to it."""
-        merged = PriceTable(prices=dict(self.prices), about=other.about or self.about,
-                            gaps=dict(self.gaps))
+        merged = PriceTable(
+            prices=dict(self.prices), about=other.about or self.about, gaps=dict(self.gaps)
+        )
         for price in other.prices.values():
             merged.add(price)
             merged.gaps.pop((price.region, price.service), None)
@@ -126,11 +143,15 @@ class PriceTable:
 
     def to_dict(self) -> dict[str, Any]:
         rows = sorted(self.prices.values(), key=lambda p: (p.service, p.region, p.key))
-        out: dict[str, Any] = {"currency": "USD", "hours_per_month": HOURS_PER_MONTH,
-                               "about": self.about}
+        out: dict[str, Any] = {
+            "currency": "USD",
+            "hours_per_month": HOURS_PER_MONTH,
+            "about": self.about,
+        }
         if self.gaps:
-            out["gaps"] = [{"region": r, "service": s, "why": why}
-                           for (r, s), why in sorted(self.gaps.items())]
+            out["gaps"] = [
+                {"region": r, "service": s, "why": why} for (r, s), why in sorted(self.gaps.items())
+            ]
         out["prices"] = [p.to_dict() for p in rows]
         return out
 
@@ -148,8 +169,9 @@ def user_table_path(environ: Mapping[str, str] | None = None) -> Path:
     """Where ``mlp cost --refresh`` writes its table: ``$XDG_DATA_HOME/ml-platform/prices.json``
     (``~/.local/share`` when unset), outside the installed package."""
     env = os.environ if environ is None else environ
-    base = env.get("XDG_DATA_HOME") or str(Path(env.get("HOME", "~")).expanduser()
-                                           / ".local" / "share")
+    base = env.get("XDG_DATA_HOME") or str(
+        Path(env.get("HOME", "~")).expanduser() / ".local" / "share"
+    )
     return Path(base) / "ml-platform" / "prices.json"
 
 

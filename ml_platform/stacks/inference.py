@@ -114,7 +114,8 @@ class InferenceStack(Stack):
         self.endpoints: dict[str, TritonMultiModelEndpoint] = {}
         topic = (
             sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
-            if settings.alarm_topic_arn else None
+            if settings.alarm_topic_arn
+            else None
         )
         for endpoint in settings.endpoints if endpoints is None else endpoints:
             construct = TritonMultiModelEndpoint(
@@ -227,19 +228,24 @@ class InferenceStack(Stack):
             f"{self.account}-{self.region}/*"
         )
         self._prefix_objects = bucket.arn_for_objects(f"{model_prefix}*")
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["s3:GetObject"], resources=[self._asset_objects]))
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["s3:ListBucket"],
-            resources=[bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
-        ))
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[self._asset_objects])
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:ListBucket"],
+                resources=[bucket.bucket_arn],
+                conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
+            )
+        )
         # `aws s3 sync` puts each archive, in parts above 8 MiB (all s3:PutObject), and aborts
         # a failed multipart upload.
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["s3:PutObject", "s3:AbortMultipartUpload"],
-            resources=[self._prefix_objects],
-        ))
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=["s3:PutObject", "s3:AbortMultipartUpload"],
+                resources=[self._prefix_objects],
+            )
+        )
         return role
 
     def _acknowledge_upload(self, bucket: s3.IBucket) -> None:
@@ -269,8 +275,7 @@ class InferenceStack(Stack):
             "put and abort only, no read or delete.",
         )
         function = next(
-            c for c in self.node.children
-            if c.node.id.startswith("Custom::CDKBucketDeployment")
+            c for c in self.node.children if c.node.id.startswith("Custom::CDKBucketDeployment")
         )
         acknowledge(
             function,

@@ -76,8 +76,13 @@ class StorageStack(Stack):
             removal_policy=removal,
         )
         unconditional = (
-            [self.format_arn(service="iam", region="", resource="role", resource_name=upload_role_name)]
-            if upload_role_name else []
+            [
+                self.format_arn(
+                    service="iam", region="", resource="role", resource_name=upload_role_name
+                )
+            ]
+            if upload_role_name
+            else []
         )
         self.models = ModelArtifactBucket(
             self,
@@ -110,7 +115,11 @@ class StorageStack(Stack):
                 f"({needed} MB/s here). Dataset reads and checkpoints will wait on the file "
                 "system: raise the throughput tier or the capacity (README, 'Sizing FSx').",
             )
-        CfnOutput(self, "TrainingImageRepositoryUri", value=self.image_repository.repository.repository_uri)
+        CfnOutput(
+            self,
+            "TrainingImageRepositoryUri",
+            value=self.image_repository.repository.repository_uri,
+        )
         CfnOutput(self, "ModelBucketName", value=self.models.bucket.bucket_name)
         # A named export: consumers import it by a name that cannot drift, and cdk-nag
         # acknowledgements can quote it.

@@ -71,7 +71,9 @@ def cluster_charts(
             storage_gib=settings.storage.fsx_storage_gib,
         ),
         "NeuronPlugin": NeuronDevicePluginChart(
-            app, "neuron-device-plugin", instance_types=instance_types,
+            app,
+            "neuron-device-plugin",
+            instance_types=instance_types,
             image=images.resolve(NEURON_DEVICE_PLUGIN_IMAGE),
         ),
         "EfaPlugin": EfaDevicePluginChart(

@@ -333,7 +333,7 @@ def shard_check(data_dir: str, pattern: str, workers: int) -> str:
     )
     return (
         f"shards=$$(compgen -G {shards} | wc -l); "
-        f"if [ \"$$shards\" -lt {workers} ]; then echo \"ERROR: {message}\" >&2; exit 1; fi"
+        f'if [ "$$shards" -lt {workers} ]; then echo "ERROR: {message}" >&2; exit 1; fi'
     )
 
 
@@ -417,8 +417,10 @@ def component_problems(
     if max_retries < 0:
         out.append(f"max_retries = {max_retries}: expected 0 or more")
     if data_shards and not _arg_value(script_args, DATA_DIR_ARG):
-        out.append(f"data_shards = {data_shards!r} needs {DATA_DIR_ARG} <dir> in the script "
-                   "arguments: the shards are counted there")
+        out.append(
+            f"data_shards = {data_shards!r} needs {DATA_DIR_ARG} <dir> in the script "
+            "arguments: the shards are counted there"
+        )
     if resume:
         output_dir = _arg_value(script_args, OUTPUT_DIR_ARG)
         if not output_dir:
@@ -429,8 +431,10 @@ def component_problems(
         if RESUME_FLAG in script_args:
             out.append(f"resume = True adds {RESUME_FLAG} itself; drop it from the arguments")
         if precompile:
-            out.append("resume = True with precompile = True: a precompile run saves no "
-                       "checkpoint to resume from")
+            out.append(
+                "resume = True with precompile = True: a precompile run saves no "
+                "checkpoint to resume from"
+            )
     if not 1024 <= rdzv_port <= 65535 or rdzv_port == BOOTSTRAP_PORT:
         out.append(
             f"rdzv_port = {rdzv_port}: expected 1024 to 65535, not the reserved Neuron "

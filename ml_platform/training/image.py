@@ -122,9 +122,7 @@ def publish(plan: ImagePlan, *, push: bool = True) -> None:
     subprocess.run(plan.build, check=True)
     if not push:
         return
-    password = subprocess.run(
-        plan.password, check=True, capture_output=True, text=True
-    ).stdout
+    password = subprocess.run(plan.password, check=True, capture_output=True, text=True).stdout
     try:
         subprocess.run(plan.login, input=password, check=True, text=True)
         subprocess.run(plan.push, check=True)

@@ -28,12 +28,8 @@ NEURON_SAMPLES_FILES: dict[str, str] = {
     "adamw_fp32_params_copy.py": (
         "49a2ffff9636f8367f63fc4ca600b63500f511a5bed4180771bf3a61c355c6c9"
     ),
-    "lamb.py": (
-        "fdd5e1c9efaaa6bda2b3b5d0a1556da07bed42c887c9732b898a8ef4590fe0d0"
-    ),
-    "requirements.txt": (
-        "ce8f6601e59aaac2346200715ba95ba47eb50e4b33d32956ad8cdd32e64094eb"
-    ),
+    "lamb.py": ("fdd5e1c9efaaa6bda2b3b5d0a1556da07bed42c887c9732b898a8ef4590fe0d0"),
+    "requirements.txt": ("ce8f6601e59aaac2346200715ba95ba47eb50e4b33d32956ad8cdd32e64094eb"),
 }
 
 # The sample's requirements.txt at NEURON_SAMPLES_COMMIT, entry by entry (name -> its pin,

@@ -100,8 +100,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log", required=True, help="file for the server's stdout and stderr")
     parser.add_argument("--env-json", required=True, help="environment of the server, as JSON")
     parser.add_argument("--timeout", type=float, default=60.0)
-    parser.add_argument("command", nargs=argparse.REMAINDER,
-                        help="-- tritonserver ... (the string {port} is replaced)")
+    parser.add_argument(
+        "command",
+        nargs=argparse.REMAINDER,
+        help="-- tritonserver ... (the string {port} is replaced)",
+    )
     args = parser.parse_args(argv)
     command = [c for c in args.command if c != "--"] if args.command[:1] == ["--"] else args.command
 
@@ -122,8 +125,14 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.env_json, encoding="utf-8") as handle:
         env = json.load(handle)
     log = open(args.log, "ab")  # noqa: SIM115 - lives as long as the server
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                              stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    server = subprocess.Popen(
+        command,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        preexec_fn=die_with_parent,
+    )
     stopping = threading.Event()
 
     def stop(*_: object) -> None:
@@ -134,8 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     if not _wait_for_port(port, server, args.timeout):
         server.kill()
         server.wait()
-        say({"error": f"tritonserver did not open port {port} (exit code {server.returncode}); "
-                      f"see {args.log}"})
+        say(
+            {
+                "error": f"tritonserver did not open port {port} (exit code {server.returncode}); "
+                f"see {args.log}"
+            }
+        )
         return 1
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_mask = os.umask(0o177)  # the socket is created 0600: its owner only

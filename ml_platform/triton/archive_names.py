@@ -31,7 +31,9 @@ _LOGICAL = r"[a-z0-9](?:[a-z0-9_-]{0,98}[a-z0-9])?"
 _VERSION = rf"v[0-9a-f]{{{VERSION_LENGTH}}}"
 _LOGICAL_RE = re.compile(rf"^{_LOGICAL}$")
 _VERSION_RE = re.compile(rf"^{_VERSION}$")
-_KEY_RE = re.compile(rf"^(?P<logical>{_LOGICAL})-(?P<version>{_VERSION}){re.escape(ARCHIVE_SUFFIX)}$")
+_KEY_RE = re.compile(
+    rf"^(?P<logical>{_LOGICAL})-(?P<version>{_VERSION}){re.escape(ARCHIVE_SUFFIX)}$"
+)
 _REF_RE = re.compile(rf"^(?P<logical>{_LOGICAL})(?:@(?P<version>{_VERSION}))?$")
 
 
@@ -70,8 +72,10 @@ class ArchiveRef:
 
     def matches(self, key: str) -> bool:
         parsed = parse_key(key)
-        return parsed is not None and parsed.logical == self.logical and (
-            self.version is None or parsed.version == self.version
+        return (
+            parsed is not None
+            and parsed.logical == self.logical
+            and (self.version is None or parsed.version == self.version)
         )
 
     def __str__(self) -> str:
@@ -82,8 +86,10 @@ def logical_problem(name: object) -> str | None:
     """``None`` if ``name`` is a valid logical archive name, else what is wrong."""
     if isinstance(name, str) and _LOGICAL_RE.match(name):
         return None
-    return (f"{name!r} is not a logical archive name: expected 1-100 characters of lower-case "
-            "letters, digits, '_' and '-', starting and ending with a letter or digit")
+    return (
+        f"{name!r} is not a logical archive name: expected 1-100 characters of lower-case "
+        "letters, digits, '_' and '-', starting and ending with a letter or digit"
+    )
 
 
 def parse_ref(text: object) -> ArchiveRef:

@@ -113,9 +113,15 @@ def encoder_max_seq_len(folder: str | Path) -> tuple[int, str] | None:
             value = json.loads((base / name).read_text("utf-8")).get(key)
         except (OSError, ValueError, AttributeError):
             continue
-        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < _UNSET_MODEL_MAX_LENGTH:
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and 0 < value < _UNSET_MODEL_MAX_LENGTH
+        ):
             return value, f"{name} {key}"
     return None
+
+
 #: Where the Python models look for a conda-packed environment, if one is shipped.
 EXECUTION_ENV_FILE = "processing_env.tar.gz"
 EXECUTION_ENV_PARAMETER = "$$TRITON_MODEL_DIRECTORY/" + EXECUTION_ENV_FILE
@@ -356,9 +362,7 @@ def image_ensemble(
         dynamic_batching=True,
         max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
         files=(
-            ModelFile(
-                DALI_MODEL_FILE, content=dali_pipeline_source(mean, std, interface.layout)
-            ),
+            ModelFile(DALI_MODEL_FILE, content=dali_pipeline_source(mean, std, interface.layout)),
         ),
     )
     inception = ModelSpec(
@@ -366,9 +370,7 @@ def image_ensemble(
         backend="onnxruntime",
         max_batch_size=max_batch_size,
         inputs=(
-            TensorSpec(
-                interface.input_name, DataType.FP32, image_shape, format=interface.layout
-            ),
+            TensorSpec(interface.input_name, DataType.FP32, image_shape, format=interface.layout),
         ),
         outputs=(
             TensorSpec(

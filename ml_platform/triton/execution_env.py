@@ -41,19 +41,25 @@ def execution_env_problems(path: str | Path, triton_version: str) -> list[str]:
     try:
         names = _names(path)
     except (tarfile.TarError, OSError, EOFError) as error:
-        return [f"{where}: not a gzip-compressed tar archive as conda-pack writes it ({error}); "
-                "make one with `conda-pack -n <env> -o processing_env.tar.gz`"]
+        return [
+            f"{where}: not a gzip-compressed tar archive as conda-pack writes it ({error}); "
+            "make one with `conda-pack -n <env> -o processing_env.tar.gz`"
+        ]
     if not any(n.startswith("conda-meta/") for n in names):
-        return [f"{where}: no conda-meta/ folder, so not a conda-pack archive of a conda "
-                "environment; make one with `conda-pack -n <env> -o processing_env.tar.gz`"]
+        return [
+            f"{where}: no conda-meta/ folder, so not a conda-pack archive of a conda "
+            "environment; make one with `conda-pack -n <env> -o processing_env.tar.gz`"
+        ]
     problems = []
     pythons = {m.group(1) for n in names if (m := _CONDA_PYTHON.match(n))} or {
         m.group(1) for n in names if (m := _PYTHON_DIR.match(n))
     }
     wanted = stub_python(triton_version)
     if not pythons:
-        problems.append(f"{where}: the environment has no Python (no conda-meta/python-*.json, "
-                        f"no lib/python3.X/); Triton {triton_version}'s stub needs Python {wanted}")
+        problems.append(
+            f"{where}: the environment has no Python (no conda-meta/python-*.json, "
+            f"no lib/python3.X/); Triton {triton_version}'s stub needs Python {wanted}"
+        )
     elif wanted is not None and pythons != {wanted}:
         problems.append(
             f"{where}: has Python {', '.join(sorted(pythons))}; Triton {triton_version}'s "

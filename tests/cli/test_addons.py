@@ -27,10 +27,16 @@ def _answer(name: str, versions: list[str], default: str | None) -> dict:
                         "addonVersion": v,
                         "architecture": ["amd64", "arm64"],
                         "compatibilities": [
-                            {"clusterVersion": "1.35", "platformVersions": ["*"],
-                             "defaultVersion": v == default},
-                            {"clusterVersion": "1.34", "platformVersions": ["*"],
-                             "defaultVersion": False},
+                            {
+                                "clusterVersion": "1.35",
+                                "platformVersions": ["*"],
+                                "defaultVersion": v == default,
+                            },
+                            {
+                                "clusterVersion": "1.34",
+                                "platformVersions": ["*"],
+                                "defaultVersion": False,
+                            },
                         ],
                     }
                     for v in versions
@@ -50,7 +56,8 @@ def _eks_offers() -> dict[str, tuple[list[str], str]]:
         "aws-fsx-csi-driver": (["v1.8.0-eksbuild.2", "v1.10.0-eksbuild.1"], "v1.8.0-eksbuild.2"),
         "coredns": ([PINS["coredns"], "v1.14.4-eksbuild.1"], PINS["coredns"]),
         "eks-pod-identity-agent": (
-            [PINS["eks-pod-identity-agent"]], PINS["eks-pod-identity-agent"]
+            [PINS["eks-pod-identity-agent"]],
+            PINS["eks-pod-identity-agent"],
         ),
         "kube-proxy": (["v1.35.0-eksbuild.2", PINS["kube-proxy"]], "v1.35.0-eksbuild.2"),
         "vpc-cni": ([PINS["vpc-cni"], "v1.21.2-eksbuild.1"], PINS["vpc-cni"]),
@@ -86,14 +93,21 @@ def test_reports_pins_defaults_and_latest_as_json(eks, project, mlp):
     assert report["kubernetes_version"] == "1.35" and report["region"] == "us-west-2"
     by_name = {a["name"]: a for a in report["addons"]}
     assert by_name["kube-proxy"] == {
-        "name": "kube-proxy", "requested": PINS["kube-proxy"], "requested_exists": True,
-        "default": "v1.35.0-eksbuild.2", "latest": PINS["kube-proxy"], "versions": 2,
+        "name": "kube-proxy",
+        "requested": PINS["kube-proxy"],
+        "requested_exists": True,
+        "default": "v1.35.0-eksbuild.2",
+        "latest": PINS["kube-proxy"],
+        "versions": 2,
     }
     # Not pinned: EKS's default is what gets installed; latest compares versions numerically.
     assert by_name["amazon-cloudwatch-observability"] == {
-        "name": "amazon-cloudwatch-observability", "requested": None,
-        "requested_exists": None, "default": "v5.9.2-eksbuild.1",
-        "latest": "v5.10.0-eksbuild.1", "versions": 3,
+        "name": "amazon-cloudwatch-observability",
+        "requested": None,
+        "requested_exists": None,
+        "default": "v5.9.2-eksbuild.1",
+        "latest": "v5.10.0-eksbuild.1",
+        "versions": 3,
     }
     assert by_name["aws-fsx-csi-driver"]["latest"] == "v1.10.0-eksbuild.1"
     assert by_name["vpc-cni"]["latest"] == "v1.21.2-eksbuild.1"

@@ -33,18 +33,25 @@ def test_writes_the_mapped_az_and_deep_merges_cdk_json(aws, project, mlp):
     assert "usw2-az1 (us-west-2b), usw2-az4 (us-west-2d)" in result.out
     written = json.loads(project.with_name("cdk.context.json").read_text())
     assert written[AZ_KEY] == REGION_AZS
-    expected = deep_merge(original, {
-        "env": {"account": "123456789012", "region": "us-west-2"},
-        "network": {"availability_zones": ["us-west-2a", "us-west-2b", "us-west-2d"],
-                    "trainium_az": "us-west-2b"},
-    })
+    expected = deep_merge(
+        original,
+        {
+            "env": {"account": "123456789012", "region": "us-west-2"},
+            "network": {
+                "availability_zones": ["us-west-2a", "us-west-2b", "us-west-2d"],
+                "trainium_az": "us-west-2b",
+            },
+        },
+    )
     assert written[CONTEXT_KEY] == expected
     # moto's default caller is the IAM user arn:aws:iam::123456789012:user/moto: not a role,
     # so no cluster.admin_role_arn is written (expected has none), and the output says so.
     assert "is not an IAM role; cluster.admin_role_arn not written" in result.out
     # Everything else of cdk.json's object survives, because CDK replaces the whole key.
     assert written[CONTEXT_KEY]["storage"] == {
-        "fsx_storage_gib": 1200, "removal_policy": "retain", "ecr_max_images": 50,
+        "fsx_storage_gib": 1200,
+        "removal_policy": "retain",
+        "ecr_max_images": 50,
     }
     assert written[CONTEXT_KEY]["trainium"] == {"instance_type": "trn1.32xlarge", "nodes": 2}
     assert written[CONTEXT_KEY]["training"] == {"queue": "bert"}
@@ -64,7 +71,12 @@ def test_az_id_picks_among_the_offered_ids(aws, project, mlp):
 
 def test_instance_type_option_and_setting(aws, project, mlp):
     # trn1n.32xlarge is only in usw2-az4 in moto's data.
-    assert mlp("--cdk-json", project, "azs", "--admin-role-mine", "--instance-type", "trn1n.32xlarge").code == 0
+    assert (
+        mlp(
+            "--cdk-json", project, "azs", "--admin-role-mine", "--instance-type", "trn1n.32xlarge"
+        ).code
+        == 0
+    )
     written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
     assert written["network"]["trainium_az"] == "us-west-2d"
 
@@ -90,7 +102,7 @@ def test_dry_run_prints_and_writes_nothing(aws, project, mlp):
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--dry-run")
     assert result.code == 0, result.err
     assert not project.with_name("cdk.context.json").exists()
-    printed = json.loads(result.out[result.out.index("{"):])
+    printed = json.loads(result.out[result.out.index("{") :])
     assert printed[AZ_KEY] == REGION_AZS
     assert printed[CONTEXT_KEY]["network"]["trainium_az"] == "us-west-2b"
 
@@ -98,13 +110,21 @@ def test_dry_run_prints_and_writes_nothing(aws, project, mlp):
 def test_other_context_keys_are_kept_and_a_stale_object_replaced(aws, project, mlp):
     local = project.with_name("cdk.context.json")
     lookup = "vpc-provider:account=123456789012:filter.vpc-id=vpc-1:region=us-west-2"
-    local.write_text(json.dumps({
-        lookup: {"vpcId": "vpc-1"},
-        CONTEXT_KEY: {"env": {"account": "123456789012", "region": "us-west-2"},
-                      "network": {"availability_zones": ["us-west-2a", "us-west-2d"],
-                                  "trainium_az": "us-west-2d"}},
-        AZ_KEY: ["us-west-2a", "us-west-2d"],
-    }))
+    local.write_text(
+        json.dumps(
+            {
+                lookup: {"vpcId": "vpc-1"},
+                CONTEXT_KEY: {
+                    "env": {"account": "123456789012", "region": "us-west-2"},
+                    "network": {
+                        "availability_zones": ["us-west-2a", "us-west-2d"],
+                        "trainium_az": "us-west-2d",
+                    },
+                },
+                AZ_KEY: ["us-west-2a", "us-west-2d"],
+            }
+        )
+    )
     assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
     written = json.loads(local.read_text())
     assert written[lookup] == {"vpcId": "vpc-1"}
@@ -139,19 +159,24 @@ def test_other_region(aws, project, mlp):
 
 def test_fixes_settings_whose_azs_are_wrong(aws, project, mlp):
     """Broken AZ settings are what the command repairs, so they do not stop it."""
-    _customise(project, network={"availability_zones": ["eu-west-1a", "eu-west-1b"],
-                                 "trainium_az": "eu-west-1c"})
+    _customise(
+        project,
+        network={"availability_zones": ["eu-west-1a", "eu-west-1b"], "trainium_az": "eu-west-1c"},
+    )
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 0, result.err
     network = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]["network"]
-    assert network == {"availability_zones": ["us-west-2a", "us-west-2b"],
-                       "trainium_az": "us-west-2b"}
+    assert network == {
+        "availability_zones": ["us-west-2a", "us-west-2b"],
+        "trainium_az": "us-west-2b",
+    }
     assert settings_from_cdk_json(str(project)).network.trainium_az == "us-west-2b"
 
 
 def test_result_is_validated_before_writing(aws, project, mlp):
-    _customise(project, network={"nat_gateways": 3, "availability_zones": ["us-west-2a",
-                                                                          "us-west-2d"]})
+    _customise(
+        project, network={"nat_gateways": 3, "availability_zones": ["us-west-2a", "us-west-2d"]}
+    )
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 1
     assert "the settings would be invalid, nothing written" in result.err
@@ -168,12 +193,18 @@ def test_missing_cdk_json(aws, tmp_path, mlp):
 @pytest.mark.parametrize(
     ("trainium", "current", "expected"),
     [
-        ("us-west-2d", ["us-west-2a", "us-west-2b", "us-west-2d"],
-         ["us-west-2a", "us-west-2b", "us-west-2d"]),
+        (
+            "us-west-2d",
+            ["us-west-2a", "us-west-2b", "us-west-2d"],
+            ["us-west-2a", "us-west-2b", "us-west-2d"],
+        ),
         ("us-west-2b", ["us-west-2a", "us-west-2c"], ["us-west-2a", "us-west-2b"]),
         ("us-west-2d", [], ["us-west-2a", "us-west-2d"]),
-        ("us-west-2c", ["eu-west-1a", "us-west-2d", "us-west-2a", "us-west-2b"],
-         ["us-west-2a", "us-west-2c", "us-west-2d"]),
+        (
+            "us-west-2c",
+            ["eu-west-1a", "us-west-2d", "us-west-2a", "us-west-2b"],
+            ["us-west-2a", "us-west-2c", "us-west-2d"],
+        ),
     ],
 )
 def test_choose_azs(trainium, current, expected):
@@ -188,8 +219,16 @@ def _assume(monkeypatch, name: str, path: str) -> str:
     import boto3
 
     iam = boto3.client("iam", region_name="us-west-2")
-    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
-             "Principal": {"AWS": "arn:aws:iam::123456789012:root"}}]}
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": "sts:AssumeRole",
+                "Principal": {"AWS": "arn:aws:iam::123456789012:root"},
+            }
+        ],
+    }
     role = iam.create_role(RoleName=name, Path=path, AssumeRolePolicyDocument=json.dumps(trust))
     credentials = boto3.client("sts", region_name="us-west-2").assume_role(
         RoleArn=role["Role"]["Arn"], RoleSessionName="alice@example.com"
@@ -201,16 +240,21 @@ def _assume(monkeypatch, name: str, path: str) -> str:
 
 
 def test_writes_the_callers_role_with_its_path_as_cluster_admin(aws, project, mlp, monkeypatch):
-    arn = _assume(monkeypatch, "AWSReservedSSO_Admin_0123456789abcdef",
-                  "/aws-reserved/sso.amazonaws.com/")
-    assert arn == ("arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/"
-                   "AWSReservedSSO_Admin_0123456789abcdef")
+    arn = _assume(
+        monkeypatch, "AWSReservedSSO_Admin_0123456789abcdef", "/aws-reserved/sso.amazonaws.com/"
+    )
+    assert arn == (
+        "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/"
+        "AWSReservedSSO_Admin_0123456789abcdef"
+    )
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 0, result.err
     written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
     assert written["cluster"]["admin_role_arn"] == arn
-    assert f"cluster admin: {arn} (role of session arn:aws:sts::123456789012:assumed-role/" \
+    assert (
+        f"cluster admin: {arn} (role of session arn:aws:sts::123456789012:assumed-role/"
         in result.out
+    )
     assert settings_from_cdk_json(str(project)).cluster.admin_role_arn == arn
 
 
@@ -239,7 +283,9 @@ def test_get_role_denied_falls_back_to_the_role_arn_without_path(aws_env):
     assert arn == "arn:aws:iam::111122223333:role/dev"
     assert "iam:GetRole failed (AccessDenied)" in note
     assert caller_role_arn("arn:aws-cn:iam::111122223333:role/x/y", iam) == (
-        "arn:aws-cn:iam::111122223333:role/x/y", "the caller")
+        "arn:aws-cn:iam::111122223333:role/x/y",
+        "the caller",
+    )
     assert caller_role_arn("arn:aws:iam::111122223333:root", iam)[0] is None
 
 
@@ -259,8 +305,14 @@ def test_the_admin_role_must_be_named(aws, project, mlp):
     assert not project.with_name("cdk.context.json").exists()
     # The two ways of naming it exclude each other.
     with pytest.raises(SystemExit):
-        mlp("--cdk-json", project, "azs", "--admin-role-mine", "--admin-role-arn",
-            "arn:aws:iam::123456789012:role/x")
+        mlp(
+            "--cdk-json",
+            project,
+            "azs",
+            "--admin-role-mine",
+            "--admin-role-arn",
+            "arn:aws:iam::123456789012:role/x",
+        )
 
 
 def test_a_rerun_keeps_the_admin_role_an_earlier_run_wrote(aws, project, mlp):
@@ -303,29 +355,42 @@ def checkip(monkeypatch):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    monkeypatch.setattr("ml_platform.cli.azs.CHECKIP_URL",
-                        f"http://127.0.0.1:{server.server_address[1]}/")
+    monkeypatch.setattr(
+        "ml_platform.cli.azs.CHECKIP_URL", f"http://127.0.0.1:{server.server_address[1]}/"
+    )
     yield answer
     server.shutdown()
     server.server_close()
 
 
 def test_public_access_mine_writes_the_callers_address_as_a_slash_32(aws, project, mlp, checkip):
-    result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--public-access-mine",
-                 "--public-access-cidr", "203.0.113.0/24")
+    result = mlp(
+        "--cdk-json",
+        project,
+        "azs",
+        "--admin-role-mine",
+        "--public-access-mine",
+        "--public-access-cidr",
+        "203.0.113.0/24",
+    )
     assert result.code == 0, result.err
     assert "API endpoint: public to 203.0.113.0/24, 198.51.100.7/32 and private" in result.out
     written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
-    assert written["cluster"] == {"endpoint_access": "public_and_private",
-                                  "public_access_cidrs": ["203.0.113.0/24", "198.51.100.7/32"]}
+    assert written["cluster"] == {
+        "endpoint_access": "public_and_private",
+        "public_access_cidrs": ["203.0.113.0/24", "198.51.100.7/32"],
+    }
     cluster = settings_from_cdk_json(str(project)).cluster
     assert cluster.public_access_cidrs == ("203.0.113.0/24", "198.51.100.7/32")
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    (b"<html>oops</html>", "answered '<html>oops</html>', not an address"),
-    (b"2001:db8::1\n", "2001:db8::1 is IPv6; EKS takes IPv4 blocks only"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"<html>oops</html>", "answered '<html>oops</html>', not an address"),
+        (b"2001:db8::1\n", "2001:db8::1 is IPv6; EKS takes IPv4 blocks only"),
+    ],
+)
 def test_public_access_mine_refuses_what_is_not_an_ipv4_address(
     aws, project, mlp, checkip, body, message
 ):
@@ -337,8 +402,9 @@ def test_public_access_mine_refuses_what_is_not_an_ipv4_address(
 
 
 def test_a_world_open_cidr_is_refused_before_writing(aws, project, mlp):
-    result = mlp("--cdk-json", project, "azs", "--admin-role-mine",
-                 "--public-access-cidr", "0.0.0.0/0")
+    result = mlp(
+        "--cdk-json", project, "azs", "--admin-role-mine", "--public-access-cidr", "0.0.0.0/0"
+    )
     assert result.code == 1
     assert "cluster.public_access_cidrs[0] = '0.0.0.0/0': opens the Kubernetes API" in result.err
     assert not project.with_name("cdk.context.json").exists()

@@ -49,8 +49,11 @@ def _reservation(rid: str, **overrides) -> dict:
 
 
 def _expect(stubber: Stubber, rid: str, entry: dict) -> None:
-    stubber.add_response("describe_capacity_reservations", {"CapacityReservations": [entry]},
-                         {"CapacityReservationIds": [rid]})
+    stubber.add_response(
+        "describe_capacity_reservations",
+        {"CapacityReservations": [entry]},
+        {"CapacityReservationIds": [rid]},
+    )
 
 
 def test_a_matching_reservation_passes(ec2, project, mlp):
@@ -58,18 +61,28 @@ def test_a_matching_reservation_passes(ec2, project, mlp):
     _expect(ec2, ODCR, _reservation(ODCR))
     result = mlp("--cdk-json", project, "capacity")
     assert result.code == 0, result.err
-    assert f"{ODCR} (capacity reservation): active, trn1.32xlarge x 4 (4 available) in us-west-2d" \
+    assert (
+        f"{ODCR} (capacity reservation): active, trn1.32xlarge x 4 (4 available) in us-west-2d"
         in result.out
+    )
     assert "matches the settings" in result.out
 
 
 def test_every_mismatch_is_reported(ec2, project, mlp):
     _trainium(project, capacity_reservation_id=ODCR, nodes=2, max_nodes=2)
-    _expect(ec2, ODCR, _reservation(
-        ODCR, InstanceType="trn1n.32xlarge", AvailabilityZone="us-west-2a",
-        TotalInstanceCount=1, AvailableInstanceCount=1, State="expired",
-        PlacementGroupArn="arn:aws:ec2:us-west-2:123456789012:placement-group/odcr-pg",
-    ))
+    _expect(
+        ec2,
+        ODCR,
+        _reservation(
+            ODCR,
+            InstanceType="trn1n.32xlarge",
+            AvailabilityZone="us-west-2a",
+            TotalInstanceCount=1,
+            AvailableInstanceCount=1,
+            State="expired",
+            PlacementGroupArn="arn:aws:ec2:us-west-2:123456789012:placement-group/odcr-pg",
+        ),
+    )
     result = mlp("--cdk-json", project, "capacity", "--json")
     assert result.code == 1
     report = json.loads(result.out)
@@ -100,16 +113,28 @@ def test_a_partly_used_reservation_and_a_placement_group_it_was_not_made_in(ec2,
 def test_a_scheduled_capacity_block_is_a_note_and_the_kind_is_checked(ec2, project, mlp):
     _trainium(project, capacity_block_id=BLOCK)
     start = dt.datetime(2026, 12, 3, 11, 30, tzinfo=dt.timezone.utc)
-    _expect(ec2, BLOCK, _reservation(
-        BLOCK, State="scheduled", ReservationType="capacity-block", StartDate=start,
-        EndDate=start + dt.timedelta(days=1), AvailableInstanceCount=0,
-    ))
+    _expect(
+        ec2,
+        BLOCK,
+        _reservation(
+            BLOCK,
+            State="scheduled",
+            ReservationType="capacity-block",
+            StartDate=start,
+            EndDate=start + dt.timedelta(days=1),
+            AvailableInstanceCount=0,
+        ),
+    )
     result = mlp("--cdk-json", project, "capacity")
     assert result.code == 0, result.out
-    assert "the Capacity Block starts 2026-12-03T11:30:00+00:00: nodes launch only once it is " \
+    assert (
+        "the Capacity Block starts 2026-12-03T11:30:00+00:00: nodes launch only once it is "
         "active" in result.out
-    assert "ends 2026-12-04T11:30:00+00:00; EKS scales the node group to 0 forty minutes " \
+    )
+    assert (
+        "ends 2026-12-04T11:30:00+00:00; EKS scales the node group to 0 forty minutes "
         "before" in result.out
+    )
     # The same id set as an ODCR is named as what it is.
     _trainium(project, capacity_block_id=None, capacity_reservation_id=BLOCK)
     _expect(ec2, BLOCK, _reservation(BLOCK, ReservationType="capacity-block"))
@@ -124,15 +149,19 @@ def test_a_scheduled_capacity_block_is_a_note_and_the_kind_is_checked(ec2, proje
 def test_without_a_reservation_in_the_settings(aws_env, project, mlp):
     result = mlp("--cdk-json", project, "capacity")
     assert result.code == 1
-    assert "no capacity reservation in the settings: set trainium.capacity_reservation_id" \
+    assert (
+        "no capacity reservation in the settings: set trainium.capacity_reservation_id"
         in result.err
+    )
 
 
 def test_an_unknown_reservation(ec2, project, mlp):
     _trainium(project, capacity_reservation_id=ODCR)
-    ec2.add_client_error("describe_capacity_reservations",
-                         service_error_code="InvalidCapacityReservationId.NotFound",
-                         service_message=f"The capacity reservation ID '{ODCR}' does not exist")
+    ec2.add_client_error(
+        "describe_capacity_reservations",
+        service_error_code="InvalidCapacityReservationId.NotFound",
+        service_message=f"The capacity reservation ID '{ODCR}' does not exist",
+    )
     result = mlp("--cdk-json", project, "capacity")
     assert result.code == 1
     assert ODCR in result.err

@@ -64,11 +64,15 @@ CDK_QUIET = {
 def cdk_cli() -> Path:
     """The CDK CLI of node_modules; skips (before the server starts) when it cannot run."""
     if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed: the end-to-end deploy needs the CDK CLI "
-                    "(run `make install`, or deselect with -m 'not e2e')")
+        pytest.skip(
+            "Node.js is not installed: the end-to-end deploy needs the CDK CLI "
+            "(run `make install`, or deselect with -m 'not e2e')"
+        )
     if not (REPO / "node_modules" / "aws-cdk" / "package.json").is_file() or not CDK.exists():
-        pytest.skip("node_modules/aws-cdk is missing: run `npm ci` (or `make install`), "
-                    "or deselect with -m 'not e2e'")
+        pytest.skip(
+            "node_modules/aws-cdk is missing: run `npm ci` (or `make install`), "
+            "or deselect with -m 'not e2e'"
+        )
     return CDK
 
 
@@ -78,8 +82,9 @@ def _mlp() -> list[str]:
 
 
 def _run(argv: list, env: dict[str, str], cwd: Path, timeout: float = 120):
-    done = subprocess.run([str(a) for a in argv], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    done = subprocess.run(
+        [str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
     if done.returncode != 0:
         raise AssertionError(
             f"{' '.join(map(str, argv))} exited {done.returncode}\n"
@@ -90,51 +95,80 @@ def _run(argv: list, env: dict[str, str], cwd: Path, timeout: float = 120):
 
 def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     started = time.monotonic()
-    urllib.request.urlopen(urllib.request.Request(f"{moto_server.url}/moto-api/reset",
-                                                  method="POST"), timeout=10).close()
+    urllib.request.urlopen(
+        urllib.request.Request(f"{moto_server.url}/moto-api/reset", method="POST"), timeout=10
+    ).close()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}
     env.update(CDK_QUIET)
-    env.update({
-        "AWS_ENDPOINT_URL": moto_server.url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-        "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
-        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
-        "AWS_EC2_METADATA_DISABLED": "true",
-    })
+    env.update(
+        {
+            "AWS_ENDPOINT_URL": moto_server.url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
 
     # A project folder of its own: cdk.json with this repository's context, with the parts
     # moto cannot create switched off. The CLI's -c replaces the whole `ml-platform` object,
     # so it gets the complete deep-merged object too.
     repo_context = json.loads((REPO / "cdk.json").read_text())["context"]
-    settings = deep_merge(repo_context["ml-platform"], {
-        "features": {"training_cluster": False, "triton_on_eks": False},
-        "inference": {"instance_type_changes": False},
-        # aws-cdk empties the default security group with a Lambda-backed custom resource.
-        "network": {"restrict_default_security_group": False},
-        # Default removal policy (retain): with "destroy" the buckets are emptied on
-        # deletion by aws-cdk's Lambda-backed custom resource, which moto does not run.
-    })
+    settings = deep_merge(
+        repo_context["ml-platform"],
+        {
+            "features": {"training_cluster": False, "triton_on_eks": False},
+            "inference": {"instance_type_changes": False},
+            # aws-cdk empties the default security group with a Lambda-backed custom resource.
+            "network": {"restrict_default_security_group": False},
+            # Default removal policy (retain): with "destroy" the buckets are emptied on
+            # deletion by aws-cdk's Lambda-backed custom resource, which moto does not run.
+        },
+    )
     project = tmp_path / "project"
     project.mkdir()
-    (project / "cdk.json").write_text(json.dumps({
-        "app": f"{sys.executable} {REPO / 'app.py'}",
-        "context": {**repo_context, "ml-platform": settings},
-    }, indent=2))
+    (project / "cdk.json").write_text(
+        json.dumps(
+            {
+                "app": f"{sys.executable} {REPO / 'app.py'}",
+                "context": {**repo_context, "ml-platform": settings},
+            },
+            indent=2,
+        )
+    )
     empty = tmp_path / "bootstrap"
     empty.mkdir()
 
     _run([cdk_cli, "bootstrap", f"aws://{ACCOUNT}/{REGION}", "--no-notices"], env, empty)
-    _run([cdk_cli, "deploy", *STACKS, "--require-approval", "never", "--method=direct",
-          "--no-notices", "--progress", "events", "--output", tmp_path / "cdk.out",
-          "--outputs-file", tmp_path / "outputs.json",
-          "-c", f"ml-platform={json.dumps(settings)}"], env, project)
+    _run(
+        [
+            cdk_cli,
+            "deploy",
+            *STACKS,
+            "--require-approval",
+            "never",
+            "--method=direct",
+            "--no-notices",
+            "--progress",
+            "events",
+            "--output",
+            tmp_path / "cdk.out",
+            "--outputs-file",
+            tmp_path / "outputs.json",
+            "-c",
+            f"ml-platform={json.dumps(settings)}",
+        ],
+        env,
+        project,
+    )
     deployed = time.monotonic()
 
-    session = boto3.Session(aws_access_key_id="testing", aws_secret_access_key="testing",
-                            region_name=REGION)
+    session = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+    )
 
     def client(service):
         return session.client(service, endpoint_url=moto_server.url)
@@ -163,11 +197,13 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     assert f"s3://{bucket}/models/{archives.text.name}  (uploaded)" in upload.stdout
     listing = client("s3").list_objects_v2(Bucket=bucket, Prefix="models/")
     assert sorted(o["Key"] for o in listing["Contents"]) == sorted(
-        [f"models/{archives.image.name}", f"models/{archives.text.name}"])
+        [f"models/{archives.image.name}", f"models/{archives.text.name}"]
+    )
 
     # moto names the endpoint itself (see the module docstring): the error says so.
-    missing = subprocess.run([*map(str, mlp), "status"], cwd=project, env=env,
-                             capture_output=True, text=True, timeout=60)
+    missing = subprocess.run(
+        [*map(str, mlp), "status"], cwd=project, env=env, capture_output=True, text=True, timeout=60
+    )
     assert missing.returncode == 1
     assert missing.stderr.strip() == (
         f"mlp: error: endpoint 'triton-ensembles' not found in {REGION} (endpoints there: {name})"
@@ -175,23 +211,58 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     report = json.loads(_run([*mlp, "status", "--endpoint", name, "--json"], env, project).stdout)
     (status,) = report["endpoints"]
     assert status["status"] == "InService"
-    assert status["variants"] == [{"name": "AllTraffic", "instance_type": "ml.g4dn.4xlarge",
-                                   "current_instances": 1, "desired_instances": 1}]
+    assert status["variants"] == [
+        {
+            "name": "AllTraffic",
+            "instance_type": "ml.g4dn.4xlarge",
+            "current_instances": 1,
+            "desired_instances": 1,
+        }
+    ]
 
     vector = np.full((1, 384), 1 / np.sqrt(384), dtype=np.float32)
     body = triton_json_response("finaloutput", vector)
-    queued = json.dumps({"region": REGION, "results": [{
-        "Body": body,
-        "ContentType": f"application/vnd.sagemaker-triton.binary+json;json-header-size={len(body)}",
-        "InvokedProductionVariant": "AllTraffic", "CustomAttributes": "",
-    }]}).encode()
-    urllib.request.urlopen(urllib.request.Request(
-        f"{moto_server.url}/moto-api/static/sagemaker/endpoint-results", data=queued,
-        headers={"Content-Type": "application/json"}, method="POST"), timeout=10).close()
+    queued = json.dumps(
+        {
+            "region": REGION,
+            "results": [
+                {
+                    "Body": body,
+                    "ContentType": f"application/vnd.sagemaker-triton.binary+json;json-header-size={len(body)}",
+                    "InvokedProductionVariant": "AllTraffic",
+                    "CustomAttributes": "",
+                }
+            ],
+        }
+    ).encode()
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"{moto_server.url}/moto-api/static/sagemaker/endpoint-results",
+            data=queued,
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        ),
+        timeout=10,
+    ).close()
     # The ONNX text archive was uploaded (the endpoint's default names the T4 plan's).
     text_model = archives.text.name.split("-v")[0]
-    invoked = json.loads(_run([*mlp, "invoke", "--endpoint", name, "--model", text_model,
-                               "--text", "hello", "--json"], env, project).stdout)
+    invoked = json.loads(
+        _run(
+            [
+                *mlp,
+                "invoke",
+                "--endpoint",
+                name,
+                "--model",
+                text_model,
+                "--text",
+                "hello",
+                "--json",
+            ],
+            env,
+            project,
+        ).stdout
+    )
     assert invoked["target_model"] == archives.text.name  # the newest model_trt_python
     assert invoked["embeddings"][0]["dimension"] == 384
     assert invoked["embeddings"][0]["norm"] == pytest.approx(1.0, abs=1e-5)

@@ -17,12 +17,15 @@ def no_credentials(monkeypatch, tmp_path):
     isolate_aws(monkeypatch, tmp_path, credentials=False)
 
 
-@pytest.mark.parametrize("command", [
-    ("status",),
-    ("models", "upload", "{archive}"),
-    ("invoke", "--text", "hello"),
-    ("azs",),
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("status",),
+        ("models", "upload", "{archive}"),
+        ("invoke", "--text", "hello"),
+        ("azs",),
+    ],
+)
 def test_missing_credentials(no_credentials, project, archives, mlp, command):
     argv = [a.format(archive=archives.image) for a in command]
     result = mlp("--cdk-json", project, *argv)
@@ -47,14 +50,17 @@ def test_unknown_profile(no_credentials, project, mlp):
 
 
 def test_global_options_also_after_the_command(aws, project, mlp):
-    result = mlp("models", "upload", "--cdk-json", project, "--stack-prefix", "Other",
-                 project.parent)
+    result = mlp(
+        "models", "upload", "--cdk-json", project, "--stack-prefix", "Other", project.parent
+    )
     assert result.code == 1
     assert "no *.tar.gz archives" in result.err
     from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
-    archive = write_tar(project.parent / "model_x-v00000000.tar.gz",
-                        {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL})
+    archive = write_tar(
+        project.parent / "model_x-v00000000.tar.gz",
+        {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL},
+    )
     result = mlp("models", "upload", "--cdk-json", project, "--stack-prefix", "Other", archive)
     assert "stack 'Other-Storage' not found in us-west-2" in result.err
 

@@ -56,8 +56,9 @@ def test_upload_failure_is_one_line_naming_what_was_already_uploaded(
 
     def deny_second(params, **_):
         if params["Key"].endswith(second.name):
-            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}},
-                              "PutObject")
+            raise ClientError(
+                {"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "PutObject"
+            )
 
     def client(ctx, concurrency):
         s3 = original(ctx, concurrency)
@@ -65,8 +66,7 @@ def test_upload_failure_is_one_line_naming_what_was_already_uploaded(
         return s3
 
     monkeypatch.setattr(upload, "upload_client", client)
-    result = mlp("--cdk-json", project, "models", "upload", "--concurrency", "1",
-                 archives.folder)
+    result = mlp("--cdk-json", project, "models", "upload", "--concurrency", "1", archives.folder)
     assert result.code == 1
     lines = result.err.strip().splitlines()
     error = [line for line in lines if line.startswith("mlp: error:")]
@@ -111,7 +111,9 @@ def test_cdk_context_json_that_is_not_an_object_is_one_line(aws_env, project, ml
 
 
 @pytest.mark.parametrize("timeout", ["nan", "inf", "-inf", "-1", "soon"])
-def test_invoke_refuses_a_timeout_that_is_not_finite_seconds(aws_env, project, mlp, capsys, timeout):
+def test_invoke_refuses_a_timeout_that_is_not_finite_seconds(
+    aws_env, project, mlp, capsys, timeout
+):
     with pytest.raises(SystemExit) as info:
         mlp("--cdk-json", project, "invoke", "--text", "hi", f"--timeout={timeout}")
     assert info.value.code == 2
@@ -119,7 +121,9 @@ def test_invoke_refuses_a_timeout_that_is_not_finite_seconds(aws_env, project, m
 
 
 @pytest.mark.parametrize("url", ["http://localhost:8000", "https://x:8000", "localhost", "h:0"])
-def test_invoke_refuses_a_triton_url_with_a_scheme_or_without_a_port(aws_env, project, mlp, capsys, url):
+def test_invoke_refuses_a_triton_url_with_a_scheme_or_without_a_port(
+    aws_env, project, mlp, capsys, url
+):
     with pytest.raises(SystemExit) as info:
         mlp("--cdk-json", project, "invoke", "--text", "hi", "--triton-url", url)
     assert info.value.code == 2
@@ -136,18 +140,24 @@ def test_invoke_labels_that_are_not_utf8_are_one_line(aws_env, project, tmp_path
     assert result.err.strip() == f"mlp: error: --labels {labels}: not UTF-8 text (byte 4)"
 
 
-def test_a_missing_target_model_is_not_reported_as_a_missing_endpoint(aws_env, project, monkeypatch, mlp):
+def test_a_missing_target_model_is_not_reported_as_a_missing_endpoint(
+    aws_env, project, monkeypatch, mlp
+):
     client = boto3.client("sagemaker-runtime", region_name="us-west-2")
     monkeypatch.setattr(Context, "client", lambda self, service, *a, **k: client)
     monkeypatch.setattr(invoke, "_sleep", lambda s: None)
     with Stubber(client) as stubber:
         stubber.add_client_error(
-            "invoke_endpoint", service_error_code="ValidationError", http_status_code=400,
+            "invoke_endpoint",
+            service_error_code="ValidationError",
+            http_status_code=400,
             service_message="Failed to download model data(bucket: b, key: models/nope.tar.gz). "
             "Please ensure that there is an object located at the URL and that the role passed "
             "to CreateModel has permissions to download the model.",
         )
-        result = mlp("--cdk-json", project, "invoke", "--text", "hi", "--target-model", "nope.tar.gz")
+        result = mlp(
+            "--cdk-json", project, "invoke", "--text", "hi", "--target-model", "nope.tar.gz"
+        )
     assert result.code == 1
     assert result.err.startswith(
         "mlp: error: nope.tar.gz not found under triton-ensembles's model prefix"
@@ -160,7 +170,9 @@ def test_package_out_that_is_a_file_is_one_line(aws_env, tmp_path, mlp):
     out.write_text("a file")
     result = mlp("models", "package", "--out", out / "models")
     assert result.code == 1
-    assert result.err.strip() == f"mlp: error: --out {out / 'models'}: {out} is a file, not a folder"
+    assert (
+        result.err.strip() == f"mlp: error: --out {out / 'models'}: {out} is a file, not a folder"
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root may write anywhere")

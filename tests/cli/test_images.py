@@ -96,9 +96,11 @@ def ecr(monkeypatch: pytest.MonkeyPatch, aws_env) -> Iterator[Stubber]:
 
     real = Context.client
     monkeypatch.setattr(
-        Context, "client",
-        lambda self, service, region=None, **kw: client if service == "ecr" else real(
-            self, service, region, **kw),
+        Context,
+        "client",
+        lambda self, service, region=None, **kw: (
+            client if service == "ecr" else real(self, service, region, **kw)
+        ),
     )
     with stubber:
         yield stubber
@@ -108,11 +110,22 @@ def _efa_response(stubber: Stubber) -> str:
     digest = _digest("efa")
     stubber.add_response(
         "batch_get_image",
-        {"images": [{"registryId": "602401143452", "repositoryName": "eks/aws-efa-k8s-device-plugin",
-                     "imageId": {"imageTag": "v0.5.20", "imageDigest": digest}}],
-         "failures": []},
-        {"registryId": "602401143452", "repositoryName": "eks/aws-efa-k8s-device-plugin",
-         "imageIds": [{"imageTag": "v0.5.20"}], "acceptedMediaTypes": list(MANIFEST_TYPES)},
+        {
+            "images": [
+                {
+                    "registryId": "602401143452",
+                    "repositoryName": "eks/aws-efa-k8s-device-plugin",
+                    "imageId": {"imageTag": "v0.5.20", "imageDigest": digest},
+                }
+            ],
+            "failures": [],
+        },
+        {
+            "registryId": "602401143452",
+            "repositoryName": "eks/aws-efa-k8s-device-plugin",
+            "imageIds": [{"imageTag": "v0.5.20"}],
+            "acceptedMediaTypes": list(MANIFEST_TYPES),
+        },
     )
     return digest
 
@@ -126,8 +139,11 @@ def test_resolve_records_every_digest_and_synthesis_pins_by_them(registry, ecr, 
     public = _public(settings)
     Registry.known = {i.split("/", 1)[1] for i in public}
     efa = _efa_response(ecr)
-    endpoints = [a for r in ("docker.io", "public.ecr.aws", "nvcr.io")
-                 for a in ("--endpoint", f"{r}={registry}")]
+    endpoints = [
+        a
+        for r in ("docker.io", "public.ecr.aws", "nvcr.io")
+        for a in ("--endpoint", f"{r}={registry}")
+    ]
 
     result = mlp("--cdk-json", project, "images", "resolve", *endpoints)
 
@@ -135,7 +151,9 @@ def test_resolve_records_every_digest_and_synthesis_pins_by_them(registry, ecr, 
     ecr.assert_no_pending_responses()
     written = json.loads(project.with_name("cdk.context.json").read_text())
     expected = {i: _digest(i.split("/", 1)[1]) for i in public}
-    expected["602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"] = efa
+    expected[
+        "602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/aws-efa-k8s-device-plugin:v0.5.20"
+    ] = efa
     assert written[IMAGE_DIGESTS_KEY] == expected
     # The stub's digests differ from the public record of Volcano's: the registry's answer
     # is the one written, and the output says so.
@@ -145,8 +163,10 @@ def test_resolve_records_every_digest_and_synthesis_pins_by_them(registry, ecr, 
     heads = [r for r in Registry.requests if r[0] == "HEAD" and "Authorization" in r[2]]
     assert len(heads) == len(public)
     assert all(set(MANIFEST_TYPES) <= set(h[2]["Accept"].split(", ")) for h in heads)
-    assert any(r[0] == "GET" and "scope=repository%3Avolcanosh%2Fvc-scheduler%3Apull" in r[1]
-               for r in Registry.requests)
+    assert any(
+        r[0] == "GET" and "scope=repository%3Avolcanosh%2Fvc-scheduler%3Apull" in r[1]
+        for r in Registry.requests
+    )
 
     # What synthesis sees now: every image pinned, none by tag only.
     after = settings_from_cdk_json(str(project))
@@ -162,8 +182,11 @@ def test_a_missing_tag_is_reported_and_the_others_are_written(registry, ecr, pro
     public = _public(settings)
     Registry.known = {i.split("/", 1)[1] for i in public} - {"tensorflow/tensorflow:2.20.0"}
     _efa_response(ecr)
-    endpoints = [a for r in ("docker.io", "public.ecr.aws", "nvcr.io")
-                 for a in ("--endpoint", f"{r}={registry}")]
+    endpoints = [
+        a
+        for r in ("docker.io", "public.ecr.aws", "nvcr.io")
+        for a in ("--endpoint", f"{r}={registry}")
+    ]
 
     result = mlp("--cdk-json", project, "images", "resolve", *endpoints)
 
@@ -177,12 +200,17 @@ def test_a_missing_tag_is_reported_and_the_others_are_written(registry, ecr, pro
 def test_ecr_failure_names_the_image(registry, ecr, project, mlp):
     Registry.known = {i.split("/", 1)[1] for i in _public(settings_from_cdk_json(str(project)))}
     ecr.add_client_error("batch_get_image", "AccessDeniedException", "not authorized")
-    endpoints = [a for r in ("docker.io", "public.ecr.aws", "nvcr.io")
-                 for a in ("--endpoint", f"{r}={registry}")]
+    endpoints = [
+        a
+        for r in ("docker.io", "public.ecr.aws", "nvcr.io")
+        for a in ("--endpoint", f"{r}={registry}")
+    ]
     result = mlp("--cdk-json", project, "images", "resolve", *endpoints)
     assert result.code == 1
-    assert ("not resolved: 602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/"
-            "aws-efa-k8s-device-plugin:v0.5.20: ecr:BatchGetImage failed") in result.out
+    assert (
+        "not resolved: 602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/"
+        "aws-efa-k8s-device-plugin:v0.5.20: ecr:BatchGetImage failed"
+    ) in result.out
 
 
 def test_resolved_digests_survive_mlp_azs_and_cdk_json_digests_win(project) -> None:
@@ -210,8 +238,10 @@ def test_endpoint_option_is_checked(project, mlp):
 def test_list_shows_each_image_as_pulled_and_counts_the_tag_only_ones(project, mlp):
     result = mlp("--cdk-json", project, "images", "list")
     assert result.code == 0, result.err
-    assert ("docker.io/volcanosh/vc-scheduler:v1.15.1\n    pulled as "
-            "docker.io/volcanosh/vc-scheduler:v1.15.1@sha256:e79dc852") in result.out
+    assert (
+        "docker.io/volcanosh/vc-scheduler:v1.15.1\n    pulled as "
+        "docker.io/volcanosh/vc-scheduler:v1.15.1@sha256:e79dc852"
+    ) in result.out
     tag_only = len(platform_images(settings_from_cdk_json(str(project)))) - 3  # Volcano's
     assert f"pinned by tag only ({tag_only}): run `mlp images resolve`" in result.out
 
@@ -222,5 +252,7 @@ def test_recorded_digests_are_validated_like_settings(project, mlp):
     )
     result = mlp("--cdk-json", project, "images", "list")
     assert result.code == 1
-    assert ("images.digests.docker.io/tensorflow/tensorflow:2.20.0 = 'sha256:12': expected "
-            "'sha256:' and 64 lower-case hex digits") in result.err
+    assert (
+        "images.digests.docker.io/tensorflow/tensorflow:2.20.0 = 'sha256:12': expected "
+        "'sha256:' and 64 lower-case hex digits"
+    ) in result.err

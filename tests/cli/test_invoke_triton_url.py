@@ -64,8 +64,18 @@ def image_server():
 
 
 def test_text_goes_to_the_text_ensemble(text_server: FakeTriton, aws_env, project, mlp) -> None:
-    result = mlp("--cdk-json", project, "invoke", "--triton-url", text_server.url,
-                 "--text", "hello", "--text", "world", "--json")
+    result = mlp(
+        "--cdk-json",
+        project,
+        "invoke",
+        "--triton-url",
+        text_server.url,
+        "--text",
+        "hello",
+        "--text",
+        "world",
+        "--json",
+    )
     assert result.code == 0, result.err
     ((path, header, raw),) = text_server.requests
     assert path == "/v2/models/ensemble/infer"
@@ -77,11 +87,23 @@ def test_text_goes_to_the_text_ensemble(text_server: FakeTriton, aws_env, projec
     assert report["endpoint"] == text_server.url
 
 
-def test_image_goes_to_the_image_ensemble(image_server: FakeTriton, aws_env, project, tmp_path, mlp) -> None:
+def test_image_goes_to_the_image_ensemble(
+    image_server: FakeTriton, aws_env, project, tmp_path, mlp
+) -> None:
     image = tmp_path / "cat.jpg"
     image.write_bytes(b"\xff\xd8\xff fake")
-    result = mlp("--cdk-json", project, "invoke", "--triton-url", image_server.url,
-                 "--image", image, "--top-k", "2", "--json")
+    result = mlp(
+        "--cdk-json",
+        project,
+        "invoke",
+        "--triton-url",
+        image_server.url,
+        "--image",
+        image,
+        "--top-k",
+        "2",
+        "--json",
+    )
     assert result.code == 0, result.err
     ((path, header, raw),) = image_server.requests
     assert path == "/v2/models/ensemble_dali_inception/infer"

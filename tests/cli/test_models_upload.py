@@ -40,8 +40,7 @@ def _quiet() -> Console:
 
 def _count_calls(s3, operation: str) -> list[dict]:
     calls: list[dict] = []
-    s3.meta.events.register(f"before-call.s3.{operation}",
-                            lambda params, **_: calls.append(params))
+    s3.meta.events.register(f"before-call.s3.{operation}", lambda params, **_: calls.append(params))
     return calls
 
 
@@ -54,14 +53,17 @@ def test_uploads_versioned_archives_with_their_sha256(aws, project, archives, ml
 
     assert result.code == 0, result.err
     assert _keys(bucket) == sorted([f"models/{image}", f"models/{text}"])
-    assert result.out.splitlines() == sorted([
-        f"s3://{bucket}/models/{image}  (uploaded)",
-        f"s3://{bucket}/models/{text}  (uploaded)",
-    ])
+    assert result.out.splitlines() == sorted(
+        [
+            f"s3://{bucket}/models/{image}  (uploaded)",
+            f"s3://{bucket}/models/{text}  (uploaded)",
+        ]
+    )
     got = _s3().get_object(Bucket=bucket, Key=f"models/{text}")
     assert got["Body"].read() == archives.text.read_bytes()
     assert got["Metadata"] == {
-        SHA256_METADATA: hashlib.sha256(archives.text.read_bytes()).hexdigest()}
+        SHA256_METADATA: hashlib.sha256(archives.text.read_bytes()).hexdigest()
+    }
     assert "2/2 archives (2 uploaded, 0 skipped)" in result.err  # the one progress display
     assert "2 archive(s): 2 uploaded" in result.err
 
@@ -69,12 +71,14 @@ def test_uploads_versioned_archives_with_their_sha256(aws, project, archives, ml
 def test_same_content_again_is_skipped_without_sending_it(aws, project, archives):
     bucket = create_storage_stack()
     s3 = _s3()
-    first = upload.upload_archives(s3, [archives.image, archives.text], bucket, "models/",
-                                   console=_quiet())
+    first = upload.upload_archives(
+        s3, [archives.image, archives.text], bucket, "models/", console=_quiet()
+    )
     assert [o.state for o in first.outcomes] == ["uploaded", "uploaded"]
     puts = _count_calls(s3, "PutObject")
-    second = upload.upload_archives(s3, [archives.image, archives.text], bucket, "models/",
-                                    console=_quiet())
+    second = upload.upload_archives(
+        s3, [archives.image, archives.text], bucket, "models/", console=_quiet()
+    )
     assert [o.state for o in second.outcomes] == ["skipped", "skipped"]
     assert puts == []
 
@@ -83,8 +87,9 @@ def test_same_content_without_metadata_is_recognised_by_its_md5_etag(aws, archiv
     # e.g. put there by the stack's deploy-time upload (inference.upload_dir), no sha256.
     bucket = create_storage_stack()
     s3 = _s3()
-    s3.put_object(Bucket=bucket, Key=f"models/{archives.text.name}",
-                  Body=archives.text.read_bytes())
+    s3.put_object(
+        Bucket=bucket, Key=f"models/{archives.text.name}", Body=archives.text.read_bytes()
+    )
     report = upload.upload_archives(s3, [archives.text], bucket, "models/", console=_quiet())
     assert [o.state for o in report.outcomes] == ["skipped"]
 
@@ -135,8 +140,19 @@ def test_refuses_bad_archives_listing_every_problem(aws, project, archives, tmp_
     shutil.copy(archives.text, renamed)  # a name whose version is not its content's
 
     # The good archive last and one at a time: the first problem stops further uploads.
-    result = mlp("--cdk-json", project, "models", "upload", "--concurrency", "1",
-                 no_ensemble, nested, broken, renamed, archives.text)
+    result = mlp(
+        "--cdk-json",
+        project,
+        "models",
+        "upload",
+        "--concurrency",
+        "1",
+        no_ensemble,
+        nested,
+        broken,
+        renamed,
+        archives.text,
+    )
 
     assert result.code == 1
     lines = result.err.splitlines()
@@ -144,13 +160,19 @@ def test_refuses_bad_archives_listing_every_problem(aws, project, archives, tmp_
     missing_ensemble = 'no <model>/config.pbtxt with platform: "ensemble" at the archive root'
     assert f"  - {no_ensemble}: {missing_ensemble}" in lines
     assert f"  - {nested}: {missing_ensemble}" in lines
-    assert any(line.startswith(f"  - {broken}: ensemble/config.pbtxt: not a Triton model config")
-               for line in lines)
-    assert (f"  - {renamed}: named version {content_version(archives.image)}, but its content "
-            f"is version {content_version(archives.text)} (repackage it with mlp models "
-            "package)") in lines
-    assert "5 archive(s): 0 uploaded (0 B), 0 skipped (same content), 4 refused, " \
-           "1 not started" in result.err
+    assert any(
+        line.startswith(f"  - {broken}: ensemble/config.pbtxt: not a Triton model config")
+        for line in lines
+    )
+    assert (
+        f"  - {renamed}: named version {content_version(archives.image)}, but its content "
+        f"is version {content_version(archives.text)} (repackage it with mlp models "
+        "package)"
+    ) in lines
+    assert (
+        "5 archive(s): 0 uploaded (0 B), 0 skipped (same content), 4 refused, "
+        "1 not started" in result.err
+    )
     assert "Traceback" not in result.err
     assert _keys(bucket) == []  # not even the good archive
 
@@ -165,8 +187,7 @@ def _retar(like: Path, files: dict[str, str], logical: str | None = None) -> Pat
     return version_archive(write_tar(like.parent / f"{name}.tar.gz", files))[0]
 
 
-def test_name_problems_and_content_problems_come_together(aws, project, archives, tmp_path,
-                                                          mlp):
+def test_name_problems_and_content_problems_come_together(aws, project, archives, tmp_path, mlp):
     bad_name = tmp_path / "model tf.tar.gz"
     shutil.copy(archives.image, bad_name)
     wrong_suffix = tmp_path / "model.zip"
@@ -177,15 +198,24 @@ def test_name_problems_and_content_problems_come_together(aws, project, archives
     twice.mkdir()
     shutil.copy(archives.image, twice / archives.image.name)
 
-    result = mlp("--cdk-json", project, "models", "upload", archives.image, twice, bad_name,
-                 wrong_suffix, not_tar, tmp_path / "missing.tar.gz")
+    result = mlp(
+        "--cdk-json",
+        project,
+        "models",
+        "upload",
+        archives.image,
+        twice,
+        bad_name,
+        wrong_suffix,
+        not_tar,
+        tmp_path / "missing.tar.gz",
+    )
 
     assert result.code == 1
     lines = result.err.splitlines()
     assert lines[0] == "mlp: error: refusing to upload:"
     assert f"  - {tmp_path / 'missing.tar.gz'}: no such file or folder" in lines
-    assert (f"  - {archives.image.name}: given more than once (archives share one prefix)"
-            in lines)
+    assert f"  - {archives.image.name}: given more than once (archives share one prefix)" in lines
     versioned = "not a versioned archive name: expected <logical>-v<8 hex digits>.tar.gz"
     assert any(line.startswith(f"  - {bad_name}: {versioned}") for line in lines)
     assert any(str(bad_name) in line and "characters outside" in line for line in lines)
@@ -239,8 +269,9 @@ def test_uploads_run_in_parallel_up_to_the_concurrency(aws, tmp_path, concurrenc
 
     s3.meta.events.register("before-call.s3.PutObject", enter)
     s3.meta.events.register("after-call.s3.PutObject", leave)
-    report = upload.upload_archives(s3, paths, bucket, "models/", concurrency=concurrency,
-                                    console=_quiet())
+    report = upload.upload_archives(
+        s3, paths, bucket, "models/", concurrency=concurrency, console=_quiet()
+    )
 
     assert report.count("uploaded") == 12
     if concurrency == 1:
@@ -281,32 +312,40 @@ def test_concurrency_flag_is_bounded(aws, project, archives, mlp):
 
 
 def test_archive_with_two_ensembles_is_refused(tmp_path):
-    two = write_tar(tmp_path / "two.tar.gz",
-                    {"a/config.pbtxt": ENSEMBLE, "b/config.pbtxt": ENSEMBLE})
+    two = write_tar(
+        tmp_path / "two.tar.gz", {"a/config.pbtxt": ENSEMBLE, "b/config.pbtxt": ENSEMBLE}
+    )
     assert archive_problems(two) == ["2 ensembles at the root (a, b), expected exactly one"]
 
 
 def test_miswired_ensemble_is_refused_with_step_and_tensor(tmp_path):
-    wrong = write_tar(tmp_path / "wrong.tar.gz", {
-        "ensemble/config.pbtxt": ENSEMBLE,
-        "encoder/config.pbtxt": MODEL.replace("TYPE_FP32 dims: 4 }\noutput",
-                                              "TYPE_INT32 dims: 4 }\noutput"),
-    })
+    wrong = write_tar(
+        tmp_path / "wrong.tar.gz",
+        {
+            "ensemble/config.pbtxt": ENSEMBLE,
+            "encoder/config.pbtxt": MODEL.replace(
+                "TYPE_FP32 dims: 4 }\noutput", "TYPE_INT32 dims: 4 }\noutput"
+            ),
+        },
+    )
     problems = archive_problems(wrong)
     assert problems and all("encoder" in p for p in problems)
     assert any("'x'" in p and "INT32" in p for p in problems), problems
 
 
 def test_leading_dot_slash_members_are_accepted(tmp_path):
-    dotted = write_tar(tmp_path / "dotted.tar.gz", {"./ensemble/config.pbtxt": ENSEMBLE,
-                                                    "./encoder/config.pbtxt": MODEL})
+    dotted = write_tar(
+        tmp_path / "dotted.tar.gz",
+        {"./ensemble/config.pbtxt": ENSEMBLE, "./encoder/config.pbtxt": MODEL},
+    )
     assert archive_problems(dotted) == []
 
 
 def test_prefix_and_stack_prefix_come_from_the_stack(aws, project, archives, mlp):
     bucket = create_storage_stack("Team-Storage", prefix="serving/v2/")
-    result = mlp("--cdk-json", project, "--stack-prefix", "Team", "models", "upload",
-                 archives.image)
+    result = mlp(
+        "--cdk-json", project, "--stack-prefix", "Team", "models", "upload", archives.image
+    )
     assert result.code == 0, result.err
     assert _keys(bucket) == [f"serving/v2/{archives.image.name}"]
 

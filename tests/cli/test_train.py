@@ -30,7 +30,8 @@ class FakeCluster:
 
     def put_job(self, name: str, phase: str = "Completed", retries: int = 0) -> None:
         self.objects[f"{JOBS}/{name}"] = {
-            "apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
             "metadata": {"name": name, "namespace": NS},
             "status": {"state": {"phase": phase}, "retryCount": retries, "running": 0},
         }
@@ -53,8 +54,9 @@ class FakeCluster:
                 self.wfile.write(data)
 
             def _missing(self) -> None:
-                self._send(404, {"kind": "Status", "status": "Failure", "reason": "NotFound",
-                                 "code": 404})
+                self._send(
+                    404, {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}
+                )
 
             def do_GET(self):
                 url = urlparse(self.path)
@@ -62,8 +64,13 @@ class FakeCluster:
                 if url.path == f"/api/v1/namespaces/{NS}/pods":
                     selector = parse_qs(url.query)["labelSelector"][0]
                     job = selector.split("=", 1)[1]
-                    pods = [{"metadata": {"name": f"{job}-worker-{i}-0"},
-                             "status": {"phase": "Running"}} for i in (0, 1)]
+                    pods = [
+                        {
+                            "metadata": {"name": f"{job}-worker-{i}-0"},
+                            "status": {"phase": "Running"},
+                        }
+                        for i in (0, 1)
+                    ]
                     return self._send(200, {"kind": "PodList", "items": pods})
                 if url.path in cluster.dying:
                     cluster.dying[url.path] -= 1
@@ -83,8 +90,9 @@ class FakeCluster:
                 if parse_qs(url.query).get("propagationPolicy") == ["Foreground"]:
                     # Dependents first; each goes a few reads later, the job last.
                     for kind, obj in (("services", name), ("configmaps", f"{name}-svc")):
-                        cluster.dying[f"/api/v1/namespaces/{NS}/{kind}/{obj}"] = \
-                            cluster.linger[kind]
+                        cluster.dying[f"/api/v1/namespaces/{NS}/{kind}/{obj}"] = cluster.linger[
+                            kind
+                        ]
                     cluster.dying[url.path] = cluster.linger["configmaps"] + 1
                 else:  # background: the job goes now, its dependents later
                     cluster.objects.pop(url.path)
@@ -109,8 +117,11 @@ def fake_cluster(monkeypatch):
     thread.start()
     config = client.Configuration(host=f"http://127.0.0.1:{server.server_address[1]}")
     api = client.ApiClient(config)
-    monkeypatch.setattr(train, "kubernetes_apis",
-                        lambda context: (client.CustomObjectsApi(api), client.CoreV1Api(api)))
+    monkeypatch.setattr(
+        train,
+        "kubernetes_apis",
+        lambda context: (client.CustomObjectsApi(api), client.CoreV1Api(api)),
+    )
     monkeypatch.setattr(train, "POLL_S", 0.01)
     yield cluster
     server.shutdown()
@@ -140,8 +151,10 @@ def test_rerun_gives_up_naming_what_is_left(fake_cluster, project, mlp):
     fake_cluster.linger["configmaps"] = 10**6  # the garbage collector never gets there
     result = mlp("--cdk-json", project, "train", "rerun", "bert-pretrain", "--timeout", "0.2")
     assert result.code == 1
-    assert "bert-pretrain: still there after 0.2 s: vcjob/bert-pretrain, " \
+    assert (
+        "bert-pretrain: still there after 0.2 s: vcjob/bert-pretrain, "
         "cm/bert-pretrain-svc" in result.err
+    )
     assert fake_cluster.created_while == []  # nothing created on top of the old objects
 
 
@@ -150,8 +163,10 @@ def test_submit_refuses_while_the_old_objects_exist(fake_cluster, project, mlp):
     fake_cluster.objects.pop(f"{JOBS}/bert-precompile")  # job gone, svc and cm still there
     result = mlp("--cdk-json", project, "train", "submit", "bert-precompile")
     assert result.code == 1
-    assert ("bert-precompile: svc/bert-precompile, cm/bert-precompile-svc already exist(s) in "
-            "training; use `mlp train rerun bert-precompile`") in result.err
+    assert (
+        "bert-precompile: svc/bert-precompile, cm/bert-precompile-svc already exist(s) in "
+        "training; use `mlp train rerun bert-precompile`"
+    ) in result.err
     assert fake_cluster.created_while == []
 
 
@@ -168,7 +183,10 @@ def test_status(fake_cluster, project, mlp):
     result = mlp("--cdk-json", project, "train", "status", "bert-pretrain", "--json")
     assert result.code == 0, result.err
     assert json.loads(result.out) == {
-        "job": "bert-pretrain", "phase": "Restarting", "retries": 1, "running": 0,
+        "job": "bert-pretrain",
+        "phase": "Restarting",
+        "retries": 1,
+        "running": 0,
         "pods": {"bert-pretrain-worker-0-0": "Running", "bert-pretrain-worker-1-0": "Running"},
     }
 
@@ -176,5 +194,7 @@ def test_status(fake_cluster, project, mlp):
 def test_unknown_job(project, mlp):
     result = mlp("--cdk-json", project, "train", "submit", "bert-large")
     assert result.code == 1
-    assert "'bert-large': not a training job of the platform; expected one of " \
+    assert (
+        "'bert-large': not a training job of the platform; expected one of "
         "['bert-precompile', 'bert-pretrain']" in result.err
+    )

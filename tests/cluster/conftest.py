@@ -17,8 +17,13 @@ def trn1n(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
     default synthesis already runs it over the same constructs)."""
     return synthesize(
         tmp_path_factory.mktemp("cdk.out.trn1n"),
-        {"trainium": {"instance_type": "trn1n.32xlarge", "capacity_block_id": CAPACITY_BLOCK,
-                      "min_nodes": 0},
-         "cluster": {"node_ssm_access": False}},
+        {
+            "trainium": {
+                "instance_type": "trn1n.32xlarge",
+                "capacity_block_id": CAPACITY_BLOCK,
+                "min_nodes": 0,
+            },
+            "cluster": {"node_ssm_access": False},
+        },
         nag=False,
     )

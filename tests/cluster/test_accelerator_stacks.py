@@ -80,21 +80,35 @@ def test_default_trainium_group_has_no_capacity_reservation(synth: SynthesizedPl
 @pytest.mark.parametrize(
     ("trainium", "expected"),
     [
-        ({"capacity_reservation_id": "cr-123"},
-         "trainium.capacity_reservation_id = 'cr-123': expected a capacity reservation id"),
-        ({"capacity_block_id": "cb-0123456789abcdef0"},
-         "trainium.capacity_block_id = 'cb-0123456789abcdef0': expected a capacity reservation"),
-        ({"capacity_reservation_id": "cr-0123456789abcdef0",
-          "capacity_block_id": "cr-02168da1478b509e0"},
-         "trainium.capacity_reservation_id and trainium.capacity_block_id are both set"),
-        ({"capacity_block_id": "cr-02168da1478b509e0", "placement_group": "pg"},
-         "trainium.placement_group = 'pg' with trainium.capacity_block_id: a Capacity Block "
-         "places its instances itself"),
-        ({"placement_group": "pg"},
-         "trainium.placement_group = 'pg': names the group a capacity reservation was created "
-         "in, so it needs trainium.capacity_reservation_id"),
-        ({"capacity_reservation_id": "cr-0123456789abcdef0", "placement_group": "x" * 256},
-         "trainium.placement_group = 'xxx"),
+        (
+            {"capacity_reservation_id": "cr-123"},
+            "trainium.capacity_reservation_id = 'cr-123': expected a capacity reservation id",
+        ),
+        (
+            {"capacity_block_id": "cb-0123456789abcdef0"},
+            "trainium.capacity_block_id = 'cb-0123456789abcdef0': expected a capacity reservation",
+        ),
+        (
+            {
+                "capacity_reservation_id": "cr-0123456789abcdef0",
+                "capacity_block_id": "cr-02168da1478b509e0",
+            },
+            "trainium.capacity_reservation_id and trainium.capacity_block_id are both set",
+        ),
+        (
+            {"capacity_block_id": "cr-02168da1478b509e0", "placement_group": "pg"},
+            "trainium.placement_group = 'pg' with trainium.capacity_block_id: a Capacity Block "
+            "places its instances itself",
+        ),
+        (
+            {"placement_group": "pg"},
+            "trainium.placement_group = 'pg': names the group a capacity reservation was created "
+            "in, so it needs trainium.capacity_reservation_id",
+        ),
+        (
+            {"capacity_reservation_id": "cr-0123456789abcdef0", "placement_group": "x" * 256},
+            "trainium.placement_group = 'xxx",
+        ),
     ],
 )
 def test_capacity_settings_are_validated(trainium: dict, expected: str) -> None:
@@ -105,8 +119,10 @@ def test_capacity_settings_are_validated(trainium: dict, expected: str) -> None:
 
 def test_scale_to_zero_settings_are_accepted() -> None:
     settings = Settings.from_context(
-        {"trainium": {"min_nodes": 0, "capacity_reservation_id": "cr-0123456789abcdef0"},
-         "triton_on_eks": {"min_gpu_nodes": 0}}
+        {
+            "trainium": {"min_nodes": 0, "capacity_reservation_id": "cr-0123456789abcdef0"},
+            "triton_on_eks": {"min_gpu_nodes": 0},
+        }
     )
     assert settings.trainium.min_nodes == 0
     assert settings.triton_on_eks.min_gpu_nodes == 0
@@ -119,11 +135,18 @@ def test_capacity_block_defaults_min_nodes_to_zero() -> None:
     be able to get there (capacity-blocks-mng)."""
     block = Settings.from_context({"trainium": {"capacity_block_id": "cr-02168da1478b509e0"}})
     assert (block.trainium.min_nodes, block.trainium.nodes) == (0, 2)
-    odcr = Settings.from_context({"trainium": {"capacity_reservation_id": "cr-0123456789abcdef0",
-                                               "placement_group": "odcr-pg"}})
+    odcr = Settings.from_context(
+        {
+            "trainium": {
+                "capacity_reservation_id": "cr-0123456789abcdef0",
+                "placement_group": "odcr-pg",
+            }
+        }
+    )
     assert (odcr.trainium.min_nodes, odcr.trainium.placement_group) == (2, "odcr-pg")
     explicit = Settings.from_context(
-        {"trainium": {"capacity_block_id": "cr-02168da1478b509e0", "min_nodes": 1}})
+        {"trainium": {"capacity_block_id": "cr-02168da1478b509e0", "min_nodes": 1}}
+    )
     assert explicit.trainium.min_nodes == 1
 
 
@@ -141,14 +164,18 @@ def _trainium_stack(trainium: dict):
     base = cdk.Stack(app, "Base", env=env)
     vpc = ec2.Vpc(base, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     cluster = eks.Cluster.from_cluster_attributes(
-        base, "Cluster", cluster_name="c", vpc=vpc,
-        cluster_security_group_id="sg-0123456789abcdef0")
+        base, "Cluster", cluster_name="c", vpc=vpc, cluster_security_group_id="sg-0123456789abcdef0"
+    )
     stack = TrainiumNodesStack(
-        app, "Trn", settings=Settings.from_context({"trainium": trainium}), cluster=cluster,
+        app,
+        "Trn",
+        settings=Settings.from_context({"trainium": trainium}),
+        cluster=cluster,
         trainium_subnet=vpc.private_subnets[0],
-        training_nodes=ec2.SecurityGroup(base, "Efa", vpc=vpc), env=env)
-    return Annotations.from_stack(stack).find_warning(
-        "*", Match.string_like_regexp("BERT recipe"))
+        training_nodes=ec2.SecurityGroup(base, "Efa", vpc=vpc),
+        env=env,
+    )
+    return Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("BERT recipe"))
 
 
 def test_a_node_count_the_bert_recipe_refuses_warns_at_synth() -> None:

@@ -63,8 +63,14 @@ def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
     assert (
         set(deployed) - triton
         == set(copies)
-        == {"Storage", "NeuronPlugin", "EfaPlugin", "VolcanoQueue", "TrainingNetworkPolicies",
-            "SystemNetworkPolicies"}
+        == {
+            "Storage",
+            "NeuronPlugin",
+            "EfaPlugin",
+            "VolcanoQueue",
+            "TrainingNetworkPolicies",
+            "SystemNetworkPolicies",
+        }
     )
     for name, objects in copies.items():
         assert [key(o) for o in deployed[name]] == [key(o) for o in objects], name
@@ -115,15 +121,27 @@ def test_validation_catches_a_broken_object(copies) -> None:
 
 
 def test_namespaces_are_set_per_object(deployed, synth: SynthesizedPlatform) -> None:
-    cluster_scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PersistentVolume", "Queue",
-                      "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    cluster_scoped = {
+        "Namespace",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "PersistentVolume",
+        "Queue",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     training = synth.platform.settings.training.namespace
     for name, objects in deployed.items():
         for obj in objects:
             namespace = obj["metadata"].get("namespace")
             assert (namespace is None) == (obj["kind"] in cluster_scoped), (name, key(obj))
             assert namespace in (
-                None, "kube-system", training, "triton", "volcano-system", "amazon-cloudwatch"
+                None,
+                "kube-system",
+                training,
+                "triton",
+                "volcano-system",
+                "amazon-cloudwatch",
             ), (name, key(obj))
             if namespace in ("volcano-system", "amazon-cloudwatch"):  # strict mode's allow-all
                 assert (name, obj["kind"]) == ("SystemNetworkPolicies", "NetworkPolicy")
@@ -180,8 +198,14 @@ def _instance_types(pod: dict[str, Any]) -> list[str]:
 def test_neuron_plugin(deployed) -> None:
     objects = deployed["NeuronPlugin"]
     kinds = {o["kind"]: o for o in objects}
-    assert set(kinds) == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet",
-                          "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    assert set(kinds) == {
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "DaemonSet",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    }
     rules = {
         (tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"])
         for r in kinds["ClusterRole"]["rules"]
@@ -217,8 +241,11 @@ def test_neuron_plugin(deployed) -> None:
     assert container["image"] == NEURON_DEVICE_PLUGIN_IMAGE
     assert container["image"] == "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0"
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
-    assert mounts == {"/var/lib/kubelet/device-plugins": False, "/run/infa-map.json": True,
-                      "/opt/aws": True}
+    assert mounts == {
+        "/var/lib/kubelet/device-plugins": False,
+        "/run/infa-map.json": True,
+        "/opt/aws": True,
+    }
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
     assert env == {
         "KUBECONFIG": "/etc/kubernetes/kubelet.conf",
@@ -289,8 +316,11 @@ def test_volcano_helm_chart(synth: SynthesizedPlatform) -> None:
     assert values["basic"]["image_registry"] == "docker.io"
     # Each image as chart 1.15.1's templates build it (`{{ image_registry }}/{{ <c>_image_name
     # }}:{{ <c>_image_tag_version | default image_tag_version }}`), with its values.yaml names.
-    names = {"scheduler": "volcanosh/vc-scheduler", "controller": "volcanosh/vc-controller-manager",
-             "admission": "volcanosh/vc-webhook-manager"}
+    names = {
+        "scheduler": "volcanosh/vc-scheduler",
+        "controller": "volcanosh/vc-controller-manager",
+        "admission": "volcanosh/vc-webhook-manager",
+    }
     rendered = {
         c: f"{values['basic']['image_registry']}/{name}:{values['basic'][f'{c}_image_tag_version']}"
         for c, name in names.items()

@@ -96,38 +96,61 @@ def test_the_creator_gets_no_permanent_admin_entry_and_the_kubectl_role_has_its_
     assert cluster["Properties"]["AccessConfig"]["BootstrapClusterCreatorAdminPermissions"] is False
     template = synth.template_json("TrainingCluster")["Resources"]
     (role_id,) = [
-        k for k, r in template.items()
-        if r["Type"] == "AWS::IAM::Role" and k.startswith("ClusterKubectlProviderHandlerServiceRole")
+        k
+        for k, r in template.items()
+        if r["Type"] == "AWS::IAM::Role"
+        and k.startswith("ClusterKubectlProviderHandlerServiceRole")
     ]
     _, handler = next(
-        (k, r) for k, r in template.items()
+        (k, r)
+        for k, r in template.items()
         if r["Type"] == "AWS::Lambda::Function" and k.startswith("ClusterKubectlProviderHandler")
     )
     assert handler["Properties"]["Role"] == {"Fn::GetAtt": [role_id, "Arn"]}
     (entry_id,) = [
-        k for k, r in _resources(synth, "AWS::EKS::AccessEntry").items()
+        k
+        for k, r in _resources(synth, "AWS::EKS::AccessEntry").items()
         if r["Properties"]["PrincipalArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
     ]
     entry = template[entry_id]["Properties"]
-    assert entry["AccessPolicies"] == [{
-        "AccessScope": {"Type": "cluster"},
-        "PolicyArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                        ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"]]},
-    }]
+    assert entry["AccessPolicies"] == [
+        {
+            "AccessScope": {"Type": "cluster"},
+            "PolicyArn": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy",
+                    ],
+                ]
+            },
+        }
+    ]
     (barrier,) = [k for k in template if k.startswith("ClusterKubectlReadyBarrier")]
     assert entry_id in template[barrier]["DependsOn"]
 
 
 def test_a_world_open_endpoint_is_an_error_unless_stated_then_a_warning() -> None:
-    with pytest.raises(ValueError, match="'0.0.0.0/0' opens the Kubernetes API endpoint to the "
-                       "whole internet.*public_access_from_anywhere=True"):
+    with pytest.raises(
+        ValueError,
+        match="'0.0.0.0/0' opens the Kubernetes API endpoint to the "
+        "whole internet.*public_access_from_anywhere=True",
+    ):
         _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"])
-    stated = _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"],
-                           public_access_from_anywhere=True)
+    stated = _bare_cluster(
+        endpoint_access="public_and_private",
+        public_access_cidrs=["0.0.0.0/0"],
+        public_access_from_anywhere=True,
+    )
     (warning,) = [m.data for m in stated.node.metadata if m.type == "aws:cdk:warning"]
     assert "0.0.0.0/0" in warning and OPEN_TO_WORLD_WARNING in warning
-    with pytest.raises(ValueError, match=r"public_access_cidrs=\['203.0.113.0/24'\]: a private "
-                       "endpoint takes none"):
+    with pytest.raises(
+        ValueError,
+        match=r"public_access_cidrs=\['203.0.113.0/24'\]: a private "
+        "endpoint takes none",
+    ):
         _bare_cluster(public_access_cidrs=["203.0.113.0/24"])
 
 
@@ -143,8 +166,11 @@ def test_restricted_or_private_endpoint_has_no_warning_and_admin_role_gets_an_ac
     None
 ):
     admin = "arn:aws:iam::123456789012:role/PlatformAdmin"
-    restricted = _bare_cluster(endpoint_access="public_and_private",
-                               public_access_cidrs=["203.0.113.0/24"], admin_role_arn=admin)
+    restricted = _bare_cluster(
+        endpoint_access="public_and_private",
+        public_access_cidrs=["203.0.113.0/24"],
+        admin_role_arn=admin,
+    )
     assert [m for m in restricted.node.metadata if m.type == "aws:cdk:warning"] == []
     entry = restricted.admin_access.node.default_child
     assert entry.principal_arn == admin
@@ -200,16 +226,17 @@ def test_unconfirmed_addons_can_be_pinned_by_setting() -> None:
 
     from ml_platform.config import Settings, SettingsError
 
-    settings = Settings.from_context(
-        {"cluster": {"fsx_csi_driver_version": "v1.9.0-eksbuild.1"}}
-    )
+    settings = Settings.from_context({"cluster": {"fsx_csi_driver_version": "v1.9.0-eksbuild.1"}})
     assert settings.cluster.addon_versions == {"aws-fsx-csi-driver": "v1.9.0-eksbuild.1"}
     env = cdk.Environment(account="123456789012", region="us-west-2")
     stack = cdk.Stack(new_app(), "S", env=env)
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c", vpc=vpc)
     PlatformAddons(
-        stack, "Addons", cluster=cluster, kubernetes_version="1.35",
+        stack,
+        "Addons",
+        cluster=cluster,
+        kubernetes_version="1.35",
         addon_versions=settings.cluster.addon_versions,
     )
     versions = {
@@ -220,8 +247,13 @@ def test_unconfirmed_addons_can_be_pinned_by_setting() -> None:
     assert versions["aws-fsx-csi-driver"] == "v1.9.0-eksbuild.1"
     assert versions["amazon-cloudwatch-observability"] is None
     with pytest.raises(ValueError, match=r"addon_versions: unknown add-ons \['vpc-cnii'\]"):
-        PlatformAddons(stack, "Bad", cluster=cluster, kubernetes_version="1.35",
-                       addon_versions={"vpc-cnii": "v1.0.0-eksbuild.1"})
+        PlatformAddons(
+            stack,
+            "Bad",
+            cluster=cluster,
+            kubernetes_version="1.35",
+            addon_versions={"vpc-cnii": "v1.0.0-eksbuild.1"},
+        )
     with pytest.raises(SettingsError) as info:
         Settings.from_context({"cluster": {"cloudwatch_observability_version": "5.3.1"}})
     assert info.value.problems == [
@@ -408,8 +440,9 @@ def test_kubeconfig_command_never_assumes_the_admin_role_itself() -> None:
     admin = "arn:aws:iam::123456789012:role/platform-admins"
     outputs = {}
     for role in (None, admin):
-        stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012",
-                                                               region="eu-west-1"))
+        stack = cdk.Stack(
+            new_app(), "S", env=cdk.Environment(account="123456789012", region="eu-west-1")
+        )
         kubeconfig_outputs(stack, "ml-platform", role)
         outputs[role] = Template.from_stack(stack).to_json()["Outputs"]
     command = "aws eks update-kubeconfig --name ml-platform --region eu-west-1"
@@ -427,7 +460,8 @@ def test_the_vpc_cni_has_its_own_pod_identity_role_created_before_the_add_on(
     node role loses the policy only after the add-on is updated."""
     template = synth.template_json("TrainingCluster")["Resources"]
     (association_id,) = [
-        k for k, r in _resources(synth, "AWS::EKS::PodIdentityAssociation").items()
+        k
+        for k, r in _resources(synth, "AWS::EKS::PodIdentityAssociation").items()
         if r["Properties"]["ServiceAccount"] == "aws-node"
     ]
     association = template[association_id]["Properties"]
@@ -436,7 +470,8 @@ def test_the_vpc_cni_has_its_own_pod_identity_role_created_before_the_add_on(
     (arn,) = template[role_id]["Properties"]["ManagedPolicyArns"]
     assert arn["Fn::Join"][1][-1] == ":iam::aws:policy/AmazonEKS_CNI_Policy"
     (addon_id,) = [
-        k for k, r in _resources(synth, "AWS::EKS::Addon").items()
+        k
+        for k, r in _resources(synth, "AWS::EKS::Addon").items()
         if r["Properties"]["AddonName"] == "vpc-cni"
     ]
     assert addon_id.startswith("AddonsVpcCni") and "Role" not in addon_id  # logical ID kept
@@ -454,15 +489,19 @@ def test_ssm_on_node_roles_follows_the_setting() -> None:
         cluster = _bare_cluster(node_ssm_access=ssm)
         GpuNodeGroup(cluster, "Gpu", cluster=cluster.cluster, ssm_access=ssm)
         roles = [
-            r for r in Template.from_stack(cdk.Stack.of(cluster)).find_resources(
-                "AWS::IAM::Role").values()
+            r
+            for r in Template.from_stack(cdk.Stack.of(cluster))
+            .find_resources("AWS::IAM::Role")
+            .values()
             if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
             == {"Service": "ec2.amazonaws.com"}
         ]
         assert len(roles) == 2  # system and GPU node roles
         names[ssm] = [
-            sorted(a["Fn::Join"][1][-1].rsplit("/", 1)[-1]
-                   for a in r["Properties"]["ManagedPolicyArns"])
+            sorted(
+                a["Fn::Join"][1][-1].rsplit("/", 1)[-1]
+                for a in r["Properties"]["ManagedPolicyArns"]
+            )
             for r in roles
         ]
     base = ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]
@@ -473,33 +512,50 @@ def test_ssm_on_node_roles_follows_the_setting() -> None:
 def test_network_policy_mode_reaches_the_vpc_cni_and_is_checked() -> None:
     for mode in ("strict", "standard"):
         cluster = _bare_cluster()
-        addons = PlatformAddons(cluster, "Addons", cluster=cluster.cluster, kubernetes_version="1.35",
-                                network_policy_mode=mode)
+        addons = PlatformAddons(
+            cluster,
+            "Addons",
+            cluster=cluster.cluster,
+            kubernetes_version="1.35",
+            network_policy_mode=mode,
+        )
         values = cdk.Stack.of(cluster).resolve(
-            addons.addons["vpc-cni"].node.default_child.configuration_values)
-        assert json.loads(values) == {"enableNetworkPolicy": "true",
-                                      "env": {"NETWORK_POLICY_ENFORCING_MODE": mode}}
+            addons.addons["vpc-cni"].node.default_child.configuration_values
+        )
+        assert json.loads(values) == {
+            "enableNetworkPolicy": "true",
+            "env": {"NETWORK_POLICY_ENFORCING_MODE": mode},
+        }
     cluster = _bare_cluster()
-    with pytest.raises(ValueError, match=r"network_policy_mode='off': expected one of \['strict', "
-                       r"'standard'\]"):
-        PlatformAddons(cluster, "Addons", cluster=cluster.cluster, kubernetes_version="1.35",
-                       network_policy_mode="off")
+    with pytest.raises(
+        ValueError,
+        match=r"network_policy_mode='off': expected one of \['strict', "
+        r"'standard'\]",
+    ):
+        PlatformAddons(
+            cluster,
+            "Addons",
+            cluster=cluster.cluster,
+            kubernetes_version="1.35",
+            network_policy_mode="off",
+        )
 
 
 def test_the_kubectl_handler_runs_in_the_private_subnets_so_a_private_endpoint_deploys(
     synth: SynthesizedPlatform,
 ) -> None:
     template = synth.template_json("TrainingCluster")["Resources"]
-    handler = next(r for k, r in template.items() if r["Type"] == "AWS::Lambda::Function"
-                   and k.startswith("ClusterKubectlProviderHandler"))
+    handler = next(
+        r
+        for k, r in template.items()
+        if r["Type"] == "AWS::Lambda::Function" and k.startswith("ClusterKubectlProviderHandler")
+    )
     subnets = [s["Fn::ImportValue"] for s in handler["Properties"]["VpcConfig"]["SubnetIds"]]
     assert len(subnets) == 3 and all("PrivateSubnet" in s for s in subnets)
 
 
 def _warnings_at(synth: SynthesizedPlatform, stack: str, suffix: str) -> list[str]:
-    metadata = json.loads(
-        (synth.outdir / f"{synth.stack_name(stack)}.metadata.json").read_text()
-    )
+    metadata = json.loads((synth.outdir / f"{synth.stack_name(stack)}.metadata.json").read_text())
     return [
         e["data"]
         for path, entries in metadata.items()
@@ -528,11 +584,23 @@ def test_pinned_add_ons_are_not_reported() -> None:
     stack = cdk.Stack(new_app(), "S", env=env)
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c", vpc=vpc)
-    one = PlatformAddons(stack, "One", cluster=cluster, kubernetes_version="1.35",
-                         addon_versions={"aws-fsx-csi-driver": "v1.9.0-eksbuild.1"})
-    both = PlatformAddons(stack, "Both", cluster=cluster, kubernetes_version="1.35",
-                          addon_versions={"aws-fsx-csi-driver": "v1.9.0-eksbuild.1",
-                                          "amazon-cloudwatch-observability": "v5.3.1-eksbuild.1"})
+    one = PlatformAddons(
+        stack,
+        "One",
+        cluster=cluster,
+        kubernetes_version="1.35",
+        addon_versions={"aws-fsx-csi-driver": "v1.9.0-eksbuild.1"},
+    )
+    both = PlatformAddons(
+        stack,
+        "Both",
+        cluster=cluster,
+        kubernetes_version="1.35",
+        addon_versions={
+            "aws-fsx-csi-driver": "v1.9.0-eksbuild.1",
+            "amazon-cloudwatch-observability": "v5.3.1-eksbuild.1",
+        },
+    )
     warnings = lambda c: [str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"]
     (message,) = warnings(one)
     assert ADDON_FLOATS_WARNING in message and "['amazon-cloudwatch-observability']" in message

@@ -26,11 +26,13 @@ def test_fsx_volumes_are_static_so_the_controller_never_calls_fsx(
     objects = _objects(synth)
     # No dynamic provisioning (it would need the controller's region): no FSx StorageClass.
     assert [
-        o["metadata"]["name"] for o in objects
+        o["metadata"]["name"]
+        for o in objects
         if o["kind"] == "StorageClass" and o.get("provisioner") == FSX_CSI_DRIVER
     ] == []
     volumes = [
-        o for o in objects
+        o
+        for o in objects
         if o["kind"] == "PersistentVolume"
         and o["spec"].get("csi", {}).get("driver") == FSX_CSI_DRIVER
     ]
@@ -44,14 +46,16 @@ def test_fsx_csi_driver_runs_on_pod_identity_under_hop_limit_1(synth: Synthesize
     assert IMDS_HOP_LIMIT == 1
     resources = synth.template_json("TrainingCluster")["Resources"]
     (addon,) = [
-        r for r in resources.values()
+        r
+        for r in resources.values()
         if r["Type"] == "AWS::EKS::Addon" and r["Properties"]["AddonName"] == "aws-fsx-csi-driver"
     ]
     # No configuration values: nothing sets controller.region (AWS_REGION), see the finding.
     assert "ConfigurationValues" not in addon["Properties"]
     namespace, account = FSX_CSI_SERVICE_ACCOUNT
     (association,) = [
-        r["Properties"] for r in resources.values()
+        r["Properties"]
+        for r in resources.values()
         if r["Type"] == "AWS::EKS::PodIdentityAssociation"
         and r["Properties"]["ServiceAccount"] == account
     ]

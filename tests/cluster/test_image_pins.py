@@ -33,9 +33,7 @@ def _d(n: int) -> str:
 
 def _with_images(images: dict[str, Any]) -> Settings:
     """cdk.json's settings with ``images`` set."""
-    return Settings.from_context(
-        deep_merge(cdk_json_context()[CONTEXT_KEY], {"images": images})
-    )
+    return Settings.from_context(deep_merge(cdk_json_context()[CONTEXT_KEY], {"images": images}))
 
 
 def _containers(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -57,8 +55,10 @@ def test_policy_adds_digest_and_mirror_and_keeps_the_tag() -> None:
     )
     # A digest in the pin itself is kept (and wins).
     pinned = f"nvcr.io/nvidia/k8s-device-plugin:v0.20.0@{_d(2)}"
-    assert ImagePolicy(digests={"nvcr.io/nvidia/k8s-device-plugin:v0.20.0": _d(3)}).resolve(
-        pinned) == pinned
+    assert (
+        ImagePolicy(digests={"nvcr.io/nvidia/k8s-device-plugin:v0.20.0": _d(3)}).resolve(pinned)
+        == pinned
+    )
     assert ImagePolicy().tag_only([tensorboard, pinned, *PUBLIC_DIGESTS]) == [tensorboard]
     for text in ("tensorflow/tensorflow:2.20.0", "docker.io/Tensorflow:1", "docker.io/a:b c"):
         with pytest.raises(ValueError, match="expected an image reference"):
@@ -69,13 +69,23 @@ def test_cluster_charts_pull_through_the_policy(settings: Settings) -> None:
     neuron_digest, efa_digest = _d(4), _d(5)
     efa = efa_device_plugin_image(settings.env.region)
     custom = _with_images(
-        {"mirrors": MIRRORS, "digests": {NEURON_DEVICE_PLUGIN_IMAGE: neuron_digest, efa: efa_digest}}
+        {
+            "mirrors": MIRRORS,
+            "digests": {NEURON_DEVICE_PLUGIN_IMAGE: neuron_digest, efa: efa_digest},
+        }
     )
-    charts = cluster_charts(cdk8s.App(), custom, file_system_id="fs-0123456789abcdef0",
-                            file_system_dns_name="fs.example", file_system_mount_name="abcd")
+    charts = cluster_charts(
+        cdk8s.App(),
+        custom,
+        file_system_id="fs-0123456789abcdef0",
+        file_system_dns_name="fs.example",
+        file_system_mount_name="abcd",
+    )
     (neuron,) = _containers(list(charts["NeuronPlugin"].to_json()))
     (efa_container,) = _containers(list(charts["EfaPlugin"].to_json()))
-    assert neuron["image"] == f"{ECR}/ecr-public/neuron/neuron-device-plugin:2.32.0.0@{neuron_digest}"
+    assert (
+        neuron["image"] == f"{ECR}/ecr-public/neuron/neuron-device-plugin:2.32.0.0@{neuron_digest}"
+    )
     # ECR images (the EKS registry) have no mirror setting: digest only.
     assert efa_container["image"] == f"{efa}@{efa_digest}"
     assert {neuron["imagePullPolicy"], efa_container["imagePullPolicy"]} == {"IfNotPresent"}
@@ -93,14 +103,21 @@ def test_volcano_values_take_the_mirror_and_digests() -> None:
 
 
 def test_triton_chart_pulls_through_the_policy() -> None:
-    props = dict(bucket_name="b", model_prefix="models/", archives=("model_tf_dali",),
-                 triton_version="24.09", region="us-west-2")
+    props = dict(
+        bucket_name="b",
+        model_prefix="models/",
+        archives=("model_tf_dali",),
+        triton_version="24.09",
+        region="us-west-2",
+    )
     triton = "nvcr.io/nvidia/tritonserver:24.09-py3"
     policy = ImagePolicy(digests={triton: _d(7)}, mirrors=MIRRORS)
     chart = TritonChart(cdk8s.App(), "t", props=TritonChartProps(**props, images=policy))
     images = {c["name"]: c["image"] for c in _containers(list(chart.to_json()))}
-    assert images["tritonserver"] == images["unpack-archives"] == (
-        f"{ECR}/nvidia/nvidia/tritonserver:24.09-py3@{_d(7)}"
+    assert (
+        images["tritonserver"]
+        == images["unpack-archives"]
+        == (f"{ECR}/nvidia/nvidia/tritonserver:24.09-py3@{_d(7)}")
     )
     assert images["fetch-archives"] == f"{ECR}/ecr-public/aws-cli/aws-cli:2.36.49"
 
@@ -114,12 +131,13 @@ def test_tensorboard_manifest_pulls_through_the_policy(settings: Settings) -> No
 
 
 def _warnings(synth: SynthesizedPlatform, stack: str) -> dict[str, list[str]]:
-    metadata = json.loads(
-        (synth.outdir / f"{synth.stack_name(stack)}.metadata.json").read_text()
-    )
+    metadata = json.loads((synth.outdir / f"{synth.stack_name(stack)}.metadata.json").read_text())
     return {
-        path: [e["data"] for e in entries if e["type"] == "aws:cdk:warning"
-               and TAG_ONLY_WARNING in e["data"]]
+        path: [
+            e["data"]
+            for e in entries
+            if e["type"] == "aws:cdk:warning" and TAG_ONLY_WARNING in e["data"]
+        ]
         for path, entries in metadata.items()
         if any(e["type"] == "aws:cdk:warning" and TAG_ONLY_WARNING in e["data"] for e in entries)
     }
@@ -131,26 +149,42 @@ def test_synthesis_warns_about_each_image_pinned_by_tag_only(synth: SynthesizedP
     neuron, efa, triton = (by_construct[k] for k in ("NeuronPlugin", "EfaPlugin", "Triton"))
     assert NEURON_DEVICE_PLUGIN_IMAGE in neuron[0]
     assert "eks/aws-efa-k8s-device-plugin:v0.5.20" in efa[0]
-    for image in ("nvcr.io/nvidia/tritonserver:25.09-py3", "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
-                  "public.ecr.aws/aws-cli/aws-cli:2.36.49"):
+    for image in (
+        "nvcr.io/nvidia/tritonserver:25.09-py3",
+        "nvcr.io/nvidia/k8s-device-plugin:v0.20.0",
+        "public.ecr.aws/aws-cli/aws-cli:2.36.49",
+    ):
         assert image in triton[0]
     # Volcano's three images have public digests: no warning on its chart.
     assert not any("volcano" in path.lower() for path in warned)
     assert "mlp images resolve" in neuron[0]
 
 
-@pytest.mark.parametrize(("images", "problem"), [
-    ({"mirrors": {"ghcr.io": f"{ECR}/gh"}}, "images.mirrors.ghcr.io: unknown registry"),
-    ({"mirrors": {"docker.io": "https://mirror.example/"}},
-     "images.mirrors.docker.io = 'https://mirror.example/': expected a registry host"),
-    ({"mirrors": {"docker.io": "docker.io/library"}}, "a mirror must be another registry"),
-    ({"mirrors": ["docker.io"]}, "images.mirrors = ['docker.io']: expected an object of strings"),
-    ({"digests": {"tensorflow/tensorflow:2.20.0": _d(1)}}, "expected an image reference"),
-    ({"digests": {"docker.io/tensorflow/tensorflow": _d(1)}}, "expected 'registry/repository:tag'"),
-    ({"digests": {"docker.io/tensorflow/tensorflow:2.20.0": "sha256:abc"}},
-     "expected 'sha256:' and 64 lower-case hex digits"),
-    ({"digests": {"docker.io/tensorflow/tensorflow:2.20.0": 5}}, "= 5: expected a string"),
-])
+@pytest.mark.parametrize(
+    ("images", "problem"),
+    [
+        ({"mirrors": {"ghcr.io": f"{ECR}/gh"}}, "images.mirrors.ghcr.io: unknown registry"),
+        (
+            {"mirrors": {"docker.io": "https://mirror.example/"}},
+            "images.mirrors.docker.io = 'https://mirror.example/': expected a registry host",
+        ),
+        ({"mirrors": {"docker.io": "docker.io/library"}}, "a mirror must be another registry"),
+        (
+            {"mirrors": ["docker.io"]},
+            "images.mirrors = ['docker.io']: expected an object of strings",
+        ),
+        ({"digests": {"tensorflow/tensorflow:2.20.0": _d(1)}}, "expected an image reference"),
+        (
+            {"digests": {"docker.io/tensorflow/tensorflow": _d(1)}},
+            "expected 'registry/repository:tag'",
+        ),
+        (
+            {"digests": {"docker.io/tensorflow/tensorflow:2.20.0": "sha256:abc"}},
+            "expected 'sha256:' and 64 lower-case hex digits",
+        ),
+        ({"digests": {"docker.io/tensorflow/tensorflow:2.20.0": 5}}, "= 5: expected a string"),
+    ],
+)
 def test_image_settings_are_checked(images: dict[str, Any], problem: str) -> None:
     with pytest.raises(SettingsError) as info:
         Settings.from_context({"images": images})

@@ -70,9 +70,7 @@ def test_each_version_has_its_own_kube_proxy_and_coredns() -> None:
 
 def test_synthesis_passes_cdk_nag(k8s134: SynthesizedPlatform) -> None:
     assert k8s134.validation_error is None
-    assert all(
-        not plugin.get("violations") for plugin in k8s134.nag_report()["pluginReports"]
-    )
+    assert all(not plugin.get("violations") for plugin in k8s134.nag_report()["pluginReports"])
 
 
 def test_cluster_kubectl_layer_and_addons_are_1_34(k8s134: SynthesizedPlatform) -> None:

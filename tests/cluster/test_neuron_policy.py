@@ -32,8 +32,12 @@ def objects() -> list[dict]:
 
 
 def _kind(objects, kind, name=POLICY_NAME) -> dict:
-    (obj,) = [o for o in objects if o["kind"] == kind
-              and (not kind.startswith("ValidatingAdmission") or o["metadata"]["name"] == name)]
+    (obj,) = [
+        o
+        for o in objects
+        if o["kind"] == kind
+        and (not kind.startswith("ValidatingAdmission") or o["metadata"]["name"] == name)
+    ]
     return obj
 
 
@@ -56,37 +60,55 @@ def test_policy_and_binding_validate_for_every_supported_version(objects) -> Non
             kubernetes_validate.validate(obj, f"{version}.0", strict=True)
     spec = policy["spec"]
     assert spec["failurePolicy"] == "Fail"
-    assert spec["matchConstraints"]["resourceRules"] == [{
-        "apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods"],
-    }]
+    assert spec["matchConstraints"]["resourceRules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["UPDATE"],
+            "resources": ["pods"],
+        }
+    ]
     (condition,) = spec["matchConditions"]
     assert condition["expression"] == f"request.userInfo.username == '{SERVICE_ACCOUNT_USER}'"
     assert SERVICE_ACCOUNT_USER == "system:serviceaccount:kube-system:neuron-device-plugin"
-    assert [v["expression"] for v in spec["validations"]] == [e for e, _ in POD_WRITE_RULES.values()]
+    assert [v["expression"] for v in spec["validations"]] == [
+        e for e, _ in POD_WRITE_RULES.values()
+    ]
     assert binding["spec"] == {"policyName": POLICY_NAME, "validationActions": ["Deny", "Audit"]}
     node_policy = _kind(objects, "ValidatingAdmissionPolicy", NODE_STATUS_POLICY_NAME)
     node_binding = _kind(objects, "ValidatingAdmissionPolicyBinding", NODE_STATUS_POLICY_NAME)
     for version in KUBERNETES_VERSIONS:
         for obj in (node_policy, node_binding):
             kubernetes_validate.validate(obj, f"{version}.0", strict=True)
-    assert node_policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == ["nodes/status"]
+    assert node_policy["spec"]["matchConstraints"]["resourceRules"][0]["resources"] == [
+        "nodes/status"
+    ]
     assert node_policy["spec"]["matchConditions"] == spec["matchConditions"]
-    assert node_binding["spec"] == {"policyName": NODE_STATUS_POLICY_NAME,
-                                    "validationActions": ["Deny", "Audit"]}
+    assert node_binding["spec"] == {
+        "policyName": NODE_STATUS_POLICY_NAME,
+        "validationActions": ["Deny", "Audit"],
+    }
     # The binding's subject is the plugin's own service account, bound in the ClusterRoleBinding.
     subjects = _kind(objects, "ClusterRoleBinding")["subjects"]
-    assert subjects == [{"kind": "ServiceAccount", "name": "neuron-device-plugin",
-                         "namespace": "kube-system"}]
+    assert subjects == [
+        {"kind": "ServiceAccount", "name": "neuron-device-plugin", "namespace": "kube-system"}
+    ]
 
 
 # --- the CEL rules, evaluated -----------------------------------------------------------------
 
 POD = {
-    "metadata": {"name": "bert-pretrain-worker-0", "namespace": "training",
-                 "labels": {"app": "bert"}, "annotations": {"a": "1"},
-                 "ownerReferences": [{"kind": "Job", "name": "bert-pretrain", "uid": "u"}]},
-    "spec": {"nodeName": "ip-10-0-1-5.us-west-2.compute.internal",
-             "containers": [{"name": "worker", "image": "img"}]},
+    "metadata": {
+        "name": "bert-pretrain-worker-0",
+        "namespace": "training",
+        "labels": {"app": "bert"},
+        "annotations": {"a": "1"},
+        "ownerReferences": [{"kind": "Job", "name": "bert-pretrain", "uid": "u"}],
+    },
+    "spec": {
+        "nodeName": "ip-10-0-1-5.us-west-2.compute.internal",
+        "containers": [{"name": "worker", "image": "img"}],
+    },
 }
 
 
@@ -127,17 +149,30 @@ def test_an_annotation_on_a_pod_of_its_own_node_is_allowed() -> None:
     assert _failures(_request(NODE), new, POD) == []
 
 
-@pytest.mark.parametrize(("request_node", "change", "rule"), [
-    ("ip-10-0-9-9.us-west-2.compute.internal",
-     lambda p: p["metadata"]["annotations"].update(x="y"), "own-node"),
-    (None, lambda p: p["metadata"]["annotations"].update(x="y"), "own-node"),
-    (NODE, lambda p: p["spec"]["containers"][0].update(image="attacker/image"), "metadata-only"),
-    (NODE, lambda p: p["metadata"]["labels"].update({"ml-platform/triton-client": "true"}),
-     "annotations-only"),
-    (NODE, lambda p: p["metadata"].pop("labels"), "annotations-only"),
-    (NODE, lambda p: p["metadata"].update(finalizers=["x/block"]), "annotations-only"),
-    (NODE, lambda p: p["metadata"].pop("ownerReferences"), "annotations-only"),
-])
+@pytest.mark.parametrize(
+    ("request_node", "change", "rule"),
+    [
+        (
+            "ip-10-0-9-9.us-west-2.compute.internal",
+            lambda p: p["metadata"]["annotations"].update(x="y"),
+            "own-node",
+        ),
+        (None, lambda p: p["metadata"]["annotations"].update(x="y"), "own-node"),
+        (
+            NODE,
+            lambda p: p["spec"]["containers"][0].update(image="attacker/image"),
+            "metadata-only",
+        ),
+        (
+            NODE,
+            lambda p: p["metadata"]["labels"].update({"ml-platform/triton-client": "true"}),
+            "annotations-only",
+        ),
+        (NODE, lambda p: p["metadata"].pop("labels"), "annotations-only"),
+        (NODE, lambda p: p["metadata"].update(finalizers=["x/block"]), "annotations-only"),
+        (NODE, lambda p: p["metadata"].pop("ownerReferences"), "annotations-only"),
+    ],
+)
 def test_writes_beyond_annotations_of_own_node_pods_are_denied(request_node, change, rule) -> None:
     assert _failures(_request(request_node), _changed(change), POD) == [rule]
 
@@ -149,9 +184,14 @@ def test_an_unscheduled_pod_is_no_pod_of_its_node() -> None:
     assert _failures(_request(NODE), new, pending) == ["own-node"]
 
 
-@pytest.mark.parametrize(("request_node", "allowed"), [
-    (NODE, True), ("ip-10-0-9-9.us-west-2.compute.internal", False), (None, False),
-])
+@pytest.mark.parametrize(
+    ("request_node", "allowed"),
+    [
+        (NODE, True),
+        ("ip-10-0-9-9.us-west-2.compute.internal", False),
+        (None, False),
+    ],
+)
 def test_node_status_writes_only_for_its_own_node(request_node, allowed) -> None:
     node = {"metadata": {"name": NODE}, "status": {"capacity": {"aws.amazon.com/neuron": "16"}}}
     new = copy.deepcopy(node)

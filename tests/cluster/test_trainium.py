@@ -114,9 +114,11 @@ def test_pods_request_exactly_the_efa_devices_a_node_has(
     lt = _trainium_template(synth)
     efa_devices = sum(i["InterfaceType"] in ("efa", "efa-only") for i in lt["NetworkInterfaces"])
     instance = TRAINIUM_INSTANCES[lt["InstanceType"]]
-    assert efa_devices == instance.efa_interfaces == {"trn1.32xlarge": 8, "trn1n.32xlarge": 16}[
-        lt["InstanceType"]
-    ]
+    assert (
+        efa_devices
+        == instance.efa_interfaces
+        == {"trn1.32xlarge": 8, "trn1n.32xlarge": 16}[lt["InstanceType"]]
+    )
     (role,) = trainium_ddp(
         script="train.py", image="example.com/train:1", instance_type=lt["InstanceType"]
     ).roles
@@ -309,10 +311,16 @@ def test_trainium_nodes_and_system_nodes_reach_lustre(synth: SynthesizedPlatform
     lustre = {"Fn::GetAtt": ["LustreSecurityGroupA46A9855", "GroupId"]}
     clients = {"Fn::GetAtt": ["LustreClientSecurityGroup574AE97A", "GroupId"]}
     rules = {
-        (r["Type"].rsplit("::", 1)[1], json.dumps(r["Properties"]["GroupId"]),
-         json.dumps(r["Properties"].get("SourceSecurityGroupId")
-                    or r["Properties"].get("DestinationSecurityGroupId")),
-         r["Properties"]["FromPort"], r["Properties"]["ToPort"])
+        (
+            r["Type"].rsplit("::", 1)[1],
+            json.dumps(r["Properties"]["GroupId"]),
+            json.dumps(
+                r["Properties"].get("SourceSecurityGroupId")
+                or r["Properties"].get("DestinationSecurityGroupId")
+            ),
+            r["Properties"]["FromPort"],
+            r["Properties"]["ToPort"],
+        )
         for r in resources.values()
         if r["Type"] in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress")
     }
@@ -346,9 +354,11 @@ def test_trainium_nodes_and_system_nodes_reach_lustre(synth: SynthesizedPlatform
     for stack in ("TrainingCluster", TRAINIUM_STACK, GPU_STACK):
         for rtype in ("AWS::EC2::SecurityGroupIngress", "AWS::EC2::SecurityGroupEgress"):
             assert not [r for r in _rules(synth, stack, rtype) if "Lustre" in json.dumps(r)]
-    (gpu,) = [r["Properties"]["LaunchTemplateData"]
-              for r in synth.template_json(GPU_STACK)["Resources"].values()
-              if r["Type"] == "AWS::EC2::LaunchTemplate"]
+    (gpu,) = [
+        r["Properties"]["LaunchTemplateData"]
+        for r in synth.template_json(GPU_STACK)["Resources"].values()
+        if r["Type"] == "AWS::EC2::LaunchTemplate"
+    ]
     assert "SecurityGroupIds" not in gpu  # GPU nodes: the cluster group only, no Lustre
 
 
@@ -453,8 +463,8 @@ def test_a_users_security_group_gets_the_efa_self_rules_once() -> None:
     allow_efa_within(sg)
     resources = Template.from_stack(stack).to_json()["Resources"]
     ids = {
-        name: stack.resolve(group.node.default_child.logical_id) for name, group in
-        (("sg", sg), ("other", other))
+        name: stack.resolve(group.node.default_child.logical_id)
+        for name, group in (("sg", sg), ("other", other))
     }
     egress = sorted(
         (
@@ -477,9 +487,7 @@ def test_a_users_security_group_gets_the_efa_self_rules_once() -> None:
         key=lambda p: p["GroupId"]["Fn::GetAtt"][0],
     )
     ingress = [
-        r["Properties"]
-        for r in resources.values()
-        if r["Type"] == "AWS::EC2::SecurityGroupIngress"
+        r["Properties"] for r in resources.values() if r["Type"] == "AWS::EC2::SecurityGroupIngress"
     ]
     assert sorted(
         (p["GroupId"]["Fn::GetAtt"][0], p["SourceSecurityGroupId"]["Fn::GetAtt"][0])
@@ -493,7 +501,10 @@ def test_capacity_reservation_and_capacity_block_in_the_launch_template() -> Non
 
     stack, vpc, sg = _stack()
     cluster = eks.Cluster.from_cluster_attributes(
-        stack, "Cluster", cluster_name="c", vpc=vpc,
+        stack,
+        "Cluster",
+        cluster_name="c",
+        vpc=vpc,
         cluster_security_group_id="sg-0123456789abcdef0",
     )
     odcr = EfaLaunchTemplate(
@@ -501,14 +512,22 @@ def test_capacity_reservation_and_capacity_block_in_the_launch_template() -> Non
     )
     assert odcr.capacity_type is None
     TrainiumNodeGroup(
-        stack, "Block", cluster=cluster, subnet=vpc.private_subnets[0], security_group=sg,
-        capacity_reservation_id="cr-02168da1478b509e0", capacity_block=True,
-        min_size=0, desired_size=0, max_size=2,
+        stack,
+        "Block",
+        cluster=cluster,
+        subnet=vpc.private_subnets[0],
+        security_group=sg,
+        capacity_reservation_id="cr-02168da1478b509e0",
+        capacity_block=True,
+        min_size=0,
+        desired_size=0,
+        max_size=2,
     )
     resources = Template.from_stack(stack).to_json()["Resources"]
     templates = {
         k: r["Properties"]["LaunchTemplateData"]
-        for k, r in resources.items() if r["Type"] == "AWS::EC2::LaunchTemplate"
+        for k, r in resources.items()
+        if r["Type"] == "AWS::EC2::LaunchTemplate"
     }
     (odcr_data,) = [d for k, d in templates.items() if k.startswith("Odcr")]
     (block_data,) = [d for k, d in templates.items() if k.startswith("Block")]
@@ -520,9 +539,7 @@ def test_capacity_reservation_and_capacity_block_in_the_launch_template() -> Non
         "CapacityReservationTarget": {"CapacityReservationId": "cr-02168da1478b509e0"}
     }
     assert block_data["InstanceMarketOptions"] == {"MarketType": "capacity-block"}
-    (group,) = [
-        r["Properties"] for r in resources.values() if r["Type"] == "AWS::EKS::Nodegroup"
-    ]
+    (group,) = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::EKS::Nodegroup"]
     assert group["CapacityType"] == "CAPACITY_BLOCK"
     assert group["ScalingConfig"] == {"MinSize": 0, "DesiredSize": 0, "MaxSize": 2}
 
@@ -531,7 +548,10 @@ def test_capacity_validation_names_the_prop() -> None:
     stack, _, sg = _stack()
     with pytest.raises(ValueError) as info:
         EfaLaunchTemplate(
-            stack, "Lt", security_groups=[sg], capacity_reservation_id="cb-123",
+            stack,
+            "Lt",
+            security_groups=[sg],
+            capacity_reservation_id="cb-123",
             capacity_block=True,
         )
     assert "capacity_reservation_id='cb-123': expected a capacity reservation id" in str(info.value)
@@ -547,35 +567,52 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own() ->
 
     stack, _, sg = _stack()
     EfaLaunchTemplate(stack, "OnDemand", security_groups=[sg])
-    EfaLaunchTemplate(stack, "Odcr", security_groups=[sg],
-                      capacity_reservation_id="cr-0123456789abcdef0")
-    EfaLaunchTemplate(stack, "Block", security_groups=[sg],
-                      capacity_reservation_id="cr-02168da1478b509e0", capacity_block=True)
     EfaLaunchTemplate(
-        stack, "OdcrInItsGroup", security_groups=[sg],
+        stack, "Odcr", security_groups=[sg], capacity_reservation_id="cr-0123456789abcdef0"
+    )
+    EfaLaunchTemplate(
+        stack,
+        "Block",
+        security_groups=[sg],
+        capacity_reservation_id="cr-02168da1478b509e0",
+        capacity_block=True,
+    )
+    EfaLaunchTemplate(
+        stack,
+        "OdcrInItsGroup",
+        security_groups=[sg],
         capacity_reservation_id="cr-0123456789abcdef0",
         placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg", "odcr-pg"),
     )
     resources = Template.from_stack(stack).to_json()["Resources"]
     placement = {
         k.removesuffix("8A0B4F5E"): r["Properties"]["LaunchTemplateData"].get("Placement")
-        for k, r in resources.items() if r["Type"] == "AWS::EC2::LaunchTemplate"
+        for k, r in resources.items()
+        if r["Type"] == "AWS::EC2::LaunchTemplate"
     }
     (new_group,) = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::PlacementGroup"]
     assert new_group.startswith("OnDemandPlacementGroup")
-    by_name = {next(n for n in ("OnDemand", "OdcrInItsGroup", "Odcr", "Block") if k.startswith(n)): v
-               for k, v in placement.items()}
+    by_name = {
+        next(n for n in ("OnDemand", "OdcrInItsGroup", "Odcr", "Block") if k.startswith(n)): v
+        for k, v in placement.items()
+    }
     assert by_name == {
         "OnDemand": {"GroupName": {"Fn::GetAtt": [new_group, "GroupName"]}},
         "Odcr": None,
         "Block": None,
         "OdcrInItsGroup": {"GroupName": "odcr-pg"},
     }
-    with pytest.raises(ValueError, match=r"placement_group with capacity_block=True: a Capacity "
-                                         r"Block places its instances itself"):
+    with pytest.raises(
+        ValueError,
+        match=r"placement_group with capacity_block=True: a Capacity "
+        r"Block places its instances itself",
+    ):
         EfaLaunchTemplate(
-            stack, "BlockInGroup", security_groups=[sg],
-            capacity_reservation_id="cr-02168da1478b509e0", capacity_block=True,
+            stack,
+            "BlockInGroup",
+            security_groups=[sg],
+            capacity_reservation_id="cr-02168da1478b509e0",
+            capacity_block=True,
             placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg2", "pg"),
         )
 
@@ -592,14 +629,24 @@ def test_capacity_block_with_nodes_warns_why() -> None:
 
     stack, vpc, sg = _stack()
     cluster = eks.Cluster.from_cluster_attributes(
-        stack, "Cluster", cluster_name="c", vpc=vpc,
+        stack,
+        "Cluster",
+        cluster_name="c",
+        vpc=vpc,
         cluster_security_group_id="sg-0123456789abcdef0",
     )
     for name, desired in (("AtZero", 0), ("Running", 2)):
         TrainiumNodeGroup(
-            stack, name, cluster=cluster, subnet=vpc.private_subnets[0], security_group=sg,
-            capacity_reservation_id="cr-02168da1478b509e0", capacity_block=True,
-            min_size=0, desired_size=desired, max_size=2,
+            stack,
+            name,
+            cluster=cluster,
+            subnet=vpc.private_subnets[0],
+            security_group=sg,
+            capacity_reservation_id="cr-02168da1478b509e0",
+            capacity_block=True,
+            min_size=0,
+            desired_size=desired,
+            max_size=2,
         )
     warnings = AssertAnnotations.from_stack(stack).find_warning(
         "*", Match.string_like_regexp("Capacity Block")

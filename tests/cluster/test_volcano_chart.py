@@ -34,8 +34,12 @@ def _tgz(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-CHART = _tgz({"volcano/Chart.yaml": CHART_YAML.encode(),
-              "volcano/templates/scheduler.yaml": b"# a template\n"})
+CHART = _tgz(
+    {
+        "volcano/Chart.yaml": CHART_YAML.encode(),
+        "volcano/templates/scheduler.yaml": b"# a template\n",
+    }
+)
 SHA = hashlib.sha256(CHART).hexdigest()
 
 
@@ -72,8 +76,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Repo]:
 def _fetch(project: Path, repo: Repo, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("ml_platform.versions.VOLCANO_HELM_CHART_SHA256", SHA)
-        code = main(["--cdk-json", str(project / "cdk.json"), "charts", "fetch",
-                     "--repository", repo.url])
+        code = main(
+            ["--cdk-json", str(project / "cdk.json"), "charts", "fetch", "--repository", repo.url]
+        )
     captured = capsys.readouterr()
     return code, captured.out + captured.err
 
@@ -112,8 +117,9 @@ def test_fetch_refuses_an_unsafe_archive(repo, tmp_path, capsys) -> None:
     repo.publish(unsafe, sha)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("ml_platform.versions.VOLCANO_HELM_CHART_SHA256", sha)
-        code = main(["--cdk-json", str(tmp_path / "cdk.json"), "charts", "fetch",
-                     "--repository", repo.url])
+        code = main(
+            ["--cdk-json", str(tmp_path / "cdk.json"), "charts", "fetch", "--repository", repo.url]
+        )
     assert code == 1
     assert "name climbs out with '..'" in capsys.readouterr().err
     assert not (tmp_path / "escape").exists() and not (tmp_path / ".charts").exists()
@@ -127,23 +133,33 @@ def with_chart(repo: Repo, tmp_path_factory: pytest.TempPathFactory) -> Synthesi
     from ml_platform.config import CONTEXT_KEY, deep_merge
 
     repo.publish(CHART, SHA)
-    chart = fetch_chart(repo.url, "volcano", "1.15.1", SHA,
-                        tmp_path_factory.mktemp("project") / ".charts" / "volcano-1.15.1")
+    chart = fetch_chart(
+        repo.url,
+        "volcano",
+        "1.15.1",
+        SHA,
+        tmp_path_factory.mktemp("project") / ".charts" / "volcano-1.15.1",
+    )
     context = cdk_json_context()
     context[CONTEXT_KEY] = deep_merge(context[CONTEXT_KEY], {"features": {"inference": False}})
     outdir = tmp_path_factory.mktemp("cdk.out.chart")
     app = new_app(outdir=str(outdir), context=context)
     platform = build_platform(app, settings_from_app(app), volcano_chart_dir=str(chart))
-    return SynthesizedPlatform(platform=platform, outdir=outdir,
-                               validation_error=synth_collecting_nag(app))
+    return SynthesizedPlatform(
+        platform=platform, outdir=outdir, validation_error=synth_collecting_nag(app)
+    )
 
 
 def _metadata_warnings(synth: SynthesizedPlatform) -> list[str]:
     metadata = json.loads(
         (synth.outdir / f"{synth.stack_name('TrainingCluster')}.metadata.json").read_text()
     )
-    return [e["data"] for entries in metadata.values() for e in entries
-            if e["type"] == "aws:cdk:warning"]
+    return [
+        e["data"]
+        for entries in metadata.values()
+        for e in entries
+        if e["type"] == "aws:cdk:warning"
+    ]
 
 
 def test_the_stack_deploys_the_verified_chart_as_an_asset(with_chart: SynthesizedPlatform) -> None:
@@ -158,14 +174,19 @@ def test_the_stack_deploys_the_verified_chart_as_an_asset(with_chart: Synthesize
     assets = json.loads(
         (with_chart.outdir / f"{with_chart.stack_name('TrainingCluster')}.assets.json").read_text()
     )["files"]
-    folders = [with_chart.outdir / a["source"]["path"] for a in assets.values()
-               if a["source"].get("packaging") == "zip"]
+    folders = [
+        with_chart.outdir / a["source"]["path"]
+        for a in assets.values()
+        if a["source"].get("packaging") == "zip"
+    ]
     charts = [f / "Chart.yaml" for f in folders if (f / "Chart.yaml").is_file()]
     assert [c.read_text() for c in charts] == [CHART_YAML]
     assert not any(VOLCANO_CHART_BY_VERSION_WARNING in w for w in _metadata_warnings(with_chart))
 
 
-def test_without_the_chart_synthesis_warns_and_fetches_by_version(synth: SynthesizedPlatform) -> None:
+def test_without_the_chart_synthesis_warns_and_fetches_by_version(
+    synth: SynthesizedPlatform,
+) -> None:
     (warning,) = [w for w in _metadata_warnings(synth) if VOLCANO_CHART_BY_VERSION_WARNING in w]
     assert "by version at deploy time" in warning and "mlp charts fetch" in warning
 
@@ -174,5 +195,7 @@ def test_a_chart_dir_without_chart_yaml_is_refused(tmp_path: Path) -> None:
     from ml_platform.app import build_platform, new_app, settings_from_app
 
     app = new_app(outdir=str(tmp_path / "out"), context=cdk_json_context())
-    with pytest.raises(ValueError, match="volcano_chart_dir=.*no Chart.yaml there; run `mlp charts fetch`"):
+    with pytest.raises(
+        ValueError, match="volcano_chart_dir=.*no Chart.yaml there; run `mlp charts fetch`"
+    ):
         build_platform(app, settings_from_app(app), nag=False, volcano_chart_dir=str(tmp_path))

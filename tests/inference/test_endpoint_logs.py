@@ -25,7 +25,8 @@ def test_log_group_is_the_stacks_with_retention_and_its_own_key(synth: Synthesiz
     t = synth.template("Inference")
     resources = t.to_json()["Resources"]
     groups = {
-        k: v for k, v in t.find_resources("AWS::Logs::LogGroup").items()
+        k: v
+        for k, v in t.find_resources("AWS::Logs::LogGroup").items()
         if v["Properties"].get("LogGroupName") == GROUP
     }
     ((group_id, group),) = groups.items()
@@ -37,7 +38,8 @@ def test_log_group_is_the_stacks_with_retention_and_its_own_key(synth: Synthesiz
     assert key["Properties"]["EnableKeyRotation"] is True
     assert key["DeletionPolicy"] == "Retain"
     (logs_statement,) = [
-        s for s in key["Properties"]["KeyPolicy"]["Statement"]
+        s
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
         if s.get("Principal", {}).get("Service") == "logs.us-west-2.amazonaws.com"
     ]
     # One key per stack, for endpoint log groups' encryption context only (CloudWatch Logs
@@ -45,9 +47,7 @@ def test_log_group_is_the_stacks_with_retention_and_its_own_key(synth: Synthesiz
     assert key_id.startswith("EndpointLogsKey")
     assert logs_statement["Condition"] == {
         "ArnLike": {
-            "kms:EncryptionContext:aws:logs:arn":
-                "arn:aws:logs:us-west-2:123456789012:log-group:/aws/sagemaker/Endpoints/*"
-
+            "kms:EncryptionContext:aws:logs:arn": "arn:aws:logs:us-west-2:123456789012:log-group:/aws/sagemaker/Endpoints/*"
         }
     }
     # Created before the endpoint (SageMaker would create it without retention otherwise),
@@ -65,10 +65,13 @@ def test_verbose_logging_is_off_by_default(synth: SynthesizedPlatform) -> None:
 
 
 def endpoint_template(**props) -> Template:
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-east-1")
+    )
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
-    TritonMultiModelEndpoint(stack, "Ep", bucket=bucket, endpoint_name="ep",
-                             archives=["model_tf_dali"], **props)
+    TritonMultiModelEndpoint(
+        stack, "Ep", bucket=bucket, endpoint_name="ep", archives=["model_tf_dali"], **props
+    )
     return Template.from_stack(stack)
 
 
@@ -77,7 +80,8 @@ def test_verbose_level_and_retention_are_props() -> None:
     _, model = one(t, "AWS::SageMaker::Model")
     assert model["Properties"]["PrimaryContainer"]["Environment"][LOG_VERBOSE_ENV] == "2"
     t.has_resource_properties(
-        "AWS::Logs::LogGroup", {"LogGroupName": "/aws/sagemaker/Endpoints/ep", "RetentionInDays": 30}
+        "AWS::Logs::LogGroup",
+        {"LogGroupName": "/aws/sagemaker/Endpoints/ep", "RetentionInDays": 30},
     )
 
 

@@ -86,7 +86,10 @@ def test_guard_before_the_endpoint_policy_after_the_target(synth: SynthesizedPla
         "TagKey": "ml-platform:endpoint-scaling",
         "TagValue": "MlPlatform-Inference",
     }
-    assert by_phase(t) == {"before": {**common, "Phase": "before"}, "after": {**common, "Phase": "after"}}
+    assert by_phase(t) == {
+        "before": {**common, "Phase": "before"},
+        "after": {**common, "Phase": "after"},
+    }
     # CloudFormation tags the target it creates, so the handler's tag-conditioned role may act.
     assert {"Key": "ml-platform:endpoint-scaling", "Value": "MlPlatform-Inference"} in (
         resources[target]["Properties"]["Tags"]
@@ -108,7 +111,8 @@ def test_one_handler_per_stack_with_exact_permissions() -> None:
     assert handlers[0]["Properties"]["Runtime"] == "python3.14"
     role = handlers[0]["Properties"]["Role"]["Fn::GetAtt"][0]
     (policy,) = [
-        p for p in t.find_resources("AWS::IAM::Policy").values()
+        p
+        for p in t.find_resources("AWS::IAM::Policy").values()
         if p["Properties"]["Roles"] == [{"Ref": role}]
     ]
     statements = {
@@ -124,36 +128,54 @@ def test_one_handler_per_stack_with_exact_permissions() -> None:
     owned = {"aws:ResourceTag/ml-platform:endpoint-scaling": "S"}  # the stack's name
     assert statements == {
         '"sagemaker:DescribeEndpointConfig"': (
-            arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint-config/*"), None),
+            arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint-config/*"),
+            None,
+        ),
         # AWS documents the target-tracking alarm calls on "*" for SageMaker scaling; an alarm
         # ARN pattern Application Auto Scaling does not match fails the first registration.
-        '["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"]':
-            ("*", None),
-        json.dumps([
-            "application-autoscaling:DescribeScalableTargets",
-            "application-autoscaling:DescribeScalingPolicies",
-        ]): ("*", None),
-        json.dumps([
-            "application-autoscaling:RegisterScalableTarget",
-            "application-autoscaling:TagResource",
-        ]): (targets, {
-            "StringEquals": {"aws:RequestTag/ml-platform:endpoint-scaling": "S"},
-            "ForAllValues:StringEquals": {"aws:TagKeys": ["ml-platform:endpoint-scaling"]},
-            "StringEqualsIfExists": owned,
-        }),
-        json.dumps([
-            "application-autoscaling:DeregisterScalableTarget",
-            "application-autoscaling:PutScalingPolicy",
-            "application-autoscaling:DeleteScalingPolicy",
-        ]): (targets, {"StringEquals": owned}),
+        '["cloudwatch:DescribeAlarms", "cloudwatch:PutMetricAlarm", "cloudwatch:DeleteAlarms"]': (
+            "*",
+            None,
+        ),
+        json.dumps(
+            [
+                "application-autoscaling:DescribeScalableTargets",
+                "application-autoscaling:DescribeScalingPolicies",
+            ]
+        ): ("*", None),
+        json.dumps(
+            [
+                "application-autoscaling:RegisterScalableTarget",
+                "application-autoscaling:TagResource",
+            ]
+        ): (
+            targets,
+            {
+                "StringEquals": {"aws:RequestTag/ml-platform:endpoint-scaling": "S"},
+                "ForAllValues:StringEquals": {"aws:TagKeys": ["ml-platform:endpoint-scaling"]},
+                "StringEqualsIfExists": owned,
+            },
+        ),
+        json.dumps(
+            [
+                "application-autoscaling:DeregisterScalableTarget",
+                "application-autoscaling:PutScalingPolicy",
+                "application-autoscaling:DeleteScalingPolicy",
+            ]
+        ): (targets, {"StringEquals": owned}),
         # SageMaker ARNs carry endpoint names in lower case.
-        '["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"]': ([
-            arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint/team-a"),
-            arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint/team-b"),
-        ], None),
+        '["sagemaker:DescribeEndpoint", "sagemaker:UpdateEndpointWeightsAndCapacities"]': (
+            [
+                arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint/team-a"),
+                arn(f":sagemaker:{REGION}:{ACCOUNT}:endpoint/team-b"),
+            ],
+            None,
+        ),
     }
     for target in t.find_resources("AWS::ApplicationAutoScaling::ScalableTarget").values():
-        assert target["Properties"]["Tags"] == [{"Key": "ml-platform:endpoint-scaling", "Value": "S"}]
+        assert target["Properties"]["Tags"] == [
+            {"Key": "ml-platform:endpoint-scaling", "Value": "S"}
+        ]
 
 
 def test_without_the_guard_a_plain_policy_and_no_lambda() -> None:
@@ -180,12 +202,18 @@ def test_the_handler_asset_is_the_handler_alone() -> None:
     shipped = sorted(p.name for p in HANDLER_DIR.iterdir() if p.name != "__pycache__")
     assert shipped == ["index.py"]
     imports = [
-        line.split()[1] for line in (HANDLER_DIR / "index.py").read_text().splitlines()
+        line.split()[1]
+        for line in (HANDLER_DIR / "index.py").read_text().splitlines()
         if line.startswith(("import ", "from "))
     ]
     # What the Lambda Python runtime has: the standard library and boto3/botocore.
-    assert {name.split(".")[0] for name in imports} <= {"__future__", "logging", "typing",
-                                                         "boto3", "botocore"}
+    assert {name.split(".")[0] for name in imports} <= {
+        "__future__",
+        "logging",
+        "typing",
+        "boto3",
+        "botocore",
+    }
 
 
 # --- the handler through CloudFormation's sequences ---------------------------------------
@@ -203,7 +231,12 @@ class SageMakerModel:
 
     def _missing(self, name: str) -> ClientError:
         return ClientError(
-            {"Error": {"Code": "ValidationException", "Message": f"Could not find endpoint {name}"}},
+            {
+                "Error": {
+                    "Code": "ValidationException",
+                    "Message": f"Could not find endpoint {name}",
+                }
+            },
             "DescribeEndpoint",
         )
 
@@ -213,9 +246,11 @@ class SageMakerModel:
         return {"EndpointName": EndpointName, "EndpointConfigName": self.endpoints[EndpointName]}
 
     def describe_endpoint_config(self, EndpointConfigName: str) -> dict:
-        return {"ProductionVariants": [
-            {"VariantName": "AllTraffic", "InstanceType": self.configs[EndpointConfigName]}
-        ]}
+        return {
+            "ProductionVariants": [
+                {"VariantName": "AllTraffic", "InstanceType": self.configs[EndpointConfigName]}
+            ]
+        }
 
     def put_config(self, instance_type: str) -> str:
         name = f"config-{len(self.configs)}"
@@ -228,14 +263,19 @@ class SageMakerModel:
     def update_endpoint(self, name: str, instance_type: str) -> None:
         current = self.configs[self.endpoints[name]]
         registered = self.autoscaling.describe_scalable_targets(
-            ServiceNamespace=NAMESPACE, ResourceIds=[f"endpoint/{name}/variant/AllTraffic"],
+            ServiceNamespace=NAMESPACE,
+            ResourceIds=[f"endpoint/{name}/variant/AllTraffic"],
             ScalableDimension=DIMENSION,
         )["ScalableTargets"]
         if registered and current != instance_type:
             self.refused.append(f"{current} -> {instance_type}")
             raise ClientError(
-                {"Error": {"Code": "ValidationException",
-                           "Message": "The variant(s) include auto scaling configuration"}},
+                {
+                    "Error": {
+                        "Code": "ValidationException",
+                        "Message": "The variant(s) include auto scaling configuration",
+                    }
+                },
                 "UpdateEndpoint",
             )
         self.endpoints[name] = self.put_config(instance_type)
@@ -251,8 +291,11 @@ def props() -> dict[str, dict[str, dict]]:
     for key, settings in {
         "small": {"instance_type": "ml.g4dn.xlarge"},
         "large": {"instance_type": "ml.g4dn.2xlarge"},
-        "small-wider": {"instance_type": "ml.g4dn.xlarge", "max_instances": 4,
-                        "invocations_per_instance": 500},
+        "small-wider": {
+            "instance_type": "ml.g4dn.xlarge",
+            "max_instances": 4,
+            "invocations_per_instance": 500,
+        },
     }.items():
         t = Template.from_stack(stack_with({"endpoint_name": "ep", **settings}))
         out[key] = by_phase(t)
@@ -277,13 +320,16 @@ class OwnerTagGuard:
         return getattr(self._real, name)
 
     def _denied(self, operation: str) -> ClientError:
-        return ClientError({"Error": {"Code": "AccessDeniedException", "Message": operation}},
-                           operation)
+        return ClientError(
+            {"Error": {"Code": "AccessDeniedException", "Message": operation}}, operation
+        )
 
     def _arn(self, **kwargs) -> str | None:
         found = self._real.describe_scalable_targets(
-            ServiceNamespace=kwargs["ServiceNamespace"], ResourceIds=[kwargs["ResourceId"]],
-            ScalableDimension=kwargs["ScalableDimension"])["ScalableTargets"]
+            ServiceNamespace=kwargs["ServiceNamespace"],
+            ResourceIds=[kwargs["ResourceId"]],
+            ScalableDimension=kwargs["ScalableDimension"],
+        )["ScalableTargets"]
         return found[0]["ScalableTargetARN"] if found else None
 
     def _check_new_tags(self, operation: str, arn: str | None, tags: dict | None) -> None:
@@ -350,8 +396,10 @@ def registration(autoscaling) -> tuple[tuple[int, int] | None, dict | None]:
     if policies:
         config = policies[0]["TargetTrackingScalingPolicyConfiguration"]
         policy = {
-            "name": policies[0]["PolicyName"], "target": config["TargetValue"],
-            "in": config["ScaleInCooldown"], "out": config["ScaleOutCooldown"],
+            "name": policies[0]["PolicyName"],
+            "target": config["TargetValue"],
+            "in": config["ScaleInCooldown"],
+            "out": config["ScaleOutCooldown"],
         }
     return target, policy
 
@@ -361,11 +409,16 @@ def native_target(autoscaling, p: dict, tagged: bool = True) -> None:
     Tags property; ``tagged=False``: a target deployed before the stack tagged it)."""
     real = autoscaling._real if isinstance(autoscaling, OwnerTagGuard) else autoscaling
     out = real.register_scalable_target(
-        ServiceNamespace=NAMESPACE, ResourceId="endpoint/ep/variant/AllTraffic",
-        ScalableDimension=DIMENSION, MinCapacity=p["MinCapacity"], MaxCapacity=p["MaxCapacity"],
+        ServiceNamespace=NAMESPACE,
+        ResourceId="endpoint/ep/variant/AllTraffic",
+        ScalableDimension=DIMENSION,
+        MinCapacity=p["MinCapacity"],
+        MaxCapacity=p["MaxCapacity"],
     )
     if tagged and isinstance(autoscaling, OwnerTagGuard):
-        autoscaling.tags.setdefault(out["ScalableTargetARN"], {})[OwnerTagGuard.KEY] = autoscaling.owner
+        autoscaling.tags.setdefault(out["ScalableTargetARN"], {})[OwnerTagGuard.KEY] = (
+            autoscaling.owner
+        )
 
 
 def create(sagemaker: SageMakerModel, autoscaling, p: dict[str, dict]) -> None:
@@ -464,8 +517,9 @@ def test_rollback_after_the_policy_step_fails(cloud, props, monkeypatch) -> None
     real = autoscaling.put_scaling_policy
 
     def throttled(**kwargs):
-        raise ClientError({"Error": {"Code": "ConcurrentUpdateException", "Message": "x"}},
-                          "PutScalingPolicy")
+        raise ClientError(
+            {"Error": {"Code": "ConcurrentUpdateException", "Message": "x"}}, "PutScalingPolicy"
+        )
 
     monkeypatch.setattr(autoscaling, "put_scaling_policy", throttled)
     with pytest.raises(ClientError):
@@ -485,16 +539,19 @@ def test_delete_removes_the_policy_and_leaves_the_target_to_cloudformation(cloud
     sagemaker, autoscaling = cloud
     create(sagemaker, autoscaling, props["small"])
     p = props["small"]
-    done = handler.handle({**event("Delete", p["after"]), "PhysicalResourceId": "x"},
-                          sagemaker, autoscaling)
+    done = handler.handle(
+        {**event("Delete", p["after"]), "PhysicalResourceId": "x"}, sagemaker, autoscaling
+    )
     assert done["PhysicalResourceId"] == "x"
     assert registration(autoscaling) == ((1, 2), None)
-    handler.handle({**event("Delete", p["before"]), "PhysicalResourceId": "y"},
-                   sagemaker, autoscaling)
+    handler.handle(
+        {**event("Delete", p["before"]), "PhysicalResourceId": "y"}, sagemaker, autoscaling
+    )
     assert registration(autoscaling) == ((1, 2), None)  # the guard deletes nothing
     # Deleting again (a retried delete) is not an error.
-    handler.handle({**event("Delete", p["after"]), "PhysicalResourceId": "x"},
-                   sagemaker, autoscaling)
+    handler.handle(
+        {**event("Delete", p["after"]), "PhysicalResourceId": "x"}, sagemaker, autoscaling
+    )
 
 
 def test_a_target_deployed_untagged_is_tagged_before_an_instance_type_change(cloud, props) -> None:
@@ -520,8 +577,11 @@ def test_another_owners_target_is_left_alone(cloud, props) -> None:
     sagemaker.create_endpoint("ep", "ml.g4dn.xlarge")
     native_target(autoscaling, props["small"]["before"], tagged=False)
     (arn,) = autoscaling.tags or [
-        t["ScalableTargetARN"] for t in autoscaling.describe_scalable_targets(
-            ServiceNamespace=NAMESPACE)["ScalableTargets"]]
+        t["ScalableTargetARN"]
+        for t in autoscaling.describe_scalable_targets(ServiceNamespace=NAMESPACE)[
+            "ScalableTargets"
+        ]
+    ]
     autoscaling.tags[arn] = {OwnerTagGuard.KEY: "SomeOtherStack"}
     for phase in ("before", "after"):
         with pytest.raises(ClientError, match="AccessDenied"):

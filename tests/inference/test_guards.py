@@ -37,7 +37,11 @@ def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
     assert triton_region_problem("us-west-2") is None
     message = triton_region_problem("ap-south-2", "24.09")
     assert message.startswith("SageMaker publishes no Triton 24.09 image in 'ap-south-2'")
-    assert "'us-west-2'" in message and "'eu-west-1'" in message and len(TRITON_REGISTRIES["24.09"]) == 26
+    assert (
+        "'us-west-2'" in message
+        and "'eu-west-1'" in message
+        and len(TRITON_REGISTRIES["24.09"]) == 26
+    )
     with pytest.raises(ValueError, match="no Triton 25.09 image in 'ap-south-2'"):
         triton_image_uri("ap-south-2")
     with pytest.raises(ValueError, match=r"triton_version='25.09': SageMaker publishes no Triton"):
@@ -45,20 +49,28 @@ def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
     # A given image is the caller's choice.
     _endpoint("ap-south-2", image_uri="111122223333.dkr.ecr.ap-south-2.amazonaws.com/triton:1")
     # In settings: one SettingsError naming env.region.
-    with pytest.raises(SettingsError, match=r"env.region = 'ap-south-2' with inference.triton_version"):
-        Settings.from_context({
-            "env": {"region": "ap-south-2"},
-            "network": {"availability_zones": ["ap-south-2a", "ap-south-2b"],
-                        "trainium_az": "ap-south-2a"},
-        })
+    with pytest.raises(
+        SettingsError, match=r"env.region = 'ap-south-2' with inference.triton_version"
+    ):
+        Settings.from_context(
+            {
+                "env": {"region": "ap-south-2"},
+                "network": {
+                    "availability_zones": ["ap-south-2a", "ap-south-2b"],
+                    "trainium_az": "ap-south-2a",
+                },
+            }
+        )
 
 
 def test_endpoint_config_pins_the_inference_ami(synth: SynthesizedPlatform) -> None:
     synth.template("Inference").has_resource_properties(
         "AWS::SageMaker::EndpointConfig",
-        {"ProductionVariants": [Match.object_like(
-            {"InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1"}
-        )]},
+        {
+            "ProductionVariants": [
+                Match.object_like({"InferenceAmiVersion": "al2023-ami-sagemaker-inference-gpu-4-1"})
+            ]
+        },
     )
     with pytest.raises(ValueError, match=r"inference_ami_version='al2-ami-gpu-9': expected one of"):
         _endpoint(inference_ami_version="al2-ami-gpu-9")
@@ -75,24 +87,35 @@ def test_the_model_runs_network_isolated(synth: SynthesizedPlatform) -> None:
 def test_a_failed_model_load_raises_an_alarm_that_notifies_the_topic() -> None:
     endpoint, stack = _endpoint(topic=True)
     t = Template.from_stack(stack)
-    (filter_id, metric_filter), = t.find_resources("AWS::Logs::MetricFilter").items()
+    ((filter_id, metric_filter),) = t.find_resources("AWS::Logs::MetricFilter").items()
     group_id = stack.get_logical_id(endpoint.log_group.node.default_child)
     assert metric_filter["Properties"] == {
         "LogGroupName": {"Ref": group_id},
         "FilterPattern": '"failed to load"',
-        "MetricTransformations": [{
-            "MetricNamespace": LOAD_FAILURE_NAMESPACE, "MetricName": "ep-ModelLoadFailures",
-            "MetricValue": "1", "DefaultValue": 0,
-        }],
+        "MetricTransformations": [
+            {
+                "MetricNamespace": LOAD_FAILURE_NAMESPACE,
+                "MetricName": "ep-ModelLoadFailures",
+                "MetricValue": "1",
+                "DefaultValue": 0,
+            }
+        ],
     }
     # The stack owns the log group (test_endpoint_logs.py): the filter follows the group by
     # reference, not the endpoint.
     assert "DependsOn" not in metric_filter
-    t.has_resource_properties("AWS::Logs::LogGroup", {"LogGroupName": "/aws/sagemaker/Endpoints/ep"})
-    t.has_resource_properties("AWS::CloudWatch::Alarm", {
-        "Namespace": LOAD_FAILURE_NAMESPACE, "MetricName": "ep-ModelLoadFailures",
-        "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold",
-    })
+    t.has_resource_properties(
+        "AWS::Logs::LogGroup", {"LogGroupName": "/aws/sagemaker/Endpoints/ep"}
+    )
+    t.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "Namespace": LOAD_FAILURE_NAMESPACE,
+            "MetricName": "ep-ModelLoadFailures",
+            "Threshold": 1,
+            "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        },
+    )
     alarms = t.find_resources("AWS::CloudWatch::Alarm").values()
     assert len(alarms) == 4
     for alarm in alarms:
@@ -113,12 +136,18 @@ def test_the_alarm_topic_setting_reaches_every_endpoint() -> None:
         endpoints=(EndpointSettings(name="a"), EndpointSettings(name="b")),
     )
     stack = InferenceStack(
-        new_app(), "Inference", settings=settings, bucket_arn_export="Storage-ModelBucketArn",
-        model_prefix="models/", env=cdk.Environment(account="123456789012", region="us-west-2"),
+        new_app(),
+        "Inference",
+        settings=settings,
+        bucket_arn_export="Storage-ModelBucketArn",
+        model_prefix="models/",
+        env=cdk.Environment(account="123456789012", region="us-west-2"),
     )
     alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm").values()
     assert len(alarms) == 8 and all(a["Properties"]["AlarmActions"] == [TOPIC] for a in alarms)
-    with pytest.raises(SettingsError, match=r"inference.alarm_topic_arn = 'topic': expected an SNS"):
+    with pytest.raises(
+        SettingsError, match=r"inference.alarm_topic_arn = 'topic': expected an SNS"
+    ):
         Settings.from_context({"inference": {"alarm_topic_arn": "topic"}})
 
 
@@ -144,8 +173,12 @@ def test_an_unpatched_release_synthesizes_with_a_warning_naming_the_cves() -> No
     app = new_app()
     stack = cdk.Stack(app, "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
     endpoint = TritonMultiModelEndpoint(
-        stack, "Ep", bucket=s3.Bucket.from_bucket_name(stack, "B", "models-bucket"), endpoint_name="ep",
-        archives=["model_tf_dali"], triton_version="24.09",
+        stack,
+        "Ep",
+        bucket=s3.Bucket.from_bucket_name(stack, "B", "models-bucket"),
+        endpoint_name="ep",
+        archives=["model_tf_dali"],
+        triton_version="24.09",
     )
     cdk.Annotations.of(endpoint).acknowledge_warning(
         "ml-platform:triton-unpatched-release", "TensorFlow backend needed until migrated"
@@ -154,11 +187,14 @@ def test_an_unpatched_release_synthesizes_with_a_warning_naming_the_cves() -> No
 
 
 def test_the_ami_must_run_the_release_cuda() -> None:
-    with pytest.raises(ValueError, match=(
-        r"inference_ami_version='al2-ami-sagemaker-inference-gpu-2-1': Triton 25.09 is built on "
-        r"CUDA 13, which needs NVIDIA driver 575 or later; al2-ami-sagemaker-inference-gpu-2-1 "
-        r"has driver 535"
-    )):
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"inference_ami_version='al2-ami-sagemaker-inference-gpu-2-1': Triton 25.09 is built on "
+            r"CUDA 13, which needs NVIDIA driver 575 or later; al2-ami-sagemaker-inference-gpu-2-1 "
+            r"has driver 535"
+        ),
+    ):
         _endpoint(inference_ami_version="al2-ami-sagemaker-inference-gpu-2-1")
     _endpoint(inference_ami_version="al2-ami-sagemaker-inference-gpu-2-1", triton_version="24.09")
     _endpoint(inference_ami_version="al2-ami-sagemaker-inference-gpu-2")  # forward compatibility
@@ -169,9 +205,11 @@ def test_model_loads_stop_at_a_share_of_gpu_memory(synth: SynthesizedPlatform) -
     script turns SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT into --model-load-gpu-limit."""
     synth.template("Inference").has_resource_properties(
         "AWS::SageMaker::Model",
-        {"PrimaryContainer": Match.object_like(
-            {"Environment": Match.object_like({"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.8"})}
-        )},
+        {
+            "PrimaryContainer": Match.object_like(
+                {"Environment": Match.object_like({"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.8"})}
+            )
+        },
     )
     endpoint, stack = _endpoint(model_load_gpu_limit_percent=65)
     model = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
@@ -179,8 +217,11 @@ def test_model_loads_stop_at_a_share_of_gpu_memory(synth: SynthesizedPlatform) -
     assert props["Environment"]["SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"] == "0.65"
     _, unlimited = _endpoint(model_load_gpu_limit_percent=100)
     model = Template.from_stack(unlimited).find_resources("AWS::SageMaker::Model")
-    assert ["SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT" in m["Properties"]["PrimaryContainer"][
-        "Environment"] for m in model.values()] == [False]
+    assert [
+        "SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"
+        in m["Properties"]["PrimaryContainer"]["Environment"]
+        for m in model.values()
+    ] == [False]
     with pytest.raises(ValueError, match=r"model_load_gpu_limit_percent=0: expected 1 to 100"):
         _endpoint(model_load_gpu_limit_percent=0)
     with pytest.raises(SettingsError, match=r"inference.model_load_gpu_limit_percent = 101"):

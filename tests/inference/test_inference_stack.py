@@ -43,9 +43,18 @@ def test_model_is_multi_model_over_the_prefix(synth: SynthesizedPlatform) -> Non
 @pytest.mark.parametrize(
     ("region", "uri"),
     [
-        ("us-east-1", "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:25.09-py3"),
-        ("af-south-1", "626614931356.dkr.ecr.af-south-1.amazonaws.com/sagemaker-tritonserver:25.09-py3"),
-        ("cn-north-1", "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-tritonserver:25.09-py3"),
+        (
+            "us-east-1",
+            "763104351884.dkr.ecr.us-east-1.amazonaws.com/sagemaker-tritonserver:25.09-py3",
+        ),
+        (
+            "af-south-1",
+            "626614931356.dkr.ecr.af-south-1.amazonaws.com/sagemaker-tritonserver:25.09-py3",
+        ),
+        (
+            "cn-north-1",
+            "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-tritonserver:25.09-py3",
+        ),
     ],
 )
 def test_image_uri_per_region(region: str, uri: str) -> None:
@@ -97,12 +106,15 @@ def test_execution_role_reads_only_the_model_prefix(synth: SynthesizedPlatform) 
     assert get["Resource"]["Fn::Join"][1][-1] == "/models/*"
     listing = next(s for s in s3_statements if s["Action"] == "s3:ListBucket")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
-    assert not any(s["Action"] == "s3:*" or s["Resource"] == "*" and "s3" in str(s) for s in statements)
+    assert not any(
+        s["Action"] == "s3:*" or s["Resource"] == "*" and "s3" in str(s) for s in statements
+    )
 
 
 def _logs_statement(template: Template) -> dict:
     (policy,) = [
-        p for p in template.find_resources("AWS::IAM::Policy").values()
+        p
+        for p in template.find_resources("AWS::IAM::Policy").values()
         if "ExecutionRole" in str(p["Properties"]["Roles"])
     ]
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
@@ -115,7 +127,9 @@ def test_execution_role_writes_to_its_own_log_group(synth: SynthesizedPlatform) 
     log-group actions) and its streams; not 'log-group' without a name."""
     logs = _logs_statement(synth.template("Inference"))
     # cdk.json enables partition literals: 'aws' for us-west-2.
-    group = "arn:aws:logs:us-west-2:123456789012:log-group:/aws/sagemaker/Endpoints/triton-ensembles"
+    group = (
+        "arn:aws:logs:us-west-2:123456789012:log-group:/aws/sagemaker/Endpoints/triton-ensembles"
+    )
     assert logs["Resource"] == [f"{group}:*", f"{group}:log-stream:*"]
     # Without partition literals, the partition comes from the stack.
     _, stack = endpoint_in("eu-west-1")
@@ -126,7 +140,10 @@ def test_execution_role_writes_to_its_own_log_group(synth: SynthesizedPlatform) 
         {"Fn::Join": ["", [*prefix, f"{group}:log-stream:*"]]},
     ]
     assert set(logs["Action"]) == {
-        "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"
+        "logs:CreateLogGroup",
+        "logs:CreateLogStream",
+        "logs:PutLogEvents",
+        "logs:DescribeLogStreams",
     }
 
 
@@ -182,14 +199,19 @@ def test_scaling_target_and_policy(synth: SynthesizedPlatform) -> None:
         ("AWS/SageMaker", "Invocation5XXErrors"),
     ],
 )
-def test_alarms_on_multi_model_metrics(synth: SynthesizedPlatform, namespace: str, metric: str) -> None:
+def test_alarms_on_multi_model_metrics(
+    synth: SynthesizedPlatform, namespace: str, metric: str
+) -> None:
     synth.template("Inference").has_resource_properties(
         "AWS::CloudWatch::Alarm",
         {
             "Namespace": namespace,
             "MetricName": metric,
             "Dimensions": Match.array_with(
-                [{"Name": "EndpointName", "Value": "triton-ensembles"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+                [
+                    {"Name": "EndpointName", "Value": "triton-ensembles"},
+                    {"Name": "VariantName", "Value": "AllTraffic"},
+                ]
             ),
         },
     )
@@ -200,7 +222,9 @@ def test_grant_invoke_uses_the_target_model_condition() -> None:
     role = iam.Role(stack, "Client", assumed_by=iam.AccountRootPrincipal())
     endpoint.grant_invoke(role, target_models=["model_trt_python"])
     endpoint.grant_invoke(iam.Role(stack, "All", assumed_by=iam.AccountRootPrincipal()))
-    endpoint.grant_invoke(iam.Role(stack, "Team", assumed_by=iam.AccountRootPrincipal()), ["team_a_*"])
+    endpoint.grant_invoke(
+        iam.Role(stack, "Team", assumed_by=iam.AccountRootPrincipal()), ["team_a_*"]
+    )
     t = Template.from_stack(stack)
     t.has_resource_properties(
         "AWS::IAM::Policy",
@@ -250,7 +274,8 @@ def _policy_chars(template: dict, stack: cdk.Stack, role: iam.Role) -> int:
 
     role_id = stack.get_logical_id(role.node.default_child)
     (policy,) = [
-        p for p in template["Resources"].values()
+        p
+        for p in template["Resources"].values()
         if p["Type"] == "AWS::IAM::Policy" and p["Properties"]["Roles"] == [{"Ref": role_id}]
     ]
     return len(json.dumps(policy["Properties"]["PolicyDocument"], separators=(",", ":")))
@@ -305,7 +330,11 @@ def test_one_endpoint_per_configured_endpoint(tmp_path) -> None:
             "inference": {
                 "endpoints": [
                     {"name": "images", "archives": ["model_tf_dali"]},
-                    {"name": "text", "archives": ["model_trt_python"], "instance_type": "ml.g5.xlarge"},
+                    {
+                        "name": "text",
+                        "archives": ["model_trt_python"],
+                        "instance_type": "ml.g5.xlarge",
+                    },
                 ]
             },
         },
@@ -341,10 +370,12 @@ def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> N
 
     from ml_platform.cli.archives import version_archive
 
-    version_archive(write_tar(
-        tmp_path / "model_small.tar.gz",
-        {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL},
-    ))
+    version_archive(
+        write_tar(
+            tmp_path / "model_small.tar.gz",
+            {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL},
+        )
+    )
     stack = _inference_stack(str(tmp_path))
     t = Template.from_stack(stack)
     t.has_resource_properties(

@@ -59,7 +59,8 @@ def test_endpoints_spread_over_stacks_below_the_resource_limit(scaled: Synthesiz
     # The second stack deploys after the first (and after storage).
     second = scaled.platform.inference_stacks[1]
     assert {d.stack_name for d in second.dependencies} == {
-        "MlPlatform-Storage", "MlPlatform-Inference"
+        "MlPlatform-Storage",
+        "MlPlatform-Inference",
     }
 
 
@@ -121,7 +122,8 @@ def test_cfn_lint_passes_at_scale(scaled: SynthesizedPlatform, tmp_path) -> None
         f"{m.filename}: {m.rule.id} {m.message}"
         for m in lint_by_config(
             ManualArgs(
-                templates=paths, ignore_checks=config.get("ignore_checks") or [],
+                templates=paths,
+                ignore_checks=config.get("ignore_checks") or [],
                 regions=["us-west-2"],
             )
         )

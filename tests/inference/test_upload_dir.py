@@ -39,8 +39,11 @@ def nagged(tmp_path_factory: pytest.TempPathFactory) -> tuple[InferenceStack, Pa
     outdir = tmp_path_factory.mktemp("cdk.out")
     app = new_app(outdir=str(outdir))
     stack = InferenceStack(
-        app, "Inference", settings=InferenceSettings(upload_dir=str(folder)),
-        bucket_arn_export="Storage-ModelBucketArn", model_prefix="models/",
+        app,
+        "Inference",
+        settings=InferenceSettings(upload_dir=str(folder)),
+        bucket_arn_export="Storage-ModelBucketArn",
+        model_prefix="models/",
         env=cdk.Environment(account="123456789012", region="us-west-2"),
     )
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
@@ -53,7 +56,8 @@ def test_upload_dir_passes_cdk_nag(nagged) -> None:
     report = outdir / "validation-report.json"
     violations = (
         [v for p in json.loads(report.read_text())["pluginReports"] for v in p["violations"]]
-        if report.exists() else []
+        if report.exists()
+        else []
     )
     assert violations == []
 
@@ -62,13 +66,12 @@ def test_the_deployment_function_is_sized_from_the_folder(nagged) -> None:
     _, outdir, _ = nagged
     template = json.loads((outdir / "Inference.template.json").read_text())
     functions = [
-        r["Properties"] for r in template["Resources"].values()
+        r["Properties"]
+        for r in template["Resources"].values()
         if r["Type"] == "AWS::Lambda::Function"
         and r["Properties"]["Role"]["Fn::GetAtt"][0].startswith("UploadRole")
     ]
-    assert [(f["MemorySize"], f["EphemeralStorage"]) for f in functions] == [
-        (512, {"Size": 514})
-    ]
+    assert [(f["MemorySize"], f["EphemeralStorage"]) for f in functions] == [(512, {"Size": 514})]
     assert deployment_sizing(3 * 2**30) == (2048, 6656)
     assert deployment_sizing(UPLOAD_DIR_MAX_BYTES)[1] <= 10_240
     message = deployment_sizing(UPLOAD_DIR_MAX_BYTES + 1)
@@ -109,25 +112,49 @@ def test_the_upload_role_is_named_and_scoped_to_the_model_prefix(nagged) -> None
     _, outdir, _ = nagged
     template = json.loads((outdir / "Inference.template.json").read_text())
     resources = template["Resources"]
-    roles = {k: v for k, v in resources.items() if v["Type"] == "AWS::IAM::Role"
-             and k.startswith("UploadRole")}
+    roles = {
+        k: v
+        for k, v in resources.items()
+        if v["Type"] == "AWS::IAM::Role" and k.startswith("UploadRole")
+    }
     ((role_id, role),) = roles.items()
     # The model bucket's policy names this role as a publisher by this fixed name.
     assert role["Properties"]["RoleName"] == "Inference-ArchiveUpload-us-west-2"
     assert upload_role_name("Inference", "us-west-2") == "Inference-ArchiveUpload-us-west-2"
     assert len(upload_role_name("X" * 60, "ap-southeast-7")) == 64
-    policies = [v for v in resources.values() if v["Type"] == "AWS::IAM::Policy"
-                and v["Properties"]["Roles"] == [{"Ref": role_id}]]
+    policies = [
+        v
+        for v in resources.values()
+        if v["Type"] == "AWS::IAM::Policy" and v["Properties"]["Roles"] == [{"Ref": role_id}]
+    ]
     (policy,) = policies
     bucket = {"Fn::ImportValue": "Storage-ModelBucketArn"}
     assert policy["Properties"]["PolicyDocument"]["Statement"] == [
-        {"Action": "s3:GetObject", "Effect": "Allow",
-         "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                        ":s3:::cdk-hnb659fds-assets-123456789012-us-west-2/*"]]}},
-        {"Action": "s3:ListBucket", "Effect": "Allow", "Resource": bucket,
-         "Condition": {"StringLike": {"s3:prefix": ["models/*"]}}},
-        {"Action": ["s3:PutObject", "s3:AbortMultipartUpload"], "Effect": "Allow",
-         "Resource": {"Fn::Join": ["", [bucket, "/models/*"]]}},
+        {
+            "Action": "s3:GetObject",
+            "Effect": "Allow",
+            "Resource": {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":s3:::cdk-hnb659fds-assets-123456789012-us-west-2/*",
+                    ],
+                ]
+            },
+        },
+        {
+            "Action": "s3:ListBucket",
+            "Effect": "Allow",
+            "Resource": bucket,
+            "Condition": {"StringLike": {"s3:prefix": ["models/*"]}},
+        },
+        {
+            "Action": ["s3:PutObject", "s3:AbortMultipartUpload"],
+            "Effect": "Allow",
+            "Resource": {"Fn::Join": ["", [bucket, "/models/*"]]},
+        },
     ]
     # The upload waits for its role's policy (the function is given the role, not its grants).
     (upload,) = [k for k, v in resources.items() if v["Type"] == "Custom::CDKBucketDeployment"]

@@ -27,9 +27,7 @@ class Outside:
         return json.loads((self.outdir / f"{stack}.template.json").read_text())
 
     def resources(self, stack: str, kind: str) -> dict[str, dict[str, Any]]:
-        return {
-            k: r for k, r in self.template(stack)["Resources"].items() if r["Type"] == kind
-        }
+        return {k: r for k, r in self.template(stack)["Resources"].items() if r["Type"] == kind}
 
     def nag_violations(self) -> list[tuple[str, str]]:
         path = self.outdir / "validation-report.json"

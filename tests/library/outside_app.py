@@ -57,23 +57,42 @@ def build(app: cdk.App) -> dict[str, object]:
     ).subnets[0]
     node_groups = [
         TrainiumNodeGroup(
-            shared, name, cluster=cluster, subnet=trainium_subnet,
-            security_group=efa.security_group, min_size=0, desired_size=0, max_size=2,
+            shared,
+            name,
+            cluster=cluster,
+            subnet=trainium_subnet,
+            security_group=efa.security_group,
+            min_size=0,
+            desired_size=0,
+            max_size=2,
         )
         for name in ("TrnA", "TrnB")
     ]
     key = kms.Key(shared, "ScratchKey", enable_key_rotation=True)
     lustre = [
-        LustreStorage(shared, "ScratchA", vpc=vpc, subnet=trainium_subnet,
-                      clients=[efa.security_group], kms_key=key),
-        LustreStorage(shared, "ScratchB", vpc=vpc, subnet=trainium_subnet,
-                      clients=[node_groups[0]], storage_capacity_gib=2400,
-                      removal_policy=cdk.RemovalPolicy.DESTROY),
+        LustreStorage(
+            shared,
+            "ScratchA",
+            vpc=vpc,
+            subnet=trainium_subnet,
+            clients=[efa.security_group],
+            kms_key=key,
+        ),
+        LustreStorage(
+            shared,
+            "ScratchB",
+            vpc=vpc,
+            subnet=trainium_subnet,
+            clients=[node_groups[0]],
+            storage_capacity_gib=2400,
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        ),
     ]
     model_buckets = [
         ModelArtifactBucket(shared, "ModelsA"),
-        ModelArtifactBucket(shared, "ModelsB", model_prefix="triton/",
-                            removal_policy=cdk.RemovalPolicy.DESTROY),
+        ModelArtifactBucket(
+            shared, "ModelsB", model_prefix="triton/", removal_policy=cdk.RemovalPolicy.DESTROY
+        ),
     ]
     registries = [
         TrainingImageRepository(shared, "ImagesA"),
@@ -83,8 +102,13 @@ def build(app: cdk.App) -> dict[str, object]:
     model_buckets[1].grant_read_models(reader)
     registries[0].grant_pull(reader)
     endpoints = [
-        TritonMultiModelEndpoint(shared, name, bucket=bucket, endpoint_name=name.lower(),
-                                 archives=["model_trt_python_t4"])
+        TritonMultiModelEndpoint(
+            shared,
+            name,
+            bucket=bucket,
+            endpoint_name=name.lower(),
+            archives=["model_trt_python_t4"],
+        )
         for name in ("EndpointA", "EndpointB")
     ]
     endpoints[0].grant_invoke(reader)
@@ -94,41 +118,75 @@ def build(app: cdk.App) -> dict[str, object]:
         EndpointDashboard(shared, "EndpointADashboard", endpoints=[endpoints[0]]),
         EndpointDashboard(shared, "EndpointBDashboard", endpoints=[endpoints[1]]),
     ] + [
-        TrainingDashboard(shared, "ClusterDashboard", cluster_name=cluster.cluster_name,
-                          namespace="research", file_system_ids=[lustre[0].file_system.file_system_id]),
-        TrainingDashboard(shared, "ClusterDashboard2", cluster_name=cluster.cluster_name,
-                          namespace="staging"),
+        TrainingDashboard(
+            shared,
+            "ClusterDashboard",
+            cluster_name=cluster.cluster_name,
+            namespace="research",
+            file_system_ids=[lustre[0].file_system.file_system_id],
+        ),
+        TrainingDashboard(
+            shared, "ClusterDashboard2", cluster_name=cluster.cluster_name, namespace="staging"
+        ),
     ]
     cdk.CfnOutput(shared, "EndpointADashboardUrl", value=dashboards[0].url)
     tritons = [
-        TritonOnEks(shared, name, cluster=cluster, bucket=bucket, namespace=namespace,
-                    archives=["model_tf_dali"], pod_identity_agent=agent)
+        TritonOnEks(
+            shared,
+            name,
+            cluster=cluster,
+            bucket=bucket,
+            namespace=namespace,
+            archives=["model_tf_dali"],
+            pod_identity_agent=agent,
+        )
         for name, namespace in (("TritonA", "triton-a"), ("TritonB", "triton-b"))
     ]
 
     clusters_stack = cdk.Stack(app, "Clusters", env=ENV)
     net = PlatformVpc(clusters_stack, "Net", availability_zones=AZS, trainium_az="us-east-1f")
-    PlatformVpc(clusters_stack, "Net2", availability_zones=AZS, trainium_az="us-east-1a",
-                cidr="10.1.0.0/16")
+    PlatformVpc(
+        clusters_stack, "Net2", availability_zones=AZS, trainium_az="us-east-1a", cidr="10.1.0.0/16"
+    )
     clusters = [
         TrainingEksCluster(clusters_stack, "Research", vpc=net.vpc, endpoint_access="private"),
         TrainingEksCluster(  # public to the world, stated: warns
-            clusters_stack, "Staging", vpc=net.vpc, endpoint_access="public_and_private",
-            public_access_cidrs=["0.0.0.0/0"], public_access_from_anywhere=True,
+            clusters_stack,
+            "Staging",
+            vpc=net.vpc,
+            endpoint_access="public_and_private",
+            public_access_cidrs=["0.0.0.0/0"],
+            public_access_from_anywhere=True,
         ),
     ]
 
     serving = cdk.Stack(app, "Serving", env=ENV)
     serving_triton = TritonOnEks(
-        serving, "Triton", cluster=cluster, bucket=bucket, archives=[CUSTOM_ARCHIVE],
-        models=["reranker_ensemble", "reranker_onnx"], pod_identity_agent=agent,
-        device_plugin=False, node_labels={"team": "search"},
-        subnets=ec2.SubnetSelection(subnets=[trainium_subnet]), namespace="search",
+        serving,
+        "Triton",
+        cluster=cluster,
+        bucket=bucket,
+        archives=[CUSTOM_ARCHIVE],
+        models=["reranker_ensemble", "reranker_onnx"],
+        pod_identity_agent=agent,
+        device_plugin=False,
+        node_labels={"team": "search"},
+        subnets=ec2.SubnetSelection(subnets=[trainium_subnet]),
+        namespace="search",
     )
     return {
-        "shared": shared, "clusters_stack": clusters_stack, "serving": serving,
-        "node_groups": node_groups, "lustre": lustre, "model_buckets": model_buckets,
-        "registries": registries, "endpoints": endpoints, "tritons": tritons,
-        "clusters": clusters, "serving_triton": serving_triton, "reader": reader,
-        "cluster": cluster, "dashboards": dashboards,
+        "shared": shared,
+        "clusters_stack": clusters_stack,
+        "serving": serving,
+        "node_groups": node_groups,
+        "lustre": lustre,
+        "model_buckets": model_buckets,
+        "registries": registries,
+        "endpoints": endpoints,
+        "tritons": tritons,
+        "clusters": clusters,
+        "serving_triton": serving_triton,
+        "reader": reader,
+        "cluster": cluster,
+        "dashboards": dashboards,
     }

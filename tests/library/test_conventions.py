@@ -30,17 +30,24 @@ def test_metrics_take_the_usual_options(stack: cdk.Stack) -> None:
     mme = TritonMultiModelEndpoint(
         stack, "Mme", bucket=bucket, endpoint_name="team", archives=["a"]
     )
-    metric = mme.metric_model_cache_hit(period=cdk.Duration.minutes(1), statistic="Minimum",
-                                        label="cache hits")
-    assert (metric.period.to_minutes(), metric.statistic, metric.label) == (1, "Minimum",
-                                                                             "cache hits")
+    metric = mme.metric_model_cache_hit(
+        period=cdk.Duration.minutes(1), statistic="Minimum", label="cache hits"
+    )
+    assert (metric.period.to_minutes(), metric.statistic, metric.label) == (
+        1,
+        "Minimum",
+        "cache hits",
+    )
     assert metric.dimensions == {"EndpointName": "team", "VariantName": "AllTraffic"}
     default = mme.metric_invocation_5xx_errors()
     assert (default.period.to_minutes(), default.statistic) == (5, "Sum")
     models = ModelArtifactBucket(stack, "Models")
     size = models.metric_bucket_size_bytes(period=cdk.Duration.days(2))
     assert (size.namespace, size.metric_name, size.period.to_days()) == (
-        "AWS/S3", "BucketSizeBytes", 2)
+        "AWS/S3",
+        "BucketSizeBytes",
+        2,
+    )
     assert models.metric_object_count().statistic == "Average"
 
 
@@ -50,8 +57,11 @@ def test_lustre_imports_grants_and_connections(stack: cdk.Stack) -> None:
         stack, "FsSg", "sg-0f0e0d0c0b0a09080", allow_all_outbound=False
     )
     lustre = LustreStorage.from_file_system_attributes(
-        stack, "Existing", file_system_id="fs-0123456789abcdef0",
-        dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com", mount_name="abcdefgh",
+        stack,
+        "Existing",
+        file_system_id="fs-0123456789abcdef0",
+        dns_name="fs-0123456789abcdef0.fsx.us-east-1.amazonaws.com",
+        mount_name="abcdefgh",
         security_group=existing_sg,
     )
     clients = ec2.SecurityGroup(stack, "Clients", vpc=vpc)
@@ -62,7 +72,8 @@ def test_lustre_imports_grants_and_connections(stack: cdk.Stack) -> None:
     ]
     free = lustre.metric_free_capacity(period=cdk.Duration.minutes(1))
     assert (free.statistic, free.dimensions) == (
-        "Minimum", {"FileSystemId": "fs-0123456789abcdef0"}
+        "Minimum",
+        {"FileSystemId": "fs-0123456789abcdef0"},
     )
     template = Template.from_stack(stack)
     ingress = [
@@ -75,8 +86,9 @@ def test_lustre_imports_grants_and_connections(stack: cdk.Stack) -> None:
 
 
 def test_model_bucket_from_name_grants_read_under_the_prefix_only(stack: cdk.Stack) -> None:
-    models = ModelArtifactBucket.from_bucket_name(stack, "Models", "team-models",
-                                                  model_prefix="ensembles/")
+    models = ModelArtifactBucket.from_bucket_name(
+        stack, "Models", "team-models", model_prefix="ensembles/"
+    )
     role = iam.Role(stack, "Reader", assumed_by=iam.AccountRootPrincipal())
     models.grant_read_models(role)
     models.grant_write_models(role)
@@ -87,12 +99,17 @@ def test_model_bucket_from_name_grants_read_under_the_prefix_only(stack: cdk.Sta
     ((_, policy),) = template.find_resources("AWS::IAM::Policy").items()
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     s3_statements = [s for s in statements if str(s["Action"]).startswith("s3:")]
-    arn = lambda suffix: {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                           f":s3:::team-models{suffix}"]]}
+    arn = lambda suffix: {
+        "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":s3:::team-models{suffix}"]]
+    }
     assert s3_statements == [
         {"Action": "s3:GetObject", "Effect": "Allow", "Resource": arn("/ensembles/*")},
-        {"Action": "s3:ListBucket", "Condition": {"StringLike": {"s3:prefix": ["ensembles/*"]}},
-         "Effect": "Allow", "Resource": arn("")},
+        {
+            "Action": "s3:ListBucket",
+            "Condition": {"StringLike": {"s3:prefix": ["ensembles/*"]}},
+            "Effect": "Allow",
+            "Resource": arn(""),
+        },
         {"Action": "s3:PutObject", "Effect": "Allow", "Resource": arn("/ensembles/*")},
     ]
     assert any("ecr:BatchGetImage" in s["Action"] for s in statements)

@@ -13,8 +13,11 @@ from tests.library.conftest import Outside
 def test_outside_app_creates_nothing_before_its_rules(outside: Outside) -> None:
     findings = walk(outside.outdir)
     assert [(f.resource, f.problems) for f in findings if f.problems] == []
-    shared = {f.resource[1]: dict(Counter(f.rules.values())) for f in findings
-              if f.resource[0] == "Shared"}
+    shared = {
+        f.resource[1]: dict(Counter(f.rules.values()))
+        for f in findings
+        if f.resource[0] == "Shared"
+    }
     assert shared == {
         # EFA self rules (2), the Lustre rules of both file systems to the EFA group
         # (ScratchA's clients) and control-plane rules (6): 16, all DependsOn.

@@ -52,15 +52,16 @@ def test_readme_table_lists_every_public_construct_with_an_existing_example() ->
 def test_readme_use_the_constructs_example_synthesizes_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    section = README[README.index("## Use the constructs in your own CDK app"):]
+    section = README[README.index("## Use the constructs in your own CDK app") :]
     (code,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
     # Only the output folder differs from the text: jsii's Node process does not see env
     # changes made here, so new_app gets outdir= instead of CDK_OUTDIR.
     import ml_platform.app
 
     real_new_app = ml_platform.app.new_app
-    monkeypatch.setattr(ml_platform.app, "new_app",
-                        lambda **kwargs: real_new_app(outdir=str(tmp_path), **kwargs))
+    monkeypatch.setattr(
+        ml_platform.app, "new_app", lambda **kwargs: real_new_app(outdir=str(tmp_path), **kwargs)
+    )
     exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert not manifest.get("missing"), "the example needs an AWS context lookup"

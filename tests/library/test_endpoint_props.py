@@ -25,9 +25,7 @@ def _stack() -> tuple[cdk.Stack, s3.IBucket]:
 def test_endpoint_name_is_validated(name: str) -> None:
     stack, bucket = _stack()
     with pytest.raises(ValueError, match=r"endpoint_name=.*expected 1 to 63 letters, digits"):
-        TritonMultiModelEndpoint(
-            stack, "Mme", bucket=bucket, endpoint_name=name, archives=["a"]
-        )
+        TritonMultiModelEndpoint(stack, "Mme", bucket=bucket, endpoint_name=name, archives=["a"])
 
 
 def test_a_given_role_is_used_and_gets_the_statements() -> None:
@@ -44,12 +42,14 @@ def test_a_given_role_is_used_and_gets_the_statements() -> None:
     ((_, props),) = model.items()
     assert props["Properties"]["ExecutionRoleArn"] == {"Fn::GetAtt": [role_id, "Arn"]}
     ((policy_id, policy),) = [
-        (k, p) for k, p in template.find_resources("AWS::IAM::Policy").items()
+        (k, p)
+        for k, p in template.find_resources("AWS::IAM::Policy").items()
         if p["Properties"]["Roles"] == [{"Ref": role_id}]
     ]
     assert policy_id in props["DependsOn"]
     actions = {
-        a for s in policy["Properties"]["PolicyDocument"]["Statement"]
+        a
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
         for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])
     }
     assert {"s3:GetObject", "s3:ListBucket", "ecr:BatchGetImage"} <= actions

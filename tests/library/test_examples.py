@@ -36,7 +36,9 @@ class Example:
 
     def resources(self, kind: str) -> list[dict[str, Any]]:
         return [
-            r for t in self.templates().values() for r in t["Resources"].values()
+            r
+            for t in self.templates().values()
+            for r in t["Resources"].values()
             if r["Type"] == kind
         ]
 
@@ -56,9 +58,7 @@ def _synthesize(folder: Path, outdir: Path) -> Example:
 @pytest.fixture(scope="session")
 def examples(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Example]:
     """Every example, synthesized once per session with cdk-nag attached."""
-    return {
-        name: _synthesize(EXAMPLES / name, tmp_path_factory.mktemp(name)) for name in NAMES
-    }
+    return {name: _synthesize(EXAMPLES / name, tmp_path_factory.mktemp(name)) for name in NAMES}
 
 
 @pytest.fixture(params=NAMES)
@@ -89,8 +89,11 @@ def test_examples_pass_cfn_lint(examples: dict[str, Example]) -> None:
     findings = [
         f"{m.filename}: {m.rule.id} {m.message}"
         for m in lint_by_config(
-            ManualArgs(templates=paths, regions=["us-east-1"],
-                       ignore_checks=config.get("ignore_checks") or [])
+            ManualArgs(
+                templates=paths,
+                regions=["us-east-1"],
+                ignore_checks=config.get("ignore_checks") or [],
+            )
         )
     ]
     assert findings == []
@@ -106,9 +109,7 @@ def test_example_builds_what_it_says(example: Example) -> None:
         # every network card of a trn1.32xlarge carries an EFA interface
         assert sorted({i["NetworkCardIndex"] for i in interfaces}) == list(range(8))
         ingress = example.resources("AWS::EC2::SecurityGroupIngress")
-        into_cluster = [
-            r for r in ingress if r["Properties"]["GroupId"] == "sg-0a1b2c3d4e5f60718"
-        ]
+        into_cluster = [r for r in ingress if r["Properties"]["GroupId"] == "sg-0a1b2c3d4e5f60718"]
         assert len(into_cluster) == 4  # 443, 1025-65535, DNS tcp+udp from the nodes
     elif example.name == "mme-existing-bucket":
         (model,) = example.resources("AWS::SageMaker::Model")
@@ -116,7 +117,8 @@ def test_example_builds_what_it_says(example: Example) -> None:
         assert container["ModelDataUrl"] == "s3://team-triton-archives/ensembles/"
         assert not example.resources("AWS::S3::Bucket")
         statements = [
-            s for p in example.resources("AWS::IAM::Policy")
+            s
+            for p in example.resources("AWS::IAM::Policy")
             for s in p["Properties"]["PolicyDocument"]["Statement"]
             if s["Action"] == "sagemaker:InvokeEndpoint"
         ]
@@ -128,7 +130,8 @@ def test_example_builds_what_it_says(example: Example) -> None:
         assert fs["Properties"]["StorageCapacity"] == 2400
         assert fs["DeletionPolicy"] == "RetainExceptOnCreate"
         ingress = [
-            r["Properties"] for r in example.resources("AWS::EC2::SecurityGroupIngress")
+            r["Properties"]
+            for r in example.resources("AWS::EC2::SecurityGroupIngress")
             if r["Properties"].get("Description") == "Lustre clients"
         ]
         assert {(r["FromPort"], r["ToPort"]) for r in ingress} == {(988, 988), (1018, 1023)}

@@ -13,8 +13,15 @@ def test_bad_props_are_reported_together_under_their_own_names() -> None:
     stack = cdk.Stack(new_app(), "S")
     with pytest.raises(ValueError) as raised:
         # The props are checked before the cluster is touched.
-        GpuNodeGroup(stack, "Gpu", cluster=None, instance_type="p9.large", nodes=3, max_nodes=2,
-                     labels={"ml-platform/node-role": "x"})
+        GpuNodeGroup(
+            stack,
+            "Gpu",
+            cluster=None,
+            instance_type="p9.large",
+            nodes=3,
+            max_nodes=2,
+            labels={"ml-platform/node-role": "x"},
+        )
     message = str(raised.value)
     assert message.startswith("S/Gpu: instance_type='p9.large': expected one of [")
     assert "gpu_instance_type" not in message

@@ -17,11 +17,26 @@ from tests.triton_eks.support import server_argv
 
 # Construct paths that belong to the platform's constructs (the rest is the user's own).
 OURS = (
-    "Shared/Efa/", "Shared/TrnA/", "Shared/TrnB/", "Shared/ScratchA/", "Shared/ScratchB/",
-    "Shared/ModelsA/", "Shared/ModelsB/", "Shared/ImagesA/", "Shared/ImagesB/",
-    "Shared/EndpointA/", "Shared/EndpointB/", "Shared/TritonA/", "Shared/TritonB/",
-    "Shared/Custom::", "Clusters/", "Serving/", "Shared/EndpointADashboard/",
-    "Shared/EndpointBDashboard/", "Shared/ClusterDashboard/", "Shared/ClusterDashboard2/",
+    "Shared/Efa/",
+    "Shared/TrnA/",
+    "Shared/TrnB/",
+    "Shared/ScratchA/",
+    "Shared/ScratchB/",
+    "Shared/ModelsA/",
+    "Shared/ModelsB/",
+    "Shared/ImagesA/",
+    "Shared/ImagesB/",
+    "Shared/EndpointA/",
+    "Shared/EndpointB/",
+    "Shared/TritonA/",
+    "Shared/TritonB/",
+    "Shared/Custom::",
+    "Clusters/",
+    "Serving/",
+    "Shared/EndpointADashboard/",
+    "Shared/EndpointBDashboard/",
+    "Shared/ClusterDashboard/",
+    "Shared/ClusterDashboard2/",
 )
 
 
@@ -46,11 +61,7 @@ def test_every_stack_synthesizes_without_a_cycle(outside: Outside) -> None:
 
 
 def test_no_cdk_nag_finding_on_the_platform_constructs(outside: Outside) -> None:
-    ours = [
-        (rule, path)
-        for rule, path in outside.nag_violations()
-        if path.startswith(OURS)
-    ]
+    ours = [(rule, path) for rule, path in outside.nag_violations() if path.startswith(OURS)]
     assert ours == []
     # The harness sees findings: the user's own VPC has no flow log.
     assert ("AwsSolutions-VPC7", "Shared/Vpc/Resource") in outside.nag_violations()
@@ -72,8 +83,9 @@ def test_two_triton_on_eks_share_a_cluster_and_one_device_plugin(outside: Outsid
         assert plugin_id in manifests[logical]["DependsOn"]
     # Both node groups' pods get credentials: associations wait for the agent add-on.
     agents = outside.resources("Shared", "AWS::EKS::Addon")
-    (agent_id,) = [k for k, r in agents.items() if r["Properties"]["AddonName"] ==
-                   "eks-pod-identity-agent"]
+    (agent_id,) = [
+        k for k, r in agents.items() if r["Properties"]["AddonName"] == "eks-pod-identity-agent"
+    ]
     associations = outside.resources("Shared", "AWS::EKS::PodIdentityAssociation")
     namespaces = {r["Properties"]["Namespace"]: r for r in associations.values()}
     assert set(namespaces) == {"triton-a", "triton-b"}
@@ -90,7 +102,9 @@ def test_triton_in_its_own_stack_serves_the_named_archive_with_given_props(
     assert deployment["metadata"]["namespace"] == "search"
     pod = deployment["spec"]["template"]["spec"]
     fetch = shlex.split(pod["initContainers"][0]["command"][2])
-    assert [w for w in fetch if w.startswith("key=")] == ["key=models/team-reranker-v0a1b2c3d.tar.gz"]
+    assert [w for w in fetch if w.startswith("key=")] == [
+        "key=models/team-reranker-v0a1b2c3d.tar.gz"
+    ]
     args = server_argv(pod["containers"][0])
     # Triton loads every unpacked model and refuses model control (issue #13)
     assert "--model-control-mode=none" in args
@@ -116,9 +130,7 @@ def test_training_clusters_get_distinct_names_from_cloudformation(outside: Outsi
 
 def test_construct_warnings_name_props_not_cdk_json_keys(outside: Outside) -> None:
     research, staging = outside.parts["clusters"]
-    warnings = lambda c: [
-        str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"
-    ]
+    warnings = lambda c: [str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"]
     assert warnings(research) == []
     (message,) = warnings(staging)
     assert "Clusters/Staging" in message
@@ -183,8 +195,11 @@ def test_destroy_empties_buckets_and_registry_retain_does_not(outside: Outside) 
     # file system keeps its interfaces, so its group could not be deleted: aws/aws-cdk#31521).
     for lustre, policy in zip(outside.parts["lustre"], ("RetainExceptOnCreate", "Delete")):
         for group in (lustre.security_group, lustre.client_security_group):
-            ids = [shared.get_logical_id(c) for c in group.node.find_all()
-                   if isinstance(c, cdk.CfnResource)]
+            ids = [
+                shared.get_logical_id(c)
+                for c in group.node.find_all()
+                if isinstance(c, cdk.CfnResource)
+            ]
             assert len(ids) >= 5
             assert {resources[i].get("DeletionPolicy", "Delete") for i in ids} == {policy}
 
@@ -201,9 +216,7 @@ def test_access_logs_go_through_a_bucket_policy_without_our_feature_flags(
         logs_id = shared.get_logical_id(models.access_logs.node.default_child)
         props = resources[logs_id]["Properties"]
         assert "AccessControl" not in props
-        assert props["OwnershipControls"] == {
-            "Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]
-        }
+        assert props["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
         policies = [
             r["Properties"]["PolicyDocument"]["Statement"]
             for r in outside.resources("Shared", "AWS::S3::BucketPolicy").values()
@@ -228,10 +241,7 @@ def test_grant_read_models_lists_only_under_the_prefix(outside: Outside) -> None
         for r in outside.resources("Shared", "AWS::IAM::Policy").values()
         if r["Properties"]["Roles"] == [{"Ref": role_id}]
     ]
-    on_bucket = [
-        s for s in policy
-        if json.dumps(bucket_id) in json.dumps(s["Resource"])
-    ]
+    on_bucket = [s for s in policy if json.dumps(bucket_id) in json.dumps(s["Resource"])]
     assert on_bucket == [
         {
             "Action": "s3:GetObject",
@@ -250,8 +260,12 @@ def test_grant_read_models_lists_only_under_the_prefix(outside: Outside) -> None
 def test_two_node_groups_share_the_efa_group_rules(outside: Outside) -> None:
     ingress = outside.resources("Shared", "AWS::EC2::SecurityGroupIngress")
     keys = [
-        json.dumps([r["Properties"].get(k) for k in (
-            "GroupId", "IpProtocol", "FromPort", "ToPort", "SourceSecurityGroupId")])
+        json.dumps(
+            [
+                r["Properties"].get(k)
+                for k in ("GroupId", "IpProtocol", "FromPort", "ToPort", "SourceSecurityGroupId")
+            ]
+        )
         for r in ingress.values()
     ]
     assert len(keys) == len(set(keys))

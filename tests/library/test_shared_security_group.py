@@ -23,8 +23,13 @@ def _rules(template: Template, kind: str) -> list[tuple]:
             if p["GroupId"] == p.get("SourceSecurityGroupId"):
                 continue
             out.append(
-                (json_key(p["GroupId"]), json_key(p.get("SourceSecurityGroupId")),
-                 p["IpProtocol"], p.get("FromPort"), p.get("ToPort"))
+                (
+                    json_key(p["GroupId"]),
+                    json_key(p.get("SourceSecurityGroupId")),
+                    p["IpProtocol"],
+                    p.get("FromPort"),
+                    p.get("ToPort"),
+                )
             )
     return out
 
@@ -38,7 +43,10 @@ def _base(app: cdk.App) -> tuple[cdk.Stack, ec2.Vpc, ec2.SecurityGroup, eks.IClu
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-east-1a", "us-east-1f"])
     efa = ec2.SecurityGroup(stack, "Efa", vpc=vpc)
     cluster = eks.Cluster.from_cluster_attributes(
-        stack, "Cluster", cluster_name="research", vpc=vpc,
+        stack,
+        "Cluster",
+        cluster_name="research",
+        vpc=vpc,
         cluster_security_group_id="sg-0123456789abcdef0",
     )
     return stack, vpc, efa, cluster
@@ -49,11 +57,10 @@ def test_node_groups_in_two_stacks_share_the_rules_of_the_first() -> None:
     base, vpc, efa, cluster = _base(app)
     stacks = [cdk.Stack(app, name, env=ENV) for name in ("NodesA", "NodesB")]
     for stack in stacks:
-        TrainiumNodeGroup(stack, "Trn", cluster=cluster, subnet=vpc.private_subnets[1],
-                          security_group=efa)
-    counts = [
-        len(_rules(Template.from_stack(s), "AWS::EC2::SecurityGroupIngress")) for s in stacks
-    ]
+        TrainiumNodeGroup(
+            stack, "Trn", cluster=cluster, subnet=vpc.private_subnets[1], security_group=efa
+        )
+    counts = [len(_rules(Template.from_stack(s), "AWS::EC2::SecurityGroupIngress")) for s in stacks]
     assert counts == [6, 0]
     assert stacks[0] in stacks[1].dependencies
 
@@ -63,7 +70,8 @@ def test_a_different_security_group_gets_its_own_rules() -> None:
     stack, vpc, efa, cluster = _base(app)
     other = ec2.SecurityGroup(stack, "Efa2", vpc=vpc)
     for name, group in (("TrnA", efa), ("TrnB", other)):
-        TrainiumNodeGroup(stack, name, cluster=cluster, subnet=vpc.private_subnets[1],
-                          security_group=group)
+        TrainiumNodeGroup(
+            stack, name, cluster=cluster, subnet=vpc.private_subnets[1], security_group=group
+        )
     ingress = _rules(Template.from_stack(stack), "AWS::EC2::SecurityGroupIngress")
     assert len(ingress) == 12 and len(set(ingress)) == 12

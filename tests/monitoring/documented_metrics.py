@@ -45,55 +45,72 @@ def _ci(name: str, *dims: frozenset[str]):
 
 
 _INSTANCE = "/aws/sagemaker/Endpoints"
-DOCUMENTED: dict[tuple[str, str], tuple[tuple[frozenset[str], ...], frozenset[str], str, str]] = dict([
-    # Endpoint invocation metrics (AWS/SageMaker, EndpointName + VariantName).
-    _sm("Invocations", {"Sum", "SampleCount"}, "None"),
-    _sm("InvocationsPerInstance", {"Sum"}, "None"),
-    _sm("Invocation4XXErrors", {"Average", "Sum"}, "None"),
-    _sm("Invocation5XXErrors", {"Average", "Sum"}, "None"),
-    _sm("ModelLatency", ALL_STATS, "Microseconds"),
-    _sm("OverheadLatency", ALL_STATS, "Microseconds"),
-    # Multi-model endpoint model loading metrics (AWS/SageMaker).
-    _sm("ModelLoadingWaitTime", ALL_STATS, "Microseconds", MME),
-    _sm("ModelUnloadingTime", ALL_STATS, "Microseconds", MME),
-    _sm("ModelDownloadingTime", ALL_STATS, "Microseconds", MME),
-    _sm("ModelLoadingTime", ALL_STATS, "Microseconds", MME),
-    _sm("ModelCacheHit", {"Average", "Sum", "SampleCount"}, "None", MME),
-    # Multi-model endpoint instance metrics (/aws/sagemaker/Endpoints). The utilization
-    # metrics are documented with their unit only (no statistic restriction).
-    _sm("LoadedModelCount", ALL_STATS, "None", MME, _INSTANCE),
-    _sm("GPUUtilization", ANY, "Percent", MME, _INSTANCE),
-    _sm("GPUMemoryUtilization", ANY, "Percent", MME, _INSTANCE),
-    _sm("CPUUtilization", ANY, "Percent", MME, _INSTANCE),
-    _sm("MemoryUtilization", ANY, "Percent", MME, _INSTANCE),
-    _sm("DiskUtilization", ANY, "Percent", MME, _INSTANCE),
-    # Container Insights with enhanced observability (ContainerInsights).
-    _ci("cluster_node_count", _CLUSTER),
-    _ci("cluster_failed_node_count", _CLUSTER),
-    _ci("node_status_condition_ready", _CLUSTER, _NODE),
-    _ci("node_neuroncore_utilization", _CLUSTER, _NODE, _NEURONCORE),
-    _ci("node_neuroncore_memory_usage_total", _CLUSTER, _NODE, _NEURONCORE),
-    _ci("node_neuron_execution_errors_total", _CLUSTER, _NODE),
-    _ci("node_neurondevice_hw_ecc_events_total", _CLUSTER, _NODE, _NODE | {"NeuronDevice"}),
-    *(
-        _ci(f"node_efa_{name}", _CLUSTER, _NODE, _EFA_INTERFACE)
-        for name in ("rx_bytes", "tx_bytes", "rx_dropped", "rdma_read_bytes",
-                     "rdma_write_bytes", "rdma_write_recv_bytes")
-    ),
-    _ci("pod_number_of_container_restarts", _CLUSTER, _POD, _POD | {"FullPodName"}),
-    # FSx for Lustre (AWS/FSx, FileSystemId).
-    *(
-        (("AWS/FSx", name), ((frozenset({"FileSystemId"}),), ALL_STATS, unit, FSX))
-        for name, unit in (("DataReadBytes", "Bytes"), ("DataWriteBytes", "Bytes"),
-                           ("DataReadOperations", "Count"), ("DataWriteOperations", "Count"),
-                           ("FreeDataStorageCapacity", "Bytes"))
-    ),
-    # NAT gateways (AWS/NATGateway, NatGatewayId): the page names Sum for the byte counts.
-    *(
-        (("AWS/NATGateway", name), ((frozenset({"NatGatewayId"}),), frozenset({"Sum"}), "Bytes", NAT))
-        for name in ("BytesOutToDestination", "BytesInFromDestination")
-    ),
-])
+DOCUMENTED: dict[tuple[str, str], tuple[tuple[frozenset[str], ...], frozenset[str], str, str]] = (
+    dict(
+        [
+            # Endpoint invocation metrics (AWS/SageMaker, EndpointName + VariantName).
+            _sm("Invocations", {"Sum", "SampleCount"}, "None"),
+            _sm("InvocationsPerInstance", {"Sum"}, "None"),
+            _sm("Invocation4XXErrors", {"Average", "Sum"}, "None"),
+            _sm("Invocation5XXErrors", {"Average", "Sum"}, "None"),
+            _sm("ModelLatency", ALL_STATS, "Microseconds"),
+            _sm("OverheadLatency", ALL_STATS, "Microseconds"),
+            # Multi-model endpoint model loading metrics (AWS/SageMaker).
+            _sm("ModelLoadingWaitTime", ALL_STATS, "Microseconds", MME),
+            _sm("ModelUnloadingTime", ALL_STATS, "Microseconds", MME),
+            _sm("ModelDownloadingTime", ALL_STATS, "Microseconds", MME),
+            _sm("ModelLoadingTime", ALL_STATS, "Microseconds", MME),
+            _sm("ModelCacheHit", {"Average", "Sum", "SampleCount"}, "None", MME),
+            # Multi-model endpoint instance metrics (/aws/sagemaker/Endpoints). The utilization
+            # metrics are documented with their unit only (no statistic restriction).
+            _sm("LoadedModelCount", ALL_STATS, "None", MME, _INSTANCE),
+            _sm("GPUUtilization", ANY, "Percent", MME, _INSTANCE),
+            _sm("GPUMemoryUtilization", ANY, "Percent", MME, _INSTANCE),
+            _sm("CPUUtilization", ANY, "Percent", MME, _INSTANCE),
+            _sm("MemoryUtilization", ANY, "Percent", MME, _INSTANCE),
+            _sm("DiskUtilization", ANY, "Percent", MME, _INSTANCE),
+            # Container Insights with enhanced observability (ContainerInsights).
+            _ci("cluster_node_count", _CLUSTER),
+            _ci("cluster_failed_node_count", _CLUSTER),
+            _ci("node_status_condition_ready", _CLUSTER, _NODE),
+            _ci("node_neuroncore_utilization", _CLUSTER, _NODE, _NEURONCORE),
+            _ci("node_neuroncore_memory_usage_total", _CLUSTER, _NODE, _NEURONCORE),
+            _ci("node_neuron_execution_errors_total", _CLUSTER, _NODE),
+            _ci("node_neurondevice_hw_ecc_events_total", _CLUSTER, _NODE, _NODE | {"NeuronDevice"}),
+            *(
+                _ci(f"node_efa_{name}", _CLUSTER, _NODE, _EFA_INTERFACE)
+                for name in (
+                    "rx_bytes",
+                    "tx_bytes",
+                    "rx_dropped",
+                    "rdma_read_bytes",
+                    "rdma_write_bytes",
+                    "rdma_write_recv_bytes",
+                )
+            ),
+            _ci("pod_number_of_container_restarts", _CLUSTER, _POD, _POD | {"FullPodName"}),
+            # FSx for Lustre (AWS/FSx, FileSystemId).
+            *(
+                (("AWS/FSx", name), ((frozenset({"FileSystemId"}),), ALL_STATS, unit, FSX))
+                for name, unit in (
+                    ("DataReadBytes", "Bytes"),
+                    ("DataWriteBytes", "Bytes"),
+                    ("DataReadOperations", "Count"),
+                    ("DataWriteOperations", "Count"),
+                    ("FreeDataStorageCapacity", "Bytes"),
+                )
+            ),
+            # NAT gateways (AWS/NATGateway, NatGatewayId): the page names Sum for the byte counts.
+            *(
+                (
+                    ("AWS/NATGateway", name),
+                    ((frozenset({"NatGatewayId"}),), frozenset({"Sum"}), "Bytes", NAT),
+                )
+                for name in ("BytesOutToDestination", "BytesInFromDestination")
+            ),
+        ]
+    )
+)
 
 # The endpoint's own metric: its metric filter counts Triton's "failed to load" log lines
 # (ml_platform/constructs/sagemaker_mme.py), no dimensions, Sum.
@@ -109,7 +126,7 @@ def render(value: Any, region: str = "us-west-2") -> Any:
     """A CloudFormation value with its intrinsics replaced by strings (``Fn::Join`` joined,
     the region resolved, other references as ``<Ref:...>`` placeholders)."""
     if isinstance(value, dict) and len(value) == 1:
-        (key, arg), = value.items()
+        ((key, arg),) = value.items()
         if key == "Fn::Join":
             sep, parts = arg
             return sep.join(str(render(p, region)) for p in parts)
@@ -185,7 +202,9 @@ def problems(template: dict[str, Any]) -> list[str]:
                 continue
             dimension_sets, statistics, _, page = documented
             if dims not in dimension_sets:
-                found.append(f"{where}: dimensions not among {[sorted(d) for d in dimension_sets]} ({page})")
+                found.append(
+                    f"{where}: dimensions not among {[sorted(d) for d in dimension_sets]} ({page})"
+                )
             if statistic not in statistics:
                 found.append(f"{where}: statistic not among {sorted(statistics)} ({page})")
     return found

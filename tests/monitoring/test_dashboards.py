@@ -20,29 +20,58 @@ from tests.support import SynthesizedPlatform
 ENDPOINT_METRICS = {
     ("AWS/SageMaker", name)
     for name in (
-        "Invocations", "InvocationsPerInstance", "ModelLatency", "OverheadLatency",
-        "Invocation4XXErrors", "Invocation5XXErrors", "ModelLoadingWaitTime", "ModelLoadingTime",
-        "ModelDownloadingTime", "ModelUnloadingTime", "ModelCacheHit",
+        "Invocations",
+        "InvocationsPerInstance",
+        "ModelLatency",
+        "OverheadLatency",
+        "Invocation4XXErrors",
+        "Invocation5XXErrors",
+        "ModelLoadingWaitTime",
+        "ModelLoadingTime",
+        "ModelDownloadingTime",
+        "ModelUnloadingTime",
+        "ModelCacheHit",
     )
 } | {
     ("/aws/sagemaker/Endpoints", name)
-    for name in ("LoadedModelCount", "GPUUtilization", "GPUMemoryUtilization", "CPUUtilization",
-                 "MemoryUtilization", "DiskUtilization")
-}
-TRAINING_METRICS = {
-    ("ContainerInsights", name)
     for name in (
-        "cluster_node_count", "cluster_failed_node_count", "node_status_condition_ready",
-        "node_neuroncore_utilization", "node_neuroncore_memory_usage_total",
-        "node_neuron_execution_errors_total", "node_neurondevice_hw_ecc_events_total",
-        "node_efa_rx_bytes", "node_efa_tx_bytes", "node_efa_rx_dropped",
-        "pod_number_of_container_restarts",
+        "LoadedModelCount",
+        "GPUUtilization",
+        "GPUMemoryUtilization",
+        "CPUUtilization",
+        "MemoryUtilization",
+        "DiskUtilization",
     )
-} | {
-    ("AWS/FSx", name)
-    for name in ("DataReadBytes", "DataWriteBytes", "DataReadOperations", "DataWriteOperations",
-                 "FreeDataStorageCapacity")
-} | {("AWS/NATGateway", "BytesOutToDestination"), ("AWS/NATGateway", "BytesInFromDestination")}
+}
+TRAINING_METRICS = (
+    {
+        ("ContainerInsights", name)
+        for name in (
+            "cluster_node_count",
+            "cluster_failed_node_count",
+            "node_status_condition_ready",
+            "node_neuroncore_utilization",
+            "node_neuroncore_memory_usage_total",
+            "node_neuron_execution_errors_total",
+            "node_neurondevice_hw_ecc_events_total",
+            "node_efa_rx_bytes",
+            "node_efa_tx_bytes",
+            "node_efa_rx_dropped",
+            "pod_number_of_container_restarts",
+        )
+    }
+    | {
+        ("AWS/FSx", name)
+        for name in (
+            "DataReadBytes",
+            "DataWriteBytes",
+            "DataReadOperations",
+            "DataWriteOperations",
+            "FreeDataStorageCapacity",
+        )
+    }
+    | {("AWS/NATGateway", "BytesOutToDestination"), ("AWS/NATGateway", "BytesInFromDestination")}
+)
 
 
 def _templates(synth: SynthesizedPlatform) -> dict[str, dict]:
@@ -54,8 +83,10 @@ def test_every_dashboard_metric_is_in_awss_documented_lists(synth: SynthesizedPl
     found = {name: problems(t) for name, t in templates.items()}
     assert all(not p for p in found.values()), found
     with_dashboards = sorted(n for n, t in templates.items() if dashboard_bodies(t))
-    assert with_dashboards == ["MlPlatform-Inference.template.json",
-                               "MlPlatform-TrainingCluster.template.json"]
+    assert with_dashboards == [
+        "MlPlatform-Inference.template.json",
+        "MlPlatform-TrainingCluster.template.json",
+    ]
 
 
 def test_the_endpoint_dashboard_draws_what_the_issue_lists(synth: SynthesizedPlatform) -> None:
@@ -66,15 +97,18 @@ def test_the_endpoint_dashboard_draws_what_the_issue_lists(synth: SynthesizedPla
     (body,) = dashboard_bodies(template).values()
     titles = [w["properties"].get("title") for w in body["widgets"]]
     # The scaling target and bounds as annotations, the alarms in an alarm widget.
-    per_instance = next(w for w in body["widgets"]
-                        if w["properties"].get("title", "").startswith("Invocations per instance"))
+    per_instance = next(
+        w
+        for w in body["widgets"]
+        if w["properties"].get("title", "").startswith("Invocations per instance")
+    )
     assert per_instance["properties"]["annotations"]["horizontal"][0]["value"] == 1000
     (alarms,) = [w for w in body["widgets"] if w["type"] == "alarm"]
-    alarm_ids = {k for k, r in template["Resources"].items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+    alarm_ids = {
+        k for k, r in template["Resources"].items() if r["Type"] == "AWS::CloudWatch::Alarm"
+    }
     assert len(alarm_ids) >= 4  # load failures, loading wait, GPU memory, 5xx (and any newer)
-    assert sorted(alarms["properties"]["alarms"]) == sorted(
-        f"<GetAtt:{a}.Arn>" for a in alarm_ids
-    )
+    assert sorted(alarms["properties"]["alarms"]) == sorted(f"<GetAtt:{a}.Arn>" for a in alarm_ids)
     assert "Instances reporting (SampleCount of CPUUtilization per minute)" in titles
 
 
@@ -96,11 +130,14 @@ def test_the_training_dashboard_draws_what_the_issue_lists(synth: SynthesizedPla
 def test_dashboards_are_named_by_cloudformation_and_linked_in_outputs(
     synth: SynthesizedPlatform,
 ) -> None:
-    for short, key in (("Inference", "EndpointsDashboardUrl"),
-                       ("TrainingCluster", "TrainingDashboardUrl")):
+    for short, key in (
+        ("Inference", "EndpointsDashboardUrl"),
+        ("TrainingCluster", "TrainingDashboardUrl"),
+    ):
         template = synth.template_json(short)
-        (dashboard,) = [k for k, r in template["Resources"].items()
-                        if r["Type"] == "AWS::CloudWatch::Dashboard"]
+        (dashboard,) = [
+            k for k, r in template["Resources"].items() if r["Type"] == "AWS::CloudWatch::Dashboard"
+        ]
         assert "DashboardName" not in template["Resources"][dashboard]["Properties"]
         url = render(template["Outputs"][key]["Value"])
         assert url == (
@@ -124,10 +161,13 @@ def test_dashboards_are_named_by_cloudformation_and_linked_in_outputs(
 )
 def test_the_check_fails_on_a_wrong_metric(synth: SynthesizedPlatform, change, expected) -> None:
     template = copy.deepcopy(synth.template_json("Inference"))
-    (logical,) = [k for k, r in template["Resources"].items()
-                  if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    (logical,) = [
+        k for k, r in template["Resources"].items() if r["Type"] == "AWS::CloudWatch::Dashboard"
+    ]
     body = dashboard_bodies(template)[logical]
-    cache = next(w for w in body["widgets"] if w["properties"].get("title", "").startswith("Model cache"))
+    cache = next(
+        w for w in body["widgets"] if w["properties"].get("title", "").startswith("Model cache")
+    )
     metric = cache["properties"]["metrics"][0]
     assert metric[:2] == ["AWS/SageMaker", "ModelCacheHit"]
     change(metric)
@@ -142,8 +182,10 @@ def test_the_check_reads_search_expressions(synth: SynthesizedPlatform) -> None:
     good = json.dumps(dashboard_bodies(template)[logical])
     # EFA per interface needs InstanceType and NetworkInterfaceId too: a schema without them
     # but with NetworkInterfaceId alone is not a documented dimension set.
-    bad = good.replace("{ContainerInsights,ClusterName,InstanceId,NodeName} MetricName=\\\"node_efa_rx_bytes",
-                       "{ContainerInsights,ClusterName,NetworkInterfaceId} MetricName=\\\"node_efa_rx_bytes")
+    bad = good.replace(
+        '{ContainerInsights,ClusterName,InstanceId,NodeName} MetricName=\\"node_efa_rx_bytes',
+        '{ContainerInsights,ClusterName,NetworkInterfaceId} MetricName=\\"node_efa_rx_bytes',
+    )
     assert bad != good
     template["Resources"][logical]["Properties"]["DashboardBody"] = bad
     (found,) = problems(template)
@@ -160,18 +202,29 @@ def test_the_documented_table_names_its_pages() -> None:
         "https://docs.aws.amazon.com/vpc/latest/userguide/metrics-dimensions-nat-gateway.html",
     }
     units = {name: unit for (_, name), (_, _, unit, _) in DOCUMENTED.items()}
-    assert all(units[n] == "Microseconds" for n in (
-        "ModelLatency", "OverheadLatency", "ModelLoadingWaitTime", "ModelUnloadingTime",
-        "ModelDownloadingTime", "ModelLoadingTime"))
+    assert all(
+        units[n] == "Microseconds"
+        for n in (
+            "ModelLatency",
+            "OverheadLatency",
+            "ModelLoadingWaitTime",
+            "ModelUnloadingTime",
+            "ModelDownloadingTime",
+            "ModelLoadingTime",
+        )
+    )
 
 
 def test_the_cloudwatch_add_on_collects_enhanced_and_accelerated_metrics(
     synth: SynthesizedPlatform,
 ) -> None:
     template = synth.template_json("TrainingCluster")
-    (addon,) = [r["Properties"] for r in template["Resources"].values()
-                if r["Type"] == "AWS::EKS::Addon"
-                and r["Properties"]["AddonName"] == "amazon-cloudwatch-observability"]
+    (addon,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::EKS::Addon"
+        and r["Properties"]["AddonName"] == "amazon-cloudwatch-observability"
+    ]
     config = json.loads(addon["ConfigurationValues"])
     kubernetes = config["agent"]["config"]["logs"]["metrics_collected"]["kubernetes"]
     assert kubernetes == {"enhanced_container_insights": True, "accelerated_compute_metrics": True}

@@ -15,22 +15,44 @@ LEVELS = ("privileged", "baseline", "restricted")
 
 # Baseline: "Capabilities": adding beyond this list is forbidden.
 BASELINE_CAPABILITIES = {
-    "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
-    "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
 }
 # Baseline: "Sysctls": the safe subset (with the versions that added the later ones, all <= 1.29).
 SAFE_SYSCTLS = {
-    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range",
-    "net.ipv4.ip_unprivileged_port_start", "net.ipv4.tcp_syncookies",
-    "net.ipv4.ping_group_range", "net.ipv4.ip_local_reserved_ports",
-    "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout",
-    "net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes",
+    "kernel.shm_rmid_forced",
+    "net.ipv4.ip_local_port_range",
+    "net.ipv4.ip_unprivileged_port_start",
+    "net.ipv4.tcp_syncookies",
+    "net.ipv4.ping_group_range",
+    "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_keepalive_time",
+    "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl",
+    "net.ipv4.tcp_keepalive_probes",
 }
 SELINUX_TYPES = {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
 # Restricted: "Volume Types".
 RESTRICTED_VOLUMES = {
-    "configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
-    "projected", "secret",
+    "configMap",
+    "csi",
+    "downwardAPI",
+    "emptyDir",
+    "ephemeral",
+    "persistentVolumeClaim",
+    "projected",
+    "secret",
 }
 _VOLUME_META = {"name"}
 
@@ -43,7 +65,9 @@ def _containers(pod: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def baseline_violations(pod: dict[str, Any], annotations: dict[str, str] | None = None) -> list[str]:
+def baseline_violations(
+    pod: dict[str, Any], annotations: dict[str, str] | None = None
+) -> list[str]:
     """The baseline controls ``pod`` (a PodSpec) breaks, one line each."""
     out: list[str] = []
     pod_context = pod.get("securityContext") or {}
@@ -88,7 +112,11 @@ def baseline_violations(pod: dict[str, Any], annotations: dict[str, str] | None 
     # SELinux
     for where, context in [("pod", pod_context), *contexts]:
         options = context.get("seLinuxOptions") or {}
-        if options.get("type", "") not in SELINUX_TYPES or options.get("user") or options.get("role"):
+        if (
+            options.get("type", "") not in SELINUX_TYPES
+            or options.get("user")
+            or options.get("role")
+        ):
             out.append(f"SELinux: {where} {options}")
     # /proc Mount Type
     for name, context in contexts:
@@ -105,7 +133,9 @@ def baseline_violations(pod: dict[str, Any], annotations: dict[str, str] | None 
     return out
 
 
-def restricted_violations(pod: dict[str, Any], annotations: dict[str, str] | None = None) -> list[str]:
+def restricted_violations(
+    pod: dict[str, Any], annotations: dict[str, str] | None = None
+) -> list[str]:
     """The baseline and restricted controls ``pod`` breaks, one line each."""
     out = baseline_violations(pod, annotations)
     pod_context = pod.get("securityContext") or {}
@@ -127,7 +157,7 @@ def restricted_violations(pod: dict[str, Any], annotations: dict[str, str] | Non
         if context.get("runAsUser", pod_context.get("runAsUser")) == 0:
             out.append(f"Running as Non-root user: {name}")
         # Seccomp: RuntimeDefault or Localhost, on the container or inherited from the pod.
-        profile = (context.get("seccompProfile") or pod_context.get("seccompProfile") or {})
+        profile = context.get("seccompProfile") or pod_context.get("seccompProfile") or {}
         if profile.get("type") not in ("RuntimeDefault", "Localhost"):
             out.append(f"Seccomp: {name} {profile.get('type')}")
         # Capabilities: drop ALL, add at most NET_BIND_SERVICE.
@@ -139,7 +169,9 @@ def restricted_violations(pod: dict[str, Any], annotations: dict[str, str] | Non
     return out
 
 
-def violations(level: str, pod: dict[str, Any], annotations: dict[str, str] | None = None) -> list[str]:
+def violations(
+    level: str, pod: dict[str, Any], annotations: dict[str, str] | None = None
+) -> list[str]:
     """What ``pod`` breaks at ``level`` (nothing at ``privileged``)."""
     if level == "privileged":
         return []

@@ -40,14 +40,18 @@ def resolve(value, resources: dict):
     if "Fn::GetAtt" in value:
         target, _ = value["Fn::GetAtt"]
         kind = resources[target]["Type"]
-        return BUCKET_ARN if kind == "AWS::S3::Bucket" else f"arn:aws:iam::123456789012:role/{target}"
+        return (
+            BUCKET_ARN if kind == "AWS::S3::Bucket" else f"arn:aws:iam::123456789012:role/{target}"
+        )
     return {k: resolve(v, resources) for k, v in value.items()}
 
 
 def bucket_policy(template: dict) -> dict:
     resources = template["Resources"]
     (policy,) = [
-        r for r in resources.values() if r["Type"] == "AWS::S3::BucketPolicy"
+        r
+        for r in resources.values()
+        if r["Type"] == "AWS::S3::BucketPolicy"
         and resources[r["Properties"]["Bucket"]["Ref"]]["Properties"].get("VersioningConfiguration")
         and "AccessLogs" not in r["Properties"]["Bucket"]["Ref"]
     ]
@@ -55,11 +59,17 @@ def bucket_policy(template: dict) -> dict:
 
 
 def archive_statements(template: dict) -> dict[str, dict]:
-    return {s["Sid"]: s for s in bucket_policy(template)["Statement"] if s.get("Sid", "").startswith("Archives")}
+    return {
+        s["Sid"]: s
+        for s in bucket_policy(template)["Statement"]
+        if s.get("Sid", "").startswith("Archives")
+    }
 
 
 def stack_with(**props) -> tuple[cdk.Stack, dict]:
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
     ModelArtifactBucket(stack, "Models", **props)
     return stack, Template.from_stack(stack).to_json()
 
@@ -100,26 +110,59 @@ CASES = [
     ("admin", "CreateMultipartUpload", "s3:PutObject", False, False, []),
     ("admin", "UploadPart", "s3:PutObject", False, False, []),
     ("admin", "CompleteMultipartUpload with If-None-Match", "s3:PutObject", True, True, []),
-    ("admin", "PutObject without If-None-Match", "s3:PutObject", False, True,
-     ["ArchivesNeverOverwritten"]),
-    ("admin", "CompleteMultipartUpload without If-None-Match", "s3:PutObject", False, True,
-     ["ArchivesNeverOverwritten"]),
+    (
+        "admin",
+        "PutObject without If-None-Match",
+        "s3:PutObject",
+        False,
+        True,
+        ["ArchivesNeverOverwritten"],
+    ),
+    (
+        "admin",
+        "CompleteMultipartUpload without If-None-Match",
+        "s3:PutObject",
+        False,
+        True,
+        ["ArchivesNeverOverwritten"],
+    ),
     ("admin", "DeleteObjectVersion (mlp models retire)", "s3:DeleteObjectVersion", False, None, []),
     ("upload", "PutObject from aws s3 sync", "s3:PutObject", False, True, []),
-    ("other", "PutObject with If-None-Match", "s3:PutObject", True, True,
-     ["ArchivesOnlyFromPublishers"]),
+    (
+        "other",
+        "PutObject with If-None-Match",
+        "s3:PutObject",
+        True,
+        True,
+        ["ArchivesOnlyFromPublishers"],
+    ),
     ("other", "UploadPart", "s3:PutObject", False, False, ["ArchivesOnlyFromPublishers"]),
     ("other", "DeleteObject", "s3:DeleteObject", False, None, ["ArchivesOnlyFromPublishers"]),
-    ("other", "DeleteObjectVersion", "s3:DeleteObjectVersion", False, None,
-     ["ArchivesOnlyFromPublishers"]),
-    ("service", "PutObject by a service principal", "s3:PutObject", True, True,
-     ["ArchivesOnlyFromPublishers"]),
+    (
+        "other",
+        "DeleteObjectVersion",
+        "s3:DeleteObjectVersion",
+        False,
+        None,
+        ["ArchivesOnlyFromPublishers"],
+    ),
+    (
+        "service",
+        "PutObject by a service principal",
+        "s3:PutObject",
+        True,
+        True,
+        ["ArchivesOnlyFromPublishers"],
+    ),
 ]
 WHO = {"admin": ADMIN, "upload": UPLOAD, "other": OTHER, "service": None}
 
 
-@pytest.mark.parametrize(("who", "operation", "action", "header", "creation", "refused"), CASES,
-                         ids=[f"{c[0]}: {c[1]}" for c in CASES])
+@pytest.mark.parametrize(
+    ("who", "operation", "action", "header", "creation", "refused"),
+    CASES,
+    ids=[f"{c[0]}: {c[1]}" for c in CASES],
+)
 def test_who_may_write_what(who, operation, action, header, creation, refused) -> None:
     _, template = stack_with(publishers=[ADMIN], unconditional_publishers=[UPLOAD])
     context = {"aws:SecureTransport": "true"}
@@ -139,22 +182,32 @@ def test_no_publishers_means_nobody_writes_and_a_warning() -> None:
     stack, template = stack_with()
     statement = archive_statements(template)["ArchivesOnlyFromPublishers"]
     assert "Condition" not in statement
-    assert denied(bucket_policy(template), "s3:PutObject", f"{BUCKET_ARN}/models/x",
-                  {"aws:PrincipalArn": ADMIN, "s3:if-none-match": "*",
-                   "s3:ObjectCreationOperation": "true"}) == ["ArchivesOnlyFromPublishers"]
+    assert denied(
+        bucket_policy(template),
+        "s3:PutObject",
+        f"{BUCKET_ARN}/models/x",
+        {"aws:PrincipalArn": ADMIN, "s3:if-none-match": "*", "s3:ObjectCreationOperation": "true"},
+    ) == ["ArchivesOnlyFromPublishers"]
     Annotations.from_stack(stack).has_warning(
-        "/S/Models", "No archive publishers named (storage.archive_publishers, or "
+        "/S/Models",
+        "No archive publishers named (storage.archive_publishers, or "
         "cluster.admin_role_arn from `mlp azs`): the bucket policy lets no principal write or "
-        "delete under models/, so `mlp models upload` is refused. [ack: ml-platform:no-archive-publishers]")
+        "delete under models/, so `mlp models upload` is refused. [ack: ml-platform:no-archive-publishers]",
+    )
 
 
 def test_destroy_keeps_the_empty_on_delete_handler_able_to_delete() -> None:
     _, template = stack_with(publishers=[ADMIN], removal_policy=cdk.RemovalPolicy.DESTROY)
     statement = archive_statements(template)["ArchivesOnlyFromPublishers"]
-    (provider_role,) = [k for k, r in template["Resources"].items() if r["Type"] == "AWS::IAM::Role"
-                        and "AutoDeleteObjects" in k]
+    (provider_role,) = [
+        k
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Role" and "AutoDeleteObjects" in k
+    ]
     assert statement["Condition"]["ArnNotLike"]["aws:PrincipalArn"] == [
-        ADMIN, f"arn:aws:iam::123456789012:role/{provider_role}"]
+        ADMIN,
+        f"arn:aws:iam::123456789012:role/{provider_role}",
+    ]
 
 
 def test_the_app_names_the_admin_role_and_the_upload_role(tmp_path: Path) -> None:
@@ -165,20 +218,29 @@ def test_the_app_names_the_admin_role_and_the_upload_role(tmp_path: Path) -> Non
     folder = tmp_path / "archives"
     folder.mkdir()
     _archive(folder, "model_small-v0123abcd.tar.gz")
-    synth = synthesize(tmp_path / "out", {
-        "features": {"training_cluster": False, "triton_on_eks": False},
-        "cluster": {"admin_role_arn": ADMIN},
-        "inference": {"upload_dir": str(folder)},
-    }, nag=False)
+    synth = synthesize(
+        tmp_path / "out",
+        {
+            "features": {"training_cluster": False, "triton_on_eks": False},
+            "cluster": {"admin_role_arn": ADMIN},
+            "inference": {"upload_dir": str(folder)},
+        },
+        nag=False,
+    )
     statements = archive_statements(synth.template_json("Storage"))
     assert statements["ArchivesOnlyFromPublishers"]["Condition"] == {
-        "ArnNotLike": {"aws:PrincipalArn": [ADMIN, UPLOAD]}}
+        "ArnNotLike": {"aws:PrincipalArn": [ADMIN, UPLOAD]}
+    }
     assert statements["ArchivesNeverOverwritten"]["Condition"]["ArnNotLike"] == {
-        "aws:PrincipalArn": [UPLOAD]}
+        "aws:PrincipalArn": [UPLOAD]
+    }
     # The role the bucket names is the role the upload runs as.
     inference = synth.template_json("Inference")
-    names = [r["Properties"].get("RoleName") for r in inference["Resources"].values()
-             if r["Type"] == "AWS::IAM::Role"]
+    names = [
+        r["Properties"].get("RoleName")
+        for r in inference["Resources"].values()
+        if r["Type"] == "AWS::IAM::Role"
+    ]
     assert UPLOAD.rsplit("/", 1)[1] in names
 
 
@@ -188,11 +250,17 @@ def test_default_app_protects_the_prefix(synth: SynthesizedPlatform) -> None:
 
 
 def test_publishers_setting() -> None:
-    settings = Settings.from_context({"storage": {"archive_publishers": [OTHER]},
-                                      "cluster": {"admin_role_arn": ADMIN}})
+    settings = Settings.from_context(
+        {"storage": {"archive_publishers": [OTHER]}, "cluster": {"admin_role_arn": ADMIN}}
+    )
     assert settings.archive_publishers == (OTHER,)
-    assert Settings.from_context({"cluster": {"admin_role_arn": ADMIN}}).archive_publishers == (ADMIN,)
+    assert Settings.from_context({"cluster": {"admin_role_arn": ADMIN}}).archive_publishers == (
+        ADMIN,
+    )
     assert Settings.from_context({}).archive_publishers == ()
-    with pytest.raises(SettingsError, match=r"storage.archive_publishers\[0\] = 'me': expected an IAM role or user ARN"):
+    with pytest.raises(
+        SettingsError,
+        match=r"storage.archive_publishers\[0\] = 'me': expected an IAM role or user ARN",
+    ):
         Settings.from_context({"storage": {"archive_publishers": ["me"]}})
     assert json.dumps(settings.archive_publishers)

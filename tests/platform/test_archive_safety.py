@@ -49,7 +49,11 @@ def write_tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes | None]]) -
 def good_members(model: str = "ens") -> list:
     folder = tarfile.TarInfo(f"{model}/")
     folder.type = tarfile.DIRTYPE
-    return [(folder, None), _file(f"{model}/config.pbtxt", CONFIG), _file(f"{model}/1/model.py", b"pass\n")]
+    return [
+        (folder, None),
+        _file(f"{model}/config.pbtxt", CONFIG),
+        _file(f"{model}/1/model.py", b"pass\n"),
+    ]
 
 
 def huge_member() -> list:
@@ -61,7 +65,12 @@ def huge_member() -> list:
 # (case, members, the member the error must name, words of the reason)
 MALICIOUS: list[tuple[str, Callable[[], list], str, str]] = [
     ("dotdot", lambda: [*good_members(), _file("ens/../../evil.sh")], "ens/../../evil.sh", "'..'"),
-    ("absolute", lambda: [*good_members(), _file("/etc/cron.d/evil")], "/etc/cron.d/evil", "absolute"),
+    (
+        "absolute",
+        lambda: [*good_members(), _file("/etc/cron.d/evil")],
+        "/etc/cron.d/evil",
+        "absolute",
+    ),
     (
         "symlink to /etc/passwd",
         lambda: [*good_members(), _special("ens/passwd", tarfile.SYMTYPE, "/etc/passwd")],
@@ -84,18 +93,35 @@ MALICIOUS: list[tuple[str, Callable[[], list], str, str]] = [
         "ens/shadow",
         "hard link",
     ),
-    ("char device", lambda: [*good_members(), _special("ens/null", tarfile.CHRTYPE)], "ens/null", "character device"),
-    ("block device", lambda: [*good_members(), _special("ens/sda", tarfile.BLKTYPE)], "ens/sda", "block device"),
+    (
+        "char device",
+        lambda: [*good_members(), _special("ens/null", tarfile.CHRTYPE)],
+        "ens/null",
+        "character device",
+    ),
+    (
+        "block device",
+        lambda: [*good_members(), _special("ens/sda", tarfile.BLKTYPE)],
+        "ens/sda",
+        "block device",
+    ),
     ("fifo", lambda: [*good_members(), _special("ens/pipe", tarfile.FIFOTYPE)], "ens/pipe", "FIFO"),
     ("file at the root", lambda: [*good_members(), _file("README")], "README", "archive root"),
     ("setuid", lambda: [*good_members(), _file("ens/1/run", b"x", 0o4755)], "ens/1/run", "setuid"),
     ("backslash", lambda: [*good_members(), _file("ens\\..\\evil")], "ens\\..\\evil", "backslash"),
-    ("duplicate", lambda: [*good_members(), _file("ens/config.pbtxt", b"other")], "ens/config.pbtxt", "more than once"),
+    (
+        "duplicate",
+        lambda: [*good_members(), _file("ens/config.pbtxt", b"other")],
+        "ens/config.pbtxt",
+        "more than once",
+    ),
     ("oversized member", lambda: [*good_members(), *huge_member()], "ens/1/model.plan", "cap"),
 ]
 
 
-@pytest.mark.parametrize(("case", "members", "member", "reason"), MALICIOUS, ids=[m[0] for m in MALICIOUS])
+@pytest.mark.parametrize(
+    ("case", "members", "member", "reason"), MALICIOUS, ids=[m[0] for m in MALICIOUS]
+)
 def test_each_unsafe_member_is_refused_by_name(
     tmp_path: Path, case: str, members: Callable[[], list], member: str, reason: str
 ) -> None:
@@ -110,7 +136,9 @@ def test_each_unsafe_member_is_refused_by_name(
 def test_total_size_cap_stops_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(archive_safety, "MAX_TOTAL_BYTES", 40)
     archive = write_tar(tmp_path / "big.tar.gz", [*good_members(), _file("ens/1/w", b"0" * 11)])
-    with pytest.raises(ArchiveSafetyError, match=r"member 'ens/1/w': unpacked size passes the cap of 40"):
+    with pytest.raises(
+        ArchiveSafetyError, match=r"member 'ens/1/w': unpacked size passes the cap of 40"
+    ):
         check_archive(archive)
 
 
@@ -149,7 +177,9 @@ def _tree(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
-@pytest.mark.parametrize(("case", "members", "member", "reason"), MALICIOUS, ids=[m[0] for m in MALICIOUS])
+@pytest.mark.parametrize(
+    ("case", "members", "member", "reason"), MALICIOUS, ids=[m[0] for m in MALICIOUS]
+)
 def test_init_container_script_writes_nothing_from_a_malicious_archive(
     tmp_path: Path, case: str, members: Callable[[], list], member: str, reason: str
 ) -> None:
@@ -172,8 +202,14 @@ def test_init_container_script_unpacks_good_archives_exactly(tmp_path: Path) -> 
     result = _run_unpack(dest, first, second)
     assert result.returncode == 0, result.stderr
     assert _tree(dest) == [
-        "ens_a", "ens_a/1", "ens_a/1/model.py", "ens_a/config.pbtxt",
-        "ens_b", "ens_b/1", "ens_b/1/model.py", "ens_b/config.pbtxt",
+        "ens_a",
+        "ens_a/1",
+        "ens_a/1/model.py",
+        "ens_a/config.pbtxt",
+        "ens_b",
+        "ens_b/1",
+        "ens_b/1/model.py",
+        "ens_b/config.pbtxt",
     ]
     assert (dest / "ens_a/config.pbtxt").read_bytes() == CONFIG
     mode = stat.S_IMODE((dest / "ens_a/1/model.py").stat().st_mode)
@@ -209,6 +245,8 @@ def test_safety_module_is_stdlib_only_python_3_10() -> None:
         alias.name.split(".")[0]
         for node in ast.walk(tree)
         if isinstance(node, (ast.Import, ast.ImportFrom))
-        for alias in (node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")])
+        for alias in (
+            node.names if isinstance(node, ast.Import) else [ast.alias(node.module or "")]
+        )
     }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported

@@ -47,7 +47,9 @@ def test_all_problems_are_reported_at_once() -> None:
     )
     assert len(found) == 2
     assert any("storage.fsx_storage_gib = -5" in p and "1200" in p for p in found)
-    assert any("trainium.instance_type = 'p4d.24xlarge'" in p and "trn1.32xlarge" in p for p in found)
+    assert any(
+        "trainium.instance_type = 'p4d.24xlarge'" in p and "trn1.32xlarge" in p for p in found
+    )
 
 
 def test_type_errors_and_value_errors_are_reported_together() -> None:
@@ -74,10 +76,16 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
         ({"storage": {"ecr_max_images": 0}}, "storage.ecr_max_images = 0"),
         ({"cluster": {"kubernetes_version": "1.29"}}, "cluster.kubernetes_version = '1.29'"),
         ({"cluster": {"endpoint_access": "public"}}, "cluster.endpoint_access = 'public'"),
-        ({"cluster": {"public_access_cidrs": ["10.0.0.0/33"]}}, "cluster.public_access_cidrs[0] = '10.0.0.0/33': not a CIDR"),
+        (
+            {"cluster": {"public_access_cidrs": ["10.0.0.0/33"]}},
+            "cluster.public_access_cidrs[0] = '10.0.0.0/33': not a CIDR",
+        ),
         ({"cluster": {"admin_role_arn": "admin"}}, "cluster.admin_role_arn = 'admin'"),
         ({"cluster": {"system_nodes": 0}}, "cluster.system_nodes = 0"),
-        ({"trainium": {"nodes": 3}}, "trainium.min_nodes = 2, trainium.nodes = 3, trainium.max_nodes = 2"),
+        (
+            {"trainium": {"nodes": 3}},
+            "trainium.min_nodes = 2, trainium.nodes = 3, trainium.max_nodes = 2",
+        ),
         ({"trainium": {"root_volume_gib": 10}}, "trainium.root_volume_gib = 10"),
         ({"training": {"queue": "Bad_Queue"}}, "training.queue = 'Bad_Queue'"),
         ({"training": {"image_repository": "UPPER"}}, "training.image_repository = 'UPPER'"),
@@ -100,9 +108,15 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
             {"inference": {"endpoints": [{"name": "a"}, {"name": "a"}]}},
             "names must be unique",
         ),
-        ({"triton_on_eks": {"gpu_instance_type": "p5.48xlarge"}}, "gpu_instance_type = 'p5.48xlarge'"),
+        (
+            {"triton_on_eks": {"gpu_instance_type": "p5.48xlarge"}},
+            "gpu_instance_type = 'p5.48xlarge'",
+        ),
         ({"features": {"training_cluster": False}}, "features.triton_on_eks = true needs"),
-        ({"triton_on_eks": {"archives": ["custom.tar.gz"]}}, "triton_on_eks.archives[0] = 'custom.tar.gz': Triton on EKS loads"),
+        (
+            {"triton_on_eks": {"archives": ["custom.tar.gz"]}},
+            "triton_on_eks.archives[0] = 'custom.tar.gz': Triton on EKS loads",
+        ),
         ({"features": {"inference": "yes"}}, "features.inference = 'yes': expected true or false"),
     ],
 )
@@ -115,7 +129,12 @@ def test_unseeded_availability_zones_are_an_error_not_a_lookup() -> None:
         Settings.from_context({"env": {"account": "210987654321"}}, known_azs=SEEDED)
     with pytest.raises(SettingsError, match="'us-west-2e' is not among the AZs"):
         Settings.from_context(
-            {"network": {"availability_zones": ["us-west-2a", "us-west-2e"], "trainium_az": "us-west-2a"}},
+            {
+                "network": {
+                    "availability_zones": ["us-west-2a", "us-west-2e"],
+                    "trainium_az": "us-west-2a",
+                }
+            },
             known_azs=SEEDED,
         )
 

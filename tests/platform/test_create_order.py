@@ -32,7 +32,10 @@ def test_every_file_system_and_node_group_waits_for_its_rules(synth: Synthesized
         # System nodes: cluster group + Lustre client group. The Trainium nodes'
         # control-plane rules on the cluster group come later, for those nodes.
         ("TrainingCluster", "AWS::EKS::Nodegroup"): (
-            2, {"earlier stack": 8, "later stack, to a group the resource does not use": 6}, []),
+            2,
+            {"earlier stack": 8, "later stack, to a group the resource does not use": 6},
+            [],
+        ),
         # Trainium nodes: EFA self rules (Network), Lustre client rules (Storage), control-plane
         # rules in their own stack (DependsOn).
         ("TrainiumNodes", "AWS::EKS::Nodegroup"): (2, {"earlier stack": 10, "depends on": 6}, []),

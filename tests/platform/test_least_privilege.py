@@ -66,15 +66,24 @@ def _port_matches(ports: list | None, port: int, protocol: str) -> bool:
     )
 
 
-def allowed(policies: list[dict], direction: str, pod: dict[str, str], other: dict, port: int,
-            protocol: str = "TCP") -> bool:
+def allowed(
+    policies: list[dict],
+    direction: str,
+    pod: dict[str, str],
+    other: dict,
+    port: int,
+    protocol: str = "TCP",
+) -> bool:
     """Whether ``pod`` (in the policies' namespace) may receive from / send to ``other``."""
     kind, rules_key, peers_key = {
-        "ingress": ("Ingress", "ingress", "from"), "egress": ("Egress", "egress", "to")
+        "ingress": ("Ingress", "ingress", "from"),
+        "egress": ("Egress", "egress", "to"),
     }[direction]
     selecting = [
-        p for p in policies
-        if kind in p["spec"].get("policyTypes", ["Ingress"]) and _selects(p["spec"]["podSelector"], pod)
+        p
+        for p in policies
+        if kind in p["spec"].get("policyTypes", ["Ingress"])
+        and _selects(p["spec"]["podSelector"], pod)
     ]
     if not selecting:
         return True
@@ -82,19 +91,26 @@ def allowed(policies: list[dict], direction: str, pod: dict[str, str], other: di
         own = policy["metadata"]["namespace"]
         for rule in policy["spec"].get(rules_key, []):
             peers = rule.get(peers_key)
-            if (peers is None or any(_peer_matches(x, own, other) for x in peers)) and _port_matches(
-                rule.get("ports"), port, protocol
-            ):
+            if (
+                peers is None or any(_peer_matches(x, own, other) for x in peers)
+            ) and _port_matches(rule.get("ports"), port, protocol):
                 return True
     return False
 
 
 @pytest.fixture(scope="module")
 def triton_policies() -> list[dict]:
-    chart = TritonChart(cdk8s.App(), "t", props=TritonChartProps(
-        bucket_name="b", model_prefix="models/", archives=(TEXT_ARCHIVE.removesuffix(".tar.gz"),),
-        triton_version="24.09", region="us-west-2",
-    ))
+    chart = TritonChart(
+        cdk8s.App(),
+        "t",
+        props=TritonChartProps(
+            bucket_name="b",
+            model_prefix="models/",
+            archives=(TEXT_ARCHIVE.removesuffix(".tar.gz"),),
+            triton_version="24.09",
+            region="us-west-2",
+        ),
+    )
     return [o for o in chart.to_json() if o["kind"] == "NetworkPolicy"]
 
 
@@ -179,20 +195,34 @@ def test_training_workers_talk_to_each_other_and_nobody_else_in(
         assert not allowed(training_policies, "ingress", pod, {"ns": source, "pod": {}}, 29500)
     # Not even TensorBoard or the dataset job reach the workers.
     for other in ("tensorboard", "bert-dataset"):
-        assert not allowed(training_policies, "ingress", pod,
-                           {"ns": ns("training"), "pod": workload_pods[other]}, 29500)
-    assert not allowed(training_policies, "egress", pod, {"ns": ns("triton"), "pod": TRITON_POD}, 8000)
+        assert not allowed(
+            training_policies,
+            "ingress",
+            pod,
+            {"ns": ns("training"), "pod": workload_pods[other]},
+            29500,
+        )
+    assert not allowed(
+        training_policies, "egress", pod, {"ns": ns("triton"), "pod": TRITON_POD}, 8000
+    )
 
 
-@pytest.mark.parametrize(("workload", "https"), [
-    ("bert-pretrain", True), ("bert-precompile", True), ("bert-dataset", True),
-    ("tensorboard", False),
-])
+@pytest.mark.parametrize(
+    ("workload", "https"),
+    [
+        ("bert-pretrain", True),
+        ("bert-precompile", True),
+        ("bert-dataset", True),
+        ("tensorboard", False),
+    ],
+)
 def test_training_egress_is_dns_and_public_https_for_those_that_download(
     training_policies, workload_pods, workload, https
 ) -> None:
     pod = workload_pods[workload]
-    assert allowed(training_policies, "egress", pod, {"ns": ns("kube-system"), "pod": DNS_POD}, 53, "UDP")
+    assert allowed(
+        training_policies, "egress", pod, {"ns": ns("kube-system"), "pod": DNS_POD}, 53, "UDP"
+    )
     assert allowed(training_policies, "egress", pod, {"ip": "52.92.0.1"}, 443) is https  # S3
     assert not allowed(training_policies, "egress", pod, {"ip": "52.92.0.1"}, 80)
     # Nothing private over HTTPS: the API server's ENIs, the service range, IMDS, other nodes.
@@ -216,11 +246,16 @@ def _resources(synth: SynthesizedPlatform, kind: str):
 
 
 def test_vpc_cni_enforces_network_policies(synth: SynthesizedPlatform) -> None:
-    (cni,) = [r for _, _, r in _resources(synth, "AWS::EKS::Addon") if r["Properties"]["AddonName"] == "vpc-cni"]
+    (cni,) = [
+        r
+        for _, _, r in _resources(synth, "AWS::EKS::Addon")
+        if r["Properties"]["AddonName"] == "vpc-cni"
+    ]
     # Strict mode: a new pod is default-deny until its policies are in place (EKS user guide,
     # cni-network-policy-configure: NETWORK_POLICY_ENFORCING_MODE of the aws-node container).
     assert json.loads(cni["Properties"]["ConfigurationValues"]) == {
-        "enableNetworkPolicy": "true", "env": {"NETWORK_POLICY_ENFORCING_MODE": "strict"},
+        "enableNetworkPolicy": "true",
+        "env": {"NETWORK_POLICY_ENFORCING_MODE": "strict"},
     }
 
 
@@ -234,22 +269,43 @@ def test_system_namespaces_get_allow_all_policies_before_their_pods(
 
     template = synth.template_json("TrainingCluster")["Resources"]
     manifests = manifests_by_id(synth.template_json("TrainingCluster"))
-    (system_id,) = [k for k, objs in manifests.items()
-                    if any(o["metadata"]["name"] == "allow-all" for o in objs)]
+    (system_id,) = [
+        k
+        for k, objs in manifests.items()
+        if any(o["metadata"]["name"] == "allow-all" for o in objs)
+    ]
     objects = manifests[system_id]
-    policies = {o["metadata"]["namespace"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"}
+    policies = {
+        o["metadata"]["namespace"]: o["spec"] for o in objects if o["kind"] == "NetworkPolicy"
+    }
     assert set(policies) == {"kube-system", "volcano-system", "amazon-cloudwatch"}
     for spec in policies.values():
-        assert spec == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"],
-                        "ingress": [{}], "egress": [{}]}
-        assert allowed([{"metadata": {"namespace": "x"}, "spec": spec}], "egress", {},
-                       {"ip": "8.8.8.8"}, 53, "UDP")
+        assert spec == {
+            "podSelector": {},
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{}],
+            "egress": [{}],
+        }
+        assert allowed(
+            [{"metadata": {"namespace": "x"}, "spec": spec}],
+            "egress",
+            {},
+            {"ip": "8.8.8.8"},
+            53,
+            "UDP",
+        )
     assert {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"} == {
-        "volcano-system", "amazon-cloudwatch"}
+        "volcano-system",
+        "amazon-cloudwatch",
+    }
     waiting = [k for k, r in template.items() if system_id in r.get("DependsOn", [])]
     names = {template[k]["Properties"].get("AddonName") or template[k]["Type"] for k in waiting}
-    assert {"coredns", "aws-fsx-csi-driver", "amazon-cloudwatch-observability",
-            "Custom::AWSCDK-EKS-HelmChart"} <= names
+    assert {
+        "coredns",
+        "aws-fsx-csi-driver",
+        "amazon-cloudwatch-observability",
+        "Custom::AWSCDK-EKS-HelmChart",
+    } <= names
     assert sum(template[k]["Type"] == "Custom::AWSCDK-EKS-KubernetesResource" for k in waiting) >= 2
 
 
@@ -261,9 +317,17 @@ def test_training_network_policies_are_applied_to_the_cluster(synth: Synthesized
         if "NetworkPolicy" in text:
             kinds.append(text)
     joined = "".join(kinds)
-    for name in ("default-deny", "allow-dns", "allow-between-workers", "allow-https-workers",
-                 "allow-https-dataset", "allow-https-egress", "allow-serving",
-                 "allow-pod-identity-agent", "allow-all"):
+    for name in (
+        "default-deny",
+        "allow-dns",
+        "allow-between-workers",
+        "allow-https-workers",
+        "allow-https-dataset",
+        "allow-https-egress",
+        "allow-serving",
+        "allow-pod-identity-agent",
+        "allow-all",
+    ):
         assert name in joined, name
 
 
@@ -272,8 +336,11 @@ def test_every_node_launch_template_has_imds_hop_limit_1(synth: SynthesizedPlatf
     assert len(templates) >= 3  # system, Trainium, GPU nodes
     for stack, logical_id, resource in templates:
         options = resource["Properties"]["LaunchTemplateData"]["MetadataOptions"]
-        assert options == {"HttpEndpoint": "enabled", "HttpTokens": "required",
-                           "HttpPutResponseHopLimit": 1}, (stack, logical_id)
+        assert options == {
+            "HttpEndpoint": "enabled",
+            "HttpTokens": "required",
+            "HttpPutResponseHopLimit": 1,
+        }, (stack, logical_id)
 
 
 def test_pod_identity_roles_trust_only_their_cluster_namespace_and_service_account(
@@ -281,7 +348,10 @@ def test_pod_identity_roles_trust_only_their_cluster_namespace_and_service_accou
 ) -> None:
     associations = list(_resources(synth, "AWS::EKS::PodIdentityAssociation"))
     assert {a["Properties"]["ServiceAccount"] for _, _, a in associations} == {
-        "aws-node", "fsx-csi-controller-sa", "cloudwatch-agent", "triton",
+        "aws-node",
+        "fsx-csi-controller-sa",
+        "cloudwatch-agent",
+        "triton",
     }
     for stack, _, association in associations:
         props = association["Properties"]
@@ -293,20 +363,25 @@ def test_pod_identity_roles_trust_only_their_cluster_namespace_and_service_accou
         # The cluster's ARN, not its name: a cluster of the same name in another region of
         # the account must not match (pod-id-abac session tags).
         cluster_id = props["ClusterName"]["Ref"]
-        assert statement["Condition"] == {"StringEquals": {
-            "aws:RequestTag/eks-cluster-arn": {"Fn::GetAtt": [cluster_id, "Arn"]},
-            "aws:RequestTag/kubernetes-namespace": props["Namespace"],
-            "aws:RequestTag/kubernetes-service-account": props["ServiceAccount"],
-        }}, role_id
+        assert statement["Condition"] == {
+            "StringEquals": {
+                "aws:RequestTag/eks-cluster-arn": {"Fn::GetAtt": [cluster_id, "Arn"]},
+                "aws:RequestTag/kubernetes-namespace": props["Namespace"],
+                "aws:RequestTag/kubernetes-service-account": props["ServiceAccount"],
+            }
+        }, role_id
 
 
 # -- securityContext of every pod we emit ----------------------------------------------------
 
 # (kind, name, container) -> why it keeps more than the baseline (upstream charts' needs).
 PRIVILEGED = {
-    ("DaemonSet", "aws-efa-k8s-device-plugin", "aws-efa-k8s-device-plugin"):
-        "upstream eks-charts aws-efa-k8s-device-plugin: privileged, host network (opens "
-        "/dev/infiniband and registers with the kubelet)",
+    (
+        "DaemonSet",
+        "aws-efa-k8s-device-plugin",
+        "aws-efa-k8s-device-plugin",
+    ): "upstream eks-charts aws-efa-k8s-device-plugin: privileged, host network (opens "
+    "/dev/infiniband and registers with the kubelet)",
 }
 
 
@@ -325,12 +400,21 @@ def emitted_objects(settings) -> list[dict]:
     from ml_platform.stacks.training_cluster import cluster_charts
 
     app = cdk8s.App()
-    charts = cluster_charts(app, settings, file_system_id="fs-0", file_system_dns_name="d",
-                            file_system_mount_name="m")
+    charts = cluster_charts(
+        app, settings, file_system_id="fs-0", file_system_dns_name="d", file_system_mount_name="m"
+    )
     objects = [o for c in charts.values() for o in c.to_json()]
-    objects += TritonChart(app, "triton", props=TritonChartProps(
-        bucket_name="b", model_prefix="models/", archives=settings.triton_on_eks.archives,
-        triton_version="24.09", region="us-west-2")).to_json()
+    objects += TritonChart(
+        app,
+        "triton",
+        props=TritonChartProps(
+            bucket_name="b",
+            model_prefix="models/",
+            archives=settings.triton_on_eks.archives,
+            triton_version="24.09",
+            region="us-west-2",
+        ),
+    ).to_json()
     objects += NvidiaDevicePluginChart(app, "nvidia").to_json()
     objects += [o for docs in build_workload_manifests(settings).values() for o in docs]
     return objects
@@ -354,7 +438,8 @@ def test_every_container_drops_capabilities_and_privilege_escalation(settings) -
 
 def test_flow_log_role_trusts_only_this_accounts_flow_logs(synth: SynthesizedPlatform) -> None:
     roles = [
-        r for _, _, r in _resources(synth, "AWS::IAM::Role")
+        r
+        for _, _, r in _resources(synth, "AWS::IAM::Role")
         if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
         == {"Service": "vpc-flow-logs.amazonaws.com"}
     ]

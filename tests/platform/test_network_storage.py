@@ -21,7 +21,9 @@ STATEFUL_IDS = {
 }
 
 
-def test_vpc_spans_configured_azs_with_public_and_private_subnets(synth: SynthesizedPlatform) -> None:
+def test_vpc_spans_configured_azs_with_public_and_private_subnets(
+    synth: SynthesizedPlatform,
+) -> None:
     t = synth.template("Network")
     t.resource_count_is("AWS::EC2::VPC", 1)
     t.has_resource_properties("AWS::EC2::VPC", {"CidrBlock": "10.0.0.0/16"})
@@ -53,7 +55,10 @@ def test_flow_logs_are_encrypted_with_their_own_rotating_retained_key(
     # The same (unnamed) group gains the key: an in-place update, no new group.
     assert "LogGroupName" not in group["Properties"]
     assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": ["VpcFlowLogsKey4140EC14", "Arn"]}
-    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
+    assert (group["DeletionPolicy"], group["UpdateReplacePolicy"]) == (
+        "RetainExceptOnCreate",
+        "Retain",
+    )
     assert key["Type"] == "AWS::KMS::Key"
     assert key["Properties"]["EnableKeyRotation"] is True
     assert (key["DeletionPolicy"], key["UpdateReplacePolicy"]) == ("RetainExceptOnCreate", "Retain")
@@ -67,13 +72,15 @@ def test_flow_logs_are_encrypted_with_their_own_rotating_retained_key(
         {
             "Sid": "CloudWatchLogsOfThisAccount",
             "Action": [
-                "kms:Decrypt*", "kms:Describe*", "kms:Encrypt*", "kms:GenerateDataKey*",
+                "kms:Decrypt*",
+                "kms:Describe*",
+                "kms:Encrypt*",
+                "kms:GenerateDataKey*",
                 "kms:ReEncrypt*",
             ],
             "Condition": {
                 "ArnLike": {
-                    "kms:EncryptionContext:aws:logs:arn":
-                        "arn:aws:logs:us-west-2:123456789012:log-group:*"
+                    "kms:EncryptionContext:aws:logs:arn": "arn:aws:logs:us-west-2:123456789012:log-group:*"
                 }
             },
             "Effect": "Allow",
@@ -89,9 +96,16 @@ def test_flow_logs_are_encrypted_with_their_own_rotating_retained_key(
 
 
 def test_flow_log_group_and_key_can_opt_out_of_retain() -> None:
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
-    PlatformVpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"],
-                trainium_az="us-west-2a", removal_policy=cdk.RemovalPolicy.DESTROY)
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
+    PlatformVpc(
+        stack,
+        "Vpc",
+        availability_zones=["us-west-2a", "us-west-2b"],
+        trainium_az="us-west-2a",
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
     t = Template.from_stack(stack)
     t.has_resource("AWS::KMS::Key", {"DeletionPolicy": "Delete"})
     t.has_resource("AWS::Logs::LogGroup", {"DeletionPolicy": "Delete"})
@@ -133,7 +147,9 @@ def test_ecr_repository(synth: SynthesizedPlatform) -> None:
                 "RepositoryName": "ml-platform/training",
                 "ImageScanningConfiguration": {"ScanOnPush": True},
                 "ImageTagMutability": "IMMUTABLE",
-                "LifecyclePolicy": {"LifecyclePolicyText": Match.string_like_regexp('"countNumber":30')},
+                "LifecyclePolicy": {
+                    "LifecyclePolicyText": Match.string_like_regexp('"countNumber":30')
+                },
             },
             "DeletionPolicy": "RetainExceptOnCreate",
             "UpdateReplacePolicy": "Retain",
@@ -262,8 +278,11 @@ def test_teardown_retains_what_the_retained_file_system_needs(synth: Synthesized
     assert len(rules) == 15  # 2 groups, 13 rules
     assert rules <= kept
     network = synth.template_json("Network")["Resources"]
-    kept_network = {(r["Type"], k) for k, r in network.items()
-                    if r.get("DeletionPolicy") not in (None, "Delete")}
+    kept_network = {
+        (r["Type"], k)
+        for k, r in network.items()
+        if r.get("DeletionPolicy") not in (None, "Delete")
+    }
     subnet_id = synth.platform.network.trainium_subnet.node.default_child.logical_id
     vpc_id = synth.platform.network.vpc.node.default_child.logical_id
     resolve = synth.platform.network.resolve
@@ -277,11 +296,19 @@ def test_teardown_retains_what_the_retained_file_system_needs(synth: Synthesized
 
 
 def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     sg = ec2.SecurityGroup(stack, "Clients", vpc=vpc)
-    LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], clients=[sg],
-                  removal_policy=cdk.RemovalPolicy.DESTROY)
+    LustreStorage(
+        stack,
+        "Fs",
+        vpc=vpc,
+        subnet=vpc.private_subnets[0],
+        clients=[sg],
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
     ModelArtifactBucket(stack, "Models", removal_policy=cdk.RemovalPolicy.DESTROY)
     t = Template.from_stack(stack)
     t.has_resource("AWS::FSx::FileSystem", {"DeletionPolicy": "Delete"})
@@ -289,11 +316,20 @@ def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
 
 
 def test_construct_validation_reports_all_problems() -> None:
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     with pytest.raises(ValueError, match=r"storage_capacity_gib=1000.*throughput_per_tib=200"):
-        LustreStorage(stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], clients=[],
-                      storage_capacity_gib=1000, throughput_per_tib=200)
+        LustreStorage(
+            stack,
+            "Fs",
+            vpc=vpc,
+            subnet=vpc.private_subnets[0],
+            clients=[],
+            storage_capacity_gib=1000,
+            throughput_per_tib=200,
+        )
     with pytest.raises(ValueError, match=r"availability_zones=\['a'\].*trainium_az='b'"):
         PlatformVpc(stack, "Bad", availability_zones=["a"], trainium_az="b")
     with pytest.raises(ValueError, match="model_prefix='/x'"):
@@ -301,9 +337,16 @@ def test_construct_validation_reports_all_problems() -> None:
 
 
 def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
-    vpc = PlatformVpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"],
-                      trainium_az="us-west-2a", flow_log_group_name="/ml-platform/S/vpc-flow-logs")
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
+    vpc = PlatformVpc(
+        stack,
+        "Vpc",
+        availability_zones=["us-west-2a", "us-west-2b"],
+        trainium_az="us-west-2a",
+        flow_log_group_name="/ml-platform/S/vpc-flow-logs",
+    )
     resources = Template.from_stack(stack).to_json()["Resources"]
     group = resources[stack.get_logical_id(vpc.flow_log_group.node.default_child)]
     assert group["Properties"]["LogGroupName"] == "/ml-platform/S/vpc-flow-logs"
@@ -314,19 +357,33 @@ def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
     assert statement["Condition"] == {
         "ArnEquals": {
             "kms:EncryptionContext:aws:logs:arn": {
-                "Fn::Join": ["", [
-                    "arn:", {"Ref": "AWS::Partition"},
-                    ":logs:us-west-2:123456789012:log-group:/ml-platform/S/vpc-flow-logs",
-                ]]
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":logs:us-west-2:123456789012:log-group:/ml-platform/S/vpc-flow-logs",
+                    ],
+                ]
             }
         }
     }
     with pytest.raises(ValueError, match=r"flow_log_group_name='aws/x': expected 1 to 512"):
-        PlatformVpc(stack, "Bad", availability_zones=["us-west-2a", "us-west-2b"],
-                    trainium_az="us-west-2a", flow_log_group_name="aws/x")
+        PlatformVpc(
+            stack,
+            "Bad",
+            availability_zones=["us-west-2a", "us-west-2b"],
+            trainium_az="us-west-2a",
+            flow_log_group_name="aws/x",
+        )
     with pytest.raises(ValueError, match=r"flow_log_group_name='a b'"):
-        PlatformVpc(stack, "Bad2", availability_zones=["us-west-2a", "us-west-2b"],
-                    trainium_az="us-west-2a", flow_log_group_name="a b")
+        PlatformVpc(
+            stack,
+            "Bad2",
+            availability_zones=["us-west-2a", "us-west-2b"],
+            trainium_az="us-west-2a",
+            flow_log_group_name="a b",
+        )
 
 
 def _storage_warnings(overrides: dict, readers: int) -> list[str]:
@@ -340,18 +397,31 @@ def _storage_warnings(overrides: dict, readers: int) -> list[str]:
     app = new_app()
     env = cdk.Environment(account="123456789012", region="us-west-2")
     net = NetworkStack(app, "N", settings=settings.network, env=env)
-    storage = StorageStack(app, "S", settings=settings.storage, image_repository_name="ml-platform/training",
-                           vpc=net.vpc, trainium_subnet=net.trainium_subnet,
-                           lustre_readers=readers, env=env)
-    return [w.entry.data for w in AssertAnnotations.from_stack(storage).find_warning(
-        "*", Match.string_like_regexp("FSx for Lustre gives"))]
+    storage = StorageStack(
+        app,
+        "S",
+        settings=settings.storage,
+        image_repository_name="ml-platform/training",
+        vpc=net.vpc,
+        trainium_subnet=net.trainium_subnet,
+        lustre_readers=readers,
+        env=env,
+    )
+    return [
+        w.entry.data
+        for w in AssertAnnotations.from_stack(storage).find_warning(
+            "*", Match.string_like_regexp("FSx for Lustre gives")
+        )
+    ]
 
 
 def test_lustre_throughput_below_the_samples_per_node_figure_warns() -> None:
     """1200 GiB at 125 MB/s/TiB is 146 MB/s; the Neuron sample gives each node 117 MB/s."""
     (text,) = _storage_warnings({}, 2)
-    assert text.startswith("FSx for Lustre gives 146 MB/s (storage.fsx_storage_gib = 1200 at "
-                           "storage.fsx_throughput_per_tib = 125 MB/s/TiB) for 2 Trainium nodes")
+    assert text.startswith(
+        "FSx for Lustre gives 146 MB/s (storage.fsx_storage_gib = 1200 at "
+        "storage.fsx_throughput_per_tib = 125 MB/s/TiB) for 2 Trainium nodes"
+    )
     assert "117 MB/s per node (234 MB/s here)" in text
     # 250 MB/s/TiB: 293 MB/s for 2 nodes is enough, for 4 it is not.
     assert _storage_warnings({"storage": {"fsx_throughput_per_tib": 250}}, 2) == []
@@ -369,41 +439,100 @@ def _endpoint_allows(policy: dict, action: str, arn: str, resource_account: str)
 
     for statement in policy["Statement"]:
         assert statement["Effect"] == "Allow" and statement["Principal"] == {"AWS": "*"}
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        actions = (
+            statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        )
+        resources = (
+            statement["Resource"]
+            if isinstance(statement["Resource"], list)
+            else [statement["Resource"]]
+        )
         condition = statement.get("Condition", {})
         assert set(condition) <= {"StringEquals"}
         if condition and condition["StringEquals"] != {"aws:ResourceAccount": resource_account}:
             continue
-        if any(fnmatchcase(action, a) for a in actions) and any(fnmatchcase(arn, r) for r in resources):
+        if any(fnmatchcase(action, a) for a in actions) and any(
+            fnmatchcase(arn, r) for r in resources
+        ):
             return True
     return False
 
 
-@pytest.mark.parametrize(("action", "arn", "account", "expected"), [
-    # The platform's own buckets (model archives, CDK assets): anything.
-    ("s3:GetObject", "arn:aws:s3:::mlplatform-storage-models/models/x.tar.gz", "123456789012", True),
-    ("s3:PutObject", "arn:aws:s3:::cdk-hnb659fds-assets-123456789012-us-west-2/a.zip", "123456789012", True),
-    # Another account's bucket: refused, read or write (exfiltration through the endpoint).
-    ("s3:PutObject", "arn:aws:s3:::attacker-bucket/loot", "999999999999", False),
-    ("s3:GetObject", "arn:aws:s3:::attacker-bucket/tool", "999999999999", False),
-    # AWS-owned buckets the nodes read: ECR layers, AL2023 repos, SSM, the BERT dataset.
-    ("s3:GetObject", "arn:aws:s3:::prod-us-west-2-starport-layer-bucket/sha256/ab", "602401143452", True),
-    ("s3:PutObject", "arn:aws:s3:::prod-us-west-2-starport-layer-bucket/sha256/ab", "602401143452", False),
-    ("s3:GetObject", "arn:aws:s3:::prod-eu-west-1-starport-layer-bucket/sha256/ab", "602401143452", False),
-    ("s3:GetObject", "arn:aws:s3:::al2023-repos-us-west-2-de612dc2/core/mirrors", "137112412989", True),
-    ("s3:GetObject", "arn:aws:s3:::amazon-ssm-us-west-2/latest/linux_amd64/amazon-ssm-agent.rpm", "1", True),
-    ("s3:GetObject", "arn:aws:s3:::neuron-s3/training_datasets/x.tar", "1", True),
-    ("s3:ListBucket", "arn:aws:s3:::neuron-s3", "1", False),
-    # The kubectl provider's custom-resource responses to CloudFormation.
-    ("s3:PutObject", "arn:aws:s3:::cloudformation-custom-resource-response-uswest2/arn%3Ax", "1", True),
-    ("s3:GetObject", "arn:aws:s3:::cloudformation-custom-resource-response-uswest2/arn%3Ax", "1", False),
-])
+@pytest.mark.parametrize(
+    ("action", "arn", "account", "expected"),
+    [
+        # The platform's own buckets (model archives, CDK assets): anything.
+        (
+            "s3:GetObject",
+            "arn:aws:s3:::mlplatform-storage-models/models/x.tar.gz",
+            "123456789012",
+            True,
+        ),
+        (
+            "s3:PutObject",
+            "arn:aws:s3:::cdk-hnb659fds-assets-123456789012-us-west-2/a.zip",
+            "123456789012",
+            True,
+        ),
+        # Another account's bucket: refused, read or write (exfiltration through the endpoint).
+        ("s3:PutObject", "arn:aws:s3:::attacker-bucket/loot", "999999999999", False),
+        ("s3:GetObject", "arn:aws:s3:::attacker-bucket/tool", "999999999999", False),
+        # AWS-owned buckets the nodes read: ECR layers, AL2023 repos, SSM, the BERT dataset.
+        (
+            "s3:GetObject",
+            "arn:aws:s3:::prod-us-west-2-starport-layer-bucket/sha256/ab",
+            "602401143452",
+            True,
+        ),
+        (
+            "s3:PutObject",
+            "arn:aws:s3:::prod-us-west-2-starport-layer-bucket/sha256/ab",
+            "602401143452",
+            False,
+        ),
+        (
+            "s3:GetObject",
+            "arn:aws:s3:::prod-eu-west-1-starport-layer-bucket/sha256/ab",
+            "602401143452",
+            False,
+        ),
+        (
+            "s3:GetObject",
+            "arn:aws:s3:::al2023-repos-us-west-2-de612dc2/core/mirrors",
+            "137112412989",
+            True,
+        ),
+        (
+            "s3:GetObject",
+            "arn:aws:s3:::amazon-ssm-us-west-2/latest/linux_amd64/amazon-ssm-agent.rpm",
+            "1",
+            True,
+        ),
+        ("s3:GetObject", "arn:aws:s3:::neuron-s3/training_datasets/x.tar", "1", True),
+        ("s3:ListBucket", "arn:aws:s3:::neuron-s3", "1", False),
+        # The kubectl provider's custom-resource responses to CloudFormation.
+        (
+            "s3:PutObject",
+            "arn:aws:s3:::cloudformation-custom-resource-response-uswest2/arn%3Ax",
+            "1",
+            True,
+        ),
+        (
+            "s3:GetObject",
+            "arn:aws:s3:::cloudformation-custom-resource-response-uswest2/arn%3Ax",
+            "1",
+            False,
+        ),
+    ],
+)
 def test_s3_endpoint_allows_own_account_and_named_aws_buckets_only(
     synth: SynthesizedPlatform, action, arn, account, expected
 ) -> None:
-    (endpoint,) = [r for r in synth.template_json("Network")["Resources"].values()
-                   if r["Type"] == "AWS::EC2::VPCEndpoint"]
+    (endpoint,) = [
+        r
+        for r in synth.template_json("Network")["Resources"].values()
+        if r["Type"] == "AWS::EC2::VPCEndpoint"
+    ]
     policy = endpoint["Properties"]["PolicyDocument"]
     assert _endpoint_allows(policy, action, arn, account) is expected
 
@@ -424,8 +553,14 @@ def test_default_security_group_is_emptied(synth: SynthesizedPlatform) -> None:
         "Fn::GetAtt": [vpc_id, "DefaultSecurityGroup"]
     }
     app_off = PlatformVpc(
-        cdk.Stack(new_app(), "Off", env=cdk.Environment(account="123456789012", region="eu-west-1")),
-        "Vpc", availability_zones=["eu-west-1a", "eu-west-1b"], trainium_az="eu-west-1a",
+        cdk.Stack(
+            new_app(), "Off", env=cdk.Environment(account="123456789012", region="eu-west-1")
+        ),
+        "Vpc",
+        availability_zones=["eu-west-1a", "eu-west-1b"],
+        trainium_az="eu-west-1a",
         restrict_default_security_group=False,
     )
-    assert not Template.from_stack(cdk.Stack.of(app_off)).find_resources("Custom::VpcRestrictDefaultSG")
+    assert not Template.from_stack(cdk.Stack.of(app_off)).find_resources(
+        "Custom::VpcRestrictDefaultSG"
+    )

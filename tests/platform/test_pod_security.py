@@ -54,7 +54,8 @@ def _level(namespace: str, settings) -> str:
 def test_every_namespace_the_platform_creates_enforces_its_level(objects, settings) -> None:
     namespaces = {
         o["metadata"]["name"]: o["metadata"].get("labels", {})
-        for o in objects if o["kind"] == "Namespace"
+        for o in objects
+        if o["kind"] == "Namespace"
     }
     assert set(namespaces) == {settings.training.namespace, "triton", *UNLABELED}
     for name in UNLABELED:
@@ -114,8 +115,11 @@ def test_kube_system_pods_need_what_baseline_forbids(objects) -> None:
 def test_the_triton_pods_would_fail_baseline_checks_they_do_not_need(objects) -> None:
     """The checker is strict where the levels differ: Triton's pod without its non-root
     setting fails restricted but still passes baseline."""
-    (deployment,) = [o for o in objects if o["kind"] == "Deployment"
-                     and o["metadata"].get("namespace") == "triton"]
+    (deployment,) = [
+        o
+        for o in objects
+        if o["kind"] == "Deployment" and o["metadata"].get("namespace") == "triton"
+    ]
     pod = copy.deepcopy(_pods(deployment)[0])
     pod.setdefault("securityContext", {})["runAsNonRoot"] = False
     for container in pod["containers"] + pod.get("initContainers", []):
@@ -124,9 +128,20 @@ def test_the_triton_pods_would_fail_baseline_checks_they_do_not_need(objects) ->
     assert pss.violations("baseline", pod) == []
 
 
-_OK = {"containers": [{"name": "c", "image": "i", "securityContext": {
-    "allowPrivilegeEscalation": False, "runAsNonRoot": True,
-    "capabilities": {"drop": ["ALL"]}, "seccompProfile": {"type": "RuntimeDefault"}}}]}
+_OK = {
+    "containers": [
+        {
+            "name": "c",
+            "image": "i",
+            "securityContext": {
+                "allowPrivilegeEscalation": False,
+                "runAsNonRoot": True,
+                "capabilities": {"drop": ["ALL"]},
+                "seccompProfile": {"type": "RuntimeDefault"},
+            },
+        }
+    ]
+}
 
 
 def _with(change) -> dict:
@@ -139,32 +154,56 @@ def _ctx(pod) -> dict:
     return pod["containers"][0]["securityContext"]
 
 
-@pytest.mark.parametrize(("level", "change", "control"), [
-    ("baseline", lambda p: p.update(hostNetwork=True), "Host Namespaces"),
-    ("baseline", lambda p: p.update(hostPID=True), "Host Namespaces"),
-    ("baseline", lambda p: _ctx(p).update(privileged=True), "Privileged Containers"),
-    ("baseline", lambda p: _ctx(p).update(capabilities={"add": ["SYS_ADMIN"]}), "Capabilities"),
-    ("baseline", lambda p: p.update(volumes=[{"name": "h", "hostPath": {"path": "/"}}]),
-     "HostPath Volumes"),
-    ("baseline", lambda p: p["containers"][0].update(ports=[{"containerPort": 1, "hostPort": 1}]),
-     "Host Ports"),
-    ("baseline", lambda p: _ctx(p).update(seccompProfile={"type": "Unconfined"}), "Seccomp"),
-    ("baseline", lambda p: _ctx(p).update(procMount="Unmasked"), "/proc Mount Type"),
-    ("baseline", lambda p: _ctx(p).update(seLinuxOptions={"type": "spc_t"}), "SELinux"),
-    ("baseline", lambda p: _ctx(p).update(appArmorProfile={"type": "Unconfined"}), "AppArmor"),
-    ("baseline", lambda p: _ctx(p).update(windowsOptions={"hostProcess": True}), "HostProcess"),
-    ("baseline", lambda p: p.update(securityContext={"sysctls": [
-        {"name": "kernel.msgmax", "value": "1"}]}), "Sysctls"),
-    ("restricted", lambda p: p.update(volumes=[{"name": "n", "nfs": {"server": "s", "path": "/"}}]),
-     "Volume Types"),
-    ("restricted", lambda p: _ctx(p).pop("allowPrivilegeEscalation"), "Privilege Escalation"),
-    ("restricted", lambda p: _ctx(p).pop("runAsNonRoot"), "Running as Non-root"),
-    ("restricted", lambda p: _ctx(p).update(runAsUser=0), "Running as Non-root user"),
-    ("restricted", lambda p: _ctx(p).pop("seccompProfile"), "Seccomp"),
-    ("restricted", lambda p: _ctx(p).update(capabilities={"drop": ["NET_RAW"]}), "Capabilities"),
-    ("restricted", lambda p: _ctx(p).update(capabilities={"drop": ["ALL"], "add": ["CHOWN"]}),
-     "Capabilities"),
-])
+@pytest.mark.parametrize(
+    ("level", "change", "control"),
+    [
+        ("baseline", lambda p: p.update(hostNetwork=True), "Host Namespaces"),
+        ("baseline", lambda p: p.update(hostPID=True), "Host Namespaces"),
+        ("baseline", lambda p: _ctx(p).update(privileged=True), "Privileged Containers"),
+        ("baseline", lambda p: _ctx(p).update(capabilities={"add": ["SYS_ADMIN"]}), "Capabilities"),
+        (
+            "baseline",
+            lambda p: p.update(volumes=[{"name": "h", "hostPath": {"path": "/"}}]),
+            "HostPath Volumes",
+        ),
+        (
+            "baseline",
+            lambda p: p["containers"][0].update(ports=[{"containerPort": 1, "hostPort": 1}]),
+            "Host Ports",
+        ),
+        ("baseline", lambda p: _ctx(p).update(seccompProfile={"type": "Unconfined"}), "Seccomp"),
+        ("baseline", lambda p: _ctx(p).update(procMount="Unmasked"), "/proc Mount Type"),
+        ("baseline", lambda p: _ctx(p).update(seLinuxOptions={"type": "spc_t"}), "SELinux"),
+        ("baseline", lambda p: _ctx(p).update(appArmorProfile={"type": "Unconfined"}), "AppArmor"),
+        ("baseline", lambda p: _ctx(p).update(windowsOptions={"hostProcess": True}), "HostProcess"),
+        (
+            "baseline",
+            lambda p: p.update(
+                securityContext={"sysctls": [{"name": "kernel.msgmax", "value": "1"}]}
+            ),
+            "Sysctls",
+        ),
+        (
+            "restricted",
+            lambda p: p.update(volumes=[{"name": "n", "nfs": {"server": "s", "path": "/"}}]),
+            "Volume Types",
+        ),
+        ("restricted", lambda p: _ctx(p).pop("allowPrivilegeEscalation"), "Privilege Escalation"),
+        ("restricted", lambda p: _ctx(p).pop("runAsNonRoot"), "Running as Non-root"),
+        ("restricted", lambda p: _ctx(p).update(runAsUser=0), "Running as Non-root user"),
+        ("restricted", lambda p: _ctx(p).pop("seccompProfile"), "Seccomp"),
+        (
+            "restricted",
+            lambda p: _ctx(p).update(capabilities={"drop": ["NET_RAW"]}),
+            "Capabilities",
+        ),
+        (
+            "restricted",
+            lambda p: _ctx(p).update(capabilities={"drop": ["ALL"], "add": ["CHOWN"]}),
+            "Capabilities",
+        ),
+    ],
+)
 def test_each_control_of_the_checker_fires(level, change, control) -> None:
     assert pss.violations(level, _OK) == []
     found = pss.violations(level, _with(change))
@@ -172,9 +211,12 @@ def test_each_control_of_the_checker_fires(level, change, control) -> None:
 
 
 def test_baseline_allows_root_and_the_reserved_ports_sysctl() -> None:
-    pod = {"securityContext": {"sysctls": [{"name": "net.ipv4.ip_local_reserved_ports",
-                                            "value": "62182"}]},
-           "containers": [{"name": "c", "image": "i", "securityContext": {"runAsUser": 0}}]}
+    pod = {
+        "securityContext": {
+            "sysctls": [{"name": "net.ipv4.ip_local_reserved_ports", "value": "62182"}]
+        },
+        "containers": [{"name": "c", "image": "i", "securityContext": {"runAsUser": 0}}],
+    }
     assert pss.violations("baseline", pod) == []
     assert pss.violations("restricted", pod) != []
 

@@ -32,10 +32,13 @@ def test_partition_of_known_and_unlisted_regions():
 
 
 def test_settings_do_not_import_botocore():
-    code = ("import sys\nfrom ml_platform.config import Settings, SettingsError\n"
-            "try:\n    Settings.from_context({'env': {'region': 'us-foo-1'}})\n"
-            "except SettingsError as error:\n    assert 'not an AWS region' in str(error)\n"
-            "print('botocore' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                         check=True).stdout
+    code = (
+        "import sys\nfrom ml_platform.config import Settings, SettingsError\n"
+        "try:\n    Settings.from_context({'env': {'region': 'us-foo-1'}})\n"
+        "except SettingsError as error:\n    assert 'not an AWS region' in str(error)\n"
+        "print('botocore' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "False"

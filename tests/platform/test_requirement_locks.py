@@ -110,6 +110,7 @@ def test_make_installs_only_hash_checked_locks() -> None:
     assert not set(LOCKS.values()) & set(read), "install the .lock, not the .txt"
     (editable,) = [i for i in installs if " -e ." in i]
     assert "--no-build-isolation" in editable and "--no-deps" in editable
-    build_backend = re.search(r'requires = \["setuptools==([^"]+)"\]',
-                              (ROOT / "pyproject.toml").read_text())[1]
+    build_backend = re.search(
+        r'requires = \["setuptools==([^"]+)"\]', (ROOT / "pyproject.toml").read_text()
+    )[1]
     assert locked(ROOT / "requirements.lock")["setuptools"][0] == build_backend

@@ -22,7 +22,11 @@ def test_every_exception_names_check_resource_and_reason() -> None:
 
 def test_unlisted_findings_and_stale_exceptions_fail_the_scan() -> None:
     failed = [
-        {"check": "CKV_K8S_16", "file": "a.yaml", "resource": "DaemonSet.kube-system.aws-efa-k8s-device-plugin"},
+        {
+            "check": "CKV_K8S_16",
+            "file": "a.yaml",
+            "resource": "DaemonSet.kube-system.aws-efa-k8s-device-plugin",
+        },
         {"check": "CKV_K8S_16", "file": "a.yaml", "resource": "Deployment.triton.triton"},
     ]
     exceptions = [

@@ -69,8 +69,9 @@ def test_app_py_reports_a_non_object_context_without_traceback(
 
 
 def test_public_endpoint_without_cidrs_is_a_settings_error() -> None:
-    one_problem({"cluster": {"endpoint_access": "public_and_private"}},
-                "cluster.public_access_cidrs = []")
+    one_problem(
+        {"cluster": {"endpoint_access": "public_and_private"}}, "cluster.public_access_cidrs = []"
+    )
     Settings.from_context(
         {"cluster": {"public_access_cidrs": [], "endpoint_access": "private"}}, known_azs=SEEDED
     )
@@ -79,14 +80,20 @@ def test_public_endpoint_without_cidrs_is_a_settings_error() -> None:
 def test_the_endpoint_is_private_by_default() -> None:
     cluster = Settings.from_context({}, known_azs=SEEDED).cluster
     assert (cluster.endpoint_access, cluster.public_access_cidrs) == ("private", ())
-    one_problem({"cluster": {"public_access_cidrs": ["203.0.113.0/24"]}},
-                "cluster.public_access_cidrs = ['203.0.113.0/24']: a private endpoint takes none")
+    one_problem(
+        {"cluster": {"public_access_cidrs": ["203.0.113.0/24"]}},
+        "cluster.public_access_cidrs = ['203.0.113.0/24']: a private endpoint takes none",
+    )
 
 
 def test_a_world_open_endpoint_needs_a_setting_that_states_it() -> None:
     public = {"endpoint_access": "public_and_private", "public_access_cidrs": ["0.0.0.0/0"]}
-    one_problem({"cluster": public}, "cluster.public_access_cidrs[0] = '0.0.0.0/0': opens the "
-                "Kubernetes API to the whole internet", "cluster.public_access_from_anywhere")
+    one_problem(
+        {"cluster": public},
+        "cluster.public_access_cidrs[0] = '0.0.0.0/0': opens the "
+        "Kubernetes API to the whole internet",
+        "cluster.public_access_from_anywhere",
+    )
     stated = Settings.from_context(
         {"cluster": {**public, "public_access_from_anywhere": True}}, known_azs=SEEDED
     )
@@ -107,11 +114,15 @@ def test_reserved_namespaces_cover_every_namespace_the_cluster_charts_use(settin
     from ml_platform.versions import VOLCANO_NAMESPACE
 
     charts = cluster_charts(
-        cdk8s.App(), settings, file_system_id="fs-0", file_system_dns_name="d",
+        cdk8s.App(),
+        settings,
+        file_system_id="fs-0",
+        file_system_dns_name="d",
         file_system_mount_name="m",
     )
     used = {
-        o.get("metadata", {}).get("namespace") or (o["metadata"]["name"] if o["kind"] == "Namespace" else None)
+        o.get("metadata", {}).get("namespace")
+        or (o["metadata"]["name"] if o["kind"] == "Namespace" else None)
         for chart in charts.values()
         for o in chart.to_json()
     } - {None, settings.training.namespace}
@@ -121,9 +132,15 @@ def test_reserved_namespaces_cover_every_namespace_the_cluster_charts_use(settin
 
 @pytest.mark.parametrize(
     ("upload_dir", "expected"),
-    [("does/not/exist", "does not exist"), ("README.md", "is not a directory"), ("a\x00b", "does not exist")],
+    [
+        ("does/not/exist", "does not exist"),
+        ("README.md", "is not a directory"),
+        ("a\x00b", "does not exist"),
+    ],
 )
-def test_upload_dir_that_is_not_a_folder_is_a_settings_error(upload_dir: str, expected: str) -> None:
+def test_upload_dir_that_is_not_a_folder_is_a_settings_error(
+    upload_dir: str, expected: str
+) -> None:
     path = str(ROOT / upload_dir) if "\x00" not in upload_dir else upload_dir
     one_problem({"inference": {"upload_dir": path}}, "inference.upload_dir = ", expected)
 
@@ -154,8 +171,12 @@ def test_upload_dir_without_archives_is_a_settings_error(tmp_path: Path) -> None
 # -- jsii errors of today --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("instance_type", ["foo.bar", "m6i.large\n", "m6i", "M6I.LARGE", "m7g.large"])
-def test_system_instance_type_aws_cdk_cannot_parse_or_run_is_a_settings_error(instance_type: str) -> None:
+@pytest.mark.parametrize(
+    "instance_type", ["foo.bar", "m6i.large\n", "m6i", "M6I.LARGE", "m7g.large"]
+)
+def test_system_instance_type_aws_cdk_cannot_parse_or_run_is_a_settings_error(
+    instance_type: str,
+) -> None:
     one_problem(
         {"cluster": {"system_instance_type": instance_type}},
         f"cluster.system_instance_type = {instance_type!r}",
@@ -192,7 +213,9 @@ def test_endpoint_names_differing_only_in_case_are_a_settings_error() -> None:
     assert any("case-insensitive" in p for p in found), found
 
 
-@pytest.mark.parametrize("name", ["triton-ensembles", "a", "a-b-c", "x--y", "tritonEnsembles", "A9"])
+@pytest.mark.parametrize(
+    "name", ["triton-ensembles", "a", "a-b-c", "x--y", "tritonEnsembles", "A9"]
+)
 def test_construct_id_rule_is_the_one_the_inference_stack_uses(name: str) -> None:
     assert endpoint_construct_id(name) == _construct_id(name)
 
@@ -217,24 +240,39 @@ def test_null_means_default_through_every_source(tmp_path: Path) -> None:
 
 
 def test_null_inside_a_list_is_an_error_naming_the_item() -> None:
-    one_problem({"network": {"availability_zones": ["us-west-2a", None]}}, "network.availability_zones[1]")
+    one_problem(
+        {"network": {"availability_zones": ["us-west-2a", None]}}, "network.availability_zones[1]"
+    )
 
 
 def test_no_endpoints_with_inference_on_is_a_settings_error() -> None:
     one_problem({"inference": {"endpoints": []}}, "inference.endpoints = []", "features.inference")
-    Settings.from_context({"inference": {"endpoints": []}, "features": {"inference": False}}, known_azs=SEEDED)
+    Settings.from_context(
+        {"inference": {"endpoints": []}, "features": {"inference": False}}, known_azs=SEEDED
+    )
 
 
 @pytest.mark.parametrize(
     "cidr",
-    ["224.0.0.0/16", "239.1.0.0/16", "127.0.0.0/16", "0.0.0.0/16", "169.254.0.0/16", "240.0.0.0/16",
-     "10.0.0.1/16", "fd00::/56", "10.0.0.0/16\n"],
+    [
+        "224.0.0.0/16",
+        "239.1.0.0/16",
+        "127.0.0.0/16",
+        "0.0.0.0/16",
+        "169.254.0.0/16",
+        "240.0.0.0/16",
+        "10.0.0.1/16",
+        "fd00::/56",
+        "10.0.0.0/16\n",
+    ],
 )
 def test_vpc_cidrs_a_vpc_cannot_use_are_settings_errors(cidr: str) -> None:
     one_problem({"network": {"cidr": cidr}}, f"network.cidr = {cidr!r}")
 
 
-@pytest.mark.parametrize("prefix", ["models/../", "./models/", "models//", "/", "", "a/./b/", "models"])
+@pytest.mark.parametrize(
+    "prefix", ["models/../", "./models/", "models//", "/", "", "a/./b/", "models"]
+)
 def test_model_prefix_with_dot_dotdot_or_empty_segments_is_a_settings_error(prefix: str) -> None:
     one_problem({"storage": {"model_prefix": prefix}}, f"storage.model_prefix = {prefix!r}")
 
@@ -242,23 +280,29 @@ def test_model_prefix_with_dot_dotdot_or_empty_segments_is_a_settings_error(pref
 def test_admin_role_of_another_partition_is_a_settings_error() -> None:
     one_problem(
         {"cluster": {"admin_role_arn": "arn:aws-cn:iam::123456789012:role/Admin"}},
-        "cluster.admin_role_arn", "partition 'aws-cn'",
+        "cluster.admin_role_arn",
+        "partition 'aws-cn'",
     )
     Settings.from_context(
-        {"cluster": {"admin_role_arn": "arn:aws:iam::210987654321:role/team/Admin"}}, known_azs=SEEDED
+        {"cluster": {"admin_role_arn": "arn:aws:iam::210987654321:role/team/Admin"}},
+        known_azs=SEEDED,
     )
 
 
 @pytest.mark.parametrize("cidr", ["::/0", "2001:db8::/32"])
 def test_ipv6_public_access_cidrs_are_settings_errors(cidr: str) -> None:
-    one_problem({"cluster": {"public_access_cidrs": [cidr], "endpoint_access": "public_and_private"}},
-                f"cluster.public_access_cidrs[0] = {cidr!r}", "IPv4")
+    one_problem(
+        {"cluster": {"public_access_cidrs": [cidr], "endpoint_access": "public_and_private"}},
+        f"cluster.public_access_cidrs[0] = {cidr!r}",
+        "IPv4",
+    )
 
 
 def test_duplicate_archives_in_one_endpoint_are_a_settings_error() -> None:
     one_problem(
         {"inference": {"endpoints": [{"archives": ["a", "a"]}]}},
-        "inference.endpoints[0].archives", "more than once",
+        "inference.endpoints[0].archives",
+        "more than once",
     )
 
 
@@ -318,9 +362,10 @@ def test_a_known_region_of_another_partition_is_accepted() -> None:
 
 
 def test_a_bad_triton_version_is_reported_once() -> None:
-    found = one_problem({"inference": {"triton_version": "99.1"},
-                         "features": {"triton_on_eks": True}},
-                        "inference.triton_version = '99.1': expected one of")
+    found = one_problem(
+        {"inference": {"triton_version": "99.1"}, "features": {"triton_on_eks": True}},
+        "inference.triton_version = '99.1': expected one of",
+    )
     assert found.count("99.1") == 1
 
 
@@ -354,11 +399,14 @@ def test_upload_dir_with_a_file_that_is_not_gzip_gives_one_line(tmp_path: Path) 
     assert unreadable == [
         f"inference.upload_dir = {str(tmp_path)!r}: {tmp_path}/model_x-v00000000.tar.gz: not a "
         "readable tar archive (not gzip-compressed: a .tar.gz archive starts with the gzip "
-        "bytes 1f 8b)"]
+        "bytes 1f 8b)"
+    ]
     assert all("\n" not in p for p in found)
 
 
 def test_network_policy_mode_is_strict_by_default_and_checked() -> None:
     assert Settings.from_context({}, known_azs=SEEDED).cluster.network_policy_mode == "strict"
-    one_problem({"cluster": {"network_policy_mode": "off"}},
-                "cluster.network_policy_mode = 'off': expected one of ['strict', 'standard']")
+    one_problem(
+        {"cluster": {"network_policy_mode": "off"}},
+        "cluster.network_policy_mode = 'off': expected one of ['strict', 'standard']",
+    )

@@ -52,16 +52,20 @@ CONDITIONED: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {
     # namespace and service account.
     # https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html
     ("TrainingCluster", "AddonsVpcCniRoleB7C7293E"): (
-        "pods.eks.amazonaws.com", pod_identity("kube-system", "aws-node"),
+        "pods.eks.amazonaws.com",
+        pod_identity("kube-system", "aws-node"),
     ),
     ("TrainingCluster", "AddonsFsxCsiDriverRoleD4BE6E5A"): (
-        "pods.eks.amazonaws.com", pod_identity("kube-system", "fsx-csi-controller-sa"),
+        "pods.eks.amazonaws.com",
+        pod_identity("kube-system", "fsx-csi-controller-sa"),
     ),
     ("TrainingCluster", "AddonsCloudWatchRole91E8EEE8"): (
-        "pods.eks.amazonaws.com", pod_identity("amazon-cloudwatch", "cloudwatch-agent"),
+        "pods.eks.amazonaws.com",
+        pod_identity("amazon-cloudwatch", "cloudwatch-agent"),
     ),
     ("TrainingCluster", "TritonPodRole23DF5911"): (
-        "pods.eks.amazonaws.com", pod_identity("triton", "triton"),
+        "pods.eks.amazonaws.com",
+        pod_identity("triton", "triton"),
     ),
 }
 
@@ -103,28 +107,62 @@ _LAMBDA_SOURCE = (
 )
 
 UNCONDITIONED: tuple[Unconditioned, ...] = (
-    Unconditioned("TrainingCluster", "ClusterSystemNodesNodeGroupRole*", "ec2.amazonaws.com",
-                  _EC2, _EC2_SOURCE),
+    Unconditioned(
+        "TrainingCluster",
+        "ClusterSystemNodesNodeGroupRole*",
+        "ec2.amazonaws.com",
+        _EC2,
+        _EC2_SOURCE,
+    ),
     Unconditioned("TrainiumNodes", "TrainiumNodeRole*", "ec2.amazonaws.com", _EC2, _EC2_SOURCE),
     Unconditioned("GpuNodes", "GpuNodeGroupRole*", "ec2.amazonaws.com", _EC2, _EC2_SOURCE),
-    Unconditioned("TrainingCluster", "ClusterKubectlProviderHandlerServiceRole*",
-                  "lambda.amazonaws.com", _LAMBDA, _LAMBDA_SOURCE),
-    Unconditioned("TrainingCluster", "ClusterKubectlProviderframeworkonEventServiceRole*",
-                  "lambda.amazonaws.com", _LAMBDA, _LAMBDA_SOURCE),
-    Unconditioned("Network", "CustomVpcRestrictDefaultSGCustomResourceProviderRole*",
-                  "lambda.amazonaws.com",
-                  _LAMBDA + " (aws-cdk's provider that empties the VPC's default security group)",
-                  _LAMBDA_SOURCE),
-    Unconditioned("Inference", "EndpointScalingProviderHandlerServiceRole*",
-                  "lambda.amazonaws.com", _LAMBDA + " (the endpoint-scaling handler)",
-                  _LAMBDA_SOURCE),
-    Unconditioned("Inference", "EndpointScalingProviderframeworkonEventServiceRole*",
-                  "lambda.amazonaws.com", _LAMBDA, _LAMBDA_SOURCE),
-    Unconditioned("Inference", "UploadRole*", "lambda.amazonaws.com",
-                  _LAMBDA + " (BucketDeployment of inference.upload_dir)", _LAMBDA_SOURCE,
-                  default_app=False),
     Unconditioned(
-        "Inference", "TritonEnsemblesScalingRole*", "application-autoscaling.amazonaws.com",
+        "TrainingCluster",
+        "ClusterKubectlProviderHandlerServiceRole*",
+        "lambda.amazonaws.com",
+        _LAMBDA,
+        _LAMBDA_SOURCE,
+    ),
+    Unconditioned(
+        "TrainingCluster",
+        "ClusterKubectlProviderframeworkonEventServiceRole*",
+        "lambda.amazonaws.com",
+        _LAMBDA,
+        _LAMBDA_SOURCE,
+    ),
+    Unconditioned(
+        "Network",
+        "CustomVpcRestrictDefaultSGCustomResourceProviderRole*",
+        "lambda.amazonaws.com",
+        _LAMBDA + " (aws-cdk's provider that empties the VPC's default security group)",
+        _LAMBDA_SOURCE,
+    ),
+    Unconditioned(
+        "Inference",
+        "EndpointScalingProviderHandlerServiceRole*",
+        "lambda.amazonaws.com",
+        _LAMBDA + " (the endpoint-scaling handler)",
+        _LAMBDA_SOURCE,
+    ),
+    Unconditioned(
+        "Inference",
+        "EndpointScalingProviderframeworkonEventServiceRole*",
+        "lambda.amazonaws.com",
+        _LAMBDA,
+        _LAMBDA_SOURCE,
+    ),
+    Unconditioned(
+        "Inference",
+        "UploadRole*",
+        "lambda.amazonaws.com",
+        _LAMBDA + " (BucketDeployment of inference.upload_dir)",
+        _LAMBDA_SOURCE,
+        default_app=False,
+    ),
+    Unconditioned(
+        "Inference",
+        "TritonEnsemblesScalingRole*",
+        "application-autoscaling.amazonaws.com",
         "aws-cdk's ScalableTarget role: Application Auto Scaling documents no aws:SourceArn/"
         "aws:SourceAccount for a service role's trust (it lists service-linked roles, which "
         "SageMaker variants use).",
@@ -143,8 +181,10 @@ def _plain(value: Any) -> Any:
     leaves ``Fn::Join ["arn:", Ref AWS::Partition, ...]`` unresolved)."""
     if isinstance(value, dict):
         parts = value.get("Fn::Join", [None, None])[1]
-        if len(value) == 1 and isinstance(parts, list) and all(
-            isinstance(p, str) or p == {"Ref": "AWS::Partition"} for p in parts
+        if (
+            len(value) == 1
+            and isinstance(parts, list)
+            and all(isinstance(p, str) or p == {"Ref": "AWS::Partition"} for p in parts)
         ):
             return "".join("aws" if isinstance(p, dict) else p for p in parts)
         return {k: _plain(v) for k, v in value.items()}

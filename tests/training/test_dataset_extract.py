@@ -41,8 +41,13 @@ def layout(tmp_path):
 
 
 def _run(tarball, datasets, marker, expected=""):
-    return prepare(tarball=str(tarball), expected_sha256=expected, datasets_dir=str(datasets),
-                   name=NAME, marker=str(marker))
+    return prepare(
+        tarball=str(tarball),
+        expected_sha256=expected,
+        datasets_dir=str(datasets),
+        name=NAME,
+        marker=str(marker),
+    )
 
 
 SHARDS = {f"{NAME}/wiki_{i}_training_{i}.hdf5": bytes([i]) * 100 for i in range(3)}
@@ -53,7 +58,8 @@ def test_a_matching_digest_unpacks_into_its_own_folder(layout, capsys):
     digest = _tarball(tarball, SHARDS)
     assert _run(tarball, datasets, marker, digest) == 0
     assert sorted(p.name for p in (datasets / NAME).iterdir()) == sorted(
-        Path(n).name for n in SHARDS)
+        Path(n).name for n in SHARDS
+    )
     assert sorted(p.name for p in datasets.iterdir()) == [NAME]  # no .partial left
     assert marker.read_text().strip() == digest and not tarball.exists()
     assert "matches training.dataset_sha256" in capsys.readouterr().out
@@ -74,8 +80,10 @@ def test_without_a_pinned_digest_it_warns_with_the_digest(layout, capsys):
     tarball, datasets, marker = layout
     digest = _tarball(tarball, SHARDS)
     assert _run(tarball, datasets, marker) == 0
-    assert f"is not verified: training.dataset_sha256 is not set. Its SHA-256 is {digest}" \
+    assert (
+        f"is not verified: training.dataset_sha256 is not set. Its SHA-256 is {digest}"
         in capsys.readouterr().out
+    )
 
 
 def test_unsafe_members_are_refused_before_anything_lands(layout, capsys):
@@ -113,9 +121,20 @@ def test_the_configmap_files_run_as_the_pod_runs_them(layout, tmp_path):
     tools.mkdir()
     for name, text in tools_files().items():
         (tools / name).write_text(text)
-    env = {"TARBALL": str(tarball), "DATASET_SHA256": digest, "DATASETS_DIR": str(datasets),
-           "DATASET_NAME": NAME, "DONE_MARKER": str(marker)}
-    proc = subprocess.run([sys.executable, "-I", str(tools / "dataset_extract.py")], env=env,
-                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    env = {
+        "TARBALL": str(tarball),
+        "DATASET_SHA256": digest,
+        "DATASETS_DIR": str(datasets),
+        "DATASET_NAME": NAME,
+        "DONE_MARKER": str(marker),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-I", str(tools / "dataset_extract.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"dataset ready: {datasets / NAME}" in proc.stdout

@@ -94,9 +94,7 @@ class Node:
     env: dict[str, str]
 
 
-def local_nodes(
-    job: dict[str, Any], *, script: Path, port: int, data_dir: Path
-) -> list[Node]:
+def local_nodes(job: dict[str, Any], *, script: Path, port: int, data_dir: Path) -> list[Node]:
     """Every task's container command and env, localized as the module docstring says."""
     svc = volcano_svc_env(job)
     resolved = {k: re.sub(r"[^,]+", "127.0.0.1", v) if k.endswith("_HOSTS") else v
@@ -141,9 +139,10 @@ class Cluster:
             base["RDZV_TEST_HOLD"] = "1"
         self.procs = []
         for i, node in enumerate(self.nodes):
-            with (out / f"node-{i}.out").open("w") as stdout, (
-                out / f"node-{i}.err"
-            ).open("w") as stderr:
+            with (
+                (out / f"node-{i}.out").open("w") as stdout,
+                (out / f"node-{i}.err").open("w") as stderr,
+            ):
                 self.procs.append(
                     subprocess.Popen(
                         node.command,
@@ -223,8 +222,9 @@ def cluster(volcano_jobs, tmp_path: Path) -> Iterator[Cluster]:
     data_dir.mkdir()
     for i in range(64):  # one per worker of the rendered job (2 nodes x 32)
         (data_dir / f"wikicorpus_en_training_{i}.hdf5").write_bytes(b"")
-    nodes = local_nodes(volcano_jobs["bert-pretrain"], script=script, port=_free_port(),
-                        data_dir=data_dir)
+    nodes = local_nodes(
+        volcano_jobs["bert-pretrain"], script=script, port=_free_port(), data_dir=data_dir
+    )
     running = Cluster(nodes, tmp_path)
     yield running
     running.kill()

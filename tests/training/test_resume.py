@@ -37,7 +37,9 @@ def _run(line: str, tmp_path: Path, env: dict[str, str]) -> dict:
     proc = subprocess.run(
         ["bash", "-c", line],
         env={"PATH": f"{bin_dir}:/usr/bin:/bin", **env},
-        capture_output=True, text=True, timeout=30,
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     if not record.exists():
         return {"code": proc.returncode, "stderr": proc.stderr, "stdout": proc.stdout}
@@ -46,8 +48,9 @@ def _run(line: str, tmp_path: Path, env: dict[str, str]) -> dict:
     return launched
 
 
-def _pretrain_line(volcano_jobs, task: int, output_dir: Path, shards: int = 64,
-                   job: str = "bert-pretrain") -> str:
+def _pretrain_line(
+    volcano_jobs, task: int, output_dir: Path, shards: int = 64, job: str = "bert-pretrain"
+) -> str:
     """The job's command line with /data/output and the dataset folder moved under the test's
     folder; the dataset folder holds ``shards`` (empty) shard files."""
     (container,) = volcano_jobs[job]["spec"]["tasks"][task]["template"]["spec"]["containers"]
@@ -66,8 +69,9 @@ def _pretrain_line(volcano_jobs, task: int, output_dir: Path, shards: int = 64,
 def test_no_checkpoint_starts_fresh(volcano_jobs, tmp_path):
     out = tmp_path / "output"
     out.mkdir()
-    launched = _run(_pretrain_line(volcano_jobs, 1, out), tmp_path,
-                    {"VC_WORKER_0_HOSTS": FIRST_POD})
+    launched = _run(
+        _pretrain_line(volcano_jobs, 1, out), tmp_path, {"VC_WORKER_0_HOSTS": FIRST_POD}
+    )
     argv = launched["argv"]
     assert argv[:3] == ["-m", "torch.distributed.run", "--rdzv_backend"]
     assert argv[-2:] == ["--output_dir", str(out)] and "--resume_ckpt" not in argv
@@ -83,8 +87,9 @@ def test_a_checkpoint_resumes_from_it(volcano_jobs, tmp_path):
     (out / "ckpt_1200.pt").write_bytes(b"")  # as the script names them: ckpt_<step>.pt
     (out / "ckpt_600.pt").write_bytes(b"")
     for task in (0, 1):  # every pod decides alike
-        launched = _run(_pretrain_line(volcano_jobs, task, out), tmp_path,
-                        {"VC_WORKER_0_HOSTS": FIRST_POD})
+        launched = _run(
+            _pretrain_line(volcano_jobs, task, out), tmp_path, {"VC_WORKER_0_HOSTS": FIRST_POD}
+        )
         # The script picks the newest ckpt_<step>.pt in --output_dir itself.
         assert launched["argv"][-3:] == ["--output_dir", str(out), "--resume_ckpt"]
         assert f"resuming from the newest checkpoint in {out}" in launched["stdout"]
@@ -100,7 +105,8 @@ def test_other_files_are_not_checkpoints(volcano_jobs, tmp_path):
 
 def test_precompile_never_resumes(volcano_jobs, tmp_path):
     (container,) = volcano_jobs["bert-precompile"]["spec"]["tasks"][0]["template"]["spec"][
-        "containers"]
+        "containers"
+    ]
     assert "--resume_ckpt" not in container["command"][2]
     assert "ckpt_" not in container["command"][2]
 
@@ -109,8 +115,9 @@ def test_root_communicator_is_the_first_pods_name_on_the_reserved_port(volcano_j
     out = tmp_path / "output"
     out.mkdir()
     for task in (0, 1):  # the first pod's own value too: its name, never localhost
-        launched = _run(_pretrain_line(volcano_jobs, task, out), tmp_path,
-                        {"VC_WORKER_0_HOSTS": FIRST_POD})
+        launched = _run(
+            _pretrain_line(volcano_jobs, task, out), tmp_path, {"VC_WORKER_0_HOSTS": FIRST_POD}
+        )
         assert launched["root_comm"] == f"{FIRST_POD}:{BOOTSTRAP_PORT}"
 
 
@@ -119,8 +126,11 @@ def test_the_first_pod_hosts_global_rank_0():
     (FQDN first): the first pod's name sorts first for any job size, whatever the pids."""
     for nodes in (2, 11, 64):
         descs = [
-            _NodeDesc(f"bert-pretrain-worker-{i}-0.bert-pretrain.training.svc.cluster.local",
-                      random.randint(1, 2**22), 0)
+            _NodeDesc(
+                f"bert-pretrain-worker-{i}-0.bert-pretrain.training.svc.cluster.local",
+                random.randint(1, 2**22),
+                0,
+            )
             for i in range(nodes)
         ]
         random.shuffle(descs)
@@ -135,8 +145,9 @@ def test_too_few_shards_fail_the_pod_at_once_with_a_clear_message(volcano_jobs, 
     for job in ("bert-pretrain", "bert-precompile"):
         result = _run(_pretrain_line(volcano_jobs, 0, out, shards=63, job=job), tmp_path, {})
         assert result["code"] == 1 and "argv" not in result  # the launcher never started
-        assert f"holds 63 dataset shards (*_training_*.hdf5), fewer than the 64 workers of " \
-            "this job: the training script needs at least one shard per worker" in \
-            result["stderr"]
+        assert (
+            f"holds 63 dataset shards (*_training_*.hdf5), fewer than the 64 workers of "
+            "this job: the training script needs at least one shard per worker" in result["stderr"]
+        )
     launched = _run(_pretrain_line(volcano_jobs, 0, out, shards=64), tmp_path, {})
     assert launched["argv"][:2] == ["-m", "torch.distributed.run"]

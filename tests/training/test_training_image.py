@@ -36,7 +36,8 @@ def pinned(settings):
     from ml_platform.config import IMAGE_DIGESTS_KEY, Settings
 
     return Settings.from_context(
-        {}, known_azs={
+        {},
+        known_azs={
             IMAGE_DIGESTS_KEY: {images.NEURON_TRAINING_BASE_IMAGE: BASE_DIGEST},
             settings.availability_zones_context_key: list(settings.network.availability_zones),
         },
@@ -94,8 +95,7 @@ def test_dry_run_prints_commands_without_running_them(cdk_json, capsys, settings
 
 
 @pytest.mark.parametrize("failing", [None, "push", "login"])
-def test_publish_logs_out_of_ecr_after_the_push_even_when_it_fails(pinned, monkeypatch,
-                                                                    failing):
+def test_publish_logs_out_of_ecr_after_the_push_even_when_it_fails(pinned, monkeypatch, failing):
     """Issue 22 point 5: the ECR token must not stay in ~/.docker/config.json."""
     import subprocess
 
@@ -200,8 +200,9 @@ def test_sample_lock_pins_and_hashes_every_sample_requirement():
 
 def test_dockerfile_installs_the_lock_hash_checked_before_the_sample_file():
     runs = _run_instructions()
-    assert re.search(r"^COPY sample-requirements\.lock /tmp/sample-requirements\.lock$",
-                     DOCKERFILE, re.MULTILINE)
+    assert re.search(
+        r"^COPY sample-requirements\.lock /tmp/sample-requirements\.lock$", DOCKERFILE, re.MULTILINE
+    )
     (install,) = [r for r in runs if "sample-requirements.lock" in r]
     first, second = (shlex.split(step) for step in install.split("&&"))
     assert first[:4] == ["python3", "-m", "pip", "install"]

@@ -438,7 +438,8 @@ def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings)
     assert 'if [ -e "$DONE_MARKER" ]' in download["args"][0]
     assert extract["command"] == ["python3", "-I", "/opt/dataset-tools/dataset_extract.py"]
     assert env_of(extract)["DATA_DIR"] == (
-        "/data/datasets/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128")
+        "/data/datasets/bert_pretrain_wikicorpus_tokenized_hdf5_seqlen128"
+    )
     assert env_of(extract)["DATASET_SHA256"] == ""  # cdk.json pins none: the Job warns
     # The extract step and the safe extractor come from the manifest's own ConfigMap.
     assert tools["metadata"]["name"] == "bert-dataset-tools"
@@ -455,13 +456,23 @@ def test_dataset_job_runs_as_root_only_to_hand_over_its_folders(manifests):
     hf_cache, extract = pod["containers"]
     assert pod["securityContext"]["runAsUser"] == pod["securityContext"]["runAsGroup"] == 65532
     assert prepare["securityContext"] == {
-        "allowPrivilegeEscalation": False, "capabilities": {"add": ["CHOWN"], "drop": ["ALL"]},
-        "readOnlyRootFilesystem": True, "runAsGroup": 0, "runAsNonRoot": False, "runAsUser": 0,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"add": ["CHOWN"], "drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+        "runAsGroup": 0,
+        "runAsNonRoot": False,
+        "runAsUser": 0,
     }
-    assert 'chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"' in \
-        prepare["args"][0]
-    assert env_of(prepare) == {"DATASETS_DIR": "/data/datasets", "STAGING_DIR": "/data/.staging",
-                               "HF_HOME": "/data/hf_home", "DATASET_UID": "65532"}
+    assert (
+        'chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"'
+        in prepare["args"][0]
+    )
+    assert env_of(prepare) == {
+        "DATASETS_DIR": "/data/datasets",
+        "STAGING_DIR": "/data/.staging",
+        "HF_HOME": "/data/hf_home",
+        "DATASET_UID": "65532",
+    }
     for c in (download, extract, hf_cache):
         assert c["securityContext"]["runAsNonRoot"] is True
         assert "runAsUser" not in c["securityContext"]  # the pod's 65532
@@ -487,8 +498,11 @@ def test_a_pinned_dataset_digest_reaches_the_job():
     _, job = workloads.build_workload_manifests(settings)["training-dataset.yaml"]
     _, extract = job["spec"]["template"]["spec"]["containers"]
     assert env_of(extract)["DATASET_SHA256"] == digest
-    with pytest.raises(SettingsError, match=r"training.dataset_sha256 = 'AB12': expected a "
-                                            r"SHA-256 of 64 lower-case hex digits"):
+    with pytest.raises(
+        SettingsError,
+        match=r"training.dataset_sha256 = 'AB12': expected a "
+        r"SHA-256 of 64 lower-case hex digits",
+    ):
         Settings.from_context({"training": {"dataset_sha256": "AB12"}})
 
 

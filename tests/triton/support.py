@@ -113,8 +113,12 @@ def write_tiny_inception(path: Path, **interface) -> Path:
 
 @functools.cache
 def tiny_inception(
-    *, classes: int = 1001, layout: str = "NHWC", seed: int = 0,
-    input_name: str = "input", output_name: str = "InceptionV3/Predictions/Softmax",
+    *,
+    classes: int = 1001,
+    layout: str = "NHWC",
+    seed: int = 0,
+    input_name: str = "input",
+    output_name: str = "InceptionV3/Predictions/Softmax",
     batch: int | str = "batch",
 ) -> bytes:
     """A small deterministic ONNX classifier with Inception v3's interface: FP32 images
@@ -136,7 +140,10 @@ def tiny_inception(
         pooled_input = "nchw"
     nodes += [
         helper.make_node(
-            "AveragePool", [pooled_input], ["pooled"], kernel_shape=[_POOL, _POOL],
+            "AveragePool",
+            [pooled_input],
+            ["pooled"],
+            kernel_shape=[_POOL, _POOL],
             strides=[_POOL, _POOL],
         ),
         helper.make_node("Flatten", ["pooled"], ["flat"], axis=1),
@@ -171,9 +178,9 @@ def pattern_image(height: int, width: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:height, 0:width]
     phase = rng.uniform(0, 64)
-    image = np.stack(
-        [x * 255 / width, y * 255 / height, ((x + y + phase) % 64) * 4], axis=-1
-    )[:, :, rng.permutation(3)]
+    image = np.stack([x * 255 / width, y * 255 / height, ((x + y + phase) % 64) * 4], axis=-1)[
+        :, :, rng.permutation(3)
+    ]
     return np.clip(image + rng.normal(0, 8, image.shape), 0, 255).astype(np.uint8)
 
 
@@ -186,8 +193,9 @@ def encode_image(image: np.ndarray, image_format: str = "PNG", **options) -> byt
     return buffer.getvalue()
 
 
-def inception_reference(image: np.ndarray, mean=(127.5,) * 3, std=(127.5,) * 3,
-                        layout: str = "HWC") -> np.ndarray:
+def inception_reference(
+    image: np.ndarray, mean=(127.5,) * 3, std=(127.5,) * 3, layout: str = "HWC"
+) -> np.ndarray:
     """Pillow/NumPy preprocessing of TF-slim Inception eval: central 87.5% crop, bilinear
     resize to 299x299, (x - mean) / std, in ``layout``."""
     from PIL import Image

@@ -35,14 +35,17 @@ def test_key_round_trip() -> None:
     assert parse_key("m-vdeadbeef-v0123abcd.tar.gz") == ArchiveRef("m-vdeadbeef", "v0123abcd")
 
 
-@pytest.mark.parametrize("key", [
-    "model_trt_python.tar.gz",          # unversioned
-    "model-v0123abc.tar.gz",            # 7 hex digits
-    "model-v0123ABCD.tar.gz",           # upper-case hex
-    "model-v0123abcd.tgz",
-    "../model-v0123abcd.tar.gz",
-    "Model-v0123abcd.tar.gz",
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        "model_trt_python.tar.gz",  # unversioned
+        "model-v0123abc.tar.gz",  # 7 hex digits
+        "model-v0123ABCD.tar.gz",  # upper-case hex
+        "model-v0123abcd.tgz",
+        "../model-v0123abcd.tar.gz",
+        "Model-v0123abcd.tar.gz",
+    ],
+)
 def test_parse_key_rejects_what_is_not_a_versioned_key(key: str) -> None:
     assert parse_key(key) is None
 

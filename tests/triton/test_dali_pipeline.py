@@ -61,8 +61,20 @@ IMAGES = {
 SAMPLES = [
     _pattern(h, w, seed)
     for seed, (h, w) in enumerate(
-        [(480, 640), (640, 480), (299, 299), (120, 150), (1000, 333), (256, 256), (375, 500),
-         (600, 800), (200, 900), (333, 1000), (512, 384), (150, 151)],
+        [
+            (480, 640),
+            (640, 480),
+            (299, 299),
+            (120, 150),
+            (1000, 333),
+            (256, 256),
+            (375, 500),
+            (600, 800),
+            (200, 900),
+            (333, 1000),
+            (512, 384),
+            (150, 151),
+        ],
         start=10,
     )
 ]
@@ -104,10 +116,14 @@ def test_resize_matches_the_pillow_reference(outputs, name: str) -> None:
     assert difference.max() <= ONE_LEVEL + 1e-6, difference.max()  # rounding only
     assert difference.mean() < 0.2 * ONE_LEVEL, difference.mean()
     # Not trivially close: without the central crop the result is far off.
-    uncropped = np.asarray(
-        Image.fromarray(IMAGES[name]).resize((SIZE, SIZE), Image.Resampling.BILINEAR),
-        dtype=np.float32,
-    ) / 127.5 - 1
+    uncropped = (
+        np.asarray(
+            Image.fromarray(IMAGES[name]).resize((SIZE, SIZE), Image.Resampling.BILINEAR),
+            dtype=np.float32,
+        )
+        / 127.5
+        - 1
+    )
     assert np.abs(ours - uncropped).mean() > 10 * ONE_LEVEL
 
 
@@ -147,11 +163,20 @@ def test_top5_matches_the_reference_path(tmp_path: Path, interface, mean, std) -
     assert _top5(session, ours) == _top5(session, expected)
     # The comparison can fail: ImageNet statistics in place of the model's own change the
     # ranking of at least one sample.
-    wrong = np.stack([
-        reference(image, *((TORCHVISION_MEAN, TORCHVISION_STD) if mean is None else
-                           ((127.5,) * 3, (127.5,) * 3)), layout[1:])
-        for image in SAMPLES
-    ])
+    wrong = np.stack(
+        [
+            reference(
+                image,
+                *(
+                    (TORCHVISION_MEAN, TORCHVISION_STD)
+                    if mean is None
+                    else ((127.5,) * 3, (127.5,) * 3)
+                ),
+                layout[1:],
+            )
+            for image in SAMPLES
+        ]
+    )
     assert _top5(session, wrong) != _top5(session, expected)
 
 
@@ -175,7 +200,10 @@ def test_the_backend_serializes_it_without_a_gpu(tmp_path: Path) -> None:
     target = tmp_path / "serialized.dali"
     result = subprocess.run(
         [sys.executable, "-c", BACKEND_AUTOSERIALIZE, str(model), str(target)],
-        capture_output=True, text=True, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     data = target.read_bytes()
@@ -199,7 +227,10 @@ CONTAINER_DALI_API = {
 }
 CONTAINER_DALI_TYPES = {"RGB", "FLOAT", "INTERP_LINEAR"}
 CONTAINER_DALI_IMPORTS = {
-    "nvidia.dali.fn", "nvidia.dali.types", "nvidia.dali", "nvidia.dali.plugin.triton",
+    "nvidia.dali.fn",
+    "nvidia.dali.types",
+    "nvidia.dali",
+    "nvidia.dali.plugin.triton",
 }
 SCHEMAS = {
     "decoders.image": "decoders__Image",
@@ -238,9 +269,11 @@ def test_uses_only_the_api_of_the_containers_dali() -> None:
     assert imports <= CONTAINER_DALI_IMPORTS
     # pipeline_def's own arguments: those of DALI 1.x's Pipeline constructor.
     decorator = next(
-        d for n in ast.walk(ast.parse(dali_pipeline_source().decode()))
+        d
+        for n in ast.walk(ast.parse(dali_pipeline_source().decode()))
         if isinstance(n, ast.FunctionDef) and n.name == "image_pipeline"
-        for d in n.decorator_list if isinstance(d, ast.Call)
+        for d in n.decorator_list
+        if isinstance(d, ast.Call)
     )
     assert {k.arg for k in decorator.keywords} == {"batch_size", "num_threads", "device_id"}
 
@@ -262,11 +295,20 @@ def test_package_ships_the_pipeline_as_python(tmp_path: Path, capsys) -> None:
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "inception.onnx").write_bytes(tiny_inception())
     (tmp_path / "in" / "labels.txt").write_text("".join(f"c{i}\n" for i in range(1001)))
-    code = main([
-        "models", "package", "--ensemble", "image", "--out", str(tmp_path / "out"),
-        "--inception-onnx", str(tmp_path / "in" / "inception.onnx"),
-        "--inception-labels", str(tmp_path / "in" / "labels.txt"),
-    ])
+    code = main(
+        [
+            "models",
+            "package",
+            "--ensemble",
+            "image",
+            "--out",
+            str(tmp_path / "out"),
+            "--inception-onnx",
+            str(tmp_path / "in" / "inception.onnx"),
+            "--inception-labels",
+            str(tmp_path / "in" / "labels.txt"),
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     (archive,) = (tmp_path / "out").glob("model_tf_dali-v*.tar.gz")  # versioned by content
     with tarfile.open(archive) as tar:

@@ -232,19 +232,21 @@ def test_ensemble_embeddings_match_sentence_transformers(
 
 
 # 173 word pieces: longer than the source design's 128, within the model's own 256.
-LONG_TEXT = " ".join([
-    "The committee met on Tuesday to review the proposal for the new riverside library,",
-    "which would replace the branch that closed after the flood two winters ago.",
-    "Residents asked whether the building would keep the reading garden, how late it",
-    "would stay open on weekdays, and whether the children's section would move upstairs.",
-    "The architect explained that the design raises the ground floor above the flood line,",
-    "adds solar panels to the roof, and uses timber from certified forests in the region.",
-    "Several speakers worried about parking, since the site sits between a school and a",
-    "busy market, while others praised the plan for the bicycle racks and the new bus stop.",
-    "In the end the committee voted to fund a traffic study before the final decision,",
-    "and promised a public exhibition of the drawings at the town hall next month.",
-    "Until then, the mobile library van will keep visiting the neighbourhood on Fridays.",
-])
+LONG_TEXT = " ".join(
+    [
+        "The committee met on Tuesday to review the proposal for the new riverside library,",
+        "which would replace the branch that closed after the flood two winters ago.",
+        "Residents asked whether the building would keep the reading garden, how late it",
+        "would stay open on weekdays, and whether the children's section would move upstairs.",
+        "The architect explained that the design raises the ground floor above the flood line,",
+        "adds solar panels to the roof, and uses timber from certified forests in the region.",
+        "Several speakers worried about parking, since the site sits between a school and a",
+        "busy market, while others praised the plan for the bicycle racks and the new bus stop.",
+        "In the end the committee voted to fund a traffic study before the final decision,",
+        "and promised a public exhibition of the drawings at the town hall next month.",
+        "Until then, the mobile library van will keep visiting the neighbourhood on Fridays.",
+    ]
+)
 
 
 @pytest.fixture(scope="session")
@@ -273,11 +275,14 @@ def test_long_text_matches_the_reference_at_the_encoders_own_maximum(
     # --max-seq-len 128 archive does) is measurably off the reference.
     ids, mask = pool["token_ids"].copy(), pool["attn_mask"].copy()
     ids[0, 127], ids[0, 128:], mask[0, 128:] = 102, 0, 0  # [SEP] at 128, then padding
-    tokens, _ = runner.session.run(["output", "pooled_embeds"],
-                                   {"token_ids": ids, "attn_mask": mask})
+    tokens, _ = runner.session.run(
+        ["output", "pooled_embeds"], {"token_ids": ids, "attn_mask": mask}
+    )
     short = mean_pool_normalize(tokens, mask)[0]
-    print(f"long text: {pieces} word pieces, cosine {float(ours @ long_reference):.6f} at 256, "
-          f"{float(short @ long_reference):.6f} at 128")
+    print(
+        f"long text: {pieces} word pieces, cosine {float(ours @ long_reference):.6f} at 256, "
+        f"{float(short @ long_reference):.6f} at 128"
+    )
     assert float(short @ long_reference) < 0.97
 
 

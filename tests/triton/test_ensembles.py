@@ -92,12 +92,16 @@ def test_image_ensemble_follows_an_nchw_1000_class_export(tmp_path: Path) -> Non
     labels = tmp_path / "labels.txt"
     labels.write_text("".join(f"c{i}\n" for i in range(1000)))
     spec = image_ensemble(
-        classifier_path=model, labels_path=labels,
-        mean=(123.675, 116.28, 103.53), std=(58.395, 57.12, 57.375),
+        classifier_path=model,
+        labels_path=labels,
+        mean=(123.675, 116.28, 103.53),
+        std=(58.395, 57.12, 57.375),
     )
     check_ensemble(spec)
     repo = write_repository(spec, tmp_path / "repo")
-    assert tensors(read_pbtxt(repo / "dali").output) == [("DALI_OUTPUT_0", mc.TYPE_FP32, [3, 299, 299])]
+    assert tensors(read_pbtxt(repo / "dali").output) == [
+        ("DALI_OUTPUT_0", mc.TYPE_FP32, [3, 299, 299])
+    ]
     inception = read_pbtxt(repo / "inception_onnx")
     assert tensors(inception.input) == [("x", mc.TYPE_FP32, [3, 299, 299])]
     assert inception.input[0].format == mc.ModelInput.FORMAT_NCHW
@@ -117,7 +121,9 @@ def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_for
     encoder_path = artifacts.plan if encoder_format is EncoderFormat.TENSORRT else artifacts.onnx
     tensorrt = encoder_format is EncoderFormat.TENSORRT
     spec = text_ensemble(
-        tokenizer_dir=MINILM_DIR, encoder_path=encoder_path, encoder_format=encoder_format.value,
+        tokenizer_dir=MINILM_DIR,
+        encoder_path=encoder_path,
+        encoder_format=encoder_format.value,
         gpu_target="a10g" if tensorrt else None,
     )
     # The archive says which GPU its plan was built for: in its name and its config.
@@ -237,10 +243,15 @@ def test_image_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) 
     # Every problem at once: normalisation, labels.
     with pytest.raises(ValueError) as error:
         image_ensemble(
-            classifier_path=artifacts.classifier, labels_path=artifacts.labels, mean=(1, 2),
+            classifier_path=artifacts.classifier,
+            labels_path=artifacts.labels,
+            mean=(1, 2),
         )
-    for fragment in ("mean=[1, 2]: expected 3 values", "mean and std: give both or neither",
-                     "has 2 labels"):
+    for fragment in (
+        "mean=[1, 2]: expected 3 values",
+        "mean and std: give both or neither",
+        "has 2 labels",
+    ):
         assert fragment in str(error.value)
 
 
@@ -320,12 +331,26 @@ def test_max_seq_len_defaults_to_the_encoders_own_maximum(tmp_path) -> None:
     def seq(spec) -> int:
         return next(t for t in spec.models[0].outputs if t.name == "OUTPUT0").dims[0]
 
-    assert seq(text_ensemble(tokenizer_dir=folder, encoder_path=encoder,
-                             encoder_format="onnx")) == DEFAULT_MAX_SEQ_LEN == 128
-    assert seq(text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=encoder,
-                             encoder_format="onnx")) == 256
-    assert seq(text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=encoder,
-                             encoder_format="onnx", max_seq_len=128)) == 128
+    assert (
+        seq(text_ensemble(tokenizer_dir=folder, encoder_path=encoder, encoder_format="onnx"))
+        == DEFAULT_MAX_SEQ_LEN
+        == 128
+    )
+    assert (
+        seq(text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=encoder, encoder_format="onnx"))
+        == 256
+    )
+    assert (
+        seq(
+            text_ensemble(
+                tokenizer_dir=MINILM_DIR,
+                encoder_path=encoder,
+                encoder_format="onnx",
+                max_seq_len=128,
+            )
+        )
+        == 128
+    )
 
 
 def test_trtexec_command() -> None:
@@ -364,6 +389,8 @@ def test_export_without_torch_says_what_to_install(missing, monkeypatch, capsys,
     monkeypatch.setitem(sys.modules, missing, None)
     assert main(["--out", str(tmp_path / "model.onnx")]) == 1
     err = capsys.readouterr().err
-    assert err == (f"export_onnx needs torch and transformers ({missing} is not installed): run "
-                   "make install-dev (it pins the CPU build of torch)\n")
+    assert err == (
+        f"export_onnx needs torch and transformers ({missing} is not installed): run "
+        "make install-dev (it pins the CPU build of torch)\n"
+    )
     assert not (tmp_path / "model.onnx").exists()

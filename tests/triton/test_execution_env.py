@@ -18,9 +18,16 @@ from tests.triton.support import MINILM_DIR, fake_conda_pack, write_artifacts
 
 @pytest.mark.parametrize(
     ("release", "python", "numpy2"),
-    [("23.05", "3.10", False), ("24.09", "3.10", False), ("24.10", "3.10", False),
-     ("24.11", "3.10", True), ("25.09", "3.10", True), ("25.11", "3.10", True),
-     ("25.12", "3.12", True), ("26.05", "3.12", True)],
+    [
+        ("23.05", "3.10", False),
+        ("24.09", "3.10", False),
+        ("24.10", "3.10", False),
+        ("24.11", "3.10", True),
+        ("25.09", "3.10", True),
+        ("25.11", "3.10", True),
+        ("25.12", "3.12", True),
+        ("26.05", "3.12", True),
+    ],
 )
 def test_stub_facts_per_release(release: str, python: str, numpy2: bool) -> None:
     assert stub_python(release) == python
@@ -80,12 +87,20 @@ def test_text_ensemble_refuses_a_bad_environment(tmp_path: Path) -> None:
     artifacts = write_artifacts(tmp_path / "a")
     bad = fake_conda_pack(tmp_path / "bad.tar.gz", numpy="2.2.0")
     with pytest.raises(ValueError, match="has numpy 2"):
-        text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.onnx,
-                      encoder_format=EncoderFormat.ONNX, execution_env_path=bad,
-                      triton_version="24.09")
-    spec = text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.onnx,
-                         encoder_format=EncoderFormat.ONNX, execution_env_path=bad,
-                         triton_version="25.09")
+        text_ensemble(
+            tokenizer_dir=MINILM_DIR,
+            encoder_path=artifacts.onnx,
+            encoder_format=EncoderFormat.ONNX,
+            execution_env_path=bad,
+            triton_version="24.09",
+        )
+    spec = text_ensemble(
+        tokenizer_dir=MINILM_DIR,
+        encoder_path=artifacts.onnx,
+        encoder_format=EncoderFormat.ONNX,
+        execution_env_path=bad,
+        triton_version="25.09",
+    )
     assert spec.model("preprocess").parameters["EXECUTION_ENV_PATH"]
 
 
@@ -98,8 +113,18 @@ def test_mlp_models_package_checks_against_the_settings_release(
     release = settings_from_cdk_json(str(cdk_json)).inference.triton_version
     artifacts = write_artifacts(tmp_path / "a")
     out = tmp_path / "out"
-    base = ["models", "package", "--cdk-json", str(cdk_json), "--ensemble", "text",
-            "--encoder", str(artifacts.onnx), "--out", str(out)]
+    base = [
+        "models",
+        "package",
+        "--cdk-json",
+        str(cdk_json),
+        "--ensemble",
+        "text",
+        "--encoder",
+        str(artifacts.onnx),
+        "--out",
+        str(out),
+    ]
     text = tmp_path / "env.txt"
     text.write_text("numpy\n")
     assert main([*base, "--execution-env", str(text)]) == 1

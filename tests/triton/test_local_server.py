@@ -110,11 +110,40 @@ def archives(onnx_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     folder = tmp_path_factory.mktemp("archives")
     fake = write_artifacts(folder / "inputs")
     out = folder / "out"
-    assert mlp(["models", "package", "--out", str(out), "--encoder", str(onnx_encoder),
-                "--inception-onnx", str(fake.classifier),
-                "--inception-labels", str(fake.labels)]) == 0
-    assert mlp(["models", "package", "--ensemble", "text", "--out", str(out),
-                "--encoder", str(fake.plan), "--gpu-target", "t4"]) == 0
+    assert (
+        mlp(
+            [
+                "models",
+                "package",
+                "--out",
+                str(out),
+                "--encoder",
+                str(onnx_encoder),
+                "--inception-onnx",
+                str(fake.classifier),
+                "--inception-labels",
+                str(fake.labels),
+            ]
+        )
+        == 0
+    )
+    assert (
+        mlp(
+            [
+                "models",
+                "package",
+                "--ensemble",
+                "text",
+                "--out",
+                str(out),
+                "--encoder",
+                str(fake.plan),
+                "--gpu-target",
+                "t4",
+            ]
+        )
+        == 0
+    )
     built = sorted(out.glob("*.tar.gz"))
     assert len(built) == 3, built
     return {archive: onnx_encoder for archive in built}
@@ -127,8 +156,23 @@ def second_version(onnx_encoder: Path, tmp_path_factory: pytest.TempPathFactory)
     folder = tmp_path_factory.mktemp("second")
     plan = folder / "model.plan"
     plan.write_bytes(b"another stand-in tensorrt engine")
-    assert mlp(["models", "package", "--ensemble", "text", "--out", str(folder / "out"),
-                "--encoder", str(plan), "--gpu-target", "t4"]) == 0
+    assert (
+        mlp(
+            [
+                "models",
+                "package",
+                "--ensemble",
+                "text",
+                "--out",
+                str(folder / "out"),
+                "--encoder",
+                str(plan),
+                "--gpu-target",
+                "t4",
+            ]
+        )
+        == 0
+    )
     (archive,) = (folder / "out").glob("model_trt_python_t4-v*.tar.gz")
     return archive
 
@@ -164,23 +208,33 @@ def _check_confinement(server: LocalTriton) -> None:
     theirs = os.readlink(f"/proc/{server.server_pid}/ns/net")
     assert theirs != os.readlink("/proc/self/ns/net")
     # ...where it listens on every interface (0.0.0.0): the reason it must be confined there.
-    listening = [line.split() for line in
-                 Path(f"/proc/{server.server_pid}/net/tcp").read_text().splitlines()[1:]]
+    listening = [
+        line.split()
+        for line in Path(f"/proc/{server.server_pid}/net/tcp").read_text().splitlines()[1:]
+    ]
     assert [f"00000000:{server.port:04X}", "0A"] in [[f[1], f[3]] for f in listening]
     command = Path(f"/proc/{server.server_pid}/cmdline").read_bytes().split(b"\0")
     flags = {part.decode() for part in command}
     assert set(SAGEMAKER_MME_FLAGS) <= flags
     assert f"--sagemaker-port={server.port}" in flags
     # Only SageMaker's routes are served: no shared-memory registration, no KServe API.
-    for path in ("/v2/systemsharedmemory/region/r/register", "/v2/cudasharedmemory/status",
-                 "/v2/repository/index", "/v2/health/ready"):
+    for path in (
+        "/v2/systemsharedmemory/region/r/register",
+        "/v2/cudasharedmemory/status",
+        "/v2/repository/index",
+        "/v2/health/ready",
+    ):
         assert server.request("POST", path, b"{}").status == 400, path
     assert server.request("GET", "/ping").status == 200
 
 
 def test_every_archive_in_a_real_sagemaker_triton(
-    server: LocalTriton, archives: dict[Path, Path], second_version: Path, sentence_model,
-    tmp_path: Path, record_property,
+    server: LocalTriton,
+    archives: dict[Path, Path],
+    second_version: Path,
+    sentence_model,
+    tmp_path: Path,
+    record_property,
 ) -> None:
     """One test, so that pytest-xdist never starts the session's server on both workers:
     confinement, every archive end to end, then a failed load against the metric filter."""
@@ -199,7 +253,8 @@ def test_every_archive_in_a_real_sagemaker_triton(
     assert len(text) == 2, results  # the ONNX and the TensorRT text archives run end to end
     # The image archive too, once the server's venv has DALI (make triton-env installs it).
     assert server.env.runtimes.get("dali"), (
-        f"no DALI in {server.env.python}: rebuild it with `make triton-env`")
+        f"no DALI in {server.env.python}: rebuild it with `make triton-env`"
+    )
     (image,) = [a for a in complete if _ensemble_input(prepared[a]) == "TYPE_UINT8"]
 
     # Both text archives side by side: the same model names in two namespaces.
@@ -237,8 +292,9 @@ def test_every_archive_in_a_real_sagemaker_triton(
     assert _embed(server, second.name, ["still here"]).shape == (1, 384)
     assert server.load(first.name, prepared[first].root).status == 200
     texts = BATCHES["batch of five"]
-    cosine = _cosines(_embed(server, first.name, texts),
-                      sentence_model.encode(texts, normalize_embeddings=True))
+    cosine = _cosines(
+        _embed(server, first.name, texts), sentence_model.encode(texts, normalize_embeddings=True)
+    )
     results.append(f"{first.name}: after unload and reload: cosine min {cosine.min():.6f}")
     assert cosine.min() > MIN_COSINE
     for archive in text:
@@ -253,17 +309,19 @@ def test_every_archive_in_a_real_sagemaker_triton(
         assert not ready.complete
         missing = [s for s in ready.steps if s.mode is Mode.NOT_EXERCISED]
         assert missing and ready.ensemble is None
-        results.append(f"{archive.name}: ensemble not exercised "
-                       f"({', '.join(s.model for s in missing)})")
+        results.append(
+            f"{archive.name}: ensemble not exercised ({', '.join(s.model for s in missing)})"
+        )
         if ready.loadable:
             reply = server.load(archive.name, ready.root)
             assert reply.status == 200, (archive.name, reply.text())
             assert server.unload(archive.name).status == 200
     _check_failed_load(server, tmp_path)
     record_property("local_triton_report", "\n".join(results))
-    record_property("local_triton_seconds",
-                    f"startup {server.startup_seconds:.1f} s, archives "
-                    f"{time.monotonic() - started:.1f} s")
+    record_property(
+        "local_triton_seconds",
+        f"startup {server.startup_seconds:.1f} s, archives {time.monotonic() - started:.1f} s",
+    )
 
 
 def _classify(server: LocalTriton, target: str, image: bytes) -> np.ndarray:
@@ -277,8 +335,9 @@ def _top5(scores: np.ndarray) -> list[int]:
     return [item["index"] for item in top_k(scores, 5, [])]  # `mlp invoke`'s ranking
 
 
-def _check_image_archive(server: LocalTriton, target: str, ready: Prepared,
-                         workdir: Path) -> list[str]:
+def _check_image_archive(
+    server: LocalTriton, target: str, ready: Prepared, workdir: Path
+) -> list[str]:
     """The image ensemble (DALI stand-in -> ONNX stand-in, Triton's ensemble scheduler)
     against two CPU references over the archive's own dali.py and classifier: the same
     pipeline run here with DALI's CPU operators (scores), and Pillow/NumPy preprocessing
@@ -290,8 +349,9 @@ def _check_image_archive(server: LocalTriton, target: str, ready: Prepared,
 
     workdir.mkdir(parents=True)
     module = load_pipeline_module(workdir, (ready.root / "dali/1/dali.py").read_bytes())
-    session = ort.InferenceSession(str(ready.root / "inception_onnx/1/model.onnx"),
-                                   providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(
+        str(ready.root / "inception_onnx/1/model.onnx"), providers=["CPUExecutionProvider"]
+    )
     feed = session.get_inputs()[0].name
     classes = read_pbtxt(ready.root / ready.ensemble).output[0].dims[0]
     reply = server.load(target, ready.root)
@@ -300,18 +360,22 @@ def _check_image_archive(server: LocalTriton, target: str, ready: Prepared,
     assert ours.shape == (len(IMAGES), classes) and ours.dtype == np.float32
     preprocessed = np.stack(dali_on_cpu(module, list(IMAGES.values())))
     (same_pipeline,) = session.run(None, {feed: preprocessed})
-    pillow = np.stack([
-        inception_reference(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
-        for data in IMAGES.values()
-    ])
+    pillow = np.stack(
+        [
+            inception_reference(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
+            for data in IMAGES.values()
+        ]
+    )
     (reference,) = session.run(None, {feed: pillow})
     cosine, pillow_cosine = _cosines(ours, same_pipeline), _cosines(ours, reference)
     lines = []
     for i, case in enumerate(IMAGES):
-        lines.append(f"{target}: {case}: top-5 {_top5(ours[i])} (Pillow reference "
-                     f"{_top5(reference[i])}, cosine {pillow_cosine[i]:.6f}); same pipeline "
-                     f"here: cosine {cosine[i]:.6f}, max |score difference| "
-                     f"{np.abs(ours[i] - same_pipeline[i]).max():.2e}")
+        lines.append(
+            f"{target}: {case}: top-5 {_top5(ours[i])} (Pillow reference "
+            f"{_top5(reference[i])}, cosine {pillow_cosine[i]:.6f}); same pipeline "
+            f"here: cosine {cosine[i]:.6f}, max |score difference| "
+            f"{np.abs(ours[i] - same_pipeline[i]).max():.2e}"
+        )
         assert _top5(ours[i]) == _top5(reference[i]), lines[-1]
         assert _top5(ours[i]) == _top5(same_pipeline[i]), lines[-1]
     assert cosine.min() > MIN_COSINE, lines
@@ -344,11 +408,15 @@ def _check_failed_load(server: LocalTriton, tmp_path: Path) -> None:
         'name: "broken_model"\nbackend: "python"\nmax_batch_size: 1\n'
         'input { name: "IN" data_type: TYPE_FP32 dims: [1] }\n'
         'output { name: "OUT" data_type: TYPE_FP32 dims: [1] }\n'
-        'instance_group { kind: KIND_CPU count: 1 }\n', "utf-8")
+        "instance_group { kind: KIND_CPU count: 1 }\n",
+        "utf-8",
+    )
     (model / "1" / "model.py").write_text(
         "class TritonPythonModel:\n"
         "    def initialize(self, args):\n"
-        "        raise RuntimeError('this model refuses to load')\n", "utf-8")
+        "        raise RuntimeError('this model refuses to load')\n",
+        "utf-8",
+    )
     before = len(server.log_text().splitlines())
     reply = server.load("broken-v00000001.tar.gz", model.parent)
     assert reply.status == 400 and "refuses to load" in reply.text(), reply.text()
@@ -359,13 +427,19 @@ def _check_failed_load(server: LocalTriton, tmp_path: Path) -> None:
     assert all("broken-v00000001.tar.gz" in line or "broken_model" in line for line in counted)
     assert any(line.startswith("E") and "model_lifecycle.cc" in line for line in counted), counted
     # Successful loads do not count.
-    assert not [line for line in server.log_text().splitlines()
-                if "successfully loaded" in line and _filter_matches(LOAD_FAILURE_PATTERN, line)]
+    assert not [
+        line
+        for line in server.log_text().splitlines()
+        if "successfully loaded" in line and _filter_matches(LOAD_FAILURE_PATTERN, line)
+    ]
     assert server.unload("broken-v00000001.tar.gz").status == 404  # nothing stayed loaded
 
 
 def test_mlp_models_serve_local_and_mlp_invoke_local(
-    server_env, onnx_encoder: Path, sentence_model, tmp_path: Path,
+    server_env,
+    onnx_encoder: Path,
+    sentence_model,
+    tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """The user command: `mlp models serve --local DIR` in its own process, called with
@@ -379,14 +453,42 @@ def test_mlp_models_serve_local_and_mlp_invoke_local(
 
     folder = tmp_path / "archives"
     fake = write_artifacts(tmp_path / "inputs")  # a stand-in plan: small, quick to package
-    assert mlp(["models", "package", "--ensemble", "text", "--out", str(folder),
-                "--encoder", str(fake.plan), "--gpu-target", "t4"]) == 0
+    assert (
+        mlp(
+            [
+                "models",
+                "package",
+                "--ensemble",
+                "text",
+                "--out",
+                str(folder),
+                "--encoder",
+                str(fake.plan),
+                "--gpu-target",
+                "t4",
+            ]
+        )
+        == 0
+    )
     (plan_archive,) = folder.glob("model_trt_python_t4-v*.tar.gz")
     serve = subprocess.Popen(
-        [sys.executable, "-m", "ml_platform.cli.main", "models", "serve", "--local", str(folder),
-         "--server-env", str(server_env.python.parent.parent),
-         "--plan-onnx", str(onnx_encoder)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "ml_platform.cli.main",
+            "models",
+            "serve",
+            "--local",
+            str(folder),
+            "--server-env",
+            str(server_env.python.parent.parent),
+            "--plan-onnx",
+            str(onnx_encoder),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     try:
@@ -396,9 +498,15 @@ def test_mlp_models_serve_local_and_mlp_invoke_local(
             assert line, "".join(lines) + serve.stderr.read()
             lines.append(line)
         said = "".join(lines)
-        for phrase in ("Local Triton 24.10", "not the endpoint's release", "CVE-2025-23319",
-                       "private network namespace", "shared-memory registration) are off",
-                       "stand-in", "ready: 1 of 1 archives loaded"):
+        for phrase in (
+            "Local Triton 24.10",
+            "not the endpoint's release",
+            "CVE-2025-23319",
+            "private network namespace",
+            "shared-memory registration) are off",
+            "stand-in",
+            "ready: 1 of 1 archives loaded",
+        ):
             assert phrase in said, said
         state = json.loads((folder / STATE_FILE).read_text())
         texts = ["hello from the local server", "Ünïcödé"]

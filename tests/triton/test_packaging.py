@@ -104,7 +104,9 @@ def text(artifacts: Artifacts, encoder_format: EncoderFormat = EncoderFormat.TEN
     encoder = artifacts.plan if encoder_format is EncoderFormat.TENSORRT else artifacts.onnx
     tensorrt = encoder_format is EncoderFormat.TENSORRT
     return text_ensemble(
-        tokenizer_dir=MINILM_DIR, encoder_path=encoder, encoder_format=encoder_format,
+        tokenizer_dir=MINILM_DIR,
+        encoder_path=encoder,
+        encoder_format=encoder_format,
         gpu_target="t4" if tensorrt else None,
     )
 
@@ -197,15 +199,27 @@ def test_archives_are_identical_across_checkouts(artifacts: Artifacts, tmp_path:
     for checkout in ("checkout-a", "somewhere/else/checkout-b"):
         root = tmp_path / checkout
         shutil.copytree(
-            Path(ml_platform.__file__).parent, root / "ml_platform",
+            Path(ml_platform.__file__).parent,
+            root / "ml_platform",
             ignore=shutil.ignore_patterns("__pycache__"),
         )
         out = tmp_path / f"out-{len(built)}"
         result = subprocess.run(
-            [sys.executable, "-c", _PACKAGE_FROM_CHECKOUT, str(out), str(artifacts.classifier),
-             str(artifacts.labels), str(artifacts.onnx)],
-            cwd=root, env={**os.environ, "PYTHONPATH": str(root)}, capture_output=True,
-            text=True, timeout=300, check=False,
+            [
+                sys.executable,
+                "-c",
+                _PACKAGE_FROM_CHECKOUT,
+                str(out),
+                str(artifacts.classifier),
+                str(artifacts.labels),
+                str(artifacts.onnx),
+            ],
+            cwd=root,
+            env={**os.environ, "PYTHONPATH": str(root)},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
         )
         assert result.returncode == 0, result.stderr
         built.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})

@@ -59,12 +59,12 @@ def test_shipped_python_models_need_nothing_beyond_numpy(tmp_path: Path) -> None
     files = shipped_python_files(tmp_path)
     # model.py of preprocess and postprocess, and the helpers they load beside them.
     assert set(files) == {
-        "preprocess/1/model.py", "preprocess/1/wordpiece.py",
-        "postprocess/1/model.py", "postprocess/1/pooling.py",
+        "preprocess/1/model.py",
+        "preprocess/1/wordpiece.py",
+        "postprocess/1/model.py",
+        "postprocess/1/pooling.py",
     }
-    problems = {
-        name: sorted(imported_modules(source) - ALLOWED) for name, source in files.items()
-    }
+    problems = {name: sorted(imported_modules(source) - ALLOWED) for name, source in files.items()}
     assert {name: bad for name, bad in problems.items() if bad} == {}
 
 

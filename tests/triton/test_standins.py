@@ -19,11 +19,40 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("standins")
     fake = write_artifacts(folder / "inputs")
     out = folder / "out"
-    assert mlp(["models", "package", "--out", str(out), "--encoder", str(fake.onnx),
-                "--inception-onnx", str(fake.classifier), "--inception-labels",
-                str(fake.labels)]) == 0
-    assert mlp(["models", "package", "--ensemble", "text", "--out", str(out),
-                "--encoder", str(fake.plan), "--gpu-target", "t4"]) == 0
+    assert (
+        mlp(
+            [
+                "models",
+                "package",
+                "--out",
+                str(out),
+                "--encoder",
+                str(fake.onnx),
+                "--inception-onnx",
+                str(fake.classifier),
+                "--inception-labels",
+                str(fake.labels),
+            ]
+        )
+        == 0
+    )
+    assert (
+        mlp(
+            [
+                "models",
+                "package",
+                "--ensemble",
+                "text",
+                "--out",
+                str(out),
+                "--encoder",
+                str(fake.plan),
+                "--gpu-target",
+                "t4",
+            ]
+        )
+        == 0
+    )
     archives = {a.name.split("-v")[0]: a for a in out.glob("*.tar.gz")}
     archives["onnx_source"] = fake.onnx
     return archives
@@ -50,8 +79,9 @@ def _modes(prepared) -> dict[str, tuple[str, Mode]]:
 def test_onnx_step_becomes_a_python_stand_in_with_the_same_interface(
     built: dict[str, Path], tmp_path: Path
 ) -> None:
-    ready = prepare(built["model_onnx_python"], tmp_path / "ready",
-                    server_has={"onnxruntime": True})
+    ready = prepare(
+        built["model_onnx_python"], tmp_path / "ready", server_has={"onnxruntime": True}
+    )
     assert _modes(ready) == {
         "ensemble": ("ensemble", Mode.REAL),
         "bert-trt": ("onnxruntime", Mode.STANDIN),
@@ -62,7 +92,8 @@ def test_onnx_step_becomes_a_python_stand_in_with_the_same_interface(
     standin = read_pbtxt(ready.root / "bert-trt")
     assert standin.backend == "python" and not standin.platform
     assert (ready.root / "bert-trt/1/model.py").read_bytes() == (
-        STANDIN_ASSETS / "onnx_model.py").read_bytes()
+        STANDIN_ASSETS / "onnx_model.py"
+    ).read_bytes()
     artifact = Path(standin.parameters[ARTIFACT_PARAMETER].string_value)
     assert artifact == (ready.root / "bert-trt/1/model.onnx").resolve() and artifact.is_file()
     _assert_same_interface(standin, built["model_onnx_python"], "bert-trt", tmp_path)
@@ -82,12 +113,17 @@ def test_a_step_without_a_runtime_is_not_exercised_and_neither_is_its_ensemble(
 def test_a_plan_runs_only_with_the_onnx_it_was_built_from(
     built: dict[str, Path], tmp_path: Path
 ) -> None:
-    without = prepare(built["model_trt_python_t4"], tmp_path / "a",
-                      server_has={"onnxruntime": True})
+    without = prepare(
+        built["model_trt_python_t4"], tmp_path / "a", server_has={"onnxruntime": True}
+    )
     assert _modes(without)["bert-trt"] == ("tensorrt_plan", Mode.NOT_EXERCISED)
     assert not without.complete
-    with_onnx = prepare(built["model_trt_python_t4"], tmp_path / "b",
-                        plan_onnx=built["onnx_source"], server_has={"onnxruntime": True})
+    with_onnx = prepare(
+        built["model_trt_python_t4"],
+        tmp_path / "b",
+        plan_onnx=built["onnx_source"],
+        server_has={"onnxruntime": True},
+    )
     assert _modes(with_onnx)["bert-trt"] == ("tensorrt_plan", Mode.STANDIN)
     assert with_onnx.complete
     parameter = read_pbtxt(with_onnx.root / "bert-trt").parameters[ARTIFACT_PARAMETER]
@@ -99,8 +135,9 @@ def test_a_dali_step_becomes_a_cpu_stand_in_running_the_archives_own_dali_py(
 ) -> None:
     # The image ensemble: the Python-defined DALI model and the ONNX classifier both run as
     # stand-ins, so the real ensemble can be invoked.
-    ready = prepare(built["model_tf_dali"], tmp_path / "i",
-                    server_has={"onnxruntime": True, "dali": True})
+    ready = prepare(
+        built["model_tf_dali"], tmp_path / "i", server_has={"onnxruntime": True, "dali": True}
+    )
     assert _modes(ready) == {
         "ensemble_dali_inception": ("ensemble", Mode.REAL),
         "dali": ("dali", Mode.STANDIN),
@@ -110,7 +147,8 @@ def test_a_dali_step_becomes_a_cpu_stand_in_running_the_archives_own_dali_py(
     standin = read_pbtxt(ready.root / "dali")
     assert standin.backend == "python" and not standin.platform
     assert (ready.root / "dali/1/model.py").read_bytes() == (
-        STANDIN_ASSETS / "dali_model.py").read_bytes()
+        STANDIN_ASSETS / "dali_model.py"
+    ).read_bytes()
     artifact = Path(standin.parameters[ARTIFACT_PARAMETER].string_value)
     assert artifact == (ready.root / "dali/1/dali.py").resolve()  # the archive's own file
     shipped = _assert_same_interface(standin, built["model_tf_dali"], "dali", tmp_path)

@@ -22,7 +22,6 @@ from ml_platform.triton.targets import archive_gpu, logical_name, serving_proble
 from tests.triton.support import MINILM_DIR, write_artifacts
 
 
-
 def settings(**values) -> Settings:
     return Settings.from_context(values)
 
@@ -84,10 +83,13 @@ def test_settings_refuse_a_plan_for_another_gpu() -> None:
     ]
     # The matching targets are fine, and so is ONNX anywhere.
     settings(
-        inference={"endpoints": [{"instance_type": "ml.g5.xlarge",
-                                  "archives": ["model_trt_python_a10g"]}]},
-        triton_on_eks={"gpu_instance_type": "g4dn.xlarge",
-                       "archives": ["model_trt_python_t4", "model_onnx_python"]},
+        inference={
+            "endpoints": [{"instance_type": "ml.g5.xlarge", "archives": ["model_trt_python_a10g"]}]
+        },
+        triton_on_eks={
+            "gpu_instance_type": "g4dn.xlarge",
+            "archives": ["model_trt_python_t4", "model_onnx_python"],
+        },
     )
 
 
@@ -102,9 +104,12 @@ def test_every_release_serves_the_default_archives() -> None:
 
 
 def test_a_cuda_13_release_needs_an_ami_whose_driver_runs_it() -> None:
-    problems = problems_of(inference={
-        "triton_version": "25.09", "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1",
-    })
+    problems = problems_of(
+        inference={
+            "triton_version": "25.09",
+            "inference_ami_version": "al2-ami-sagemaker-inference-gpu-3-1",
+        }
+    )
     assert problems == [
         "inference.triton_version = '25.09' with inference.inference_ami_version = "
         "'al2-ami-sagemaker-inference-gpu-3-1': Triton 25.09 is built on CUDA 13, which needs "
@@ -113,8 +118,12 @@ def test_a_cuda_13_release_needs_an_ami_whose_driver_runs_it() -> None:
         "['al2-ami-sagemaker-inference-gpu-2', 'al2023-ami-sagemaker-inference-gpu-4-1']"
     ]
     # R535 with the forward-compatibility mount runs it; CUDA 12 releases run on every AMI.
-    settings(inference={"triton_version": "26.05",
-                        "inference_ami_version": "al2-ami-sagemaker-inference-gpu-2"})
+    settings(
+        inference={
+            "triton_version": "26.05",
+            "inference_ami_version": "al2-ami-sagemaker-inference-gpu-2",
+        }
+    )
     for ami in INFERENCE_AMI_VERSIONS:
         settings(inference={"triton_version": "24.09", "inference_ami_version": ami})
 
@@ -173,25 +182,38 @@ def test_archives_record_their_gpu_in_the_config(plans: dict[str, Path], tmp_pat
     renamed.write_bytes(plans["t4"].read_bytes())
     assert archive_gpu_target(renamed) == (
         "T4",
-        ["its plan targets T4 (config parameter 'gpu_target') but its name says A10G: "
-         "expected a name ending in _t4"],
+        [
+            "its plan targets T4 (config parameter 'gpu_target') but its name says A10G: "
+            "expected a name ending in _t4"
+        ],
     )
 
 
 def test_serving_problems_follow_the_settings(plans: dict[str, Path]) -> None:
-    s = settings(inference={"endpoints": [
-        {"name": "a", "instance_type": "ml.g4dn.xlarge",
-         "archives": ["model_trt_python_t4"]},
-        {"name": "b", "instance_type": "ml.g5.xlarge", "archives": ["model_onnx_python"]},
-    ]})
+    s = settings(
+        inference={
+            "endpoints": [
+                {
+                    "name": "a",
+                    "instance_type": "ml.g4dn.xlarge",
+                    "archives": ["model_trt_python_t4"],
+                },
+                {"name": "b", "instance_type": "ml.g5.xlarge", "archives": ["model_onnx_python"]},
+            ]
+        }
+    )
     assert serving_problems("model_trt_python_t4.tar.gz", "T4", s) == []
     assert serving_problems("model_onnx_python.tar.gz", None, s) == []
     # An archive file whose name hides the plan's GPU is judged by its config.
     endpoint, eks = serving_problems("model_onnx_python.tar.gz", "T4", s)
-    assert endpoint.startswith("inference.endpoints[1] (b): archive 'model_onnx_python.tar.gz' "
-                               "holds a TensorRT plan built for T4, but 'ml.g5.xlarge' has A10G")
-    assert eks.startswith("triton_on_eks: archive 'model_onnx_python.tar.gz' holds a TensorRT "
-                          "plan built for T4, but 'g5.2xlarge' has A10G")
+    assert endpoint.startswith(
+        "inference.endpoints[1] (b): archive 'model_onnx_python.tar.gz' "
+        "holds a TensorRT plan built for T4, but 'ml.g5.xlarge' has A10G"
+    )
+    assert eks.startswith(
+        "triton_on_eks: archive 'model_onnx_python.tar.gz' holds a TensorRT "
+        "plan built for T4, but 'g5.2xlarge' has A10G"
+    )
 
 
 def test_every_published_release_has_its_requirements_recorded() -> None:
@@ -203,4 +225,5 @@ def test_every_published_release_has_its_requirements_recorded() -> None:
     assert (default.cuda_major, default.dali) == (13, "1.51.2")
     assert TRITON_RELEASES["24.09"].dali == "1.39.0"
     from ml_platform.triton.releases import stub_python
+
     assert (stub_python("25.09"), stub_python("26.05")) == ("3.10", "3.12")

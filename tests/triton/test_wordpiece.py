@@ -43,8 +43,7 @@ POOLS = {
     "emoji": _chars((0x1F600, 0x1F64F), (0x1F300, 0x1F320), (0x2600, 0x2610))
     + _chars((0x1F3FB, 0x1F3FF))  # skin tones
     + "\u200d\ufe0f",  # zero-width joiner, emoji presentation selector
-    "control": _chars((0x0, 0x1F), (0x7F, 0x9F))
-    + "\u200b\u200e\ufeff\u00ad\ufffd\ue000",
+    "control": _chars((0x0, 0x1F), (0x7F, 0x9F)) + "\u200b\u200e\ufeff\u00ad\ufffd\ue000",
     "space": " \t\n\r\x0b\x0c\x85\xa0\u1680\u2002\u2003\u2009\u202f\u205f\u2028\u2029\u3000",
     "punct": "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~¡¿«»‘’“”„—–…·•†‡‰′″‹›"
     + "、。「」『』【】〈〉！？，．：；",
@@ -94,12 +93,18 @@ def sentence(rng: random.Random, index: int) -> str:
     if special == 4:  # words around the 100-character WordPiece limit
         return f"{'a' * 99} {'b' * 100} {'c' * 101} {'ab' * 60}"
     if special == 5:  # special tokens written in the text, and look-alikes
-        return rng.choice(["[CLS] hello [SEP] world [MASK]", "a[SEP]b[PAD]", "[cls] [Sep] [UNK]x",
-                           "[[MASK]]", "[UNK][UNK]"])
+        return rng.choice(
+            [
+                "[CLS] hello [SEP] world [MASK]",
+                "a[SEP]b[PAD]",
+                "[cls] [Sep] [UNK]x",
+                "[[MASK]]",
+                "[UNK][UNK]",
+            ]
+        )
     separators = POOLS["space"] if rng.random() < 0.2 else " "
     return "".join(
-        _word(rng) + (rng.choice(separators) if i < 30 else "")
-        for i in range(rng.randint(1, 40))
+        _word(rng) + (rng.choice(separators) if i < 30 else "") for i in range(rng.randint(1, 40))
     )
 
 

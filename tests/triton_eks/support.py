@@ -17,7 +17,11 @@ def server_argv(container: dict) -> list[str]:
             handle.write('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n')
         os.chmod(fake, 0o755)
         result = subprocess.run(
-            container["command"], env={**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"},
-            capture_output=True, text=True, timeout=30, check=True,
+            container["command"],
+            env={**os.environ, "PATH": f"{folder}:{os.environ['PATH']}"},
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
         )
     return result.stdout.splitlines()

@@ -33,14 +33,26 @@ def cloud(tmp_path_factory: pytest.TempPathFactory):
     log = tmp_path_factory.mktemp("moto") / "server.log"
     with moto_server(log) as (url, _port):
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        env.update({
-            "AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-west-2",
-            "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        })
-        s3 = boto3.client("s3", endpoint_url=url, region_name="us-west-2",
-                          aws_access_key_id="testing", aws_secret_access_key="testing")
-        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+        env.update(
+            {
+                "AWS_ENDPOINT_URL": url,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-west-2",
+                "AWS_CONFIG_FILE": os.devnull,
+                "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+            }
+        )
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=url,
+            region_name="us-west-2",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        s3.create_bucket(
+            Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+        )
         s3.put_bucket_versioning(Bucket=BUCKET, VersioningConfiguration={"Status": "Enabled"})
         yield s3, env
 
@@ -53,21 +65,24 @@ def archive(tmp_path: Path, name: str = "a") -> bytes:
     return path.read_bytes()
 
 
-def publish(s3, logical: str, data: bytes, *, digest: str | None = "auto",
-            version: str | None = None) -> str:
+def publish(
+    s3, logical: str, data: bytes, *, digest: str | None = "auto", version: str | None = None
+) -> str:
     """Put ``data`` as ``mlp models upload`` does (key from its content, sha256 metadata),
     or with the given digest/version to play a writer that lies."""
     key = f"models/{logical}-{version or content_version(data)}.tar.gz"
     full = hashlib.sha256(data).hexdigest() if digest == "auto" else digest
-    s3.put_object(Bucket=BUCKET, Key=key, Body=data,
-                  Metadata={SHA256_METADATA: full} if full else {})
+    s3.put_object(
+        Bucket=BUCKET, Key=key, Body=data, Metadata={SHA256_METADATA: full} if full else {}
+    )
     return key
 
 
 def fetch(env: dict, dest: Path, archive_ref: str, **kwargs) -> subprocess.CompletedProcess:
     script = fetch_command(BUCKET, "models/", archive_ref, archive_dir=str(dest), **kwargs)
-    return subprocess.run(["sh", "-ec", script], env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        ["sh", "-ec", script], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_newest_version_is_fetched_verified_and_unpacks(cloud, tmp_path: Path) -> None:
@@ -89,16 +104,28 @@ def test_the_newest_version_is_fetched_verified_and_unpacks(cloud, tmp_path: Pat
     models = tmp_path / "models"
     models.mkdir()
     unpacked = subprocess.run(
-        [sys.executable if shutil.which("python3") is None else "python3",
-         *unpack_command([str(dest / "model_tf_dali.tar.gz")], dest=str(models))[1:]],
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable if shutil.which("python3") is None else "python3",
+            *unpack_command([str(dest / "model_tf_dali.tar.gz")], dest=str(models))[1:],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert unpacked.returncode == 0, unpacked.stderr
     assert sorted(p.name for p in models.iterdir()) == ["encoder_new", "ensemble"]
     assert key.endswith(f"{content_version(new)}.tar.gz")
 
 
-@pytest.mark.parametrize("case", ["no digest recorded", "digest of another version",
-                                  "bytes differ from the digest", "above the size cap"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "no digest recorded",
+        "digest of another version",
+        "bytes differ from the digest",
+        "above the size cap",
+    ],
+)
 def test_a_bad_object_is_refused_and_nothing_is_left(cloud, tmp_path: Path, case: str) -> None:
     s3, env = cloud
     data = archive(tmp_path, case.split()[0])
@@ -111,8 +138,13 @@ def test_a_bad_object_is_refused_and_nothing_is_left(cloud, tmp_path: Path, case
         key = publish(s3, "m_otherdigest", data, digest="ab" * 32)
         expected = f"its sha256 {'ab' * 32} does not start with the version {true_version}"
     elif case == "bytes differ from the digest":  # name and metadata of a real archive, other bytes
-        key = publish(s3, "m_tampered", data + b"\0", digest=hashlib.sha256(data).hexdigest(),
-                      version=true_version)
+        key = publish(
+            s3,
+            "m_tampered",
+            data + b"\0",
+            digest=hashlib.sha256(data).hexdigest(),
+            version=true_version,
+        )
         expected = f"downloaded bytes do not match its sha256 {hashlib.sha256(data).hexdigest()}"
     else:
         key = publish(s3, "m_large", data)

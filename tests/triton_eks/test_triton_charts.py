@@ -38,8 +38,13 @@ def pod(objects: dict[str, dict]) -> dict:
 
 def test_every_object_validates_against_kubernetes_1_35(objects: dict[str, dict]) -> None:
     assert set(objects) == {
-        "Namespace", "ServiceAccount", "Deployment", "Service",
-        "PodDisruptionBudget", "DaemonSet", "NetworkPolicy",
+        "Namespace",
+        "ServiceAccount",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "DaemonSet",
+        "NetworkPolicy",
     }
     for obj in objects.values():
         kubernetes_validate.validate(obj, "1.35.0", strict=True)
@@ -61,7 +66,9 @@ def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str
     # runs this command on real and malicious archives)
     assert unpack["command"][:3] == ["python3", "-I", "-c"]
     assert unpack["command"][4:] == [
-        "/models", "/archives/model_tf_dali.tar.gz", "/archives/model_onnx_python.tar.gz"
+        "/models",
+        "/archives/model_tf_dali.tar.gz",
+        "/archives/model_onnx_python.tar.gz",
     ]
 
 
@@ -95,7 +102,13 @@ def test_unneeded_apis_are_restricted_and_grpc_is_off(objects: dict[str, dict]) 
     first, second = server_argv(server), server_argv(server)
     (restricted,) = [a for a in first if a.startswith("--http-restricted-api=")]
     apis, key = restricted.removeprefix("--http-restricted-api=").split(":")
-    assert apis.split(",") == ["model-repository", "shared-memory", "logging", "trace", "statistics"]
+    assert apis.split(",") == [
+        "model-repository",
+        "shared-memory",
+        "logging",
+        "trace",
+        "statistics",
+    ]
     name, value = key.split("=")
     assert name == "triton-admin-key" and len(value) == 64 and int(value, 16) >= 0
     assert value not in " ".join(server["command"])  # drawn at start, not in the manifest
@@ -132,7 +145,8 @@ def test_probes_ports_gpu_and_shared_memory(objects: dict[str, dict]) -> None:
     spec = pod(objects)
     (server,) = spec["containers"]
     assert {p["name"]: p["containerPort"] for p in server["ports"]} == {
-        "http": 8000, "metrics": 8002,
+        "http": 8000,
+        "metrics": 8002,
     }
     assert server["readinessProbe"]["httpGet"] == {"path": "/v2/health/ready", "port": "http"}
     assert server["livenessProbe"]["httpGet"] == {"path": "/v2/health/live", "port": "http"}
@@ -142,7 +156,9 @@ def test_probes_ports_gpu_and_shared_memory(objects: dict[str, dict]) -> None:
     assert shm["emptyDir"]["medium"] == "Memory"
     assert {"name": "dshm", "mountPath": "/dev/shm"} in server["volumeMounts"]
     assert spec["serviceAccountName"] == "triton"
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec[
+        "tolerations"
+    ]
     assert spec["nodeSelector"] == {"ml-platform/node-role": "gpu"}
 
 
@@ -155,8 +171,10 @@ def test_service_pdb_and_no_autoscaler(objects: dict[str, dict]) -> None:
     assert "HorizontalPodAutoscaler" not in objects
     spec = objects["Deployment"]["spec"]
     assert spec["replicas"] == 1
-    assert spec["strategy"] == {"type": "RollingUpdate",
-                                "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    assert spec["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1},
+    }
     assert objects["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1
 
 
@@ -175,7 +193,9 @@ def test_nvidia_plugin_only_on_gpu_nodes(objects: dict[str, dict]) -> None:
     assert spec["containers"][0]["image"] == NVIDIA_DEVICE_PLUGIN_IMAGE
     assert ":" in NVIDIA_DEVICE_PLUGIN_IMAGE and not NVIDIA_DEVICE_PLUGIN_IMAGE.endswith(":latest")
     assert spec["nodeSelector"] == {"ml-platform/node-role": "gpu"}
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in spec[
+        "tolerations"
+    ]
 
 
 def test_models_to_load_rejects_unknown_and_clashing_archives() -> None:
@@ -190,10 +210,22 @@ def test_the_autoscaling_maxima_are_gone_with_a_reason() -> None:
     from ml_platform.config import Settings, SettingsError
 
     with pytest.raises(SettingsError) as error:
-        Settings.from_context({"triton_on_eks": {"max_replicas": 4, "max_gpu_nodes": 4,
-                                                 "replicas": 2, "gpu_nodes": 1}})
+        Settings.from_context(
+            {
+                "triton_on_eks": {
+                    "max_replicas": 4,
+                    "max_gpu_nodes": 4,
+                    "replicas": 2,
+                    "gpu_nodes": 1,
+                }
+            }
+        )
     text = str(error.value)
-    assert "triton_on_eks.max_replicas: removed: Triton on EKS runs a fixed number of replicas" in text
+    assert (
+        "triton_on_eks.max_replicas: removed: Triton on EKS runs a fixed number of replicas" in text
+    )
     assert "triton_on_eks.max_gpu_nodes: removed: the GPU node group is sized by" in text
-    assert ("triton_on_eks.replicas = 2: expected 1 to gpu_nodes (1): each replica takes a "
-            "whole single-GPU node") in text
+    assert (
+        "triton_on_eks.replicas = 2: expected 1 to gpu_nodes (1): each replica takes a "
+        "whole single-GPU node"
+    ) in text

@@ -22,7 +22,9 @@ from tests.triton_eks.support import server_argv
 @pytest.fixture(scope="module")
 def without_triton(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
     return synthesize(
-        tmp_path_factory.mktemp("cdk.out.no-triton"), {"features": {"triton_on_eks": False}}, nag=False
+        tmp_path_factory.mktemp("cdk.out.no-triton"),
+        {"features": {"triton_on_eks": False}},
+        nag=False,
     )
 
 
@@ -81,12 +83,17 @@ def test_pod_identity_role_reads_only_the_model_prefix(synth: SynthesizedPlatfor
     t.has_output("ClusterName", Match.any_value())
 
 
-def test_charts_are_applied_with_exactly_the_configured_archives(synth: SynthesizedPlatform) -> None:
+def test_charts_are_applied_with_exactly_the_configured_archives(
+    synth: SynthesizedPlatform,
+) -> None:
     objects = triton_objects(synth.template_json("TrainingCluster"))
     assert {k for k in objects} >= {
-        ("Namespace", "triton"), ("ServiceAccount", "triton"), ("Deployment", "triton"),
+        ("Namespace", "triton"),
+        ("ServiceAccount", "triton"),
+        ("Deployment", "triton"),
         ("Service", "triton"),
-        ("PodDisruptionBudget", "triton"), ("DaemonSet", "nvidia-device-plugin"),
+        ("PodDisruptionBudget", "triton"),
+        ("DaemonSet", "nvidia-device-plugin"),
     }
     pod = objects[("Deployment", "triton")]["spec"]["template"]["spec"]
     fetch = pod["initContainers"][0]["command"][2]
@@ -95,13 +102,18 @@ def test_charts_are_applied_with_exactly_the_configured_archives(synth: Synthesi
     prefixes = re.findall(r"--prefix (\S+) ", fetch)
     assert prefixes == [f"models/{a}-v" for a in archives]
     assert "--model-control-mode=none" in server_argv(pod["containers"][0])
-    assert pod["containers"][0]["image"].endswith(f":{synth.platform.settings.inference.triton_version}-py3")
+    assert pod["containers"][0]["image"].endswith(
+        f":{synth.platform.settings.inference.triton_version}-py3"
+    )
 
 
 def test_switch_off_removes_gpu_nodes_plugin_and_triton(
     synth: SynthesizedPlatform, without_triton: SynthesizedPlatform
 ) -> None:
-    on, off = synth.template_json("TrainingCluster"), without_triton.template_json("TrainingCluster")
+    on, off = (
+        synth.template_json("TrainingCluster"),
+        without_triton.template_json("TrainingCluster"),
+    )
     # The GPU node group has a stack of its own, which the switch removes.
     assert synth.platform.gpu_nodes is not None and without_triton.platform.gpu_nodes is None
     assert not (without_triton.outdir / f"{synth.stack_name('GpuNodes')}.template.json").exists()
@@ -118,12 +130,20 @@ def test_switch_off_removes_gpu_nodes_plugin_and_triton(
 def _cluster_and_bucket():
     """A stack with an eks_v2 cluster (no Auto Mode, kubectl layer 1.35) and an imported
     model bucket, for TritonOnEks built outside the platform."""
-    stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     cluster = eks.Cluster(
-        stack, "Cluster", vpc=vpc, version=eks.KubernetesVersion.V1_35,
-        default_capacity_type=eks.DefaultCapacityType.NODEGROUP, default_capacity=0,
-        kubectl_provider_options=eks.KubectlProviderOptions(kubectl_layer=KubectlV35Layer(stack, "Kubectl")),
+        stack,
+        "Cluster",
+        vpc=vpc,
+        version=eks.KubernetesVersion.V1_35,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+        default_capacity=0,
+        kubectl_provider_options=eks.KubectlProviderOptions(
+            kubectl_layer=KubectlV35Layer(stack, "Kubectl")
+        ),
     )
     return stack, cluster, s3.Bucket.from_bucket_name(stack, "B", "models")
 
@@ -132,14 +152,25 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
     stack, cluster, bucket = _cluster_and_bucket()
     with pytest.raises(ValueError) as info:
         TritonOnEks(
-            stack, "Triton", cluster=cluster, bucket=bucket, archives=["custom"],
-            gpu_instance_type="p5.48xlarge", gpu_nodes=0, replicas=0,
-            pod_identity_agent=None, namespace="Bad_Namespace",
+            stack,
+            "Triton",
+            cluster=cluster,
+            bucket=bucket,
+            archives=["custom"],
+            gpu_instance_type="p5.48xlarge",
+            gpu_nodes=0,
+            replicas=0,
+            pod_identity_agent=None,
+            namespace="Bad_Namespace",
         )
     message = str(info.value)
     for expected in (
-        "gpu_instance_type='p5.48xlarge'", "gpu_nodes=0: expected at least 1", "replicas=0", "'custom'",
-        "models=None", "namespace='Bad_Namespace'",
+        "gpu_instance_type='p5.48xlarge'",
+        "gpu_nodes=0: expected at least 1",
+        "replicas=0",
+        "'custom'",
+        "models=None",
+        "namespace='Bad_Namespace'",
     ):
         assert expected in message
 
@@ -149,14 +180,23 @@ def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
 
     def warnings(triton_version: str) -> list[str]:
         triton = TritonOnEks(
-            stack, f"Triton{triton_version.replace('.', '')}", cluster=cluster, bucket=bucket,
-            archives=["model_onnx_python"], pod_identity_agent=None,
-            namespace=f"triton-{triton_version.replace('.', '-')}", device_plugin=False,
-            gpu_node_group=False, triton_version=triton_version,
+            stack,
+            f"Triton{triton_version.replace('.', '')}",
+            cluster=cluster,
+            bucket=bucket,
+            archives=["model_onnx_python"],
+            pod_identity_agent=None,
+            namespace=f"triton-{triton_version.replace('.', '-')}",
+            device_plugin=False,
+            gpu_node_group=False,
+            triton_version=triton_version,
         )
         # The release's warning (the images' tag-only warning is tests/cluster/test_image_pins').
-        return [str(e.data) for e in triton.node.metadata
-                if e.type == "aws:cdk:warning" and "imagePinnedByTagOnly" not in str(e.data)]
+        return [
+            str(e.data)
+            for e in triton.node.metadata
+            if e.type == "aws:cdk:warning" and "imagePinnedByTagOnly" not in str(e.data)
+        ]
 
     assert warnings("25.09") == []
     (warning,) = warnings("24.09")

@@ -25,8 +25,9 @@ from ml_platform.k8s_charts.triton import RESTRICTED_APIS, server_command
 
 
 # `make test` builds this venv (`make triton-env`): PyTriton's numpy < 2 keeps it apart.
-SERVER_ENV = Path(os.environ.get("MLP_TRITON_ENV",
-                                 Path(__file__).resolve().parents[2] / ".venv-triton"))
+SERVER_ENV = Path(
+    os.environ.get("MLP_TRITON_ENV", Path(__file__).resolve().parents[2] / ".venv-triton")
+)
 
 
 def _tritonserver() -> Path:
@@ -66,9 +67,13 @@ def _start(tmp_path: Path, *, grpc: bool) -> tuple[subprocess.Popen, int, int]:
     http, grpc_port = _free_port(), _free_port()
     (tmp_path / "models").mkdir()
     args = [
-        f"--model-repository={tmp_path / 'models'}", "--model-control-mode=none",
-        "--http-address=127.0.0.1", f"--http-port={http}", "--grpc-address=127.0.0.1",
-        f"--grpc-port={grpc_port}", "--allow-metrics=false",
+        f"--model-repository={tmp_path / 'models'}",
+        "--model-control-mode=none",
+        "--http-address=127.0.0.1",
+        f"--http-port={http}",
+        "--grpc-address=127.0.0.1",
+        f"--grpc-port={grpc_port}",
+        "--allow-metrics=false",
     ]
     wrapper = tmp_path / "bin" / "tritonserver"  # the image's tritonserver, on PATH
     wrapper.parent.mkdir()
@@ -78,9 +83,11 @@ def _start(tmp_path: Path, *, grpc: bool) -> tuple[subprocess.Popen, int, int]:
     )
     wrapper.chmod(0o755)
     server = subprocess.Popen(
-        server_command(args, grpc=grpc), cwd=tmp_path,
+        server_command(args, grpc=grpc),
+        cwd=tmp_path,
         env={**os.environ, "PATH": f"{wrapper.parent}:{os.environ['PATH']}"},
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     deadline = time.monotonic() + 60
     while True:
@@ -137,9 +144,13 @@ def test_grpc_when_on_restricts_the_same_protocols(tmp_path: Path) -> None:
     try:
         client = grpcclient.InferenceServerClient(f"127.0.0.1:{grpc}")
         assert client.is_server_live() and client.get_server_metadata().name == "triton"
-        for call in (client.get_model_repository_index, client.get_inference_statistics,
-                     client.get_log_settings, client.get_trace_settings,
-                     client.get_system_shared_memory_status):
+        for call in (
+            client.get_model_repository_index,
+            client.get_inference_statistics,
+            client.get_log_settings,
+            client.get_trace_settings,
+            client.get_system_shared_memory_status,
+        ):
             with pytest.raises(InferenceServerException, match="restricted"):
                 call()
     finally:

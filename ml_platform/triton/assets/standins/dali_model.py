@@ -40,8 +40,9 @@ class TritonPythonModel:
         ]
         self.max_batch = int(config["max_batch_size"])
 
-        @pipeline_def(batch_size=self.max_batch, num_threads=1, device_id=None,
-                      prefetch_queue_depth=1)
+        @pipeline_def(
+            batch_size=self.max_batch, num_threads=1, device_id=None, prefetch_queue_depth=1
+        )
         def cpu_pipeline():
             return module.preprocess(fn.external_source(device="cpu", name=source), "cpu")
 
@@ -52,8 +53,9 @@ class TritonPythonModel:
         self.pipeline.feed_input(self.input, samples)
         results = self.pipeline.run()
         if len(results) != len(self.outputs):
-            raise ValueError(f"dali.py gives {len(results)} outputs, config has "
-                             f"{len(self.outputs)}")
+            raise ValueError(
+                f"dali.py gives {len(results)} outputs, config has {len(self.outputs)}"
+            )
         arrays = []
         for (name, dtype), batch in zip(self.outputs, results):
             array = np.stack([np.array(batch[i]) for i in range(len(samples))])
@@ -71,8 +73,10 @@ class TritonPythonModel:
                 if not 0 < len(rows) <= self.max_batch:
                     raise ValueError(f"batch of {len(rows)}: expected 1 to {self.max_batch}")
                 samples = [np.ascontiguousarray(row, dtype=np.uint8) for row in rows]
-                tensors = [pb_utils.Tensor(name, np.ascontiguousarray(array))
-                           for name, array in self._run(samples)]
+                tensors = [
+                    pb_utils.Tensor(name, np.ascontiguousarray(array))
+                    for name, array in self._run(samples)
+                ]
                 responses.append(pb_utils.InferenceResponse(output_tensors=tensors))
             except Exception as exc:
                 error = pb_utils.TritonError(f"dali stand-in: {exc}")
