@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install install-dev triton-env lock synth test bench bench-models image cost docs check-core clean
+.PHONY: install install-dev triton-env lock synth test lint typecheck bench bench-models image cost docs check-core clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,15 @@ triton-env: $(TRITON_VENV)/.installed
 ## Run the whole test suite (two workers: the tests are CPU-bound and CI has two cores).
 test: install-dev triton-env
 	$(PY) -m pytest -n 2 --dist worksteal
+
+## ruff (the rule set and its reasons are in pyproject.toml) and the formatter's check.
+lint: install-dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+## mypy --strict over ml_platform/ (configuration and its short ignore list: pyproject.toml).
+typecheck: install-dev
+	$(VENV)/bin/mypy
 
 ## checkov over every template and Kubernetes object; fails on any finding not listed with its
 ## reason in .checkov-exceptions.yaml. checkov lives in .venv-scan (its pins conflict with boto3's).

@@ -9,12 +9,12 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
+from ml_platform.stack_outputs import TRAINING_CLUSTER_STACK, inference_stack_short
 from ml_platform.stacks.accelerators import GpuNodesStack, TrainiumNodesStack
 from ml_platform.stacks.inference import InferenceStack, endpoint_groups, upload_role_name
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
 from ml_platform.stacks.training_cluster import TrainingClusterStack
-from ml_platform.stack_outputs import TRAINING_CLUSTER_STACK, inference_stack_short
 
 
 class _AppContext:

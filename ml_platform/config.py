@@ -1332,7 +1332,6 @@ def settings_from_cdk_json(path: str = "cdk.json", *, check_az_context: bool = T
     ``check_az_context=False`` skips the check that the AZ names are pre-seeded in context
     (only synthesis needs them: the CLI's commands other than ``mlp azs`` do not).
     """
-    import json
     from pathlib import Path
 
     cdk_json = Path(path)

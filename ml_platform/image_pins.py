@@ -68,7 +68,7 @@ class ImageReference:
     def parse(cls, text: str) -> ImageReference:
         """Raises ValueError naming ``text`` when it is not a reference with a registry host."""
         match = _REFERENCE.fullmatch(text)
-        if not match or "." not in match["registry"] and ":" not in match["registry"]:
+        if not match or ("." not in match["registry"] and ":" not in match["registry"]):
             raise ValueError(
                 f"{text!r}: expected an image reference 'registry/repository:tag' with the "
                 "registry host, e.g. 'docker.io/tensorflow/tensorflow:2.20.0'"

@@ -15,8 +15,8 @@ from tests import jsii_guard
 # error in every test (see tests/jsii_guard.py).
 jsii_guard.install()
 
-from ml_platform.config import Settings, settings_from_cdk_json
-from tests.support import CDK_JSON, SynthesizedPlatform, synthesize
+from ml_platform.config import Settings, settings_from_cdk_json  # noqa: E402 (after the guard)
+from tests.support import CDK_JSON, SynthesizedPlatform, synthesize  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 that already runs in it."""
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 
 from ml_platform.app import new_app

@@ -179,7 +179,7 @@ def public_ipv4(url: str = CHECKIP_URL, timeout: float = 10.0) -> str:
     import urllib.request
 
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as reply:  # noqa: S310 (fixed https)
+        with urllib.request.urlopen(url, timeout=timeout) as reply:
             text = reply.read(64).decode("ascii", "replace").strip()
     except OSError as error:
         raise CliError(

@@ -68,7 +68,7 @@ def _get(url: str, limit: int) -> bytes:
     if not url.startswith(("https://", "http://")):
         raise CliError(f"{url}: expected an http(s) URL")
     try:
-        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:  # noqa: S310
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
             data = response.read(limit + 1)
     except urllib.error.HTTPError as error:
         raise CliError(f"{url}: HTTP {error.code}") from None

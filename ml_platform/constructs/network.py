@@ -14,7 +14,6 @@ from constructs import Construct
 
 from ml_platform.constructs.storage import RETAIN
 
-
 DATASET_BUCKET = "neuron-s3"
 """The bucket of ``ml_platform.training.jobs.BERT_DATASET_URI`` (a test holds them equal; the
 jobs module is not imported here, it loads TorchX)."""

@@ -27,10 +27,10 @@ from aws_cdk import (
     aws_cloudwatch as cloudwatch,
 )
 from aws_cdk import (
-    aws_iam as iam,
+    aws_cloudwatch_actions as cloudwatch_actions,
 )
 from aws_cdk import (
-    aws_cloudwatch_actions as cloudwatch_actions,
+    aws_iam as iam,
 )
 from aws_cdk import (
     aws_kms as kms,
@@ -42,10 +42,10 @@ from aws_cdk import (
     aws_s3 as s3,
 )
 from aws_cdk import (
-    aws_sns as sns,
+    aws_sagemaker as sagemaker,
 )
 from aws_cdk import (
-    aws_sagemaker as sagemaker,
+    aws_sns as sns,
 )
 from constructs import Construct
 

@@ -7,6 +7,7 @@ platform ships its own plugin (:mod:`ml_platform.k8s_charts.neuron`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import Annotations, Token
@@ -15,13 +16,11 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-import re
-
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs.eks_cluster import (
     IMDS_HOP_LIMIT,
-    node_role_policies,
     acknowledge_node_role,
+    node_role_policies,
 )
 from ml_platform.constructs.network import allow_efa_within
 from ml_platform.instances import TRAINIUM_INSTANCES, TrainiumInstance

@@ -22,9 +22,9 @@ from constructs import Construct, IDependable
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.instances import EKS_GPU_INSTANCES
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
-from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
 from ml_platform.sagemaker_images import (
@@ -32,8 +32,8 @@ from ml_platform.sagemaker_images import (
     UNPATCHED_TRITON_WARNING,
     triton_release_warning,
 )
-from ml_platform.triton.ensembles import ARCHIVE_MODELS
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref
+from ml_platform.triton.ensembles import ARCHIVE_MODELS
 
 # RFC 1123 label: what Kubernetes accepts as a namespace or service account name.
 _DNS_LABEL_MAX = 63

@@ -59,9 +59,9 @@ driver, Volcano, the CloudWatch agent): under strict enforcement a pod that no p
 gets no traffic, so each gets :class:`SystemNetworkPolicyChart`'s allow-all policy, which is
 what standard mode gave them."""
 
-_port = lambda number, protocol="TCP": k8s.NetworkPolicyPort(
-    port=k8s.IntOrString.from_number(number), protocol=protocol
-)
+
+def _port(number, protocol="TCP"):
+    return k8s.NetworkPolicyPort(port=k8s.IntOrString.from_number(number), protocol=protocol)
 
 
 def _namespace(name: str) -> k8s.LabelSelector:

@@ -21,7 +21,7 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.network_policies import triton_policies
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
 from ml_platform.k8s_charts.names import (
     GPU_RESOURCE,
     GPU_TAINT_KEY,
@@ -29,8 +29,8 @@ from ml_platform.k8s_charts.names import (
     NODE_ROLE_LABEL,
     pod_security_labels,
 )
+from ml_platform.k8s_charts.network_policies import triton_policies
 from ml_platform.k8s_charts.workloads_common import resources
-from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
 from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, SHA256_METADATA, parse_ref
@@ -160,7 +160,10 @@ def fetch_command(
             + shlex.quote(f"/{prefix}")
         )
         resolve = f'key="{newest}" && {{ [ -n "$key" ] || {{ echo {missing} >&2; exit 1; }}; }}'
-    fail = lambda message: f'{{ echo "s3://$bucket/$key: {message}" >&2; exit 1; }}'
+
+    def fail(message):
+        return f'{{ echo "s3://$bucket/$key: {message}" >&2; exit 1; }}'
+
     steps = [
         # The bucket once (a CDK token in the stack: one copy in the manifest, not one per line).
         f"bucket={shlex.quote(bucket)}",
@@ -231,7 +234,9 @@ class TritonChart(cdk8s.Chart):
         list(props.models) or models_to_load(props.archives)
         ns = props.namespace
         labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ml-platform"}
-        meta = lambda name: k8s.ObjectMeta(name=name, namespace=ns, labels=labels)
+
+        def meta(name):
+            return k8s.ObjectMeta(name=name, namespace=ns, labels=labels)
 
         self.namespace_object = k8s.KubeNamespace(
             self,
@@ -279,11 +284,14 @@ class TritonChart(cdk8s.Chart):
         served_ports = [("http", HTTP_PORT), ("metrics", METRICS_PORT)]
         if props.grpc:
             served_ports.insert(1, ("grpc", GRPC_PORT))
-        probe = lambda path, failures: k8s.Probe(
-            http_get=k8s.HttpGetAction(path=path, port=k8s.IntOrString.from_string("http")),
-            period_seconds=10,
-            failure_threshold=failures,
-        )
+
+        def probe(path, failures):
+            return k8s.Probe(
+                http_get=k8s.HttpGetAction(path=path, port=k8s.IntOrString.from_string("http")),
+                period_seconds=10,
+                failure_threshold=failures,
+            )
+
         self.deployment = k8s.KubeDeployment(
             self,
             "Deployment",

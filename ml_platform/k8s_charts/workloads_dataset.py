@@ -36,8 +36,8 @@ from ml_platform.k8s_charts.workloads_common import (
     system_node_selector,
 )
 from ml_platform.training import dataset_extract
-from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE, DATASET_TOOLS_IMAGE
 from ml_platform.training.component import HF_CACHE_DIR
+from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE, DATASET_TOOLS_IMAGE
 from ml_platform.training.jobs import (
     BERT_DATA_DIR,
     BERT_DATASET,

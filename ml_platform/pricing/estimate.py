@@ -22,7 +22,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ml_platform.regions import DNS_SUFFIXES, partition_of
 from ml_platform.pricing.table import (
     CLOUDWATCH_ALARM,
     CLOUDWATCH_DASHBOARD,
@@ -44,6 +43,7 @@ from ml_platform.pricing.table import (
     Price,
     PriceTable,
 )
+from ml_platform.regions import DNS_SUFFIXES, partition_of
 
 PRICED = "priced"
 USAGE_BASED = "usage-based"

@@ -20,7 +20,6 @@ from ml_platform.config import Settings
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.trainium import TrainiumNodeGroup
 
-
 BERT_NODES_WARNING = "ml-platform:bertNodeCount"
 
 

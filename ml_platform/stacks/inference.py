@@ -9,11 +9,12 @@ from typing import Any
 from aws_cdk import AssetHashType, CfnOutput, DefaultStackSynthesizer, Fn, Size, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ml_platform.config import EndpointSettings, InferenceSettings
+from ml_platform.config import endpoint_construct_id as _construct_id
 from ml_platform.constructs.dashboards import EndpointDashboard
 from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
@@ -23,9 +24,7 @@ from ml_platform.stack_outputs import (  # noqa: F401  (re-exported: tests and t
     STACK_RESOURCE_LIMIT,
     endpoint_groups,
 )
-from ml_platform.config import endpoint_construct_id as _construct_id
 from ml_platform.stacks.network import _retention
-
 
 # The upload runs in aws-cdk's BucketDeployment Lambda, which downloads the asset zip to its
 # /tmp and unpacks it there: the zip and its files need about twice the folder's size. Lambda

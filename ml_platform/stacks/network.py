@@ -55,4 +55,6 @@ class NetworkStack(Stack):
 
 def _retention(days: int) -> logs.RetentionDays:
     # RetentionDays members are listed in the same order as the day counts config accepts.
-    return dict(zip(LOG_RETENTION_DAYS, list(logs.RetentionDays)[: len(LOG_RETENTION_DAYS)]))[days]
+    return dict(
+        zip(LOG_RETENTION_DAYS, list(logs.RetentionDays)[: len(LOG_RETENTION_DAYS)], strict=False)
+    )[days]

@@ -17,7 +17,6 @@ from ml_platform.constructs.storage import (
     TrainingImageRepository,
 )
 
-
 LUSTRE_MBPS_PER_NODE = 117
 """File-system throughput per Trainium node the BERT sample is provisioned with: the Neuron
 EKS sample's StorageClass asks for 1200 GiB at 200 MB/s per TiB (PERSISTENT_1, about 234 MB/s)

@@ -10,8 +10,8 @@ import cdk8s
 from aws_cdk import Annotations, CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from ml_platform.config import Settings
@@ -20,6 +20,7 @@ from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.nag import acknowledge
 from ml_platform.constructs.triton_eks import TritonOnEks
+from ml_platform.image_pins import ImagePolicy, warn_tag_only
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
 from ml_platform.k8s_charts.network_policies import (
@@ -27,9 +28,8 @@ from ml_platform.k8s_charts.network_policies import (
     TrainingNetworkPolicyChart,
 )
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
-from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
-from ml_platform.image_pins import ImagePolicy, warn_tag_only
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
+from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
 from ml_platform.versions import (
     NEURON_DEVICE_PLUGIN_IMAGE,
     VOLCANO_HELM_CHART,
@@ -39,7 +39,6 @@ from ml_platform.versions import (
     VOLCANO_NAMESPACE,
     efa_device_plugin_image,
 )
-
 
 NO_CLUSTER_ADMIN_WARNING = "ml-platform:noClusterAdmin"
 VOLCANO_CHART_BY_VERSION_WARNING = "ml-platform:volcanoChartByVersion"

@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     command = [part.replace("{port}", str(port)) for part in command]
     with open(args.env_json, encoding="utf-8") as handle:
         env = json.load(handle)
-    log = open(args.log, "ab")  # noqa: SIM115 - lives as long as the server
+    log = open(args.log, "ab")
     server = subprocess.Popen(
         command,
         stdout=log,

@@ -344,7 +344,7 @@ def checkip(monkeypatch):
     answer = {"body": b"198.51.100.7\n"}
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
+        def do_GET(self):
             self.send_response(200)
             self.end_headers()
             self.wfile.write(answer["body"])

@@ -112,7 +112,7 @@ def test_a_partly_used_reservation_and_a_placement_group_it_was_not_made_in(ec2,
 
 def test_a_scheduled_capacity_block_is_a_note_and_the_kind_is_checked(ec2, project, mlp):
     _trainium(project, capacity_block_id=BLOCK)
-    start = dt.datetime(2026, 12, 3, 11, 30, tzinfo=dt.timezone.utc)
+    start = dt.datetime(2026, 12, 3, 11, 30, tzinfo=dt.UTC)
     _expect(
         ec2,
         BLOCK,

@@ -9,6 +9,7 @@ import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
 
 import boto3
 import pytest
@@ -29,8 +30,8 @@ class Registry(BaseHTTPRequestHandler):
     and NGC answer: 401 with a ``WWW-Authenticate`` challenge, a token from the realm, then the
     digest header on HEAD."""
 
-    known: set[str] = set()
-    requests: list[tuple[str, str, dict[str, str]]] = []
+    known: ClassVar[set[str]] = set()
+    requests: ClassVar[list[tuple[str, str, dict[str, str]]]] = []
 
     def _record(self) -> None:
         self.requests.append((self.command, self.path, dict(self.headers)))

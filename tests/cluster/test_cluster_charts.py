@@ -374,11 +374,8 @@ def queue_problems(obj: dict[str, Any]) -> list[str]:
         if not isinstance(value, rule["type"]) or (rule["type"] is int and isinstance(value, bool)):
             out.append(f"spec.{field}: expected {rule['type'].__name__}")
             continue
-        if (
-            "minimum" in rule
-            and value < rule["minimum"]
-            or "maximum" in rule
-            and value > rule["maximum"]
+        if ("minimum" in rule and value < rule["minimum"]) or (
+            "maximum" in rule and value > rule["maximum"]
         ):
             out.append(f"spec.{field} = {value}: out of range")
         if "enum" in rule and value not in rule["enum"]:

@@ -135,8 +135,8 @@ def test_the_creator_gets_no_permanent_admin_entry_and_the_kubectl_role_has_its_
 def test_a_world_open_endpoint_is_an_error_unless_stated_then_a_warning() -> None:
     with pytest.raises(
         ValueError,
-        match="'0.0.0.0/0' opens the Kubernetes API endpoint to the "
-        "whole internet.*public_access_from_anywhere=True",
+        match=r"'0\.0\.0\.0/0' opens the Kubernetes API endpoint to the "
+        r"whole internet.*public_access_from_anywhere=True",
     ):
         _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"])
     stated = _bare_cluster(
@@ -601,7 +601,10 @@ def test_pinned_add_ons_are_not_reported() -> None:
             "amazon-cloudwatch-observability": "v5.3.1-eksbuild.1",
         },
     )
-    warnings = lambda c: [str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"]
+
+    def warnings(c):
+        return [str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"]
+
     (message,) = warnings(one)
     assert ADDON_FLOATS_WARNING in message and "['amazon-cloudwatch-observability']" in message
     assert warnings(both) == []

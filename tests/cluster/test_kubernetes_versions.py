@@ -18,7 +18,6 @@ from aws_cdk.assertions import Template
 from cfnlint.api import ManualArgs, lint_by_config
 
 from ml_platform.app import new_app
-
 from ml_platform.config import Settings, SettingsError
 from ml_platform.constructs import eks_cluster
 from ml_platform.k8s_charts.workloads import build_workload_manifests

@@ -225,7 +225,10 @@ def test_node_security_group_allows_itself_and_the_control_plane_both_ways(
     ]
     assert len(self_rules) == 1
     ingress = _rules(synth, TRAINIUM_STACK, "AWS::EC2::SecurityGroupIngress")
-    ports = lambda rules: {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules}
+
+    def ports(rules):
+        return {(r["IpProtocol"], r["FromPort"], r["ToPort"]) for r in rules}
+
     from_cluster = [
         r
         for r in ingress

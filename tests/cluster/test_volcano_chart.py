@@ -196,6 +196,6 @@ def test_a_chart_dir_without_chart_yaml_is_refused(tmp_path: Path) -> None:
 
     app = new_app(outdir=str(tmp_path / "out"), context=cdk_json_context())
     with pytest.raises(
-        ValueError, match="volcano_chart_dir=.*no Chart.yaml there; run `mlp charts fetch`"
+        ValueError, match=r"volcano_chart_dir=.*no Chart\.yaml there; run `mlp charts fetch`"
     ):
         build_platform(app, settings_from_app(app), nag=False, volcano_chart_dir=str(tmp_path))

@@ -42,7 +42,7 @@ def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
         and "'eu-west-1'" in message
         and len(TRITON_REGISTRIES["24.09"]) == 26
     )
-    with pytest.raises(ValueError, match="no Triton 25.09 image in 'ap-south-2'"):
+    with pytest.raises(ValueError, match=r"no Triton 25\.09 image in 'ap-south-2'"):
         triton_image_uri("ap-south-2")
     with pytest.raises(ValueError, match=r"triton_version='25.09': SageMaker publishes no Triton"):
         _endpoint("ap-south-2")
@@ -87,7 +87,7 @@ def test_the_model_runs_network_isolated(synth: SynthesizedPlatform) -> None:
 def test_a_failed_model_load_raises_an_alarm_that_notifies_the_topic() -> None:
     endpoint, stack = _endpoint(topic=True)
     t = Template.from_stack(stack)
-    ((filter_id, metric_filter),) = t.find_resources("AWS::Logs::MetricFilter").items()
+    ((_filter_id, metric_filter),) = t.find_resources("AWS::Logs::MetricFilter").items()
     group_id = stack.get_logical_id(endpoint.log_group.node.default_child)
     assert metric_filter["Properties"] == {
         "LogGroupName": {"Ref": group_id},
@@ -211,7 +211,7 @@ def test_model_loads_stop_at_a_share_of_gpu_memory(synth: SynthesizedPlatform) -
             )
         },
     )
-    endpoint, stack = _endpoint(model_load_gpu_limit_percent=65)
+    _endpoint_construct, stack = _endpoint(model_load_gpu_limit_percent=65)
     model = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
     (props,) = [m["Properties"]["PrimaryContainer"] for m in model.values()]
     assert props["Environment"]["SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"] == "0.65"

@@ -107,7 +107,7 @@ def test_execution_role_reads_only_the_model_prefix(synth: SynthesizedPlatform) 
     listing = next(s for s in s3_statements if s["Action"] == "s3:ListBucket")
     assert listing["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
     assert not any(
-        s["Action"] == "s3:*" or s["Resource"] == "*" and "s3" in str(s) for s in statements
+        s["Action"] == "s3:*" or (s["Resource"] == "*" and "s3" in str(s)) for s in statements
     )
 
 
@@ -366,9 +366,8 @@ def _inference_stack(upload_dir: str | None):
 
 
 def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> None:
-    from tests.cli.support import ENSEMBLE, MODEL, write_tar
-
     from ml_platform.cli.archives import version_archive
+    from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
     version_archive(
         write_tar(

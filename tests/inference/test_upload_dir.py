@@ -23,9 +23,8 @@ from ml_platform.stacks.inference import (
 
 
 def _archive(folder: Path, name: str) -> Path:
-    from tests.cli.support import ENSEMBLE, MODEL, write_tar
-
     from ml_platform.cli.archives import version_archive
+    from tests.cli.support import ENSEMBLE, MODEL, write_tar
 
     path = folder / name
     write_tar(path, {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL})

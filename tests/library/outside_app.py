@@ -14,10 +14,10 @@ from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
 from ml_platform.constructs import (
     EndpointDashboard,
-    TrainingDashboard,
     LustreStorage,
     ModelArtifactBucket,
     PlatformVpc,
+    TrainingDashboard,
     TrainingEksCluster,
     TrainingImageRepository,
     TrainingNodeSecurityGroup,

@@ -99,9 +99,10 @@ def test_model_bucket_from_name_grants_read_under_the_prefix_only(stack: cdk.Sta
     ((_, policy),) = template.find_resources("AWS::IAM::Policy").items()
     statements = policy["Properties"]["PolicyDocument"]["Statement"]
     s3_statements = [s for s in statements if str(s["Action"]).startswith("s3:")]
-    arn = lambda suffix: {
-        "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":s3:::team-models{suffix}"]]
-    }
+
+    def arn(suffix):
+        return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":s3:::team-models{suffix}"]]}
+
     assert s3_statements == [
         {"Action": "s3:GetObject", "Effect": "Allow", "Resource": arn("/ensembles/*")},
         {

@@ -11,7 +11,6 @@ import aws_cdk as cdk
 
 from tests.cluster.manifests import manifests_by_id
 from tests.library.conftest import Outside
-from tests.library.outside_app import CUSTOM_ARCHIVE
 from tests.monitoring.documented_metrics import dashboard_bodies, problems, render
 from tests.triton_eks.support import server_argv
 
@@ -130,7 +129,10 @@ def test_training_clusters_get_distinct_names_from_cloudformation(outside: Outsi
 
 def test_construct_warnings_name_props_not_cdk_json_keys(outside: Outside) -> None:
     research, staging = outside.parts["clusters"]
-    warnings = lambda c: [str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"]
+
+    def warnings(c):
+        return [str(m.data) for m in c.node.metadata if m.type == "aws:cdk:warning"]
+
     assert warnings(research) == []
     (message,) = warnings(staging)
     assert "Clusters/Staging" in message
@@ -193,7 +195,9 @@ def test_destroy_empties_buckets_and_registry_retain_does_not(outside: Outside) 
     assert kept_props["DeletionPolicy"] == "RetainExceptOnCreate"
     # The file systems' security groups and rules follow their removal policy (a retained
     # file system keeps its interfaces, so its group could not be deleted: aws/aws-cdk#31521).
-    for lustre, policy in zip(outside.parts["lustre"], ("RetainExceptOnCreate", "Delete")):
+    for lustre, policy in zip(
+        outside.parts["lustre"], ("RetainExceptOnCreate", "Delete"), strict=False
+    ):
         for group in (lustre.security_group, lustre.client_security_group):
             ids = [
                 shared.get_logical_id(c)

@@ -54,7 +54,7 @@ def _base(app: cdk.App) -> tuple[cdk.Stack, ec2.Vpc, ec2.SecurityGroup, eks.IClu
 
 def test_node_groups_in_two_stacks_share_the_rules_of_the_first() -> None:
     app = new_app()
-    base, vpc, efa, cluster = _base(app)
+    _base_stack, vpc, efa, cluster = _base(app)
     stacks = [cdk.Stack(app, name, env=ENV) for name in ("NodesA", "NodesB")]
     for stack in stacks:
         TrainiumNodeGroup(

@@ -4,7 +4,6 @@ no jsii error, nothing harmful accepted)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,8 @@ from ml_platform.config import (
     endpoint_construct_id,
     settings_from_cdk_json,
 )
-from ml_platform.triton.archive_names import content_version
 from ml_platform.stacks.inference import _construct_id
+from ml_platform.triton.archive_names import content_version
 from tests.support import ROOT, cdk_json_context
 
 AZ_KEY = "availability-zones:account=123456789012:region=us-west-2"

@@ -146,7 +146,7 @@ def test_too_few_shards_fail_the_pod_at_once_with_a_clear_message(volcano_jobs, 
         result = _run(_pretrain_line(volcano_jobs, 0, out, shards=63, job=job), tmp_path, {})
         assert result["code"] == 1 and "argv" not in result  # the launcher never started
         assert (
-            f"holds 63 dataset shards (*_training_*.hdf5), fewer than the 64 workers of "
+            "holds 63 dataset shards (*_training_*.hdf5), fewer than the 64 workers of "
             "this job: the training script needs at least one shard per worker" in result["stderr"]
         )
     launched = _run(_pretrain_line(volcano_jobs, 0, out, shards=64), tmp_path, {})

@@ -329,7 +329,7 @@ def test_torchrun_reads_the_rendezvous_settings(volcano_jobs):
 
     for i in range(2):
         argv = argv_of(container(volcano_jobs["bert-pretrain"], i))
-        config, cmd, cmd_args = config_from_args(get_args_parser().parse_args(argv[3:]))
+        config, _cmd, cmd_args = config_from_args(get_args_parser().parse_args(argv[3:]))
         assert (config.rdzv_backend, config.run_id) == ("c10d", "bert-pretrain")
         assert (config.min_nodes, config.max_nodes, config.nproc_per_node) == (2, 2, 32)
         assert config.rdzv_configs["read_timeout"] == "600"
@@ -418,8 +418,8 @@ def test_emitted_job_is_torchx_dryrun_output_apart_from_names(
 def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings):
     tools, job = manifests["training-dataset.yaml"]
     pod = job["spec"]["template"]["spec"]
-    prepare, download = pod["initContainers"]
-    hf_cache, extract = pod["containers"]
+    _prepare, download = pod["initContainers"]
+    _hf_cache, extract = pod["containers"]
     assert job["spec"]["backoffLimit"] >= 1
     assert pod["nodeSelector"] == {"ml-platform/node-role": "system"}
     assert "tolerations" not in pod

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import tarfile
-import functools
 from dataclasses import dataclass
 from pathlib import Path
 

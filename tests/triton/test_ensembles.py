@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -211,7 +211,7 @@ def test_text_ensemble_sizes_and_execution_env(artifacts: Artifacts, tmp_path: P
 def test_text_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(ValueError, match="no vocabulary file vocab.txt"):
+    with pytest.raises(ValueError, match=r"no vocabulary file vocab\.txt"):
         text_ensemble(tokenizer_dir=empty, encoder_path=artifacts.plan, gpu_target="t4")
     with pytest.raises(ValueError, match=r"tokenizer_dir=.*not a directory"):
         text_ensemble(tokenizer_dir=tmp_path / "nope", encoder_path=artifacts.plan, gpu_target="t4")

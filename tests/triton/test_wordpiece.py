@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import random
-from collections import Counter
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import numpy as np

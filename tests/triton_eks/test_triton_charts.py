@@ -10,8 +10,6 @@ import pytest
 
 from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
-from ml_platform.triton import ARCHIVE_MODELS, IMAGE_ARCHIVE
-from ml_platform.triton.ensembles import TEXT_ONNX_ARCHIVE as TEXT_ARCHIVE
 from tests.triton_eks.support import server_argv
 
 PROPS = TritonChartProps(

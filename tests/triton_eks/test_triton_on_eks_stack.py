@@ -118,11 +118,14 @@ def test_switch_off_removes_gpu_nodes_plugin_and_triton(
     assert synth.platform.gpu_nodes is not None and without_triton.platform.gpu_nodes is None
     assert not (without_triton.outdir / f"{synth.stack_name('GpuNodes')}.template.json").exists()
     assert triton_objects(on) and not triton_objects(off)
-    service_accounts = lambda t: [
-        r["Properties"]["ServiceAccount"]
-        for r in t["Resources"].values()
-        if r["Type"] == "AWS::EKS::PodIdentityAssociation"
-    ]
+
+    def service_accounts(t):
+        return [
+            r["Properties"]["ServiceAccount"]
+            for r in t["Resources"].values()
+            if r["Type"] == "AWS::EKS::PodIdentityAssociation"
+        ]
+
     assert "triton" in service_accounts(on) and "triton" not in service_accounts(off)
     assert without_triton.platform.training_cluster.triton is None
 

@@ -23,7 +23,6 @@ import pytest
 
 from ml_platform.k8s_charts.triton import RESTRICTED_APIS, server_command
 
-
 # `make test` builds this venv (`make triton-env`): PyTriton's numpy < 2 keeps it apart.
 SERVER_ENV = Path(
     os.environ.get("MLP_TRITON_ENV", Path(__file__).resolve().parents[2] / ".venv-triton")

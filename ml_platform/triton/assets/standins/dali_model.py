@@ -57,7 +57,7 @@ class TritonPythonModel:
                 f"dali.py gives {len(results)} outputs, config has {len(self.outputs)}"
             )
         arrays = []
-        for (name, dtype), batch in zip(self.outputs, results):
+        for (name, dtype), batch in zip(self.outputs, results, strict=False):
             array = np.stack([np.array(batch[i]) for i in range(len(samples))])
             if array.dtype != dtype:  # what the real backend would refuse too
                 raise TypeError(f"{name}: DALI gives {array.dtype}, config says {dtype}")

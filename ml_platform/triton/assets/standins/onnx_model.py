@@ -39,7 +39,7 @@ class TritonPythonModel:
                 }
                 results = self.session.run(names, feeds)
                 tensors = []
-                for (name, dtype), array in zip(self.outputs, results):
+                for (name, dtype), array in zip(self.outputs, results, strict=False):
                     if array.dtype != dtype:  # what the real backend would refuse too
                         raise TypeError(f"{name}: ONNX gives {array.dtype}, config says {dtype}")
                     tensors.append(pb_utils.Tensor(name, np.ascontiguousarray(array)))
