@@ -61,28 +61,22 @@ def prepare(
         print(f"already extracted: {target}")
         return 0
     if expected_sha256 and not _SHA256.fullmatch(expected_sha256):
-        print(
-            f"DATASET_SHA256 = {expected_sha256!r}: expected 64 lower-case hex digits",
-            file=sys.stderr,
-        )
+        print(f"DATASET_SHA256 = {expected_sha256!r}: expected 64 lower-case hex digits",
+              file=sys.stderr)
         return 1
     digest = sha256_of(tarball)
     if expected_sha256 and digest != expected_sha256:
         os.remove(tarball)
-        print(
-            f"{tarball}: SHA-256 {digest}, expected {expected_sha256} "
-            "(training.dataset_sha256); deleted it, a retry downloads it again",
-            file=sys.stderr,
-        )
+        print(f"{tarball}: SHA-256 {digest}, expected {expected_sha256} "
+              "(training.dataset_sha256); deleted it, a retry downloads it again",
+              file=sys.stderr)
         return 1
     if expected_sha256:
         print(f"{tarball}: SHA-256 {digest} matches training.dataset_sha256")
     else:
-        print(
-            f"WARNING: {tarball} is not verified: training.dataset_sha256 is not set. Its "
-            f"SHA-256 is {digest}; set training.dataset_sha256 to it to check every later "
-            "copy."
-        )
+        print(f"WARNING: {tarball} is not verified: training.dataset_sha256 is not set. Its "
+              f"SHA-256 is {digest}; set training.dataset_sha256 to it to check every later "
+              "copy.")
     partial = os.path.join(datasets_dir, f".{name}.partial")
     shutil.rmtree(partial, ignore_errors=True)
     os.makedirs(partial, mode=0o755)
@@ -94,9 +88,8 @@ def prepare(
         return 1
     if name not in folders:
         shutil.rmtree(partial, ignore_errors=True)
-        print(
-            f"{tarball}: expected the folder {name!r} at its root, found {folders}", file=sys.stderr
-        )
+        print(f"{tarball}: expected the folder {name!r} at its root, found {folders}",
+              file=sys.stderr)
         return 1
     if os.path.exists(target):  # a run that stopped between the rename and the marker
         shutil.rmtree(target)

@@ -46,7 +46,9 @@ class ArchiveSafetyError(ValueError):
     """An archive holds members that must not be unpacked; the message names each."""
 
 
-def _member_problem(member: tarfile.TarInfo, max_member_bytes: int | None = None) -> str | None:
+def _member_problem(
+    member: tarfile.TarInfo, max_member_bytes: int | None = None
+) -> str | None:
     """Why ``member`` may not be unpacked, or ``None``."""
     if max_member_bytes is None:
         max_member_bytes = MAX_MEMBER_BYTES
@@ -178,9 +180,7 @@ def extract_archive(path: str | os.PathLike, dest: str | os.PathLike, **caps: in
                 continue
             target = os.path.join(root, *rel.split("/"))
             if os.path.commonpath([root, os.path.realpath(os.path.dirname(target))]) != root:
-                raise ArchiveSafetyError(
-                    f"{os.fspath(path)}: member {member.name!r}: leaves {root}"
-                )
+                raise ArchiveSafetyError(f"{os.fspath(path)}: member {member.name!r}: leaves {root}")
             top = rel.split("/")[0]
             if top not in folders:
                 folders.append(top)

@@ -125,10 +125,8 @@ def deregister(autoscaling, props: dict[str, Any]) -> None:
     say (deregistering alone also drops the policies, per the API reference above)."""
     for name in policy_names(autoscaling, props):
         autoscaling.delete_scaling_policy(
-            PolicyName=name,
-            ServiceNamespace=NAMESPACE,
-            ResourceId=resource_id(props),
-            ScalableDimension=DIMENSION,
+            PolicyName=name, ServiceNamespace=NAMESPACE,
+            ResourceId=resource_id(props), ScalableDimension=DIMENSION,
         )
     autoscaling.deregister_scalable_target(
         ServiceNamespace=NAMESPACE, ResourceId=resource_id(props), ScalableDimension=DIMENSION
@@ -156,10 +154,8 @@ def delete_policy(autoscaling, props: dict[str, Any]) -> None:
         # The target this stack registered carries the tag already (CloudFormation's and the
         # handler's), so deleting the policy needs no tagging.
         autoscaling.delete_scaling_policy(
-            PolicyName=props["PolicyName"],
-            ServiceNamespace=NAMESPACE,
-            ResourceId=resource_id(props),
-            ScalableDimension=DIMENSION,
+            PolicyName=props["PolicyName"], ServiceNamespace=NAMESPACE,
+            ResourceId=resource_id(props), ScalableDimension=DIMENSION,
         )
 
 
