@@ -6,7 +6,15 @@ SageMaker multi-model endpoint GPU support list (REFERENCE.md).
 
 from __future__ import annotations
 
+from collections.abc import Set
 from dataclasses import dataclass
+
+from ml_platform.k8s_charts.names import (
+    GPU_RESOURCE,
+    GPU_TAINT_KEY,
+    NEURON_RESOURCE,
+    NEURON_TAINT_KEY,
+)
 
 
 @dataclass(frozen=True)
@@ -77,3 +85,53 @@ def instance_gpu(instance_type: str) -> str | None:
     or ``None`` if its family is not in :data:`GPU_BY_FAMILY`."""
     family = instance_type.removeprefix("ml.").split(".", 1)[0]
     return GPU_BY_FAMILY.get(family)
+
+
+@dataclass(frozen=True)
+class AcceleratorKind:
+    """One kind of accelerator node group: what its nodes run, how they are marked, and which
+    device plugin advertises the device. The node-group building block
+    (``ml_platform.constructs._nodegroup``) and the accelerator stacks read these records.
+
+    Attributes:
+        node_role: Value of the ``ml-platform/node-role`` node label.
+        ami_type: EKS managed node group AMI type (``amiType`` of ``CreateNodegroup``,
+            https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html).
+        taint_key: Key of the ``NoSchedule`` taint on the nodes; pods tolerate it to land there.
+        resource: The extended resource the device plugin advertises and pods request.
+        device_plugin_chart: The cdk8s chart of that device plugin, as ``module:Class``
+            (named, not imported: settings and the CLI load this module without cdk8s).
+        instance_types: The instance types a node group of this kind accepts.
+    """
+
+    node_role: str
+    ami_type: str
+    taint_key: str
+    resource: str
+    device_plugin_chart: str
+    instance_types: Set[str]
+
+
+# The AL2023 Neuron AMI has the Neuron driver and EFA software; the Neuron device plugin
+# advertises aws.amazon.com/neuron (one per Trainium chip):
+# https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/kubernetes-getting-started.html
+TRAINIUM = AcceleratorKind(
+    node_role="trainium",
+    ami_type="AL2023_x86_64_NEURON",
+    taint_key=NEURON_TAINT_KEY,
+    resource=NEURON_RESOURCE,
+    device_plugin_chart="ml_platform.k8s_charts.neuron:NeuronDevicePluginChart",
+    instance_types=frozenset(TRAINIUM_INSTANCES),
+)
+# The AL2023 NVIDIA AMI has the NVIDIA driver and container toolkit; NVIDIA's device plugin
+# advertises nvidia.com/gpu: https://github.com/NVIDIA/k8s-device-plugin
+GPU = AcceleratorKind(
+    node_role="gpu",
+    ami_type="AL2023_x86_64_NVIDIA",
+    taint_key=GPU_TAINT_KEY,
+    resource=GPU_RESOURCE,
+    device_plugin_chart="ml_platform.k8s_charts.nvidia:NvidiaDevicePluginChart",
+    instance_types=EKS_GPU_INSTANCES,
+)
+ACCELERATORS: dict[str, AcceleratorKind] = {kind.node_role: kind for kind in (TRAINIUM, GPU)}
+"""Every accelerator kind, by its node-role label value."""

@@ -29,7 +29,7 @@ class _RulesFirst:
     """Aspect on one resource: at synthesis (so rules added after the resource count too),
     make it depend on every rule in its stack that names one of ``group_ids``."""
 
-    def __init__(self, resource: CfnResource, group_ids: Sequence[str]) -> None:
+    def __init__(self, resource: IConstruct, group_ids: Sequence[str]) -> None:
         self._resource = resource
         self._path = resource.node.path
         self._group_ids = frozenset(group_ids)
@@ -55,7 +55,7 @@ def security_group_rules(stack: Stack, group_ids: frozenset[str]) -> list[CfnRes
     return found
 
 
-def after_security_group_rules(resource: CfnResource, groups: Sequence[ec2.ISecurityGroup]) -> None:
+def after_security_group_rules(resource: IConstruct, groups: Sequence[ec2.ISecurityGroup]) -> None:
     """Create ``resource`` only after every rule of ``groups`` in its own stack, including
     rules added later (``allow_client``, a user's ``add_ingress_rule``).
 

@@ -16,6 +16,31 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+# Re-exported: the node-group building block's names that lived here (public module).
+from ml_platform.constructs._nodegroup import (
+    IMDS_HOP_LIMIT as IMDS_HOP_LIMIT,
+)
+from ml_platform.constructs._nodegroup import (
+    NODE_ROLE_POLICIES as NODE_ROLE_POLICIES,
+)
+from ml_platform.constructs._nodegroup import (
+    NODE_ROLE_REASONS as NODE_ROLE_REASONS,
+)
+from ml_platform.constructs._nodegroup import (
+    SSM_NODE_POLICY as SSM_NODE_POLICY,
+)
+from ml_platform.constructs._nodegroup import (
+    acknowledge_node_role as acknowledge_node_role,
+)
+from ml_platform.constructs._nodegroup import (
+    configure_node_role as configure_node_role,
+)
+from ml_platform.constructs._nodegroup import (
+    hardened_launch_template as hardened_launch_template,
+)
+from ml_platform.constructs._nodegroup import (
+    node_role_policies as node_role_policies,
+)
 from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
 from ml_platform.constructs.storage import RETAIN
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
@@ -42,139 +67,12 @@ ENDPOINT_DOCS = (
 """Why the API endpoint is private by default: Security Hub's EKS.1 control fails a cluster
 whose endpoint is publicly accessible, and a public endpoint open to 0.0.0.0/0 leaves only
 IAM authentication between the internet and the Kubernetes API."""
-SSM_NODE_POLICY = "AmazonSSMManagedInstanceCore"
-"""Session Manager on the nodes: debug EFA and Neuron on a node without SSH or open ports."""
-NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
-"""AWS managed policies every EKS worker node role carries.
-
-- No ``AmazonEKS_CNI_Policy``: the VPC CNI add-on gets it on a Pod Identity role of its own
-  (:class:`~ml_platform.constructs.addons.PlatformAddons`), as the EKS user guide recommends
-  (assign the policy to a separate role, not the node role):
-  https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html and
-  https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html
-- ``AmazonEC2ContainerRegistryPullOnly`` instead of ``...ReadOnly``: pulling is all a kubelet
-  does; ReadOnly also lists and describes every repository of the account.
-  https://docs.aws.amazon.com/AmazonECR/latest/userguide/security-iam-awsmanpol.html
-"""
-NODE_ROLE_REASONS = {
-    "AmazonEKSWorkerNodePolicy": "EKS managed node groups require this AWS-maintained policy "
-    "on the node role for nodes to join the cluster.",
-    "AmazonEC2ContainerRegistryPullOnly": "Nodes pull images (EKS add-ons, the training "
-    "image) from ECR; pull only, the narrowest AWS-maintained ECR policy.",
-    SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy, the setting "
-    "cluster.node_ssm_access), the way to debug EFA and Neuron on a node without SSH keys or "
-    "inbound ports and to forward a port to the private API endpoint.",
-}
-
-
-def node_role_policies(ssm_access: bool = True) -> tuple[str, ...]:
-    """The AWS managed policies of a node role: :data:`NODE_ROLE_POLICIES`, plus
-    :data:`SSM_NODE_POLICY` with ``ssm_access``."""
-    return NODE_ROLE_POLICIES + ((SSM_NODE_POLICY,) if ssm_access else ())
 
 
 def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) -> Construct:
     """The kubectl Lambda layer for ``kubernetes_version`` (a key of :data:`KUBECTL_LAYERS`)."""
     module, name = KUBECTL_LAYERS[kubernetes_version]
     return getattr(importlib.import_module(module), name)(scope, construct_id)
-
-
-def acknowledge_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
-    """Acknowledge the AWS managed policies every EKS worker node role carries."""
-    for policy in node_role_policies(ssm_access):
-        acknowledge(role, managed_policy_finding(policy), NODE_ROLE_REASONS[policy])
-
-
-def configure_node_role(role: iam.Role, ssm_access: bool = True) -> None:
-    """Set the managed policies of a node role aws-cdk created to :func:`node_role_policies`
-    (aws-cdk's default node role has the worker, CNI and ECR ReadOnly policies), and
-    acknowledge them.
-
-    The role's ``ManagedPolicyArns`` is replaced in place (an IAM update without interruption),
-    so the node group, whose ``NodeRole`` cannot change without replacement, stays. cdk-nag
-    reads the same L1 property, so it sees what the template holds."""
-    role.node.default_child.managed_policy_arns = [
-        iam.ManagedPolicy.from_aws_managed_policy_name(p).managed_policy_arn
-        for p in node_role_policies(ssm_access)
-    ]
-    acknowledge_node_role(role, ssm_access)
-
-
-IMDS_HOP_LIMIT = 1
-"""IMDS response hop limit of every node: 1 keeps the node role (with its CNI and ECR
-policies) away from pods, whose packets cross one more hop. Pods that call AWS use EKS Pod
-Identity (the agent listens on the node's link-local 169.254.170.23, not IMDS), and the
-host-network daemons that do use IMDS (aws-node, kube-proxy, the Pod Identity agent, the
-CloudWatch agent) share the node's network namespace, so 1 hop is enough for them.
-https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html
-(Restrict access to the instance profile assigned to the worker node).
-
-The FSx CSI driver (EKS add-on ``aws-fsx-csi-driver``) under hop limit 1, read from
-kubernetes-sigs/aws-fsx-csi-driver at tag v1.9.0 (commit 0267bab6c628903ebe08d8eaedc444df1f3785d9;
-v1.5.0 to v1.8.0 are the same in these files):
-
-- Neither its node DaemonSet nor its controller Deployment uses the host network
-  (charts/aws-fsx-csi-driver/templates/node-daemonset.yaml, controller-deployment.yaml), so
-  IMDS does not answer them.
-- Both look up instance data only when ``AWS_REGION`` is unset (pkg/driver/node.go
-  newNodeService, pkg/driver/controller.go newControllerService): IMDS first, then the
-  Kubernetes API (pkg/cloud/metadata.go NewMetadataService), which reads the Node named by
-  ``CSI_NODE_NAME`` (set in both pods) and returns its instance ID and, for EC2 nodes, no
-  region (pkg/cloud/metadata_k8s.go metadataForEC2Node).
-- Node plugin: works. ``NodeGetInfo`` returns ``CSI_NODE_NAME`` without metadata, the region
-  is only logged, and a mount needs only the volume's ``dnsname``/``mountname`` attributes
-  (the node role has nodes get, clusterrole-csi-node.yaml).
-- Controller: starts (its service account may get nodes, controller-serviceaccount.yaml), with
-  an empty region, so every FSx call fails (pkg/cloud/cloud.go NewCloud sets the client's
-  region from it; the background DescribeFileSystems poll logs errors). The platform
-  provisions its file system statically (a PersistentVolume with the attributes; the
-  CSIDriver has attachRequired false), which makes no controller call, so nothing breaks.
-  Dynamic provisioning or resizing would need ``AWS_REGION`` in the controller (the chart's
-  ``controller.region``); EKS Pod Identity does not inject it
-  (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html). Whether the
-  add-on's configuration schema accepts ``controller.region`` is not public: check
-  ``aws eks describe-addon-configuration --addon-name aws-fsx-csi-driver`` before setting it.
-  Source: https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/v1.9.0
-"""
-
-
-def hardened_launch_template(
-    scope: Construct,
-    construct_id: str,
-    *,
-    root_volume_gib: int,
-    security_group_ids: Sequence[str] | None = None,
-) -> ec2.CfnLaunchTemplate:
-    """Launch template of a managed node group: IMDSv2 only with hop limit 1 (see
-    :data:`IMDS_HOP_LIMIT`) and an encrypted gp3 root volume; EKS supplies AMI and bootstrap.
-
-    ``security_group_ids``: the nodes' groups. Default none: EKS attaches the cluster security
-    group. Given, EKS attaches only these, so include the cluster group when the nodes need it
-    (EKS user guide, "Customize managed nodes with launch templates",
-    https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html)."""
-    return ec2.CfnLaunchTemplate(
-        scope,
-        construct_id,
-        launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
-            security_group_ids=list(security_group_ids) if security_group_ids else None,
-            metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                http_endpoint="enabled",
-                http_tokens="required",
-                http_put_response_hop_limit=IMDS_HOP_LIMIT,
-            ),
-            block_device_mappings=[
-                ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                    device_name="/dev/xvda",
-                    ebs=ec2.CfnLaunchTemplate.EbsProperty(
-                        volume_size=root_volume_gib,
-                        volume_type="gp3",
-                        encrypted=True,
-                        delete_on_termination=True,
-                    ),
-                )
-            ],
-        ),
-    )
 
 
 def restrict_cluster_role_trust(cluster: eks.Cluster, cluster_name: str | None) -> None:

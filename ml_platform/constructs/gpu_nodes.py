@@ -6,11 +6,17 @@ from collections.abc import Mapping
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ml_platform.constructs.eks_cluster import configure_node_role, hardened_launch_template
-from ml_platform.instances import EKS_GPU_INSTANCES
-from ml_platform.k8s_charts.names import GPU_TAINT_KEY, NODE_ROLE_LABEL
+from ml_platform.constructs._nodegroup import (
+    accelerator_node_group,
+    configure_node_role,
+    hardened_launch_template,
+    launch_template_spec,
+    reserved_label_problems,
+)
+from ml_platform.instances import EKS_GPU_INSTANCES, GPU
 
 MAX_GPU_NODES = 20
 
@@ -46,6 +52,7 @@ class GpuNodeGroup(Construct):
     Attributes:
         launch_template: The ``CfnLaunchTemplate``.
         node_group: The ``eks_v2.Nodegroup``.
+        role: The node role (aws-cdk's, with the policies reset).
     """
 
     def __init__(
@@ -65,27 +72,22 @@ class GpuNodeGroup(Construct):
         super().__init__(scope, construct_id)
         low = nodes if min_nodes is None else min_nodes
         errors = gpu_node_problems(instance_type, low, nodes, max_nodes)
-        if labels and NODE_ROLE_LABEL in labels:
-            errors.append(f"labels: {NODE_ROLE_LABEL!r} is set by this construct")
+        errors += reserved_label_problems(labels)
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         self.launch_template = hardened_launch_template(self, "LaunchTemplate", root_volume_gib=100)
-        self.node_group = eks.Nodegroup(
+        self.node_group = accelerator_node_group(
             self,
-            "Resource",
+            kind=GPU,
             cluster=cluster,
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NVIDIA,
-            instance_types=[ec2.InstanceType(instance_type)],
-            launch_template_spec=eks.LaunchTemplateSpec(
-                id=self.launch_template.ref, version=self.launch_template.attr_latest_version_number
-            ),
+            instance_type=instance_type,
+            launch_template=launch_template_spec(self.launch_template),
             subnets=subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
             min_size=low,
             desired_size=nodes,
             max_size=max_nodes,
-            labels={**(labels or {}), NODE_ROLE_LABEL: "gpu"},
-            taints=[
-                eks.TaintSpec(key=GPU_TAINT_KEY, value="true", effect=eks.TaintEffect.NO_SCHEDULE)
-            ],
+            labels=labels,
         )
-        configure_node_role(self.node_group.role, ssm_access)
+        # aws-cdk made the role (``NodeGroupRole``); reset its policies in place.
+        self.role: iam.IRole = self.node_group.role
+        configure_node_role(self.role, ssm_access)

@@ -12,6 +12,15 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from ml_platform.constructs._security_groups import (
+    EFA_SELF_DESCRIPTION as EFA_SELF_DESCRIPTION,
+)
+from ml_platform.constructs._security_groups import (
+    EFA_SELF_EGRESS_ID as EFA_SELF_EGRESS_ID,
+)
+from ml_platform.constructs._security_groups import (
+    allow_efa_within as allow_efa_within,  # re-exported: the public name of the EFA rules
+)
 from ml_platform.constructs.storage import RETAIN
 
 DATASET_BUCKET = "neuron-s3"
@@ -294,40 +303,6 @@ def cidr_mask_for(cidr: str, az_count: int) -> int:
     while slots < az_count:
         slots *= 2
     return prefix + 1 + (slots.bit_length() - 1)
-
-
-# EC2 User Guide, "Get started with EFA", security group step
-# (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html): an EFA security group
-# must allow all inbound AND all outbound traffic to and from the group itself. A 0.0.0.0/0
-# egress rule does not carry EFA (SRD) traffic.
-EFA_SELF_EGRESS_ID = "EfaSelfEgress"
-EFA_SELF_DESCRIPTION = "EFA and node-to-node traffic"
-
-
-def allow_efa_within(group: ec2.ISecurityGroup) -> ec2.CfnSecurityGroupEgress:
-    """Allow all traffic from ``group`` to itself, both ways, as EFA requires. Idempotent.
-
-    The ingress rule goes through ``add_ingress_rule`` (which skips a rule it already made).
-    The egress rule is an explicit ``CfnSecurityGroupEgress``: ``add_egress_rule`` silently
-    drops the rule on a group with ``allow_all_outbound=True``. Both are created as children of
-    the group (in the group's stack), so constructs that share a group (the platform's node
-    group and a user's launch template) emit each rule once.
-
-    Returns:
-        The egress rule (the one already there when called again for the same group).
-    """
-    group.add_ingress_rule(group, ec2.Port.all_traffic(), EFA_SELF_DESCRIPTION)
-    existing = group.node.try_find_child(EFA_SELF_EGRESS_ID)
-    if existing is not None:
-        return existing  # type: ignore[return-value]
-    return ec2.CfnSecurityGroupEgress(
-        group,
-        EFA_SELF_EGRESS_ID,
-        group_id=group.security_group_id,
-        ip_protocol="-1",
-        destination_security_group_id=group.security_group_id,
-        description=EFA_SELF_DESCRIPTION,
-    )
 
 
 class TrainingNodeSecurityGroup(Construct):

@@ -17,16 +17,15 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ml_platform.constructs._create_order import after_security_group_rules
-from ml_platform.constructs.eks_cluster import (
-    IMDS_HOP_LIMIT,
-    acknowledge_node_role,
-    node_role_policies,
+from ml_platform.constructs._nodegroup import (
+    accelerator_node_group,
+    launch_template_data,
+    new_node_role,
+    reserved_label_problems,
 )
-from ml_platform.constructs.network import allow_efa_within
-from ml_platform.instances import TRAINIUM_INSTANCES, TrainiumInstance
-from ml_platform.k8s_charts.names import NEURON_TAINT_KEY, NODE_ROLE_LABEL
+from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
+from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
 
-ROOT_DEVICE = "/dev/xvda"  # root device of the AL2023 EKS AMIs
 ROOT_VOLUME_GIB = (100, 16384)
 MAX_NODES = 64
 CAPACITY_RESERVATION_ID = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")  # fullmatch
@@ -215,7 +214,7 @@ class EfaLaunchTemplate(Construct):
         self.resource = ec2.CfnLaunchTemplate(
             self,
             "Resource",
-            launch_template_data=ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+            launch_template_data=launch_template_data(
                 instance_type=instance_type,
                 placement=(
                     ec2.CfnLaunchTemplate.PlacementProperty(
@@ -235,22 +234,7 @@ class EfaLaunchTemplate(Construct):
                     if capacity_block
                     else None
                 ),
-                metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
-                    http_endpoint="enabled",
-                    http_tokens="required",
-                    http_put_response_hop_limit=IMDS_HOP_LIMIT,
-                ),
-                block_device_mappings=[
-                    ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
-                        device_name=ROOT_DEVICE,
-                        ebs=ec2.CfnLaunchTemplate.EbsProperty(
-                            volume_size=root_volume_gib,
-                            volume_type="gp3",
-                            encrypted=True,
-                            delete_on_termination=True,
-                        ),
-                    )
-                ],
+                root_volume_gib=root_volume_gib,
             ),
         )
 
@@ -353,28 +337,13 @@ class TrainiumNodeGroup(Construct):
         super().__init__(scope, construct_id)
         errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
         errors += capacity_problems(capacity_reservation_id, capacity_block, placement_group)
-        if not 0 <= min_size <= desired_size <= max_size <= MAX_NODES or max_size < 1:
-            errors.append(
-                f"min_size/desired_size/max_size={min_size}/{desired_size}/{max_size}: expected "
-                f"0 <= min_size <= desired_size <= max_size <= {MAX_NODES} and max_size >= 1"
-            )
-        if labels and NODE_ROLE_LABEL in labels:
-            errors.append(f"labels: {NODE_ROLE_LABEL!r} is set by this construct")
+        errors += _size_problems(min_size, desired_size, max_size)
+        errors += reserved_label_problems(labels)
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        if capacity_block:
+            self._warn_capacity_block(desired_size)
 
-        if capacity_block and not Token.is_unresolved(desired_size) and desired_size > 0:
-            # EKS user guide, "Create a managed node group with Capacity Blocks for ML"
-            # (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html):
-            # a node group on a Capacity Block is updated only at desired size 0, and EKS
-            # scales it to 0 itself 40 minutes before the block ends.
-            Annotations.of(self).add_warning_v2(
-                CAPACITY_BLOCK_DESIRED_WARNING,
-                f"{self.node.path}: desired_size={desired_size} on a Capacity Block. EKS "
-                "updates a node group on a Capacity Block only at desired size 0 and scales it "
-                "to 0 itself 40 minutes before the block ends: deploy at 0, scale up once the "
-                "block is active, and scale back to 0 before changing the node group.",
-            )
         self.connections = ec2.Connections(security_groups=[security_group, *extra_security_groups])
         self.launch_template = EfaLaunchTemplate(
             self,
@@ -388,142 +357,59 @@ class TrainiumNodeGroup(Construct):
             capacity_reservation_id=capacity_reservation_id,
             capacity_block=capacity_block,
         )
-        if node_role is None:
-            node_role = iam.Role(
-                self,
-                "NodeRole",
-                assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
-                description="Trainium nodes of the EKS training cluster",
-                managed_policies=[
-                    iam.ManagedPolicy.from_aws_managed_policy_name(p)
-                    for p in node_role_policies(ssm_access)
-                ],
-            )
-            acknowledge_node_role(node_role, ssm_access)
-        self.role: iam.IRole = node_role
-        self.node_group = eks.Nodegroup(
+        self.role: iam.IRole = node_role or new_node_role(
             self,
-            "Resource",
+            "NodeRole",
+            description="Trainium nodes of the EKS training cluster",
+            ssm_access=ssm_access,
+        )
+        self.node_group = accelerator_node_group(
+            self,
+            kind=TRAINIUM,
             cluster=cluster,
             nodegroup_name=nodegroup_name,
-            ami_type=eks.NodegroupAmiType.AL2023_X86_64_NEURON,
-            launch_template_spec=self.launch_template.spec,
+            launch_template=self.launch_template.spec,
             capacity_type=self.launch_template.capacity_type,
             subnets=ec2.SubnetSelection(subnets=[subnet]),
             min_size=min_size,
             desired_size=desired_size,
             max_size=max_size,
             node_role=self.role,
-            labels={NODE_ROLE_LABEL: "trainium", **(labels or {})},
-            taints=[
-                eks.TaintSpec(
-                    key=NEURON_TAINT_KEY, value="true", effect=eks.TaintEffect.NO_SCHEDULE
-                )
-            ],
+            labels=labels,
         )
-        # One set of rules per pair of groups, however many node groups share them (EC2
-        # rejects a duplicate rule).
+        self._wait_for_rules(cluster, security_group)
+
+    def _warn_capacity_block(self, desired_size: int) -> None:
+        if not Token.is_unresolved(desired_size) and desired_size > 0:
+            # EKS user guide, "Create a managed node group with Capacity Blocks for ML"
+            # (https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html):
+            # a node group on a Capacity Block is updated only at desired size 0, and EKS
+            # scales it to 0 itself 40 minutes before the block ends.
+            Annotations.of(self).add_warning_v2(
+                CAPACITY_BLOCK_DESIRED_WARNING,
+                f"{self.node.path}: desired_size={desired_size} on a Capacity Block. EKS "
+                "updates a node group on a Capacity Block only at desired size 0 and scales it "
+                "to 0 itself 40 minutes before the block ends: deploy at 0, scale up once the "
+                "block is active, and scale back to 0 before changing the node group.",
+            )
+
+    def _wait_for_rules(self, cluster: eks.ICluster, security_group: ec2.ISecurityGroup) -> None:
+        """The control-plane rules (one set per pair of groups, however many node groups share
+        them: EC2 rejects a duplicate rule) and the create order on every rule."""
         rules = control_plane_rules(self, cluster.cluster_security_group, security_group)
         # Nodes must reach the API server to join.
         self.node_group.node.add_dependency(rules)
         # ... and need their EFA and Lustre rules from the start (see _create_order).
         after_security_group_rules(
-            self.node_group.node.default_child, self.launch_template.security_groups
+            self.node_group.node.find_child("Resource"), self.launch_template.security_groups
         )
 
 
-class _ControlPlaneRules(Construct):
-    """The rules :func:`allow_control_plane` made for one (cluster group, node group) pair."""
-
-    key: tuple[str, str] = ("", "")
-
-
-def _group_key(group: ec2.ISecurityGroup) -> str:
-    group_id = group.security_group_id
-    return group.node.path if Token.is_unresolved(group_id) else group_id
-
-
-def control_plane_rules(
-    scope: Construct, cluster_sg: ec2.ISecurityGroup, node_sg: ec2.ISecurityGroup
-) -> Construct:
-    """The control-plane rules between ``cluster_sg`` and ``node_sg``, created in ``scope`` by
-    the first caller and returned as they are to every later caller anywhere in the app, so
-    each rule exists once per security group."""
-    key = (_group_key(cluster_sg), _group_key(node_sg))
-    for existing in scope.node.root.node.find_all():
-        if isinstance(existing, _ControlPlaneRules) and existing.key == key:
-            return existing
-    return allow_control_plane(scope, cluster_sg, node_sg)
-
-
-def allow_control_plane(
-    scope: Construct, cluster_sg: ec2.ISecurityGroup, node_sg: ec2.ISecurityGroup
-) -> Construct:
-    """Open for nodes in ``node_sg`` what EKS opens for nodes in the cluster security group:
-    443 and 1025-65535 both ways (API server, kubelet, webhooks), plus DNS from the nodes to
-    CoreDNS, which runs on nodes in the cluster group. Returns the construct holding the rules,
-    created in ``scope``."""
-    rules = _ControlPlaneRules(scope, "ControlPlaneRules")
-    rules.key = (_group_key(cluster_sg), _group_key(node_sg))
-    for name, port in (
-        ("Https", ec2.Port.tcp(443)),
-        ("Ephemeral", ec2.Port.tcp_range(1025, 65535)),
-    ):
-        allow_between(
-            rules,
-            f"NodesFromCluster{name}",
-            node_sg,
-            cluster_sg,
-            port,
-            "EKS control plane and cluster-group nodes",
+def _size_problems(min_size: int, desired_size: int, max_size: int) -> list[str]:
+    errors = []
+    if not 0 <= min_size <= desired_size <= max_size <= MAX_NODES or max_size < 1:
+        errors.append(
+            f"min_size/desired_size/max_size={min_size}/{desired_size}/{max_size}: expected "
+            f"0 <= min_size <= desired_size <= max_size <= {MAX_NODES} and max_size >= 1"
         )
-        allow_between(rules, f"ClusterFromNodes{name}", cluster_sg, node_sg, port, "Trainium nodes")
-    for name, port in (("DnsTcp", ec2.Port.tcp(53)), ("DnsUdp", ec2.Port.udp(53))):
-        allow_between(
-            rules,
-            f"ClusterFromNodes{name}",
-            cluster_sg,
-            node_sg,
-            port,
-            "DNS from Trainium nodes to CoreDNS",
-        )
-    return rules
-
-
-def allow_between(
-    scope: Construct,
-    construct_id: str,
-    group: ec2.ISecurityGroup,
-    peer: ec2.ISecurityGroup,
-    port: ec2.Port,
-    description: str,
-) -> None:
-    """Let ``peer`` reach ``group`` on ``port``: an ingress rule on ``group`` and, when
-    ``peer`` does not allow all outbound traffic, the matching egress rule on ``peer``.
-
-    The rules are plain CloudFormation resources created under ``scope``, so groups of other
-    stacks can be wired from the stack that needs the connection without reference cycles
-    (``add_ingress_rule`` would put the rule in the group's own stack).
-    """
-    rule = port.to_rule_json()
-    fields = dict(
-        ip_protocol=rule["ipProtocol"], from_port=rule.get("fromPort"), to_port=rule.get("toPort")
-    )
-    pair = Construct(scope, construct_id)
-    ec2.CfnSecurityGroupIngress(
-        pair,
-        "Ingress",
-        group_id=group.security_group_id,
-        source_security_group_id=peer.security_group_id,
-        description=description,
-        **fields,
-    )
-    if not peer.allow_all_outbound:
-        ec2.CfnSecurityGroupEgress(
-            pair,
-            "Egress",
-            group_id=peer.security_group_id,
-            destination_security_group_id=group.security_group_id,
-            description=description,
-            **fields,
-        )
+    return errors

@@ -1,0 +1,255 @@
+"""The building block of the platform's managed node groups (system, Trainium, GPU): the node
+role with its managed policies and cdk-nag reasons, the hardened launch template, and the node
+group itself with the accelerator kind's AMI type, label and taint.
+
+Private: the public surface is the constructs (:class:`~ml_platform.constructs.trainium.
+TrainiumNodeGroup`, :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`,
+:class:`~ml_platform.constructs.eks_cluster.TrainingEksCluster`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from ml_platform.constructs.nag import acknowledge, managed_policy_finding
+from ml_platform.instances import AcceleratorKind
+from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+
+ROOT_DEVICE = "/dev/xvda"  # root device of the AL2023 EKS AMIs
+
+SSM_NODE_POLICY = "AmazonSSMManagedInstanceCore"
+"""Session Manager on the nodes: debug EFA and Neuron on a node without SSH or open ports."""
+NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+"""AWS managed policies every EKS worker node role carries.
+
+- No ``AmazonEKS_CNI_Policy``: the VPC CNI add-on gets it on a Pod Identity role of its own
+  (:class:`~ml_platform.constructs.addons.PlatformAddons`), as the EKS user guide recommends
+  (assign the policy to a separate role, not the node role):
+  https://docs.aws.amazon.com/eks/latest/userguide/cni-iam-role.html and
+  https://docs.aws.amazon.com/eks/latest/userguide/create-node-role.html
+- ``AmazonEC2ContainerRegistryPullOnly`` instead of ``...ReadOnly``: pulling is all a kubelet
+  does; ReadOnly also lists and describes every repository of the account.
+  https://docs.aws.amazon.com/AmazonECR/latest/userguide/security-iam-awsmanpol.html
+"""
+NODE_ROLE_REASONS = {
+    "AmazonEKSWorkerNodePolicy": "EKS managed node groups require this AWS-maintained policy "
+    "on the node role for nodes to join the cluster.",
+    "AmazonEC2ContainerRegistryPullOnly": "Nodes pull images (EKS add-ons, the training "
+    "image) from ECR; pull only, the narrowest AWS-maintained ECR policy.",
+    SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy, the setting "
+    "cluster.node_ssm_access), the way to debug EFA and Neuron on a node without SSH keys or "
+    "inbound ports and to forward a port to the private API endpoint.",
+}
+
+
+def node_role_policies(ssm_access: bool = True) -> tuple[str, ...]:
+    """The AWS managed policies of a node role: :data:`NODE_ROLE_POLICIES`, plus
+    :data:`SSM_NODE_POLICY` with ``ssm_access``."""
+    return NODE_ROLE_POLICIES + ((SSM_NODE_POLICY,) if ssm_access else ())
+
+
+def acknowledge_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
+    """Acknowledge the AWS managed policies every EKS worker node role carries."""
+    for policy in node_role_policies(ssm_access):
+        acknowledge(role, managed_policy_finding(policy), NODE_ROLE_REASONS[policy])
+
+
+def configure_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
+    """Set the managed policies of a node role aws-cdk created to :func:`node_role_policies`
+    (aws-cdk's default node role has the worker, CNI and ECR ReadOnly policies), and
+    acknowledge them.
+
+    The role's ``ManagedPolicyArns`` is replaced in place (an IAM update without interruption),
+    so the node group, whose ``NodeRole`` cannot change without replacement, stays. cdk-nag
+    reads the same L1 property, so it sees what the template holds."""
+    resource = role.node.default_child
+    if not isinstance(resource, iam.CfnRole):
+        raise TypeError(f"{role.node.path}: not a role of this app (no AWS::IAM::Role to set)")
+    resource.managed_policy_arns = [
+        iam.ManagedPolicy.from_aws_managed_policy_name(p).managed_policy_arn
+        for p in node_role_policies(ssm_access)
+    ]
+    acknowledge_node_role(role, ssm_access)
+
+
+IMDS_HOP_LIMIT = 1
+"""IMDS response hop limit of every node: 1 keeps the node role (with its CNI and ECR
+policies) away from pods, whose packets cross one more hop. Pods that call AWS use EKS Pod
+Identity (the agent listens on the node's link-local 169.254.170.23, not IMDS), and the
+host-network daemons that do use IMDS (aws-node, kube-proxy, the Pod Identity agent, the
+CloudWatch agent) share the node's network namespace, so 1 hop is enough for them.
+https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html
+(Restrict access to the instance profile assigned to the worker node).
+
+The FSx CSI driver (EKS add-on ``aws-fsx-csi-driver``) under hop limit 1, read from
+kubernetes-sigs/aws-fsx-csi-driver at tag v1.9.0 (commit 0267bab6c628903ebe08d8eaedc444df1f3785d9;
+v1.5.0 to v1.8.0 are the same in these files):
+
+- Neither its node DaemonSet nor its controller Deployment uses the host network
+  (charts/aws-fsx-csi-driver/templates/node-daemonset.yaml, controller-deployment.yaml), so
+  IMDS does not answer them.
+- Both look up instance data only when ``AWS_REGION`` is unset (pkg/driver/node.go
+  newNodeService, pkg/driver/controller.go newControllerService): IMDS first, then the
+  Kubernetes API (pkg/cloud/metadata.go NewMetadataService), which reads the Node named by
+  ``CSI_NODE_NAME`` (set in both pods) and returns its instance ID and, for EC2 nodes, no
+  region (pkg/cloud/metadata_k8s.go metadataForEC2Node).
+- Node plugin: works. ``NodeGetInfo`` returns ``CSI_NODE_NAME`` without metadata, the region
+  is only logged, and a mount needs only the volume's ``dnsname``/``mountname`` attributes
+  (the node role has nodes get, clusterrole-csi-node.yaml).
+- Controller: starts (its service account may get nodes, controller-serviceaccount.yaml), with
+  an empty region, so every FSx call fails (pkg/cloud/cloud.go NewCloud sets the client's
+  region from it; the background DescribeFileSystems poll logs errors). The platform
+  provisions its file system statically (a PersistentVolume with the attributes; the
+  CSIDriver has attachRequired false), which makes no controller call, so nothing breaks.
+  Dynamic provisioning or resizing would need ``AWS_REGION`` in the controller (the chart's
+  ``controller.region``); EKS Pod Identity does not inject it
+  (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html). Whether the
+  add-on's configuration schema accepts ``controller.region`` is not public: check
+  ``aws eks describe-addon-configuration --addon-name aws-fsx-csi-driver`` before setting it.
+  Source: https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/v1.9.0
+"""
+
+
+def launch_template_data(
+    *,
+    root_volume_gib: int,
+    security_group_ids: Sequence[str] | None = None,
+    instance_type: str | None = None,
+    network_interfaces: Sequence[ec2.CfnLaunchTemplate.NetworkInterfaceProperty] | None = None,
+    placement: ec2.CfnLaunchTemplate.PlacementProperty | None = None,
+    capacity_reservation_specification: (
+        ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty | None
+    ) = None,
+    instance_market_options: ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty | None = None,
+) -> ec2.CfnLaunchTemplate.LaunchTemplateDataProperty:
+    """The data of a managed node group's launch template: IMDSv2 only with hop limit 1 (see
+    :data:`IMDS_HOP_LIMIT`) and an encrypted gp3 root volume, plus what the caller adds (the
+    instance type, network interfaces, placement, capacity). No image, user data or instance
+    profile: EKS supplies AMI, bootstrap and profile."""
+    return ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
+        instance_type=instance_type,
+        security_group_ids=list(security_group_ids) if security_group_ids else None,
+        network_interfaces=list(network_interfaces) if network_interfaces is not None else None,
+        placement=placement,
+        capacity_reservation_specification=capacity_reservation_specification,
+        instance_market_options=instance_market_options,
+        metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
+            http_endpoint="enabled",
+            http_tokens="required",
+            http_put_response_hop_limit=IMDS_HOP_LIMIT,
+        ),
+        block_device_mappings=[
+            ec2.CfnLaunchTemplate.BlockDeviceMappingProperty(
+                device_name=ROOT_DEVICE,
+                ebs=ec2.CfnLaunchTemplate.EbsProperty(
+                    volume_size=root_volume_gib,
+                    volume_type="gp3",
+                    encrypted=True,
+                    delete_on_termination=True,
+                ),
+            )
+        ],
+    )
+
+
+def hardened_launch_template(
+    scope: Construct,
+    construct_id: str,
+    *,
+    root_volume_gib: int,
+    security_group_ids: Sequence[str] | None = None,
+) -> ec2.CfnLaunchTemplate:
+    """Launch template of a managed node group: :func:`launch_template_data` with only the root
+    volume size and, optionally, the nodes' security groups.
+
+    ``security_group_ids``: the nodes' groups. Default none: EKS attaches the cluster security
+    group. Given, EKS attaches only these, so include the cluster group when the nodes need it
+    (EKS user guide, "Customize managed nodes with launch templates",
+    https://docs.aws.amazon.com/eks/latest/userguide/launch-templates.html)."""
+    return ec2.CfnLaunchTemplate(
+        scope,
+        construct_id,
+        launch_template_data=launch_template_data(
+            root_volume_gib=root_volume_gib, security_group_ids=security_group_ids
+        ),
+    )
+
+
+def launch_template_spec(template: ec2.CfnLaunchTemplate) -> eks.LaunchTemplateSpec:
+    """``template``'s latest version, as a node group takes it."""
+    return eks.LaunchTemplateSpec(id=template.ref, version=template.attr_latest_version_number)
+
+
+def new_node_role(
+    scope: Construct, construct_id: str, *, description: str, ssm_access: bool = True
+) -> iam.Role:
+    """A node role of its own (EC2 trust) with :func:`node_role_policies`, acknowledged."""
+    role = iam.Role(
+        scope,
+        construct_id,
+        assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
+        description=description,
+        managed_policies=[
+            iam.ManagedPolicy.from_aws_managed_policy_name(p)
+            for p in node_role_policies(ssm_access)
+        ],
+    )
+    acknowledge_node_role(role, ssm_access)
+    return role
+
+
+def reserved_label_problems(labels: Mapping[str, str] | None) -> list[str]:
+    """The node-role label is the construct's own (empty when ``labels`` leave it alone)."""
+    errors = []
+    if labels and NODE_ROLE_LABEL in labels:
+        errors.append(f"labels: {NODE_ROLE_LABEL!r} is set by this construct")
+    return errors
+
+
+def accelerator_node_group(
+    scope: Construct,
+    *,
+    kind: AcceleratorKind,
+    cluster: eks.ICluster,
+    launch_template: eks.LaunchTemplateSpec,
+    subnets: ec2.SubnetSelection,
+    min_size: int,
+    desired_size: int,
+    max_size: int,
+    labels: Mapping[str, str] | None = None,
+    node_role: iam.IRole | None = None,
+    instance_type: str | None = None,
+    capacity_type: eks.CapacityType | None = None,
+    nodegroup_name: str | None = None,
+) -> eks.Nodegroup:
+    """The managed node group ``Resource`` of one accelerator ``kind``: its AMI type, the label
+    ``ml-platform/node-role=<kind.node_role>`` after ``labels``, and the ``NoSchedule`` taint
+    ``kind.taint_key=true``, so only pods that tolerate it (and ask for the device) land there.
+
+    ``instance_type``: on the node group; ``None`` when the launch template names it (a node
+    group rejects an instance type next to one in its template). ``node_role``: ``None`` lets
+    aws-cdk create one; reset it with :func:`configure_node_role`."""
+    return eks.Nodegroup(
+        scope,
+        "Resource",
+        cluster=cluster,
+        nodegroup_name=nodegroup_name,
+        ami_type=eks.NodegroupAmiType[kind.ami_type.upper()],
+        instance_types=[ec2.InstanceType(instance_type)] if instance_type else None,
+        launch_template_spec=launch_template,
+        capacity_type=capacity_type,
+        subnets=subnets,
+        min_size=min_size,
+        desired_size=desired_size,
+        max_size=max_size,
+        node_role=node_role,
+        labels={**(labels or {}), NODE_ROLE_LABEL: kind.node_role},
+        taints=[
+            eks.TaintSpec(key=kind.taint_key, value="true", effect=eks.TaintEffect.NO_SCHEDULE)
+        ],
+    )
