@@ -10,11 +10,15 @@ from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
 from ml_platform.stack_outputs import TRAINING_CLUSTER_STACK, inference_stack_short
-from ml_platform.stacks.accelerators import GpuNodesStack, TrainiumNodesStack
+from ml_platform.stacks.accelerators import AcceleratorNodesStack, GpuNodesStack, TrainiumNodesStack
 from ml_platform.stacks.inference import InferenceStack, endpoint_groups, upload_role_name
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
-from ml_platform.stacks.training_cluster import TrainingClusterStack
+from ml_platform.stacks.training_cluster import (
+    ClusterChartValues,
+    TrainingClusterStack,
+    TritonValues,
+)
 
 
 class _AppContext:
@@ -108,41 +112,8 @@ def build_platform(
     """
     env = cdk.Environment(account=settings.env.account, region=settings.env.region)
     prefix = settings.env.stack_prefix
-    retain_storage = settings.storage.removal_policy == "retain"
-    # Teardown: `cdk destroy --all` ends cleanly with the defaults. The Storage stack retains
-    # its resources (file system, its security groups and rules, bucket, registry), so it
-    # needs no termination protection to keep the data; the Network stack then retains the
-    # VPC and the subnet that still hold the file system's interfaces and groups
-    # (aws/aws-cdk#31521). README "Tear down" lists what is left and how to delete it.
-    network = NetworkStack(
-        app,
-        f"{prefix}-Network",
-        settings=settings.network,
-        env=env,
-        keep_trainium_subnet=retain_storage,
-        description="cdk-ml-platform: VPC and training-node security group",
-    )
-    storage = StorageStack(
-        app,
-        f"{prefix}-Storage",
-        settings=settings.storage,
-        image_repository_name=settings.training.image_repository,
-        vpc=network.vpc,
-        trainium_subnet=network.trainium_subnet,
-        archive_publishers=settings.archive_publishers,
-        upload_role_name=(
-            upload_role_name(f"{prefix}-Inference", settings.env.region)
-            if settings.features.inference and settings.inference.upload_dir
-            else None
-        ),
-        lustre_readers=(
-            (settings.trainium.nodes or settings.trainium.max_nodes)
-            if settings.features.training_cluster
-            else 0
-        ),
-        env=env,
-        description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
-    )
+    network = _network_stack(app, settings, env)
+    storage = _storage_stack(app, settings, network, env)
     platform = Platform(app=app, settings=settings, network=network, storage=storage)
     if settings.features.inference:
         groups = endpoint_groups(settings.inference.endpoints)
@@ -165,51 +136,7 @@ def build_platform(
             platform.inference_stacks.append(stack)
         platform.inference = platform.inference_stacks[0]
     if settings.features.training_cluster:
-        file_system = storage.lustre.file_system
-        platform.training_cluster = TrainingClusterStack(
-            app,
-            f"{prefix}-{TRAINING_CLUSTER_STACK}",
-            settings=settings,
-            vpc=network.vpc,
-            trainium_subnet=network.trainium_subnet,
-            training_nodes=network.training_nodes.security_group,
-            file_system_id=file_system.file_system_id,
-            file_system_dns_name=file_system.dns_name,
-            file_system_mount_name=file_system.mount_name,
-            lustre_clients=storage.lustre.client_security_group,
-            model_bucket_arn_export=storage.model_bucket_arn_export,
-            volcano_chart_dir=volcano_chart_dir,
-            env=env,
-            description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
-        )
-        platform.training_cluster.add_stack_dependency(storage)
-        # Accelerator node groups in stacks of their own: an InsufficientInstanceCapacity
-        # failure rolls back only that stack, and `cdk deploy <stack>` can be retried.
-        cluster_stack = platform.training_cluster
-        platform.trainium_nodes = TrainiumNodesStack(
-            app,
-            f"{prefix}-TrainiumNodes",
-            settings=settings,
-            cluster=cluster_stack.eks.cluster,
-            trainium_subnet=network.trainium_subnet,
-            training_nodes=network.training_nodes.security_group,
-            nodes_ready_after=cluster_stack.addons.node_dependents(),
-            lustre_clients=storage.lustre.client_security_group,
-            env=env,
-            description="cdk-ml-platform: Trainium node group (EFA), separate from the cluster",
-        )
-        platform.trainium_nodes.add_stack_dependency(cluster_stack)
-        if cluster_stack.triton is not None:
-            platform.gpu_nodes = GpuNodesStack(
-                app,
-                f"{prefix}-GpuNodes",
-                settings=settings,
-                cluster=cluster_stack.eks.cluster,
-                nodes_ready_after=cluster_stack.addons.node_dependents(),
-                env=env,
-                description="cdk-ml-platform: GPU node group of Triton on EKS",
-            )
-            platform.gpu_nodes.add_stack_dependency(cluster_stack)
+        _add_training_cluster(platform, volcano_chart_dir, env)
     for stack in platform.stacks:
         cdk.Tags.of(stack).add("project", "cdk-ml-platform")
     if settings.cost_annotations:
@@ -217,3 +144,128 @@ def build_platform(
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return platform
+
+
+def _network_stack(app: cdk.App, settings: Settings, env: cdk.Environment) -> NetworkStack:
+    # Teardown: `cdk destroy --all` ends cleanly with the defaults. The Storage stack retains
+    # its resources (file system, its security groups and rules, bucket, registry), so it
+    # needs no termination protection to keep the data; the Network stack then retains the
+    # VPC and the subnet that still hold the file system's interfaces and groups
+    # (aws/aws-cdk#31521). README "Tear down" lists what is left and how to delete it.
+    return NetworkStack(
+        app,
+        f"{settings.env.stack_prefix}-Network",
+        settings=settings.network,
+        env=env,
+        keep_trainium_subnet=settings.storage.removal_policy == "retain",
+        description="cdk-ml-platform: VPC and training-node security group",
+    )
+
+
+def _storage_stack(
+    app: cdk.App, settings: Settings, network: NetworkStack, env: cdk.Environment
+) -> StorageStack:
+    prefix = settings.env.stack_prefix
+    return StorageStack(
+        app,
+        f"{prefix}-Storage",
+        settings=settings.storage,
+        image_repository_name=settings.training.image_repository,
+        vpc=network.vpc,
+        trainium_subnet=network.trainium_subnet,
+        archive_publishers=settings.archive_publishers,
+        upload_role_name=(
+            upload_role_name(f"{prefix}-Inference", settings.env.region)
+            if settings.features.inference and settings.inference.upload_dir
+            else None
+        ),
+        lustre_readers=(
+            (settings.trainium.nodes or settings.trainium.max_nodes)
+            if settings.features.training_cluster
+            else 0
+        ),
+        env=env,
+        description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
+    )
+
+
+def _add_training_cluster(
+    platform: Platform, volcano_chart_dir: str | None, env: cdk.Environment
+) -> None:
+    """The cluster's stack and, in stacks of their own, its accelerator node groups."""
+    app, settings, network, storage = (
+        platform.app,
+        platform.settings,
+        platform.network,
+        platform.storage,
+    )
+    file_system = storage.lustre.file_system
+    cluster_stack = TrainingClusterStack(
+        app,
+        f"{settings.env.stack_prefix}-{TRAINING_CLUSTER_STACK}",
+        settings=settings.cluster,
+        charts=ClusterChartValues.from_settings(settings),
+        vpc=network.vpc,
+        training_nodes=network.training_nodes.security_group,
+        file_system_id=file_system.file_system_id,
+        file_system_dns_name=file_system.dns_name,
+        file_system_mount_name=file_system.mount_name,
+        lustre_clients=storage.lustre.client_security_group,
+        triton=(
+            TritonValues(
+                settings=settings.triton_on_eks,
+                triton_version=settings.inference.triton_version,
+                model_prefix=settings.storage.model_prefix,
+                model_bucket_arn_export=storage.model_bucket_arn_export,
+            )
+            if settings.features.triton_on_eks
+            else None
+        ),
+        volcano_chart_dir=volcano_chart_dir,
+        env=env,
+        description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
+    )
+    cluster_stack.add_stack_dependency(storage)
+    platform.training_cluster = cluster_stack
+    for stack in _accelerator_stacks(platform, cluster_stack, env):
+        if isinstance(stack, TrainiumNodesStack):
+            platform.trainium_nodes = stack
+        elif isinstance(stack, GpuNodesStack):
+            platform.gpu_nodes = stack
+
+
+def _accelerator_stacks(
+    platform: Platform, cluster_stack: TrainingClusterStack, env: cdk.Environment
+) -> list[AcceleratorNodesStack]:
+    """Accelerator node groups in stacks of their own: an InsufficientInstanceCapacity failure
+    rolls back only that stack, and `cdk deploy <stack>` can be retried. Each depends on the
+    cluster's stack, never the reverse."""
+    settings = platform.settings
+    wanted: list[tuple[type[AcceleratorNodesStack], dict[str, Any]]] = [
+        (
+            TrainiumNodesStack,
+            {
+                "settings": settings.trainium,
+                "trainium_subnet": platform.network.trainium_subnet,
+                "training_nodes": platform.network.training_nodes.security_group,
+                "lustre_clients": platform.storage.lustre.client_security_group,
+            },
+        )
+    ]
+    if cluster_stack.triton is not None:
+        wanted.append((GpuNodesStack, {"settings": settings.triton_on_eks}))
+    stacks = []
+    for stack_class, props in wanted:
+        stack = stack_class(
+            platform.app,
+            f"{settings.env.stack_prefix}-{stack_class.SHORT_NAME}",
+            cluster=cluster_stack.eks.cluster,
+            nodes_ready_after=cluster_stack.addons.node_dependents(),
+            node_ssm_access=settings.cluster.node_ssm_access,
+            env=env,
+            description=stack_class.DESCRIPTION,
+            **props,
+        )
+        stack.add_stack_dependency(cluster_stack)
+        stacks.append(stack)
+    return stacks

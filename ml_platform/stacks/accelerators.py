@@ -4,26 +4,79 @@ A managed node group of scarce instances (trn1.32xlarge in one AZ, GPUs) often f
 ``InsufficientInstanceCapacity``. In the cluster's stack that failure would roll back the
 whole stack, cluster included; here it rolls back only the node group's stack, and
 ``cdk deploy <that stack>`` can simply be run again later (or with a capacity reservation).
+
+Every accelerator stack is an :class:`AcceleratorNodesStack`: one node-group construct, the
+cluster's networking add-ons before it, and a ``NodegroupName`` output. A subclass says which
+construct and which settings section.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from aws_cdk import Annotations, CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IDependable
 
-from ml_platform.config import Settings
+from ml_platform.config import Settings, TrainiumSettings, TritonOnEksSettings
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.trainium import TrainiumNodeGroup
+from ml_platform.instances import GPU, TRAINIUM, AcceleratorKind
 
 BERT_NODES_WARNING = "ml-platform:bertNodeCount"
 
 
-class TrainiumNodesStack(Stack):
+class AcceleratorNodesStack(Stack):
+    """A stack of one accelerator node group of the cluster of another stack.
+
+    Args:
+        cluster: The cluster (of the cluster's stack). Required.
+        nodes_ready_after: What the nodes need before they can join (the networking add-ons,
+            ``PlatformAddons.node_dependents()``). Default nothing.
+
+    Attributes:
+        nodes: The node-group construct (``nodes.node_group`` is the ``eks_v2.Nodegroup``).
+    """
+
+    kind: ClassVar[AcceleratorKind]
+    SHORT_NAME: ClassVar[str]
+    """The stack's name after the platform's prefix (``<prefix>-<SHORT_NAME>``)."""
+    DESCRIPTION: ClassVar[str]
+    """The stack's CloudFormation description in the platform."""
+    OUTPUT_DESCRIPTION: ClassVar[str]
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        cluster: eks.ICluster,
+        nodes_ready_after: Sequence[IDependable] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.nodes: TrainiumNodeGroup | GpuNodeGroup = self._node_group(cluster)
+        if nodes_ready_after:
+            self.nodes.node_group.node.add_dependency(*nodes_ready_after)
+        self._warn()
+        CfnOutput(
+            self,
+            "NodegroupName",
+            value=self.nodes.node_group.nodegroup_name,
+            description=self.OUTPUT_DESCRIPTION,
+        )
+
+    def _node_group(self, cluster: eks.ICluster) -> TrainiumNodeGroup | GpuNodeGroup:
+        """The node-group construct of this stack."""
+        raise NotImplementedError
+
+    def _warn(self) -> None:
+        """Warnings about the node group's settings (none by default)."""
+
+
+class TrainiumNodesStack(AcceleratorNodesStack):
     """The :class:`TrainiumNodeGroup` of the platform.
 
     Warns (``ml-platform:bertNodeCount``) when the shipped BERT recipe cannot run on
@@ -32,31 +85,52 @@ class TrainiumNodesStack(Stack):
     manifests fail only afterwards.
 
     Args:
-        settings: Platform settings (``trainium``). Required.
+        settings: The ``trainium`` settings. Required.
         cluster: The cluster (of the cluster's stack). Required.
         trainium_subnet: Private subnet of the Trainium AZ. Required.
         training_nodes: Security group of the EFA interfaces. Required.
         lustre_clients: The file system's client security group
             (``LustreStorage.client_security_group``), so the nodes can mount it. Default none.
+        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on the node role
+            (``cluster.node_ssm_access``). Default true.
         nodes_ready_after: What the nodes need before they can join (the networking add-ons).
             Default nothing.
+
+    Attributes:
+        trainium: The :class:`TrainiumNodeGroup` (also ``nodes``).
     """
+
+    kind = TRAINIUM
+    SHORT_NAME = "TrainiumNodes"
+    DESCRIPTION = "cdk-ml-platform: Trainium node group (EFA), separate from the cluster"
+    OUTPUT_DESCRIPTION = "Trainium managed node group"
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        settings: Settings,
+        settings: TrainiumSettings,
         cluster: eks.ICluster,
         trainium_subnet: ec2.ISubnet,
         training_nodes: ec2.ISecurityGroup,
         nodes_ready_after: Sequence[IDependable] = (),
         lustre_clients: ec2.ISecurityGroup | None = None,
+        node_ssm_access: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(scope, construct_id, **kwargs)
-        trn = settings.trainium
+        self._settings = settings
+        self._subnet = trainium_subnet
+        self._security_group = training_nodes
+        self._lustre_clients = lustre_clients
+        self._ssm_access = node_ssm_access
+        super().__init__(
+            scope, construct_id, cluster=cluster, nodes_ready_after=nodes_ready_after, **kwargs
+        )
+
+    def _node_group(self, cluster: eks.ICluster) -> TrainiumNodeGroup:
+        trn = self._settings
+        assert trn.min_nodes is not None  # TrainiumSettings.__post_init__ resolves the default
         placement_group = (
             ec2.PlacementGroup.from_placement_group_name(
                 self, "ReservationPlacementGroup", trn.placement_group
@@ -68,8 +142,8 @@ class TrainiumNodesStack(Stack):
             self,
             "Trainium",
             cluster=cluster,
-            subnet=trainium_subnet,
-            security_group=training_nodes,
+            subnet=self._subnet,
+            security_group=self._security_group,
             instance_type=trn.instance_type,
             min_size=trn.min_nodes,
             desired_size=trn.nodes,
@@ -78,48 +152,60 @@ class TrainiumNodesStack(Stack):
             capacity_reservation_id=trn.capacity_reservation_id or trn.capacity_block_id,
             capacity_block=trn.capacity_block_id is not None,
             placement_group=placement_group,
-            extra_security_groups=[lustre_clients] if lustre_clients is not None else [],
-            ssm_access=settings.cluster.node_ssm_access,
+            extra_security_groups=[self._lustre_clients] if self._lustre_clients else [],
+            ssm_access=self._ssm_access,
         )
-        if nodes_ready_after:
-            self.trainium.node_group.node.add_dependency(*nodes_ready_after)
+        return self.trainium
+
+    def _warn(self) -> None:
         from ml_platform.training.jobs import bert_problems  # torchx: only when needed
 
-        for problem in bert_problems(settings):
+        # bert_problems reads only the trainium section of the settings it is given.
+        for problem in bert_problems(Settings(trainium=self._settings)):
             Annotations.of(self).add_warning_v2(
                 BERT_NODES_WARNING,
                 f"{problem}. The node group deploys, but the BERT training manifests "
                 "(make synth, dist/k8s) are refused until it is fixed.",
             )
-        CfnOutput(
-            self,
-            "NodegroupName",
-            value=self.trainium.node_group.nodegroup_name,
-            description="Trainium managed node group",
-        )
 
 
-class GpuNodesStack(Stack):
+class GpuNodesStack(AcceleratorNodesStack):
     """The GPU node group of Triton on EKS (:class:`GpuNodeGroup`).
 
     Args:
-        settings: Platform settings (``triton_on_eks``). Required.
+        settings: The ``triton_on_eks`` settings. Required.
         cluster: The cluster. Required.
+        node_ssm_access: As for :class:`TrainiumNodesStack`. Default true.
         nodes_ready_after: As for :class:`TrainiumNodesStack`. Default nothing.
+
+    Attributes:
+        gpu: The :class:`GpuNodeGroup` (also ``nodes``).
     """
+
+    kind = GPU
+    SHORT_NAME = "GpuNodes"
+    DESCRIPTION = "cdk-ml-platform: GPU node group of Triton on EKS"
+    OUTPUT_DESCRIPTION = "GPU managed node group of Triton on EKS"
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        settings: Settings,
+        settings: TritonOnEksSettings,
         cluster: eks.ICluster,
         nodes_ready_after: Sequence[IDependable] = (),
+        node_ssm_access: bool = True,
         **kwargs: Any,
     ) -> None:
-        super().__init__(scope, construct_id, **kwargs)
-        triton = settings.triton_on_eks
+        self._settings = settings
+        self._ssm_access = node_ssm_access
+        super().__init__(
+            scope, construct_id, cluster=cluster, nodes_ready_after=nodes_ready_after, **kwargs
+        )
+
+    def _node_group(self, cluster: eks.ICluster) -> GpuNodeGroup:
+        triton = self._settings
         self.gpu = GpuNodeGroup(
             self,
             "Gpu",
@@ -129,13 +215,6 @@ class GpuNodesStack(Stack):
             min_nodes=triton.min_gpu_nodes,
             # Nothing grows the group (README "Serve the ensembles on EKS"): max = desired.
             max_nodes=triton.gpu_nodes,
-            ssm_access=settings.cluster.node_ssm_access,
+            ssm_access=self._ssm_access,
         )
-        if nodes_ready_after:
-            self.gpu.node_group.node.add_dependency(*nodes_ready_after)
-        CfnOutput(
-            self,
-            "NodegroupName",
-            value=self.gpu.node_group.nodegroup_name,
-            description="GPU managed node group of Triton on EKS",
-        )
+        return self.gpu

@@ -3,6 +3,7 @@ plugins, Volcano, the FSx volume). The accelerator node groups are in stacks of 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,17 +11,18 @@ import cdk8s
 from aws_cdk import Annotations, CfnOutput, Fn, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from ml_platform.config import Settings
+from ml_platform.config import ClusterSettings, Settings, TrainingSettings, TritonOnEksSettings
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.nag import acknowledge
 from ml_platform.constructs.triton_eks import TritonOnEks
-from ml_platform.image_pins import ImagePolicy, warn_tag_only
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
 from ml_platform.k8s_charts.network_policies import (
@@ -44,9 +46,40 @@ NO_CLUSTER_ADMIN_WARNING = "ml-platform:noClusterAdmin"
 VOLCANO_CHART_BY_VERSION_WARNING = "ml-platform:volcanoChartByVersion"
 
 
+@dataclass(frozen=True)
+class ClusterChartValues:
+    """What the cluster charts need from the settings besides the file system.
+
+    Attributes:
+        training: The ``training`` settings (namespace, Volcano queue).
+        trainium_instance_type: Instance type of the Trainium nodes (the device plugins'
+            node affinity).
+        fsx_storage_gib: The file system's size (the PersistentVolume's capacity).
+        region: The stack's region (the EFA device plugin's regional image).
+        images: Digests and mirrors of every image the cluster pulls. Default: none.
+    """
+
+    training: TrainingSettings
+    trainium_instance_type: str
+    fsx_storage_gib: int
+    region: str
+    images: ImagePolicy = DEFAULT_POLICY
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> ClusterChartValues:
+        """The values of the platform's settings."""
+        return cls(
+            training=settings.training,
+            trainium_instance_type=settings.trainium.instance_type,
+            fsx_storage_gib=settings.storage.fsx_storage_gib,
+            region=settings.env.region,
+            images=settings.image_policy,
+        )
+
+
 def cluster_charts(
     app: cdk8s.App,
-    settings: Settings,
+    settings: Settings | ClusterChartValues,
     *,
     file_system_id: str,
     file_system_dns_name: str,
@@ -55,19 +88,23 @@ def cluster_charts(
     """Every cdk8s chart the training cluster applies, built into ``app``.
 
     Takes plain values, so tests can build a token-free copy with placeholders for the file
-    system while the stack passes CDK tokens.
+    system while the stack passes CDK tokens. ``settings``: the platform's settings or just
+    the chart values.
     """
-    instance_types = [settings.trainium.instance_type]
-    images = settings.image_policy
+    values = (
+        ClusterChartValues.from_settings(settings) if isinstance(settings, Settings) else settings
+    )
+    instance_types = [values.trainium_instance_type]
+    images = values.images
     return {
         "Storage": TrainingStorageChart(
             app,
             "training-storage",
-            namespace=settings.training.namespace,
+            namespace=values.training.namespace,
             file_system_id=file_system_id,
             dns_name=file_system_dns_name,
             mount_name=file_system_mount_name,
-            storage_gib=settings.storage.fsx_storage_gib,
+            storage_gib=values.fsx_storage_gib,
         ),
         "NeuronPlugin": NeuronDevicePluginChart(
             app,
@@ -79,14 +116,32 @@ def cluster_charts(
             app,
             "efa-device-plugin",
             instance_types=instance_types,
-            image=images.resolve(efa_device_plugin_image(settings.env.region)),
+            image=images.resolve(efa_device_plugin_image(values.region)),
         ),
-        "VolcanoQueue": VolcanoQueueChart(app, "volcano-queue", queue=settings.training.queue),
+        "VolcanoQueue": VolcanoQueueChart(app, "volcano-queue", queue=values.training.queue),
         "TrainingNetworkPolicies": TrainingNetworkPolicyChart(
-            app, "training-network-policies", namespace=settings.training.namespace
+            app, "training-network-policies", namespace=values.training.namespace
         ),
         "SystemNetworkPolicies": SystemNetworkPolicyChart(app, "system-network-policies"),
     }
+
+
+@dataclass(frozen=True)
+class TritonValues:
+    """Triton on the cluster (:class:`TritonOnEks`): its settings and what it takes from
+    others.
+
+    Attributes:
+        settings: The ``triton_on_eks`` settings.
+        triton_version: Triton release (``inference.triton_version``).
+        model_prefix: Key prefix of the archives in the model bucket (``storage.model_prefix``).
+        model_bucket_arn_export: Export name of the model bucket's ARN (StorageStack).
+    """
+
+    settings: TritonOnEksSettings
+    triton_version: str
+    model_prefix: str
+    model_bucket_arn_export: str
 
 
 class TrainingClusterStack(Stack):
@@ -95,10 +150,10 @@ class TrainingClusterStack(Stack):
     :mod:`ml_platform.stacks.accelerators`.
 
     Args:
-        settings: All platform settings (cluster, trainium, training, storage, env). Required.
+        settings: The ``cluster`` settings. Required.
+        charts: What the cluster charts need from the other settings
+            (:meth:`ClusterChartValues.from_settings`). Required.
         vpc: The platform VPC. Required.
-        trainium_subnet: The private subnet of the Trainium AZ. Not used since the Trainium
-            nodes moved to ``TrainiumNodesStack``; kept so existing callers still work.
         training_nodes: Security group of the Trainium nodes' EFA interfaces. Required.
         file_system_id, file_system_dns_name, file_system_mount_name: The Lustre file system
             of StorageStack. Required.
@@ -107,9 +162,8 @@ class TrainingClusterStack(Stack):
             (besides the cluster security group), so the helper pods that run there
             (TensorBoard, the dataset copy) can mount the file system; nothing else in the
             cluster security group can. Default none.
-        model_bucket_arn_export: Export name of the model bucket's ARN (StorageStack). With
-            ``features.triton_on_eks`` on, Triton on the cluster serves archives from it.
-            Default none (no Triton on EKS).
+        triton: Triton on the cluster, serving archives from the model bucket
+            (``features.triton_on_eks``). Default none (no Triton on EKS).
         volcano_chart_dir: Folder of Volcano's chart as ``mlp charts fetch`` verified and
             unpacked it (``Chart.yaml`` at its root): deployed from the stack's asset bucket.
             Default none: the kubectl handler fetches the chart from the Helm repository by
@@ -121,21 +175,20 @@ class TrainingClusterStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        settings: Settings,
+        settings: ClusterSettings,
+        charts: ClusterChartValues,
         vpc: ec2.IVpc,
-        trainium_subnet: ec2.ISubnet,
         training_nodes: ec2.ISecurityGroup,
         file_system_id: str,
         file_system_dns_name: str,
         file_system_mount_name: str,
         lustre_clients: ec2.ISecurityGroup | None = None,
-        model_bucket_arn_export: str | None = None,
+        triton: TritonValues | None = None,
         volcano_chart_dir: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        cfg = settings.cluster
-        if cfg.admin_role_arn is None:
+        if settings.admin_role_arn is None:
             Annotations.of(self).add_warning_v2(
                 NO_CLUSTER_ADMIN_WARNING,
                 "cluster.admin_role_arn is not set: only the stack's kubectl provider can use "
@@ -143,7 +196,53 @@ class TrainingClusterStack(Stack):
                 "--admin-role-arn ARN` (or `--admin-role-mine`) to record an admin role, or set "
                 "cluster.admin_role_arn.",
             )
-        self.eks = TrainingEksCluster(
+        self.eks = self._cluster(settings, vpc, lustre_clients)
+        cluster = self.eks.cluster
+        self.addons = self._addons(settings)
+
+        # The Trainium and GPU node groups live in stacks of their own
+        # (ml_platform.stacks.accelerators): a capacity failure must not roll back the cluster.
+
+        # Kubernetes objects. Each chart is complete before it is attached (the manifest is
+        # captured at attach time); the file system values stay tokens until deploy.
+        self.charts = cluster_charts(
+            cdk8s.App(),
+            charts,
+            file_system_id=file_system_id,
+            file_system_dns_name=file_system_dns_name,
+            file_system_mount_name=file_system_mount_name,
+        )
+        self.manifests = {
+            name: cluster.add_cdk8s_chart(name, chart) for name, chart in self.charts.items()
+        }
+        images = charts.images
+        warn_tag_only(self.manifests["NeuronPlugin"], [NEURON_DEVICE_PLUGIN_IMAGE], images)
+        warn_tag_only(self.manifests["EfaPlugin"], [efa_device_plugin_image(charts.region)], images)
+        self.volcano = self._volcano(cluster, volcano_chart_dir, images)
+        warn_tag_only(self.volcano, VOLCANO_IMAGES.values(), images)
+        self._order_cluster_services()
+
+        self.triton: TritonOnEks | None = None
+        if triton is not None:
+            self.triton = self._triton(triton, images)
+
+        self.dashboard = TrainingDashboard(
+            self,
+            "Dashboard",
+            cluster_name=cluster.cluster_name,
+            namespace=charts.training.namespace,
+            file_system_ids=[file_system_id],
+            nat_gateway_ids=nat_gateway_ids(vpc) if isinstance(vpc, ec2.Vpc) else [],
+        )
+        self._outputs(settings.admin_role_arn)
+
+    def _cluster(
+        self,
+        cfg: ClusterSettings,
+        vpc: ec2.IVpc,
+        lustre_clients: ec2.ISecurityGroup | None,
+    ) -> TrainingEksCluster:
+        return TrainingEksCluster(
             self,
             "Cluster",
             vpc=vpc,
@@ -160,45 +259,26 @@ class TrainingClusterStack(Stack):
             system_node_security_groups=[lustre_clients] if lustre_clients is not None else [],
             node_ssm_access=cfg.node_ssm_access,
         )
-        cluster = self.eks.cluster
-        self.addons = PlatformAddons(
+
+    def _addons(self, cfg: ClusterSettings) -> PlatformAddons:
+        addons = PlatformAddons(
             self,
             "Addons",
-            cluster=cluster,
+            cluster=self.eks.cluster,
             kubernetes_version=cfg.kubernetes_version,
             nodes_ready=[self.eks.system_nodes],
             addon_versions=cfg.addon_versions,
             network_policy_mode=cfg.network_policy_mode,
         )
-        self.eks.system_nodes.node.add_dependency(*self.addons.node_dependents())
+        self.eks.system_nodes.node.add_dependency(*addons.node_dependents())
         # On a cluster deployed before the VPC CNI had its own role, the system node role loses
         # AmazonEKS_CNI_Policy only after the add-on (and its Pod Identity association) is
         # updated.
-        self.eks.system_nodes.role.node.add_dependency(self.addons.addons["vpc-cni"])
+        self.eks.system_nodes.role.node.add_dependency(addons.addons["vpc-cni"])
+        return addons
 
-        # The Trainium and GPU node groups live in stacks of their own
-        # (ml_platform.stacks.accelerators): a capacity failure must not roll back the cluster.
-
-        # Kubernetes objects. Each chart is complete before it is attached (the manifest is
-        # captured at attach time); the file system values stay tokens until deploy.
-        self.charts = cluster_charts(
-            cdk8s.App(),
-            settings,
-            file_system_id=file_system_id,
-            file_system_dns_name=file_system_dns_name,
-            file_system_mount_name=file_system_mount_name,
-        )
-        self.manifests = {
-            name: cluster.add_cdk8s_chart(name, chart) for name, chart in self.charts.items()
-        }
-        images = settings.image_policy
-        warn_tag_only(self.manifests["NeuronPlugin"], [NEURON_DEVICE_PLUGIN_IMAGE], images)
-        warn_tag_only(
-            self.manifests["EfaPlugin"], [efa_device_plugin_image(settings.env.region)], images
-        )
-
-        self.volcano = self._volcano(cluster, volcano_chart_dir, images)
-        warn_tag_only(self.volcano, VOLCANO_IMAGES.values(), images)
+    def _order_cluster_services(self) -> None:
+        """Create order between Volcano, the add-ons and the charts."""
         # Volcano's pods need the system nodes and DNS; the Queue needs Volcano's CRD and
         # admission webhook.
         self.volcano.node.add_dependency(self.eks.system_nodes, self.addons.addons["coredns"])
@@ -215,35 +295,28 @@ class TrainingClusterStack(Stack):
         for name in ("NeuronPlugin", "EfaPlugin"):
             self.manifests[name].node.add_dependency(system_policies)
 
-        self.triton = None
-        if settings.features.triton_on_eks and model_bucket_arn_export:
-            triton = settings.triton_on_eks
-            self.triton = TritonOnEks(
-                self,
-                "Triton",
-                cluster=cluster,
-                bucket=s3.Bucket.from_bucket_arn(
-                    self, "ModelBucket", Fn.import_value(model_bucket_arn_export)
-                ),
-                model_prefix=settings.storage.model_prefix,
-                archives=triton.archives,
-                pod_identity_agent=self.addons.addons["eks-pod-identity-agent"],
-                triton_version=settings.inference.triton_version,
-                gpu_instance_type=triton.gpu_instance_type,
-                gpu_nodes=triton.gpu_nodes,
-                replicas=triton.replicas,
-                gpu_node_group=False,  # GpuNodesStack
-                images=images,
-            )
-
-        self.dashboard = TrainingDashboard(
+    def _triton(self, triton: TritonValues, images: ImagePolicy) -> TritonOnEks:
+        cfg = triton.settings
+        return TritonOnEks(
             self,
-            "Dashboard",
-            cluster_name=cluster.cluster_name,
-            namespace=settings.training.namespace,
-            file_system_ids=[file_system_id],
-            nat_gateway_ids=nat_gateway_ids(vpc) if isinstance(vpc, ec2.Vpc) else [],
+            "Triton",
+            cluster=self.eks.cluster,
+            bucket=s3.Bucket.from_bucket_arn(
+                self, "ModelBucket", Fn.import_value(triton.model_bucket_arn_export)
+            ),
+            model_prefix=triton.model_prefix,
+            archives=cfg.archives,
+            pod_identity_agent=self.addons.addons["eks-pod-identity-agent"],
+            triton_version=triton.triton_version,
+            gpu_instance_type=cfg.gpu_instance_type,
+            gpu_nodes=cfg.gpu_nodes,
+            replicas=cfg.replicas,
+            gpu_node_group=False,  # GpuNodesStack
+            images=images,
         )
+
+    def _outputs(self, admin_role_arn: str | None) -> None:
+        cluster = self.eks.cluster
         CfnOutput(
             self,
             TRAINING_DASHBOARD_OUTPUT,
@@ -255,10 +328,10 @@ class TrainingClusterStack(Stack):
         CfnOutput(
             self,
             "KubectlRoleArn",
-            value=cluster.kubectl_provider.role.role_arn,
+            value=_kubectl_role(cluster).role_arn,
             description="Role of the stack's kubectl provider (cluster-admin)",
         )
-        kubeconfig_outputs(self, cluster.cluster_name, cfg.admin_role_arn)
+        kubeconfig_outputs(self, cluster.cluster_name, admin_role_arn)
 
     def _volcano(
         self, cluster: eks.ICluster, chart_dir: str | None, images: ImagePolicy
@@ -299,20 +372,29 @@ class TrainingClusterStack(Stack):
         asset = s3_assets.Asset(self, "VolcanoChart", path=chart_dir)
         chart = cluster.add_helm_chart("Volcano", chart_asset=asset, **common)
         objects = Stack.of(self).resolve(asset.bucket.arn_for_objects("*"))
+        kubectl_role = _kubectl_role(cluster)
         acknowledge(
-            cluster.kubectl_provider.role,
+            kubectl_role,
             f"AwsSolutions-IAM5[Resource::{objects}]",
             "aws-cdk's HelmChart grants the kubectl handler read on the CDK asset bucket's "
             "objects, to download the verified Volcano chart asset.",
         )
         for action in ("s3:GetObject*", "s3:GetBucket*", "s3:List*"):
             acknowledge(
-                cluster.kubectl_provider.role,
+                kubectl_role,
                 f"AwsSolutions-IAM5[Action::{action}]",
                 "Part of aws-cdk's read grant (Bucket.grantRead) on the CDK asset bucket, for "
                 "the verified Volcano chart asset.",
             )
         return chart
+
+
+def _kubectl_role(cluster: eks.ICluster) -> iam.IRole:
+    """The role of the cluster's kubectl provider (a cluster of this stack has one)."""
+    provider = cluster.kubectl_provider
+    if provider is None or provider.role is None:
+        raise ValueError(f"{cluster.node.path}: the cluster has no kubectl provider role")
+    return provider.role
 
 
 def kubeconfig_outputs(stack: Stack, cluster_name: str, admin_role_arn: str | None) -> None:

@@ -169,7 +169,7 @@ def _trainium_stack(trainium: dict):
     stack = TrainiumNodesStack(
         app,
         "Trn",
-        settings=Settings.from_context({"trainium": trainium}),
+        settings=Settings.from_context({"trainium": trainium}).trainium,
         cluster=cluster,
         trainium_subnet=vpc.private_subnets[0],
         training_nodes=ec2.SecurityGroup(base, "Efa", vpc=vpc),
