@@ -13,8 +13,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
 
-from ml_platform.constructs.eks_cluster import managed_policy_finding
-from ml_platform.constructs.nag import acknowledge
+from ml_platform.constructs.nag import acknowledge, managed_policy_finding
 from ml_platform.versions import addon_version
 
 # The VPC CNI enforces NetworkPolicies only with its network policy agent switched on, and in
@@ -252,9 +251,25 @@ class PlatformAddons(Construct):
             **ADDON_CONFIGURATION,
             "vpc-cni": vpc_cni_configuration(network_policy_mode),
         }
+        self.versions: dict[str, str | None] = self._pins(kubernetes_version, addon_versions)
+        pins = self.versions
+        self.addons: dict[str, eks.Addon] = {}
+        self._networking_addons(cluster, pins, configuration)
+        self._later_addons(cluster, pins)
+        agent = self.addons["eks-pod-identity-agent"]
+        if nodes_ready:
+            for late in (self.addons["coredns"], self.fsx_csi_driver.addon, self.cloudwatch.addon):
+                late.node.add_dependency(*nodes_ready)
+        for with_identity in (self.fsx_csi_driver.addon, self.cloudwatch.addon):
+            with_identity.node.add_dependency(agent)
+
+    def _pins(
+        self, kubernetes_version: str, addon_versions: Mapping[str, str] | None
+    ) -> dict[str, str | None]:
+        """The version of every add-on: its pin, or the override; warns on unpinned ones."""
         overrides = dict(addon_versions or {})
         try:
-            pins = {
+            pins: dict[str, str | None] = {
                 name: addon_version(name, kubernetes_version)
                 for name in (
                     *self.NETWORKING,
@@ -272,7 +287,6 @@ class PlatformAddons(Construct):
                 f"{sorted(pins)}"
             )
         pins.update(overrides)
-        self.versions: dict[str, str | None] = dict(pins)
         floating = sorted(name for name, version in pins.items() if version is None)
         if floating:
             # EKS picks its default build for the Kubernetes version when none is given, and
@@ -286,8 +300,15 @@ class PlatformAddons(Construct):
                 "publishes a new one. Pin each in addon_versions once `mlp addons` (EKS "
                 "DescribeAddonVersions) shows the build exists.",
             )
+        return pins
 
-        self.addons: dict[str, eks.Addon] = {}
+    def _networking_addons(
+        self,
+        cluster: eks.ICluster,
+        pins: Mapping[str, str | None],
+        configuration: Mapping[str, Mapping[str, object]],
+    ) -> None:
+        """vpc-cni (with its Pod Identity role), kube-proxy and the Pod Identity agent."""
         for name in self.NETWORKING:
             self.addons[name] = eks.Addon(
                 self,
@@ -319,6 +340,9 @@ class PlatformAddons(Construct):
             "The EKS user guide names this AWS-maintained policy for the VPC CNI and recommends "
             "a role of its own; it manages the ENIs and addresses of pods.",
         )
+
+    def _later_addons(self, cluster: eks.ICluster, pins: Mapping[str, str | None]) -> None:
+        """CoreDNS, and the FSx CSI driver and CloudWatch with their Pod Identity roles."""
         self.addons["coredns"] = eks.Addon(
             self, "Coredns", cluster=cluster, addon_name="coredns", addon_version=pins["coredns"]
         )
@@ -360,13 +384,6 @@ class PlatformAddons(Construct):
         )
         self.addons["aws-fsx-csi-driver"] = self.fsx_csi_driver.addon
         self.addons["amazon-cloudwatch-observability"] = self.cloudwatch.addon
-
-        agent = self.addons["eks-pod-identity-agent"]
-        if nodes_ready:
-            for late in (self.addons["coredns"], self.fsx_csi_driver.addon, self.cloudwatch.addon):
-                late.node.add_dependency(*nodes_ready)
-        for with_identity in (self.fsx_csi_driver.addon, self.cloudwatch.addon):
-            with_identity.node.add_dependency(agent)
 
     def node_dependents(self) -> list[IDependable]:
         """What node groups must wait for: the add-ons that make a node ready."""

@@ -39,6 +39,9 @@ from ml_platform.constructs._nodegroup import (
     hardened_launch_template as hardened_launch_template,
 )
 from ml_platform.constructs._nodegroup import (
+    launch_template_spec,
+)
+from ml_platform.constructs._nodegroup import (
     node_role_policies as node_role_policies,
 )
 from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
@@ -73,6 +76,53 @@ def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) 
     """The kubectl Lambda layer for ``kubernetes_version`` (a key of :data:`KUBECTL_LAYERS`)."""
     module, name = KUBECTL_LAYERS[kubernetes_version]
     return getattr(importlib.import_module(module), name)(scope, construct_id)
+
+
+def cluster_problems(
+    *,
+    support_type: str,
+    kubernetes_version: str,
+    endpoint_access: str,
+    public_access_cidrs: Sequence[str],
+    public_access_from_anywhere: bool,
+    system_nodes: int,
+) -> list[str]:
+    """What is wrong with these :class:`TrainingEksCluster` props (empty when nothing is)."""
+    cidrs = list(public_access_cidrs)
+    errors = []
+    if support_type not in EKS_SUPPORT_TYPES:
+        errors.append(f"support_type={support_type!r}: expected one of {list(EKS_SUPPORT_TYPES)}")
+    supported = sorted(set(KUBECTL_LAYERS) & set(EKS_VERSIONS) & set(EKS_ADDON_VERSIONS))
+    if kubernetes_version not in supported:
+        errors.append(f"kubernetes_version={kubernetes_version!r}: expected one of {supported}")
+    if endpoint_access not in ENDPOINT_ACCESS:
+        errors.append(
+            f"endpoint_access={endpoint_access!r}: expected one of {sorted(ENDPOINT_ACCESS)}"
+        )
+    if endpoint_access == "public_and_private" and not cidrs:
+        errors.append("public_access_cidrs=[]: expected at least one CIDR with a public endpoint")
+    if endpoint_access == "private" and cidrs:
+        errors.append(
+            f"public_access_cidrs={cidrs!r}: a private endpoint takes none (set "
+            "endpoint_access='public_and_private' to use them)"
+        )
+    for cidr in cidrs:
+        try:
+            net = ipaddress.ip_network(cidr)
+        except ValueError:
+            errors.append(f"public_access_cidrs: {cidr!r} is not a CIDR block")
+            continue
+        if net.prefixlen == 0 and not public_access_from_anywhere:
+            errors.append(
+                f"public_access_cidrs: {cidr!r} opens the Kubernetes API endpoint to the "
+                "whole internet; name your networks, use endpoint_access='private', or set "
+                "public_access_from_anywhere=True to state that choice"
+            )
+    if not SYSTEM_NODES[0] <= system_nodes <= SYSTEM_NODES[1]:
+        errors.append(
+            f"system_nodes={system_nodes}: expected {SYSTEM_NODES[0]} to {SYSTEM_NODES[1]}"
+        )
+    return errors
 
 
 def restrict_cluster_role_trust(cluster: eks.Cluster, cluster_name: str | None) -> None:
@@ -175,55 +225,18 @@ class TrainingEksCluster(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         cidrs = list(public_access_cidrs)
-        errors = []
-        if support_type not in EKS_SUPPORT_TYPES:
-            errors.append(
-                f"support_type={support_type!r}: expected one of {list(EKS_SUPPORT_TYPES)}"
-            )
-        supported = sorted(set(KUBECTL_LAYERS) & set(EKS_VERSIONS) & set(EKS_ADDON_VERSIONS))
-        if kubernetes_version not in supported:
-            errors.append(f"kubernetes_version={kubernetes_version!r}: expected one of {supported}")
-        if endpoint_access not in ENDPOINT_ACCESS:
-            errors.append(
-                f"endpoint_access={endpoint_access!r}: expected one of {sorted(ENDPOINT_ACCESS)}"
-            )
-        if endpoint_access == "public_and_private" and not cidrs:
-            errors.append(
-                "public_access_cidrs=[]: expected at least one CIDR with a public endpoint"
-            )
-        if endpoint_access == "private" and cidrs:
-            errors.append(
-                f"public_access_cidrs={cidrs!r}: a private endpoint takes none (set "
-                "endpoint_access='public_and_private' to use them)"
-            )
-        for cidr in cidrs:
-            try:
-                net = ipaddress.ip_network(cidr)
-            except ValueError:
-                errors.append(f"public_access_cidrs: {cidr!r} is not a CIDR block")
-                continue
-            if net.prefixlen == 0 and not public_access_from_anywhere:
-                errors.append(
-                    f"public_access_cidrs: {cidr!r} opens the Kubernetes API endpoint to the "
-                    "whole internet; name your networks, use endpoint_access='private', or set "
-                    "public_access_from_anywhere=True to state that choice"
-                )
-        if not SYSTEM_NODES[0] <= system_nodes <= SYSTEM_NODES[1]:
-            errors.append(
-                f"system_nodes={system_nodes}: expected {SYSTEM_NODES[0]} to {SYSTEM_NODES[1]}"
-            )
+        errors = cluster_problems(
+            support_type=support_type,
+            kubernetes_version=kubernetes_version,
+            endpoint_access=endpoint_access,
+            public_access_cidrs=cidrs,
+            public_access_from_anywhere=public_access_from_anywhere,
+            system_nodes=system_nodes,
+        )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
-        access = ENDPOINT_ACCESS[endpoint_access]
-        if endpoint_access == "public_and_private":
-            access = access.only_from(*cidrs)
-            if any(ipaddress.ip_network(c).prefixlen == 0 for c in cidrs):
-                Annotations.of(self).add_warning_v2(
-                    OPEN_TO_WORLD_WARNING,
-                    f"The EKS API endpoint of {self.node.path} is public to {cidrs}: set "
-                    "public_access_cidrs to your networks, or endpoint_access to 'private'.",
-                )
+        access = self._endpoint_access(endpoint_access, cidrs)
 
         self.secrets_key = kms.Key(
             self,
@@ -265,7 +278,33 @@ class TrainingEksCluster(Construct):
         if admin_role_arn is not None:
             self.admin_access = self.cluster.grant_cluster_admin("AdminAccess", admin_role_arn)
 
-        extra_groups = [g.security_group_id for g in system_node_security_groups]
+        self._system_node_group(
+            system_instance_type, system_nodes, system_node_security_groups, removal_policy
+        )
+        self._acknowledge_findings(node_ssm_access)
+
+    def _endpoint_access(self, endpoint_access: str, cidrs: list[str]) -> eks.EndpointAccess:
+        """The API endpoint's access, warning when a public one is open to the world."""
+        access = ENDPOINT_ACCESS[endpoint_access]
+        if endpoint_access == "public_and_private":
+            access = access.only_from(*cidrs)
+            if any(ipaddress.ip_network(c).prefixlen == 0 for c in cidrs):
+                Annotations.of(self).add_warning_v2(
+                    OPEN_TO_WORLD_WARNING,
+                    f"The EKS API endpoint of {self.node.path} is public to {cidrs}: set "
+                    "public_access_cidrs to your networks, or endpoint_access to 'private'.",
+                )
+        return access
+
+    def _system_node_group(
+        self,
+        instance_type: str,
+        nodes: int,
+        security_groups: Sequence[ec2.ISecurityGroup],
+        removal_policy: RemovalPolicy | None,
+    ) -> None:
+        """The system node group (``system_nodes``) and its launch template."""
+        extra_groups = [g.security_group_id for g in security_groups]
         self.system_launch_template = hardened_launch_template(
             self,
             "SystemLaunchTemplate",
@@ -279,19 +318,15 @@ class TrainingEksCluster(Construct):
             "SystemNodes",
             cluster=self.cluster,
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
-            instance_types=[ec2.InstanceType(system_instance_type)],
-            launch_template_spec=eks.LaunchTemplateSpec(
-                id=self.system_launch_template.ref,
-                version=self.system_launch_template.attr_latest_version_number,
-            ),
+            instance_types=[ec2.InstanceType(instance_type)],
+            launch_template_spec=launch_template_spec(self.system_launch_template),
             subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-            min_size=system_nodes,
-            desired_size=system_nodes,
-            max_size=system_nodes,
+            min_size=nodes,
+            desired_size=nodes,
+            max_size=nodes,
             labels={NODE_ROLE_LABEL: "system"},
             removal_policy=removal_policy,
         )
-        self._acknowledge_findings(node_ssm_access)
 
     def _acknowledge_findings(self, node_ssm_access: bool) -> None:
         """cdk-nag findings on roles and functions that aws-cdk or EKS dictate."""

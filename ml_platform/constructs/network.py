@@ -28,6 +28,29 @@ DATASET_BUCKET = "neuron-s3"
 jobs module is not imported here, it loads TorchX)."""
 
 
+def vpc_problems(
+    azs: Sequence[str], trainium_az: str, nat_gateways: int, flow_log_group_name: str | None
+) -> list[str]:
+    """What is wrong with these :class:`PlatformVpc` props (empty when nothing is)."""
+    errors = []
+    if len(azs) < 2:
+        errors.append(f"availability_zones={azs!r}: expected at least two AZs")
+    if not Token.is_unresolved(trainium_az) and trainium_az not in azs:
+        errors.append(f"trainium_az={trainium_az!r}: expected one of {azs!r}")
+    if not 1 <= nat_gateways <= max(len(azs), 1):
+        errors.append(f"nat_gateways={nat_gateways}: expected 1 to {len(azs)}")
+    if (
+        flow_log_group_name is not None
+        and not Token.is_unresolved(flow_log_group_name)
+        and not LOG_GROUP_NAME.fullmatch(flow_log_group_name)
+    ):
+        errors.append(
+            f"flow_log_group_name={flow_log_group_name!r}: expected 1 to 512 of "
+            "A-Z a-z 0-9 . - _ / #, not starting with 'aws/'"
+        )
+    return errors
+
+
 class PlatformVpc(Construct):
     """A VPC with public and private subnets in the given AZs, NAT, an S3 gateway endpoint and
     flow logs in a log group encrypted with its own rotating KMS key.
@@ -75,22 +98,7 @@ class PlatformVpc(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         azs = list(availability_zones)
-        errors = []
-        if len(azs) < 2:
-            errors.append(f"availability_zones={azs!r}: expected at least two AZs")
-        if not Token.is_unresolved(trainium_az) and trainium_az not in azs:
-            errors.append(f"trainium_az={trainium_az!r}: expected one of {azs!r}")
-        if not 1 <= nat_gateways <= max(len(azs), 1):
-            errors.append(f"nat_gateways={nat_gateways}: expected 1 to {len(azs)}")
-        if (
-            flow_log_group_name is not None
-            and not Token.is_unresolved(flow_log_group_name)
-            and not LOG_GROUP_NAME.fullmatch(flow_log_group_name)
-        ):
-            errors.append(
-                f"flow_log_group_name={flow_log_group_name!r}: expected 1 to 512 of "
-                "A-Z a-z 0-9 . - _ / #, not starting with 'aws/'"
-            )
+        errors = vpc_problems(azs, trainium_az, nat_gateways, flow_log_group_name)
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
 
@@ -125,6 +133,20 @@ class PlatformVpc(Construct):
             self.s3_endpoint.add_to_policy(statement)
         if restrict_default_security_group:
             _lint_restrict_default_sg_provider(stack)
+        self._flow_logs(stack, flow_log_retention, removal_policy, flow_log_group_name)
+        self.trainium_az = trainium_az
+        self.trainium_subnet: ec2.ISubnet = self.vpc.select_subnets(
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=[trainium_az]
+        ).subnets[0]
+
+    def _flow_logs(
+        self,
+        stack: Stack,
+        retention: logs.RetentionDays,
+        removal_policy: RemovalPolicy,
+        group_name: str | None,
+    ) -> None:
+        """Flow logs of all traffic into a log group encrypted with a key of its own."""
         self.flow_log_key = kms.Key(
             self,
             "FlowLogsKey",
@@ -132,7 +154,7 @@ class PlatformVpc(Construct):
             enable_key_rotation=True,
             removal_policy=removal_policy,
         )
-        self.flow_log_key.add_to_resource_policy(flow_log_key_statement(stack, flow_log_group_name))
+        self.flow_log_key.add_to_resource_policy(flow_log_key_statement(stack, group_name))
         # Associating the key with the existing group is an in-place update (KmsKeyId: "Update
         # requires: No interruption"). By default the group keeps its CloudFormation-made name:
         # naming it (LogGroupName: "Update requires: Replacement") would replace the group of
@@ -141,8 +163,8 @@ class PlatformVpc(Construct):
         self.flow_log_group = logs.LogGroup(
             self,
             "FlowLogs",
-            log_group_name=flow_log_group_name,
-            retention=flow_log_retention,
+            log_group_name=group_name,
+            retention=retention,
             encryption_key=self.flow_log_key,
             removal_policy=removal_policy,
         )
@@ -165,10 +187,6 @@ class PlatformVpc(Construct):
                 },
             },
         )
-        self.trainium_az = trainium_az
-        self.trainium_subnet: ec2.ISubnet = self.vpc.select_subnets(
-            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=[trainium_az]
-        ).subnets[0]
 
 
 AWS_OWNED_READ_BUCKETS = (
