@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -9,9 +10,14 @@ import aws_cdk as cdk
 from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
-from ml_platform.stack_outputs import TRAINING_CLUSTER_STACK, inference_stack_short
+from ml_platform.constructs.eks_cluster import as_icluster
+from ml_platform.stack_outputs import (
+    TRAINING_CLUSTER_STACK,
+    endpoint_groups,
+    inference_stack_short,
+)
 from ml_platform.stacks.accelerators import AcceleratorNodesStack, GpuNodesStack, TrainiumNodesStack
-from ml_platform.stacks.inference import InferenceStack, endpoint_groups, upload_role_name
+from ml_platform.stacks.inference import InferenceStack, upload_role_name
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
 from ml_platform.stacks.training_cluster import (
@@ -21,15 +27,24 @@ from ml_platform.stacks.training_cluster import (
 )
 
 
-class _AppContext:
-    """Read-only view of an app's context with the ``get`` the settings parser needs."""
+class _AppContext(Mapping[str, Any]):
+    """Read-only view of an app's context, as the settings parser reads it: a key whose value
+    is ``None`` (or that is not set) is missing."""
 
     def __init__(self, app: cdk.App) -> None:
         self._app = app
 
-    def get(self, key: str, default: Any = None) -> Any:
+    def __getitem__(self, key: str) -> Any:
         value = self._app.node.try_get_context(key)
-        return default if value is None else value
+        if value is None:
+            raise KeyError(key)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._app.node.get_all_context())
+
+    def __len__(self) -> int:
+        return len(self._app.node.get_all_context())
 
 
 def new_app(**kwargs: Any) -> cdk.App:
@@ -137,8 +152,8 @@ def build_platform(
         platform.inference = platform.inference_stacks[0]
     if settings.features.training_cluster:
         _add_training_cluster(platform, volcano_chart_dir, env)
-    for stack in platform.stacks:
-        cdk.Tags.of(stack).add("project", "cdk-ml-platform")
+    for each in platform.stacks:
+        cdk.Tags.of(each).add("project", "cdk-ml-platform")
     if settings.cost_annotations:
         annotate_costs(platform.stacks)
     if nag:
@@ -259,7 +274,7 @@ def _accelerator_stacks(
         stack = stack_class(
             platform.app,
             f"{settings.env.stack_prefix}-{stack_class.SHORT_NAME}",
-            cluster=cluster_stack.eks.cluster,
+            cluster=as_icluster(cluster_stack.eks.cluster),
             nodes_ready_after=cluster_stack.addons.node_dependents(),
             node_ssm_access=settings.cluster.node_ssm_access,
             env=env,

@@ -18,7 +18,7 @@ from aws_cdk import Aspects, CfnResource, IAspect, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import IConstruct
 
-_RULE_GROUP_FIELDS = {
+_RULE_GROUP_FIELDS: dict[type[CfnResource], tuple[str, str]] = {
     ec2.CfnSecurityGroupIngress: ("group_id", "source_security_group_id"),
     ec2.CfnSecurityGroupEgress: ("group_id", "destination_security_group_id"),
 }
@@ -45,10 +45,12 @@ class _RulesFirst:
 def security_group_rules(stack: Stack, group_ids: frozenset[str]) -> list[CfnResource]:
     """The ingress/egress rule resources of ``stack`` whose group, source or destination is
     one of ``group_ids`` (``security_group_id`` values, tokens included)."""
-    found = []
+    found: list[CfnResource] = []
     for construct in stack.node.find_all():
-        fields = _RULE_GROUP_FIELDS.get(type(construct))
-        if fields is None or Stack.of(construct) is not stack:
+        if not isinstance(construct, (ec2.CfnSecurityGroupIngress, ec2.CfnSecurityGroupEgress)):
+            continue
+        fields = _RULE_GROUP_FIELDS[type(construct)]
+        if Stack.of(construct) is not stack:
             continue
         if any(getattr(construct, f) in group_ids for f in fields):
             found.append(construct)

@@ -8,6 +8,7 @@ TrainingNodeSecurityGroup`, :class:`~ml_platform.constructs.trainium.TrainiumNod
 from __future__ import annotations
 
 import weakref
+from typing import cast
 
 from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
@@ -38,7 +39,7 @@ def allow_efa_within(group: ec2.ISecurityGroup) -> ec2.CfnSecurityGroupEgress:
     if isinstance(existing, ec2.CfnSecurityGroupEgress):
         return existing
     return ec2.CfnSecurityGroupEgress(
-        group,
+        cast(Construct, group),  # an ISecurityGroup is a construct; jsii types it IConstruct
         EFA_SELF_EGRESS_ID,
         group_id=group.security_group_id,
         ip_protocol="-1",

@@ -33,7 +33,7 @@ def vpc_cni_configuration(network_policy_mode: str = "strict") -> dict[str, obje
     }
 
 
-ADDON_CONFIGURATION = {
+ADDON_CONFIGURATION: dict[str, dict[str, object]] = {
     "vpc-cni": vpc_cni_configuration(),
     # The training dashboard reads Container Insights' enhanced-observability metrics,
     # Neuron and EFA included (namespace ContainerInsights). The add-on's chart already
@@ -247,7 +247,7 @@ class PlatformAddons(Construct):
                 f"{self.node.path}: network_policy_mode={network_policy_mode!r}: expected one of "
                 f"{list(NETWORK_POLICY_MODES)}"
             )
-        configuration = {
+        configuration: dict[str, dict[str, object]] = {
             **ADDON_CONFIGURATION,
             "vpc-cni": vpc_cni_configuration(network_policy_mode),
         }

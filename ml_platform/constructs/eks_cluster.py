@@ -8,13 +8,17 @@ import importlib
 import ipaddress
 import json
 from collections.abc import Sequence
+from typing import cast
 
 from aws_cdk import Annotations, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
+
+from ml_platform.constructs._l1 import default_child, find_child
 
 # Re-exported: the node-group building block's names that lived here (public module).
 from ml_platform.constructs._nodegroup import (
@@ -72,10 +76,22 @@ whose endpoint is publicly accessible, and a public endpoint open to 0.0.0.0/0 l
 IAM authentication between the internet and the Kubernetes API."""
 
 
-def kubectl_layer(scope: Construct, construct_id: str, kubernetes_version: str) -> Construct:
+def kubectl_layer(
+    scope: Construct, construct_id: str, kubernetes_version: str
+) -> lambda_.ILayerVersion:
     """The kubectl Lambda layer for ``kubernetes_version`` (a key of :data:`KUBECTL_LAYERS`)."""
     module, name = KUBECTL_LAYERS[kubernetes_version]
-    return getattr(importlib.import_module(module), name)(scope, construct_id)
+    layer: lambda_.ILayerVersion = getattr(importlib.import_module(module), name)(
+        scope, construct_id
+    )
+    return layer
+
+
+def as_icluster(cluster: eks.Cluster) -> eks.ICluster:
+    """``cluster`` typed as the ``ICluster`` it implements: aws-cdk's jsii Python stubs leave
+    the optional ``kubectl_provider_options`` of ``ICluster`` off the ``Cluster`` class, so a
+    type checker does not see that ``Cluster`` is one."""
+    return cast(eks.ICluster, cluster)
 
 
 def cluster_problems(
@@ -143,7 +159,7 @@ def restrict_cluster_role_trust(cluster: eks.Cluster, cluster_name: str | None) 
     cluster_arn = stack.format_arn(
         service="eks", resource="cluster", resource_name=cluster_name or "*"
     )
-    role = cluster.role.node.default_child
+    role = default_child(cluster.role, iam.CfnRole)
     role.add_property_override(
         "AssumeRolePolicyDocument.Statement.0.Condition",
         {
@@ -270,7 +286,7 @@ class TrainingEksCluster(Construct):
             removal_policy=removal_policy,
         )
         # eks_v2.Cluster has no prop for it: set it on the AWS::EKS::Cluster itself.
-        self.cluster.node.default_child.add_property_override(
+        default_child(self.cluster, eks.CfnCluster).add_property_override(
             "UpgradePolicy.SupportType", support_type
         )
         restrict_cluster_role_trust(self.cluster, cluster_name)
@@ -316,7 +332,7 @@ class TrainingEksCluster(Construct):
         self.system_nodes = eks.Nodegroup(
             self,
             "SystemNodes",
-            cluster=self.cluster,
+            cluster=as_icluster(self.cluster),
             ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
             instance_types=[ec2.InstanceType(instance_type)],
             launch_template_spec=launch_template_spec(self.system_launch_template),
@@ -340,7 +356,9 @@ class TrainingEksCluster(Construct):
 
         # The kubectl provider (aws-cdk's custom-resource handler and its framework function).
         provider = self.cluster.kubectl_provider
-        handler = provider.node.find_child("Handler")  # an aws_lambda.Function
+        if provider is None:  # eks_v2.Cluster always makes one
+            raise TypeError(f"{self.node.path}: the cluster has no kubectl provider")
+        handler = find_child(provider, "Handler", lambda_.Function)
         for policy, reason in (
             (
                 "service-role/AWSLambdaBasicExecutionRole",
@@ -360,7 +378,10 @@ class TrainingEksCluster(Construct):
         ):
             acknowledge(provider, managed_policy_finding(policy), reason)
         # aws-cdk adds ECR Public read access under a condition (partitions that have it).
-        for arn in Stack.of(handler).resolve(handler.role.node.default_child.managed_policy_arns):
+        if handler.role is None:  # a Function without a role cannot run
+            raise TypeError(f"{handler.node.path}: the kubectl handler has no role")
+        handler_role = default_child(handler.role, iam.CfnRole)
+        for arn in Stack.of(handler).resolve(handler_role.managed_policy_arns):
             if isinstance(arn, dict) and "Fn::If" in arn:
                 acknowledge(
                     provider,
@@ -374,9 +395,10 @@ class TrainingEksCluster(Construct):
         )
         # aws-cdk makes both provider functions depend on their role explicitly although the
         # role is already referenced; cfn-lint flags that (W3005) on these two resources only.
-        framework = provider.node.find_child("Provider").node.find_child("framework-onEvent")
+        framework_id = "framework-onEvent"
+        framework = find_child(provider.node.find_child("Provider"), framework_id, lambda_.Function)
         for function in (handler, framework):
-            function.node.default_child.add_metadata(
+            default_child(function, lambda_.CfnFunction).add_metadata(
                 "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
             )
         acknowledge(

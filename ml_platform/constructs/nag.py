@@ -19,7 +19,7 @@ def rendered_resource(scope: IConstruct, value: str) -> str:
 
 def _render(node: Any) -> str:
     if isinstance(node, str):
-        return node
+        return str(node)
     if isinstance(node, dict) and len(node) == 1:
         ((fn, arg),) = node.items()
         if fn == "Fn::GetAtt":
@@ -29,7 +29,7 @@ def _render(node: Any) -> str:
         if fn == "Fn::ImportValue":
             return _render(arg)
         if fn == "Fn::Join":
-            return arg[0].join(_render(part) for part in arg[1])
+            return str(arg[0]).join(_render(part) for part in arg[1])
     raise ValueError(f"cannot render {node!r} as cdk-nag does; acknowledge it explicitly")
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from aws_cdk import ArnFormat, Fn, RemovalPolicy, Stack, Token
+from aws_cdk import ArnFormat, CfnResource, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._security_groups import (
     EFA_SELF_DESCRIPTION as EFA_SELF_DESCRIPTION,
 )
@@ -128,7 +129,7 @@ class PlatformVpc(Construct):
             restrict_default_security_group=restrict_default_security_group,
         )
         stack = Stack.of(self)
-        self.s3_endpoint: ec2.GatewayVpcEndpoint = self.vpc.node.find_child("S3")
+        self.s3_endpoint = find_child(self.vpc, "S3", ec2.GatewayVpcEndpoint)
         for statement in s3_endpoint_statements(stack):
             self.s3_endpoint.add_to_policy(statement)
         if restrict_default_security_group:
@@ -176,7 +177,7 @@ class PlatformVpc(Construct):
         # Confused-deputy guard on the delivery role aws-cdk creates: only flow logs of this
         # account and region may assume it.
         # https://docs.aws.amazon.com/vpc/latest/userguide/flow-logs-iam-role.html
-        role = self.flow_log.node.find_child("IAMRole").node.default_child
+        role = default_child(find_child(self.flow_log, "IAMRole", iam.Role), iam.CfnRole)
         role.add_property_override(
             "AssumeRolePolicyDocument.Statement.0.Condition",
             {
@@ -267,7 +268,7 @@ def _lint_restrict_default_sg_provider(stack: Stack) -> None:
     explicitly although the role is referenced; cfn-lint flags that (W3005) on it only."""
     provider = stack.node.try_find_child("Custom::VpcRestrictDefaultSGCustomResourceProvider")
     handler = provider.node.try_find_child("Handler") if provider is not None else None
-    if handler is not None:
+    if isinstance(handler, CfnResource):
         handler.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
 
 

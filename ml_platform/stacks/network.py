@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
+from aws_cdk import CfnOutput, CfnResource, Stack
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ml_platform.config import LOG_RETENTION_DAYS, NetworkSettings
+from ml_platform.constructs._l1 import default_child
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
 from ml_platform.constructs.storage import RETAIN
 
@@ -48,7 +49,7 @@ class NetworkStack(Stack):
         self.training_nodes = TrainingNodeSecurityGroup(self, "TrainingNodes", vpc=self.vpc)
         if keep_trainium_subnet:
             for resource in (self.vpc, self.trainium_subnet):
-                resource.node.default_child.apply_removal_policy(RETAIN)
+                default_child(resource, CfnResource).apply_removal_policy(RETAIN)
         CfnOutput(self, "VpcId", value=self.vpc.vpc_id)
         CfnOutput(self, "TrainiumSubnetId", value=self.trainium_subnet.subnet_id)
 

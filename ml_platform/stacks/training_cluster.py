@@ -19,7 +19,7 @@ from constructs import Construct
 from ml_platform.config import ClusterSettings, Settings, TrainingSettings, TritonOnEksSettings
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
-from ml_platform.constructs.eks_cluster import TrainingEksCluster
+from ml_platform.constructs.eks_cluster import TrainingEksCluster, as_icluster
 from ml_platform.constructs.nag import acknowledge
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
@@ -197,7 +197,7 @@ class TrainingClusterStack(Stack):
                 "cluster.admin_role_arn.",
             )
         self.eks = self._cluster(settings, vpc, lustre_clients)
-        cluster = self.eks.cluster
+        cluster = as_icluster(self.eks.cluster)
         self.addons = self._addons(settings)
 
         # The Trainium and GPU node groups live in stacks of their own
@@ -264,7 +264,7 @@ class TrainingClusterStack(Stack):
         addons = PlatformAddons(
             self,
             "Addons",
-            cluster=self.eks.cluster,
+            cluster=as_icluster(self.eks.cluster),
             kubernetes_version=cfg.kubernetes_version,
             nodes_ready=[self.eks.system_nodes],
             addon_versions=cfg.addon_versions,
@@ -300,7 +300,7 @@ class TrainingClusterStack(Stack):
         return TritonOnEks(
             self,
             "Triton",
-            cluster=self.eks.cluster,
+            cluster=as_icluster(self.eks.cluster),
             bucket=s3.Bucket.from_bucket_arn(
                 self, "ModelBucket", Fn.import_value(triton.model_bucket_arn_export)
             ),
@@ -316,7 +316,7 @@ class TrainingClusterStack(Stack):
         )
 
     def _outputs(self, admin_role_arn: str | None) -> None:
-        cluster = self.eks.cluster
+        cluster = as_icluster(self.eks.cluster)
         CfnOutput(
             self,
             TRAINING_DASHBOARD_OUTPUT,
@@ -337,20 +337,18 @@ class TrainingClusterStack(Stack):
         self, cluster: eks.ICluster, chart_dir: str | None, images: ImagePolicy
     ) -> eks.HelmChart:
         """Volcano's Helm release, from the verified chart asset when there is one."""
-        common = dict(
-            release="volcano",
-            namespace=VOLCANO_NAMESPACE,
-            create_namespace=True,
-            values=volcano_helm_values(images=images),
-            wait=True,
-        )
+        values = volcano_helm_values(images=images)
         if chart_dir is None:
             chart = cluster.add_helm_chart(
                 "Volcano",
                 repository=VOLCANO_HELM_REPOSITORY,
                 chart=VOLCANO_HELM_CHART,
                 version=VOLCANO_HELM_CHART_VERSION,
-                **common,
+                release="volcano",
+                namespace=VOLCANO_NAMESPACE,
+                create_namespace=True,
+                values=values,
+                wait=True,
             )
             Annotations.of(chart).add_warning_v2(
                 VOLCANO_CHART_BY_VERSION_WARNING,
@@ -370,7 +368,15 @@ class TrainingClusterStack(Stack):
         # https://github.com/aws/aws-cdk/blob/main/packages/@aws-cdk/custom-resource-handlers/lib/aws-eks-v2/kubectl-handler/helm/__init__.py);
         # HelmChart grants the handler's role read on the asset bucket.
         asset = s3_assets.Asset(self, "VolcanoChart", path=chart_dir)
-        chart = cluster.add_helm_chart("Volcano", chart_asset=asset, **common)
+        chart = cluster.add_helm_chart(
+            "Volcano",
+            chart_asset=asset,
+            release="volcano",
+            namespace=VOLCANO_NAMESPACE,
+            create_namespace=True,
+            values=values,
+            wait=True,
+        )
         objects = Stack.of(self).resolve(asset.bucket.arn_for_objects("*"))
         kubectl_role = _kubectl_role(cluster)
         acknowledge(
