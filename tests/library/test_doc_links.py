@@ -78,6 +78,12 @@ def test_every_relative_link_resolves(page: Path) -> None:
     assert dead_links(page, ROOT) == []
 
 
+def test_the_readme_stays_a_guide() -> None:
+    """Issue 25: about 250 lines at most; reference material goes to docs/."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= 250, f"README.md has {lines} lines: move reference material into docs/"
+
+
 def test_the_readme_links_into_every_page_of_docs() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     linked = {m[1].partition("#")[0] for m in _LINK.finditer(_prose(readme))}
