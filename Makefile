@@ -92,10 +92,12 @@ bench-models: install-dev
 image: install
 	bash ml_platform/training/image.sh
 
-## API reference from the docstrings (pdoc) into docs/api/.
+## API reference from the docstrings (pdoc) of every public module of ml_platform into docs/api/
+## (not committed); fails on any pdoc warning (scripts/api_docs.py says why).
 docs: install-dev
 	# jsii starts its Node runtime at import, which pdoc refuses unless allowed.
-	PDOC_ALLOW_EXEC=1 $(PY) -m pdoc --docformat google --output-directory docs/api ml_platform.constructs ml_platform.app ml_platform.k8s_charts ml_platform.triton.archive_names
+	rm -rf docs/api
+	PDOC_ALLOW_EXEC=1 $(PY) scripts/api_docs.py docs/api ml_platform
 
 ## Build the sdist and wheel, install the wheel without extras into a fresh venv and
 ## synthesize every example app with it; prints the installed size.

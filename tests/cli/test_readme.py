@@ -1,7 +1,8 @@
-"""Issue 19 point 6: the README's `mlp` command lines parse with the CLI's own argument
-parser, and every archive name it mentions is one that ``mlp models package`` builds, in one
-of the naming forms the code uses (logical name, ``NAME@vXXXXXXXX``, ``<logical>-v<version>``
-file name), never the unversioned ``<logical>.tar.gz`` that no command writes any more."""
+"""Issue 19 point 6: the `mlp` command lines of the README and of docs/*.md parse with the
+CLI's own argument parser, and every archive name they mention is one that ``mlp models
+package`` builds, in one of the naming forms the code uses (logical name, ``NAME@vXXXXXXXX``,
+``<logical>-v<version>`` file name), never the unversioned ``<logical>.tar.gz`` that no
+command writes any more."""
 
 from __future__ import annotations
 
@@ -17,14 +18,16 @@ from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
 from ml_platform.triton.targets import GPU_TARGETS
 from tests.cli.support import REPO, write_inputs
 
-README = (REPO / "README.md").read_text(encoding="utf-8")
+# The README and every page of docs/ (docs/api/ is pdoc's HTML, not committed).
+DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS = {path.relative_to(REPO).as_posix(): path.read_text(encoding="utf-8") for path in DOC_FILES}
 _FENCE = re.compile(r"^```[a-z]*\n(.*?)^```", re.MULTILINE | re.DOTALL)
 
 
 def _code_lines() -> list[str]:
-    """Lines of the README's fenced blocks, continuation lines joined."""
+    """Lines of the fenced blocks of every page, continuation lines joined."""
     lines: list[str] = []
-    for block in _FENCE.findall(README):
+    for block in (b for text in DOCS.values() for b in _FENCE.findall(text)):
         pending = ""
         for line in block.splitlines():
             if line.rstrip().endswith("\\"):
@@ -52,7 +55,7 @@ def mlp_command_lines() -> list[str]:
 COMMANDS = mlp_command_lines()
 
 
-def test_the_readme_shows_the_commands():
+def test_the_docs_show_the_commands():
     verbs = {tuple(w for w in shlex.split(c)[1:4] if not w.startswith("-")) for c in COMMANDS}
     for expected in (
         ("azs",),
@@ -68,15 +71,15 @@ def test_the_readme_shows_the_commands():
 
 
 @pytest.mark.parametrize("line", COMMANDS)
-def test_every_mlp_line_of_the_readme_parses(line: str, monkeypatch):
+def test_every_mlp_line_of_the_docs_parses(line: str, monkeypatch):
     parser = build_parser()
 
     def error(self, message):  # argparse exits; say which line
-        raise AssertionError(f"README line {line!r}: {message}")
+        raise AssertionError(f"docs line {line!r}: {message}")
 
     monkeypatch.setattr(argparse.ArgumentParser, "error", error)
     args = parser.parse_args(shlex.split(line)[1:])
-    assert hasattr(args, "run"), f"README line {line!r} names no command"
+    assert hasattr(args, "run"), f"docs line {line!r} names no command"
 
 
 @pytest.fixture(scope="module")
@@ -98,33 +101,34 @@ def built_logical_names(tmp_path_factory) -> set[str]:
     return {spec.archive_filename.removesuffix(ARCHIVE_SUFFIX) for spec in specs}
 
 
-# An archive family name, then one of the suffixes the README may use.
+# An archive family name, then one of the suffixes the docs may use.
 _MENTION = re.compile(
     r"\b(?P<logical>model_(?:tf|trt|onnx)[a-z0-9_]*(?:<gpu>)?)"
     r"(?P<suffix>@v[0-9a-f]{8}|-v(?:[0-9a-f]{8}|<version>)\.tar\.gz|\.tar\.gz)?"
 )
 
 
-def test_every_archive_name_of_the_readme_is_built_by_mlp_models_package(built_logical_names):
+def test_every_archive_name_of_the_docs_is_built_by_mlp_models_package(built_logical_names):
     template = (
         {"model_trt_python_<gpu>"}
         if any(n.startswith("model_trt_python_") for n in built_logical_names)
         else set()
     )
     wrong = []
-    for match in _MENTION.finditer(README):
-        logical, suffix = match["logical"], match["suffix"] or ""
-        line = README.count("\n", 0, match.start()) + 1
-        if logical not in built_logical_names | template:
-            wrong.append(
-                f"line {line}: {match[0]!r}: no archive of that name is built "
-                f"(built: {sorted(built_logical_names)})"
-            )
-        elif suffix == ARCHIVE_SUFFIX:
-            wrong.append(
-                f"line {line}: {match[0]!r}: unversioned file name; write the logical "
-                f"name or {logical}-v<version>.tar.gz"
-            )
+    for name, text in DOCS.items():
+        for match in _MENTION.finditer(text):
+            logical, suffix = match["logical"], match["suffix"] or ""
+            where = f"{name}:{text.count(chr(10), 0, match.start()) + 1}"
+            if logical not in built_logical_names | template:
+                wrong.append(
+                    f"{where}: {match[0]!r}: no archive of that name is built "
+                    f"(built: {sorted(built_logical_names)})"
+                )
+            elif suffix == ARCHIVE_SUFFIX:
+                wrong.append(
+                    f"{where}: {match[0]!r}: unversioned file name; write the logical "
+                    f"name or {logical}-v<version>.tar.gz"
+                )
     assert not wrong, "\n".join(wrong)
 
 
@@ -136,4 +140,5 @@ def test_invoke_help_names_the_archive_invoke_calls(capsys):
     text = " ".join(capsys.readouterr().out.split())
     image, text_default = (a.removesuffix(ARCHIVE_SUFFIX) for a in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
     assert f"(default: {image} for --image, {text_default} for --text)" in text
-    assert f"default `--model {text_default}`" in " ".join(README.split())
+    runbook = " ".join(DOCS["docs/runbook.md"].split())
+    assert f"default `--model {text_default}`" in runbook

@@ -1085,9 +1085,9 @@ def test_annotate_costs_puts_the_estimate_on_each_stack(tmp_path):
     assert infos("Agnostic") == ["No cost estimate for Agnostic: the stack has no region"]
 
 
-def test_readme_shows_the_real_output_for_the_default_settings(synth, capsys):
-    readme = (ROOT / "README.md").read_text()
-    after = readme.split("Output of `make synth && mlp cost`", 1)[1]
+def test_cost_doc_shows_the_real_output_for_the_default_settings(synth, capsys):
+    page = (ROOT / "docs" / "cost.md").read_text()
+    after = page.split("Output of `make synth && mlp cost`", 1)[1]
     shown = after.split("```text\n", 1)[1].split("\n```", 1)[0]
     assert main(["cost", "--cdk-out", str(synth.outdir)]) == 0
     printed = capsys.readouterr().out
@@ -1102,7 +1102,7 @@ def test_readme_shows_the_real_output_for_the_default_settings(synth, capsys):
         ]
 
     assert priced(printed) == priced(shown), (
-        "README 'What it costs' is stale: paste the output of `make synth && mlp cost`"
+        "docs/cost.md is stale: paste the output of `make synth && mlp cost`"
     )
 
 
