@@ -78,41 +78,9 @@ def configure_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
 
 
 IMDS_HOP_LIMIT = 1
-"""IMDS response hop limit of every node: 1 keeps the node role (with its CNI and ECR
-policies) away from pods, whose packets cross one more hop. Pods that call AWS use EKS Pod
-Identity (the agent listens on the node's link-local 169.254.170.23, not IMDS), and the
-host-network daemons that do use IMDS (aws-node, kube-proxy, the Pod Identity agent, the
-CloudWatch agent) share the node's network namespace, so 1 hop is enough for them.
-https://docs.aws.amazon.com/eks/latest/best-practices/identity-and-access-management.html
-(Restrict access to the instance profile assigned to the worker node).
-
-The FSx CSI driver (EKS add-on ``aws-fsx-csi-driver``) under hop limit 1, read from
-kubernetes-sigs/aws-fsx-csi-driver at tag v1.9.0 (commit 0267bab6c628903ebe08d8eaedc444df1f3785d9;
-v1.5.0 to v1.8.0 are the same in these files):
-
-- Neither its node DaemonSet nor its controller Deployment uses the host network
-  (charts/aws-fsx-csi-driver/templates/node-daemonset.yaml, controller-deployment.yaml), so
-  IMDS does not answer them.
-- Both look up instance data only when ``AWS_REGION`` is unset (pkg/driver/node.go
-  newNodeService, pkg/driver/controller.go newControllerService): IMDS first, then the
-  Kubernetes API (pkg/cloud/metadata.go NewMetadataService), which reads the Node named by
-  ``CSI_NODE_NAME`` (set in both pods) and returns its instance ID and, for EC2 nodes, no
-  region (pkg/cloud/metadata_k8s.go metadataForEC2Node).
-- Node plugin: works. ``NodeGetInfo`` returns ``CSI_NODE_NAME`` without metadata, the region
-  is only logged, and a mount needs only the volume's ``dnsname``/``mountname`` attributes
-  (the node role has nodes get, clusterrole-csi-node.yaml).
-- Controller: starts (its service account may get nodes, controller-serviceaccount.yaml), with
-  an empty region, so every FSx call fails (pkg/cloud/cloud.go NewCloud sets the client's
-  region from it; the background DescribeFileSystems poll logs errors). The platform
-  provisions its file system statically (a PersistentVolume with the attributes; the
-  CSIDriver has attachRequired false), which makes no controller call, so nothing breaks.
-  Dynamic provisioning or resizing would need ``AWS_REGION`` in the controller (the chart's
-  ``controller.region``); EKS Pod Identity does not inject it
-  (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html). Whether the
-  add-on's configuration schema accepts ``controller.region`` is not public: check
-  ``aws eks describe-addon-configuration --addon-name aws-fsx-csi-driver`` before setting it.
-  Source: https://github.com/kubernetes-sigs/aws-fsx-csi-driver/tree/v1.9.0
-"""
+"""IMDS response hop limit of every node: 1 keeps the node role away from pods, whose packets
+cross one more hop. Why 1 is enough for the host-network daemons and what it means for the FSx
+CSI driver (with sources): docs/design.md, "IMDS hop limit 1"."""
 
 
 def launch_template_data(
