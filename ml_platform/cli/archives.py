@@ -155,7 +155,9 @@ def resolve(s3: Any, bucket: str, prefix: str, text: str) -> tuple[str, StoredAr
     if ref.version is not None:
         match = next((a for a in found if a.key == ref.key), None)
         if match is None:
-            have = ", ".join(sorted(a.ref.version for a in found if a.ref)) or "none"
+            have = (
+                ", ".join(sorted(a.ref.version for a in found if a.ref and a.ref.version)) or "none"
+            )
             raise CliError(
                 f"archive {text} not found under {where} (versions of {ref.logical} there: {have})"
             )

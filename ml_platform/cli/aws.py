@@ -38,9 +38,10 @@ class EndpointNotFound(CliError):
     """The SageMaker endpoint does not exist (in this account and region)."""
 
 
-def error_code(error: Exception) -> str:
+def error_code(error: BaseException | None) -> str:
     """The AWS error code of a botocore ``ClientError`` ('' for anything else)."""
-    return getattr(error, "response", {}).get("Error", {}).get("Code", "")
+    code: str = getattr(error, "response", {}).get("Error", {}).get("Code", "")
+    return code
 
 
 def error_message(error: Exception) -> str:

@@ -42,7 +42,9 @@ CHECKIP_URL = "https://checkip.amazonaws.com"
 """AWS's own what-is-my-address service: the caller's public IPv4 address and a newline."""
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "azs",
         parents=parents,
@@ -217,25 +219,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         NetworkSettings,
         Settings,
         SettingsError,
-        TrainiumSettings,
         deep_merge,
     )
 
-    ctx.check_cdk_json()
-    if not ctx.cdk_json.is_file():
-        raise CliError(
-            f"{ctx.cdk_json}: no such file (run in the project folder or pass --cdk-json)"
-        )
-    context = _read_json(ctx.cdk_json).get("context") or {}
-    if not isinstance(context, dict):
-        raise CliError(f"{ctx.cdk_json}: 'context' must be a JSON object")
-    base = _object(context.get(CONTEXT_KEY), str(ctx.cdk_json))
-    local_path = ctx.cdk_json.with_name("cdk.context.json")
-    local = _read_json(local_path) if local_path.is_file() else {}
-    # What synthesis sees today (cdk.context.json wins) gives this run's defaults. It is read
-    # without validation: wrong AZs are what this command is there to fix; the result is
-    # validated before it is written.
-    effective = _object(local.get(CONTEXT_KEY, base), str(local_path))
+    base, local_path, local, effective = _read_context(ctx)
     current_region = _setting(effective, "env", "region", EnvironmentSettings.region)
     current_azs = _setting(
         effective, "network", "availability_zones", list(NetworkSettings.availability_zones)
@@ -246,30 +233,8 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     problem = region_problem("env.region", region)
     if problem:  # before asking EC2 in a region that does not exist
         raise CliError(f"{ctx.cdk_json}: {problem} (or pass --region)")
-    instance_type = args.instance_type or _setting(
-        effective, "trainium", "instance_type", TrainiumSettings.instance_type
-    )
-    if instance_type not in TRAINIUM_INSTANCES:
-        given = "--instance-type" if args.instance_type else "trainium.instance_type"
-        raise CliError(
-            f"{given} {instance_type}: not a Trainium node type this platform runs; "
-            f"expected one of {', '.join(sorted(TRAINIUM_INSTANCES))}"
-        )
-    ec2 = ctx.client("ec2", region)
-    offered: set[str] = set()
-    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
-        LocationType="availability-zone-id",
-        Filters=[{"Name": "instance-type", "Values": [instance_type]}],
-    )
-    for page in pages:
-        offered.update(o["Location"] for o in page["InstanceTypeOfferings"])
-    zones = ec2.describe_availability_zones(
-        Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}]
-    )["AvailabilityZones"]
-    names_by_id = {z["ZoneId"]: z["ZoneName"] for z in zones if z.get("State") == "available"}
-    usable = sorted(i for i in offered if i in names_by_id)
-    if not usable:
-        raise CliError(f"{instance_type} is not offered in any available AZ of {region}")
+    instance_type = _instance_type(args, effective)
+    usable, names_by_id = _offering_azs(ctx.client("ec2", region), instance_type, region)
     if args.az_id and args.az_id not in usable:
         raise CliError(
             f"--az-id {args.az_id}: {instance_type} is offered in {region} only in "
@@ -280,18 +245,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     region_azs = sorted(names_by_id.values())
     identity = ctx.client("sts", region).get_caller_identity()
     account = identity["Account"]
-    admin_role, admin_note = args.admin_role_arn, "--admin-role-arn"
-    if args.admin_role_mine:
-        admin_role, admin_note = caller_role_arn(identity["Arn"], ctx.client("iam", region))
-    for source, values in (("cdk.json", base), (local_path.name, effective)):
-        configured = _setting(values, "cluster", "admin_role_arn", None)
-        if admin_role is None and not args.admin_role_mine and configured is not None:
-            admin_role, admin_note = configured, f"cluster.admin_role_arn of {source}"
-    if admin_role is None and not args.admin_role_mine:
-        raise CliError(
-            "name the cluster admin: --admin-role-arn ARN, or --admin-role-mine for the role of "
-            f"your credentials ({identity['Arn']}); nothing written"
-        )
+    admin_role, admin_note = _admin_role(ctx, args, identity, region, base, effective, local_path)
     cluster_keys = {
         **endpoint_settings(args),
         **({"admin_role_arn": admin_role} if admin_role else {}),
@@ -323,11 +277,108 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         + ", ".join(f"{i} ({names_by_id[i]})" for i in usable)
     )
     print(f"Trainium AZ: {az_id} -> {trainium_az}; VPC AZs: {', '.join(vpc_azs)}")
+    _print_access(admin_role, admin_note, new_object.get("cluster", {}))
+    text = json.dumps(updated, indent=2) + "\n"
+    if args.dry_run:
+        print(f"--dry-run: would write {local_path}:")
+        print(text, end="")
+        return 0
+    local_path.write_text(text)
+    print(f"wrote {local_path} (keys {az_key!r}, {CONTEXT_KEY!r})")
+    return 0
+
+
+def _read_context(ctx: Context) -> tuple[dict[str, Any], Path, dict[str, Any], dict[str, Any]]:
+    """The ``ml-platform`` object of cdk.json, the path and content of cdk.context.json,
+    and the object synthesis sees today (cdk.context.json's when it has one)."""
+    from ml_platform.config import CONTEXT_KEY
+
+    ctx.check_cdk_json()
+    if not ctx.cdk_json.is_file():
+        raise CliError(
+            f"{ctx.cdk_json}: no such file (run in the project folder or pass --cdk-json)"
+        )
+    context = _read_json(ctx.cdk_json).get("context") or {}
+    if not isinstance(context, dict):
+        raise CliError(f"{ctx.cdk_json}: 'context' must be a JSON object")
+    base = _object(context.get(CONTEXT_KEY), str(ctx.cdk_json))
+    local_path = ctx.cdk_json.with_name("cdk.context.json")
+    local = _read_json(local_path) if local_path.is_file() else {}
+    # What synthesis sees today (cdk.context.json wins) gives this run's defaults. It is read
+    # without validation: wrong AZs are what this command is there to fix; the result is
+    # validated before it is written.
+    effective = _object(local.get(CONTEXT_KEY, base), str(local_path))
+    return base, local_path, local, effective
+
+
+def _instance_type(args: argparse.Namespace, effective: dict[str, Any]) -> str:
+    """``--instance-type``, else the settings' ``trainium.instance_type``: a Trainium type."""
+    from ml_platform.config import TrainiumSettings
+
+    instance_type: str = args.instance_type or _setting(
+        effective, "trainium", "instance_type", TrainiumSettings.instance_type
+    )
+    if instance_type not in TRAINIUM_INSTANCES:
+        given = "--instance-type" if args.instance_type else "trainium.instance_type"
+        raise CliError(
+            f"{given} {instance_type}: not a Trainium node type this platform runs; "
+            f"expected one of {', '.join(sorted(TRAINIUM_INSTANCES))}"
+        )
+    return instance_type
+
+
+def _offering_azs(ec2: Any, instance_type: str, region: str) -> tuple[list[str], dict[str, str]]:
+    """The ids of the available AZs that offer ``instance_type`` (at least one), and the
+    name of every available AZ by id."""
+    offered: set[str] = set()
+    pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+        LocationType="availability-zone-id",
+        Filters=[{"Name": "instance-type", "Values": [instance_type]}],
+    )
+    for page in pages:
+        offered.update(o["Location"] for o in page["InstanceTypeOfferings"])
+    zones = ec2.describe_availability_zones(
+        Filters=[{"Name": "zone-type", "Values": ["availability-zone"]}]
+    )["AvailabilityZones"]
+    names_by_id = {z["ZoneId"]: z["ZoneName"] for z in zones if z.get("State") == "available"}
+    usable = sorted(i for i in offered if i in names_by_id)
+    if not usable:
+        raise CliError(f"{instance_type} is not offered in any available AZ of {region}")
+    return usable, names_by_id
+
+
+def _admin_role(
+    ctx: Context,
+    args: argparse.Namespace,
+    identity: dict[str, Any],
+    region: str,
+    base: dict[str, Any],
+    effective: dict[str, Any],
+    local_path: Path,
+) -> tuple[str | None, str]:
+    """The cluster admin role and where it comes from: ``--admin-role-arn``, the caller's
+    role (``--admin-role-mine``), or ``cluster.admin_role_arn`` already configured."""
+    admin_role, admin_note = args.admin_role_arn, "--admin-role-arn"
+    if args.admin_role_mine:
+        admin_role, admin_note = caller_role_arn(identity["Arn"], ctx.client("iam", region))
+    for source, values in (("cdk.json", base), (local_path.name, effective)):
+        configured = _setting(values, "cluster", "admin_role_arn", None)
+        if admin_role is None and not args.admin_role_mine and configured is not None:
+            admin_role, admin_note = configured, f"cluster.admin_role_arn of {source}"
+    if admin_role is None and not args.admin_role_mine:
+        raise CliError(
+            "name the cluster admin: --admin-role-arn ARN, or --admin-role-mine for the role of "
+            f"your credentials ({identity['Arn']}); nothing written"
+        )
+    return admin_role, admin_note
+
+
+def _print_access(admin_role: str | None, admin_note: str, cluster: dict[str, Any]) -> None:
+    """Who administers the cluster and from where its API endpoint is reachable."""
     if admin_role:
         print(f"cluster admin: {admin_role} ({admin_note})")
     else:
         print(f"cluster admin: none: {admin_note}")
-    cluster = new_object.get("cluster", {})
     if cluster.get("endpoint_access", "private") == "private":
         print(
             "API endpoint: private (reach it through Session Manager port forwarding, see the "
@@ -338,11 +389,3 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             f"API endpoint: public to {', '.join(cluster.get('public_access_cidrs', []))} "
             "and private"
         )
-    text = json.dumps(updated, indent=2) + "\n"
-    if args.dry_run:
-        print(f"--dry-run: would write {local_path}:")
-        print(text, end="")
-        return 0
-    local_path.write_text(text)
-    print(f"wrote {local_path} (keys {az_key!r}, {CONTEXT_KEY!r})")
-    return 0

@@ -31,7 +31,9 @@ from typing import Any
 from ml_platform.cli.aws import CliError, Context, doc_summary
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "capacity",
         parents=parents,

@@ -46,7 +46,9 @@ def volcano_chart_dir(project: Path) -> Path:
     return project / CHARTS_DIR / f"{VOLCANO_HELM_CHART}-{VOLCANO_HELM_CHART_VERSION}"
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     charts = sub.add_parser(
         "charts",
         help="fetch and verify the Helm charts the platform ships",
@@ -69,7 +71,7 @@ def _get(url: str, limit: int) -> bytes:
         raise CliError(f"{url}: expected an http(s) URL")
     try:
         with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
-            data = response.read(limit + 1)
+            data: bytes = response.read(limit + 1)
     except urllib.error.HTTPError as error:
         raise CliError(f"{url}: HTTP {error.code}") from None
     except (urllib.error.URLError, OSError) as error:

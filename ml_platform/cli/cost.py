@@ -14,12 +14,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ml_platform.cli.aws import CliError, Context, doc_summary
 
+if TYPE_CHECKING:
+    from ml_platform.pricing.estimate import MultiModelComparison, StackEstimate
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "cost",
         parents=parents,
@@ -105,73 +110,20 @@ def build_report(
     """Everything ``mlp cost`` prints, as data (``--json`` prints exactly this).
     ``archives_given``: the endpoint names of ``--archives``; each must be a multi-model
     endpoint of the assembly."""
-    from ml_platform.pricing import compare_multi_model, estimate_template, training_hourly
     from ml_platform.pricing.estimate import MULTI_MODEL_ASSUMPTION
-    from ml_platform.pricing.table import SAGEMAKER_HOSTING, aws_owned
+    from ml_platform.pricing.table import aws_owned
 
-    estimates = []
-    for stack in stacks:
-        where = region or stack.region
-        if where is None:
-            raise CliError(f"stack {stack.name} is environment-agnostic: pass --region")
-        estimates.append(
-            estimate_template(
-                stack.template,
-                stack=stack.name,
-                region=where,
-                table=table,
-                account=getattr(stack, "account", None),
-            )
-        )
-    comparisons, comparison_notes = [], []
-    multi_model: set[str] = set()
-    for estimate in estimates:
-        for item in estimate.items:
-            for variant in (item.endpoint or {}).get("variants", []):
-                if not variant.get("multi_model"):
-                    continue
-                name = item.endpoint.get("name") or item.logical_id
-                multi_model.add(name)
-                count = archives.get(name)
-                price = table.get(estimate.region, SAGEMAKER_HOSTING, variant["instance_type"])
-                if count is None:
-                    comparison_notes.append(f"{name}: archive count unknown (--archives {name}=N)")
-                elif price is None:
-                    comparison_notes.append(
-                        f"{name}: no price for {variant['instance_type']} in {estimate.region}"
-                    )
-                else:
-                    comparisons.append(
-                        compare_multi_model(
-                            name,
-                            variant["instance_type"],
-                            variant["initial_instances"],
-                            count,
-                            price,
-                        )
-                    )
-                    maximum = variant.get("max_instances")
-                    if maximum and maximum != variant["initial_instances"]:
-                        comparisons.append(
-                            compare_multi_model(
-                                name, variant["instance_type"], maximum, count, price, "maximum"
-                            )
-                        )
+    estimates = _estimates(stacks, table, region)
+    comparisons, comparison_notes, multi_model = _multi_model_comparisons(
+        estimates, table, archives
+    )
     unknown = sorted(set(archives_given) - multi_model)
     if unknown:
         raise CliError(
             f"--archives {', '.join(unknown)}: no such multi-model endpoint in the "
             f"synthesized stacks; expected one of {sorted(multi_model) or 'none'}"
         )
-    train_hourly, train_unknown = training_hourly(estimates)
-    training: dict[str, Any] = {
-        "node_groups": [i.logical_id for e in estimates for i in e.items if i.training],
-        "hourly_usd": round(train_hourly, 4),
-        "not_counted": [i.logical_id for i in train_unknown],
-    }
-    if training_hours is not None:
-        training["run_hours"] = training_hours
-        training["run_usd"] = round(train_hourly * training_hours, 2)
+    training = _training_summary(estimates, training_hours)
     total_h = sum(e.hourly for e in estimates)
     total_m = sum(e.monthly for e in estimates)
     incomplete = [i for e in estimates for i in e.incomplete]
@@ -205,6 +157,93 @@ def build_report(
         "training": training,
         "unclassified_types": sorted({t for e in estimates for t in e.unclassified_types()}),
     }
+
+
+def _estimates(stacks: list[Any], table: Any, region: str | None) -> list[StackEstimate]:
+    """The estimate of each stack, in ``region`` or the stack's own."""
+    from ml_platform.pricing import estimate_template
+
+    estimates = []
+    for stack in stacks:
+        where = region or stack.region
+        if where is None:
+            raise CliError(f"stack {stack.name} is environment-agnostic: pass --region")
+        estimates.append(
+            estimate_template(
+                stack.template,
+                stack=stack.name,
+                region=where,
+                table=table,
+                account=getattr(stack, "account", None),
+            )
+        )
+    return estimates
+
+
+def _multi_model_comparisons(
+    estimates: list[StackEstimate], table: Any, archives: dict[str, int]
+) -> tuple[list[MultiModelComparison], list[str], set[str]]:
+    """Multi-model endpoints against one endpoint per archive (at the initial and at the
+    maximum instance count), the notes on those that cannot be compared, and the names of
+    every multi-model endpoint."""
+    from ml_platform.pricing import compare_multi_model
+    from ml_platform.pricing.table import SAGEMAKER_HOSTING
+
+    comparisons: list[MultiModelComparison] = []
+    comparison_notes: list[str] = []
+    multi_model: set[str] = set()
+    for estimate in estimates:
+        for item in estimate.items:
+            endpoint = item.endpoint or {}
+            for variant in endpoint.get("variants", []):
+                if not variant.get("multi_model"):
+                    continue
+                name = endpoint.get("name") or item.logical_id
+                multi_model.add(name)
+                count = archives.get(name)
+                price = table.get(estimate.region, SAGEMAKER_HOSTING, variant["instance_type"])
+                if count is None:
+                    comparison_notes.append(f"{name}: archive count unknown (--archives {name}=N)")
+                elif price is None:
+                    comparison_notes.append(
+                        f"{name}: no price for {variant['instance_type']} in {estimate.region}"
+                    )
+                else:
+                    comparisons.append(
+                        compare_multi_model(
+                            name,
+                            variant["instance_type"],
+                            variant["initial_instances"],
+                            count,
+                            price,
+                        )
+                    )
+                    maximum = variant.get("max_instances")
+                    if maximum and maximum != variant["initial_instances"]:
+                        comparisons.append(
+                            compare_multi_model(
+                                name, variant["instance_type"], maximum, count, price, "maximum"
+                            )
+                        )
+    return comparisons, comparison_notes, multi_model
+
+
+def _training_summary(
+    estimates: list[StackEstimate], training_hours: float | None
+) -> dict[str, Any]:
+    """The training node groups' hourly cost, and a run's for ``training_hours``."""
+    from ml_platform.pricing import training_hourly
+
+    train_hourly, train_unknown = training_hourly(estimates)
+    training: dict[str, Any] = {
+        "node_groups": [i.logical_id for e in estimates for i in e.items if i.training],
+        "hourly_usd": round(train_hourly, 4),
+        "not_counted": [i.logical_id for i in train_unknown],
+    }
+    if training_hours is not None:
+        training["run_hours"] = training_hours
+        training["run_usd"] = round(train_hourly * training_hours, 2)
+    return training
 
 
 def _money(value: float | None) -> str:

@@ -51,7 +51,9 @@ _CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
 TIMEOUT = 30
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     images = sub.add_parser(
         "images",
         help="list the images the platform pulls; resolve their tags to digests",
@@ -149,7 +151,8 @@ def _bearer_token(challenge: str, fetch: Fetch) -> str | None:
     url = f"{realm}?{urllib.parse.urlencode(params)}" if params else realm
     with fetch(urllib.request.Request(url, headers={"Accept": "application/json"})) as response:
         body = json.loads(response.read().decode("utf-8"))
-    return body.get("token") or body.get("access_token")
+    token: str | None = body.get("token") or body.get("access_token")
+    return token
 
 
 def registry_digest(ref: ImageReference, base_url: str, fetch: Fetch = _open) -> str:
@@ -161,7 +164,7 @@ def registry_digest(ref: ImageReference, base_url: str, fetch: Fetch = _open) ->
         request = urllib.request.Request(url, method="HEAD", headers=headers)
         try:
             with fetch(request) as response:
-                digest = response.headers.get("Docker-Content-Digest", "")
+                digest: str = response.headers.get("Docker-Content-Digest", "")
                 break
         except urllib.error.HTTPError as error:
             challenge = error.headers.get("WWW-Authenticate", "") if error.headers else ""
@@ -200,7 +203,8 @@ def ecr_digest(ref: ImageReference, ecr: Any) -> str:
     if not images:
         reasons = [f.get("failureReason", "not found") for f in response.get("failures", [])]
         raise CliError(f"{ref}: ECR has no such tag ({'; '.join(reasons) or 'not found'})")
-    return images[0]["imageId"]["imageDigest"]
+    digest: str = images[0]["imageId"]["imageDigest"]
+    return digest
 
 
 def _endpoints(values: list[str]) -> dict[str, str]:

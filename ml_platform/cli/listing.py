@@ -23,7 +23,9 @@ from ml_platform.cli.archives import (
 from ml_platform.cli.aws import Context, doc_summary
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "list",
         parents=parents,

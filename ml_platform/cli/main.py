@@ -131,9 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return _fail("interrupted")
     except ModuleNotFoundError as error:
-        if args.debug or missing_extra(error) is None:
+        extra = missing_extra(error)
+        if args.debug or extra is None:
             raise
-        return _fail(missing_extra(error))
+        return _fail(extra)
     except Exception as error:
         if args.debug:
             raise

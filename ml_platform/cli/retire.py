@@ -38,7 +38,9 @@ from ml_platform.triton.archive_names import ArchiveRef, parse_key, parse_ref
 DEFAULT_MIN_SUPERSEDED_HOURS = 24.0
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "retire",
         parents=parents,

@@ -17,14 +17,20 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ml_platform.cli.aws import CliError, Context, doc_summary
+
+if TYPE_CHECKING:
+    from ml_platform.triton.standins import Prepared
 
 STATE_FILE = ".mlp-local-triton.json"
 ENV_VARIABLE = "MLP_TRITON_ENV"
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "serve",
         parents=parents,
@@ -58,11 +64,11 @@ def state_path(folder: Path) -> Path:
     return folder / STATE_FILE
 
 
-def read_state(folder: Path) -> dict:
+def read_state(folder: Path) -> dict[str, Any]:
     """What ``mlp models serve --local DIR`` wrote for ``mlp invoke --local DIR``."""
     path = state_path(folder)
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
+        state: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CliError(
             f"--local {folder}: no local server is serving it (start one with "
@@ -81,12 +87,13 @@ def read_state(folder: Path) -> dict:
 def _server_env_dir(args: argparse.Namespace) -> Path:
     from ml_platform.triton.local_server import DEFAULT_SERVER_ENV
 
-    if args.server_env is not None:
-        return args.server_env
+    server_env: Path | None = args.server_env
+    if server_env is not None:
+        return server_env
     return Path(os.environ.get(ENV_VARIABLE) or DEFAULT_SERVER_ENV)
 
 
-def _input_kind(prepared) -> str | None:
+def _input_kind(prepared: Prepared) -> str | None:
     """``"text"`` or ``"image"`` by the ensemble's first input (STRING or UINT8)."""
     if prepared.ensemble is None:
         return None
@@ -143,7 +150,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
     try:
-        loaded: dict[str, dict] = {}
+        loaded: dict[str, dict[str, Any]] = {}
         failures = 0
         for archive in archives:
             ready = prepare(

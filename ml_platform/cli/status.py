@@ -46,7 +46,9 @@ METRICS = (
 )
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "status",
         parents=parents,

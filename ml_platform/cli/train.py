@@ -39,7 +39,9 @@ POLL_S = 2.0
 DEFAULT_TIMEOUT_S = 300
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "train",
         parents=parents,
@@ -113,13 +115,14 @@ def _job(ctx: Context, args: argparse.Namespace) -> tuple[dict[str, Any], str]:
 
 def _read_job(custom: Any, namespace: str, name: str) -> dict[str, Any] | None:
     try:
-        return custom.get_namespaced_custom_object(
+        job: dict[str, Any] = custom.get_namespaced_custom_object(
             VOLCANO_GROUP, VOLCANO_VERSION, namespace, VOLCANO_PLURAL, name
         )
     except Exception as error:
         if _not_found(error):
             return None
         raise
+    return job
 
 
 def leftovers(custom: Any, core: Any, namespace: str, name: str) -> list[str]:

@@ -97,7 +97,9 @@ def gpu_target_problems(path: Path, settings: Any) -> list[str]:
     return problems + serving_problems(path.name, gpu, settings)
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
+) -> None:
     p = sub.add_parser(
         "upload",
         parents=parents,
@@ -409,7 +411,7 @@ class _HashingReader:
         self._digest = hashlib.sha256()
 
     def read(self, size: int = -1) -> bytes:
-        data = self._handle.read(size)
+        data: bytes = self._handle.read(size)
         self._digest.update(data)
         return data
 
@@ -458,7 +460,7 @@ def upload_archives(
             for future in futures:
                 future.exception()  # wait; failures are read from the outcomes below
     failed = next((o for o in outcomes if o.state == "failed"), None)
-    if failed is not None:
+    if failed is not None and failed.error is not None:  # a failed outcome carries its error
         from boto3.exceptions import S3UploadFailedError
         from botocore.exceptions import ClientError
 

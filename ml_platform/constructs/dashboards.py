@@ -22,7 +22,7 @@ Where each metric comes from:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -52,8 +52,10 @@ def dashboard_url(dashboard: cloudwatch.Dashboard) -> str:
     )
 
 
+# `**options: Any` below: keyword arguments passed through to a jsii class (GraphWidget,
+# Metric), whose own signature types and checks them.
 def _graph(
-    title: str, left: Sequence[cloudwatch.IMetric], **options: object
+    title: str, left: Sequence[cloudwatch.IMetric], **options: Any
 ) -> cloudwatch.GraphWidget:
     return cloudwatch.GraphWidget(
         title=title, left=list(left), width=WIDTH, height=HEIGHT, **options
@@ -221,7 +223,7 @@ class ClusterMetrics:
         metric_name: str,
         statistic: str,
         period: Duration = Duration.minutes(1),
-        **options: object,
+        **options: Any,
     ) -> cloudwatch.Metric:
         """A cluster-wide metric (dimension ClusterName)."""
         return cloudwatch.Metric(
@@ -276,11 +278,11 @@ class ClusterMetrics:
         )
 
     # Named metrics the training dashboard draws (users can take them for alarms).
-    def metric_node_count(self, **options: object) -> cloudwatch.Metric:
+    def metric_node_count(self, **options: Any) -> cloudwatch.Metric:
         """Worker nodes of the cluster (Maximum)."""
         return self.metric("cluster_node_count", "Maximum", **options)
 
-    def metric_failed_node_count(self, **options: object) -> cloudwatch.Metric:
+    def metric_failed_node_count(self, **options: Any) -> cloudwatch.Metric:
         """Nodes with a failing condition (Maximum)."""
         return self.metric("cluster_failed_node_count", "Maximum", **options)
 
@@ -290,7 +292,7 @@ def fsx_metric(
     metric_name: str,
     statistic: str = "Sum",
     period: Duration = Duration.minutes(1),
-    **options: object,
+    **options: Any,
 ) -> cloudwatch.Metric:
     """An FSx for Lustre file-system metric (``AWS/FSx``, dimension FileSystemId)."""
     return cloudwatch.Metric(
@@ -308,7 +310,7 @@ def nat_gateway_metric(
     metric_name: str,
     statistic: str = "Sum",
     period: Duration = Duration.minutes(1),
-    **options: object,
+    **options: Any,
 ) -> cloudwatch.Metric:
     """A NAT gateway metric (``AWS/NATGateway``, dimension NatGatewayId)."""
     return cloudwatch.Metric(
@@ -365,7 +367,10 @@ class TrainingDashboard(Construct):
         self.dashboard = cloudwatch.Dashboard(
             self, "Resource", dashboard_name=dashboard_name, default_interval=Duration.hours(6)
         )
-        node = lambda name, stat, label="": m.per_node(name, stat, p, label)  # noqa: E731
+
+        def node(name: str, stat: str, label: str = "") -> cloudwatch.MathExpression:
+            return m.per_node(name, stat, p, label)
+
         self.dashboard.add_widgets(
             _graph(
                 "Nodes: count and failed",
@@ -412,7 +417,10 @@ class TrainingDashboard(Construct):
             f"Container restarts per pod, namespace {namespace}",
             [m.per_pod("pod_number_of_container_restarts", "Maximum", namespace, p)],
         )
-        fsx = lambda name: [fsx_metric(i, name, "Sum", p) for i in file_system_ids]  # noqa: E731
+
+        def fsx(name: str) -> list[cloudwatch.IMetric]:
+            return [fsx_metric(i, name, "Sum", p) for i in file_system_ids]
+
         nat = [
             nat_gateway_metric(i, name, "Sum", p)
             for i in nat_gateway_ids

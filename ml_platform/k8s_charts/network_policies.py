@@ -60,7 +60,7 @@ gets no traffic, so each gets :class:`SystemNetworkPolicyChart`'s allow-all poli
 what standard mode gave them."""
 
 
-def _port(number, protocol="TCP"):
+def _port(number: int, protocol: str = "TCP") -> k8s.NetworkPolicyPort:
     return k8s.NetworkPolicyPort(port=k8s.IntOrString.from_number(number), protocol=protocol)
 
 
@@ -70,7 +70,7 @@ def _namespace(name: str) -> k8s.LabelSelector:
 
 def _policy(
     scope: Construct, construct_id: str, namespace: str, name: str, spec: k8s.NetworkPolicySpec
-):
+) -> k8s.KubeNetworkPolicy:
     return k8s.KubeNetworkPolicy(
         scope, construct_id, metadata=k8s.ObjectMeta(name=name, namespace=namespace), spec=spec
     )

@@ -119,22 +119,7 @@ class NeuronDevicePluginChart(cdk8s.Chart):
             self,
             "ClusterRole",
             metadata=meta,
-            rules=[
-                k8s.PolicyRule(
-                    api_groups=[""], resources=["nodes"], verbs=["get", "list", "watch"]
-                ),
-                k8s.PolicyRule(
-                    api_groups=[""], resources=["nodes/status"], verbs=["patch", "update"]
-                ),
-                k8s.PolicyRule(
-                    api_groups=[""],
-                    resources=["pods"],
-                    verbs=["get", "list", "watch", "update", "patch"],
-                ),
-                k8s.PolicyRule(api_groups=[""], resources=["events"], verbs=["create", "patch"]),
-                # Newer plugins read the kubelet's pod resources through the API server.
-                k8s.PolicyRule(api_groups=[""], resources=["nodes/proxy"], verbs=["get", "list"]),
-            ],
+            rules=_cluster_role_rules(),
         )
         self.cluster_role_binding = k8s.KubeClusterRoleBinding(
             self,
@@ -145,14 +130,6 @@ class NeuronDevicePluginChart(cdk8s.Chart):
             ),
             subjects=[k8s.Subject(kind="ServiceAccount", name=NAME, namespace=NAMESPACE)],
         )
-        host_paths = {
-            # kubelet's device-plugin sockets
-            "device-plugin": ("/var/lib/kubelet/device-plugins", False),
-            # the device map the Neuron runtime writes; not the rest of /run (sockets)
-            "infa-map": (INFA_MAP, True),
-            # the host's Neuron runtime and tools, read-only (chart: volume aws-config)
-            "aws-config": ("/opt/aws", True),
-        }
         self.daemon_set = k8s.KubeDaemonSet(
             self,
             "DaemonSet",
@@ -167,38 +144,7 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                         priority_class_name="system-node-critical",
                         tolerations=device_plugin_tolerations(),
                         affinity=instance_type_affinity(instance_types),
-                        containers=[
-                            k8s.Container(
-                                name=NAME,
-                                image=image,
-                                image_pull_policy="IfNotPresent",
-                                env=[
-                                    k8s.EnvVar(name="KUBECONFIG", value=KUBELET_KUBECONFIG),
-                                    k8s.EnvVar(
-                                        name="NODE_NAME",
-                                        value_from=k8s.EnvVarSource(
-                                            field_ref=k8s.ObjectFieldSelector(
-                                                field_path="spec.nodeName"
-                                            )
-                                        ),
-                                    ),
-                                ],
-                                resources=k8s.ResourceRequirements(
-                                    requests={
-                                        "cpu": k8s.Quantity.from_string("10m"),
-                                        "memory": k8s.Quantity.from_string("64Mi"),
-                                    }
-                                ),
-                                security_context=k8s.SecurityContext(
-                                    allow_privilege_escalation=False,
-                                    capabilities=k8s.Capabilities(drop=["ALL"]),
-                                ),
-                                volume_mounts=[
-                                    k8s.VolumeMount(name=n, mount_path=p, read_only=ro or None)
-                                    for n, (p, ro) in host_paths.items()
-                                ],
-                            )
-                        ],
+                        containers=[_plugin_container(image)],
                         volumes=[
                             k8s.Volume(
                                 name=n,
@@ -206,7 +152,7 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                                     path=p, type="File" if p == INFA_MAP else None
                                 ),
                             )
-                            for n, (p, _) in host_paths.items()
+                            for n, (p, _) in _HOST_PATHS.items()
                         ],
                     ),
                 ),
@@ -214,6 +160,65 @@ class NeuronDevicePluginChart(cdk8s.Chart):
         )
         self.pod_write_policy, self.pod_write_binding = pod_write_policy(self, labels)
         self.node_status_policy, self.node_status_binding = node_status_policy(self, labels)
+
+
+#: The plugin's host folders: volume name -> (host path, read-only).
+_HOST_PATHS = {
+    # kubelet's device-plugin sockets
+    "device-plugin": ("/var/lib/kubelet/device-plugins", False),
+    # the device map the Neuron runtime writes; not the rest of /run (sockets)
+    "infa-map": (INFA_MAP, True),
+    # the host's Neuron runtime and tools, read-only (chart: volume aws-config)
+    "aws-config": ("/opt/aws", True),
+}
+
+
+def _cluster_role_rules() -> list[k8s.PolicyRule]:
+    """What the device plugin reads and writes of nodes, pods and events."""
+    return [
+        k8s.PolicyRule(api_groups=[""], resources=["nodes"], verbs=["get", "list", "watch"]),
+        k8s.PolicyRule(api_groups=[""], resources=["nodes/status"], verbs=["patch", "update"]),
+        k8s.PolicyRule(
+            api_groups=[""],
+            resources=["pods"],
+            verbs=["get", "list", "watch", "update", "patch"],
+        ),
+        k8s.PolicyRule(api_groups=[""], resources=["events"], verbs=["create", "patch"]),
+        # Newer plugins read the kubelet's pod resources through the API server.
+        k8s.PolicyRule(api_groups=[""], resources=["nodes/proxy"], verbs=["get", "list"]),
+    ]
+
+
+def _plugin_container(image: str) -> k8s.Container:
+    """The device plugin: no capabilities, the kubelet's kubeconfig, the host folders."""
+    return k8s.Container(
+        name=NAME,
+        image=image,
+        image_pull_policy="IfNotPresent",
+        env=[
+            k8s.EnvVar(name="KUBECONFIG", value=KUBELET_KUBECONFIG),
+            k8s.EnvVar(
+                name="NODE_NAME",
+                value_from=k8s.EnvVarSource(
+                    field_ref=k8s.ObjectFieldSelector(field_path="spec.nodeName")
+                ),
+            ),
+        ],
+        resources=k8s.ResourceRequirements(
+            requests={
+                "cpu": k8s.Quantity.from_string("10m"),
+                "memory": k8s.Quantity.from_string("64Mi"),
+            }
+        ),
+        security_context=k8s.SecurityContext(
+            allow_privilege_escalation=False,
+            capabilities=k8s.Capabilities(drop=["ALL"]),
+        ),
+        volume_mounts=[
+            k8s.VolumeMount(name=n, mount_path=p, read_only=ro or None)
+            for n, (p, ro) in _HOST_PATHS.items()
+        ],
+    )
 
 
 def pod_write_policy(

@@ -157,78 +157,14 @@ class DatasetCopyChart(cdk8s.Chart):
                             seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
                         ),
                         init_containers=[
-                            k8s.Container(
-                                name="prepare",
-                                image=BUSYBOX_IMAGE,
-                                command=["/bin/sh", "-c"],
-                                args=[PREPARE_SCRIPT],
-                                env=[
-                                    k8s.EnvVar(name="DATASETS_DIR", value=DATASETS_DIR),
-                                    k8s.EnvVar(name="STAGING_DIR", value=STAGING_DIR),
-                                    k8s.EnvVar(name="HF_HOME", value=HF_CACHE_DIR),
-                                    k8s.EnvVar(name="DATASET_UID", value=str(DATASET_UID)),
-                                ],
-                                resources=resources("50m", "16Mi", "64Mi"),
-                                # Root, for the root-owned file system root only: mkdir as
-                                # its owner, chown with CAP_CHOWN, nothing else.
-                                security_context=k8s.SecurityContext(
-                                    allow_privilege_escalation=False,
-                                    capabilities=k8s.Capabilities(drop=["ALL"], add=["CHOWN"]),
-                                    read_only_root_filesystem=True,
-                                    run_as_non_root=False,
-                                    run_as_user=0,
-                                    run_as_group=0,
-                                ),
-                                volume_mounts=[mounts[0]],
-                            ),
-                            k8s.Container(
-                                name="download",
-                                image=AWS_CLI_IMAGE,
-                                command=["/bin/sh", "-c"],
-                                args=[DOWNLOAD_SCRIPT],
-                                env=[
-                                    *env,
-                                    k8s.EnvVar(name="AWS_REGION", value=region),
-                                    k8s.EnvVar(name="HOME", value="/tmp"),
-                                ],
-                                resources=resources("250m", "256Mi", "1Gi"),
-                                security_context=non_root,
-                                volume_mounts=mounts,
-                            ),
+                            _prepare_container(mounts[0]),
+                            _download_container(env, mounts, region, non_root),
                         ],
                         containers=[
                             *self._hf_seed(hf_seed_image, mounts, non_root),
-                            k8s.Container(
-                                name="extract",
-                                image=DATASET_TOOLS_IMAGE,
-                                command=["python3", "-I", f"{TOOLS_DIR}/dataset_extract.py"],
-                                env=[
-                                    *env,
-                                    k8s.EnvVar(name="DATASET_SHA256", value=dataset_sha256 or ""),
-                                ],
-                                resources=resources("500m", "256Mi", "1Gi"),
-                                security_context=non_root,
-                                volume_mounts=[
-                                    *mounts,
-                                    k8s.VolumeMount(
-                                        name="tools", mount_path=TOOLS_DIR, read_only=True
-                                    ),
-                                ],
-                            ),
+                            _extract_container(env, mounts, dataset_sha256, non_root),
                         ],
-                        volumes=[
-                            k8s.Volume(
-                                name="data",
-                                persistent_volume_claim=k8s.PersistentVolumeClaimVolumeSource(
-                                    claim_name=FSX_CLAIM
-                                ),
-                            ),
-                            k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
-                            k8s.Volume(
-                                name="tools",
-                                config_map=k8s.ConfigMapVolumeSource(name=TOOLS_CONFIGMAP),
-                            ),
-                        ],
+                        volumes=_volumes(),
                     ),
                 ),
             ),
@@ -255,3 +191,93 @@ class DatasetCopyChart(cdk8s.Chart):
                 volume_mounts=mounts,
             )
         ]
+
+
+def _prepare_container(data: k8s.VolumeMount) -> k8s.Container:
+    """Creates the dataset, staging and Hugging Face folders on FSx, owned by the Job's user."""
+    return k8s.Container(
+        name="prepare",
+        image=BUSYBOX_IMAGE,
+        command=["/bin/sh", "-c"],
+        args=[PREPARE_SCRIPT],
+        env=[
+            k8s.EnvVar(name="DATASETS_DIR", value=DATASETS_DIR),
+            k8s.EnvVar(name="STAGING_DIR", value=STAGING_DIR),
+            k8s.EnvVar(name="HF_HOME", value=HF_CACHE_DIR),
+            k8s.EnvVar(name="DATASET_UID", value=str(DATASET_UID)),
+        ],
+        resources=resources("50m", "16Mi", "64Mi"),
+        # Root, for the root-owned file system root only: mkdir as its owner, chown with
+        # CAP_CHOWN, nothing else.
+        security_context=k8s.SecurityContext(
+            allow_privilege_escalation=False,
+            capabilities=k8s.Capabilities(drop=["ALL"], add=["CHOWN"]),
+            read_only_root_filesystem=True,
+            run_as_non_root=False,
+            run_as_user=0,
+            run_as_group=0,
+        ),
+        volume_mounts=[data],
+    )
+
+
+def _download_container(
+    env: list[k8s.EnvVar],
+    mounts: list[k8s.VolumeMount],
+    region: str,
+    security: k8s.SecurityContext,
+) -> k8s.Container:
+    """Downloads the dataset tarball to the staging folder with the AWS CLI."""
+    return k8s.Container(
+        name="download",
+        image=AWS_CLI_IMAGE,
+        command=["/bin/sh", "-c"],
+        args=[DOWNLOAD_SCRIPT],
+        env=[
+            *env,
+            k8s.EnvVar(name="AWS_REGION", value=region),
+            k8s.EnvVar(name="HOME", value="/tmp"),
+        ],
+        resources=resources("250m", "256Mi", "1Gi"),
+        security_context=security,
+        volume_mounts=mounts,
+    )
+
+
+def _extract_container(
+    env: list[k8s.EnvVar],
+    mounts: list[k8s.VolumeMount],
+    dataset_sha256: str | None,
+    security: k8s.SecurityContext,
+) -> k8s.Container:
+    """Checks and unpacks the tarball with ``dataset_extract.py`` from the tools ConfigMap."""
+    return k8s.Container(
+        name="extract",
+        image=DATASET_TOOLS_IMAGE,
+        command=["python3", "-I", f"{TOOLS_DIR}/dataset_extract.py"],
+        env=[
+            *env,
+            k8s.EnvVar(name="DATASET_SHA256", value=dataset_sha256 or ""),
+        ],
+        resources=resources("500m", "256Mi", "1Gi"),
+        security_context=security,
+        volume_mounts=[
+            *mounts,
+            k8s.VolumeMount(name="tools", mount_path=TOOLS_DIR, read_only=True),
+        ],
+    )
+
+
+def _volumes() -> list[k8s.Volume]:
+    """The FSx claim (``data``), scratch space (``tmp``) and the tools ConfigMap."""
+    return [
+        k8s.Volume(
+            name="data",
+            persistent_volume_claim=k8s.PersistentVolumeClaimVolumeSource(claim_name=FSX_CLAIM),
+        ),
+        k8s.Volume(name="tmp", empty_dir=k8s.EmptyDirVolumeSource()),
+        k8s.Volume(
+            name="tools",
+            config_map=k8s.ConfigMapVolumeSource(name=TOOLS_CONFIGMAP),
+        ),
+    ]

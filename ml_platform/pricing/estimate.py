@@ -18,7 +18,7 @@ platform's synthesized templates.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -386,7 +386,9 @@ EKS_DEFAULT_SUPPORT_TYPE = "EXTENDED"
 _EKS_VERSIONS_PAGE = "https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html"
 
 
-def _eks_cluster(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _eks_cluster(
+    t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]
+) -> LineItem:
     policy = props.get("UpgradePolicy") or {}
     stated = policy.get("SupportType")
     support = str(t.resolve(stated)) if stated is not None else EKS_DEFAULT_SUPPORT_TYPE
@@ -421,7 +423,9 @@ def _eks_cluster(t: _Template, table: PriceTable, item: LineItem, props: Mapping
     return _hourly_item(item, standard, 1, f"{EKS_CLUSTER} in {t.region}")
 
 
-def _launch_template(t: _Template, props: Mapping) -> tuple[str, Mapping] | None:
+def _launch_template(
+    t: _Template, props: Mapping[str, Any]
+) -> tuple[str, Mapping[str, Any]] | None:
     """The launch template a node group names (its logical id and data), if it names one."""
     spec = props.get("LaunchTemplate")
     if not spec:
@@ -442,7 +446,7 @@ def _launch_template(t: _Template, props: Mapping) -> tuple[str, Mapping] | None
     return template_id, t.props(template_id).get("LaunchTemplateData", {}) or {}
 
 
-def _nodegroup_instance_types(t: _Template, props: Mapping) -> list[str]:
+def _nodegroup_instance_types(t: _Template, props: Mapping[str, Any]) -> list[str]:
     if props.get("InstanceTypes"):
         types = t.resolve(props["InstanceTypes"])
         if all(isinstance(x, str) and "{" not in x for x in types):
@@ -455,7 +459,9 @@ def _nodegroup_instance_types(t: _Template, props: Mapping) -> list[str]:
     return [_string(t, data.get("InstanceType"), f"{template_id}.InstanceType")]
 
 
-def _gp3_monthly(t: _Template, table: PriceTable, ebs: Mapping) -> tuple[float, str, list[Price]]:
+def _gp3_monthly(
+    t: _Template, table: PriceTable, ebs: Mapping[str, Any]
+) -> tuple[float, str, list[Price]]:
     """Monthly price of one gp3 volume, its description and the prices used."""
     size = _number(t, ebs.get("VolumeSize"), "VolumeSize")
     iops = _number(t, ebs.get("Iops"), "Iops") if ebs.get("Iops") is not None else GP3_BASELINE_IOPS
@@ -486,7 +492,7 @@ def _nodegroup_volumes(
     t: _Template,
     table: PriceTable,
     nodegroup: LineItem,
-    props: Mapping,
+    props: Mapping[str, Any],
     desired: float,
     maximum: float,
 ) -> LineItem:
@@ -544,7 +550,9 @@ def _nodegroup_volumes(
     return item
 
 
-def _nodegroup(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> list[LineItem]:
+def _nodegroup(
+    t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]
+) -> list[LineItem]:
     scaling = props.get("ScalingConfig") or {}
     types = _nodegroup_instance_types(t, props)
     desired = _number(t, scaling.get("DesiredSize"), "ScalingConfig.DesiredSize")
@@ -562,7 +570,7 @@ def _nodegroup(t: _Template, table: PriceTable, item: LineItem, props: Mapping) 
         item.status, item.reason = MISSING, f"no {EC2} price for {', '.join(absent)} in {t.region}"
         return [item, volumes]
     # With several instance types the bill depends on which launch: count the dearest.
-    price = max(prices, key=lambda p: p.usd)
+    price = max((p for p in prices if p is not None), key=lambda p: p.usd)
     notes = []
     if len(types) > 1:
         notes.append(f"priced at the dearest of {len(types)} instance types")
@@ -573,7 +581,7 @@ def _nodegroup(t: _Template, table: PriceTable, item: LineItem, props: Mapping) 
     return [_hourly_item(item, price, desired, "", maximum), volumes]
 
 
-def _endpoint_config(t: _Template, props: Mapping) -> tuple[str, Mapping]:
+def _endpoint_config(t: _Template, props: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
     ref = props.get("EndpointConfigName")
     config_id = t.referenced(ref) if ref is not None else None
     if config_id is None and ref is not None:
@@ -621,7 +629,9 @@ def _is_multi_model(t: _Template, model_ref: Any) -> bool:
     return any((c or {}).get("Mode") == "MultiModel" for c in containers)
 
 
-def _endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _endpoint(
+    t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]
+) -> LineItem:
     _, config = _endpoint_config(t, props)
     try:
         name = _string(t, props.get("EndpointName"), "EndpointName")
@@ -679,7 +689,9 @@ def _endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -
     return item
 
 
-def _file_system(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _file_system(
+    t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]
+) -> LineItem:
     fs_type = _string(t, props.get("FileSystemType"), "FileSystemType")
     lustre = props.get("LustreConfiguration") or {}
     deployment = str(t.resolve(lustre.get("DeploymentType", "SCRATCH_1")))
@@ -703,21 +715,25 @@ def _file_system(t: _Template, table: PriceTable, item: LineItem, props: Mapping
     return item
 
 
-def _nat_gateway(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _nat_gateway(
+    t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]
+) -> LineItem:
     item.description = "NAT gateway (data processing bills by use)"
     return _hourly_item(
         item, table.get(t.region, NAT_GATEWAY, "hour"), 1, f"{NAT_GATEWAY} in {t.region}"
     )
 
 
-def _eip(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _eip(t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]) -> LineItem:
     item.description = "public IPv4 address"
     return _hourly_item(
         item, table.get(t.region, PUBLIC_IPV4, "hour"), 1, f"{PUBLIC_IPV4} in {t.region}"
     )
 
 
-def _vpc_endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _vpc_endpoint(
+    t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]
+) -> LineItem:
     kind = str(t.resolve(props.get("VpcEndpointType", "Gateway")))
     # The type decides the charge; the service name only labels the line.
     try:
@@ -747,7 +763,7 @@ def _vpc_endpoint(t: _Template, table: PriceTable, item: LineItem, props: Mappin
 # --- fixed monthly fees (the per-request part bills by use) ---------------------------------
 
 
-def _kms_key(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _kms_key(t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]) -> LineItem:
     item.description = "KMS customer managed key"
     notes = ["requests bill by use"]
     if t.resolve(props.get("EnableKeyRotation")) in (True, "true"):
@@ -757,7 +773,7 @@ def _kms_key(t: _Template, table: PriceTable, item: LineItem, props: Mapping) ->
     return _monthly_item(item, price, 1, table.missing_reason(t.region, KMS_KEY, "month"))
 
 
-def _alarm(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _alarm(t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]) -> LineItem:
     # Alarms bill per metric they evaluate: one for a metric alarm, one per MetricStat of a
     # metric-math alarm; a period under 60 s is high resolution
     # (https://aws.amazon.com/cloudwatch/pricing/, Alarms).
@@ -779,7 +795,9 @@ def _alarm(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> L
     )
 
 
-def _metric_filter(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _metric_filter(
+    t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]
+) -> LineItem:
     transformations = t.resolve(props.get("MetricTransformations") or [])
     count = len(transformations)
     item.description = f"metric filter publishing {count} custom metric{'s' * (count != 1)}"
@@ -795,7 +813,9 @@ def _metric_filter(t: _Template, table: PriceTable, item: LineItem, props: Mappi
     )
 
 
-def _dashboard(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _dashboard(
+    t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]
+) -> LineItem:
     item.description = "CloudWatch dashboard"
     item.reason = "the first 3 dashboards of an account are free"
     return _monthly_item(
@@ -806,7 +826,7 @@ def _dashboard(t: _Template, table: PriceTable, item: LineItem, props: Mapping) 
     )
 
 
-def _secret(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> LineItem:
+def _secret(t: _Template, table: PriceTable, item: LineItem, props: Mapping[str, Any]) -> LineItem:
     item.description = "Secrets Manager secret"
     item.reason = "API calls bill by use"
     return _monthly_item(
@@ -817,7 +837,10 @@ def _secret(t: _Template, table: PriceTable, item: LineItem, props: Mapping) -> 
     )
 
 
-HANDLERS = {
+#: How one resource type is priced: its line item (or several) from the resource's properties.
+_Handler = Callable[[_Template, PriceTable, LineItem, Mapping[str, Any]], LineItem | list[LineItem]]
+
+HANDLERS: dict[str, _Handler] = {
     "AWS::EKS::Cluster": _eks_cluster,
     "AWS::EKS::Nodegroup": _nodegroup,
     "AWS::SageMaker::Endpoint": _endpoint,

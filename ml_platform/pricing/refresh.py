@@ -118,7 +118,19 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
     ml = set(SAGEMAKER_MME_GPU_INSTANCES)
     for name in instance_types:
         (ml if name.startswith("ml.") else ec2).add(name)
-    out = [_ec2(x) for x in sorted(ec2)] + [_sagemaker(x) for x in sorted(ml)]
+    return [
+        *(_ec2(x) for x in sorted(ec2)),
+        *(_sagemaker(x) for x in sorted(ml)),
+        *_eks_and_ebs_queries(),
+        *_monthly_fee_queries(),
+        *_network_queries(),
+        *_fsx_queries(),
+    ]
+
+
+def _eks_and_ebs_queries() -> list[Query]:
+    """The EKS control plane (standard and extended support) and gp3 volumes."""
+    out: list[Query] = []
     out.append(
         Query(
             EKS_CLUSTER, "standard", "hour", "AmazonEKS", {}, _usage("AmazonEKS-Hours:perCluster")
@@ -163,6 +175,12 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
             convert=_per_mibps,
         )
     )
+    return out
+
+
+def _monthly_fee_queries() -> list[Query]:
+    """KMS keys, alarms, custom metrics, dashboards and secrets: fixed monthly fees."""
+    out: list[Query] = []
     # Fixed monthly fees (the per-request parts bill by use).
     out.append(Query(KMS_KEY, "month", "month", "awskms", {}, _usage("KMS-Keys")))
     out.append(
@@ -216,6 +234,12 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
             _usage("AWSSecretsManager-Secrets"),
         )
     )
+    return out
+
+
+def _network_queries() -> list[Query]:
+    """NAT gateways, public IPv4 addresses and interface endpoints, by the hour."""
+    out: list[Query] = []
     out.append(
         Query(
             NAT_GATEWAY,
@@ -239,6 +263,12 @@ def queries(instance_types: Iterable[str] = ()) -> list[Query]:
             _usage("VpcEndpoint-Hours"),
         )
     )
+    return out
+
+
+def _fsx_queries() -> list[Query]:
+    """FSx for Lustre Persistent-2 SSD storage at each throughput tier."""
+    out: list[Query] = []
     for tier in FSX_TIERS:
         out.append(
             Query(

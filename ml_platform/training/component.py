@@ -39,7 +39,7 @@ import shlex
 import torchx.specs as specs
 from torchx.specs.overlays import set_overlay
 
-from ml_platform.instances import TRAINIUM_INSTANCES
+from ml_platform.instances import TRAINIUM_INSTANCES, TrainiumInstance
 from ml_platform.k8s_charts.names import (
     EFA_RESOURCE,
     FSX_CLAIM,
@@ -223,6 +223,46 @@ def trainium_ddp(
         )
     assert instance is not None  # checked above
 
+    role = specs.Role(
+        name=ROLE_NAME,
+        image=image,
+        entrypoint="bash",
+        args=_bash_args(
+            script,
+            script_args,
+            nnodes=nnodes,
+            workers=workers,
+            rdzv_port=rdzv_port,
+            precompile=precompile,
+            resume=resume,
+            data_shards=data_shards,
+        ),
+        env=_worker_env(cacheset, hf_offline),
+        num_replicas=nnodes,
+        resource=_whole_node(instance, instance_type),
+        max_retries=max_retries,
+        # A lost worker breaks the collective: restart every pod, not just the failed one.
+        retry_policy=specs.RetryPolicy.APPLICATION,
+        mounts=[specs.VolumeMount(src=FSX_CLAIM, dst_path=FSX_MOUNT_PATH)],
+        port_map={RDZV_BACKEND: rdzv_port},
+    )
+    _set_pod_overlay(role)
+    return specs.AppDef(name=name, roles=[role])
+
+
+def _bash_args(
+    script: str,
+    script_args: tuple[str, ...],
+    *,
+    nnodes: int,
+    workers: int,
+    rdzv_port: int,
+    precompile: bool,
+    resume: bool,
+    data_shards: str,
+) -> list[str]:
+    """``bash -c`` arguments: the checks of the prologue, then torchrun (under
+    neuron_parallel_compile for a precompile run) exec'd."""
     launcher = [
         "python3", "-m", "torch.distributed.run",
         "--rdzv_backend", RDZV_BACKEND,
@@ -249,8 +289,11 @@ def trainium_ddp(
         prologue.append(resume_check(_arg_value(script_args, OUTPUT_DIR_ARG) or ""))
         launcher.append(RESUME_ARGS)
     line = _bash_join(launcher, unquoted={f"{RDZV_HOST}:{rdzv_port}", RESUME_ARGS})
-    args = ["-c", "; ".join([*prologue, f"exec {line}"])]
+    return ["-c", "; ".join([*prologue, f"exec {line}"])]
 
+
+def _worker_env(cacheset: str, hf_offline: bool) -> dict[str, str]:
+    """The workers' environment: EFA, the Neuron runtime, the compile and Hugging Face caches."""
     replica = specs.macros.replica_id
     env = {
         "CCOM_SOCKET_IFNAME": "eth0",
@@ -270,8 +313,13 @@ def trainium_ddp(
         # Hugging Face "Offline mode": no calls to the Hub, files from the cache only.
         # https://huggingface.co/docs/transformers/installation#offline-mode
         env["HF_HUB_OFFLINE"] = "1"
+    return env
 
-    resource = specs.Resource(
+
+def _whole_node(instance: TrainiumInstance, instance_type: str) -> specs.Resource:
+    """A whole node of ``instance_type``: its CPUs and memory less the headroom, every
+    Trainium device and every EFA interface."""
+    return specs.Resource(
         cpu=instance.vcpus - CPU_HEADROOM,
         gpu=0,
         memMB=(instance.memory_gib - MEMORY_HEADROOM_GIB) * 1024,
@@ -281,21 +329,11 @@ def trainium_ddp(
         # TorchX's named resources still use, was removed in Neuron 2.22.
         devices={NEURON_RESOURCE: instance.neuron_devices, EFA_RESOURCE: instance.efa_interfaces},
     )
-    role = specs.Role(
-        name=ROLE_NAME,
-        image=image,
-        entrypoint="bash",
-        args=args,
-        env=env,
-        num_replicas=nnodes,
-        resource=resource,
-        max_retries=max_retries,
-        # A lost worker breaks the collective: restart every pod, not just the failed one.
-        retry_policy=specs.RetryPolicy.APPLICATION,
-        mounts=[specs.VolumeMount(src=FSX_CLAIM, dst_path=FSX_MOUNT_PATH)],
-        port_map={RDZV_BACKEND: rdzv_port},
-    )
-    # Fields the AppDef has no words for go through the Kubernetes pod overlay.
+
+
+def _set_pod_overlay(role: specs.Role) -> None:
+    """The pod fields the AppDef has no words for: the Neuron taint's toleration, the
+    reserved bootstrap port, no service account token (through the Kubernetes pod overlay)."""
     set_overlay(
         role,
         "kubernetes",
@@ -315,7 +353,6 @@ def trainium_ddp(
             }
         },
     )
-    return specs.AppDef(name=name, roles=[role])
 
 
 RESUME_ARGS = '"$${resume[@]}"'

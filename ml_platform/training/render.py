@@ -35,7 +35,8 @@ def torchx_volcano_job(app: AppDef, *, queue: str, namespace: str) -> dict[str, 
         info = scheduler.submit_dryrun(
             app, {"queue": queue, "namespace": namespace, "validate_spec": False}
         )
-    return ApiClient().sanitize_for_serialization(info.request.resource)
+    job: dict[str, Any] = ApiClient().sanitize_for_serialization(info.request.resource)
+    return job
 
 
 def normalize_volcano_job(resource: dict[str, Any], *, namespace: str) -> dict[str, Any]:
@@ -57,7 +58,7 @@ def normalize_volcano_job(resource: dict[str, Any], *, namespace: str) -> dict[s
     if match is None:
         raise ValueError(f"unexpected TorchX job name {unique!r}: expected '<name>-<suffix>'")
     stable = match.group("stable")
-    doc = _replace_in_strings(copy.deepcopy(resource), unique, stable)
+    doc: dict[str, Any] = _replace_in_strings(copy.deepcopy(resource), unique, stable)
     rest = {k: v for k, v in doc["metadata"].items() if k not in ("name", "namespace")}
     doc["metadata"] = {"name": stable, "namespace": namespace, **rest}
     return doc

@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # the names below, for type checkers and IDEs
     from ml_platform.triton.repository import (
         package,
         repository_entries,
-        validate_target_model,
         write_repository,
     )
     from ml_platform.triton.spec import (
@@ -50,6 +49,7 @@ if TYPE_CHECKING:  # the names below, for type checkers and IDEs
         TensorFormat,
         TensorSpec,
     )
+    from ml_platform.triton.target_model import validate_target_model
 
 # Exports load on first use (PEP 562), so importing one light module of this package
 # (e.g. target_model, used by settings validation) does not load protobuf and tritonclient.

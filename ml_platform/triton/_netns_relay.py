@@ -49,7 +49,8 @@ def loopback_up() -> None:
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _pump(source: socket.socket, target: socket.socket) -> None:
@@ -81,7 +82,7 @@ def _relay(client: socket.socket, port: int) -> None:
     upstream.close()
 
 
-def _wait_for_port(port: int, server: subprocess.Popen, timeout: float) -> bool:
+def _wait_for_port(port: int, server: subprocess.Popen[bytes], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = [c for c in args.command if c != "--"] if args.command[:1] == ["--"] else args.command
 
-    def say(message: dict) -> None:
+    def say(message: dict[str, object]) -> None:
         print(json.dumps(message), flush=True)
 
     try:

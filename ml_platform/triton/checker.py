@@ -14,7 +14,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ml_platform.triton.spec import LATEST_VERSION, EnsembleSpec, EnsembleStep, TensorSpec
+from ml_platform.triton.spec import (
+    LATEST_VERSION,
+    EnsembleSpec,
+    EnsembleStep,
+    ModelSpec,
+    TensorSpec,
+)
 
 
 class EnsembleValidationError(ValueError):
@@ -59,13 +65,8 @@ def find_ensemble_problems(ensemble: EnsembleSpec) -> list[str]:
     ensemble output is produced; steps form no cycle; batch sizes are compatible (a
     batching ensemble cannot run a model with ``max_batch_size`` 0 or a smaller one).
     """
-    problems: list[str] = []
     names = [m.name for m in ensemble.models]
-    for name in sorted({n for n in names if names.count(n) > 1}):
-        problems.append(f"model {name!r} is defined {names.count(name)} times")
-    if ensemble.name in names:
-        problems.append(f"model {ensemble.name!r} has the same name as the ensemble")
-
+    problems = _name_problems(ensemble, names)
     producers: dict[str, list[_Port]] = defaultdict(list)
     consumers: dict[str, list[_Port]] = defaultdict(list)
     for tensor in ensemble.inputs:
@@ -76,75 +77,111 @@ def find_ensemble_problems(ensemble: EnsembleSpec) -> list[str]:
         consumers[tensor.name].append(
             _Port("ensemble output", None, tensor, _shape(tensor, ensemble.max_batch_size))
         )
-
     for index, step in enumerate(ensemble.steps):
-        label = _step_label(step)
-        model = ensemble.model(step.model_name)
-        if model is None:
+        problems += _step_problems(ensemble, index, step, names, producers, consumers)
+    problems += _producer_problems(producers)
+    problems += _consumer_problems(producers, consumers)
+    problems.extend(_cycle_problems(ensemble, producers, consumers))
+    return problems
+
+
+def _name_problems(ensemble: EnsembleSpec, names: list[str]) -> list[str]:
+    """Model names defined twice, or equal to the ensemble's."""
+    problems = [
+        f"model {name!r} is defined {names.count(name)} times"
+        for name in sorted({n for n in names if names.count(n) > 1})
+    ]
+    if ensemble.name in names:
+        problems.append(f"model {ensemble.name!r} has the same name as the ensemble")
+    return problems
+
+
+def _step_problems(
+    ensemble: EnsembleSpec,
+    index: int,
+    step: EnsembleStep,
+    names: list[str],
+    producers: dict[str, list[_Port]],
+    consumers: dict[str, list[_Port]],
+) -> list[str]:
+    """What is wrong with one step's model, version and batch size, and its maps; adds the
+    tensors it consumes and produces to ``consumers`` and ``producers``."""
+    label = _step_label(step)
+    model = ensemble.model(step.model_name)
+    if model is None:
+        return [
+            f"{label}: model {step.model_name!r} is not among the ensemble's models {sorted(names)}"
+        ]
+    problems = _version_and_batch_problems(ensemble, step, model, label)
+    for model_input, tensor_name in step.input_map.items():
+        spec = model.input(model_input)
+        if spec is None:
             problems.append(
-                f"{label}: model {step.model_name!r} is not among the ensemble's models "
-                f"{sorted(names)}"
+                f"{label}: input_map key {model_input!r} is not an input of the model "
+                f"(inputs: {[t.name for t in model.inputs]})"
             )
             continue
-        if step.model_version not in (LATEST_VERSION, model.version):
+        consumers[tensor_name].append(
+            _Port(f"{label} input {model_input!r}", index, spec, _shape(spec, model.max_batch_size))
+        )
+    for spec in model.inputs:
+        if not spec.optional and spec.name not in step.input_map:
+            problems.append(f"{label}: required input {spec.name!r} is not mapped")
+    for model_output, tensor_name in step.output_map.items():
+        spec = model.output(model_output)
+        if spec is None:
             problems.append(
-                f"{label}: model_version={step.model_version} but the model has only "
-                f"version {model.version}"
+                f"{label}: output_map key {model_output!r} is not an output of the model "
+                f"(outputs: {[t.name for t in model.outputs]})"
             )
-        if ensemble.max_batch_size > 0 and model.max_batch_size == 0:
-            problems.append(
-                f"{label}: model max_batch_size is 0 (no batching) but the ensemble "
-                f"batches up to {ensemble.max_batch_size}"
+            continue
+        producers[tensor_name].append(
+            _Port(
+                f"{label} output {model_output!r}", index, spec, _shape(spec, model.max_batch_size)
             )
-        elif 0 < model.max_batch_size < ensemble.max_batch_size:
-            problems.append(
-                f"{label}: model max_batch_size {model.max_batch_size} is smaller than the "
-                f"ensemble's {ensemble.max_batch_size}"
-            )
-        for model_input, tensor_name in step.input_map.items():
-            spec = model.input(model_input)
-            if spec is None:
-                problems.append(
-                    f"{label}: input_map key {model_input!r} is not an input of the model "
-                    f"(inputs: {[t.name for t in model.inputs]})"
-                )
-                continue
-            consumers[tensor_name].append(
-                _Port(
-                    f"{label} input {model_input!r}",
-                    index,
-                    spec,
-                    _shape(spec, model.max_batch_size),
-                )
-            )
-        for spec in model.inputs:
-            if not spec.optional and spec.name not in step.input_map:
-                problems.append(f"{label}: required input {spec.name!r} is not mapped")
-        for model_output, tensor_name in step.output_map.items():
-            spec = model.output(model_output)
-            if spec is None:
-                problems.append(
-                    f"{label}: output_map key {model_output!r} is not an output of the model "
-                    f"(outputs: {[t.name for t in model.outputs]})"
-                )
-                continue
-            producers[tensor_name].append(
-                _Port(
-                    f"{label} output {model_output!r}",
-                    index,
-                    spec,
-                    _shape(spec, model.max_batch_size),
-                )
-            )
+        )
+    return problems
 
-    for tensor_name in sorted(producers):
-        ports = producers[tensor_name]
-        if len(ports) > 1:
-            problems.append(
-                f"tensor {tensor_name!r} is produced {len(ports)} times: "
-                + ", ".join(p.where for p in ports)
-            )
 
+def _version_and_batch_problems(
+    ensemble: EnsembleSpec, step: EnsembleStep, model: ModelSpec, label: str
+) -> list[str]:
+    """The step asks for a version the model lacks, or the model batches less than the
+    ensemble."""
+    problems = []
+    if step.model_version not in (LATEST_VERSION, model.version):
+        problems.append(
+            f"{label}: model_version={step.model_version} but the model has only "
+            f"version {model.version}"
+        )
+    if ensemble.max_batch_size > 0 and model.max_batch_size == 0:
+        problems.append(
+            f"{label}: model max_batch_size is 0 (no batching) but the ensemble "
+            f"batches up to {ensemble.max_batch_size}"
+        )
+    elif 0 < model.max_batch_size < ensemble.max_batch_size:
+        problems.append(
+            f"{label}: model max_batch_size {model.max_batch_size} is smaller than the "
+            f"ensemble's {ensemble.max_batch_size}"
+        )
+    return problems
+
+
+def _producer_problems(producers: dict[str, list[_Port]]) -> list[str]:
+    """Tensors produced more than once."""
+    return [
+        f"tensor {tensor_name!r} is produced {len(ports)} times: "
+        + ", ".join(p.where for p in ports)
+        for tensor_name, ports in sorted(producers.items())
+        if len(ports) > 1
+    ]
+
+
+def _consumer_problems(
+    producers: dict[str, list[_Port]], consumers: dict[str, list[_Port]]
+) -> list[str]:
+    """Tensors consumed but never produced, or produced with another type or shape."""
+    problems = []
     for tensor_name in sorted(consumers):
         made = producers.get(tensor_name, [])
         for port in consumers[tensor_name]:
@@ -162,8 +199,6 @@ def find_ensemble_problems(ensemble: EnsembleSpec) -> list[str]:
                     f"{port.where}: tensor {tensor_name!r} has shape {list(port.shape)} here "
                     f"but {list(source.shape)} from {source.where}"
                 )
-
-    problems.extend(_cycle_problems(ensemble, producers, consumers))
     return problems
 
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ml_platform.triton.spec import (
     DataType,
@@ -39,6 +40,9 @@ from ml_platform.triton.targets import (
     TEXT_ONNX_LOGICAL,
     text_logical_name,
 )
+
+if TYPE_CHECKING:
+    import onnx
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 POOLING_SOURCE = Path(__file__).resolve().parent / "pooling.py"
@@ -181,7 +185,7 @@ class ClassifierInterface:
         return self.layout is TensorFormat.NHWC and self.classes == 1001
 
 
-def _dims(value_info) -> list[int | None]:
+def _dims(value_info: onnx.ValueInfoProto) -> list[int | None]:
     """A graph tensor's dimensions; ``None`` for a symbolic or unknown one."""
     shape = value_info.type.tensor_type.shape
     return [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in shape.dim]
@@ -245,9 +249,10 @@ def read_classifier(onnx_path: str | Path) -> ClassifierInterface:
                 "export with a dynamic batch axis (torch.onnx.export dynamic_axes; tf2onnx keeps "
                 "TensorFlow's unknown batch)"
             )
-    if problems:
+    classes = out_dims[1] if len(out_dims) == 2 else None
+    if problems or layout is None or classes is None:  # those two are among the problems
         raise ValueError(f"{where}: " + "; ".join(problems))
-    return ClassifierInterface(image.name, scores.name, layout, out_dims[1])
+    return ClassifierInterface(image.name, scores.name, layout, classes)
 
 
 _SETTINGS_BLOCK = re.compile(r"(# mlp:settings begin\n)(.*?)(# mlp:settings end\n)", re.S)
@@ -332,62 +337,9 @@ def image_ensemble(
             label count differs from the model's, or mean/std are malformed (all at once).
     """
     labels = _existing_file(labels_path, "labels_path")
-    problems = []
-    interface = None
-    try:
-        interface = read_classifier(classifier_path)
-    except ValueError as error:
-        problems.append(str(error))
-    problems += _normalisation_problems(mean, std, interface)
-    count = sum(1 for line in labels.read_text(encoding="utf-8").splitlines() if line.strip())
-    if interface is not None and count != interface.classes:
-        problems.append(
-            f"labels_path={str(labels)!r}: has {count} labels, but the classifier gives "
-            f"{interface.classes} class scores"
-        )
-    if max_batch_size < 1:
-        problems.append(f"max_batch_size={max_batch_size}: must be at least 1")
-    if problems:
-        raise ValueError("image_ensemble: " + "; ".join(problems))
+    interface = _checked_classifier(classifier_path, labels, mean, std, max_batch_size)
     mean = TF_SLIM_MEAN if mean is None else tuple(mean)
     std = TF_SLIM_STD if std is None else tuple(std)
-    image_shape = interface.image_shape
-    dali = ModelSpec(
-        name=DALI_MODEL_NAME,
-        backend="dali",
-        max_batch_size=max_batch_size,
-        inputs=(TensorSpec("DALI_INPUT_0", DataType.UINT8, (-1,)),),
-        outputs=(TensorSpec("DALI_OUTPUT_0", DataType.FP32, image_shape),),
-        instance_kind=InstanceKind.GPU,
-        dynamic_batching=True,
-        max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
-        files=(
-            ModelFile(DALI_MODEL_FILE, content=dali_pipeline_source(mean, std, interface.layout)),
-        ),
-    )
-    inception = ModelSpec(
-        name=INCEPTION_MODEL_NAME,
-        backend="onnxruntime",
-        max_batch_size=max_batch_size,
-        inputs=(
-            TensorSpec(interface.input_name, DataType.FP32, image_shape, format=interface.layout),
-        ),
-        outputs=(
-            TensorSpec(
-                interface.output_name,
-                DataType.FP32,
-                (interface.classes,),
-                label_filename=INCEPTION_LABELS_FILE,
-            ),
-        ),
-        instance_kind=InstanceKind.GPU,
-        dynamic_batching=True,
-        max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
-        files=(
-            ModelFile("1/model.onnx", source=Path(classifier_path)),
-            ModelFile(INCEPTION_LABELS_FILE, source=labels),
-        ),
-    )
     return EnsembleSpec(
         name=IMAGE_ENSEMBLE_NAME,
         max_batch_size=max_batch_size,
@@ -405,8 +357,96 @@ def image_ensemble(
                 output_map={interface.output_name: "OUTPUT"},
             ),
         ),
-        models=(dali, inception),
+        models=(
+            _dali_model(interface, mean, std, max_batch_size),
+            _inception_model(interface, Path(classifier_path), labels, max_batch_size),
+        ),
         archive_name=IMAGE_ARCHIVE,
+    )
+
+
+def _checked_classifier(
+    classifier_path: str | Path,
+    labels: Path,
+    mean: Sequence[float] | None,
+    std: Sequence[float] | None,
+    max_batch_size: int,
+) -> ClassifierInterface:
+    """The classifier's interface, once the classifier, its labels, the normalisation and
+    the batch size all fit; else one ``ValueError`` naming every problem."""
+    problems = []
+    interface = None
+    try:
+        interface = read_classifier(classifier_path)
+    except ValueError as error:
+        problems.append(str(error))
+    problems += _normalisation_problems(mean, std, interface)
+    count = sum(1 for line in labels.read_text(encoding="utf-8").splitlines() if line.strip())
+    if interface is not None and count != interface.classes:
+        problems.append(
+            f"labels_path={str(labels)!r}: has {count} labels, but the classifier gives "
+            f"{interface.classes} class scores"
+        )
+    if max_batch_size < 1:
+        problems.append(f"max_batch_size={max_batch_size}: must be at least 1")
+    if problems or interface is None:  # no interface: read_classifier's problem is listed
+        raise ValueError("image_ensemble: " + "; ".join(problems))
+    return interface
+
+
+def _dali_model(
+    interface: ClassifierInterface,
+    mean: Sequence[float],
+    std: Sequence[float],
+    max_batch_size: int,
+) -> ModelSpec:
+    """``dali``: encoded bytes to the classifier's input, by the pipeline of ``dali.py``."""
+    return ModelSpec(
+        name=DALI_MODEL_NAME,
+        backend="dali",
+        max_batch_size=max_batch_size,
+        inputs=(TensorSpec("DALI_INPUT_0", DataType.UINT8, (-1,)),),
+        outputs=(TensorSpec("DALI_OUTPUT_0", DataType.FP32, interface.image_shape),),
+        instance_kind=InstanceKind.GPU,
+        dynamic_batching=True,
+        max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
+        files=(
+            ModelFile(DALI_MODEL_FILE, content=dali_pipeline_source(mean, std, interface.layout)),
+        ),
+    )
+
+
+def _inception_model(
+    interface: ClassifierInterface, classifier: Path, labels: Path, max_batch_size: int
+) -> ModelSpec:
+    """``inception_onnx``: the classifier on the onnxruntime backend, with its label file."""
+    return ModelSpec(
+        name=INCEPTION_MODEL_NAME,
+        backend="onnxruntime",
+        max_batch_size=max_batch_size,
+        inputs=(
+            TensorSpec(
+                interface.input_name,
+                DataType.FP32,
+                interface.image_shape,
+                format=interface.layout,
+            ),
+        ),
+        outputs=(
+            TensorSpec(
+                interface.output_name,
+                DataType.FP32,
+                (interface.classes,),
+                label_filename=INCEPTION_LABELS_FILE,
+            ),
+        ),
+        instance_kind=InstanceKind.GPU,
+        dynamic_batching=True,
+        max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
+        files=(
+            ModelFile("1/model.onnx", source=classifier),
+            ModelFile(INCEPTION_LABELS_FILE, source=labels),
+        ),
     )
 
 
@@ -493,6 +533,60 @@ def text_ensemble(
     if max_seq_len is None:
         stated = encoder_max_seq_len(tokenizer_dir)
         max_seq_len = stated[0] if stated else DEFAULT_MAX_SEQ_LEN
+    tensorrt = encoder_format is EncoderFormat.TENSORRT
+    errors = _text_argument_errors(hidden_size, max_seq_len, max_batch_size, tensorrt, gpu_target)
+    if errors:
+        raise ValueError("text_ensemble: " + "; ".join(errors))
+    encoder_file = _existing_file(encoder_path, "encoder_path")
+    tokenizer_files = _tokenizer_files(tokenizer_dir)
+    preprocess = _preprocess_model(
+        tokenizer_files, execution_env_path, triton_version, max_seq_len, max_batch_size
+    )
+    # With a plan, gpu_target is one of GPU_TARGETS (checked above).
+    plan_gpu = GPU_TARGETS[gpu_target] if tensorrt and gpu_target is not None else None
+    encoder = _encoder_model(
+        encoder_file, plan_gpu, encoder_instance_kind, hidden_size, max_seq_len, max_batch_size
+    )
+    return EnsembleSpec(
+        name=TEXT_ENSEMBLE_NAME,
+        max_batch_size=max_batch_size,
+        inputs=(TensorSpec("INPUT0", DataType.STRING, (1,)),),
+        outputs=(TensorSpec("finaloutput", DataType.FP32, (hidden_size,)),),
+        steps=_text_steps(),
+        models=(
+            preprocess,
+            encoder,
+            _postprocess_model(hidden_size, max_seq_len, max_batch_size),
+        ),
+        archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
+    )
+
+
+def _text_steps() -> tuple[EnsembleStep, ...]:
+    """Sentences -> ``preprocess`` -> encoder -> ``postprocess`` -> ``finaloutput``."""
+    return (
+        EnsembleStep(
+            PREPROCESS_MODEL_NAME,
+            input_map={"INPUT0": "INPUT0"},
+            output_map={"OUTPUT0": "token_ids", "OUTPUT1": "attn_mask"},
+        ),
+        EnsembleStep(
+            ENCODER_MODEL_NAME,
+            input_map={"token_ids": "token_ids", "attn_mask": "attn_mask"},
+            output_map={"output": "token_embeddings"},
+        ),
+        EnsembleStep(
+            POSTPROCESS_MODEL_NAME,
+            input_map={"TOKEN_EMBEDDINGS": "token_embeddings", "ATTENTION_MASK": "attn_mask"},
+            output_map={"SENT_EMBED": "finaloutput"},
+        ),
+    )
+
+
+def _text_argument_errors(
+    hidden_size: int, max_seq_len: int, max_batch_size: int, tensorrt: bool, gpu_target: str | None
+) -> list[str]:
+    """What is wrong with ``text_ensemble``'s sizes and its ``gpu_target``, all at once."""
     errors = [
         f"{name}={value}: must be at least 1"
         for name, value in (
@@ -502,7 +596,6 @@ def text_ensemble(
         )
         if value < 1
     ]
-    tensorrt = encoder_format is EncoderFormat.TENSORRT
     if tensorrt and gpu_target not in GPU_TARGETS:
         errors.append(
             f"gpu_target={gpu_target!r}: a TensorRT plan only loads on the GPU it was built "
@@ -512,11 +605,18 @@ def text_ensemble(
         errors.append(
             f"gpu_target={gpu_target!r}: applies to TensorRT plans only (ONNX runs anywhere)"
         )
-    if errors:
-        raise ValueError("text_ensemble: " + "; ".join(errors))
-    encoder_file = _existing_file(encoder_path, "encoder_path")
-    tokenizer_files = _tokenizer_files(tokenizer_dir)
+    return errors
 
+
+def _preprocess_model(
+    tokenizer_files: tuple[ModelFile, ...],
+    execution_env_path: str | Path | None,
+    triton_version: str | None,
+    max_seq_len: int,
+    max_batch_size: int,
+) -> ModelSpec:
+    """``preprocess``: the WordPiece tokenizer on the Python backend, with the conda-packed
+    environment when one is given (checked against ``triton_version``'s stub)."""
     seq = (max_seq_len,)
     preprocess_params: dict[str, str] = {}
     preprocess_files = [
@@ -534,7 +634,7 @@ def text_ensemble(
             raise ValueError("; ".join(problems))
         preprocess_files.append(ModelFile(EXECUTION_ENV_FILE, source=env))
         preprocess_params["EXECUTION_ENV_PATH"] = EXECUTION_ENV_PARAMETER
-    preprocess = ModelSpec(
+    return ModelSpec(
         name=PREPROCESS_MODEL_NAME,
         backend="python",
         max_batch_size=max_batch_size,
@@ -547,7 +647,20 @@ def text_ensemble(
         parameters=preprocess_params,
         files=tuple(preprocess_files),
     )
-    encoder = ModelSpec(
+
+
+def _encoder_model(
+    encoder_file: Path,
+    plan_gpu: str | None,
+    instance_kind: InstanceKind,
+    hidden_size: int,
+    max_seq_len: int,
+    max_batch_size: int,
+) -> ModelSpec:
+    """``bert-trt``: a TensorRT plan built for ``plan_gpu``, or ONNX when that is None."""
+    tensorrt = plan_gpu is not None
+    seq = (max_seq_len,)
+    return ModelSpec(
         name=ENCODER_MODEL_NAME,
         platform="tensorrt_plan" if tensorrt else None,
         backend=None if tensorrt else "onnxruntime",
@@ -560,20 +673,26 @@ def text_ensemble(
             TensorSpec("output", DataType.FP32, (max_seq_len, hidden_size)),
             TensorSpec("pooled_embeds", DataType.FP32, (hidden_size,)),
         ),
-        instance_kind=encoder_instance_kind,
+        instance_kind=instance_kind,
         dynamic_batching=True,
         max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
-        parameters={GPU_PARAMETER: GPU_TARGETS[gpu_target]} if tensorrt else {},
+        parameters={GPU_PARAMETER: plan_gpu} if plan_gpu is not None else {},
         files=(ModelFile("1/model.plan" if tensorrt else "1/model.onnx", source=encoder_file),),
     )
-    # NumPy pooling gains nothing from a GPU instance, so postprocess stays on the CPU.
-    postprocess = ModelSpec(
+
+
+def _postprocess_model(hidden_size: int, max_seq_len: int, max_batch_size: int) -> ModelSpec:
+    """``postprocess``: mean pooling and L2 normalisation on the Python backend.
+
+    NumPy pooling gains nothing from a GPU instance, so postprocess stays on the CPU.
+    """
+    return ModelSpec(
         name=POSTPROCESS_MODEL_NAME,
         backend="python",
         max_batch_size=max_batch_size,
         inputs=(
             TensorSpec("TOKEN_EMBEDDINGS", DataType.FP32, (max_seq_len, hidden_size)),
-            TensorSpec("ATTENTION_MASK", DataType.INT32, seq),
+            TensorSpec("ATTENTION_MASK", DataType.INT32, (max_seq_len,)),
         ),
         outputs=(TensorSpec("SENT_EMBED", DataType.FP32, (hidden_size,)),),
         instance_kind=InstanceKind.CPU,
@@ -581,31 +700,6 @@ def text_ensemble(
             ModelFile("1/model.py", source=ASSETS / "postprocess" / "model.py"),
             ModelFile("1/pooling.py", source=POOLING_SOURCE),
         ),
-    )
-    return EnsembleSpec(
-        name=TEXT_ENSEMBLE_NAME,
-        max_batch_size=max_batch_size,
-        inputs=(TensorSpec("INPUT0", DataType.STRING, (1,)),),
-        outputs=(TensorSpec("finaloutput", DataType.FP32, (hidden_size,)),),
-        steps=(
-            EnsembleStep(
-                PREPROCESS_MODEL_NAME,
-                input_map={"INPUT0": "INPUT0"},
-                output_map={"OUTPUT0": "token_ids", "OUTPUT1": "attn_mask"},
-            ),
-            EnsembleStep(
-                ENCODER_MODEL_NAME,
-                input_map={"token_ids": "token_ids", "attn_mask": "attn_mask"},
-                output_map={"output": "token_embeddings"},
-            ),
-            EnsembleStep(
-                POSTPROCESS_MODEL_NAME,
-                input_map={"TOKEN_EMBEDDINGS": "token_embeddings", "ATTENTION_MASK": "attn_mask"},
-                output_map={"SENT_EMBED": "finaloutput"},
-            ),
-        ),
-        models=(preprocess, encoder, postprocess),
-        archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
     )
 
 

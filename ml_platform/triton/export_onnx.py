@@ -121,7 +121,9 @@ def export_onnx(
             super().__init__()
             self.encoder = encoder
 
-        def forward(self, token_ids, attn_mask):
+        def forward(
+            self, token_ids: torch.Tensor, attn_mask: torch.Tensor
+        ) -> tuple[torch.Tensor, torch.Tensor]:
             result = self.encoder(input_ids=token_ids.long(), attention_mask=attn_mask.long())
             return result.last_hidden_state, result.pooler_output
 
@@ -136,7 +138,8 @@ def export_onnx(
         # Expected with this exporter and checked by the CPU embedding test: tracing
         # freezes the fixed sequence length, and the legacy exporter is chosen on purpose
         # (the dynamo one needs onnxscript).
-        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)
+        # torch.jit imports TracerWarning from its _trace module without re-exporting it.
+        warnings.filterwarnings("ignore", category=torch.jit.TracerWarning)  # type: ignore[attr-defined]
         warnings.filterwarnings("ignore", message=".*legacy TorchScript-based ONNX export")
         warnings.filterwarnings("ignore", message=".*feature will be removed")
         warnings.filterwarnings("ignore", message=".*aten::index operator of advanced indexing")

@@ -296,7 +296,7 @@ class LocalTriton:
         self.port: int | None = None
         self.server_pid: int | None = None
         self.interfaces: list[str] = []
-        self._relay: subprocess.Popen | None = None
+        self._relay: subprocess.Popen[str] | None = None
 
     @property
     def relay_pid(self) -> int | None:
@@ -364,13 +364,15 @@ class LocalTriton:
             text=True,
             preexec_fn=_relay_dies_with_us,
         )
-        line = self._relay.stdout.readline()
+        stdout, stderr = self._relay.stdout, self._relay.stderr
+        assert stdout is not None and stderr is not None  # both PIPE above
+        line = stdout.readline()
         try:
             message = json.loads(line)
         except json.JSONDecodeError:
             self._relay.wait(timeout=10)
             raise LocalServerError(
-                f"the namespace relay failed to start: {line}{self._relay.stderr.read()[-2000:]}"
+                f"the namespace relay failed to start: {line}{stderr.read()[-2000:]}"
             ) from None
         if "error" in message:
             self._relay.wait(timeout=10)
@@ -449,7 +451,8 @@ class LocalTriton:
             os.kill(relay.pid, signal.SIGKILL)
             relay.wait()
         for stream in (relay.stdin, relay.stdout, relay.stderr):
-            stream.close()
+            if stream is not None:  # never: all three are PIPE
+                stream.close()
 
     def __enter__(self) -> LocalTriton:
         self.start()

@@ -27,7 +27,8 @@ ENSEMBLE_PLATFORM = "ensemble"
 
 def _data_type(tensor: TensorSpec) -> int:
     """Protobuf enum number of the tensor's data type."""
-    return mc.DataType.Value(f"TYPE_{tensor.dtype.value}")
+    number: int = mc.DataType.Value(f"TYPE_{tensor.dtype.value}")
+    return number
 
 
 def _fill_input(message: mc.ModelInput, tensor: TensorSpec) -> None:
@@ -103,7 +104,8 @@ def to_pbtxt(spec: ModelSpec | EnsembleSpec | mc.ModelConfig) -> str:
     Map entries are written in sorted key order, so equal specs give equal text.
     """
     config = spec if isinstance(spec, mc.ModelConfig) else to_model_config(spec)
-    return text_format.MessageToString(config)
+    text: str = text_format.MessageToString(config)
+    return text
 
 
 def parse_pbtxt(text: str) -> mc.ModelConfig:

@@ -36,4 +36,5 @@ def mean_pool_normalize(token_embeddings: np.ndarray, attention_mask: np.ndarray
     counts = np.maximum(weights.sum(axis=1), _MIN_TOKENS)
     mean = summed / counts
     norms = np.maximum(np.linalg.norm(mean, axis=1, keepdims=True), _MIN_NORM)
-    return (mean / norms).astype(np.float32)
+    pooled: np.ndarray = (mean / norms).astype(np.float32)
+    return pooled

@@ -201,7 +201,7 @@ def archive_problems(path: str | Path) -> list[str]:
                 if member.size > MAX_CONFIG_BYTES:
                     problems.append(f"{member.name}: {member.size} bytes, too large for a config")
                     continue
-                text = tar.extractfile(member).read().decode("utf-8", errors="replace")
+                text = _read_member(tar, member).decode("utf-8", errors="replace")
                 try:
                     config = parse_pbtxt(text)
                 except Exception as error:  # protobuf's ParseError
@@ -242,7 +242,7 @@ def archive_gpu_target(path: str | Path) -> tuple[str | None, list[str]]:
                 if member.size > MAX_CONFIG_BYTES:
                     continue  # archive_problems reports it
                 try:
-                    config = parse_pbtxt(tar.extractfile(member).read().decode("utf-8"))
+                    config = parse_pbtxt(_read_member(tar, member).decode("utf-8"))
                 except Exception:  # protobuf's ParseError; archive_problems reports it
                     continue
                 if config.platform == "tensorrt_plan" or config.backend == "tensorrt":
@@ -277,6 +277,14 @@ def _root_configs(tar: tarfile.TarFile) -> Iterator[tuple[str, tarfile.TarInfo]]
         parts = member.name.removeprefix("./").split("/")
         if len(parts) == 2 and parts[1] == "config.pbtxt" and member.isfile():
             yield parts[0], member
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    """The bytes of a regular file of ``tar`` (what ``_root_configs`` yields)."""
+    handle = tar.extractfile(member)
+    if handle is None:  # extractfile gives None only for what is not a file
+        raise ValueError(f"{member.name}: not a regular file")
+    return handle.read()
 
 
 def _suffix_of(gpu: str) -> str:

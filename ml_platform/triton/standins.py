@@ -27,9 +27,13 @@ import shutil
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ml_platform.triton.archive_safety import extract_archive
 from ml_platform.triton.pbtxt import read_pbtxt, to_pbtxt
+
+if TYPE_CHECKING:
+    from tritonclient.grpc import model_config_pb2 as mc
 
 STANDIN_ASSETS = Path(__file__).resolve().parent / "assets" / "standins"
 ARTIFACT_PARAMETER = "STANDIN_ARTIFACT"
@@ -96,7 +100,7 @@ def _version_dir(folder: Path) -> Path | None:
     return versions[-1] if versions else None
 
 
-def _python_config(config, artifact: Path):
+def _python_config(config: mc.ModelConfig, artifact: Path) -> mc.ModelConfig:
     """The model's config served by the Python backend on CPU, names and shapes unchanged."""
     from tritonclient.grpc import model_config_pb2 as mc
 
@@ -111,14 +115,26 @@ def _python_config(config, artifact: Path):
     return standin
 
 
-def _install(folder: Path, config, asset: str, artifact: Path) -> None:
+def _versioned_dir(folder: Path) -> Path:
+    """The newest version folder of a model that needs one (every model of a checked archive)."""
     version = _version_dir(folder)
+    if version is None:
+        raise ValueError(f"{folder}: no version folder (1/, 2/, ...)")
+    return version
+
+
+def _install(folder: Path, config: mc.ModelConfig, asset: str, artifact: Path) -> None:
+    version = _versioned_dir(folder)
     (version / "model.py").write_bytes((STANDIN_ASSETS / asset).read_bytes())
     (folder / "config.pbtxt").write_text(to_pbtxt(_python_config(config, artifact)), "utf-8")
 
 
 def _onnx(
-    folder: Path, config, kind: str, plan_onnx: Path | None, server_has: dict[str, bool]
+    folder: Path,
+    config: mc.ModelConfig,
+    kind: str,
+    plan_onnx: Path | None,
+    server_has: dict[str, bool],
 ) -> Step:
     if not server_has.get("onnxruntime", False):
         return Step(
@@ -127,7 +143,6 @@ def _onnx(
             Mode.NOT_EXERCISED,
             "onnxruntime is not installed in the server environment",
         )
-    version = _version_dir(folder)
     if kind == "tensorrt_plan":
         if plan_onnx is None:
             return Step(
@@ -138,6 +153,7 @@ def _onnx(
             )
         artifact, what = plan_onnx.resolve(), f"ONNX the plan was built from ({plan_onnx.name})"
     else:
+        version = _versioned_dir(folder)
         artifact = version / (config.default_model_filename or "model.onnx")
         what = f"the archive's {artifact.relative_to(folder.parent)}"
         if not artifact.is_file():
@@ -146,7 +162,7 @@ def _onnx(
     return Step(config.name, kind, Mode.STANDIN, f"ONNX Runtime CPU running {what}")
 
 
-def _dali(folder: Path, config, server_has: dict[str, bool]) -> Step:
+def _dali(folder: Path, config: mc.ModelConfig, server_has: dict[str, bool]) -> Step:
     if not server_has.get("dali", False):
         return Step(
             config.name,

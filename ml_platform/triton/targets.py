@@ -20,9 +20,13 @@ ONNX classifier despite the source design's name) hold no plan and run on any GP
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from ml_platform.instances import instance_gpu
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
+
+if TYPE_CHECKING:
+    from ml_platform.config import Settings
 
 #: GPU targets: name suffix -> the GPU (as ``instances.instance_gpu`` names it).
 GPU_TARGETS: dict[str, str] = {
@@ -48,7 +52,9 @@ def logical_name(entry: str) -> str:
     ``NAME.tar.gz`` or ``NAME-vXXXXXXXX.tar.gz``."""
     name = entry.split("@", 1)[0]
     if name.endswith(ARCHIVE_SUFFIX):
-        name = _VERSIONED.match(name.removesuffix(ARCHIVE_SUFFIX))["logical"]
+        match = _VERSIONED.match(name.removesuffix(ARCHIVE_SUFFIX))
+        if match is not None:  # it matches every name but the empty one
+            name = match["logical"]
     return name
 
 
@@ -98,7 +104,7 @@ def _suffix_hint(gpu: str | None) -> str:
     return f"mlp models package --gpu-target {suffix} -> {TEXT_TRT_LOGICAL}_{suffix}"
 
 
-def serving_problems(entry: str, plan_gpu: str | None, settings) -> list[str]:
+def serving_problems(entry: str, plan_gpu: str | None, settings: Settings) -> list[str]:
     """Why the endpoints and the EKS node group that ``settings`` (a
     :class:`~ml_platform.config.Settings`) give archive ``entry`` cannot serve its plan
     for ``plan_gpu`` (read from the archive's config)."""

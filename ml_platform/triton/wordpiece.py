@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,14 +85,14 @@ def _is_punctuation(char: str) -> bool:
     return unicodedata.category(char).startswith("P")
 
 
-class _CharMap(dict):
+class _CharMap(dict[int, str | None]):
     """A ``str.translate`` table computed on first use of each character."""
 
-    def __init__(self, rule) -> None:
+    def __init__(self, rule: Callable[[str], str | None]) -> None:
         super().__init__()
         self.rule = rule
 
-    def __missing__(self, code: int):
+    def __missing__(self, code: int) -> str | None:
         value = self.rule(chr(code))
         if len(self) < _CACHE_LIMIT:
             self[code] = value
@@ -122,11 +124,11 @@ def _split(char: str) -> str:
     return f" {char} " if _is_punctuation(char) else char
 
 
-def _strip_mark(char: str):
+def _strip_mark(char: str) -> str | None:
     return None if unicodedata.category(char) == "Mn" else char
 
 
-def _chunks(text: str):
+def _chunks(text: str) -> Iterator[str]:
     """``text`` cut after ASCII spaces into pieces of about ``_CHUNK`` characters. A space is
     a word boundary at every step of the normalisation, so the cuts change no token."""
     start = 0
@@ -190,7 +192,8 @@ class WordPieceTokenizer:
                 vocab.setdefault(line.rstrip("\n"), index)
         config_path = folder / CONFIG_FILE
         config = json.loads(config_path.read_text("utf-8")) if config_path.is_file() else {}
-        options = {
+        # Keyword arguments of __init__, by name (values of the types it declares).
+        options: dict[str, Any] = {
             "do_lower_case": bool(config.get("do_lower_case", True)),
             "strip_accents": config.get("strip_accents"),
             "tokenize_chinese_chars": bool(config.get("tokenize_chinese_chars", True)),
@@ -263,7 +266,7 @@ class WordPieceTokenizer:
             self._word_pieces[word] = result
         return result
 
-    def _segments(self, text: str):
+    def _segments(self, text: str) -> Iterator[tuple[bool, str]]:
         """``(is_special, text)`` parts: special tokens written in the text stay whole."""
         if not any(token in text for token in self.special_tokens):
             yield False, text
@@ -305,7 +308,7 @@ class WordPieceTokenizer:
         inverse = {i: t for t, i in self.vocab.items()}
         return [inverse[i] for i in self.token_ids(text)]
 
-    def encode(self, texts, max_length: int) -> tuple[np.ndarray, np.ndarray]:
+    def encode(self, texts: Sequence[str], max_length: int) -> tuple[np.ndarray, np.ndarray]:
         """``input_ids`` and ``attention_mask`` (int64 ``[len(texts), max_length]``):
         ``[CLS]`` + pieces truncated to ``max_length - 2`` + ``[SEP]``, then ``[PAD]``."""
         if max_length < 2:

@@ -38,6 +38,10 @@ free of a GPU). The external source is named like the model input (``DALI_INPUT_
 backend names the outputs ``DALI_OUTPUT_<i>`` in order.
 """
 
+# Only the DALI API of the oldest supported containers (tests/triton/test_dali_pipeline.py);
+# `nvidia.dali` for the annotations. `types` has RGB, FLOAT and INTERP_LINEAR from a compiled
+# module (`from nvidia.dali.backend_impl.types import *`) that mypy cannot read.
+import nvidia.dali
 import nvidia.dali.fn as fn
 import nvidia.dali.types as types
 from nvidia.dali import pipeline_def
@@ -55,27 +59,41 @@ OUTPUT_LAYOUT = "HWC"
 # mlp:settings end
 
 
-def preprocess(encoded, decoder_device):
+def preprocess(
+    encoded: "nvidia.dali.data_node.DataNode", decoder_device: str
+) -> "nvidia.dali.data_node.DataNode":
     """The preprocessing graph from encoded bytes; ``decoder_device`` ``"mixed"`` decodes on
     the GPU (what Triton runs), ``"cpu"`` runs everywhere (tests)."""
     margin = (1.0 - CENTRAL_FRACTION) / 2
-    images = fn.decoders.image(encoded, device=decoder_device, output_type=types.RGB)
-    images = fn.resize(
+    images = fn.decoders.image(
+        encoded,
+        device=decoder_device,
+        output_type=types.RGB,  # type: ignore[attr-defined]  # compiled enum, see the imports
+    )
+    # DALI types every operator as returning one, many or no outputs; resize returns one.
+    images = fn.resize(  # type: ignore[assignment]
         images,
         resize_x=IMAGE_SIZE,
         resize_y=IMAGE_SIZE,
         roi_start=(margin, margin),
         roi_end=(1.0 - margin, 1.0 - margin),
         roi_relative=True,
-        interp_type=types.INTERP_LINEAR,
+        interp_type=types.INTERP_LINEAR,  # type: ignore[attr-defined]  # compiled enum, see the imports
     )
     return fn.crop_mirror_normalize(
-        images, dtype=types.FLOAT, output_layout=OUTPUT_LAYOUT, mean=list(MEAN), std=list(STD)
+        images,
+        dtype=types.FLOAT,  # type: ignore[attr-defined]  # compiled enum, see the imports
+        output_layout=OUTPUT_LAYOUT,
+        mean=list(MEAN),
+        std=list(STD),
     )
 
 
-@autoserialize
-@pipeline_def(batch_size=256, num_threads=4, device_id=None)
-def image_pipeline():
+# autoserialize has no annotations; DALI's overloads type device_id as int, but None (no GPU
+# at serialization) is what its Pipeline documents, so the decorated function is untyped:
+# https://docs.nvidia.com/deeplearning/dali/user-guide/docs/pipeline.html
+@autoserialize  # type: ignore[untyped-decorator]
+@pipeline_def(batch_size=256, num_threads=4, device_id=None)  # type: ignore[call-overload,untyped-decorator]
+def image_pipeline() -> "nvidia.dali.data_node.DataNode":
     """What the DALI backend serializes and runs."""
     return preprocess(fn.external_source(device="cpu", name=INPUT_NAME), "mixed")

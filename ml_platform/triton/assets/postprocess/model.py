@@ -11,10 +11,15 @@ Inputs ``TOKEN_EMBEDDINGS`` FP32 ``[batch, max_seq_len, hidden]`` and ``ATTENTIO
 real tokens' embeddings, scaled to unit length (the sentence-transformers recipe).
 """
 
+# Annotations stay text: the server's pb_utils has no InferenceRequest when this file loads.
+from __future__ import annotations
+
 import importlib.util
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import triton_python_backend_utils as pb_utils
 
 EMBEDDINGS_NAME = "TOKEN_EMBEDDINGS"
@@ -22,7 +27,7 @@ MASK_NAME = "ATTENTION_MASK"
 OUTPUT_NAME = "SENT_EMBED"
 
 
-def _load_pooling():
+def _load_pooling() -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """``mean_pool_normalize`` from the ``pooling.py`` beside this file.
 
     Loaded by path so that it neither depends on ``sys.path`` nor clashes with an
@@ -30,22 +35,27 @@ def _load_pooling():
     """
     path = Path(__file__).resolve().parent / "pooling.py"
     spec = importlib.util.spec_from_file_location("_triton_postprocess_pooling", path)
+    if spec is None or spec.loader is None:  # only for a path that is not a Python file
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.mean_pool_normalize
+    pool: Callable[[np.ndarray, np.ndarray], np.ndarray] = module.mean_pool_normalize
+    return pool
 
 
 class TritonPythonModel:
     """Pools each request's token embeddings into one normalised vector per sentence."""
 
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         """Read the output type from the config and load the pooling function."""
         config = json.loads(args["model_config"])
         output_config = pb_utils.get_output_config_by_name(config, OUTPUT_NAME)
         self.output_dtype = pb_utils.triton_string_to_numpy(output_config["data_type"])
         self.pool = _load_pooling()
 
-    def execute(self, requests):
+    def execute(
+        self, requests: list[pb_utils.InferenceRequest]
+    ) -> list[pb_utils.InferenceResponse]:
         """One response per request; a failing request gets an error, not the batch."""
         responses = []
         for request in requests:
@@ -60,5 +70,5 @@ class TritonPythonModel:
                 responses.append(pb_utils.InferenceResponse(output_tensors=[], error=error))
         return responses
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Nothing to release."""

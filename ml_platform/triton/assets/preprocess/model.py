@@ -17,9 +17,14 @@ Input ``INPUT0``: STRING ``[batch, 1]``. Outputs ``OUTPUT0`` (token ids) and ``O
 the outputs' dims in ``config.pbtxt``.
 """
 
+# Annotations stay text: the server's pb_utils has no InferenceRequest when this file loads.
+from __future__ import annotations
+
 import importlib.util
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -30,12 +35,18 @@ MASK_NAME = "OUTPUT1"
 TOKENIZER_FOLDER = "tokenizer"
 
 
-def _decode(values: np.ndarray) -> list:
+class _Tokenizer(Protocol):
+    """What this model uses of ``wordpiece.WordPieceTokenizer`` (not importable here)."""
+
+    def encode(self, texts: Sequence[str], max_length: int) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+def _decode(values: np.ndarray) -> list[str]:
     """Triton STRING elements (bytes) as Python strings, one per batch row."""
     return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values.reshape(-1)]
 
 
-def _load_tokenizer(folder: Path):
+def _load_tokenizer(folder: Path) -> _Tokenizer:
     """``WordPieceTokenizer`` from the ``wordpiece.py`` beside this file, over ``folder``.
 
     Loaded by path so that it neither depends on ``sys.path`` nor clashes with an
@@ -43,15 +54,18 @@ def _load_tokenizer(folder: Path):
     """
     path = Path(__file__).resolve().parent / "wordpiece.py"
     spec = importlib.util.spec_from_file_location("_triton_preprocess_wordpiece", path)
+    if spec is None or spec.loader is None:  # only for a path that is not a Python file
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.WordPieceTokenizer.from_dir(folder)
+    tokenizer: _Tokenizer = module.WordPieceTokenizer.from_dir(folder)
+    return tokenizer
 
 
 class TritonPythonModel:
     """Tokenizes each request's sentences with the bundled vocabulary."""
 
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         """Read output shapes and types from the config and load the tokenizer once."""
         config = json.loads(args["model_config"])
         ids_config = pb_utils.get_output_config_by_name(config, IDS_NAME)
@@ -61,7 +75,9 @@ class TritonPythonModel:
         self.mask_dtype = pb_utils.triton_string_to_numpy(mask_config["data_type"])
         self.tokenizer = _load_tokenizer(Path(__file__).resolve().parent / TOKENIZER_FOLDER)
 
-    def execute(self, requests):
+    def execute(
+        self, requests: list[pb_utils.InferenceRequest]
+    ) -> list[pb_utils.InferenceResponse]:
         """One response per request; a failing request gets an error, not the batch."""
         responses = []
         for request in requests:
@@ -78,6 +94,6 @@ class TritonPythonModel:
                 responses.append(pb_utils.InferenceResponse(output_tensors=[], error=error))
         return responses
 
-    def finalize(self):
+    def finalize(self) -> None:
         """Drop the tokenizer."""
-        self.tokenizer = None
+        self.tokenizer = None  # type: ignore[assignment]  # unloaded: execute is not called again

@@ -12,23 +12,30 @@ builds it. Written into an unpacked archive by ``ml_platform.triton.standins``; 
 in an archive.
 """
 
+# Annotations stay text: the server's pb_utils has no InferenceRequest when this file loads.
+from __future__ import annotations
+
 import importlib.util
 import json
+from types import ModuleType
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 from nvidia.dali import fn, pipeline_def
+from nvidia.dali.data_node import DataNode
 
 
-def _load(path):
+def _load(path: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location("standin_dali_pipeline", path)
+    if spec is None or spec.loader is None:  # only for a path that is not a Python file
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 class TritonPythonModel:
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
         module = _load(config["parameters"]["STANDIN_ARTIFACT"]["string_value"])
         (source,) = [i["name"] for i in config["input"]]
@@ -40,16 +47,20 @@ class TritonPythonModel:
         ]
         self.max_batch = int(config["max_batch_size"])
 
-        @pipeline_def(
+        # DALI's overloads type device_id as int; None (CPU only) is what its Pipeline documents.
+        @pipeline_def(  # type: ignore[call-overload,untyped-decorator]
             batch_size=self.max_batch, num_threads=1, device_id=None, prefetch_queue_depth=1
         )
-        def cpu_pipeline():
-            return module.preprocess(fn.external_source(device="cpu", name=source), "cpu")
+        def cpu_pipeline() -> DataNode:
+            graph: DataNode = module.preprocess(
+                fn.external_source(device="cpu", name=source), "cpu"
+            )
+            return graph
 
         self.pipeline = cpu_pipeline()
         self.pipeline.build()
 
-    def _run(self, samples):
+    def _run(self, samples: list[np.ndarray]) -> list[tuple[str, np.ndarray]]:
         self.pipeline.feed_input(self.input, samples)
         results = self.pipeline.run()
         if len(results) != len(self.outputs):
@@ -64,7 +75,9 @@ class TritonPythonModel:
             arrays.append((name, array))
         return arrays
 
-    def execute(self, requests):
+    def execute(
+        self, requests: list[pb_utils.InferenceRequest]
+    ) -> list[pb_utils.InferenceResponse]:
         responses = []
         for request in requests:
             try:

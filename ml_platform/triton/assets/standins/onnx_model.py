@@ -7,6 +7,9 @@ config parameter ``STANDIN_ARTIFACT``. Written into an unpacked archive by
 ``ml_platform.triton.standins``; never shipped in an archive.
 """
 
+# Annotations stay text: the server's pb_utils has no InferenceRequest when this file loads.
+from __future__ import annotations
+
 import json
 
 import numpy as np
@@ -15,7 +18,7 @@ import triton_python_backend_utils as pb_utils
 
 
 class TritonPythonModel:
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         config = json.loads(args["model_config"])
         path = config["parameters"]["STANDIN_ARTIFACT"]["string_value"]
         options = onnxruntime.SessionOptions()
@@ -28,7 +31,9 @@ class TritonPythonModel:
             (o["name"], pb_utils.triton_string_to_numpy(o["data_type"])) for o in config["output"]
         ]
 
-    def execute(self, requests):
+    def execute(
+        self, requests: list[pb_utils.InferenceRequest]
+    ) -> list[pb_utils.InferenceResponse]:
         responses = []
         names = [name for name, _ in self.outputs]
         for request in requests:
