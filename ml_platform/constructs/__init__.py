@@ -4,11 +4,16 @@ from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
 from ml_platform.constructs.dashboards import EndpointDashboard, TrainingDashboard
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+from ml_platform.constructs.model_upload import ModelArchiveUpload
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.constructs.storage import (
+    ImportedLustreStorage,
+    ImportedModelArtifactBucket,
     LustreStorage,
+    LustreStorageBase,
     ModelArtifactBucket,
+    ModelArtifactBucketBase,
     TrainingImageRepository,
 )
 from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
@@ -18,8 +23,13 @@ __all__ = [
     "EfaLaunchTemplate",
     "EndpointDashboard",
     "GpuNodeGroup",
+    "ImportedLustreStorage",
+    "ImportedModelArtifactBucket",
     "LustreStorage",
+    "LustreStorageBase",
+    "ModelArchiveUpload",
     "ModelArtifactBucket",
+    "ModelArtifactBucketBase",
     "PlatformAddons",
     "PlatformVpc",
     "PodIdentityAddon",
