@@ -25,11 +25,23 @@ from ml_platform.cli.aws import (
     error_message,
     one_line,
 )
+from ml_platform.triton.ensembles import (
+    IMAGE_INPUT,
+    IMAGE_INPUT_TYPE,
+    IMAGE_OUTPUT,
+    TEXT_INPUT,
+    TEXT_INPUT_TYPE,
+    TEXT_MAX_BATCH_SIZE,
+    TEXT_OUTPUT,
+)
+from ml_platform.triton.spec import DataType
 
-# Tensor names of the ensembles in ml_platform.triton.ensembles (a test pins them).
-IMAGE_INPUT, IMAGE_OUTPUT, IMAGE_DTYPE = "INPUT", "OUTPUT", "UINT8"
-TEXT_INPUT, TEXT_OUTPUT, TEXT_DTYPE = "INPUT0", "finaloutput", "BYTES"
-TEXT_MAX_BATCH = 16  # max_batch_size of the text ensemble
+# The ensembles' tensors (ml_platform.triton.ensembles) in tritonclient's dtype names, which
+# call Triton's STRING type BYTES.
+_CLIENT_DTYPE = {DataType.STRING: "BYTES"}
+IMAGE_DTYPE = _CLIENT_DTYPE.get(IMAGE_INPUT_TYPE, IMAGE_INPUT_TYPE.value)
+TEXT_DTYPE = _CLIENT_DTYPE.get(TEXT_INPUT_TYPE, TEXT_INPUT_TYPE.value)
+TEXT_MAX_BATCH = TEXT_MAX_BATCH_SIZE  # max_batch_size of the text ensemble
 TRITON_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json;json-header-size={}"
 _HEADER_SIZE = re.compile(r"json-header-size=(\d+)")
 READ_TIMEOUT = 70  # seconds; a first request may wait for the archive to load
