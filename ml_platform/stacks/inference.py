@@ -59,6 +59,8 @@ class InferenceStack(Stack):
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         bucket = s3.Bucket.from_bucket_arn(self, "ModelBucket", Fn.import_value(bucket_arn_export))
+        if not isinstance(bucket, Construct):  # aws-cdk's imported buckets are constructs
+            raise TypeError(f"{self.node.path}: the imported model bucket is not a Construct")
         # Under the imported bucket, not beside it: the stack's own ids are the ones
         # config.INFERENCE_FIXED_IDS keeps endpoint names from clashing with.
         models = ModelArtifactBucket.from_bucket(
