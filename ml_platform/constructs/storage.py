@@ -388,6 +388,22 @@ class ImportedModelArtifactBucket(ModelArtifactBucketBase):
         )
 
 
+def archive_prefix(
+    bucket: s3.IBucket | ModelArtifactBucketBase, model_prefix: str | None
+) -> tuple[str, str | None]:
+    """The archive prefix of a construct taking ``bucket`` and ``model_prefix`` (a bucket
+    construct's own, else ``model_prefix``, default ``models/``), and the problem when
+    ``model_prefix`` contradicts the construct's (``None`` if none)."""
+    if not isinstance(bucket, ModelArtifactBucketBase):
+        return ("models/" if model_prefix is None else model_prefix), None
+    if model_prefix in (None, bucket.model_prefix):
+        return bucket.model_prefix, None
+    return bucket.model_prefix, (
+        f"model_prefix={model_prefix!r}: the bucket construct's prefix is "
+        f"{bucket.model_prefix!r}; leave model_prefix unset with a bucket construct"
+    )
+
+
 #: What the archive bucket policy lets only publishers do under the model prefix.
 ARCHIVE_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion")
 

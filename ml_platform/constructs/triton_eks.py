@@ -23,7 +23,11 @@ from constructs import Construct, IConstruct, IDependable
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
-from ml_platform.constructs.storage import ModelArtifactBucket, ModelArtifactBucketBase
+from ml_platform.constructs.storage import (
+    ModelArtifactBucket,
+    ModelArtifactBucketBase,
+    archive_prefix,
+)
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.instances import EKS_GPU_INSTANCES
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
@@ -61,22 +65,6 @@ _DEVICE_PLUGINS: weakref.WeakKeyDictionary[IConstruct, dict[str, eks.KubernetesM
 def _cluster_key(cluster: eks.ICluster) -> str:
     name = cluster.cluster_name
     return cluster.node.path if Token.is_unresolved(name) else name
-
-
-def _prefix_conflict(
-    bucket: s3.IBucket | ModelArtifactBucketBase, model_prefix: str | None
-) -> str | None:
-    """Why ``model_prefix`` cannot be given with ``bucket`` (a bucket construct brings its
-    own prefix), or ``None``."""
-    if isinstance(bucket, ModelArtifactBucketBase) and model_prefix not in (
-        None,
-        bucket.model_prefix,
-    ):
-        return (
-            f"model_prefix={model_prefix!r}: the bucket construct's prefix is "
-            f"{bucket.model_prefix!r}; leave model_prefix unset with a bucket construct"
-        )
-    return None
 
 
 class TritonOnEks(Construct):
@@ -159,11 +147,7 @@ class TritonOnEks(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         archives = list(archives)
-        prefix_problem = _prefix_conflict(bucket, model_prefix)
-        if isinstance(bucket, ModelArtifactBucketBase):
-            model_prefix = bucket.model_prefix
-        elif model_prefix is None:
-            model_prefix = "models/"
+        model_prefix, prefix_problem = archive_prefix(bucket, model_prefix)
         load = self._validate(
             archives=archives,
             models=models,

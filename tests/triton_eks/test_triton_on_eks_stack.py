@@ -255,3 +255,31 @@ def test_a_bucket_construct_grants_the_pods_exactly_what_a_plain_bucket_did() ->
         ValueError, match=r"model_prefix='other/': the bucket construct's prefix is 'ens/'"
     ):
         TritonOnEks(stack, "Clash", bucket=models, model_prefix="other/", namespace="c", **common)
+
+
+def test_the_device_plugin_is_shared_per_cluster_across_stacks_not_across_apps() -> None:
+    """One plugin per cluster in an app, whatever stack asks (a lookup, no tree walk); a
+    second app gets its own."""
+    stack, cluster, bucket = _cluster_and_bucket()
+    other = cdk.Stack(
+        stack.node.root, "Other", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
+    common = {"archives": ["model_onnx_python"], "pod_identity_agent": None}
+    first = TritonOnEks(stack, "A", cluster=cluster, bucket=bucket, namespace="a", **common)
+    second = TritonOnEks(
+        other,
+        "B",
+        cluster=cluster,
+        bucket=s3.Bucket.from_bucket_name(other, "Models", "models"),
+        namespace="b",
+        gpu_node_group=False,
+        **common,
+    )
+    assert first.device_plugin is not None
+    assert second.device_plugin is first.device_plugin
+    assert first.device_plugin.node.path == "S/A/DevicePlugin/Resource"
+    assert second.node.try_find_child("DevicePlugin") is None
+    stack2, cluster2, bucket2 = _cluster_and_bucket()
+    third = TritonOnEks(stack2, "C", cluster=cluster2, bucket=bucket2, namespace="c", **common)
+    assert third.device_plugin is not first.device_plugin
+    assert third.device_plugin is not None

@@ -33,7 +33,11 @@ from ml_platform.constructs.sagemaker_mme.log_group import (
 )
 from ml_platform.constructs.sagemaker_mme.metrics import VARIANT_NAME, EndpointMetrics
 from ml_platform.constructs.sagemaker_mme.scaling import add_scaling
-from ml_platform.constructs.storage import ModelArtifactBucket, ModelArtifactBucketBase
+from ml_platform.constructs.storage import (
+    ModelArtifactBucket,
+    ModelArtifactBucketBase,
+    archive_prefix,
+)
 from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
@@ -166,11 +170,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
-        prefix_problem = _prefix_conflict(bucket, model_prefix)
-        if isinstance(bucket, ModelArtifactBucketBase):
-            model_prefix = bucket.model_prefix
-        elif model_prefix is None:
-            model_prefix = "models/"
+        model_prefix, prefix_problem = archive_prefix(bucket, model_prefix)
         refs = self._validate(
             region=region,
             endpoint_name=endpoint_name,
@@ -436,19 +436,3 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 endpoint serves.
         """
         return invoke_grant(self, self.endpoint_arn, grantee, target_models, self.archives)
-
-
-def _prefix_conflict(
-    bucket: s3.IBucket | ModelArtifactBucketBase, model_prefix: str | None
-) -> str | None:
-    """Why ``model_prefix`` cannot be given with ``bucket`` (a bucket construct brings its
-    own prefix), or ``None``."""
-    if isinstance(bucket, ModelArtifactBucketBase) and model_prefix not in (
-        None,
-        bucket.model_prefix,
-    ):
-        return (
-            f"model_prefix={model_prefix!r}: the bucket construct's prefix is "
-            f"{bucket.model_prefix!r}; leave model_prefix unset with a bucket construct"
-        )
-    return None
