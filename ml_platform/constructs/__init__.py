@@ -8,12 +8,8 @@ from ml_platform.constructs.model_upload import ModelArchiveUpload
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.constructs.storage import (
-    ImportedLustreStorage,
-    ImportedModelArtifactBucket,
     LustreStorage,
-    LustreStorageBase,
     ModelArtifactBucket,
-    ModelArtifactBucketBase,
     TrainingImageRepository,
 )
 from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
@@ -23,13 +19,9 @@ __all__ = [
     "EfaLaunchTemplate",
     "EndpointDashboard",
     "GpuNodeGroup",
-    "ImportedLustreStorage",
-    "ImportedModelArtifactBucket",
     "LustreStorage",
-    "LustreStorageBase",
     "ModelArchiveUpload",
     "ModelArtifactBucket",
-    "ModelArtifactBucketBase",
     "PlatformAddons",
     "PlatformVpc",
     "PodIdentityAddon",
