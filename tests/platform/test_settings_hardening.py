@@ -12,7 +12,6 @@ from ml_platform.config import (
     RESERVED_NAMESPACES,
     Settings,
     SettingsError,
-    endpoint_construct_id,
     settings_from_cdk_json,
 )
 from ml_platform.triton.archive_names import content_version
