@@ -79,7 +79,9 @@ class TritonOnEks(Construct):
 
     Args:
         cluster: The EKS cluster; it needs a kubectl provider. Required.
-        bucket: Bucket holding the archives. Required.
+        bucket: The model bucket: a :class:`~ml_platform.constructs.storage.ModelArtifactBucket`
+            (or what its ``from_*`` methods return), whose prefix and ``grant_read_models``
+            the pods use; or a plain ``s3.IBucket`` with ``model_prefix``. Required.
         archives: Archives under ``model_prefix`` to serve, as references of
             :mod:`ml_platform.triton.archive_names`: ``NAME`` (its newest version there at pod
             start) or ``NAME@vXXXXXXXX``. Required, at least one.
@@ -90,7 +92,8 @@ class TritonOnEks(Construct):
         models: Models Triton loads (explicit model control), ensembles first. Default: the
             models the built-in archives hold (``ARCHIVE_MODELS``); required when an archive is
             not one of them.
-        model_prefix: Key prefix of the archives, ending in ``/``. Default ``models/``.
+        model_prefix: Key prefix of the archives, ending in ``/``, for a plain bucket.
+            Default: the bucket construct's prefix, ``models/`` for a plain bucket.
         triton_version: NGC Triton release, the same as the SageMaker container's. Default
             ``25.09`` (patched; an older release gets a synth-time warning naming the CVEs,
             id ``ml-platform:triton-unpatched-release``, acknowledgeable).
@@ -117,6 +120,7 @@ class TritonOnEks(Construct):
         gpu_nodes: The :class:`GpuNodeGroup` (``None`` with ``gpu_node_group=False``).
         node_group: Its ``eks_v2.Nodegroup`` (or ``None``). role: The pods' IAM role.
         pod_identity: The ``CfnPodIdentityAssociation``. triton_chart: The cdk8s chart.
+        model_bucket: The model bucket as this stack refers to it (a bucket construct).
         manifest: The ``KubernetesManifest`` applying it. device_plugin: The manifest of the
             device plugin (shared), or ``None`` with ``device_plugin=False``.
     """

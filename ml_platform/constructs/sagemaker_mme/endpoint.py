@@ -139,6 +139,13 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         log_verbose: Triton's ``--log-verbose`` level, passed as
             ``SAGEMAKER_TRITON_LOG_VERBOSE``. Default 0 (off; the container's own default is
             verbose, a log line for every request).
+
+    Attributes:
+        model_bucket: The bucket construct read through (``bucket``, or one over a plain
+            bucket). role: The execution role. model / endpoint_config / endpoint: The Cfn
+            resources. log_group, log_key: The endpoint's logs. scalable_target,
+            scaling_guard, scaling_policy: Its scaling (:mod:`.scaling`). load_failure_filter,
+            alarms: Its alarms by metric name (:mod:`.alarms`).
     """
 
     def __init__(
