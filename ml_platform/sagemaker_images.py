@@ -125,9 +125,6 @@ def triton_release_warning(version: str) -> str | None:
 
 #: Release -> region -> account of its image.
 TRITON_REGISTRIES: dict[str, dict[str, str]] = {v: dict(_REGISTRIES) for v in TRITON_VERSIONS}
-# Kept for callers of the earlier module: the exceptions to the main account.
-DEFAULT_TRITON_ACCOUNT = _MAIN
-TRITON_ACCOUNTS: dict[str, str] = {r: a for r, a in _REGISTRIES.items() if a != _MAIN}
 
 
 def triton_region_problem(region: str, version: str = DEFAULT_TRITON_VERSION) -> str | None:

@@ -18,8 +18,7 @@ def build(app: cdk.App) -> None:
     endpoint = TritonMultiModelEndpoint(
         stack,
         "Ensembles",
-        bucket=models.bucket,
-        model_prefix=models.model_prefix,
+        bucket=models,
         endpoint_name="team-ensembles",
         archives=["model_trt_python_t4", "model_tf_dali"],
         max_instances=3,

@@ -13,8 +13,10 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from ml_platform.cli.aws import (
     CliError,
@@ -25,11 +27,31 @@ from ml_platform.cli.aws import (
     error_message,
     one_line,
 )
+from ml_platform.triton.ensembles import (
+    IMAGE_INPUT,
+    IMAGE_INPUT_TYPE,
+    IMAGE_OUTPUT,
+    TEXT_INPUT,
+    TEXT_INPUT_TYPE,
+    TEXT_MAX_BATCH_SIZE,
+    TEXT_OUTPUT,
+)
+from ml_platform.triton.spec import DataType
 
-# Tensor names of the ensembles in ml_platform.triton.ensembles (a test pins them).
-IMAGE_INPUT, IMAGE_OUTPUT, IMAGE_DTYPE = "INPUT", "OUTPUT", "UINT8"
-TEXT_INPUT, TEXT_OUTPUT, TEXT_DTYPE = "INPUT0", "finaloutput", "BYTES"
-TEXT_MAX_BATCH = 16  # max_batch_size of the text ensemble
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike
+
+    from ml_platform.triton.archive_names import ArchiveRef
+
+    NDArray = np.ndarray[Any, Any]
+
+# The ensembles' tensors (ml_platform.triton.ensembles) in tritonclient's dtype names, which
+# call Triton's STRING type BYTES.
+_CLIENT_DTYPE = {DataType.STRING: "BYTES"}
+IMAGE_DTYPE = _CLIENT_DTYPE.get(IMAGE_INPUT_TYPE, IMAGE_INPUT_TYPE.value)
+TEXT_DTYPE = _CLIENT_DTYPE.get(TEXT_INPUT_TYPE, TEXT_INPUT_TYPE.value)
+TEXT_MAX_BATCH = TEXT_MAX_BATCH_SIZE  # max_batch_size of the text ensemble
 TRITON_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json;json-header-size={}"
 _HEADER_SIZE = re.compile(r"json-header-size=(\d+)")
 READ_TIMEOUT = 70  # seconds; a first request may wait for the archive to load
@@ -63,7 +85,10 @@ def triton_address(text: str) -> str:
     return text
 
 
-def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
     p = sub.add_parser(
         "invoke",
         parents=parents,
@@ -117,14 +142,15 @@ def add_parser(sub: argparse._SubParsersAction, parents: list[argparse.ArgumentP
     p.set_defaults(run=run)
 
 
-def _http():
+def _http() -> ModuleType:
     try:
         import tritonclient.http as http
     except RuntimeError:  # tritonclient raises this when its HTTP extra is not installed
         raise CliError(
             "mlp invoke needs tritonclient's HTTP support: pip install 'tritonclient[http]'"
         ) from None
-    return http
+    module: ModuleType = http
+    return module
 
 
 def image_tensors(image: bytes) -> tuple[list[Any], list[Any]]:
@@ -151,7 +177,10 @@ def text_tensors(sentences: list[str]) -> tuple[list[Any], list[Any]]:
 
 def request_body(inputs: list[Any], outputs: list[Any]) -> tuple[bytes, int | None]:
     """Triton binary+JSON request body and its JSON header size (None: plain JSON)."""
-    return _http().InferenceServerClient.generate_request_body(inputs, outputs=outputs)
+    body: tuple[bytes, int | None] = _http().InferenceServerClient.generate_request_body(
+        inputs, outputs=outputs
+    )
+    return body
 
 
 def image_request(image: bytes) -> tuple[bytes, int | None]:
@@ -164,7 +193,9 @@ def text_request(sentences: list[str]) -> tuple[bytes, int | None]:
     return request_body(*text_tensors(sentences))
 
 
-def infer_on_triton(url: str, model: str, inputs: list[Any], outputs: list[Any], output: str):
+def infer_on_triton(
+    url: str, model: str, inputs: list[Any], outputs: list[Any], output: str
+) -> NDArray:
     """Send the request straight to a Triton server (e.g. Triton on EKS through
     ``kubectl port-forward``) and return the ``output`` tensor."""
     http = _http()
@@ -177,7 +208,7 @@ def infer_on_triton(url: str, model: str, inputs: list[Any], outputs: list[Any],
         raise CliError(f"Triton at {url}, model {model!r}: {error}") from None
     finally:
         client.close()
-    array = result.as_numpy(output)
+    array: NDArray | None = result.as_numpy(output)
     if array is None:
         raise CliError(f"Triton at {url}: the response has no output {output!r}")
     return array
@@ -187,7 +218,7 @@ def content_type(json_size: int | None) -> str:
     return "application/json" if json_size is None else TRITON_CONTENT_TYPE.format(json_size)
 
 
-def parse_response(body: bytes, response_content_type: str, output: str):
+def parse_response(body: bytes, response_content_type: str, output: str) -> NDArray:
     """The ``output`` tensor of a Triton response as a NumPy array."""
     match = _HEADER_SIZE.search(response_content_type or "")
     header_length = int(match.group(1)) if match else None
@@ -196,7 +227,7 @@ def parse_response(body: bytes, response_content_type: str, output: str):
         result = http.InferenceServerClient.parse_response_body(body, header_length=header_length)
     except Exception as error:  # malformed JSON or binary section
         raise CliError(f"the endpoint's response is not a Triton response ({error})") from None
-    array = result.as_numpy(output)
+    array: NDArray | None = result.as_numpy(output)
     if array is None:
         names = [o.get("name") for o in result.get_response().get("outputs", [])]
         raise CliError(f"the response has no output {output!r} (outputs: {names})")
@@ -240,7 +271,9 @@ def _local_target(folder: Path, model: str | None, target_model: str | None, kin
     )
 
 
-def _invoke_local(folder: Path, target: str, inputs: list[Any], outputs: list[Any], output: str):
+def _invoke_local(
+    folder: Path, target: str, inputs: list[Any], outputs: list[Any], output: str
+) -> NDArray:
     from ml_platform.cli.serve import read_state
     from ml_platform.triton.local_server import invoke_local
 
@@ -271,7 +304,7 @@ def invoke_with_retry(
     body: bytes,
     request_content_type: str,
     timeout: float,
-    on_retry=None,
+    on_retry: Callable[[int, float], None] | None = None,
 ) -> tuple[dict[str, Any], int]:
     """InvokeEndpoint, retrying while the model loads; returns (response, attempts)."""
     from botocore.exceptions import ClientError
@@ -337,30 +370,30 @@ def _read_labels(path: Path | None) -> list[str]:
         raise CliError(f"--labels {path}: not UTF-8 text (byte {error.start})") from None
 
 
-def top_k(scores, k: int, labels: list[str]) -> list[dict[str, Any]]:
+def top_k(scores: ArrayLike, k: int, labels: list[str]) -> list[dict[str, Any]]:
     import numpy as np
 
-    scores = np.asarray(scores, dtype=np.float64).reshape(-1)
-    order = np.argsort(-scores, kind="stable")[: max(k, 0)]
+    values = np.asarray(scores, dtype=np.float64).reshape(-1)
+    order = np.argsort(-values, kind="stable")[: max(k, 0)]
     return [
         {
             "index": int(i),
             "label": labels[i] if i < len(labels) else str(int(i)),
-            "score": float(scores[i]),
+            "score": float(values[i]),
         }
         for i in order
     ]
 
 
-def embedding_summary(sentence: str, vector, first: int = 5) -> dict[str, Any]:
+def embedding_summary(sentence: str, vector: ArrayLike, first: int = 5) -> dict[str, Any]:
     import numpy as np
 
-    vector = np.asarray(vector, dtype=np.float64).reshape(-1)
+    values = np.asarray(vector, dtype=np.float64).reshape(-1)
     return {
         "text": sentence,
-        "dimension": int(vector.size),
-        "norm": float(np.linalg.norm(vector)),
-        "first": [round(float(v), 6) for v in vector[:first]],
+        "dimension": int(values.size),
+        "norm": float(np.linalg.norm(values)),
+        "first": [round(float(v), 6) for v in values[:first]],
     }
 
 
@@ -372,7 +405,7 @@ def _invoke_sagemaker(
     inputs: list[Any],
     outputs: list[Any],
     output: str,
-):
+) -> tuple[NDArray, int]:
     """InvokeEndpoint with TargetModel, retrying while the archive loads."""
     from botocore.config import Config
 
@@ -401,7 +434,7 @@ def _invoke_sagemaker(
     return array, attempts
 
 
-def _ref(model: str):
+def _ref(model: str) -> ArchiveRef:
     from ml_platform.triton.archive_names import parse_ref
 
     try:
@@ -476,6 +509,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         problem = validate_target_model(target)
         if problem:
             raise CliError(problem)
+        assert endpoint is not None  # not --local: the endpoint came from the settings
         array, attempts = _invoke_sagemaker(ctx, args, endpoint, target, inputs, outputs, output)
     elapsed = time.monotonic() - started
     if args.image is None and (array.ndim != 2 or array.shape[0] != len(args.text)):

@@ -4,6 +4,7 @@ from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
 from ml_platform.constructs.dashboards import EndpointDashboard, TrainingDashboard
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+from ml_platform.constructs.model_upload import ModelArchiveUpload
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.constructs.storage import (
@@ -19,6 +20,7 @@ __all__ = [
     "EndpointDashboard",
     "GpuNodeGroup",
     "LustreStorage",
+    "ModelArchiveUpload",
     "ModelArtifactBucket",
     "PlatformAddons",
     "PlatformVpc",

@@ -14,22 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import (
-    Duration,
-    Stack,
-)
-from aws_cdk import (
-    aws_iam as iam,
-)
-from aws_cdk import (
-    aws_lambda as lambda_,
-)
-from aws_cdk import (
-    aws_logs as logs,
-)
-from aws_cdk import (
-    custom_resources as cr,
-)
+from aws_cdk import CfnResource, Duration, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
@@ -54,6 +43,28 @@ class EndpointScalingProvider(Construct):
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
         self._endpoints: list[str] = []
+        self._add_handler()
+        stack = Stack.of(self)
+        #: The tag on every scalable target this handler may act on (the endpoints' targets:
+        #: CloudFormation tags them, and the handler tags what it registers).
+        self.tag_value = stack.stack_name
+        self._statements = {
+            "endpoints": iam.PolicyStatement(
+                actions=[
+                    "sagemaker:DescribeEndpoint",
+                    # Application Auto Scaling calls these with the caller's permissions when it
+                    # registers an endpoint variant
+                    # (https://docs.aws.amazon.com/autoscaling/application/userguide/security_iam_id-based-policy-examples.html).
+                    "sagemaker:UpdateEndpointWeightsAndCapacities",
+                ],
+            ),
+        }
+        self._grant_alarms_and_configs()
+        self._grant_scalable_targets()
+        self._acknowledge()
+
+    def _add_handler(self) -> None:
+        """The handler function, its log group and aws-cdk's custom-resource provider."""
         self.log_group = logs.LogGroup(self, "Logs", retention=logs.RetentionDays.ONE_YEAR)
         self.handler = lambda_.Function(
             self,
@@ -72,24 +83,13 @@ class EndpointScalingProvider(Construct):
         # already referenced; cfn-lint flags that (W3005) on these two resources only.
         framework = self.provider.node.find_child("framework-onEvent")
         for function in (self.handler, framework):
-            function.node.default_child.add_metadata(
-                "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
-            )
-        stack = Stack.of(self)
-        #: The tag on every scalable target this handler may act on (the endpoints' targets:
-        #: CloudFormation tags them, and the handler tags what it registers).
-        self.tag_value = stack.stack_name
-        self._statements = {
-            "endpoints": iam.PolicyStatement(
-                actions=[
-                    "sagemaker:DescribeEndpoint",
-                    # Application Auto Scaling calls these with the caller's permissions when it
-                    # registers an endpoint variant
-                    # (https://docs.aws.amazon.com/autoscaling/application/userguide/security_iam_id-based-policy-examples.html).
-                    "sagemaker:UpdateEndpointWeightsAndCapacities",
-                ],
-            ),
-        }
+            resource = function.node.default_child
+            if not isinstance(resource, CfnResource):
+                raise TypeError(f"{function.node.path}: expected a CfnResource default child")
+            resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+
+    def _grant_alarms_and_configs(self) -> None:
+        """Target tracking's alarm calls, and reading any endpoint config."""
         # Target tracking creates, reads and deletes its alarms with the caller's permissions,
         # and AWS documents these three actions on "*" for SageMaker scaling (same page,
         # "Permissions required for API actions on target services and CloudWatch", and the
@@ -106,6 +106,7 @@ class EndpointScalingProvider(Construct):
                 resources=["*"],
             )
         )
+        stack = Stack.of(self)
         # CloudFormation names the endpoint configs: any config of this account/region.
         configs = stack.format_arn(
             service="sagemaker", resource="endpoint-config", resource_name="*"
@@ -119,6 +120,10 @@ class EndpointScalingProvider(Construct):
             "CloudFormation generates the endpoint-config names; DescribeEndpointConfig is "
             "read-only.",
         )
+
+    def _grant_scalable_targets(self) -> None:
+        """Application Auto Scaling on the scalable targets carrying this stack's tag."""
+        stack = Stack.of(self)
         # Application Auto Scaling's actions, from its Service Authorization Reference
         # (https://docs.aws.amazon.com/service-authorization/latest/reference/list_awsapplicationautoscaling.html):
         # the Describe* actions have no resource type ("*"); RegisterScalableTarget,
@@ -173,7 +178,6 @@ class EndpointScalingProvider(Construct):
             "Scalable-target ARNs end in an opaque id, not the endpoint's name: these actions "
             "are limited to targets carrying this stack's ml-platform:endpoint-scaling tag.",
         )
-        self._acknowledge()
 
     @property
     def service_token(self) -> str:

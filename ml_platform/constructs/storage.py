@@ -7,6 +7,7 @@ keeps the id ``Resource`` for its main child so logical IDs never change silentl
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from aws_cdk import Annotations, CfnResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -126,7 +127,80 @@ class TrainingImageRepository(Construct):
         return self.repository.grant_pull_push(grantee)
 
 
-class ModelArtifactBucket(Construct):
+class ModelArtifactBucketBase(Construct):
+    """What every model bucket offers, created (:class:`ModelArtifactBucket`) or imported
+    (:class:`ImportedModelArtifactBucket`): the archive prefix and the grants and metrics on
+    it. The endpoints and Triton on EKS take any of them and grant through it.
+
+    Attributes:
+        bucket: The bucket. model_prefix: Key prefix of the archives (ends in ``/``).
+        access_logs: The access-log bucket (``None`` when imported).
+    """
+
+    bucket: s3.IBucket
+    model_prefix: str
+    access_logs: s3.IBucket | None
+
+    def archive_arn(self, key_pattern: str = "*") -> str:
+        """ARN of objects under the model prefix matching ``key_pattern``."""
+        return self.bucket.arn_for_objects(f"{self.model_prefix}{key_pattern}")
+
+    def grant_read_models(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Read the archives under the model prefix: ``s3:GetObject`` on ``<prefix>*`` and
+        ``s3:ListBucket`` limited by an ``s3:prefix`` condition to the same prefix."""
+        get = iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:GetObject"], resource_arns=[self.archive_arn()]
+        )
+        return get.combine(self.grant_list_models(grantee))
+
+    def grant_list_models(self, grantee: iam.IGrantable) -> iam.Grant:
+        """List the archives: ``s3:ListBucket`` on the bucket, limited by an ``s3:prefix``
+        condition to the model prefix."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:ListBucket"],
+            resource_arns=[self.bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [f"{self.model_prefix}*"]}},
+        )
+
+    def grant_write_models(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Upload archives under the model prefix (``s3:PutObject`` on ``<prefix>*``). The
+        bucket policy refuses the writes of anyone not among ``publishers``, and every put
+        without ``If-None-Match``."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:PutObject"], resource_arns=[self.archive_arn()]
+        )
+
+    def metric_object_count(self, **options: Any) -> cloudwatch.Metric:
+        """Objects in the bucket (S3 daily storage metric, all storage classes). ``options``
+        as ``cloudwatch.Metric`` takes them (``period``, ``statistic``, ``label``...);
+        default: daily average."""
+        return self._storage_metric("NumberOfObjects", "AllStorageTypes", options)
+
+    def metric_bucket_size_bytes(self, **options: Any) -> cloudwatch.Metric:
+        """Bytes stored in the Standard class (S3 daily storage metric). ``options`` as for
+        :meth:`metric_object_count`."""
+        return self._storage_metric("BucketSizeBytes", "StandardStorage", options)
+
+    def _storage_metric(
+        self, name: str, storage_type: str, options: dict[str, Any]
+    ) -> cloudwatch.Metric:
+        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html
+        # (storage metrics are reported once a day)
+        settings: dict[str, Any] = {
+            "period": Duration.days(1),
+            "statistic": "Average",
+            **options,
+        }
+        return cloudwatch.Metric(
+            namespace="AWS/S3",
+            metric_name=name,
+            dimensions_map={"BucketName": self.bucket.bucket_name, "StorageType": storage_type},
+            **settings,
+        )
+
+
+class ModelArtifactBucket(ModelArtifactBucketBase):
     """S3 bucket of Triton ensemble archives: encrypted, versioned, private, TLS only, with
     server access logs in a second bucket.
 
@@ -170,7 +244,7 @@ class ModelArtifactBucket(Construct):
         self.node.set_context(S3_LOG_POLICY_FLAG, True)
         destroy = removal_policy == RemovalPolicy.DESTROY
         self.model_prefix = model_prefix
-        self.access_logs: s3.IBucket | None = s3.Bucket(
+        self.access_logs = s3.Bucket(
             self,
             "AccessLogs",
             encryption=s3.BucketEncryption.S3_MANAGED,
@@ -242,7 +316,7 @@ class ModelArtifactBucket(Construct):
         # CreateMultipartUpload and UploadPart (they take no conditional header), so
         # PutObject and CompleteMultipartUpload must send If-None-Match. CopyObject into the
         # prefix is refused too (S3 does not implement it with If-None-Match).
-        conditions: dict = {
+        conditions: dict[str, Any] = {
             "Null": {"s3:if-none-match": "true"},
             "Bool": {"s3:ObjectCreationOperation": "true"},
         }
@@ -262,63 +336,72 @@ class ModelArtifactBucket(Construct):
     @classmethod
     def from_bucket_name(
         cls, scope: Construct, construct_id: str, bucket_name: str, *, model_prefix: str = "models/"
-    ) -> ModelArtifactBucket:
+    ) -> ImportedModelArtifactBucket:
         """An existing model bucket (``grant_*`` then add to the grantee's policy only)."""
-        self = cls.__new__(cls)
-        Construct.__init__(self, scope, construct_id)
+        return ImportedModelArtifactBucket(
+            scope, construct_id, bucket=bucket_name, model_prefix=model_prefix
+        )
+
+    @classmethod
+    def from_bucket(
+        cls,
+        scope: Construct,
+        construct_id: str,
+        bucket: s3.IBucket,
+        *,
+        model_prefix: str = "models/",
+    ) -> ImportedModelArtifactBucket:
+        """A model bucket over an ``s3.IBucket`` this app already refers to (another stack's
+        bucket, an imported one): its archives under ``model_prefix``."""
+        return ImportedModelArtifactBucket(
+            scope, construct_id, bucket=bucket, model_prefix=model_prefix
+        )
+
+
+class ImportedModelArtifactBucket(ModelArtifactBucketBase):
+    """A model bucket this construct does not create (what the ``from_*`` methods of
+    :class:`ModelArtifactBucket` return): its archives under ``model_prefix``; ``grant_*``
+    add to the grantee's policy only.
+
+    Args:
+        bucket: The bucket: its name (imported here, as child ``Resource``), or an
+            ``s3.IBucket``. Required.
+        model_prefix: Key prefix of the archives (ends in ``/``). Default ``models/``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket: s3.IBucket | str,
+        model_prefix: str = "models/",
+    ) -> None:
+        super().__init__(scope, construct_id)
         _check_prefix(self, model_prefix)
         self.model_prefix = model_prefix
         self.access_logs = None
-        self.bucket = s3.Bucket.from_bucket_name(self, "Resource", bucket_name)
-        return self
-
-    def archive_arn(self, key_pattern: str = "*") -> str:
-        """ARN of objects under the model prefix matching ``key_pattern``."""
-        return self.bucket.arn_for_objects(f"{self.model_prefix}{key_pattern}")
-
-    def grant_read_models(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Read the archives under the model prefix: ``s3:GetObject`` on ``<prefix>*`` and
-        ``s3:ListBucket`` limited by an ``s3:prefix`` condition to the same prefix."""
-        get = iam.Grant.add_to_principal(
-            grantee=grantee, actions=["s3:GetObject"], resource_arns=[self.archive_arn()]
-        )
-        listing = iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["s3:ListBucket"],
-            resource_arns=[self.bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{self.model_prefix}*"]}},
-        )
-        return get.combine(listing)
-
-    def grant_write_models(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Upload archives under the model prefix (``s3:PutObject`` on ``<prefix>*``). The
-        bucket policy refuses the writes of anyone not among ``publishers``, and every put
-        without ``If-None-Match``."""
-        return iam.Grant.add_to_principal(
-            grantee=grantee, actions=["s3:PutObject"], resource_arns=[self.archive_arn()]
+        self.bucket = (
+            s3.Bucket.from_bucket_name(self, "Resource", bucket)
+            if isinstance(bucket, str)
+            else bucket
         )
 
-    def metric_object_count(self, **options: object) -> cloudwatch.Metric:
-        """Objects in the bucket (S3 daily storage metric, all storage classes). ``options``
-        as ``cloudwatch.Metric`` takes them (``period``, ``statistic``, ``label``...);
-        default: daily average."""
-        return self._storage_metric("NumberOfObjects", "AllStorageTypes", options)
 
-    def metric_bucket_size_bytes(self, **options: object) -> cloudwatch.Metric:
-        """Bytes stored in the Standard class (S3 daily storage metric). ``options`` as for
-        :meth:`metric_object_count`."""
-        return self._storage_metric("BucketSizeBytes", "StandardStorage", options)
-
-    def _storage_metric(self, name: str, storage_type: str, options: dict) -> cloudwatch.Metric:
-        # https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html
-        # (storage metrics are reported once a day)
-        settings = {"period": Duration.days(1), "statistic": "Average", **options}
-        return cloudwatch.Metric(
-            namespace="AWS/S3",
-            metric_name=name,
-            dimensions_map={"BucketName": self.bucket.bucket_name, "StorageType": storage_type},
-            **settings,
-        )
+def archive_prefix(
+    bucket: s3.IBucket | ModelArtifactBucketBase, model_prefix: str | None
+) -> tuple[str, str | None]:
+    """The archive prefix of a construct taking ``bucket`` and ``model_prefix`` (a bucket
+    construct's own, else ``model_prefix``, default ``models/``), and the problem when
+    ``model_prefix`` contradicts the construct's (``None`` if none)."""
+    if not isinstance(bucket, ModelArtifactBucketBase):
+        return ("models/" if model_prefix is None else model_prefix), None
+    if model_prefix in (None, bucket.model_prefix):
+        return bucket.model_prefix, None
+    return bucket.model_prefix, (
+        f"model_prefix={model_prefix!r}: the bucket construct's prefix is "
+        f"{bucket.model_prefix!r}; leave model_prefix unset with a bucket construct"
+    )
 
 
 #: What the archive bucket policy lets only publishers do under the model prefix.
@@ -330,6 +413,8 @@ def _delete_provider_role_arn(scope: Construct) -> str:
     that exists once a bucket sets ``auto_delete_objects``)."""
     provider = Stack.of(scope).node.find_child("Custom::S3AutoDeleteObjectsCustomResourceProvider")
     role = provider.node.find_child("Role")
+    if not isinstance(role, CfnResource):
+        raise TypeError(f"{role.node.path}: expected the provider's CfnResource role")
     return Token.as_string(role.get_att("Arn"))
 
 
@@ -341,7 +426,59 @@ def _check_prefix(scope: Construct, model_prefix: str) -> None:
         )
 
 
-class LustreStorage(Construct):
+class LustreStorageBase(Construct):
+    """What a Lustre file system offers, created (:class:`LustreStorage`) or imported
+    (:class:`ImportedLustreStorage`): opening it to clients and its metrics.
+
+    Attributes:
+        file_system: The ``fsx.ILustreFileSystem``-like file system. security_group: Its
+            security group. connections: The ``ec2.Connections`` of that group.
+            mount_name: The Lustre mount name. client_security_group: The group of the nodes
+            that mount it (``None`` when imported).
+    """
+
+    file_system: fsx.LustreFileSystem | fsx.IFileSystem
+    security_group: ec2.ISecurityGroup
+    client_security_group: ec2.ISecurityGroup | None
+    connections: ec2.Connections
+    mount_name: str
+
+    def allow_client(self, client: ec2.ISecurityGroup | ec2.IConnectable) -> None:
+        """Open the Lustre ports to ``client`` (a security group, or any ``IConnectable``
+        such as a node group's connections) and let the file system answer it."""
+        # A security group is itself connectable (its connections hold just the group).
+        for group in client.connections.security_groups:
+            for port in LUSTRE_PORTS:
+                self.security_group.add_ingress_rule(group, port, "Lustre clients")
+                self.security_group.add_egress_rule(group, port, "Lustre replies to clients")
+        self._apply_removal_policy()
+
+    def _apply_removal_policy(self) -> None:
+        """Hook after new rules: nothing for a file system this app does not own."""
+
+    def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
+        """An ``AWS/FSx`` metric of this file system (e.g. ``FreeDataStorageCapacity``,
+        ``DataReadBytes``). ``options`` as ``cloudwatch.Metric`` takes them (``period``,
+        ``statistic``, ``label``...); default: 5-minute average."""
+        # https://docs.aws.amazon.com/fsx/latest/LustreGuide/fs-metrics.html
+        settings: dict[str, Any] = {
+            "period": Duration.minutes(5),
+            "statistic": "Average",
+            **options,
+        }
+        return cloudwatch.Metric(
+            namespace="AWS/FSx",
+            metric_name=metric_name,
+            dimensions_map={"FileSystemId": self.file_system.file_system_id},
+            **settings,
+        )
+
+    def metric_free_capacity(self, **options: Any) -> cloudwatch.Metric:
+        """Free data storage capacity in bytes (minimum over the period by default)."""
+        return self.metric("FreeDataStorageCapacity", **{"statistic": "Minimum", **options})
+
+
+class LustreStorage(LustreStorageBase):
     """FSx for Lustre (PERSISTENT_2, Lustre 2.15 for AL2023 clients) in one subnet, reachable on
     TCP 988 and 1018-1023 from its client security group (and any group given to
     :meth:`allow_client`) only. Encrypted at rest (PERSISTENT_2 always is; pass ``kms_key`` for
@@ -411,7 +548,7 @@ class LustreStorage(Construct):
             )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
-        self._removal_policy: RemovalPolicy | None = removal_policy
+        self._removal_policy = removal_policy
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -442,8 +579,8 @@ class LustreStorage(Construct):
                 data_compression_type=fsx.LustreDataCompressionType.LZ4,
             ),
         )
-        self.connections: ec2.Connections = self.file_system.connections
-        self.mount_name: str = self.file_system.mount_name
+        self.connections = self.file_system.connections
+        self.mount_name = self.file_system.mount_name
         # Lustre servers also talk to each other and back to clients on these ports.
         for port in LUSTRE_PORTS:
             self.security_group.add_ingress_rule(self.security_group, port, "Lustre servers")
@@ -459,7 +596,10 @@ class LustreStorage(Construct):
         self.allow_client(self.client_security_group)
         for client in clients:
             self.allow_client(client)
-        after_security_group_rules(self.file_system.node.default_child, [self.security_group])
+        resource = self.file_system.node.default_child
+        if not isinstance(resource, CfnResource):
+            raise TypeError(f"{self.node.path}: expected the file system's CfnResource")
+        after_security_group_rules(resource, [self.security_group])
 
     @classmethod
     def from_file_system_attributes(
@@ -471,12 +611,49 @@ class LustreStorage(Construct):
         dns_name: str,
         mount_name: str,
         security_group: ec2.ISecurityGroup,
-    ) -> LustreStorage:
+    ) -> ImportedLustreStorage:
         """An existing Lustre file system, to open it to clients with :meth:`allow_client`
         (the rules are created in ``scope``'s stack) or read its attributes."""
-        self = cls.__new__(cls)
-        Construct.__init__(self, scope, construct_id)
-        self._removal_policy = None
+        return ImportedLustreStorage(
+            scope,
+            construct_id,
+            file_system_id=file_system_id,
+            dns_name=dns_name,
+            mount_name=mount_name,
+            security_group=security_group,
+        )
+
+    def _apply_removal_policy(self) -> None:
+        """The file system's removal policy on its groups and every rule made in them."""
+        for group in (self.security_group, self.client_security_group):
+            if group is None:
+                continue
+            for child in group.node.find_all():
+                if isinstance(child, CfnResource):
+                    child.apply_removal_policy(self._removal_policy)
+
+
+class ImportedLustreStorage(LustreStorageBase):
+    """A Lustre file system this app does not create (what
+    :meth:`LustreStorage.from_file_system_attributes` returns): :meth:`allow_client` adds the
+    rules to its security group in ``scope``'s stack.
+
+    Args:
+        file_system_id / dns_name / mount_name: The file system's attributes. Required.
+        security_group: Its security group. Required.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        file_system_id: str,
+        dns_name: str,
+        mount_name: str,
+        security_group: ec2.ISecurityGroup,
+    ) -> None:
+        super().__init__(scope, construct_id)
         self.security_group = security_group
         self.client_security_group = None
         self.file_system = fsx.LustreFileSystem.from_lustre_file_system_attributes(
@@ -488,40 +665,3 @@ class LustreStorage(Construct):
         )
         self.mount_name = mount_name
         self.connections = self.file_system.connections
-        return self
-
-    def allow_client(self, client: ec2.ISecurityGroup | ec2.IConnectable) -> None:
-        """Open the Lustre ports to ``client`` (a security group, or any ``IConnectable``
-        such as a node group's connections) and let the file system answer it."""
-        # A security group is itself connectable (its connections hold just the group).
-        for group in client.connections.security_groups:
-            for port in LUSTRE_PORTS:
-                self.security_group.add_ingress_rule(group, port, "Lustre clients")
-                self.security_group.add_egress_rule(group, port, "Lustre replies to clients")
-        self._apply_removal_policy()
-
-    def _apply_removal_policy(self) -> None:
-        """The file system's removal policy on its groups and every rule made in them."""
-        if self._removal_policy is None:
-            return
-        for group in (self.security_group, self.client_security_group):
-            for child in group.node.find_all():
-                if isinstance(child, CfnResource):
-                    child.apply_removal_policy(self._removal_policy)
-
-    def metric(self, metric_name: str, **options: object) -> cloudwatch.Metric:
-        """An ``AWS/FSx`` metric of this file system (e.g. ``FreeDataStorageCapacity``,
-        ``DataReadBytes``). ``options`` as ``cloudwatch.Metric`` takes them (``period``,
-        ``statistic``, ``label``...); default: 5-minute average."""
-        # https://docs.aws.amazon.com/fsx/latest/LustreGuide/fs-metrics.html
-        settings = {"period": Duration.minutes(5), "statistic": "Average", **options}
-        return cloudwatch.Metric(
-            namespace="AWS/FSx",
-            metric_name=metric_name,
-            dimensions_map={"FileSystemId": self.file_system.file_system_id},
-            **settings,
-        )
-
-    def metric_free_capacity(self, **options: object) -> cloudwatch.Metric:
-        """Free data storage capacity in bytes (minimum over the period by default)."""
-        return self.metric("FreeDataStorageCapacity", **{"statistic": "Minimum", **options})

@@ -9,6 +9,7 @@ its own: the manifests there depend on the cluster stack, never the other way ro
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 
 import cdk8s
@@ -17,16 +18,21 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from constructs import Construct, IDependable
+from constructs import Construct, IConstruct, IDependable
 
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
+from ml_platform.constructs.storage import (
+    ModelArtifactBucket,
+    ModelArtifactBucketBase,
+    archive_prefix,
+)
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.instances import EKS_GPU_INSTANCES
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
-from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
+from ml_platform.k8s_charts.triton import TritonChart
 from ml_platform.sagemaker_images import (
     DEFAULT_TRITON_VERSION,
     UNPATCHED_TRITON_WARNING,
@@ -48,7 +54,12 @@ def _dns_label_problem(value: str) -> str | None:
 class _SharedDevicePlugin(Construct):
     """NVIDIA's device plugin, applied once per cluster however many instances ask for it."""
 
-    cluster_key = ""
+
+#: The shared device-plugin manifest of each cluster (by :func:`_cluster_key`), per app: a
+#: lookup, not a walk of the whole construct tree. Weak on the app, so apps are not kept.
+_DEVICE_PLUGINS: weakref.WeakKeyDictionary[IConstruct, dict[str, eks.KubernetesManifest]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _cluster_key(cluster: eks.ICluster) -> str:
@@ -68,7 +79,9 @@ class TritonOnEks(Construct):
 
     Args:
         cluster: The EKS cluster; it needs a kubectl provider. Required.
-        bucket: Bucket holding the archives. Required.
+        bucket: The model bucket: a :class:`~ml_platform.constructs.storage.ModelArtifactBucket`
+            (or what its ``from_*`` methods return), whose prefix and ``grant_read_models``
+            the pods use; or a plain ``s3.IBucket`` with ``model_prefix``. Required.
         archives: Archives under ``model_prefix`` to serve, as references of
             :mod:`ml_platform.triton.archive_names`: ``NAME`` (its newest version there at pod
             start) or ``NAME@vXXXXXXXX``. Required, at least one.
@@ -79,7 +92,8 @@ class TritonOnEks(Construct):
         models: Models Triton loads (explicit model control), ensembles first. Default: the
             models the built-in archives hold (``ARCHIVE_MODELS``); required when an archive is
             not one of them.
-        model_prefix: Key prefix of the archives, ending in ``/``. Default ``models/``.
+        model_prefix: Key prefix of the archives, ending in ``/``, for a plain bucket.
+            Default: the bucket construct's prefix, ``models/`` for a plain bucket.
         triton_version: NGC Triton release, the same as the SageMaker container's. Default
             ``25.09`` (patched; an older release gets a synth-time warning naming the CVEs,
             id ``ml-platform:triton-unpatched-release``, acknowledgeable).
@@ -106,6 +120,7 @@ class TritonOnEks(Construct):
         gpu_nodes: The :class:`GpuNodeGroup` (``None`` with ``gpu_node_group=False``).
         node_group: Its ``eks_v2.Nodegroup`` (or ``None``). role: The pods' IAM role.
         pod_identity: The ``CfnPodIdentityAssociation``. triton_chart: The cdk8s chart.
+        model_bucket: The model bucket as this stack refers to it (a bucket construct).
         manifest: The ``KubernetesManifest`` applying it. device_plugin: The manifest of the
             device plugin (shared), or ``None`` with ``device_plugin=False``.
     """
@@ -116,11 +131,11 @@ class TritonOnEks(Construct):
         construct_id: str,
         *,
         cluster: eks.ICluster,
-        bucket: s3.IBucket,
+        bucket: s3.IBucket | ModelArtifactBucketBase,
         archives: Sequence[str],
         pod_identity_agent: IDependable | None,
         models: Sequence[str] | None = None,
-        model_prefix: str = "models/",
+        model_prefix: str | None = None,
         triton_version: str = DEFAULT_TRITON_VERSION,
         grpc: bool = False,
         gpu_instance_type: str = "g5.2xlarge",
@@ -136,7 +151,77 @@ class TritonOnEks(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         archives = list(archives)
-        errors = []
+        model_prefix, prefix_problem = archive_prefix(bucket, model_prefix)
+        load = self._validate(
+            archives=archives,
+            models=models,
+            model_prefix=model_prefix,
+            gpu_instance_type=gpu_instance_type,
+            gpu_nodes=gpu_nodes,
+            gpu_node_group=gpu_node_group,
+            replicas=replicas,
+            namespace=namespace,
+            service_account=service_account,
+            node_labels=node_labels,
+            extra=[prefix_problem] if prefix_problem else [],
+        )
+        warning = triton_release_warning(triton_version)
+        if warning:
+            Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
+
+        self.gpu_nodes: GpuNodeGroup | None = None
+        self.node_group: eks.Nodegroup | None = None
+        if gpu_node_group:
+            self.gpu_nodes = GpuNodeGroup(
+                self,
+                "GpuNodes",
+                cluster=cluster,
+                instance_type=gpu_instance_type,
+                nodes=gpu_nodes,
+                max_nodes=gpu_nodes,
+                subnets=subnets,
+                labels=node_labels,
+            )
+            self.node_group = self.gpu_nodes.node_group
+        self._add_pod_role(cluster, bucket, model_prefix, namespace, service_account)
+        if pod_identity_agent is not None:
+            self.pod_identity.node.add_dependency(pod_identity_agent)
+
+        charts = cdk8s.App()
+        self.device_plugin: eks.KubernetesManifest | None = None
+        if device_plugin:
+            self.device_plugin = self._shared_device_plugin(cluster, charts, images)
+        self._add_triton_chart(
+            cluster,
+            charts,
+            archives=archives,
+            models=load,
+            triton_version=triton_version,
+            grpc=grpc,
+            replicas=replicas,
+            namespace=namespace,
+            service_account=service_account,
+            images=images,
+        )
+
+    def _validate(
+        self,
+        *,
+        archives: list[str],
+        models: Sequence[str] | None,
+        model_prefix: str,
+        gpu_instance_type: str,
+        gpu_nodes: int,
+        gpu_node_group: bool,
+        replicas: int,
+        namespace: str,
+        service_account: str,
+        node_labels: Mapping[str, str] | None,
+        extra: list[str],
+    ) -> list[str]:
+        """The models Triton loads, once every prop is checked (all problems in one
+        ``ValueError``)."""
+        errors: list[str] = []
         if gpu_node_group and gpu_instance_type not in EKS_GPU_INSTANCES:
             errors.append(
                 f"gpu_instance_type={gpu_instance_type!r}: expected one of "
@@ -151,7 +236,7 @@ class TritonOnEks(Construct):
             )
         if not archives:
             errors.append("archives=[]: expected at least one archive")
-        files = {}  # reference -> the ARCHIVE_MODELS key of its logical name
+        files: dict[str, str] = {}  # reference -> the ARCHIVE_MODELS key of its logical name
         for archive in archives:
             try:
                 files[archive] = f"{parse_ref(archive).logical}{ARCHIVE_SUFFIX}"
@@ -182,27 +267,20 @@ class TritonOnEks(Construct):
                 errors.append(f"{prop}={value!r}: {problem}")
         if node_labels and NODE_ROLE_LABEL in node_labels:
             errors.append(f"node_labels: {NODE_ROLE_LABEL!r} is set by this construct")
+        errors += extra
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
-        warning = triton_release_warning(triton_version)
-        if warning:
-            Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
+        return load
 
-        self.gpu_nodes: GpuNodeGroup | None = None
-        self.node_group: eks.Nodegroup | None = None
-        if gpu_node_group:
-            self.gpu_nodes = GpuNodeGroup(
-                self,
-                "GpuNodes",
-                cluster=cluster,
-                instance_type=gpu_instance_type,
-                nodes=gpu_nodes,
-                max_nodes=gpu_nodes,
-                subnets=subnets,
-                labels=node_labels,
-            )
-            self.node_group = self.gpu_nodes.node_group
-
+    def _add_pod_role(
+        self,
+        cluster: eks.ICluster,
+        bucket: s3.IBucket | ModelArtifactBucketBase,
+        model_prefix: str,
+        namespace: str,
+        service_account: str,
+    ) -> None:
+        """The pods' role (read the archives only) and its Pod Identity association."""
         # Pods of the service account get this role through EKS Pod Identity.
         self.role = iam.Role(
             self,
@@ -210,22 +288,22 @@ class TritonOnEks(Construct):
             assumed_by=pod_identity_principal(cluster.cluster_arn, namespace, service_account),
             description="Triton pods on EKS: read the ensemble archives",
         )
-        bucket = self._local_bucket(bucket)
-        archives_arn = bucket.arn_for_objects(f"{model_prefix}*")
-        self.role.add_to_policy(
-            iam.PolicyStatement(actions=["s3:GetObject"], resources=[archives_arn])
-        )
-        # Logical archive names resolve to their newest version at pod start: list the prefix.
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["s3:ListBucket"],
-                resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{model_prefix}*"]}},
+        plain = bucket.bucket if isinstance(bucket, ModelArtifactBucketBase) else bucket
+        local = self._local_bucket(plain)
+        #: The model bucket as this stack refers to it.
+        self.model_bucket: ModelArtifactBucketBase = (
+            bucket
+            if isinstance(bucket, ModelArtifactBucketBase) and local is plain
+            else ModelArtifactBucket.from_bucket(
+                self, "ModelArchives", local, model_prefix=model_prefix
             )
         )
+        # GetObject under the prefix; logical archive names resolve to their newest version
+        # at pod start, so the pods also list the prefix.
+        self.model_bucket.grant_read_models(self.role)
         acknowledge(
             self.role,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, archives_arn)}]",
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, self.model_bucket.archive_arn())}]",
             "Triton's init container downloads archives under the model prefix only, with "
             "s3:GetObject alone.",
         )
@@ -237,18 +315,29 @@ class TritonOnEks(Construct):
             service_account=service_account,
             role_arn=self.role.role_arn,
         )
-        if pod_identity_agent is not None:
-            self.pod_identity.node.add_dependency(pod_identity_agent)
 
-        charts = cdk8s.App()
-        self.device_plugin: eks.KubernetesManifest | None = None
-        if device_plugin:
-            self.device_plugin = self._shared_device_plugin(cluster, charts, images)
-        props = TritonChartProps(
-            bucket_name=bucket.bucket_name,
-            model_prefix=model_prefix,
+    def _add_triton_chart(
+        self,
+        cluster: eks.ICluster,
+        charts: cdk8s.App,
+        *,
+        archives: list[str],
+        models: list[str],
+        triton_version: str,
+        grpc: bool,
+        replicas: int,
+        namespace: str,
+        service_account: str,
+        images: ImagePolicy,
+    ) -> None:
+        """The Triton chart and the manifest applying it, after what its pods need."""
+        self.triton_chart = TritonChart(
+            charts,
+            "triton",
+            bucket_name=self.model_bucket.bucket.bucket_name,
+            model_prefix=self.model_bucket.model_prefix,
             archives=tuple(archives),
-            models=tuple(load),
+            models=tuple(models),
             triton_version=triton_version,
             grpc=grpc,
             region=Stack.of(self).region,
@@ -257,9 +346,8 @@ class TritonOnEks(Construct):
             service_account=service_account,
             images=images,
         )
-        self.triton_chart = TritonChart(charts, "triton", props=props)
-        pulled = list(props.pinned_images)
-        if device_plugin:
+        pulled = list(self.triton_chart.props.pinned_images)
+        if self.device_plugin is not None:
             pulled.append(NVIDIA_DEVICE_PLUGIN_IMAGE)
         warn_tag_only(self, pulled, images)
         self.manifest = eks.KubernetesManifest(
@@ -290,12 +378,14 @@ class TritonOnEks(Construct):
         self, cluster: eks.ICluster, charts: cdk8s.App, images: ImagePolicy
     ) -> eks.KubernetesManifest:
         key = _cluster_key(cluster)
-        for existing in self.node.root.node.find_all():
-            if isinstance(existing, _SharedDevicePlugin) and existing.cluster_key == key:
-                return existing.node.find_child("Resource")
+        shared = _DEVICE_PLUGINS.setdefault(self.node.root, {})
+        if key in shared:
+            return shared[key]
         holder = _SharedDevicePlugin(self, "DevicePlugin")
-        holder.cluster_key = key
         chart = NvidiaDevicePluginChart(
             charts, "nvidia-device-plugin", image=images.resolve(NVIDIA_DEVICE_PLUGIN_IMAGE)
         )
-        return eks.KubernetesManifest(holder, "Resource", cluster=cluster, manifest=chart.to_json())
+        shared[key] = eks.KubernetesManifest(
+            holder, "Resource", cluster=cluster, manifest=chart.to_json()
+        )
+        return shared[key]

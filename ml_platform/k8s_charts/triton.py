@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, overload
 
 import cdk8s
 from cdk8s_plus_35 import k8s
@@ -161,7 +162,7 @@ def fetch_command(
         )
         resolve = f'key="{newest}" && {{ [ -n "$key" ] || {{ echo {missing} >&2; exit 1; }}; }}'
 
-    def fail(message):
+    def fail(message: str) -> str:
         return f'{{ echo "s3://$bucket/$key: {message}" >&2; exit 1; }}'
 
     steps = [
@@ -225,24 +226,70 @@ class TritonChartProps:
 
 
 class TritonChart(cdk8s.Chart):
-    """Namespace, service account, Deployment, ClusterIP Service and PDB for Triton."""
+    """Namespace, service account, Deployment, ClusterIP Service, PDB and network policies for
+    Triton.
 
-    def __init__(self, scope: Construct, construct_id: str, *, props: TritonChartProps) -> None:
+    Args:
+        bucket_name / model_prefix: Where the archives are. Required.
+        archives: The archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). Required.
+        triton_version: e.g. ``25.09``. Required. region: For the AWS CLI. Required.
+        replicas, namespace, service_account, models, grpc, images: As
+            :class:`TritonChartProps` documents them, with its defaults.
+        props: Deprecated: the same inputs as one :class:`TritonChartProps` (instead of the
+            keywords above, not with them).
+
+    Attributes:
+        props: The inputs, as a :class:`TritonChartProps`.
+    """
+
+    @overload
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket_name: str,
+        model_prefix: str,
+        archives: Sequence[str],
+        triton_version: str,
+        region: str,
+        replicas: int = ...,
+        namespace: str = ...,
+        service_account: str = ...,
+        models: Sequence[str] = ...,
+        grpc: bool = ...,
+        images: ImagePolicy = ...,
+    ) -> None: ...
+
+    @overload
+    def __init__(self, scope: Construct, construct_id: str, *, props: TritonChartProps) -> None: ...
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        props: TritonChartProps | None = None,
+        **fields: Any,
+    ) -> None:
         super().__init__(scope, construct_id)
+        if props is not None and fields:
+            raise TypeError(f"TritonChart: props= or keywords, not both (got {sorted(fields)})")
+        if props is None:
+            for name in ("archives", "models"):
+                if name in fields:
+                    fields[name] = tuple(fields[name])
+            props = TritonChartProps(**fields)
+        self.props = props
         # Known archives (or the models given for custom ones) whose names do not clash.
         # Triton loads every unpacked model (--model-control-mode=none below).
         list(props.models) or models_to_load(props.archives)
-        ns = props.namespace
         labels = {"app.kubernetes.io/name": NAME, "app.kubernetes.io/part-of": "ml-platform"}
-
-        def meta(name):
-            return k8s.ObjectMeta(name=name, namespace=ns, labels=labels)
-
         self.namespace_object = k8s.KubeNamespace(
             self,
             "Namespace",
             metadata=k8s.ObjectMeta(
-                name=ns, labels=pod_security_labels(NAMESPACE_POD_SECURITY["triton"])
+                name=props.namespace, labels=pod_security_labels(NAMESPACE_POD_SECURITY["triton"])
             ),
         )
         # No pod of Triton talks to the Kubernetes API: no API token is mounted. The fetch's
@@ -254,199 +301,32 @@ class TritonChart(cdk8s.Chart):
         self.service_account = k8s.KubeServiceAccount(
             self,
             "ServiceAccount",
-            metadata=meta(props.service_account),
+            metadata=self._meta(props.service_account, labels),
             automount_service_account_token=False,
         )
-        fetch = " && ".join(
-            fetch_command(props.bucket_name, props.model_prefix, a) for a in props.archives
-        )
-        drop_all = k8s.SecurityContext(
-            allow_privilege_escalation=False,
-            capabilities=k8s.Capabilities(drop=["ALL"]),
-            run_as_non_root=True,
-            run_as_user=TRITON_UID,
-        )
-        volume_mounts_init = [
-            k8s.VolumeMount(name="archives", mount_path=ARCHIVE_DIR),
-            k8s.VolumeMount(name="models", mount_path=MODEL_DIR),
-        ]
-        quantity = k8s.Quantity.from_string
-        triton_args = [
-            f"--model-repository={MODEL_DIR}",
-            # Mode none: Triton loads every model in the repository (exactly the unpacked
-            # archives' models) at start, and refuses every load/unload request of the
-            # model-repository API, so no caller can swap models.
-            # https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
-            "--model-control-mode=none",
-            "--strict-readiness=true",
-            "--exit-on-error=true",
-        ]
-        served_ports = [("http", HTTP_PORT), ("metrics", METRICS_PORT)]
-        if props.grpc:
-            served_ports.insert(1, ("grpc", GRPC_PORT))
-
-        def probe(path, failures):
-            return k8s.Probe(
-                http_get=k8s.HttpGetAction(path=path, port=k8s.IntOrString.from_string("http")),
-                period_seconds=10,
-                failure_threshold=failures,
-            )
-
         self.deployment = k8s.KubeDeployment(
             self,
             "Deployment",
-            metadata=meta(NAME),
-            spec=k8s.DeploymentSpec(
-                replicas=props.replicas,
-                # Every replica holds a whole single-GPU node and the node group does not grow:
-                # a surge pod would stay Pending, so a rollout replaces one pod at a time.
-                strategy=k8s.DeploymentStrategy(
-                    type="RollingUpdate",
-                    rolling_update=k8s.RollingUpdateDeployment(
-                        max_surge=k8s.IntOrString.from_number(0),
-                        max_unavailable=k8s.IntOrString.from_number(1),
-                    ),
-                ),
-                selector=k8s.LabelSelector(match_labels=labels),
-                template=k8s.PodTemplateSpec(
-                    metadata=k8s.ObjectMeta(labels=labels),
-                    spec=k8s.PodSpec(
-                        service_account_name=props.service_account,
-                        automount_service_account_token=False,
-                        node_selector={NODE_ROLE_LABEL: "gpu"},
-                        tolerations=[
-                            k8s.Toleration(
-                                key=GPU_TAINT_KEY, operator="Exists", effect="NoSchedule"
-                            )
-                        ],
-                        security_context=k8s.PodSecurityContext(
-                            run_as_user=TRITON_UID,
-                            run_as_group=TRITON_UID,
-                            fs_group=TRITON_UID,
-                            seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
-                        ),
-                        init_containers=[
-                            k8s.Container(
-                                name="fetch-archives",
-                                image=props.images.resolve(AWS_CLI_IMAGE),
-                                command=["sh", "-ec", fetch],
-                                env=[
-                                    k8s.EnvVar(name="AWS_REGION", value=props.region),
-                                    k8s.EnvVar(name="HOME", value="/tmp"),
-                                ],
-                                volume_mounts=[
-                                    *volume_mounts_init,
-                                    k8s.VolumeMount(name="tmp", mount_path="/tmp"),
-                                ],
-                                security_context=drop_all,
-                                resources=resources("100m", "256Mi", "512Mi"),
-                            ),
-                            k8s.Container(
-                                name="unpack-archives",
-                                # The server's own image: its python3 (3.10 or later in every
-                                # release listed; https://docs.nvidia.com/deeplearning/triton-
-                                # inference-server/release-notes/) runs the safety module.
-                                image=props.images.resolve(triton_image(props.triton_version)),
-                                command=unpack_command(
-                                    [f"{ARCHIVE_DIR}/{_archive_file(a)}" for a in props.archives]
-                                ),
-                                env=[k8s.EnvVar(name="PYTHONDONTWRITEBYTECODE", value="1")],
-                                volume_mounts=volume_mounts_init,
-                                security_context=drop_all,
-                                resources=resources("100m", "128Mi", "512Mi"),
-                            ),
-                        ],
-                        containers=[
-                            k8s.Container(
-                                name="tritonserver",
-                                image=props.images.resolve(triton_image(props.triton_version)),
-                                command=server_command(triton_args, grpc=props.grpc),
-                                ports=[
-                                    k8s.ContainerPort(name=n, container_port=p)
-                                    for n, p in served_ports
-                                ],
-                                readiness_probe=probe("/v2/health/ready", 3),
-                                liveness_probe=probe("/v2/health/live", 3),
-                                # Loading the ensembles (TensorRT/ONNX, DALI) takes minutes.
-                                startup_probe=probe("/v2/health/live", 60),
-                                resources=k8s.ResourceRequirements(
-                                    requests={
-                                        "cpu": quantity("2"),
-                                        "memory": quantity("8Gi"),
-                                        GPU_RESOURCE: quantity("1"),
-                                    },
-                                    limits={
-                                        "memory": quantity("16Gi"),
-                                        GPU_RESOURCE: quantity("1"),
-                                    },
-                                ),
-                                volume_mounts=[
-                                    k8s.VolumeMount(
-                                        name="models", mount_path=MODEL_DIR, read_only=True
-                                    ),
-                                    k8s.VolumeMount(name="dshm", mount_path="/dev/shm"),
-                                ],
-                                security_context=k8s.SecurityContext(
-                                    allow_privilege_escalation=False,
-                                    capabilities=k8s.Capabilities(drop=["ALL"]),
-                                    run_as_non_root=True,
-                                ),
-                            )
-                        ],
-                        volumes=[
-                            # Bounded (the kubelet evicts a pod past a sizeLimit): each
-                            # archive is at most MAX_ARCHIVE_BYTES (the fetch checks the
-                            # object's size first) and unpacks to at most archive_safety's cap.
-                            k8s.Volume(
-                                name="archives",
-                                empty_dir=k8s.EmptyDirVolumeSource(
-                                    size_limit=quantity(
-                                        _gib(len(props.archives) * MAX_ARCHIVE_BYTES)
-                                    )
-                                ),
-                            ),
-                            k8s.Volume(
-                                name="models",
-                                empty_dir=k8s.EmptyDirVolumeSource(
-                                    size_limit=quantity(
-                                        _gib(len(props.archives) * archive_safety.MAX_TOTAL_BYTES)
-                                    )
-                                ),
-                            ),
-                            k8s.Volume(
-                                name="tmp",
-                                empty_dir=k8s.EmptyDirVolumeSource(size_limit=quantity("256Mi")),
-                            ),
-                            # The Python backend passes tensors through shared memory; the
-                            # container runtime's 64 MiB default is far too small.
-                            k8s.Volume(
-                                name="dshm",
-                                empty_dir=k8s.EmptyDirVolumeSource(
-                                    medium="Memory", size_limit=quantity("2Gi")
-                                ),
-                            ),
-                        ],
-                    ),
-                ),
-            ),
+            metadata=self._meta(NAME, labels),
+            spec=_deployment_spec(props, labels),
         )
         self.service = k8s.KubeService(
             self,
             "Service",
-            metadata=meta(NAME),
+            metadata=self._meta(NAME, labels),
             spec=k8s.ServiceSpec(
                 type="ClusterIP",
                 selector=labels,
                 ports=[
                     k8s.ServicePort(name=n, port=p, target_port=k8s.IntOrString.from_string(n))
-                    for n, p in served_ports
+                    for n, p in _served_ports(props.grpc)
                 ],
             ),
         )
         self.disruption_budget = k8s.KubePodDisruptionBudget(
             self,
             "DisruptionBudget",
-            metadata=meta(NAME),
+            metadata=self._meta(NAME, labels),
             spec=k8s.PodDisruptionBudgetSpec(
                 max_unavailable=k8s.IntOrString.from_number(1),
                 selector=k8s.LabelSelector(match_labels=labels),
@@ -454,7 +334,7 @@ class TritonChart(cdk8s.Chart):
         )
         self.network_policies = triton_policies(
             self,
-            namespace=ns,
+            namespace=props.namespace,
             pod_labels=labels,
             serving_ports=(HTTP_PORT, GRPC_PORT) if props.grpc else (HTTP_PORT,),
             metrics_port=METRICS_PORT,
@@ -467,3 +347,181 @@ class TritonChart(cdk8s.Chart):
             *self.network_policies,
         ):
             obj.add_dependency(self.namespace_object)
+
+    def _meta(self, name: str, labels: dict[str, str]) -> k8s.ObjectMeta:
+        return k8s.ObjectMeta(name=name, namespace=self.props.namespace, labels=labels)
+
+
+def _served_ports(grpc: bool) -> list[tuple[str, int]]:
+    """The container's named ports: HTTP, gRPC when on, metrics."""
+    served_ports = [("http", HTTP_PORT), ("metrics", METRICS_PORT)]
+    if grpc:
+        served_ports.insert(1, ("grpc", GRPC_PORT))
+    return served_ports
+
+
+def _deployment_spec(props: TritonChartProps, labels: dict[str, str]) -> k8s.DeploymentSpec:
+    """Triton's pods: on GPU nodes, fetch and unpack init containers, then the server."""
+    return k8s.DeploymentSpec(
+        replicas=props.replicas,
+        # Every replica holds a whole single-GPU node and the node group does not grow:
+        # a surge pod would stay Pending, so a rollout replaces one pod at a time.
+        strategy=k8s.DeploymentStrategy(
+            type="RollingUpdate",
+            rolling_update=k8s.RollingUpdateDeployment(
+                max_surge=k8s.IntOrString.from_number(0),
+                max_unavailable=k8s.IntOrString.from_number(1),
+            ),
+        ),
+        selector=k8s.LabelSelector(match_labels=labels),
+        template=k8s.PodTemplateSpec(
+            metadata=k8s.ObjectMeta(labels=labels),
+            spec=k8s.PodSpec(
+                service_account_name=props.service_account,
+                automount_service_account_token=False,
+                node_selector={NODE_ROLE_LABEL: "gpu"},
+                tolerations=[
+                    k8s.Toleration(key=GPU_TAINT_KEY, operator="Exists", effect="NoSchedule")
+                ],
+                security_context=k8s.PodSecurityContext(
+                    run_as_user=TRITON_UID,
+                    run_as_group=TRITON_UID,
+                    fs_group=TRITON_UID,
+                    seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
+                ),
+                init_containers=_init_containers(props),
+                containers=[_server_container(props)],
+                volumes=_volumes(props),
+            ),
+        ),
+    )
+
+
+def _init_containers(props: TritonChartProps) -> list[k8s.Container]:
+    """Fetch the archives (AWS CLI) and unpack them safely (the server image's python3)."""
+    fetch = " && ".join(
+        fetch_command(props.bucket_name, props.model_prefix, a) for a in props.archives
+    )
+    drop_all = k8s.SecurityContext(
+        allow_privilege_escalation=False,
+        capabilities=k8s.Capabilities(drop=["ALL"]),
+        run_as_non_root=True,
+        run_as_user=TRITON_UID,
+    )
+    volume_mounts_init = [
+        k8s.VolumeMount(name="archives", mount_path=ARCHIVE_DIR),
+        k8s.VolumeMount(name="models", mount_path=MODEL_DIR),
+    ]
+    return [
+        k8s.Container(
+            name="fetch-archives",
+            image=props.images.resolve(AWS_CLI_IMAGE),
+            command=["sh", "-ec", fetch],
+            env=[
+                k8s.EnvVar(name="AWS_REGION", value=props.region),
+                k8s.EnvVar(name="HOME", value="/tmp"),
+            ],
+            volume_mounts=[
+                *volume_mounts_init,
+                k8s.VolumeMount(name="tmp", mount_path="/tmp"),
+            ],
+            security_context=drop_all,
+            resources=resources("100m", "256Mi", "512Mi"),
+        ),
+        k8s.Container(
+            name="unpack-archives",
+            # The server's own image: its python3 (3.10 or later in every
+            # release listed; https://docs.nvidia.com/deeplearning/triton-
+            # inference-server/release-notes/) runs the safety module.
+            image=props.images.resolve(triton_image(props.triton_version)),
+            command=unpack_command([f"{ARCHIVE_DIR}/{_archive_file(a)}" for a in props.archives]),
+            env=[k8s.EnvVar(name="PYTHONDONTWRITEBYTECODE", value="1")],
+            volume_mounts=volume_mounts_init,
+            security_context=drop_all,
+            resources=resources("100m", "128Mi", "512Mi"),
+        ),
+    ]
+
+
+def _probe(path: str, failures: int) -> k8s.Probe:
+    return k8s.Probe(
+        http_get=k8s.HttpGetAction(path=path, port=k8s.IntOrString.from_string("http")),
+        period_seconds=10,
+        failure_threshold=failures,
+    )
+
+
+def _server_container(props: TritonChartProps) -> k8s.Container:
+    """``tritonserver`` over the unpacked repository, one GPU, restricted APIs fenced."""
+    quantity = k8s.Quantity.from_string
+    triton_args = [
+        f"--model-repository={MODEL_DIR}",
+        # Mode none: Triton loads every model in the repository (exactly the unpacked
+        # archives' models) at start, and refuses every load/unload request of the
+        # model-repository API, so no caller can swap models.
+        # https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
+        "--model-control-mode=none",
+        "--strict-readiness=true",
+        "--exit-on-error=true",
+    ]
+    return k8s.Container(
+        name="tritonserver",
+        image=props.images.resolve(triton_image(props.triton_version)),
+        command=server_command(triton_args, grpc=props.grpc),
+        ports=[k8s.ContainerPort(name=n, container_port=p) for n, p in _served_ports(props.grpc)],
+        readiness_probe=_probe("/v2/health/ready", 3),
+        liveness_probe=_probe("/v2/health/live", 3),
+        # Loading the ensembles (TensorRT/ONNX, DALI) takes minutes.
+        startup_probe=_probe("/v2/health/live", 60),
+        resources=k8s.ResourceRequirements(
+            requests={
+                "cpu": quantity("2"),
+                "memory": quantity("8Gi"),
+                GPU_RESOURCE: quantity("1"),
+            },
+            limits={
+                "memory": quantity("16Gi"),
+                GPU_RESOURCE: quantity("1"),
+            },
+        ),
+        volume_mounts=[
+            k8s.VolumeMount(name="models", mount_path=MODEL_DIR, read_only=True),
+            k8s.VolumeMount(name="dshm", mount_path="/dev/shm"),
+        ],
+        security_context=k8s.SecurityContext(
+            allow_privilege_escalation=False,
+            capabilities=k8s.Capabilities(drop=["ALL"]),
+            run_as_non_root=True,
+        ),
+    )
+
+
+def _volumes(props: TritonChartProps) -> list[k8s.Volume]:
+    """The pod's emptyDirs, each bounded (the kubelet evicts a pod past a sizeLimit)."""
+    quantity = k8s.Quantity.from_string
+    return [
+        # Each archive is at most MAX_ARCHIVE_BYTES (the fetch checks the object's size
+        # first) and unpacks to at most archive_safety's cap.
+        k8s.Volume(
+            name="archives",
+            empty_dir=k8s.EmptyDirVolumeSource(
+                size_limit=quantity(_gib(len(props.archives) * MAX_ARCHIVE_BYTES))
+            ),
+        ),
+        k8s.Volume(
+            name="models",
+            empty_dir=k8s.EmptyDirVolumeSource(
+                size_limit=quantity(_gib(len(props.archives) * archive_safety.MAX_TOTAL_BYTES))
+            ),
+        ),
+        k8s.Volume(
+            name="tmp",
+            empty_dir=k8s.EmptyDirVolumeSource(size_limit=quantity("256Mi")),
+        ),
+        # The Python backend passes tensors through shared memory; the
+        # container runtime's 64 MiB default is far too small.
+        k8s.Volume(
+            name="dshm",
+            empty_dir=k8s.EmptyDirVolumeSource(medium="Memory", size_limit=quantity("2Gi")),
+        ),
+    ]

@@ -61,6 +61,8 @@ TEXT_TRT_ARCHIVES = {gpu: f"{text_logical_name(gpu)}.tar.gz" for gpu in GPU_TARG
 TEXT_ARCHIVE = TEXT_TRT_ARCHIVES["t4"]
 
 IMAGE_ENSEMBLE_NAME = "ensemble_dali_inception"
+#: The image ensemble's request and reply tensors, as clients (``mlp invoke``) name them.
+IMAGE_INPUT, IMAGE_OUTPUT, IMAGE_INPUT_TYPE = "INPUT", "OUTPUT", DataType.UINT8
 DALI_MODEL_NAME = "dali"
 INCEPTION_MODEL_NAME = "inception_onnx"
 IMAGE_SIZE = 299
@@ -80,6 +82,9 @@ TF_SLIM_STD = (127.5, 127.5, 127.5)
 MAX_QUEUE_DELAY_MICROSECONDS = 100
 
 TEXT_ENSEMBLE_NAME = "ensemble"
+#: The text ensemble's request and reply tensors, and its default batch limit.
+TEXT_INPUT, TEXT_OUTPUT, TEXT_INPUT_TYPE = "INPUT0", "finaloutput", DataType.STRING
+TEXT_MAX_BATCH_SIZE = 16
 PREPROCESS_MODEL_NAME = "preprocess"
 ENCODER_MODEL_NAME = "bert-trt"
 POSTPROCESS_MODEL_NAME = "postprocess"
@@ -343,18 +348,18 @@ def image_ensemble(
     return EnsembleSpec(
         name=IMAGE_ENSEMBLE_NAME,
         max_batch_size=max_batch_size,
-        inputs=(TensorSpec("INPUT", DataType.UINT8, (-1,)),),
-        outputs=(TensorSpec("OUTPUT", DataType.FP32, (interface.classes,)),),
+        inputs=(TensorSpec(IMAGE_INPUT, IMAGE_INPUT_TYPE, (-1,)),),
+        outputs=(TensorSpec(IMAGE_OUTPUT, DataType.FP32, (interface.classes,)),),
         steps=(
             EnsembleStep(
                 DALI_MODEL_NAME,
-                input_map={"DALI_INPUT_0": "INPUT"},
+                input_map={"DALI_INPUT_0": IMAGE_INPUT},
                 output_map={"DALI_OUTPUT_0": "preprocessed_image"},
             ),
             EnsembleStep(
                 INCEPTION_MODEL_NAME,
                 input_map={interface.input_name: "preprocessed_image"},
-                output_map={interface.output_name: "OUTPUT"},
+                output_map={interface.output_name: IMAGE_OUTPUT},
             ),
         ),
         models=(
@@ -478,7 +483,7 @@ def text_ensemble(
     encoder_format: EncoderFormat | str = EncoderFormat.TENSORRT,
     hidden_size: int = DEFAULT_HIDDEN_SIZE,
     max_seq_len: int | None = None,
-    max_batch_size: int = 16,
+    max_batch_size: int = TEXT_MAX_BATCH_SIZE,
     execution_env_path: str | Path | None = None,
     encoder_instance_kind: InstanceKind = InstanceKind.GPU,
     gpu_target: str | None = None,
@@ -550,8 +555,8 @@ def text_ensemble(
     return EnsembleSpec(
         name=TEXT_ENSEMBLE_NAME,
         max_batch_size=max_batch_size,
-        inputs=(TensorSpec("INPUT0", DataType.STRING, (1,)),),
-        outputs=(TensorSpec("finaloutput", DataType.FP32, (hidden_size,)),),
+        inputs=(TensorSpec(TEXT_INPUT, TEXT_INPUT_TYPE, (1,)),),
+        outputs=(TensorSpec(TEXT_OUTPUT, DataType.FP32, (hidden_size,)),),
         steps=_text_steps(),
         models=(
             preprocess,
@@ -567,7 +572,7 @@ def _text_steps() -> tuple[EnsembleStep, ...]:
     return (
         EnsembleStep(
             PREPROCESS_MODEL_NAME,
-            input_map={"INPUT0": "INPUT0"},
+            input_map={"INPUT0": TEXT_INPUT},
             output_map={"OUTPUT0": "token_ids", "OUTPUT1": "attn_mask"},
         ),
         EnsembleStep(
@@ -578,7 +583,7 @@ def _text_steps() -> tuple[EnsembleStep, ...]:
         EnsembleStep(
             POSTPROCESS_MODEL_NAME,
             input_map={"TOKEN_EMBEDDINGS": "token_embeddings", "ATTENTION_MASK": "attn_mask"},
-            output_map={"SENT_EMBED": "finaloutput"},
+            output_map={"SENT_EMBED": TEXT_OUTPUT},
         ),
     )
 

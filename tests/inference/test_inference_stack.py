@@ -411,3 +411,31 @@ def test_no_upload_without_upload_dir() -> None:
     stack = _inference_stack(None)
     assert stack.upload is None
     Template.from_stack(stack).resource_count_is("Custom::CDKBucketDeployment", 0)
+
+
+def test_endpoint_ids_follow_the_settings_rule() -> None:
+    """The stack names each endpoint's construct (and its output) with
+    config.endpoint_construct_id, the rule the settings check clashes with."""
+    from ml_platform.config import EndpointSettings, InferenceSettings, endpoint_construct_id
+    from ml_platform.stacks.inference import InferenceStack
+
+    names = ("x--y", "tritonEnsembles", "a-b9")
+    stack = InferenceStack(
+        new_app(),
+        "Inference",
+        settings=InferenceSettings(endpoints=tuple(EndpointSettings(name=n) for n in names)),
+        bucket_arn_export="Storage-ModelBucketArn",
+        model_prefix="models/",
+        env=cdk.Environment(account="123456789012", region="us-west-2"),
+    )
+    assert [stack.endpoints[n].node.id for n in names] == ["XY", "TritonEnsembles", "AB9"]
+    assert [endpoint_construct_id(n) for n in names] == ["XY", "TritonEnsembles", "AB9"]
+    outputs = Template.from_stack(stack).find_outputs("*")
+    assert {"XYName", "TritonEnsemblesName", "AB9Name"} <= set(outputs)
+    # No id of the stack's own beyond those the settings guard against (INFERENCE_FIXED_IDS).
+    from ml_platform.config import INFERENCE_FIXED_IDS
+
+    own = {c.node.id for c in stack.node.children} - {endpoint_construct_id(n) for n in names}
+    own -= {f"{endpoint_construct_id(n)}Name" for n in names}
+    singletons = ("Custom::", "EndpointScaling", "EndpointLogs", "BootstrapVersion", "Check")
+    assert {i for i in own if not i.startswith(singletons)} <= set(INFERENCE_FIXED_IDS)

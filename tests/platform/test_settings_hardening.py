@@ -12,10 +12,8 @@ from ml_platform.config import (
     RESERVED_NAMESPACES,
     Settings,
     SettingsError,
-    endpoint_construct_id,
     settings_from_cdk_json,
 )
-from ml_platform.stacks.inference import _construct_id
 from ml_platform.triton.archive_names import content_version
 from tests.support import ROOT, cdk_json_context
 
@@ -210,13 +208,6 @@ def test_endpoint_names_mapping_to_one_construct_id_are_a_settings_error(
 def test_endpoint_names_differing_only_in_case_are_a_settings_error() -> None:
     found = problems({"inference": {"endpoints": [{"name": "Triton"}, {"name": "triton"}]}})
     assert any("case-insensitive" in p for p in found), found
-
-
-@pytest.mark.parametrize(
-    "name", ["triton-ensembles", "a", "a-b-c", "x--y", "tritonEnsembles", "A9"]
-)
-def test_construct_id_rule_is_the_one_the_inference_stack_uses(name: str) -> None:
-    assert endpoint_construct_id(name) == _construct_id(name)
 
 
 # -- accepted today though invalid or harmful ------------------------------------------------

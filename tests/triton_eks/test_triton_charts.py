@@ -227,3 +227,23 @@ def test_the_autoscaling_maxima_are_gone_with_a_reason() -> None:
         "triton_on_eks.replicas = 2: expected 1 to gpu_nodes (1): each replica takes a "
         "whole single-GPU node"
     ) in text
+
+
+def test_the_chart_takes_keywords_and_props_alike() -> None:
+    """Keywords like the other charts; ``props=`` (deprecated) gives the same manifest, and
+    the two together are refused."""
+    app = cdk8s.App()
+    by_keywords = TritonChart(
+        app,
+        "k",
+        bucket_name="models-bucket",
+        model_prefix="models/",
+        archives=["model_tf_dali", "model_onnx_python@v0123abcd"],
+        triton_version="25.09",
+        region="us-west-2",
+        replicas=1,
+    )
+    assert by_keywords.props == PROPS
+    assert by_keywords.to_json() == TritonChart(app, "p", props=PROPS).to_json()
+    with pytest.raises(TypeError, match=r"props= or keywords, not both \(got \['replicas'\]\)"):
+        TritonChart(app, "both", props=PROPS, replicas=2)  # type: ignore[call-overload]  # the refused mix

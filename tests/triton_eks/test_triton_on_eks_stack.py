@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import aws_cdk as cdk
@@ -205,3 +206,80 @@ def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
     (warning,) = warnings("24.09")
     assert "CVE-2025-23319, CVE-2025-23320, CVE-2025-23334" in warning
     assert "[ack: ml-platform:triton-unpatched-release]" in warning
+
+
+def _pod_policy(stack: cdk.Stack, triton: TritonOnEks) -> list[dict]:
+    policy = triton.role.node.find_child("DefaultPolicy").node.default_child
+    return stack.resolve(policy.policy_document.to_json())["Statement"]
+
+
+def test_a_bucket_construct_grants_the_pods_exactly_what_a_plain_bucket_did() -> None:
+    """One grant (ModelArtifactBucket.grant_read_models) for a construct or a plain bucket:
+    GetObject under the prefix, ListBucket conditioned to it, nothing else."""
+    from ml_platform.constructs.storage import ModelArtifactBucket
+
+    stack, cluster, bucket = _cluster_and_bucket()
+    models = ModelArtifactBucket.from_bucket_name(stack, "M", "models", model_prefix="ens/")
+    common = {
+        "cluster": cluster,
+        "archives": ["model_onnx_python"],
+        "pod_identity_agent": None,
+        "device_plugin": False,
+        "gpu_node_group": False,
+    }
+    plain = TritonOnEks(stack, "Plain", bucket=bucket, model_prefix="ens/", namespace="a", **common)
+    built = TritonOnEks(stack, "Built", bucket=models, namespace="b", **common)
+    arn = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::models"]]}
+    expected = [
+        {
+            "Action": "s3:GetObject",
+            "Effect": "Allow",
+            "Resource": {
+                "Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::models/ens/*"]]
+            },
+        },
+        {
+            "Action": "s3:ListBucket",
+            "Condition": {"StringLike": {"s3:prefix": ["ens/*"]}},
+            "Effect": "Allow",
+            "Resource": arn,
+        },
+    ]
+    assert _pod_policy(stack, plain) == expected
+    assert _pod_policy(stack, built) == expected
+    assert built.model_bucket is models
+    # The chart reads the same bucket and prefix.
+    fetch = built.triton_chart.to_json()
+    assert any("ens/model_onnx_python-v" in json.dumps(o) for o in fetch)
+    with pytest.raises(
+        ValueError, match=r"model_prefix='other/': the bucket construct's prefix is 'ens/'"
+    ):
+        TritonOnEks(stack, "Clash", bucket=models, model_prefix="other/", namespace="c", **common)
+
+
+def test_the_device_plugin_is_shared_per_cluster_across_stacks_not_across_apps() -> None:
+    """One plugin per cluster in an app, whatever stack asks (a lookup, no tree walk); a
+    second app gets its own."""
+    stack, cluster, bucket = _cluster_and_bucket()
+    other = cdk.Stack(
+        stack.node.root, "Other", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
+    common = {"archives": ["model_onnx_python"], "pod_identity_agent": None}
+    first = TritonOnEks(stack, "A", cluster=cluster, bucket=bucket, namespace="a", **common)
+    second = TritonOnEks(
+        other,
+        "B",
+        cluster=cluster,
+        bucket=s3.Bucket.from_bucket_name(other, "Models", "models"),
+        namespace="b",
+        gpu_node_group=False,
+        **common,
+    )
+    assert first.device_plugin is not None
+    assert second.device_plugin is first.device_plugin
+    assert first.device_plugin.node.path == "S/A/DevicePlugin/Resource"
+    assert second.node.try_find_child("DevicePlugin") is None
+    stack2, cluster2, bucket2 = _cluster_and_bucket()
+    third = TritonOnEks(stack2, "C", cluster=cluster2, bucket=bucket2, namespace="c", **common)
+    assert third.device_plugin is not first.device_plugin
+    assert third.device_plugin is not None

@@ -1,0 +1,445 @@
+"""The :class:`TritonMultiModelEndpoint` construct: validation, execution role, model,
+endpoint config and endpoint; scaling, alarms and grants come from their own modules."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from aws_cdk import Annotations, CustomResource, RemovalPolicy, Stack, Token
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+from ml_platform.constructs.nag import acknowledge
+from ml_platform.constructs.sagemaker_mme.alarms import add_alarms, add_load_failure_filter
+from ml_platform.constructs.sagemaker_mme.grants import (
+    grant_image_pull,
+    grant_logs_and_metrics,
+    grant_registry_token,
+    invoke_grant,
+    sagemaker_trust_conditions,
+)
+from ml_platform.constructs.sagemaker_mme.log_group import (
+    endpoint_log_group_arns,
+    endpoint_log_group_name,
+    shared_log_key,
+)
+from ml_platform.constructs.sagemaker_mme.metrics import VARIANT_NAME, EndpointMetrics
+from ml_platform.constructs.sagemaker_mme.scaling import add_scaling
+from ml_platform.constructs.storage import (
+    ModelArtifactBucket,
+    ModelArtifactBucketBase,
+    archive_prefix,
+)
+from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
+from ml_platform.sagemaker_images import (
+    DEFAULT_INFERENCE_AMI_VERSION,
+    DEFAULT_TRITON_VERSION,
+    INFERENCE_AMI_VERSIONS,
+    UNPATCHED_TRITON_WARNING,
+    inference_ami_problem,
+    triton_image_uri,
+    triton_region_problem,
+    triton_release_warning,
+)
+from ml_platform.triton.archive_names import ArchiveRef, parse_ref
+
+# Triton's TensorFlow backend (releases up to 25.02) does not give GPU memory back when a model
+# unloads (the source design's notebook, MME_TF_DALI+TRT), and neither does DALI unless its
+# backend is started with release_after_unload (dali_backend docs/config.md), which the
+# container's serve script cannot pass. The serve script does pass Triton's
+# --model-load-gpu-limit from SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT: past that share of GPU
+# memory, Triton refuses new loads ("failed to load", counted by the load-failure alarm)
+# instead of letting a running model fail on CUDA memory:
+# https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
+# https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
+DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 80
+
+
+def model_load_environment(limit_percent: int) -> dict[str, str]:
+    """The container environment that caps model loads at ``limit_percent`` of GPU memory
+    (empty for 100: no limit)."""
+    if limit_percent >= 100:
+        return {}
+    return {"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": f"{limit_percent / 100:g}"}
+
+
+# CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
+ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+# The SageMaker Triton container's start script passes --log-verbose=true (a log line per
+# request) unless this variable is set, and then passes its value as --log-verbose:
+# https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
+LOG_VERBOSE_ENV = "SAGEMAKER_TRITON_LOG_VERBOSE"
+
+
+class TritonMultiModelEndpoint(EndpointMetrics, Construct):
+    """Triton on a SageMaker multi-model endpoint (GPU), with scaling and alarms.
+
+    The model is created with ``Mode: MultiModel`` over ``s3://<bucket>/<model_prefix>``;
+    each request picks an archive under that prefix with ``TargetModel``.
+
+    Args:
+        bucket: The model bucket: a :class:`~ml_platform.constructs.storage.ModelArtifactBucket`
+            (or what its ``from_*`` methods return), whose prefix and grant the endpoint
+            uses; or a plain ``s3.IBucket`` with ``model_prefix``.
+        model_prefix: Key prefix of the archives, ending in ``/``, for a plain bucket.
+            Default: the bucket construct's prefix, ``models/`` for a plain bucket.
+        archives: Archives this endpoint is meant to serve, as references of
+            :mod:`ml_platform.triton.archive_names`: a logical name (``model_trt_python``: any
+            version) or an exact version (``model_trt_python@v1a2b3c4d``); :class:`ArchiveRef`
+            values too. They are the default of :meth:`grant_invoke` (never written into the
+            template otherwise: thousands of archives must not grow it).
+        endpoint_name: Endpoint name (1-63 letters, digits, hyphens). Required: clients and
+            scaling refer to it.
+        instance_type: Single-GPU instance type MME on GPU supports. Default
+            ``ml.g4dn.4xlarge``.
+        initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
+        invocations_per_instance: Target of the invocations-per-instance scaling policy
+            (per minute). Default 1000.
+        triton_version: SageMaker Triton container version. Default ``25.09``, patched against
+            NVIDIA's August 2025 bulletin; an older release gets a synth-time warning naming
+            CVE-2025-23319/23320/23334 (id ``ml-platform:triton-unpatched-release``,
+            acknowledgeable with ``Annotations.of(scope).acknowledge_warning``).
+        image_uri: Overrides the container image (default: SageMaker's Triton image for the
+            stack's region and ``triton_version``).
+        inference_ami_version: The instances' AMI (driver/CUDA pairing), one of
+            :data:`INFERENCE_AMI_VERSIONS`. Default ``al2023-ami-sagemaker-inference-gpu-4-1``
+            (driver 580: see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the
+            container's CUDA); one that cannot run the release's CUDA is refused.
+        alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
+        network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
+            the archives' Python) gets no network. Default true.
+        model_load_gpu_limit_percent: Share of GPU memory past which Triton refuses to load
+            another model (``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``; see
+            :data:`DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT`). Default 80; 100: no limit.
+        instance_type_changes: Make a change of ``instance_type`` deploy although autoscaling
+            is registered (SageMaker refuses that update otherwise): two custom resources of
+            one handler per stack deregister the target before the endpoint moves and register
+            it, with the target-tracking policy, after. Default true. False: a plain
+            target-tracking policy, no Lambda; an instance-type change then needs the manual
+            steps of https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html.
+        role: Execution role SageMaker assumes (trusting ``sagemaker.amazonaws.com``). The
+            construct adds the statements it needs to it when the role is mutable. Default: a
+            new role.
+        log_retention: Retention of the endpoint's log group
+            ``/aws/sagemaker/Endpoints/<endpoint_name>``, which the construct creates (encrypted,
+            before the endpoint, so SageMaker never makes it without retention). Default one
+            year.
+        log_key: KMS key encrypting that log group. Default: one key per stack (rotation on,
+            :func:`shared_log_key`) whose policy lets CloudWatch Logs use it for the stack's
+            region's endpoint log groups only.
+        log_removal_policy: Of the log group and the new key. Default RETAIN.
+        log_verbose: Triton's ``--log-verbose`` level, passed as
+            ``SAGEMAKER_TRITON_LOG_VERBOSE``. Default 0 (off; the container's own default is
+            verbose, a log line for every request).
+
+    Attributes:
+        model_bucket: The bucket construct read through (``bucket``, or one over a plain
+            bucket). role: The execution role. model / endpoint_config / endpoint: The Cfn
+            resources. log_group, log_key: The endpoint's logs. scalable_target,
+            scaling_guard, scaling_policy: Its scaling (:mod:`.scaling`). load_failure_filter,
+            alarms: Its alarms by metric name (:mod:`.alarms`).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        bucket: s3.IBucket | ModelArtifactBucketBase,
+        endpoint_name: str,
+        archives: Sequence[str | ArchiveRef],
+        model_prefix: str | None = None,
+        instance_type: str = "ml.g4dn.4xlarge",
+        initial_instances: int = 1,
+        min_instances: int = 1,
+        max_instances: int = 2,
+        invocations_per_instance: int = 1000,
+        triton_version: str = DEFAULT_TRITON_VERSION,
+        image_uri: str | None = None,
+        role: iam.IRole | None = None,
+        inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION,
+        alarm_topic: sns.ITopic | None = None,
+        network_isolation: bool = True,
+        instance_type_changes: bool = True,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        log_key: kms.IKey | None = None,
+        log_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        log_verbose: int = 0,
+        model_load_gpu_limit_percent: int = DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        region = Stack.of(self).region
+        model_prefix, prefix_problem = archive_prefix(bucket, model_prefix)
+        refs = self._validate(
+            region=region,
+            endpoint_name=endpoint_name,
+            archives=archives,
+            model_prefix=model_prefix,
+            instance_type=instance_type,
+            initial_instances=initial_instances,
+            min_instances=min_instances,
+            max_instances=max_instances,
+            triton_version=triton_version,
+            image_uri=image_uri,
+            inference_ami_version=inference_ami_version,
+            log_verbose=log_verbose,
+            model_load_gpu_limit_percent=model_load_gpu_limit_percent,
+            extra=[prefix_problem] if prefix_problem else [],
+        )
+        warning = triton_release_warning(triton_version) if image_uri is None else None
+        if warning:
+            Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
+
+        self.endpoint_name = endpoint_name
+        # What dashboards draw the metrics against (ml_platform/constructs/dashboards.py).
+        self.invocations_per_instance = invocations_per_instance
+        self.min_instances, self.max_instances = min_instances, max_instances
+        self.archives: tuple[ArchiveRef, ...] = tuple(refs)
+        self.image_uri = image_uri or triton_image_uri(region, triton_version)
+        #: The model bucket (``bucket`` itself, or a bucket construct over a plain bucket).
+        self.model_bucket: ModelArtifactBucketBase = (
+            bucket
+            if isinstance(bucket, ModelArtifactBucketBase)
+            else ModelArtifactBucket.from_bucket(
+                self, "ModelBucket", bucket, model_prefix=model_prefix
+            )
+        )
+
+        self.role: iam.IRole = role or iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal(
+                "sagemaker.amazonaws.com", conditions=sagemaker_trust_conditions(self)
+            ),
+            description=f"SageMaker execution role of the {endpoint_name} Triton endpoint",
+        )
+        # Read only the archives under the prefix (no bucket-wide or wildcard actions).
+        self.model_bucket.grant_read_models(self.role)
+        if image_uri is None:  # SageMaker's Triton image (a given image brings its own access)
+            grant_image_pull(self, self.role, region, triton_version)
+        grant_registry_token(self.role)
+        self._add_log_group(log_key, log_retention, log_removal_policy)
+        grant_logs_and_metrics(
+            self, self.role, self.log_group_arns, self.model_bucket.archive_arn()
+        )
+        self._add_model_and_endpoint(
+            instance_type=instance_type,
+            initial_instances=initial_instances,
+            inference_ami_version=inference_ami_version,
+            network_isolation=network_isolation,
+            log_verbose=log_verbose,
+            model_load_gpu_limit_percent=model_load_gpu_limit_percent,
+        )
+        scaling = add_scaling(
+            self, instance_type=instance_type, instance_type_changes=instance_type_changes
+        )
+        self.scalable_target: appscaling.ScalableTarget = scaling.scalable_target
+        self.scaling_guard: CustomResource | None = scaling.scaling_guard
+        self.scaling_policy: CustomResource | None = scaling.scaling_policy
+        self.load_failure_filter: logs.CfnMetricFilter = add_load_failure_filter(self)
+        self.alarms: dict[str, cloudwatch.Alarm] = add_alarms(self, alarm_topic)
+
+    def _validate(
+        self,
+        *,
+        region: str,
+        endpoint_name: str,
+        archives: Sequence[str | ArchiveRef],
+        model_prefix: str,
+        instance_type: str,
+        initial_instances: int,
+        min_instances: int,
+        max_instances: int,
+        triton_version: str,
+        image_uri: str | None,
+        inference_ami_version: str,
+        log_verbose: int,
+        model_load_gpu_limit_percent: int,
+        extra: list[str],
+    ) -> list[ArchiveRef]:
+        """The archive references, once every prop is checked (all problems in one
+        ``ValueError``)."""
+        errors: list[str] = []
+        if instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
+            errors.append(
+                f"instance_type={instance_type!r}: multi-model endpoints on GPU support "
+                f"{sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
+            )
+        if not 1 <= min_instances <= initial_instances <= max_instances:
+            errors.append(
+                f"min_instances={min_instances}, initial_instances={initial_instances}, "
+                f"max_instances={max_instances}: expected 1 <= min <= initial <= max"
+            )
+        if not Token.is_unresolved(endpoint_name) and not (
+            len(endpoint_name) <= 63 and ENDPOINT_NAME.fullmatch(endpoint_name)
+        ):
+            errors.append(
+                f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
+                "starting and ending with a letter or digit"
+            )
+        refs: list[ArchiveRef] = []
+        for archive in archives:
+            try:
+                refs.append(archive if isinstance(archive, ArchiveRef) else parse_ref(archive))
+            except ValueError as error:
+                errors.append(f"archives: {error}")
+        if not archives:
+            errors.append("archives=[]: expected at least one archive")
+        duplicates = sorted({str(r) for r in refs if refs.count(r) > 1})
+        if duplicates:
+            errors.append(f"archives: {duplicates} given more than once")
+        if not model_prefix.endswith("/") or model_prefix.startswith("/"):
+            errors.append(
+                f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'"
+            )
+        if image_uri is None and Token.is_unresolved(region):
+            errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
+        elif image_uri is None:
+            problem = triton_region_problem(region, triton_version)
+            if problem:
+                errors.append(f"triton_version={triton_version!r}: {problem}")
+        if inference_ami_version not in INFERENCE_AMI_VERSIONS:
+            errors.append(
+                f"inference_ami_version={inference_ami_version!r}: expected one of "
+                f"{list(INFERENCE_AMI_VERSIONS)}"
+            )
+        elif image_uri is None:
+            problem = inference_ami_problem(triton_version, inference_ami_version)
+            if problem:
+                errors.append(f"inference_ami_version={inference_ami_version!r}: {problem}")
+        if not 1 <= model_load_gpu_limit_percent <= 100:
+            errors.append(
+                f"model_load_gpu_limit_percent={model_load_gpu_limit_percent}: expected 1 to 100 "
+                "(100: no limit)"
+            )
+        if not Token.is_unresolved(log_verbose) and not (
+            isinstance(log_verbose, int) and not isinstance(log_verbose, bool) and log_verbose >= 0
+        ):
+            errors.append(f"log_verbose={log_verbose!r}: expected a level, an integer >= 0")
+        errors += extra
+        if errors:
+            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        return refs
+
+    def _add_log_group(
+        self,
+        log_key: kms.IKey | None,
+        log_retention: logs.RetentionDays,
+        log_removal_policy: RemovalPolicy,
+    ) -> None:
+        """The endpoint's log group, encrypted, and the ARNs of it and its streams.
+
+        The stack owns the endpoint's log group: SageMaker would create it on first start
+        with no retention and no key. Created before the endpoint (dependency there)."""
+        if log_key is None:
+            log_key = shared_log_key(self, log_removal_policy)
+        self.log_key = log_key
+        self.log_group = logs.LogGroup(
+            self,
+            "Logs",
+            log_group_name=endpoint_log_group_name(self.endpoint_name),
+            retention=log_retention,
+            encryption_key=log_key,
+            removal_policy=log_removal_policy,
+        )
+        self.log_group_arns = endpoint_log_group_arns(self, self.endpoint_name)
+
+    def _add_model_and_endpoint(
+        self,
+        *,
+        instance_type: str,
+        initial_instances: int,
+        inference_ami_version: str,
+        network_isolation: bool,
+        log_verbose: int,
+        model_load_gpu_limit_percent: int,
+    ) -> None:
+        """The multi-model ``CfnModel`` over the prefix, its endpoint config and the
+        endpoint."""
+        bucket, model_prefix = self.model_bucket.bucket, self.model_bucket.model_prefix
+        self.model = sagemaker.CfnModel(
+            self,
+            "Model",
+            execution_role_arn=self.role.role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=self.image_uri,
+                mode="MultiModel",
+                model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
+                environment={
+                    LOG_VERBOSE_ENV: str(log_verbose),
+                    **model_load_environment(model_load_gpu_limit_percent),
+                },
+            ),
+            # SageMaker, not the container, fetches archives from S3 and hands Triton a local
+            # path (the multi-model container contract: POST /models {"url": "/opt/ml/models/
+            # <name>/model"}, https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html),
+            # and the multi-model endpoint feature list excludes only Elastic Inference
+            # (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoints.html), so the
+            # container runs isolated: the archives' Python cannot reach the network.
+            enable_network_isolation=network_isolation,
+        )
+        # SageMaker checks the role's permissions when it creates the model: policy first.
+        policy = self.role.node.try_find_child("DefaultPolicy")
+        if policy is not None:
+            self.model.node.add_dependency(policy)
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "Config",
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name=VARIANT_NAME,
+                    model_name=self.model.attr_model_name,
+                    instance_type=instance_type,
+                    initial_instance_count=initial_instances,
+                    initial_variant_weight=1,
+                    inference_ami_version=inference_ami_version,
+                )
+            ],
+        )
+        acknowledge(
+            self.endpoint_config,
+            "AwsSolutions-SM2",
+            "GPU instances for MME (g4dn, g5, p3) keep models on instance-store NVMe volumes, "
+            "which are hardware-encrypted; SageMaker rejects a KmsKeyId for them.",
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self,
+            "Resource",
+            endpoint_name=self.endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            # Autoscaling owns the instance count: keep it across config updates.
+            retain_all_variant_properties=True,
+        )
+        self.endpoint.node.add_dependency(self.log_group)
+
+    @property
+    def endpoint_arn(self) -> str:
+        """The endpoint's ARN (``Ref`` of ``AWS::SageMaker::Endpoint``)."""
+        return self.endpoint.ref
+
+    def grant_invoke(
+        self, grantee: iam.IGrantable, target_models: Sequence[str | ArchiveRef] | None = None
+    ) -> iam.Grant:
+        """Let ``grantee`` invoke this endpoint, only for the given archives.
+
+        The ``sagemaker:TargetModel`` condition lists one ``StringLike`` pattern per entry
+        (:attr:`ArchiveRef.key_pattern`: every version of a logical name, or one exact
+        version). IAM caps a role's inline policies at 10,240 characters and a managed policy
+        at 6,144, so a grant whose statement exceeds :data:`GRANT_POLICY_BUDGET` characters is
+        refused: grant a logical-name pattern (``team_a_*``) instead of listing thousands.
+
+        Args:
+            target_models: Archive references (``NAME``, ``NAME@vXXXXXXXX``, or
+                :class:`ArchiveRef`), or logical-name patterns with ``*`` (``bert_*``: every
+                version of every logical name matching it). Default: the archives this
+                endpoint serves.
+        """
+        return invoke_grant(self, self.endpoint_arn, grantee, target_models, self.archives)

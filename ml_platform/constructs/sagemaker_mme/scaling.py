@@ -1,0 +1,98 @@
+"""The endpoint's autoscaling: a scalable target and its invocations-per-instance
+target-tracking policy, registered around instance-type changes when asked
+(:mod:`ml_platform.constructs.endpoint_scaling`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, NamedTuple
+
+from aws_cdk import CustomResource, Duration, Tags
+from aws_cdk import aws_applicationautoscaling as appscaling
+
+from ml_platform.constructs.endpoint_scaling import (
+    RESOURCE_TYPE,
+    SCALING_TAG_KEY,
+    EndpointScalingProvider,
+)
+from ml_platform.constructs.sagemaker_mme.metrics import VARIANT_NAME
+
+if TYPE_CHECKING:
+    from ml_platform.constructs.sagemaker_mme.endpoint import TritonMultiModelEndpoint
+
+SCALE_IN_COOLDOWN = Duration.minutes(10)  # loading models on a new instance is slow
+SCALE_OUT_COOLDOWN = Duration.minutes(2)
+
+
+class EndpointScaling(NamedTuple):
+    """What :func:`add_scaling` made: the target, and the custom resources that deregister it
+    before an instance-type change and register it (with the policy) after (``None`` without
+    ``instance_type_changes``)."""
+
+    scalable_target: appscaling.ScalableTarget
+    scaling_guard: CustomResource | None
+    scaling_policy: CustomResource | None
+
+
+def add_scaling(
+    endpoint: TritonMultiModelEndpoint, *, instance_type: str, instance_type_changes: bool
+) -> EndpointScaling:
+    """Scale ``endpoint``'s variant between its min and max instances on invocations per
+    instance."""
+    endpoint_name = endpoint.endpoint_name
+    scalable_target = appscaling.ScalableTarget(
+        endpoint,
+        "Scaling",
+        service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
+        resource_id=f"endpoint/{endpoint_name}/variant/{VARIANT_NAME}",
+        scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+        min_capacity=endpoint.min_instances,
+        max_capacity=endpoint.max_instances,
+    )
+    scalable_target.node.add_dependency(endpoint.endpoint)
+    if not instance_type_changes:
+        scalable_target.scale_to_track_metric(
+            "InvocationsPerInstance",
+            target_value=endpoint.invocations_per_instance,
+            predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
+            scale_in_cooldown=SCALE_IN_COOLDOWN,
+            scale_out_cooldown=SCALE_OUT_COOLDOWN,
+        )
+        return EndpointScaling(scalable_target, None, None)
+    # SageMaker refuses an update that changes the instance type of an autoscaled
+    # variant: the custom resources deregister the target before the endpoint moves
+    # and register it, with the policy, after (endpoint_scaling.py).
+    provider = EndpointScalingProvider.of(endpoint)
+    provider.serve(endpoint_name, VARIANT_NAME)
+    properties = {
+        "EndpointName": endpoint_name,
+        "VariantName": VARIANT_NAME,
+        "InstanceType": instance_type,
+        "MinCapacity": endpoint.min_instances,
+        "MaxCapacity": endpoint.max_instances,
+        "PolicyName": f"{endpoint_name}-invocations-per-instance",
+        "TargetValue": endpoint.invocations_per_instance,
+        "ScaleInCooldown": SCALE_IN_COOLDOWN.to_seconds(),
+        "ScaleOutCooldown": SCALE_OUT_COOLDOWN.to_seconds(),
+        "TagKey": SCALING_TAG_KEY,
+        "TagValue": provider.tag_value,
+    }
+    # The handler may act only on targets with its stack's tag: CloudFormation tags the
+    # target it creates (an in-place update on existing targets).
+    Tags.of(scalable_target).add(SCALING_TAG_KEY, provider.tag_value)
+    scaling_guard = CustomResource(
+        endpoint,
+        "ScalingGuard",
+        service_token=provider.service_token,
+        resource_type=RESOURCE_TYPE,
+        properties={**properties, "Phase": "before"},
+    )
+    endpoint.endpoint.node.add_dependency(scaling_guard)
+    scaling_policy = CustomResource(
+        endpoint,
+        "ScalingPolicy",
+        service_token=provider.service_token,
+        resource_type=RESOURCE_TYPE,
+        properties={**properties, "Phase": "after"},
+    )
+    scaling_policy.node.add_dependency(scalable_target)
+    return EndpointScaling(scalable_target, scaling_guard, scaling_policy)
