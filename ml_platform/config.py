@@ -6,25 +6,23 @@ This module is the only place where CDK context becomes values. ``app.py`` calls
 default, so an empty context synthesizes; every field is checked, and all problems are
 reported together in one :class:`SettingsError`.
 
-Each setting is declared once, as a dataclass field with its default and description. pydantic
-checks the types (``strict``: no ``"2"`` for 2, no 1 for ``true``), the ``problems()`` methods
-the values; the JSON Schema of ``cdk.json`` and ``docs/configuration.md`` are generated from the
-same fields (``python -m ml_platform.settings_schema``).
+Each setting is declared once: a dataclass field with its default, its rule (``limits``) and
+its docstring. pydantic checks the types (:mod:`ml_platform._settings_parse`), the rules and the
+``problems()`` methods the values; ``schemas/ml-platform.schema.json`` and
+``docs/configuration.md`` are generated from the same fields (``make schema``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import ipaddress
 import re
-import types
-import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, TypeVar
 
 from ml_platform import limits
+from ml_platform._settings_parse import INVALID, Section, field_problems, validated
 from ml_platform.image_pins import (
     DIGEST,
     MIRROR,
@@ -38,7 +36,17 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
     instance_compute_capability,
 )
-from ml_platform.limits import FSX_THROUGHPUTS, LOG_RETENTION_DAYS, MAX_PUBLIC_ACCESS_CIDRS
+from ml_platform.limits import (
+    FSX_THROUGHPUTS,
+    LOG_RETENTION_DAYS,
+    MAX_PUBLIC_ACCESS_CIDRS,
+    Bounds,
+    Check,
+    Each,
+    OneOf,
+    Pattern,
+    Rule,
+)
 from ml_platform.regions import REGIONS, partition_of, region_problem
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
@@ -59,10 +67,6 @@ from ml_platform.triton.ensembles import (
 from ml_platform.triton.targets import gpu_problem
 from ml_platform.versions import EKS_SUPPORT_TYPES, KUBERNETES_VERSIONS
 
-if typing.TYPE_CHECKING:
-    from pydantic import GetCoreSchemaHandler
-    from pydantic_core import CoreSchema
-
 __all__ = ["FSX_THROUGHPUTS", "LOG_RETENTION_DAYS", "MAX_PUBLIC_ACCESS_CIDRS"]  # re-exported
 
 CONTEXT_KEY = "ml-platform"
@@ -74,26 +78,39 @@ that ``mlp azs`` (which rewrites the ``ml-platform`` object there) leaves it alo
 set in ``images.digests`` win over it."""
 
 REMOVAL_POLICIES = ("retain", "destroy")
-
-# Every pattern is matched with ``fullmatch`` (``$`` would accept a trailing newline) and
-# spelled in ASCII classes (``\d`` and ``\w`` match other scripts' digits and letters).
-_ACCOUNT = re.compile(r"[0-9]{12}")
-_NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
+_ACCOUNT = Pattern(re.compile(r"[0-9]{12}"), "a 12-digit AWS account id")
+_STACK_PREFIX = Pattern(
+    re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}"),
+    "letters and digits, starting with a letter, at most 41 characters",
+)
+_NAME = Pattern(re.compile(r"[a-z][a-z0-9-]{0,39}"), "lower-case letters, digits and '-'")
 _ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
-_PRINCIPAL_ARN = re.compile(
-    r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"
+_PRINCIPAL_ARN = Pattern(
+    re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"),
+    "an IAM role or user ARN (arn:aws:iam::<account>:role/<name> or ...:user/<name>)",
 )
 _K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-_STACK_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}")
 # The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
 # it cannot parse fails deep in jsii. Group 3 holds the capability letters ('g': Graviton).
 _INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")
-_IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-_IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-_SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}")
-_ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
+_IMAGE_REPOSITORY = Pattern(
+    re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*"),
+    "an ECR repository name (lower-case letters, digits, '._/-')",
+    max_length=256,
+)
+_IMAGE_TAG = Pattern(re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"), "a Docker image tag")
+_SHA256 = Pattern(re.compile(r"[0-9a-f]{64}"), "a SHA-256 of 64 lower-case hex digits")
+_SNS_TOPIC_ARN = Pattern(
+    re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}"),
+    "an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)",
+)
+_ADDON_VERSION = Pattern(
+    re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+"),
+    "an EKS add-on version such as 'v1.9.0-eksbuild.1'",
+)
 _PLACEMENT_GROUP = re.compile(r"[ -~]{1,255}")  # EC2 CreatePlacementGroup: up to 255 ASCII
+_INVOCATIONS = Bounds(1, 100_000)  # an endpoint's scaling target, per instance a minute
+_LOG_RETENTION = OneOf(LOG_RETENTION_DAYS)
 
 # Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
 # (and on stack deletion deletes) training.namespace, so it must never be one of these.
@@ -256,158 +273,57 @@ class SettingsError(ValueError):
         )
 
 
-# -- How a setting is declared ----------------------------------------------------------------
 T = TypeVar("T")
 
 
-def _schema(kind: str, values: Iterable[object]) -> dict[str, object]:
-    return {kind: list(values)}
+def setting(default: T, rule: Rule | None = None, /, **schema: object) -> T:
+    """A settings field: its default, the rule its value follows and what the JSON Schema adds
+    for editors (``minItems`` ...). Its docstring, the string below it, is its description.
+    Typed as the default, so type checkers see a field with a default."""
+    extra = {**(rule.json_schema if rule else {}), **schema}
+    return field(default=default, metadata={"rule": rule, "json_schema_extra": extra or None})
 
 
-def setting(default: T, description: str, **schema: object) -> T:
-    """A settings field: its default, its description (docs/configuration.md) and what the
-    JSON Schema adds for editors (``enum``, ``minimum``, ``pattern`` ...). Typed as the default,
-    so type checkers see a field with a default."""
-    return field(default=default, metadata=about(description, **schema))
-
-
-def about(description: str, **schema: object) -> dict[str, object]:
-    """The metadata of a field whose default is built by a factory (a section, a mapping)."""
-    return {"description": description, "json_schema_extra": schema or None}
-
-
-def _pattern(regex: re.Pattern[str]) -> str:
-    return f"^(?:{regex.pattern})$"  # JSON Schema patterns search; the checks fullmatch
-
-
-def _one_of(key: str, value: object, allowed: Iterable[object]) -> list[str]:
-    allowed = list(allowed)
-    return [] if value in allowed else [f"{key} = {value!r}: expected one of {allowed}"]
-
-
-def _within(key: str, value: int, bounds: limits.Bounds, note: str = "") -> list[str]:
-    return [] if value in bounds else [f"{key} = {value}: expected {bounds.text}{note}"]
-
-
-def _drop_nulls(names: frozenset[str]) -> Callable[[Any], Any]:
-    """null means "not set": the field keeps its default. One rule for every source: jsii drops
-    null members of cdk.json's context before the app sees them, so ``-c`` and the CLI's own
-    reading of cdk.json must treat them the same way. (An unknown key is reported, null or not.)
-    """
-
-    def drop(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {k: v for k, v in value.items() if v is not None or k not in names}
-        return value
-
-    return drop
-
-
-def _lax_containers(node: object) -> None:
-    """Let lists stand for tuples and JSON objects for sections; the leaves stay strict."""
-    if isinstance(node, dict):
-        if node.get("type") in ("dataclass", "tuple"):
-            node["strict"] = False
-        for inner in node.values():
-            _lax_containers(inner)
-    elif isinstance(node, list):
-        for inner in node:
-            _lax_containers(inner)
-
-
-class _Section:
-    """Base of the settings dataclasses: how pydantic reads them (a JSON object, no unknown
-    keys, nulls dropped, no coercion of the leaves)."""
-
-    __pydantic_config__: ClassVar[dict[str, object]] = {"strict": True, "extra": "forbid"}
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: type[Any], handler: GetCoreSchemaHandler
-    ) -> CoreSchema:
-        from pydantic_core import core_schema
-
-        schema = handler(source)
-        _lax_containers(schema)
-        names = frozenset(f.name for f in dataclasses.fields(source))
-        return core_schema.no_info_before_validator_function(_drop_nulls(names), schema)
-
-
-_INVOCATIONS = limits.Bounds(1, 100_000)  # an endpoint's scaling target, per instance a minute
-
-
-# -- The settings ---------------------------------------------------------------------------
 @dataclass(frozen=True)
-class EnvironmentSettings(_Section):
+class EnvironmentSettings(Section):
     """Where the stacks deploy."""
 
-    account: str = setting(
-        "123456789012",
-        "AWS account id. The default is a placeholder that lets `cdk synth` run without "
-        "credentials; set your own before `cdk deploy`.",
-        pattern=_pattern(_ACCOUNT),
-    )
-    region: str = setting(
-        "us-west-2",
-        "AWS region (the default offers Trainium): one of the regions of botocore's partition "
-        "data, pinned in `ml_platform/regions.py`.",
-        enum=sorted(REGIONS),
-    )
-    stack_prefix: str = setting(
-        "MlPlatform",
-        "Prefix of every stack name: letters and digits, starting with a letter, at most 41.",
-        pattern=_pattern(_STACK_PREFIX),
-    )
+    account: str = setting("123456789012", _ACCOUNT)
+    """AWS account id. The default is a placeholder that lets `cdk synth` run without
+    credentials; set your own before `cdk deploy`."""
+    region: str = setting("us-west-2", enum=sorted(REGIONS))
+    """AWS region (the default offers Trainium): one of the regions of botocore's partition
+    data, pinned in `ml_platform/regions.py`."""
+    stack_prefix: str = setting("MlPlatform", _STACK_PREFIX)
+    """Prefix of every stack name."""
 
     def problems(self) -> list[str]:
-        out = []
-        if not _ACCOUNT.fullmatch(self.account):
-            out.append(f"env.account = {self.account!r}: expected a 12-digit AWS account id")
         problem = region_problem("env.region", self.region)
-        if problem:
-            out.append(problem)
-        if not _STACK_PREFIX.fullmatch(self.stack_prefix):
-            out.append(
-                f"env.stack_prefix = {self.stack_prefix!r}: expected letters and digits, "
-                "starting with a letter, at most 41 characters"
-            )
-        return out
+        return field_problems(self, "env.") + ([problem] if problem else [])
 
 
 @dataclass(frozen=True)
-class NetworkSettings(_Section):
+class NetworkSettings(Section):
     """The VPC."""
 
-    cidr: str = setting(
-        limits.DEFAULT_VPC_CIDR,
-        "VPC CIDR block: IPv4, /16 to /20, host bits zero, not in 0.0.0.0/8, loopback, "
-        "link-local, multicast or 240.0.0.0/4.",
-    )
+    cidr: str = setting(limits.DEFAULT_VPC_CIDR)
+    """VPC CIDR block: IPv4, /16 to /20, host bits zero, not in 0.0.0.0/8, loopback,
+    link-local, multicast or 240.0.0.0/4."""
     availability_zones: tuple[str, ...] = setting(
-        ("us-west-2a", "us-west-2b", "us-west-2d"),
-        "AZ names the VPC spans (two or more, distinct, in `env.region`, and among the AZs "
-        "seeded in context for the account).",
-        minItems=2,
-        uniqueItems=True,
+        ("us-west-2a", "us-west-2b", "us-west-2d"), minItems=2, uniqueItems=True
     )
-    trainium_az: str = setting(
-        "us-west-2d",
-        "The one AZ (name, in this account) that offers the Trainium instance type; node "
-        "group and FSx live there. `mlp azs` finds it.",
-    )
-    nat_gateways: int = setting(
-        limits.DEFAULT_NAT_GATEWAYS,
-        "NAT gateways, up to one per AZ (1 saves cost; one per AZ survives an AZ outage).",
-        minimum=1,
-    )
-    flow_log_retention_days: int = setting(
-        90, "Days VPC flow logs are kept.", enum=list(LOG_RETENTION_DAYS)
-    )
-    restrict_default_security_group: bool = setting(
-        True,
-        "Remove every rule of the VPC's default security group (Security Hub EC2.2) with "
-        "aws-cdk's Lambda-backed custom resource.",
-    )
+    """AZ names the VPC spans: two or more, distinct, in `env.region`, and among the AZs the
+    context holds for the account (`mlp azs` writes them)."""
+    trainium_az: str = setting("us-west-2d")
+    """The one AZ (name, in this account) that offers the Trainium instance type; node group
+    and FSx live there. `mlp azs` finds it."""
+    nat_gateways: int = setting(limits.DEFAULT_NAT_GATEWAYS, minimum=1)
+    """NAT gateways, up to one per AZ (1 saves cost; one per AZ survives an AZ outage)."""
+    flow_log_retention_days: int = setting(90, _LOG_RETENTION)
+    """Days VPC flow logs are kept."""
+    restrict_default_security_group: bool = setting(True)
+    """Remove every rule of the VPC's default security group (Security Hub EC2.2) with
+    aws-cdk's Lambda-backed custom resource."""
 
     def problems(self) -> list[str]:
         azs = list(self.availability_zones)
@@ -426,166 +342,93 @@ class NetworkSettings(_Section):
                 f"network.nat_gateways = {self.nat_gateways}: expected 1 to {len(azs)} "
                 "(one per AZ at most)"
             )
-        key = "network.flow_log_retention_days"
-        return out + _one_of(key, self.flow_log_retention_days, LOG_RETENTION_DAYS)
+        return out + field_problems(self, "network.")
 
 
 @dataclass(frozen=True)
-class StorageSettings(_Section):
+class StorageSettings(Section):
     """Stateful storage: FSx for Lustre, the training image registry and the model bucket."""
 
-    removal_policy: str = setting(
-        "retain",
-        "`retain` keeps FSx (with its security groups, the VPC and the Trainium subnet), "
-        "bucket and registry when the stack is deleted (`RetainExceptOnCreate`: a failed "
-        "first create removes them, so the retry does not fail on the registry's fixed "
-        "name); `destroy` deletes them (data is lost).",
-        enum=list(REMOVAL_POLICIES),
-    )
-    fsx_storage_gib: int = setting(
-        limits.DEFAULT_FSX_STORAGE_GIB,
-        "Lustre capacity (PERSISTENT_2): 1200 or a multiple of 2400 GiB, up to 2400000.",
-        minimum=limits.FSX_SMALLEST_GIB,
-        maximum=limits.FSX_MAX_GIB,
-    )
+    removal_policy: str = setting("retain", OneOf(REMOVAL_POLICIES))
+    """`retain` keeps FSx (with its security groups, the VPC and the Trainium subnet), bucket
+    and registry when the stack is deleted (`RetainExceptOnCreate`: a failed first create
+    removes them, so the retry does not fail on the registry's fixed name); `destroy` deletes
+    them (data is lost)."""
+    fsx_storage_gib: int = setting(limits.DEFAULT_FSX_STORAGE_GIB, limits.FSX_STORAGE_GIB)
+    """Lustre capacity (PERSISTENT_2): 1200 or a multiple of 2400 GiB, up to 2400000."""
     fsx_throughput_per_tib: int = setting(
-        limits.DEFAULT_FSX_THROUGHPUT_PER_TIB, "Lustre MB/s per TiB.", enum=list(FSX_THROUGHPUTS)
+        limits.DEFAULT_FSX_THROUGHPUT_PER_TIB, OneOf(FSX_THROUGHPUTS)
     )
-    ecr_max_images: int = setting(
-        limits.DEFAULT_ECR_MAX_IMAGES,
-        "Images the training repository keeps before expiring the oldest.",
-        **limits.ECR_MAX_IMAGES.json_schema,
-    )
-    model_prefix: str = setting(
-        limits.DEFAULT_MODEL_PREFIX,
-        "S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters, "
-        "segments of `A-Za-z0-9._-`, none empty, `.` or `..`.",
-        maxLength=limits.MODEL_PREFIX_MAX,
-    )
-    archive_publishers: tuple[str, ...] | None = setting(
-        None,
-        "ARNs of the IAM roles or users that may write and delete archives under the prefix; "
-        "the bucket policy refuses every other principal (archives are code the endpoints "
-        "run), and every put without `If-None-Match`. Default: `cluster.admin_role_arn` "
-        "(`mlp azs` records it); the deploy-time upload's role is added with "
-        "`inference.upload_dir`.",
-    )
+    """Lustre throughput, MB/s per TiB."""
+    ecr_max_images: int = setting(limits.DEFAULT_ECR_MAX_IMAGES, limits.ECR_MAX_IMAGES)
+    """Images the training repository keeps before expiring the oldest."""
+    model_prefix: str = setting(limits.DEFAULT_MODEL_PREFIX, limits.MODEL_PREFIX)
+    """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
+    segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
+    archive_publishers: tuple[str, ...] | None = setting(None, Each(_PRINCIPAL_ARN))
+    """ARNs of the IAM roles or users that may write and delete archives under the prefix; the
+    bucket policy refuses every other principal (archives are code the endpoints run), and
+    every put without `If-None-Match`. Default: `cluster.admin_role_arn` (`mlp azs` records
+    it); the deploy-time upload's role is added with `inference.upload_dir`."""
 
     def problems(self) -> list[str]:
-        out = [
-            f"storage.archive_publishers[{i}] = {arn!r}: expected an IAM role or user ARN "
-            "(arn:aws:iam::<account>:role/<name> or ...:user/<name>)"
-            for i, arn in enumerate(self.archive_publishers or ())
-            if not _PRINCIPAL_ARN.fullmatch(arn)
-        ]
-        out += _one_of("storage.removal_policy", self.removal_policy, REMOVAL_POLICIES)
-        if not limits.fsx_storage_ok(self.fsx_storage_gib):
-            out.append(
-                f"storage.fsx_storage_gib = {self.fsx_storage_gib}: PERSISTENT_2 Lustre takes "
-                f"1200 or a multiple of 2400 GiB (up to {limits.FSX_MAX_GIB})"
-            )
-        key = "storage.fsx_throughput_per_tib"
-        out += _one_of(key, self.fsx_throughput_per_tib, FSX_THROUGHPUTS)
-        out += _within("storage.ecr_max_images", self.ecr_max_images, limits.ECR_MAX_IMAGES)
-        if not limits.model_prefix_ok(self.model_prefix):
-            out.append(
-                f"storage.model_prefix = {self.model_prefix!r}: expected a relative S3 key prefix "
-                "ending in '/' of segments made of letters, digits and '._-' (none empty, '.' or "
-                "'..'), at most 512 characters, e.g. 'models/'"
-            )
-        return out
+        return field_problems(self, "storage.")
 
 
 @dataclass(frozen=True)
-class ClusterSettings(_Section):
+class ClusterSettings(Section):
     """The EKS cluster that runs training (and optionally Triton)."""
 
-    name: str = setting(
-        "ml-platform",
-        "EKS cluster name: lower-case letters, digits and '-'.",
-        pattern=_pattern(_NAME),
-    )
-    kubernetes_version: str = setting(
-        limits.DEFAULT_KUBERNETES_VERSION,
-        "Kubernetes version: the ones Volcano 1.15 supports, each with its own kube-proxy and "
-        "CoreDNS pins (`ml_platform/versions.py`) and kubectl Lambda layer.",
-        enum=list(KUBERNETES_VERSIONS),
-    )
-    admin_role_arn: str | None = setting(
-        None,
-        "IAM role (in `env.region`'s partition) given cluster-admin by an EKS access entry. "
-        "Default none: only the stack's kubectl provider can use the API. `mlp azs` writes the "
-        "role named with `--admin-role-arn` or `--admin-role-mine`.",
-        pattern=_pattern(_ROLE_ARN),
-    )
-    endpoint_access: str = setting(
-        limits.DEFAULT_ENDPOINT_ACCESS,
-        "`private`: the Kubernetes API answers inside the VPC only (reach it through Session "
-        "Manager port forwarding); or `public_and_private`.",
-        enum=list(limits.ENDPOINT_ACCESS),
-    )
+    name: str = setting("ml-platform", _NAME)
+    """EKS cluster name."""
+    kubernetes_version: str = setting(limits.DEFAULT_KUBERNETES_VERSION, OneOf(KUBERNETES_VERSIONS))
+    """Kubernetes version: the ones Volcano 1.15 supports, each with its own kube-proxy and
+    CoreDNS pins (`ml_platform/versions.py`) and kubectl Lambda layer."""
+    admin_role_arn: str | None = setting(None, pattern=f"^(?:{_ROLE_ARN.pattern})$")
+    """IAM role (in `env.region`'s partition) given cluster-admin by an EKS access entry.
+    Default none: only the stack's kubectl provider can use the API. `mlp azs` writes the role
+    named with `--admin-role-arn` or `--admin-role-mine`."""
+    endpoint_access: str = setting(limits.DEFAULT_ENDPOINT_ACCESS, OneOf(limits.ENDPOINT_ACCESS))
+    """`private`: the Kubernetes API answers inside the VPC only (reach it through Session
+    Manager port forwarding); or `public_and_private`."""
     public_access_cidrs: tuple[str, ...] = setting(
-        (),
-        "CIDRs allowed to the public endpoint: 1 to 40 distinct IPv4 blocks with "
-        "`public_and_private`, none with `private`. `mlp azs --public-access-mine` writes the "
-        "caller's address as a /32.",
-        maxItems=MAX_PUBLIC_ACCESS_CIDRS,
-        uniqueItems=True,
+        (), maxItems=MAX_PUBLIC_ACCESS_CIDRS, uniqueItems=True
     )
-    public_access_from_anywhere: bool = setting(
-        False,
-        "Accept `0.0.0.0/0` in `public_access_cidrs` (with a synth-time warning); otherwise a "
-        "/0 block is a settings error.",
-    )
-    bootstrap_creator_admin: bool = setting(
-        False,
-        "`BootstrapClusterCreatorAdminPermissions`: a permanent cluster-admin access entry for "
-        "CloudFormation's execution role (the kubectl provider has its own entry). A cluster "
-        "deployed before this default changed keeps its entry only with true (changing it "
-        "replaces the cluster).",
-    )
-    node_ssm_access: bool = setting(
-        True,
-        "`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port "
-        "forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a "
-        "private API endpoint).",
-    )
+    """CIDRs allowed to the public endpoint: 1 to 40 distinct IPv4 blocks with
+    `public_and_private`, none with `private`. `mlp azs --public-access-mine` writes the
+    caller's address as a /32."""
+    public_access_from_anywhere: bool = setting(False)
+    """Accept `0.0.0.0/0` in `public_access_cidrs` (with a synth-time warning); otherwise a /0
+    block is a settings error."""
+    bootstrap_creator_admin: bool = setting(False)
+    """`BootstrapClusterCreatorAdminPermissions`: a permanent cluster-admin access entry for
+    CloudFormation's execution role (the kubectl provider has its own entry). A cluster
+    deployed before this default changed keeps its entry only with true (changing it replaces
+    the cluster)."""
+    node_ssm_access: bool = setting(True)
+    """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
+    forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a private API
+    endpoint)."""
     network_policy_mode: str = setting(
-        limits.DEFAULT_NETWORK_POLICY_MODE,
-        "The VPC CNI's NetworkPolicy enforcing mode: `strict` (a new pod is default-deny until "
-        "its policies are in place; the system namespaces get allow-all policies) or "
-        "`standard` (a new pod talks freely until then).",
-        enum=list(limits.NETWORK_POLICY_MODES),
+        limits.DEFAULT_NETWORK_POLICY_MODE, OneOf(limits.NETWORK_POLICY_MODES)
     )
-    system_instance_type: str = setting(
-        limits.DEFAULT_SYSTEM_INSTANCE_TYPE,
-        "Instance type of the small system node group (x86_64: the AL2023 standard AMI).",
-        pattern=_pattern(_INSTANCE_TYPE),
-    )
-    system_nodes: int = setting(
-        limits.DEFAULT_SYSTEM_NODES,
-        "Nodes in the system node group.",
-        **limits.SYSTEM_NODES.json_schema,
-    )
-    fsx_csi_driver_version: str | None = setting(
-        None,
-        "Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version "
-        "(`mlp addons` lists what exists).",
-        pattern=_pattern(_ADDON_VERSION),
-    )
-    cloudwatch_observability_version: str | None = setting(
-        None,
-        "Version of the `amazon-cloudwatch-observability` add-on. Default none: EKS's default "
-        "version.",
-        pattern=_pattern(_ADDON_VERSION),
-    )
-    support_type: str = setting(
-        limits.DEFAULT_SUPPORT_TYPE,
-        "The cluster's upgrade policy: `EXTENDED` (EKS's own default: a version past standard "
-        "support keeps running at the extended-support rate, which `mlp cost` reports) or "
-        "`STANDARD` (EKS upgrades the control plane then).",
-        enum=list(EKS_SUPPORT_TYPES),
-    )
+    """The VPC CNI's NetworkPolicy enforcing mode: `strict` (a new pod is default-deny until
+    its policies are in place; the system namespaces get allow-all policies) or `standard` (a
+    new pod talks freely until then)."""
+    system_instance_type: str = setting(limits.DEFAULT_SYSTEM_INSTANCE_TYPE)
+    """Instance type of the small system node group (x86_64: the AL2023 standard AMI)."""
+    system_nodes: int = setting(limits.DEFAULT_SYSTEM_NODES, limits.SYSTEM_NODES)
+    """Nodes in the system node group."""
+    fsx_csi_driver_version: str | None = setting(None, _ADDON_VERSION)
+    """Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version (`mlp
+    addons` lists what exists)."""
+    cloudwatch_observability_version: str | None = setting(None, _ADDON_VERSION)
+    """Version of the `amazon-cloudwatch-observability` add-on. Default none: EKS's default
+    version."""
+    support_type: str = setting(limits.DEFAULT_SUPPORT_TYPE, OneOf(EKS_SUPPORT_TYPES))
+    """The cluster's upgrade policy: `EXTENDED` (EKS's own default: a version past standard
+    support keeps running at the extended-support rate, which `mlp cost` reports) or
+    `STANDARD` (EKS upgrades the control plane then)."""
 
     @property
     def addon_versions(self) -> dict[str, str]:
@@ -597,15 +440,7 @@ class ClusterSettings(_Section):
         return {name: version for name, version in chosen.items() if version is not None}
 
     def problems(self, region: str | None = None) -> list[str]:
-        out = []
-        if not _NAME.fullmatch(self.name):
-            out.append(f"cluster.name = {self.name!r}: expected lower-case letters, digits and '-'")
-        key = "cluster.kubernetes_version"
-        out += _one_of(key, self.kubernetes_version, KUBERNETES_VERSIONS)
-        out += self._admin_role_problems(region)
-        out += _one_of("cluster.endpoint_access", self.endpoint_access, limits.ENDPOINT_ACCESS)
-        out += _one_of("cluster.support_type", self.support_type, EKS_SUPPORT_TYPES)
-        out += self._public_access_problems()
+        out = field_problems(self, "cluster.") + self._admin_role_problems(region)
         instance = _INSTANCE_TYPE.fullmatch(self.system_instance_type)
         if not instance:
             out.append(
@@ -617,17 +452,7 @@ class ClusterSettings(_Section):
                 f"cluster.system_instance_type = {self.system_instance_type!r}: the system nodes "
                 "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
             )
-        key = "cluster.network_policy_mode"
-        out += _one_of(key, self.network_policy_mode, limits.NETWORK_POLICY_MODES)
-        out += _within("cluster.system_nodes", self.system_nodes, limits.SYSTEM_NODES)
-        for key in ("fsx_csi_driver_version", "cloudwatch_observability_version"):
-            value = getattr(self, key)
-            if value is not None and not _ADDON_VERSION.fullmatch(value):
-                out.append(
-                    f"cluster.{key} = {value!r}: expected an EKS add-on version such as "
-                    "'v1.9.0-eksbuild.1'"
-                )
-        return out
+        return out + self._public_access_problems()
 
     def _admin_role_problems(self, region: str | None) -> list[str]:
         if self.admin_role_arn is None:
@@ -687,60 +512,37 @@ class ClusterSettings(_Section):
 
 
 @dataclass(frozen=True)
-class TrainiumSettings(_Section):
+class TrainiumSettings(Section):
     """The Trainium node group (stack ``<prefix>-TrainiumNodes``)."""
 
     instance_type: str = setting(
-        limits.DEFAULT_TRAINIUM_INSTANCE_TYPE,
-        "`trn1.32xlarge` (8 EFA interfaces) or `trn1n.32xlarge` (16).",
-        enum=sorted(TRAINIUM_INSTANCES),
+        limits.DEFAULT_TRAINIUM_INSTANCE_TYPE, OneOf(tuple(sorted(TRAINIUM_INSTANCES)))
     )
-    nodes: int = setting(
-        limits.DEFAULT_TRAINIUM_NODES,
-        "Desired node count (the tutorial's 2 x 32 NeuronCores); `min_nodes <= nodes <= "
-        "max_nodes`.",
-        minimum=0,
-        maximum=limits.TRAINIUM_MAX_NODES,
-    )
-    min_nodes: int | None = setting(
-        None,
-        "Minimum node count. Default 2, or 0 with `capacity_block_id` (EKS updates a node "
-        "group on a Capacity Block only at desired size 0). 0 lets the group scale to nothing.",
-        minimum=0,
-        maximum=limits.TRAINIUM_MAX_NODES,
-    )
+    """`trn1.32xlarge` (8 EFA interfaces) or `trn1n.32xlarge` (16)."""
+    nodes: int = setting(limits.DEFAULT_TRAINIUM_NODES, minimum=0)
+    """Desired node count (the tutorial's 2 x 32 NeuronCores): `0 <= min_nodes <= nodes <=
+    max_nodes <= 64`, `max_nodes >= 1`."""
+    min_nodes: int | None = setting(None, minimum=0)
+    """Default 2, or 0 with `capacity_block_id` (EKS updates a node group on a Capacity Block
+    only at desired size 0). 0 lets the group scale to nothing."""
     max_nodes: int = setting(
-        limits.DEFAULT_TRAINIUM_NODES,
-        "Maximum node count.",
-        minimum=1,
-        maximum=limits.TRAINIUM_MAX_NODES,
+        limits.DEFAULT_TRAINIUM_NODES, minimum=1, maximum=limits.TRAINIUM_MAX_NODES
     )
-    root_volume_gib: int = setting(
-        limits.DEFAULT_ROOT_VOLUME_GIB,
-        "Encrypted gp3 root volume size.",
-        **limits.ROOT_VOLUME_GIB.json_schema,
-    )
-    capacity_reservation_id: str | None = setting(
-        None,
-        "An On-Demand Capacity Reservation (`cr-...`) the nodes launch into. The launch "
-        "template then names no new placement group: an ODCR serves a cluster placement group "
-        "only if it was created in it.",
-        pattern=_pattern(limits.CAPACITY_RESERVATION_ID),
-    )
-    capacity_block_id: str | None = setting(
-        None,
-        "A Capacity Block for ML (`cr-...`) the nodes launch into (market type "
-        "`capacity-block`, node group capacity type `CAPACITY_BLOCK`). At most one of the two. "
-        "A Capacity Block places its instances itself: no placement group.",
-        pattern=_pattern(limits.CAPACITY_RESERVATION_ID),
-    )
-    placement_group: str | None = setting(
-        None,
-        "Name of the cluster placement group `capacity_reservation_id` was created in. Default "
-        "none: a new cluster placement group without a reservation, no placement group with "
-        "one. Not with `capacity_block_id`.",
-        pattern=_pattern(_PLACEMENT_GROUP),
-    )
+    """Most nodes."""
+    root_volume_gib: int = setting(limits.DEFAULT_ROOT_VOLUME_GIB, limits.ROOT_VOLUME_GIB)
+    """Encrypted gp3 root volume size."""
+    capacity_reservation_id: str | None = setting(None, limits.CAPACITY_RESERVATION_ID)
+    """An On-Demand Capacity Reservation (`cr-...`) the nodes launch into. The launch template
+    then names no new placement group: an ODCR serves a cluster placement group only if it was
+    created in it."""
+    capacity_block_id: str | None = setting(None, limits.CAPACITY_RESERVATION_ID)
+    """A Capacity Block for ML (`cr-...`) the nodes launch into (market type `capacity-block`,
+    node group capacity type `CAPACITY_BLOCK`). At most one of the two. A Capacity Block
+    places its instances itself: no placement group."""
+    placement_group: str | None = setting(None, pattern=f"^(?:{_PLACEMENT_GROUP.pattern})$")
+    """Name of the cluster placement group `capacity_reservation_id` was created in. Default
+    none: a new cluster placement group without a reservation, no placement group with one.
+    Not with `capacity_block_id`."""
 
     def __post_init__(self) -> None:
         if self.min_nodes is None:
@@ -748,7 +550,7 @@ class TrainiumSettings(_Section):
             object.__setattr__(self, "min_nodes", default)
 
     def problems(self) -> list[str]:
-        out = _one_of("trainium.instance_type", self.instance_type, sorted(TRAINIUM_INSTANCES))
+        out = field_problems(self, "trainium.")
         low, most = self.min_nodes or 0, limits.TRAINIUM_MAX_NODES
         if not limits.node_counts_ok(low, self.nodes, self.max_nodes, most):
             out.append(
@@ -756,15 +558,6 @@ class TrainiumSettings(_Section):
                 f"trainium.max_nodes = {self.max_nodes}: expected 0 <= min_nodes <= nodes <= "
                 f"max_nodes <= {most}, max_nodes >= 1"
             )
-        key = "trainium.root_volume_gib"
-        out += _within(key, self.root_volume_gib, limits.ROOT_VOLUME_GIB)
-        for key in ("capacity_reservation_id", "capacity_block_id"):
-            value = getattr(self, key)
-            if value is not None and not limits.CAPACITY_RESERVATION_ID.fullmatch(value):
-                out.append(
-                    f"trainium.{key} = {value!r}: expected a capacity reservation id such as "
-                    "'cr-0123456789abcdef0'"
-                )
         if self.capacity_reservation_id is not None and self.capacity_block_id is not None:
             out.append(
                 "trainium.capacity_reservation_id and trainium.capacity_block_id are both set: "
@@ -796,43 +589,25 @@ class TrainiumSettings(_Section):
 
 
 @dataclass(frozen=True)
-class TrainingSettings(_Section):
+class TrainingSettings(Section):
     """Where the training workloads run on the cluster."""
 
-    namespace: str = setting(
-        "training",
-        "Kubernetes namespace of the jobs, the FSx claim and TensorBoard (the stack creates "
-        f"and deletes it); a DNS label, not one of {', '.join(RESERVED_NAMESPACES)}.",
-        pattern=_pattern(_K8S_NAME),
-        **{"not": _schema("enum", RESERVED_NAMESPACES)},
-    )
-    queue: str = setting(
-        "training",
-        "Volcano queue the jobs are submitted to; not Volcano's own `default` or `root`.",
-        pattern=_pattern(_K8S_NAME),
-        **{"not": _schema("enum", RESERVED_QUEUES)},
-    )
-    image_repository: str = setting(
-        "ml-platform/training",
-        "Name of the ECR repository of the training image.",
-        pattern=_pattern(_IMAGE_REPOSITORY),
-        maxLength=256,
-    )
-    image_tag: str = setting(
-        "bert-pretrain-v1",
-        "Tag of the training image in the ECR repository (tags are immutable).",
-        pattern=_pattern(_IMAGE_TAG),
-    )
-    dataset_sha256: str | None = setting(
-        None,
-        "SHA-256 (64 lower-case hex digits) the BERT dataset tarball must have; the dataset "
-        "Job refuses another. Default none: no public source states it, so the Job prints the "
-        "digest of its first download and warns; pin that value.",
-        pattern=_pattern(_SHA256_HEX),
-    )
+    namespace: str = setting("training", pattern=f"^(?:{_K8S_NAME.pattern})$")
+    """Kubernetes namespace of the jobs, the FSx claim and TensorBoard; the stack creates (and
+    deletes) it, so not one owned by Kubernetes, Volcano or another part of the platform."""
+    queue: str = setting("training", pattern=f"^(?:{_K8S_NAME.pattern})$")
+    """Volcano queue the jobs are submitted to; not Volcano's own `default` or `root`."""
+    image_repository: str = setting("ml-platform/training", _IMAGE_REPOSITORY)
+    """Name of the ECR repository of the training image."""
+    image_tag: str = setting("bert-pretrain-v1", _IMAGE_TAG)
+    """Tag of the training image in the ECR repository (tags are immutable)."""
+    dataset_sha256: str | None = setting(None, _SHA256)
+    """SHA-256 the BERT dataset tarball must have; the dataset Job refuses another. Default
+    none: no public source states it, so the Job prints the digest of its first download and
+    warns; pin that value."""
 
     def problems(self) -> list[str]:
-        out = []
+        out = field_problems(self, "training.")
         for key, reserved in (("namespace", RESERVED_NAMESPACES), ("queue", RESERVED_QUEUES)):
             value = getattr(self, key)
             if not _K8S_NAME.fullmatch(value):
@@ -842,86 +617,55 @@ class TrainingSettings(_Section):
                     f"training.{key} = {value!r}: owned by Kubernetes, Volcano or another part of "
                     f"the platform; expected a name other than {list(reserved)}"
                 )
-        repository = self.image_repository
-        if not _IMAGE_REPOSITORY.fullmatch(repository) or len(repository) > 256:
-            out.append(
-                f"training.image_repository = {repository!r}: expected an ECR repository name "
-                "(lower-case letters, digits, '._/-')"
-            )
-        if not _IMAGE_TAG.fullmatch(self.image_tag):
-            out.append(f"training.image_tag = {self.image_tag!r}: expected a Docker image tag")
-        if self.dataset_sha256 is not None and not _SHA256_HEX.fullmatch(self.dataset_sha256):
-            out.append(
-                f"training.dataset_sha256 = {self.dataset_sha256!r}: expected a SHA-256 of 64 "
-                "lower-case hex digits"
-            )
         return out
 
 
 @dataclass(frozen=True)
-class EndpointSettings(_Section):
+class EndpointSettings(Section):
     """One SageMaker multi-model endpoint serving Triton ensembles."""
 
-    name: str = setting(
-        "triton-ensembles",
-        "Endpoint name: letters, digits and '-', at most 63; unique regardless of case, and no "
-        "two names may map to one construct id (`triton-ensembles`, `tritonEnsembles`, "
-        "`triton--ensembles`).",
-        pattern=_pattern(limits.ENDPOINT_NAME),
-    )
+    name: str = setting("triton-ensembles", limits.ENDPOINT_NAME)
+    """Endpoint name: unique regardless of case, and no two names may map to one construct id
+    (`triton-ensembles`, `tritonEnsembles`, `triton--ensembles`)."""
     instance_type: str = setting(
         limits.DEFAULT_ENDPOINT_INSTANCE_TYPE,
-        "A single-GPU instance type that multi-model endpoints on GPU support (the default: "
-        "T4, as in the source design).",
-        enum=sorted(SAGEMAKER_MME_GPU_INSTANCES),
+        Check(
+            SAGEMAKER_MME_GPU_INSTANCES.__contains__,
+            f"multi-model endpoints on GPU support {sorted(SAGEMAKER_MME_GPU_INSTANCES)}",
+            {"enum": sorted(SAGEMAKER_MME_GPU_INSTANCES)},
+        ),
     )
+    """A single-GPU instance type that multi-model endpoints on GPU support (the default: T4,
+    as in the source design)."""
     initial_instances: int = setting(
-        limits.DEFAULT_INITIAL_INSTANCES,
-        "Instances at creation; `1 <= min_instances <= initial_instances <= max_instances <= 100`.",
-        **limits.ENDPOINT_INSTANCES.json_schema,
+        limits.DEFAULT_INITIAL_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
     )
+    """Instances at creation: `1 <= min_instances <= initial_instances <= max_instances <=
+    100`."""
     min_instances: int = setting(
-        limits.DEFAULT_MIN_INSTANCES,
-        "Fewest instances autoscaling keeps.",
-        **limits.ENDPOINT_INSTANCES.json_schema,
+        limits.DEFAULT_MIN_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
     )
+    """Fewest instances autoscaling keeps."""
     max_instances: int = setting(
-        limits.DEFAULT_MAX_INSTANCES,
-        "Most instances autoscaling adds.",
-        **limits.ENDPOINT_INSTANCES.json_schema,
+        limits.DEFAULT_MAX_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
     )
-    invocations_per_instance: int = setting(
-        limits.DEFAULT_INVOCATIONS_PER_INSTANCE,
-        "Scaling target for SageMakerVariantInvocationsPerInstance (per minute).",
-        **_INVOCATIONS.json_schema,
-    )
-    archives: tuple[str, ...] = setting(
-        DEFAULT_ARCHIVES,
-        "Archives this endpoint serves, each a logical name (`model_tf_dali`: every version, "
-        "the newest for `mlp invoke`) or an exact version (`model_tf_dali@v1a2b3c4d`), as "
-        "`mlp models package` names them; distinct. Default both ensembles of the source "
-        "design, the text one with its T4 plan. An archive with a TensorRT plan "
-        "(`model_trt_python_<gpu>`) must target the instance type's GPU. They scope "
-        "`grant_invoke` and `mlp` commands; they are not written into the template.",
-        minItems=1,
-        uniqueItems=True,
-    )
+    """Most instances autoscaling adds."""
+    invocations_per_instance: int = setting(limits.DEFAULT_INVOCATIONS_PER_INSTANCE, _INVOCATIONS)
+    """Scaling target for SageMakerVariantInvocationsPerInstance (per minute)."""
+    archives: tuple[str, ...] = setting(DEFAULT_ARCHIVES, minItems=1, uniqueItems=True)
+    """Archives this endpoint serves, each a logical name (`model_tf_dali`: every version, the
+    newest for `mlp invoke`) or an exact version (`model_tf_dali@v1a2b3c4d`), as `mlp models
+    package` names them; distinct. Default both ensembles of the source design, the text one
+    with its T4 plan. An archive with a TensorRT plan (`model_trt_python_<gpu>`) must target
+    the instance type's GPU. They scope `grant_invoke` and `mlp` commands; they are not written
+    into the template."""
 
     @property
     def archive_refs(self) -> tuple[ArchiveRef, ...]:
         return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self, where: str) -> list[str]:
-        out = []
-        if not limits.ENDPOINT_NAME.fullmatch(self.name):
-            out.append(
-                f"{where}.name = {self.name!r}: expected letters, digits and '-', at most 63"
-            )
-        if self.instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
-            out.append(
-                f"{where}.instance_type = {self.instance_type!r}: multi-model endpoints on GPU "
-                f"support {sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
-            )
+        out = field_problems(self, f"{where}.")
         most = limits.ENDPOINT_INSTANCES.high
         if not 1 <= self.min_instances <= self.initial_instances <= self.max_instances <= most:
             out.append(
@@ -929,8 +673,6 @@ class EndpointSettings(_Section):
                 f"{self.initial_instances}, {where}.max_instances = {self.max_instances}: "
                 f"expected 1 <= min <= initial <= max <= {most}"
             )
-        key = f"{where}.invocations_per_instance"
-        out += _within(key, self.invocations_per_instance, _INVOCATIONS)
         out.extend(archive_ref_problems(f"{where}.archives", self.archives))
         for i, archive in enumerate(self.archives):
             problem = gpu_problem(f"{where}.archives[{i}]", archive, self.instance_type)
@@ -940,94 +682,60 @@ class EndpointSettings(_Section):
 
 
 @dataclass(frozen=True)
-class InferenceSettings(_Section):
+class InferenceSettings(Section):
     """Triton on SageMaker multi-model endpoints."""
 
-    triton_version: str = setting(
-        DEFAULT_TRITON_VERSION,
-        "Tag of SageMaker's Triton container (`<ver>-py3`); Triton on EKS runs the same release "
-        "from NGC. The default is the first patched release SageMaker publishes (NVIDIA's "
-        "August 2025 bulletin, CVE-2025-23319/23320/23334, fixed in 25.07). Older releases stay "
-        "selectable for their TensorFlow backend, with a synth-time warning naming the CVEs "
-        "(`ml-platform:triton-unpatched-release`); releases from 25.03 refuse `ml.p3` (V100) "
-        "endpoints.",
-        enum=list(TRITON_VERSIONS),
-    )
-    endpoints: tuple[EndpointSettings, ...] = setting(
-        (EndpointSettings(),),
-        "The endpoints: at least one while `features.inference` is on. Default: one endpoint "
-        "serving both ensembles.",
-    )
-    upload_dir: str | None = setting(
-        None,
-        "Local folder of built archives to upload into the model prefix at deploy time: it "
-        "must exist and hold 1 to 100 `*.tar.gz`, each named `<logical>-v<version>.tar.gz` "
-        "after its content as `mlp models upload` requires, safe to unpack and servable. "
-        "Default none (`mlp models upload` does it).",
-    )
+    triton_version: str = setting(DEFAULT_TRITON_VERSION, OneOf(TRITON_VERSIONS))
+    """Tag of SageMaker's Triton container (`<ver>-py3`); Triton on EKS runs the same release
+    from NGC. The default is the first patched release SageMaker publishes (NVIDIA's August
+    2025 bulletin, CVE-2025-23319/23320/23334, fixed in 25.07). Older releases stay selectable
+    for their TensorFlow backend, with a synth-time warning naming the CVEs; releases from
+    25.03 refuse `ml.p3` (V100) endpoints."""
+    endpoints: tuple[EndpointSettings, ...] = setting((EndpointSettings(),))
+    """The endpoints: at least one while `features.inference` is on. Default: one endpoint
+    serving both ensembles."""
+    upload_dir: str | None = setting(None)
+    """Local folder of built archives to upload into the model prefix at deploy time: it must
+    exist and hold 1 to 100 `*.tar.gz`, each named `<logical>-v<version>.tar.gz` after its
+    content as `mlp models upload` requires, safe to unpack and servable. Default none (`mlp
+    models upload` does it)."""
     inference_ami_version: str = setting(
-        DEFAULT_INFERENCE_AMI_VERSION,
-        "The endpoint instances' AMI (NVIDIA driver and CUDA). The default (driver 580, CUDA "
-        "13.0) runs the CUDA 13 of releases from 25.08 natively and every older release too. A "
-        "535/550 AMI without the CUDA-compat mount cannot run a CUDA 13 release and is "
-        "refused.",
-        enum=list(INFERENCE_AMI_VERSIONS),
+        DEFAULT_INFERENCE_AMI_VERSION, OneOf(INFERENCE_AMI_VERSIONS)
     )
-    alarm_topic_arn: str | None = setting(
-        None,
-        "SNS topic ARN every endpoint alarm notifies (alarm and OK). Default none.",
-        pattern=_pattern(_SNS_TOPIC_ARN),
-    )
-    network_isolation: bool = setting(
-        True,
-        "`EnableNetworkIsolation` on each endpoint's model: the container (and the archives' "
-        "Python) has no network; SageMaker itself fetches the archives.",
-    )
-    instance_type_changes: bool = setting(
-        True,
-        "Let an endpoint's `instance_type` change deploy although autoscaling is registered on "
-        "it (SageMaker refuses that update otherwise): a small Lambda-backed custom resource "
-        "per endpoint deregisters the target before the endpoint moves and registers it again "
-        "after. False: no Lambda; an instance-type change then needs SageMaker's manual steps.",
-    )
-    log_retention_days: int = setting(
-        365,
-        "Days each endpoint's log group `/aws/sagemaker/Endpoints/<name>` keeps the container "
-        "logs (the stack creates the group, KMS-encrypted).",
-        enum=list(LOG_RETENTION_DAYS),
-    )
+    """The endpoint instances' AMI (NVIDIA driver and CUDA). The default (driver 580, CUDA
+    13.0) runs the CUDA 13 of releases from 25.08 natively and every older release too. A
+    535/550 AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused."""
+    alarm_topic_arn: str | None = setting(None, _SNS_TOPIC_ARN)
+    """SNS topic every endpoint alarm notifies (alarm and OK). Default none."""
+    network_isolation: bool = setting(True)
+    """`EnableNetworkIsolation` on each endpoint's model: the container (and the archives'
+    Python) has no network; SageMaker itself fetches the archives."""
+    instance_type_changes: bool = setting(True)
+    """Let an endpoint's `instance_type` change deploy although autoscaling is registered on
+    it (SageMaker refuses that update otherwise): a small Lambda-backed custom resource per
+    endpoint deregisters the target before the endpoint moves and registers it again after.
+    False: no Lambda; an instance-type change then needs SageMaker's manual steps."""
+    log_retention_days: int = setting(365, _LOG_RETENTION)
+    """Days each endpoint's log group `/aws/sagemaker/Endpoints/<name>` keeps the container
+    logs (the stack creates the group, KMS-encrypted)."""
     triton_log_verbose: int = setting(
-        0,
-        "Triton's `--log-verbose` level on the endpoints (the SageMaker container's "
-        "`SAGEMAKER_TRITON_LOG_VERBOSE`). 0: off (the container's own default logs every "
-        "request).",
-        minimum=0,
+        0, Check(lambda level: level >= 0, "expected a level >= 0 (0 is off)", {"minimum": 0})
     )
+    """Triton's `--log-verbose` level on the endpoints (the SageMaker container's
+    `SAGEMAKER_TRITON_LOG_VERBOSE`). 0: off (the container's own default logs every
+    request)."""
     model_load_gpu_limit_percent: int = setting(
-        limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT,
-        "Triton refuses to load another model once the GPU's memory use passes this share "
-        "(`--model-load-gpu-limit`, through the container's "
-        "`SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT`). The TensorFlow backend of releases up to "
-        "25.02 and DALI keep GPU memory after a model unloads, so without a limit versions "
-        "pile up until a running model fails on CUDA memory; with it the new load fails "
-        "cleanly and raises the endpoint's load-failure alarm. 100 sets no limit.",
-        **limits.MODEL_LOAD_GPU_LIMIT_PERCENT.json_schema,
+        limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT, limits.MODEL_LOAD_GPU_LIMIT_PERCENT
     )
+    """Triton refuses to load another model once the GPU's memory use passes this share
+    (`--model-load-gpu-limit`, through the container's `SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT`).
+    The TensorFlow backend of releases up to 25.02 and DALI keep GPU memory after a model
+    unloads, so without a limit versions pile up until a running model fails on CUDA memory;
+    with it the new load fails cleanly and raises the endpoint's load-failure alarm. 100 sets
+    no limit."""
 
     def problems(self) -> list[str]:
-        key = "inference.model_load_gpu_limit_percent"
-        percent = self.model_load_gpu_limit_percent
-        out = _within(key, percent, limits.MODEL_LOAD_GPU_LIMIT_PERCENT, " (100: no limit)")
-        key = "inference.log_retention_days"
-        out += _one_of(key, self.log_retention_days, LOG_RETENTION_DAYS)
-        if self.triton_log_verbose < 0:
-            out.append(
-                f"inference.triton_log_verbose = {self.triton_log_verbose}: expected a level "
-                ">= 0 (0 is off)"
-            )
-        out += _one_of("inference.triton_version", self.triton_version, TRITON_VERSIONS)
-        key = "inference.inference_ami_version"
-        out += _one_of(key, self.inference_ami_version, INFERENCE_AMI_VERSIONS)
+        out = field_problems(self, "inference.")
         ami_problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
         if ami_problem:
             out.append(
@@ -1035,11 +743,6 @@ class InferenceSettings(_Section):
                 f"inference.inference_ami_version = {self.inference_ami_version!r}: {ami_problem}"
             )
         out += self._compute_capability_problems()
-        if self.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.fullmatch(self.alarm_topic_arn):
-            out.append(
-                f"inference.alarm_topic_arn = {self.alarm_topic_arn!r}: expected an SNS topic ARN "
-                "(arn:aws:sns:<region>:<account>:<name>)"
-            )
         # SageMaker endpoint names are unique per region regardless of case.
         names = [e.name.lower() for e in self.endpoints]
         if len(set(names)) != len(names):
@@ -1104,53 +807,34 @@ class InferenceSettings(_Section):
 
 
 @dataclass(frozen=True)
-class TritonOnEksSettings(_Section):
+class TritonOnEksSettings(Section):
     """Triton served from the EKS cluster on a GPU node group."""
 
     gpu_instance_type: str = setting(
-        limits.DEFAULT_GPU_INSTANCE_TYPE,
-        "Single-GPU EC2 instance type of the GPU node group.",
-        enum=sorted(EKS_GPU_INSTANCES),
+        limits.DEFAULT_GPU_INSTANCE_TYPE, OneOf(tuple(sorted(EKS_GPU_INSTANCES)))
     )
-    gpu_nodes: int = setting(
-        limits.DEFAULT_GPU_NODES,
-        "GPU nodes: the node group's desired and maximum size (nothing in the platform scales it).",
-        minimum=1,
-        maximum=limits.GPU_MAX_NODES,
-    )
-    min_gpu_nodes: int | None = setting(
-        None,
-        "The GPU node group's minimum. Default: `gpu_nodes` (0 lets the group scale to nothing).",
-        minimum=0,
-        maximum=limits.GPU_MAX_NODES,
-    )
-    replicas: int = setting(
-        limits.DEFAULT_REPLICAS,
-        "Triton replicas: fixed (no autoscaler), at most `gpu_nodes` (each takes a whole "
-        "single-GPU node).",
-        minimum=1,
-        maximum=limits.GPU_MAX_NODES,
-    )
-    archives: tuple[str, ...] = setting(
-        DEFAULT_EKS_ARCHIVES,
-        "Archives the Triton pods load: logical names of the archives this repository builds "
-        "(the newest version under the prefix at pod start) or exact versions "
-        "(`NAME@vXXXXXXXX`), one per ensemble. Default both ensembles, the text one with its "
-        "ONNX encoder (runs on any GPU; a `model_trt_python_<gpu>` archive must target "
-        "`gpu_instance_type`'s GPU).",
-        minItems=1,
-        uniqueItems=True,
-    )
+    """Single-GPU EC2 instance type of the GPU node group."""
+    gpu_nodes: int = setting(limits.DEFAULT_GPU_NODES, Bounds(1, limits.GPU_MAX_NODES))
+    """GPU nodes: the node group's desired and maximum size (nothing in the platform scales
+    it)."""
+    min_gpu_nodes: int | None = setting(None, minimum=0, maximum=limits.GPU_MAX_NODES)
+    """The GPU node group's minimum. Default: `gpu_nodes` (0 lets the group scale to
+    nothing)."""
+    replicas: int = setting(limits.DEFAULT_REPLICAS, minimum=1, maximum=limits.GPU_MAX_NODES)
+    """Triton replicas: fixed (no autoscaler), at most `gpu_nodes` (each takes a whole
+    single-GPU node)."""
+    archives: tuple[str, ...] = setting(DEFAULT_EKS_ARCHIVES, minItems=1, uniqueItems=True)
+    """Archives the Triton pods load: logical names of the archives this repository builds
+    (the newest version under the prefix at pod start) or exact versions (`NAME@vXXXXXXXX`),
+    one per ensemble. Default both ensembles, the text one with its ONNX encoder (runs on any
+    GPU; a `model_trt_python_<gpu>` archive must target `gpu_instance_type`'s GPU)."""
 
     @property
     def archive_refs(self) -> tuple[ArchiveRef, ...]:
         return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self) -> list[str]:
-        gpus = sorted(EKS_GPU_INSTANCES)
-        out = _one_of("triton_on_eks.gpu_instance_type", self.gpu_instance_type, gpus)
-        key = "triton_on_eks.gpu_nodes"
-        out += _within(key, self.gpu_nodes, limits.Bounds(1, limits.GPU_MAX_NODES))
+        out = field_problems(self, "triton_on_eks.")
         if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
             out.append(
                 f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
@@ -1161,7 +845,10 @@ class TritonOnEksSettings(_Section):
                 f"triton_on_eks.replicas = {self.replicas}: expected 1 to gpu_nodes "
                 f"({self.gpu_nodes}): each replica takes a whole single-GPU node"
             )
-        out.extend(archive_ref_problems("triton_on_eks.archives", self.archives))
+        return out + self._archive_problems()
+
+    def _archive_problems(self) -> list[str]:
+        out = archive_ref_problems("triton_on_eks.archives", self.archives)
         for i, archive in enumerate(self.archives):
             if archive.split("@")[0] not in KNOWN_ARCHIVES:
                 out.append(
@@ -1183,29 +870,25 @@ class TritonOnEksSettings(_Section):
 
 
 @dataclass(frozen=True)
-class ImageSettings(_Section):
+class ImageSettings(Section):
     """Where the cluster's container images come from, and the digests that pin them."""
 
     mirrors: dict[str, str] = field(
         default_factory=dict,
-        metadata=about(
-            "Public registry -> a registry you own that serves its repositories under a path "
-            'prefix, e.g. `{"docker.io": "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub"}` '
-            "for an ECR pull-through cache rule with prefix `docker-hub`; every cluster image of "
-            "that registry is pulled from it. Default none: the public registries themselves.",
-            propertyNames=_schema("enum", MIRRORABLE_REGISTRIES),
-        ),
+        metadata={"json_schema_extra": {"propertyNames": {"enum": list(MIRRORABLE_REGISTRIES)}}},
     )
+    """Public registry -> a registry you own that serves its repositories under a path prefix,
+    e.g. `{"docker.io": "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub"}` for an ECR
+    pull-through cache rule with prefix `docker-hub`; every cluster image of that registry is
+    pulled from it. Default none: the public registries themselves."""
     digests: dict[str, str] = field(
         default_factory=dict,
-        metadata=about(
-            "`registry/repository:tag` -> `sha256:<64 hex>`, written by `mlp images resolve`; wins "
-            "over what it records in `cdk.context.json` (key `ml-platform:image-digests`). Default "
-            "none: only digests a public source states (`ml_platform.image_pins.PUBLIC_DIGESTS`); "
-            "synthesis warns about the rest.",
-            additionalProperties={"type": "string", "pattern": _pattern(DIGEST)},
-        ),
+        metadata={"json_schema_extra": {"additionalProperties": {"pattern": DIGEST.pattern}}},
     )
+    """`registry/repository:tag` -> `sha256:<64 hex>`, written by `mlp images resolve`; wins
+    over what it records in `cdk.context.json` (key `ml-platform:image-digests`). Default none:
+    only digests a public source states (`ml_platform.image_pins.PUBLIC_DIGESTS`); synthesis
+    warns about the rest."""
 
     def problems(self) -> list[str]:
         out = []
@@ -1238,55 +921,34 @@ class ImageSettings(_Section):
 
 
 @dataclass(frozen=True)
-class FeatureSettings(_Section):
+class FeatureSettings(Section):
     """Switches for the optional parts. All default to on, so ``make synth`` shows everything."""
 
-    training_cluster: bool = setting(True, "The EKS training cluster and its workloads.")
-    inference: bool = setting(True, "The SageMaker multi-model endpoints.")
-    triton_on_eks: bool = setting(
-        True, "The GPU node group and Triton on the cluster (needs `training_cluster`)."
-    )
+    training_cluster: bool = setting(True)
+    """The EKS training cluster and its workloads."""
+    inference: bool = setting(True)
+    """The SageMaker multi-model endpoints."""
+    triton_on_eks: bool = setting(True)
+    """The GPU node group and Triton on the cluster (needs `training_cluster`)."""
 
 
 @dataclass(frozen=True)
-class Settings(_Section):
+class Settings(Section):
     """All platform settings. Build with :meth:`from_context`; every field has a default."""
 
-    env: EnvironmentSettings = field(
-        default_factory=EnvironmentSettings, metadata=about(EnvironmentSettings.__doc__ or "")
-    )
-    network: NetworkSettings = field(
-        default_factory=NetworkSettings, metadata=about(NetworkSettings.__doc__ or "")
-    )
-    storage: StorageSettings = field(
-        default_factory=StorageSettings, metadata=about(StorageSettings.__doc__ or "")
-    )
-    cluster: ClusterSettings = field(
-        default_factory=ClusterSettings, metadata=about(ClusterSettings.__doc__ or "")
-    )
-    trainium: TrainiumSettings = field(
-        default_factory=TrainiumSettings, metadata=about(TrainiumSettings.__doc__ or "")
-    )
-    training: TrainingSettings = field(
-        default_factory=TrainingSettings, metadata=about(TrainingSettings.__doc__ or "")
-    )
-    inference: InferenceSettings = field(
-        default_factory=InferenceSettings, metadata=about(InferenceSettings.__doc__ or "")
-    )
-    triton_on_eks: TritonOnEksSettings = field(
-        default_factory=TritonOnEksSettings, metadata=about(TritonOnEksSettings.__doc__ or "")
-    )
-    features: FeatureSettings = field(
-        default_factory=FeatureSettings, metadata=about(FeatureSettings.__doc__ or "")
-    )
-    images: ImageSettings = field(
-        default_factory=ImageSettings, metadata=about(ImageSettings.__doc__ or "")
-    )
-    cost_annotations: bool = setting(
-        False,
-        "`cdk synth` adds an info annotation with each stack's estimated monthly on-demand "
-        "cost (`ml_platform.pricing`).",
-    )
+    env: EnvironmentSettings = field(default_factory=EnvironmentSettings)
+    network: NetworkSettings = field(default_factory=NetworkSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
+    trainium: TrainiumSettings = field(default_factory=TrainiumSettings)
+    training: TrainingSettings = field(default_factory=TrainingSettings)
+    inference: InferenceSettings = field(default_factory=InferenceSettings)
+    triton_on_eks: TritonOnEksSettings = field(default_factory=TritonOnEksSettings)
+    features: FeatureSettings = field(default_factory=FeatureSettings)
+    images: ImageSettings = field(default_factory=ImageSettings)
+    cost_annotations: bool = setting(False)
+    """`cdk synth` adds an info annotation with each stack's estimated monthly on-demand cost
+    (`ml_platform.pricing`)."""
 
     @classmethod
     def from_context(
@@ -1316,15 +978,29 @@ class Settings(_Section):
             values = _json_object_or_problem(values, CONTEXT_KEY, problems)
             if problems:
                 raise SettingsError(problems)
-        settings = _validated(cls, values if values is not None else {}, "", problems)
-        if settings is _INVALID:
+        settings = validated(
+            cls,
+            values if values is not None else {},
+            "",
+            problems,
+            label=CONTEXT_KEY,
+            removed=REMOVED_SETTINGS,
+        )
+        if settings is INVALID:
             raise SettingsError(problems)
         resolved = recorded_digests
         if resolved is None and known_azs is not None:
             resolved = known_azs.get(IMAGE_DIGESTS_KEY)
         if resolved is not None:
-            found = _validated(dict[str, str], resolved, IMAGE_DIGESTS_KEY, problems)
-            if found is not _INVALID:
+            found = validated(
+                dict[str, str],
+                resolved,
+                IMAGE_DIGESTS_KEY,
+                problems,
+                label=IMAGE_DIGESTS_KEY,
+                removed={},
+            )
+            if found is not INVALID:
                 images = dataclasses.replace(
                     settings.images, digests={**found, **settings.images.digests}
                 )
@@ -1418,111 +1094,6 @@ class Settings(_Section):
                             f"{key!r} ({seeded!r})"
                         )
         return out
-
-
-# -- Parsing: pydantic checks the types, the messages stay ours -----------------------------
-_INVALID: Any = object()  # a value of the wrong type at the root: nothing to build
-_MAX_PASSES = 50
-
-
-@functools.cache
-def _adapter(tp: Any) -> Any:
-    """pydantic's validator of ``tp`` (built once: building it takes milliseconds)."""
-    from pydantic import TypeAdapter
-
-    if dataclasses.is_dataclass(tp):  # configured by _Section
-        return TypeAdapter(tp)
-    return TypeAdapter(tp, config={"strict": True})
-
-
-def _validated(tp: Any, value: Any, prefix: str, problems: list[str]) -> Any:
-    """``value`` as ``tp`` (:data:`_INVALID` if its root has the wrong type). Each type
-    problem is recorded under its dotted key (starting with ``prefix``) and the offending
-    value dropped, so that field keeps its default and the other values still build."""
-    from pydantic import ValidationError
-
-    for _ in range(_MAX_PASSES):
-        try:
-            return _adapter(tp).validate_python(value)
-        except ValidationError as error:
-            errors = error.errors(include_url=False)
-        for problem in (_type_problem(tp, value, prefix, e["type"], e["loc"]) for e in errors):
-            if problem not in problems:
-                problems.append(problem)
-        drops = {_walk(tp, e["loc"], prefix)[2] for e in errors}
-        if () in drops:
-            return _INVALID
-        for path in sorted(drops, key=len, reverse=True):  # inner values first
-            value = _without(value, path)
-    return _INVALID  # pragma: no cover (each pass drops at least one value)
-
-
-def _walk(tp: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, tuple[Any, ...]]:
-    """Along pydantic's error location ``loc`` in ``tp``: the dotted key, the type expected
-    there (``None`` for an unknown key) and the path of the value to drop (the innermost
-    object member: a bad list item takes its list with it)."""
-    key, drop = prefix, typing.cast(tuple[Any, ...], ())
-    for i, part in enumerate(loc):
-        if part == "[key]":  # a mapping's key of the wrong type: its entry is dropped
-            break
-        tp = _without_none(tp)
-        if typing.get_origin(tp) is tuple:
-            key, tp = f"{key}[{part}]", typing.get_args(tp)[0]
-            continue
-        key, drop = (f"{key}.{part}" if key else str(part)), loc[: i + 1]
-        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-            tp = _hints(tp).get(str(part))
-        else:
-            tp = typing.get_args(tp)[1] if typing.get_origin(tp) is dict else None
-    return key, tp, drop
-
-
-def _type_problem(tp: Any, value: Any, prefix: str, kind: str, loc: tuple[int | str, ...]) -> str:
-    key, expected, _ = _walk(tp, loc, prefix)
-    if kind == "unexpected_keyword_argument" or expected is None:
-        if key in REMOVED_SETTINGS:
-            return f"{key}: removed: {REMOVED_SETTINGS[key]}"
-        owner = _walk(tp, loc[:-1], prefix)[1]
-        return f"{key}: unknown setting; known: {[f.name for f in dataclasses.fields(owner)]}"
-    got = value
-    for part in loc[:-1] if loc and loc[-1] == "[key]" else loc:  # a bad key: show its value
-        got = got[part]
-    return f"{key or CONTEXT_KEY} = {got!r}: expected {_describe(expected)}"
-
-
-def _describe(tp: Any) -> str:
-    tp = _without_none(tp)
-    if typing.get_origin(tp) is tuple:
-        return f"a list of {_describe(typing.get_args(tp)[0])}"
-    if typing.get_origin(tp) is dict:
-        return "an object of strings"
-    if dataclasses.is_dataclass(tp):
-        return "an object"
-    return {str: "a string", int: "an integer", bool: "true or false"}.get(tp, str(tp))
-
-
-def _without_none(tp: Any) -> Any:
-    """``X`` for ``X | None``."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    return args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) else tp
-
-
-@functools.cache
-def _hints(tp: Any) -> dict[str, Any]:
-    """Type hints of a settings dataclass (resolving hints is slow)."""
-    return typing.get_type_hints(tp)
-
-
-def _without(value: Any, path: tuple[Any, ...]) -> Any:
-    """A copy of the JSON-like ``value`` without the member at ``path``."""
-    head, rest = path[0], path[1:]
-    if isinstance(value, Mapping):
-        if not rest:
-            return {k: v for k, v in value.items() if k != head}
-        return {**value, head: _without(value[head], rest)}
-    items = list(value)
-    items[head] = _without(items[head], rest)
-    return items
 
 
 def _json_object_or_problem(text: str, where: str, problems: list[str]) -> Any:

@@ -9,7 +9,19 @@ setting's dotted key, or a construct prop's name).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Rule(Protocol):
+    """One value's rule: what is wrong with a value (worded with its setting's key) and what the
+    JSON Schema of ``cdk.json`` says about it, from the same data."""
+
+    def problems(self, key: str, value: Any) -> list[str]: ...
+
+    @property
+    def json_schema(self) -> dict[str, object]: ...
 
 
 @dataclass(frozen=True)
@@ -18,6 +30,7 @@ class Bounds:
 
     low: int
     high: int
+    note: str = ""
 
     def __contains__(self, value: object) -> bool:
         return isinstance(value, int) and self.low <= value <= self.high
@@ -27,9 +40,81 @@ class Bounds:
         """``'1 to 1000'``: how messages state the range."""
         return f"{self.low} to {self.high}"
 
+    def problems(self, key: str, value: Any) -> list[str]:
+        return [] if value in self else [f"{key} = {value}: expected {self.text}{self.note}"]
+
     @property
-    def json_schema(self) -> dict[str, int]:
+    def json_schema(self) -> dict[str, object]:
         return {"minimum": self.low, "maximum": self.high}
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A value from a fixed set (listed in this order in messages and the schema)."""
+
+    values: tuple[object, ...]
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        allowed = list(self.values)
+        return [] if value in allowed else [f"{key} = {value!r}: expected one of {allowed}"]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        return {"enum": list(self.values)}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """Text that matches ``regex`` in full (``$`` would accept a trailing newline), spelled in
+    ASCII classes (``\\d`` and ``\\w`` match other scripts' digits and letters)."""
+
+    regex: re.Pattern[str]
+    expected: str
+    max_length: int | None = None
+
+    def matches(self, value: str) -> bool:
+        too_long = self.max_length is not None and len(value) > self.max_length
+        return not too_long and self.regex.fullmatch(value) is not None
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        return [] if self.matches(value) else [f"{key} = {value!r}: expected {self.expected}"]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        schema: dict[str, object] = {"pattern": f"^(?:{self.regex.pattern})$"}
+        if self.max_length is not None:
+            schema["maxLength"] = self.max_length
+        return schema
+
+
+@dataclass(frozen=True)
+class Check:
+    """A value ``ok`` accepts; ``message`` says what is allowed."""
+
+    ok: Callable[[Any], bool]
+    message: str
+    schema: Mapping[str, object] = field(default_factory=dict)
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        return [] if self.ok(value) else [f"{key} = {value!r}: {self.message}"]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        return dict(self.schema)
+
+
+@dataclass(frozen=True)
+class Each:
+    """Every item of a list follows ``rule`` (each problem names its ``key[i]``)."""
+
+    rule: Rule
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        return [p for i, item in enumerate(value) for p in self.rule.problems(f"{key}[{i}]", item)]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        return {"items": self.rule.json_schema}
 
 
 def node_counts_ok(min_nodes: int, nodes: int, max_nodes: int, most: int) -> bool:
@@ -61,6 +146,13 @@ def fsx_storage_ok(gib: int) -> bool:
     return gib == FSX_SMALLEST_GIB or (0 < gib <= FSX_MAX_GIB and gib % FSX_STEP_GIB == 0)
 
 
+FSX_STORAGE_GIB = Check(
+    fsx_storage_ok,
+    f"PERSISTENT_2 Lustre takes 1200 or a multiple of 2400 GiB (up to {FSX_MAX_GIB})",
+    {"minimum": FSX_SMALLEST_GIB, "maximum": FSX_MAX_GIB},
+)
+
+
 # -- ECR ------------------------------------------------------------------------------------
 ECR_MAX_IMAGES = Bounds(1, 1000)  # images a lifecycle rule keeps
 
@@ -69,6 +161,10 @@ ECR_MAX_IMAGES = Bounds(1, 1000)  # images a lifecycle rule keeps
 # https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html
 MODEL_PREFIX_MAX = 512
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+_PREFIX_TEXT = (
+    "expected a relative S3 key prefix ending in '/' of segments made of letters, digits and "
+    "'._-' (none empty, '.' or '..'), at most 512 characters, e.g. 'models/'"
+)
 
 
 def model_prefix_ok(prefix: str) -> bool:
@@ -80,6 +176,9 @@ def model_prefix_ok(prefix: str) -> bool:
         and len(prefix) <= MODEL_PREFIX_MAX
         and all(s not in ("", ".", "..") and _PREFIX_SEGMENT.fullmatch(s) for s in segments[:-1])
     )
+
+
+MODEL_PREFIX = Check(model_prefix_ok, _PREFIX_TEXT, {"maxLength": MODEL_PREFIX_MAX})
 
 
 # -- EKS ------------------------------------------------------------------------------------
@@ -99,13 +198,18 @@ GPU_MAX_NODES = 20
 ROOT_VOLUME_GIB = Bounds(100, 16384)  # gp3: up to 16 TiB
 # EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks), fullmatch:
 # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html
-CAPACITY_RESERVATION_ID = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")
+CAPACITY_RESERVATION_ID = Pattern(
+    re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"),
+    "a capacity reservation id such as 'cr-0123456789abcdef0'",
+)
 
 # -- SageMaker ------------------------------------------------------------------------------
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpoint.html
-ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
-MODEL_LOAD_GPU_LIMIT_PERCENT = Bounds(1, 100)  # 100: no limit
+ENDPOINT_NAME = Pattern(
+    re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"), "letters, digits and '-', at most 63"
+)
+MODEL_LOAD_GPU_LIMIT_PERCENT = Bounds(1, 100, " (100: no limit)")
 ENDPOINT_INSTANCES = Bounds(1, 100)  # an endpoint variant's instance counts
 
 # -- Defaults the settings and the constructs share -----------------------------------------
