@@ -33,7 +33,7 @@ class Bounds:
     note: str = ""
 
     def __contains__(self, value: object) -> bool:
-        return isinstance(value, int) and self.low <= value <= self.high
+        return isinstance(value, (int, float)) and self.low <= value <= self.high
 
     @property
     def text(self) -> str:
@@ -207,7 +207,9 @@ CAPACITY_RESERVATION_ID = Pattern(
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpoint.html
 ENDPOINT_NAME = Pattern(
-    re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"), "letters, digits and '-', at most 63"
+    re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"),
+    "letters, digits and '-', at most 63",
+    max_length=63,  # the pattern alone lets repeated '-' run past 63 characters
 )
 MODEL_LOAD_GPU_LIMIT_PERCENT = Bounds(1, 100, " (100: no limit)")
 ENDPOINT_INSTANCES = Bounds(1, 100)  # an endpoint variant's instance counts

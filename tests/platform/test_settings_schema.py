@@ -93,6 +93,8 @@ REFUSED = [
         "inference.model_load_gpu_limit_percent",
     ),
     ({"inference": {"endpoints": [{"name": "-x"}]}}, "inference.endpoints[0].name"),
+    # the pattern alone would let repeated '-' run past SageMaker's 63 characters
+    ({"inference": {"endpoints": [{"name": "a" + "-" * 70 + "b"}]}}, "endpoints[0].name"),
     ({"inference": {"endpoints": [{"instance_type": "ml.p4d.24xlarge"}]}}, "instance_type"),
     ({"training": {"image_tag": "-bad"}}, "training.image_tag"),
     ({"images": {"mirrors": {"ghcr.io": "x.example.com"}}}, "images.mirrors.ghcr.io"),
