@@ -978,7 +978,7 @@ class Settings(Section):
             values = _json_object_or_problem(values, CONTEXT_KEY, problems)
             if problems:
                 raise SettingsError(problems)
-        settings = validated(
+        settings: Settings = validated(
             cls,
             values if values is not None else {},
             "",
@@ -1010,7 +1010,7 @@ class Settings(Section):
         problems.extend(settings._problems(known_azs))
         if problems:
             raise SettingsError(problems)
-        return settings  # type: ignore[no-any-return]  # _validated(cls, ...) is a Settings
+        return settings
 
     @property
     def archive_publishers(self) -> tuple[str, ...]:
