@@ -40,9 +40,24 @@ def _one_line(node: Any) -> Any:
     return node
 
 
+def _nullable(prop: dict[str, Any]) -> dict[str, Any]:
+    """``prop`` that also takes null (the parser's "not set": the default). Items of lists and
+    values of mappings stay as they are: null there is an error."""
+    if "$ref" in prop:
+        return {"anyOf": [{"$ref": prop["$ref"]}, {"type": "null"}]}
+    if "anyOf" in prop or not isinstance(prop.get("type"), str):
+        return prop  # already takes null (an optional setting)
+    out = {**prop, "type": [prop["type"], "null"]}
+    if "enum" in prop:
+        out["enum"] = [*prop["enum"], None]
+    return out
+
+
 def settings_schema() -> dict[str, Any]:
     """The JSON Schema of the ``ml-platform`` context object."""
     schema = _one_line(json_schema(Settings))
+    for section in [schema, *schema["$defs"].values()]:
+        section["properties"] = {k: _nullable(v) for k, v in section["properties"].items()}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         **schema,
@@ -70,6 +85,8 @@ def cdk_json_schema() -> dict[str, Any]:
 def _allowed(prop: dict[str, Any]) -> str:
     """What a property's schema allows, in words (enum, range, pattern, lengths)."""
     parts = []
+    if "enum" in prop:
+        prop = {**prop, "enum": [v for v in prop["enum"] if v is not None]}
     if "enum" in prop and len(prop["enum"]) > _MAX_LISTED:
         parts.append(f"one of the {len(prop['enum'])} values the schema lists")
     elif "enum" in prop:
@@ -88,14 +105,23 @@ def _allowed(prop: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _ref(prop: dict[str, Any]) -> str | None:
+    """The name of the section a property holds (``$ref``, or its first ``anyOf``)."""
+    ref = prop.get("$ref") or (prop.get("anyOf") or [{}])[0].get("$ref")
+    return ref.rsplit("/", 1)[1] if isinstance(ref, str) else None
+
+
 def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
     if "anyOf" in prop:
         return " or ".join(_type(p, defs) for p in prop["anyOf"] if p.get("type") != "null")
     if "$ref" in prop:
         return "object"
-    if prop.get("type") == "array":
+    kind = prop.get("type", "any")
+    if isinstance(kind, list):  # [type, "null"]: null means the default, said once above
+        kind = next(k for k in kind if k != "null")
+    if kind == "array":
         return f"list of {_type(prop.get('items', {}), defs)}"
-    return str(prop.get("type", "any"))
+    return str(kind)
 
 
 def _default(value: Any) -> str:
@@ -143,16 +169,17 @@ def reference() -> str:
         "`.vscode/settings.json` complete and check `cdk.json` with "
         f"[`{SCHEMA}`](../{SCHEMA}).\n",
     ]
-    top = {k: v for k, v in schema["properties"].items() if "$ref" not in v}
+    top = {k: v for k, v in schema["properties"].items() if _ref(v) is None}
     for name, prop in schema["properties"].items():
-        if "$ref" in prop:
-            definition = defs[prop["$ref"].rsplit("/", 1)[1]]
-            out.append(_table(name, name, definition, defs))
-            for inner, inner_prop in definition["properties"].items():
-                ref = inner_prop.get("items", {}).get("$ref")
-                if ref:
-                    nested = defs[ref.rsplit("/", 1)[1]]
-                    out.append(_table(f"{name}.{inner}[]", f"{name}.{inner}[]", nested, defs))
+        section = _ref(prop)
+        if section is None:
+            continue
+        definition = defs[section]
+        out.append(_table(name, name, definition, defs))
+        for inner, inner_prop in definition["properties"].items():
+            nested = _ref(inner_prop.get("items", {}))
+            if nested:
+                out.append(_table(f"{name}.{inner}[]", f"{name}.{inner}[]", defs[nested], defs))
     if top:
         out.append(_table("top level", "", {"properties": top}, defs))
     return "\n".join(out)

@@ -52,7 +52,7 @@ def test_the_schema_is_valid_and_every_setting_is_described() -> None:
         f"{section['title']}.{name}"
         for section in sections
         for name, prop in section["properties"].items()
-        if "$ref" not in prop and not prop.get("description")
+        if settings_schema._ref(prop) is None and not prop.get("description")
     ]
     assert not undescribed
     assert all(d.get("description") for d in SCHEMA["$defs"].values())
@@ -118,6 +118,23 @@ def test_schema_and_parser_refuse_the_same_values(values: dict, key: str) -> Non
     with pytest.raises(SettingsError) as info:
         Settings.from_context(merged, known_azs=context)
     assert any(key in p for p in info.value.problems), info.value.problems
+
+
+def test_null_means_default_in_the_schema_as_in_the_parser() -> None:
+    context = cdk_json_context()
+    nulls = {"trainium": {"nodes": None}, "cluster": {"endpoint_access": None}, "images": None}
+    assert VALIDATOR.is_valid(nulls)
+    assert Settings.from_context(nulls, known_azs=context) == Settings.from_context(
+        {}, known_azs=context
+    )
+    # null inside a list or as a mapping's value is an error for both
+    for bad in (
+        {"network": {"availability_zones": ["us-west-2a", None]}},
+        {"images": {"mirrors": {"docker.io": None}}},
+    ):
+        assert not VALIDATOR.is_valid(bad)
+        with pytest.raises(SettingsError):
+            Settings.from_context(bad, known_azs=context)
 
 
 def test_reference_lists_every_setting_with_its_default() -> None:
