@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install install-dev triton-env lock synth test lint typecheck bench bench-models image cost docs check-core clean
+.PHONY: install install-dev triton-env lock synth test lint typecheck schema bench bench-models image cost docs check-core clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,11 @@ lint: install-dev
 ## mypy --strict over ml_platform/ (configuration and its short ignore list: pyproject.toml).
 typecheck: install-dev
 	$(VENV)/bin/mypy
+
+## The settings' JSON Schema (schemas/, mapped to cdk.json for editors) and docs/configuration.md,
+## generated from ml_platform/config.py; a test fails while they are not current.
+schema: install
+	$(PY) -m ml_platform.settings_schema
 
 ## checkov over every template and Kubernetes object; fails on any finding not listed with its
 ## reason in .checkov-exceptions.yaml. checkov lives in .venv-scan (its pins conflict with boto3's).

@@ -5,20 +5,24 @@ This module is the only place where CDK context becomes values. ``app.py`` calls
 ``cdk.json`` or ``-c``) and passes the frozen result down to the stacks. Every field has a
 default, so an empty context synthesizes; every field is checked, and all problems are
 reported together in one :class:`SettingsError`.
+
+Each setting is declared once: a dataclass field with its default, its rule (``limits``) and
+its docstring. pydantic checks the types (:mod:`ml_platform._settings_parse`), the rules and the
+``problems()`` methods the values; ``schemas/ml-platform.schema.json`` and
+``docs/configuration.md`` are generated from the same fields (``make schema``).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import ipaddress
 import re
-import types
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from ml_platform import limits
+from ml_platform._settings_parse import INVALID, Section, field_problems, validated
 from ml_platform.image_pins import (
     DIGEST,
     MIRROR,
@@ -31,6 +35,17 @@ from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
     instance_compute_capability,
+)
+from ml_platform.limits import (
+    FSX_THROUGHPUTS,
+    LOG_RETENTION_DAYS,
+    MAX_PUBLIC_ACCESS_CIDRS,
+    Bounds,
+    Check,
+    Each,
+    OneOf,
+    Pattern,
+    Rule,
 )
 from ml_platform.regions import REGIONS, partition_of, region_problem
 from ml_platform.sagemaker_images import (
@@ -52,6 +67,8 @@ from ml_platform.triton.ensembles import (
 from ml_platform.triton.targets import gpu_problem
 from ml_platform.versions import EKS_SUPPORT_TYPES, KUBERNETES_VERSIONS
 
+__all__ = ["FSX_THROUGHPUTS", "LOG_RETENTION_DAYS", "MAX_PUBLIC_ACCESS_CIDRS"]  # re-exported
+
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
 IMAGE_DIGESTS_KEY = "ml-platform:image-digests"
@@ -61,56 +78,39 @@ that ``mlp azs`` (which rewrites the ``ml-platform`` object there) leaves it alo
 set in ``images.digests`` win over it."""
 
 REMOVAL_POLICIES = ("retain", "destroy")
-ENDPOINT_ACCESS = ("public_and_private", "private")
-FSX_THROUGHPUTS = (125, 250, 500, 1000)  # MB/s per TiB, PERSISTENT_2
-# The retention periods CloudWatch Logs accepts, in days (ONE_DAY ... TEN_YEARS).
-LOG_RETENTION_DAYS = (
-    1,
-    3,
-    5,
-    7,
-    14,
-    30,
-    60,
-    90,
-    120,
-    150,
-    180,
-    365,
-    400,
-    545,
-    731,
-    1096,
-    1827,
-    2192,
-    2557,
-    2922,
-    3288,
-    3653,
+_ACCOUNT = Pattern(re.compile(r"[0-9]{12}"), "a 12-digit AWS account id")
+_STACK_PREFIX = Pattern(
+    re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}"),
+    "letters and digits, starting with a letter, at most 41 characters",
 )
-TRITON_SAGEMAKER_VERSIONS = TRITON_VERSIONS
-
-# Every pattern is matched with ``fullmatch`` (``$`` would accept a trailing newline) and
-# spelled in ASCII classes (``\d`` and ``\w`` match other scripts' digits and letters).
-_ACCOUNT = re.compile(r"[0-9]{12}")
-_NAME = re.compile(r"[a-z][a-z0-9-]{0,39}")
+_NAME = Pattern(re.compile(r"[a-z][a-z0-9-]{0,39}"), "lower-case letters, digits and '-'")
 _ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
-_PRINCIPAL_ARN = re.compile(
-    r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"
+_PRINCIPAL_ARN = Pattern(
+    re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"),
+    "an IAM role or user ARN (arn:aws:iam::<account>:role/<name> or ...:user/<name>)",
 )
 _K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-_STACK_PREFIX = re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}")
 # The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
 # it cannot parse fails deep in jsii. Group 3 holds the capability letters ('g': Graviton).
 _INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")
-_ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
-_IMAGE_REPOSITORY = re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*")
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-_IMAGE_TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
-_SNS_TOPIC_ARN = re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}")
-_CAPACITY_RESERVATION = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")
-_ADDON_VERSION = re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+")
+_IMAGE_REPOSITORY = Pattern(
+    re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*"),
+    "an ECR repository name (lower-case letters, digits, '._/-')",
+    max_length=256,
+)
+_IMAGE_TAG = Pattern(re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"), "a Docker image tag")
+_SHA256 = Pattern(re.compile(r"[0-9a-f]{64}"), "a SHA-256 of 64 lower-case hex digits")
+_SNS_TOPIC_ARN = Pattern(
+    re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}"),
+    "an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)",
+)
+_ADDON_VERSION = Pattern(
+    re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+"),
+    "an EKS add-on version such as 'v1.9.0-eksbuild.1'",
+)
+_PLACEMENT_GROUP = re.compile(r"[ -~]{1,255}")  # EC2 CreatePlacementGroup: up to 255 ASCII
+_INVOCATIONS = Bounds(1, 100_000)  # an endpoint's scaling target, per instance a minute
+_LOG_RETENTION = OneOf(LOG_RETENTION_DAYS)
 
 # Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
 # (and on stack deletion deletes) training.namespace, so it must never be one of these.
@@ -126,10 +126,14 @@ RESERVED_NAMESPACES = (
 )
 # Volcano creates and owns these queues ('root' is the parent of hierarchical queues).
 RESERVED_QUEUES = ("default", "root")
-# EKS: "You can't add IPv6 CIDR blocks to IPv4 clusters"; at most 40 public access CIDRs.
-# https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html
-# https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
-MAX_PUBLIC_ACCESS_CIDRS = 40
+
+#: Settings that no longer exist, with what to do instead.
+REMOVED_SETTINGS = {
+    "triton_on_eks.max_replicas": "Triton on EKS runs a fixed number of replicas (no "
+    'autoscaler, README "Serve the ensembles on EKS"); set triton_on_eks.replicas',
+    "triton_on_eks.max_gpu_nodes": "the GPU node group is sized by triton_on_eks.gpu_nodes "
+    '(nothing scales it, README "Serve the ensembles on EKS")',
+}
 
 
 def endpoint_construct_id(endpoint_name: str) -> str:
@@ -269,204 +273,162 @@ class SettingsError(ValueError):
         )
 
 
+T = TypeVar("T")
+
+
+def setting(default: T, rule: Rule | None = None, /, **schema: object) -> T:
+    """A settings field: its default, the rule its value follows and what the JSON Schema adds
+    for editors (``minItems`` ...). Its docstring, the string below it, is its description.
+    Typed as the default, so type checkers see a field with a default."""
+    extra = {**(rule.json_schema if rule else {}), **schema}
+    return field(default=default, metadata={"rule": rule, "json_schema_extra": extra or None})
+
+
 @dataclass(frozen=True)
-class EnvironmentSettings:
-    """Where the stacks deploy.
+class EnvironmentSettings(Section):
+    """Where the stacks deploy."""
 
-    Attributes:
-        account: AWS account id. Default ``123456789012``, a placeholder that lets ``cdk synth``
-            run without credentials; set your own before ``cdk deploy``.
-        region: AWS region. Default ``us-west-2`` (offers Trainium).
-        stack_prefix: Prefix of every stack name. Default ``MlPlatform``.
-    """
-
-    account: str = "123456789012"
-    region: str = "us-west-2"
-    stack_prefix: str = "MlPlatform"
+    account: str = setting("123456789012", _ACCOUNT)
+    """AWS account id. The default is a placeholder that lets `cdk synth` run without
+    credentials; set your own before `cdk deploy`."""
+    region: str = setting("us-west-2", enum=sorted(REGIONS))
+    """AWS region (the default offers Trainium): one of the regions of botocore's partition
+    data, pinned in `ml_platform/regions.py`."""
+    stack_prefix: str = setting("MlPlatform", _STACK_PREFIX)
+    """Prefix of every stack name."""
 
     def problems(self) -> list[str]:
-        out = []
-        if not _ACCOUNT.fullmatch(self.account):
-            out.append(f"env.account = {self.account!r}: expected a 12-digit AWS account id")
         problem = region_problem("env.region", self.region)
-        if problem:
-            out.append(problem)
-        if not _STACK_PREFIX.fullmatch(self.stack_prefix):
-            out.append(
-                f"env.stack_prefix = {self.stack_prefix!r}: expected letters and digits, "
-                "starting with a letter, at most 41 characters"
-            )
-        return out
+        return field_problems(self, "env.") + ([problem] if problem else [])
 
 
 @dataclass(frozen=True)
-class NetworkSettings:
-    """The VPC.
+class NetworkSettings(Section):
+    """The VPC."""
 
-    Attributes:
-        cidr: VPC CIDR block. Default ``10.0.0.0/16``.
-        availability_zones: AZ names the VPC spans (two or more). Default us-west-2a, b and d.
-        trainium_az: The one AZ (name, in this account) that offers the Trainium instance type;
-            node group and FSx live there. Default ``us-west-2d``. ``mlp azs`` finds it.
-        nat_gateways: NAT gateways (1 saves cost; one per AZ survives an AZ outage). Default 1.
-        flow_log_retention_days: Days VPC flow logs are kept. Default 90.
-        restrict_default_security_group: Remove every rule of the VPC's default security group
-            (Security Hub EC2.2) with aws-cdk's Lambda-backed custom resource. Default true.
-    """
-
-    cidr: str = "10.0.0.0/16"
-    availability_zones: tuple[str, ...] = ("us-west-2a", "us-west-2b", "us-west-2d")
-    trainium_az: str = "us-west-2d"
-    nat_gateways: int = 1
-    flow_log_retention_days: int = 90
-    restrict_default_security_group: bool = True
+    cidr: str = setting(limits.DEFAULT_VPC_CIDR)
+    """VPC CIDR block: IPv4, /16 to /20, host bits zero, not in 0.0.0.0/8, loopback,
+    link-local, multicast or 240.0.0.0/4."""
+    availability_zones: tuple[str, ...] = setting(
+        ("us-west-2a", "us-west-2b", "us-west-2d"), minItems=2, uniqueItems=True
+    )
+    """AZ names the VPC spans: two or more, distinct, in `env.region`, and among the AZs the
+    context holds for the account (`mlp azs` writes them)."""
+    trainium_az: str = setting("us-west-2d")
+    """The one AZ (name, in this account) that offers the Trainium instance type; node group
+    and FSx live there. `mlp azs` finds it."""
+    nat_gateways: int = setting(limits.DEFAULT_NAT_GATEWAYS, minimum=1)
+    """NAT gateways, up to one per AZ (1 saves cost; one per AZ survives an AZ outage)."""
+    flow_log_retention_days: int = setting(90, _LOG_RETENTION)
+    """Days VPC flow logs are kept."""
+    restrict_default_security_group: bool = setting(True)
+    """Remove every rule of the VPC's default security group (Security Hub EC2.2) with
+    aws-cdk's Lambda-backed custom resource."""
 
     def problems(self) -> list[str]:
-        out = []
-        out += vpc_cidr_problems(self.cidr)
-        if len(self.availability_zones) < 2 or len(set(self.availability_zones)) != len(
-            self.availability_zones
-        ):
+        azs = list(self.availability_zones)
+        out = vpc_cidr_problems(self.cidr)
+        if len(azs) < 2 or len(set(azs)) != len(azs):
             out.append(
-                f"network.availability_zones = {list(self.availability_zones)!r}: "
-                "expected at least two distinct AZ names"
+                f"network.availability_zones = {azs!r}: expected at least two distinct AZ names"
             )
-        if self.trainium_az not in self.availability_zones:
+        if self.trainium_az not in azs:
             out.append(
                 f"network.trainium_az = {self.trainium_az!r}: must be one of "
-                f"network.availability_zones {list(self.availability_zones)!r}"
+                f"network.availability_zones {azs!r}"
             )
-        if not 1 <= self.nat_gateways <= len(self.availability_zones):
+        if not 1 <= self.nat_gateways <= len(azs):
             out.append(
-                f"network.nat_gateways = {self.nat_gateways}: expected 1 to "
-                f"{len(self.availability_zones)} (one per AZ at most)"
+                f"network.nat_gateways = {self.nat_gateways}: expected 1 to {len(azs)} "
+                "(one per AZ at most)"
             )
-        if self.flow_log_retention_days not in LOG_RETENTION_DAYS:
-            out.append(
-                f"network.flow_log_retention_days = {self.flow_log_retention_days}: "
-                f"expected one of {list(LOG_RETENTION_DAYS)}"
-            )
-        return out
+        return out + field_problems(self, "network.")
 
 
 @dataclass(frozen=True)
-class StorageSettings:
-    """Stateful storage: FSx for Lustre, the training image registry and the model bucket.
+class StorageSettings(Section):
+    """Stateful storage: FSx for Lustre, the training image registry and the model bucket."""
 
-    Attributes:
-        removal_policy: ``retain`` (default) keeps file system, bucket and registry when the
-            stack is deleted; ``destroy`` deletes them (data is lost).
-        fsx_storage_gib: Lustre capacity: 1200 or a multiple of 2400 GiB (PERSISTENT_2).
-            Default 1200, the tutorial's size.
-        fsx_throughput_per_tib: MB/s per TiB: 125, 250, 500 or 1000. Default 125.
-        ecr_max_images: Images the training repository keeps before expiring the oldest.
-            Default 30.
-        model_prefix: S3 key prefix (ending in ``/``) of the Triton model archives. Default
-            ``models/``.
-        archive_publishers: ARNs of the IAM roles or users that may write and delete archives
-            under the prefix; the bucket policy refuses every other principal (archives are
-            code the endpoints run). Default: ``cluster.admin_role_arn`` (``mlp azs`` records
-            it), and the deploy-time upload's role when ``inference.upload_dir`` is set.
-    """
-
-    removal_policy: str = "retain"
-    fsx_storage_gib: int = 1200
-    fsx_throughput_per_tib: int = 125
-    ecr_max_images: int = 30
-    model_prefix: str = "models/"
-    archive_publishers: tuple[str, ...] | None = None
+    removal_policy: str = setting("retain", OneOf(REMOVAL_POLICIES))
+    """`retain` keeps FSx (with its security groups, the VPC and the Trainium subnet), bucket
+    and registry when the stack is deleted (`RetainExceptOnCreate`: a failed first create
+    removes them, so the retry does not fail on the registry's fixed name); `destroy` deletes
+    them (data is lost)."""
+    fsx_storage_gib: int = setting(limits.DEFAULT_FSX_STORAGE_GIB, limits.FSX_STORAGE_GIB)
+    """Lustre capacity (PERSISTENT_2): 1200 or a multiple of 2400 GiB, up to 2400000."""
+    fsx_throughput_per_tib: int = setting(
+        limits.DEFAULT_FSX_THROUGHPUT_PER_TIB, OneOf(FSX_THROUGHPUTS)
+    )
+    """Lustre throughput, MB/s per TiB."""
+    ecr_max_images: int = setting(limits.DEFAULT_ECR_MAX_IMAGES, limits.ECR_MAX_IMAGES)
+    """Images the training repository keeps before expiring the oldest."""
+    model_prefix: str = setting(limits.DEFAULT_MODEL_PREFIX, limits.MODEL_PREFIX)
+    """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
+    segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
+    archive_publishers: tuple[str, ...] | None = setting(None, Each(_PRINCIPAL_ARN))
+    """ARNs of the IAM roles or users that may write and delete archives under the prefix; the
+    bucket policy refuses every other principal (archives are code the endpoints run), and
+    every put without `If-None-Match`. Default: `cluster.admin_role_arn` (`mlp azs` records
+    it); the deploy-time upload's role is added with `inference.upload_dir`."""
 
     def problems(self) -> list[str]:
-        out = []
-        for i, arn in enumerate(self.archive_publishers or ()):
-            if not _PRINCIPAL_ARN.fullmatch(arn):
-                out.append(
-                    f"storage.archive_publishers[{i}] = {arn!r}: expected an IAM role or user ARN "
-                    "(arn:aws:iam::<account>:role/<name> or ...:user/<name>)"
-                )
-        if self.removal_policy not in REMOVAL_POLICIES:
-            out.append(
-                f"storage.removal_policy = {self.removal_policy!r}: expected one of {list(REMOVAL_POLICIES)}"
-            )
-        size = self.fsx_storage_gib
-        if not (size == 1200 or (size > 0 and size % 2400 == 0)) or size > 2_400_000:
-            out.append(
-                f"storage.fsx_storage_gib = {size}: PERSISTENT_2 Lustre takes 1200 or a "
-                "multiple of 2400 GiB (up to 2400000)"
-            )
-        if self.fsx_throughput_per_tib not in FSX_THROUGHPUTS:
-            out.append(
-                f"storage.fsx_throughput_per_tib = {self.fsx_throughput_per_tib}: expected one of "
-                f"{list(FSX_THROUGHPUTS)}"
-            )
-        if not 1 <= self.ecr_max_images <= 1000:
-            out.append(f"storage.ecr_max_images = {self.ecr_max_images}: expected 1 to 1000")
-        segments = self.model_prefix.split("/")
-        if (
-            not self.model_prefix.endswith("/")
-            or len(self.model_prefix) > 512
-            or any(s in ("", ".", "..") or not _PREFIX_SEGMENT.fullmatch(s) for s in segments[:-1])
-        ):
-            out.append(
-                f"storage.model_prefix = {self.model_prefix!r}: expected a relative S3 key prefix "
-                "ending in '/' of segments made of letters, digits and '._-' (none empty, '.' or "
-                "'..'), at most 512 characters, e.g. 'models/'"
-            )
-        return out
+        return field_problems(self, "storage.")
 
 
 @dataclass(frozen=True)
-class ClusterSettings:
-    """The EKS cluster that runs training (and optionally Triton).
+class ClusterSettings(Section):
+    """The EKS cluster that runs training (and optionally Triton)."""
 
-    Attributes:
-        name: Cluster name. Default ``ml-platform``.
-        kubernetes_version: ``1.34`` or ``1.35`` (the versions Volcano 1.15 supports, each
-            with its own add-on pins and kubectl layer). Default ``1.35``.
-        admin_role_arn: IAM role given cluster-admin through an EKS access entry. Default none
-            (only the stack's kubectl provider can use the API); ``mlp azs`` writes the role
-            named with ``--admin-role-arn`` or ``--admin-role-mine``.
-        endpoint_access: ``private`` (default: the API answers inside the VPC only; reach it
-            through Session Manager port forwarding, see the README) or ``public_and_private``.
-        public_access_cidrs: CIDRs allowed to the public endpoint. Default none; ``mlp azs
-            --public-access-mine`` writes the caller's address as a /32.
-        public_access_from_anywhere: Accept ``0.0.0.0/0`` in ``public_access_cidrs`` (with a
-            synth-time warning). Default false: a /0 block is a settings error.
-        bootstrap_creator_admin: Give the cluster's creator (CloudFormation's execution role)
-            a permanent cluster-admin access entry. Default false. A cluster deployed before
-            this default changed keeps its entry only with true (changing it replaces the
-            cluster).
-        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on every node role: Session Manager
-            shells and port forwarding to the nodes (break-glass debugging of EFA and Neuron,
-            the way to a private API endpoint). Default true.
-        network_policy_mode: The VPC CNI's NetworkPolicy enforcing mode: ``strict`` (default:
-            a new pod is default-deny until its policies are in place; the system namespaces
-            get allow-all policies) or ``standard`` (a new pod talks freely until then).
-        system_instance_type: Instance type of the small system node group. Default m6i.large.
-        system_nodes: Nodes in the system node group. Default 2.
-        fsx_csi_driver_version: Version of the ``aws-fsx-csi-driver`` add-on. Default none:
-            EKS's default version (``mlp addons`` lists what exists).
-        cloudwatch_observability_version: Version of the ``amazon-cloudwatch-observability``
-            add-on. Default none: EKS's default version.
-        support_type: The cluster's upgrade policy, ``EXTENDED`` (default, as EKS's own:
-            a version past standard support keeps running at the extended-support rate, which
-            ``mlp cost`` reports) or ``STANDARD`` (EKS upgrades the control plane then).
-    """
-
-    name: str = "ml-platform"
-    kubernetes_version: str = "1.35"
-    admin_role_arn: str | None = None
-    endpoint_access: str = "private"
-    public_access_cidrs: tuple[str, ...] = ()
-    public_access_from_anywhere: bool = False
-    bootstrap_creator_admin: bool = False
-    node_ssm_access: bool = True
-    network_policy_mode: str = "strict"
-    system_instance_type: str = "m6i.large"
-    system_nodes: int = 2
-    fsx_csi_driver_version: str | None = None
-    cloudwatch_observability_version: str | None = None
-    support_type: str = "EXTENDED"
+    name: str = setting("ml-platform", _NAME)
+    """EKS cluster name."""
+    kubernetes_version: str = setting(limits.DEFAULT_KUBERNETES_VERSION, OneOf(KUBERNETES_VERSIONS))
+    """Kubernetes version: the ones Volcano 1.15 supports, each with its own kube-proxy and
+    CoreDNS pins (`ml_platform/versions.py`) and kubectl Lambda layer."""
+    admin_role_arn: str | None = setting(None, pattern=f"^(?:{_ROLE_ARN.pattern})$")
+    """IAM role (in `env.region`'s partition) given cluster-admin by an EKS access entry.
+    Default none: only the stack's kubectl provider can use the API. `mlp azs` writes the role
+    named with `--admin-role-arn` or `--admin-role-mine`."""
+    endpoint_access: str = setting(limits.DEFAULT_ENDPOINT_ACCESS, OneOf(limits.ENDPOINT_ACCESS))
+    """`private`: the Kubernetes API answers inside the VPC only (reach it through Session
+    Manager port forwarding); or `public_and_private`."""
+    public_access_cidrs: tuple[str, ...] = setting(
+        (), maxItems=MAX_PUBLIC_ACCESS_CIDRS, uniqueItems=True
+    )
+    """CIDRs allowed to the public endpoint: 1 to 40 distinct IPv4 blocks with
+    `public_and_private`, none with `private`. `mlp azs --public-access-mine` writes the
+    caller's address as a /32."""
+    public_access_from_anywhere: bool = setting(False)
+    """Accept `0.0.0.0/0` in `public_access_cidrs` (with a synth-time warning); otherwise a /0
+    block is a settings error."""
+    bootstrap_creator_admin: bool = setting(False)
+    """`BootstrapClusterCreatorAdminPermissions`: a permanent cluster-admin access entry for
+    CloudFormation's execution role (the kubectl provider has its own entry). A cluster
+    deployed before this default changed keeps its entry only with true (changing it replaces
+    the cluster)."""
+    node_ssm_access: bool = setting(True)
+    """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
+    forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a private API
+    endpoint)."""
+    network_policy_mode: str = setting(
+        limits.DEFAULT_NETWORK_POLICY_MODE, OneOf(limits.NETWORK_POLICY_MODES)
+    )
+    """The VPC CNI's NetworkPolicy enforcing mode: `strict` (a new pod is default-deny until
+    its policies are in place; the system namespaces get allow-all policies) or `standard` (a
+    new pod talks freely until then)."""
+    system_instance_type: str = setting(limits.DEFAULT_SYSTEM_INSTANCE_TYPE)
+    """Instance type of the small system node group (x86_64: the AL2023 standard AMI)."""
+    system_nodes: int = setting(limits.DEFAULT_SYSTEM_NODES, limits.SYSTEM_NODES)
+    """Nodes in the system node group."""
+    fsx_csi_driver_version: str | None = setting(None, _ADDON_VERSION)
+    """Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version (`mlp
+    addons` lists what exists)."""
+    cloudwatch_observability_version: str | None = setting(None, _ADDON_VERSION)
+    """Version of the `amazon-cloudwatch-observability` add-on. Default none: EKS's default
+    version."""
+    support_type: str = setting(limits.DEFAULT_SUPPORT_TYPE, OneOf(EKS_SUPPORT_TYPES))
+    """The cluster's upgrade policy: `EXTENDED` (EKS's own default: a version past standard
+    support keeps running at the extended-support rate, which `mlp cost` reports) or
+    `STANDARD` (EKS upgrades the control plane then)."""
 
     @property
     def addon_versions(self) -> dict[str, str]:
@@ -478,36 +440,39 @@ class ClusterSettings:
         return {name: version for name, version in chosen.items() if version is not None}
 
     def problems(self, region: str | None = None) -> list[str]:
-        out = []
-        if not _NAME.fullmatch(self.name):
-            out.append(f"cluster.name = {self.name!r}: expected lower-case letters, digits and '-'")
-        if self.kubernetes_version not in KUBERNETES_VERSIONS:
+        out = field_problems(self, "cluster.") + self._admin_role_problems(region)
+        instance = _INSTANCE_TYPE.fullmatch(self.system_instance_type)
+        if not instance:
             out.append(
-                f"cluster.kubernetes_version = {self.kubernetes_version!r}: expected one of "
-                f"{list(KUBERNETES_VERSIONS)}"
+                f"cluster.system_instance_type = {self.system_instance_type!r}: expected an EC2 "
+                "instance type such as 'm6i.large'"
             )
-        if self.admin_role_arn is not None:
-            arn = _ROLE_ARN.fullmatch(self.admin_role_arn)
-            if not arn:
-                out.append(
-                    f"cluster.admin_role_arn = {self.admin_role_arn!r}: expected an IAM role ARN "
-                    "(arn:<partition>:iam::<12-digit account>:role/<name>)"
-                )
-            elif region is not None and arn.group(1) != partition_of(region):
-                out.append(
-                    f"cluster.admin_role_arn = {self.admin_role_arn!r}: partition {arn.group(1)!r} "
-                    f"differs from env.region {region!r}'s {partition_of(region)!r}"
-                )
-        if self.endpoint_access not in ENDPOINT_ACCESS:
+        elif "g" in instance.group(3) or instance.group(1) == "a":
             out.append(
-                f"cluster.endpoint_access = {self.endpoint_access!r}: expected one of {list(ENDPOINT_ACCESS)}"
+                f"cluster.system_instance_type = {self.system_instance_type!r}: the system nodes "
+                "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
             )
-        if self.support_type not in EKS_SUPPORT_TYPES:
-            out.append(
-                f"cluster.support_type = {self.support_type!r}: expected one of "
-                f"{list(EKS_SUPPORT_TYPES)}"
-            )
+        return out + self._public_access_problems()
+
+    def _admin_role_problems(self, region: str | None) -> list[str]:
+        if self.admin_role_arn is None:
+            return []
+        arn = _ROLE_ARN.fullmatch(self.admin_role_arn)
+        if not arn:
+            return [
+                f"cluster.admin_role_arn = {self.admin_role_arn!r}: expected an IAM role ARN "
+                "(arn:<partition>:iam::<12-digit account>:role/<name>)"
+            ]
+        if region is not None and arn.group(1) != partition_of(region):
+            return [
+                f"cluster.admin_role_arn = {self.admin_role_arn!r}: partition {arn.group(1)!r} "
+                f"differs from env.region {region!r}'s {partition_of(region)!r}"
+            ]
+        return []
+
+    def _public_access_problems(self) -> list[str]:
         cidrs = list(self.public_access_cidrs)
+        out = []
         if self.endpoint_access == "public_and_private" and not cidrs:
             out.append(
                 "cluster.public_access_cidrs = []: a public endpoint needs at least one CIDR "
@@ -543,147 +508,106 @@ class ClusterSettings:
                     "writes your address), keep cluster.endpoint_access 'private', or set "
                     "cluster.public_access_from_anywhere to true to state that choice"
                 )
-        instance = _INSTANCE_TYPE.fullmatch(self.system_instance_type)
-        if not instance:
-            out.append(
-                f"cluster.system_instance_type = {self.system_instance_type!r}: expected an EC2 "
-                "instance type such as 'm6i.large'"
-            )
-        elif "g" in instance.group(3) or instance.group(1) == "a":
-            out.append(
-                f"cluster.system_instance_type = {self.system_instance_type!r}: the system nodes "
-                "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
-            )
-        if self.network_policy_mode not in ("strict", "standard"):
-            out.append(
-                f"cluster.network_policy_mode = {self.network_policy_mode!r}: expected one of "
-                "['strict', 'standard']"
-            )
-        if not 1 <= self.system_nodes <= 10:
-            out.append(f"cluster.system_nodes = {self.system_nodes}: expected 1 to 10")
-        for key in ("fsx_csi_driver_version", "cloudwatch_observability_version"):
-            value = getattr(self, key)
-            if value is not None and not _ADDON_VERSION.fullmatch(value):
-                out.append(
-                    f"cluster.{key} = {value!r}: expected an EKS add-on version such as "
-                    "'v1.9.0-eksbuild.1'"
-                )
         return out
 
 
-_PLACEMENT_GROUP = re.compile(r"[ -~]{1,255}")  # EC2 CreatePlacementGroup: up to 255 ASCII
-
-
 @dataclass(frozen=True)
-class TrainiumSettings:
-    """The Trainium node group (stack ``<prefix>-TrainiumNodes``).
+class TrainiumSettings(Section):
+    """The Trainium node group (stack ``<prefix>-TrainiumNodes``)."""
 
-    Attributes:
-        instance_type: ``trn1.32xlarge`` (default, 8 EFA interfaces) or ``trn1n.32xlarge`` (16).
-        nodes: Desired node count. Default 2 (the tutorial's 2 x 32 NeuronCores).
-        min_nodes: Default 2, or 0 with ``capacity_block_id`` (EKS updates a node group on a
-            Capacity Block only at desired size 0). 0 lets the group scale to nothing.
-        max_nodes: Default 2.
-        root_volume_gib: Encrypted gp3 root volume size. Default 500.
-        capacity_reservation_id: An On-Demand Capacity Reservation (``cr-...``) the nodes launch
-            into. Default none. The launch template then names no new placement group: an ODCR
-            serves a cluster placement group only if it was created in it.
-        capacity_block_id: A Capacity Block for ML (``cr-...``) the nodes launch into. Default
-            none. At most one of the two. A Capacity Block places its instances itself: no
-            placement group.
-        placement_group: Name of the cluster placement group ``capacity_reservation_id`` was
-            created in. Default none: a new cluster placement group without a reservation, no
-            placement group with one. Not with ``capacity_block_id``.
-    """
-
-    instance_type: str = "trn1.32xlarge"
-    nodes: int = 2
-    min_nodes: int | None = None
-    max_nodes: int = 2
-    root_volume_gib: int = 500
-    capacity_reservation_id: str | None = None
-    capacity_block_id: str | None = None
-    placement_group: str | None = None
+    instance_type: str = setting(
+        limits.DEFAULT_TRAINIUM_INSTANCE_TYPE, OneOf(tuple(sorted(TRAINIUM_INSTANCES)))
+    )
+    """`trn1.32xlarge` (8 EFA interfaces) or `trn1n.32xlarge` (16)."""
+    nodes: int = setting(limits.DEFAULT_TRAINIUM_NODES, minimum=0)
+    """Desired node count (the tutorial's 2 x 32 NeuronCores): `0 <= min_nodes <= nodes <=
+    max_nodes <= 64`, `max_nodes >= 1`."""
+    min_nodes: int | None = setting(None, minimum=0)
+    """Default 2, or 0 with `capacity_block_id` (EKS updates a node group on a Capacity Block
+    only at desired size 0). 0 lets the group scale to nothing."""
+    max_nodes: int = setting(
+        limits.DEFAULT_TRAINIUM_NODES, minimum=1, maximum=limits.TRAINIUM_MAX_NODES
+    )
+    """Most nodes."""
+    root_volume_gib: int = setting(limits.DEFAULT_ROOT_VOLUME_GIB, limits.ROOT_VOLUME_GIB)
+    """Encrypted gp3 root volume size."""
+    capacity_reservation_id: str | None = setting(None, limits.CAPACITY_RESERVATION_ID)
+    """An On-Demand Capacity Reservation (`cr-...`) the nodes launch into. The launch template
+    then names no new placement group: an ODCR serves a cluster placement group only if it was
+    created in it."""
+    capacity_block_id: str | None = setting(None, limits.CAPACITY_RESERVATION_ID)
+    """A Capacity Block for ML (`cr-...`) the nodes launch into (market type `capacity-block`,
+    node group capacity type `CAPACITY_BLOCK`). At most one of the two. A Capacity Block
+    places its instances itself: no placement group."""
+    placement_group: str | None = setting(None, pattern=f"^(?:{_PLACEMENT_GROUP.pattern})$")
+    """Name of the cluster placement group `capacity_reservation_id` was created in. Default
+    none: a new cluster placement group without a reservation, no placement group with one.
+    Not with `capacity_block_id`."""
 
     def __post_init__(self) -> None:
         if self.min_nodes is None:
-            default = 0 if self.capacity_block_id is not None else 2
+            default = 0 if self.capacity_block_id is not None else limits.DEFAULT_TRAINIUM_NODES
             object.__setattr__(self, "min_nodes", default)
 
     def problems(self) -> list[str]:
-        out = []
-        if self.instance_type not in TRAINIUM_INSTANCES:
-            out.append(
-                f"trainium.instance_type = {self.instance_type!r}: expected one of "
-                f"{sorted(TRAINIUM_INSTANCES)}"
-            )
-        if not 0 <= self.min_nodes <= self.nodes <= self.max_nodes <= 64 or self.max_nodes < 1:
+        out = field_problems(self, "trainium.")
+        low, most = self.min_nodes or 0, limits.TRAINIUM_MAX_NODES
+        if not limits.node_counts_ok(low, self.nodes, self.max_nodes, most):
             out.append(
                 f"trainium.min_nodes = {self.min_nodes}, trainium.nodes = {self.nodes}, "
                 f"trainium.max_nodes = {self.max_nodes}: expected 0 <= min_nodes <= nodes <= "
-                "max_nodes <= 64, max_nodes >= 1"
+                f"max_nodes <= {most}, max_nodes >= 1"
             )
-        if not 100 <= self.root_volume_gib <= 16384:
-            out.append(f"trainium.root_volume_gib = {self.root_volume_gib}: expected 100 to 16384")
-        for key in ("capacity_reservation_id", "capacity_block_id"):
-            value = getattr(self, key)
-            if value is not None and not _CAPACITY_RESERVATION.fullmatch(value):
-                out.append(
-                    f"trainium.{key} = {value!r}: expected a capacity reservation id such as "
-                    "'cr-0123456789abcdef0'"
-                )
         if self.capacity_reservation_id is not None and self.capacity_block_id is not None:
             out.append(
                 "trainium.capacity_reservation_id and trainium.capacity_block_id are both set: "
                 "expected at most one"
             )
-        if self.placement_group is not None:
-            if self.capacity_block_id is not None:
-                out.append(
-                    f"trainium.placement_group = {self.placement_group!r} with "
-                    "trainium.capacity_block_id: a Capacity Block places its instances itself; "
-                    "expected no placement group"
-                )
-            elif self.capacity_reservation_id is None:
-                out.append(
-                    f"trainium.placement_group = {self.placement_group!r}: names the group a "
-                    "capacity reservation was created in, so it needs "
-                    "trainium.capacity_reservation_id (without one the platform makes its own "
-                    "cluster placement group)"
-                )
-            elif not _PLACEMENT_GROUP.fullmatch(self.placement_group):
-                out.append(
-                    f"trainium.placement_group = {self.placement_group!r}: expected a placement "
-                    "group name (1 to 255 ASCII characters)"
-                )
-        return out
+        return out + self._placement_group_problems()
+
+    def _placement_group_problems(self) -> list[str]:
+        group = self.placement_group
+        if group is None:
+            return []
+        if self.capacity_block_id is not None:
+            return [
+                f"trainium.placement_group = {group!r} with trainium.capacity_block_id: a "
+                "Capacity Block places its instances itself; expected no placement group"
+            ]
+        if self.capacity_reservation_id is None:
+            return [
+                f"trainium.placement_group = {group!r}: names the group a capacity reservation "
+                "was created in, so it needs trainium.capacity_reservation_id (without one the "
+                "platform makes its own cluster placement group)"
+            ]
+        if not _PLACEMENT_GROUP.fullmatch(group):
+            return [
+                f"trainium.placement_group = {group!r}: expected a placement group name (1 to "
+                "255 ASCII characters)"
+            ]
+        return []
 
 
 @dataclass(frozen=True)
-class TrainingSettings:
-    """Where the training workloads run on the cluster.
+class TrainingSettings(Section):
+    """Where the training workloads run on the cluster."""
 
-    Attributes:
-        namespace: Kubernetes namespace of the jobs, the FSx claim and TensorBoard. Default
-            ``training``.
-        queue: Volcano queue the jobs are submitted to. Default ``training``.
-        image_repository: Name of the ECR repository of the training image. Default
-            ``ml-platform/training``.
-        image_tag: Tag of the training image in the ECR repository (tags are immutable).
-            Default ``bert-pretrain-v1``.
-        dataset_sha256: SHA-256 (64 lower-case hex digits) the BERT dataset tarball must have;
-            the dataset Job refuses another. Default none: no public source states it, so the
-            Job prints the digest of its first download and warns; pin that value.
-    """
-
-    namespace: str = "training"
-    queue: str = "training"
-    image_repository: str = "ml-platform/training"
-    image_tag: str = "bert-pretrain-v1"
-    dataset_sha256: str | None = None
+    namespace: str = setting("training", pattern=f"^(?:{_K8S_NAME.pattern})$")
+    """Kubernetes namespace of the jobs, the FSx claim and TensorBoard; the stack creates (and
+    deletes) it, so not one owned by Kubernetes, Volcano or another part of the platform."""
+    queue: str = setting("training", pattern=f"^(?:{_K8S_NAME.pattern})$")
+    """Volcano queue the jobs are submitted to; not Volcano's own `default` or `root`."""
+    image_repository: str = setting("ml-platform/training", _IMAGE_REPOSITORY)
+    """Name of the ECR repository of the training image."""
+    image_tag: str = setting("bert-pretrain-v1", _IMAGE_TAG)
+    """Tag of the training image in the ECR repository (tags are immutable)."""
+    dataset_sha256: str | None = setting(None, _SHA256)
+    """SHA-256 the BERT dataset tarball must have; the dataset Job refuses another. Default
+    none: no public source states it, so the Job prints the digest of its first download and
+    warns; pin that value."""
 
     def problems(self) -> list[str]:
-        out = []
+        out = field_problems(self, "training.")
         for key, reserved in (("namespace", RESERVED_NAMESPACES), ("queue", RESERVED_QUEUES)):
             value = getattr(self, key)
             if not _K8S_NAME.fullmatch(value):
@@ -693,76 +617,61 @@ class TrainingSettings:
                     f"training.{key} = {value!r}: owned by Kubernetes, Volcano or another part of "
                     f"the platform; expected a name other than {list(reserved)}"
                 )
-        if (
-            not _IMAGE_REPOSITORY.fullmatch(self.image_repository)
-            or len(self.image_repository) > 256
-        ):
-            out.append(
-                f"training.image_repository = {self.image_repository!r}: expected an ECR "
-                "repository name (lower-case letters, digits, '._/-')"
-            )
-        if not _IMAGE_TAG.fullmatch(self.image_tag):
-            out.append(f"training.image_tag = {self.image_tag!r}: expected a Docker image tag")
-        if self.dataset_sha256 is not None and not _SHA256_HEX.fullmatch(self.dataset_sha256):
-            out.append(
-                f"training.dataset_sha256 = {self.dataset_sha256!r}: expected a SHA-256 of 64 "
-                "lower-case hex digits"
-            )
         return out
 
 
 @dataclass(frozen=True)
-class EndpointSettings:
-    """One SageMaker multi-model endpoint serving Triton ensembles.
+class EndpointSettings(Section):
+    """One SageMaker multi-model endpoint serving Triton ensembles."""
 
-    Attributes:
-        name: Endpoint name. Default ``triton-ensembles``.
-        instance_type: A single-GPU instance type that MME on GPU supports. Default
-            ``ml.g4dn.4xlarge`` (T4, as in the source design).
-        initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
-        invocations_per_instance: Scaling target for SageMakerVariantInvocationsPerInstance
-            (per minute). Default 1000.
-        archives: Archives this endpoint serves, each a logical name (``model_tf_dali``:
-            every version, the newest for ``mlp invoke``) or an exact version
-            (``model_tf_dali@v1a2b3c4d``), as ``mlp models package`` names them. Default both
-            ensembles of the source design, the text one with its T4 plan. An archive with a
-            TensorRT plan (``model_trt_python_<gpu>``) must target the instance type's GPU.
-            They scope :meth:`grant_invoke` and ``mlp`` commands; they are not written into
-            the template.
-    """
-
-    name: str = "triton-ensembles"
-    instance_type: str = "ml.g4dn.4xlarge"
-    initial_instances: int = 1
-    min_instances: int = 1
-    max_instances: int = 2
-    invocations_per_instance: int = 1000
-    archives: tuple[str, ...] = DEFAULT_ARCHIVES
+    name: str = setting("triton-ensembles", limits.ENDPOINT_NAME)
+    """Endpoint name: unique regardless of case, and no two names may map to one construct id
+    (`triton-ensembles`, `tritonEnsembles`, `triton--ensembles`)."""
+    instance_type: str = setting(
+        limits.DEFAULT_ENDPOINT_INSTANCE_TYPE,
+        Check(
+            SAGEMAKER_MME_GPU_INSTANCES.__contains__,
+            f"multi-model endpoints on GPU support {sorted(SAGEMAKER_MME_GPU_INSTANCES)}",
+            {"enum": sorted(SAGEMAKER_MME_GPU_INSTANCES)},
+        ),
+    )
+    """A single-GPU instance type that multi-model endpoints on GPU support (the default: T4,
+    as in the source design)."""
+    initial_instances: int = setting(
+        limits.DEFAULT_INITIAL_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
+    )
+    """Instances at creation: `1 <= min_instances <= initial_instances <= max_instances <=
+    100`."""
+    min_instances: int = setting(
+        limits.DEFAULT_MIN_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
+    )
+    """Fewest instances autoscaling keeps."""
+    max_instances: int = setting(
+        limits.DEFAULT_MAX_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
+    )
+    """Most instances autoscaling adds."""
+    invocations_per_instance: int = setting(limits.DEFAULT_INVOCATIONS_PER_INSTANCE, _INVOCATIONS)
+    """Scaling target for SageMakerVariantInvocationsPerInstance (per minute)."""
+    archives: tuple[str, ...] = setting(DEFAULT_ARCHIVES, minItems=1, uniqueItems=True)
+    """Archives this endpoint serves, each a logical name (`model_tf_dali`: every version, the
+    newest for `mlp invoke`) or an exact version (`model_tf_dali@v1a2b3c4d`), as `mlp models
+    package` names them; distinct. Default both ensembles of the source design, the text one
+    with its T4 plan. An archive with a TensorRT plan (`model_trt_python_<gpu>`) must target
+    the instance type's GPU. They scope `grant_invoke` and `mlp` commands; they are not written
+    into the template."""
 
     @property
     def archive_refs(self) -> tuple[ArchiveRef, ...]:
         return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self, where: str) -> list[str]:
-        out = []
-        if not _ENDPOINT_NAME.fullmatch(self.name):
-            out.append(
-                f"{where}.name = {self.name!r}: expected letters, digits and '-', at most 63"
-            )
-        if self.instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
-            out.append(
-                f"{where}.instance_type = {self.instance_type!r}: multi-model endpoints on GPU "
-                f"support {sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
-            )
-        if not 1 <= self.min_instances <= self.initial_instances <= self.max_instances <= 100:
+        out = field_problems(self, f"{where}.")
+        most = limits.ENDPOINT_INSTANCES.high
+        if not 1 <= self.min_instances <= self.initial_instances <= self.max_instances <= most:
             out.append(
                 f"{where}.min_instances = {self.min_instances}, {where}.initial_instances = "
                 f"{self.initial_instances}, {where}.max_instances = {self.max_instances}: "
-                "expected 1 <= min <= initial <= max <= 100"
-            )
-        if not 1 <= self.invocations_per_instance <= 100_000:
-            out.append(
-                f"{where}.invocations_per_instance = {self.invocations_per_instance}: expected 1 to 100000"
+                f"expected 1 <= min <= initial <= max <= {most}"
             )
         out.extend(archive_ref_problems(f"{where}.archives", self.archives))
         for i, archive in enumerate(self.archives):
@@ -773,103 +682,67 @@ class EndpointSettings:
 
 
 @dataclass(frozen=True)
-class InferenceSettings:
-    """Triton on SageMaker multi-model endpoints.
+class InferenceSettings(Section):
+    """Triton on SageMaker multi-model endpoints."""
 
-    Attributes:
-        triton_version: Tag of SageMaker's Triton container (``<ver>-py3``); Triton on EKS runs
-            the same release from NGC. Default ``25.09``, the first patched release SageMaker
-            publishes (NVIDIA's August 2025 bulletin, CVE-2025-23319/23320/23334, fixed in
-            25.07). Older releases stay selectable for their TensorFlow backend, with a
-            synth-time warning naming the CVEs.
-        endpoints: The endpoints. Default: one endpoint serving both ensembles.
-        upload_dir: Local folder of built archives to upload into the model prefix at deploy
-            time. Default none (``mlp models upload`` does it).
-        inference_ami_version: The endpoint instances' AMI (NVIDIA driver and CUDA). Default
-            ``al2023-ami-sagemaker-inference-gpu-4-1`` (driver 580, CUDA 13.0), which runs the
-            CUDA 13 of releases from 25.08 natively and every older release too. A 535/550
-            AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused.
-        alarm_topic_arn: SNS topic ARN every endpoint alarm notifies. Default none.
-        network_isolation: ``EnableNetworkIsolation`` on each endpoint's model. Default true.
-        instance_type_changes: Let an endpoint's ``instance_type`` change deploy although
-            autoscaling is registered on it (SageMaker refuses that update otherwise): a small
-            Lambda-backed custom resource per endpoint deregisters the target before the
-            endpoint moves and registers it again after. Default true. False: no Lambda; an
-            instance-type change then needs SageMaker's manual steps (README).
-        log_retention_days: Days each endpoint's log group ``/aws/sagemaker/Endpoints/<name>``
-            keeps the container logs (the stack creates the group, KMS-encrypted). Default 365.
-        triton_log_verbose: Triton's ``--log-verbose`` level on the endpoints (the SageMaker
-            container's ``SAGEMAKER_TRITON_LOG_VERBOSE``). Default 0: off (the container's own
-            default logs every request).
-        model_load_gpu_limit_percent: Triton refuses to load another model once the GPU's
-            memory use passes this share (``--model-load-gpu-limit``, set through the
-            container's ``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``). The TensorFlow backend of
-            releases up to 25.02 and DALI keep GPU memory after a model unloads, so without a
-            limit versions pile up until a running model fails on CUDA memory; with it the
-            new load fails cleanly and raises the endpoint's load-failure alarm. Default 80;
-            100 sets no limit.
-    """
-
-    triton_version: str = DEFAULT_TRITON_VERSION
-    endpoints: tuple[EndpointSettings, ...] = (EndpointSettings(),)
-    upload_dir: str | None = None
-    inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION
-    alarm_topic_arn: str | None = None
-    network_isolation: bool = True
-    instance_type_changes: bool = True
-    log_retention_days: int = 365
-    triton_log_verbose: int = 0
-
-    model_load_gpu_limit_percent: int = 80
+    triton_version: str = setting(DEFAULT_TRITON_VERSION, OneOf(TRITON_VERSIONS))
+    """Tag of SageMaker's Triton container (`<ver>-py3`); Triton on EKS runs the same release
+    from NGC. The default is the first patched release SageMaker publishes (NVIDIA's August
+    2025 bulletin, CVE-2025-23319/23320/23334, fixed in 25.07). Older releases stay selectable
+    for their TensorFlow backend, with a synth-time warning naming the CVEs; releases from
+    25.03 refuse `ml.p3` (V100) endpoints."""
+    endpoints: tuple[EndpointSettings, ...] = setting((EndpointSettings(),))
+    """The endpoints: at least one while `features.inference` is on. Default: one endpoint
+    serving both ensembles."""
+    upload_dir: str | None = setting(None)
+    """Local folder of built archives to upload into the model prefix at deploy time: it must
+    exist and hold 1 to 100 `*.tar.gz`, each named `<logical>-v<version>.tar.gz` after its
+    content as `mlp models upload` requires, safe to unpack and servable. Default none (`mlp
+    models upload` does it)."""
+    inference_ami_version: str = setting(
+        DEFAULT_INFERENCE_AMI_VERSION, OneOf(INFERENCE_AMI_VERSIONS)
+    )
+    """The endpoint instances' AMI (NVIDIA driver and CUDA). The default (driver 580, CUDA
+    13.0) runs the CUDA 13 of releases from 25.08 natively and every older release too. A
+    535/550 AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused."""
+    alarm_topic_arn: str | None = setting(None, _SNS_TOPIC_ARN)
+    """SNS topic every endpoint alarm notifies (alarm and OK). Default none."""
+    network_isolation: bool = setting(True)
+    """`EnableNetworkIsolation` on each endpoint's model: the container (and the archives'
+    Python) has no network; SageMaker itself fetches the archives."""
+    instance_type_changes: bool = setting(True)
+    """Let an endpoint's `instance_type` change deploy although autoscaling is registered on
+    it (SageMaker refuses that update otherwise): a small Lambda-backed custom resource per
+    endpoint deregisters the target before the endpoint moves and registers it again after.
+    False: no Lambda; an instance-type change then needs SageMaker's manual steps."""
+    log_retention_days: int = setting(365, _LOG_RETENTION)
+    """Days each endpoint's log group `/aws/sagemaker/Endpoints/<name>` keeps the container
+    logs (the stack creates the group, KMS-encrypted)."""
+    triton_log_verbose: int = setting(
+        0, Check(lambda level: level >= 0, "expected a level >= 0 (0 is off)", {"minimum": 0})
+    )
+    """Triton's `--log-verbose` level on the endpoints (the SageMaker container's
+    `SAGEMAKER_TRITON_LOG_VERBOSE`). 0: off (the container's own default logs every
+    request)."""
+    model_load_gpu_limit_percent: int = setting(
+        limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT, limits.MODEL_LOAD_GPU_LIMIT_PERCENT
+    )
+    """Triton refuses to load another model once the GPU's memory use passes this share
+    (`--model-load-gpu-limit`, through the container's `SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT`).
+    The TensorFlow backend of releases up to 25.02 and DALI keep GPU memory after a model
+    unloads, so without a limit versions pile up until a running model fails on CUDA memory;
+    with it the new load fails cleanly and raises the endpoint's load-failure alarm. 100 sets
+    no limit."""
 
     def problems(self) -> list[str]:
-        out = []
-        if not 1 <= self.model_load_gpu_limit_percent <= 100:
-            out.append(
-                f"inference.model_load_gpu_limit_percent = {self.model_load_gpu_limit_percent}: "
-                "expected 1 to 100 (100: no limit)"
-            )
-        if self.log_retention_days not in LOG_RETENTION_DAYS:
-            out.append(
-                f"inference.log_retention_days = {self.log_retention_days}: expected one of "
-                f"{list(LOG_RETENTION_DAYS)}"
-            )
-        if self.triton_log_verbose < 0:
-            out.append(
-                f"inference.triton_log_verbose = {self.triton_log_verbose}: expected a level "
-                ">= 0 (0 is off)"
-            )
-        if self.triton_version not in TRITON_SAGEMAKER_VERSIONS:
-            out.append(
-                f"inference.triton_version = {self.triton_version!r}: expected one of "
-                f"{list(TRITON_SAGEMAKER_VERSIONS)}"
-            )
-        if self.inference_ami_version not in INFERENCE_AMI_VERSIONS:
-            out.append(
-                f"inference.inference_ami_version = {self.inference_ami_version!r}: expected one "
-                f"of {list(INFERENCE_AMI_VERSIONS)}"
-            )
+        out = field_problems(self, "inference.")
         ami_problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
         if ami_problem:
             out.append(
                 f"inference.triton_version = {self.triton_version!r} with "
                 f"inference.inference_ami_version = {self.inference_ami_version!r}: {ami_problem}"
             )
-        release = TRITON_RELEASES.get(self.triton_version)
-        for i, endpoint in enumerate(self.endpoints):
-            capability = instance_compute_capability(endpoint.instance_type)
-            if release and capability and capability < release.min_compute_capability:
-                out.append(
-                    f"inference.endpoints[{i}].instance_type = {endpoint.instance_type!r}: its GPU "
-                    f"has compute capability {capability}, below the {release.min_compute_capability}"
-                    f" that Triton {self.triton_version} supports (release notes, GPU "
-                    "Requirements); use a g4dn or g5 instance, or a release before 25.03"
-                )
-        if self.alarm_topic_arn is not None and not _SNS_TOPIC_ARN.fullmatch(self.alarm_topic_arn):
-            out.append(
-                f"inference.alarm_topic_arn = {self.alarm_topic_arn!r}: expected an SNS topic ARN "
-                "(arn:aws:sns:<region>:<account>:<name>)"
-            )
+        out += self._compute_capability_problems()
         # SageMaker endpoint names are unique per region regardless of case.
         names = [e.name.lower() for e in self.endpoints]
         if len(set(names)) != len(names):
@@ -882,6 +755,20 @@ class InferenceSettings:
             out.extend(endpoint.problems(f"inference.endpoints[{i}]"))
         if self.upload_dir is not None:
             out += upload_dir_problems(self.upload_dir)
+        return out
+
+    def _compute_capability_problems(self) -> list[str]:
+        release = TRITON_RELEASES.get(self.triton_version)
+        out = []
+        for i, endpoint in enumerate(self.endpoints):
+            capability = instance_compute_capability(endpoint.instance_type)
+            if release and capability and capability < release.min_compute_capability:
+                out.append(
+                    f"inference.endpoints[{i}].instance_type = {endpoint.instance_type!r}: its GPU "
+                    f"has compute capability {capability}, below the {release.min_compute_capability}"
+                    f" that Triton {self.triton_version} supports (release notes, GPU "
+                    "Requirements); use a g4dn or g5 instance, or a release before 25.03"
+                )
         return out
 
     def _construct_id_problems(self) -> list[str]:
@@ -920,41 +807,34 @@ class InferenceSettings:
 
 
 @dataclass(frozen=True)
-class TritonOnEksSettings:
-    """Triton served from the EKS cluster on a GPU node group.
+class TritonOnEksSettings(Section):
+    """Triton served from the EKS cluster on a GPU node group."""
 
-    Attributes:
-        gpu_instance_type: Single-GPU EC2 instance type. Default ``g5.2xlarge``.
-        gpu_nodes: GPU nodes (the node group's desired and maximum size: nothing in the
-            platform scales it, see the README's "Serve the ensembles on EKS"). Default 1.
-        min_gpu_nodes: Default: ``gpu_nodes`` (0 lets the group scale to nothing).
-        replicas: Triton replicas (fixed; no autoscaler). Default 1.
-        archives: Archives the Triton pods load: logical names of the archives this
-            repository builds (the newest version under the prefix at pod start) or exact
-            versions (``NAME@vXXXXXXXX``). Default both ensembles, the text one with its ONNX
-            encoder (runs on any GPU; a ``model_trt_python_<gpu>`` archive must target
-            ``gpu_instance_type``'s GPU).
-    """
-
-    gpu_instance_type: str = "g5.2xlarge"
-    gpu_nodes: int = 1
-    min_gpu_nodes: int | None = None
-    replicas: int = 1
-    archives: tuple[str, ...] = DEFAULT_EKS_ARCHIVES
+    gpu_instance_type: str = setting(
+        limits.DEFAULT_GPU_INSTANCE_TYPE, OneOf(tuple(sorted(EKS_GPU_INSTANCES)))
+    )
+    """Single-GPU EC2 instance type of the GPU node group."""
+    gpu_nodes: int = setting(limits.DEFAULT_GPU_NODES, Bounds(1, limits.GPU_MAX_NODES))
+    """GPU nodes: the node group's desired and maximum size (nothing in the platform scales
+    it)."""
+    min_gpu_nodes: int | None = setting(None, minimum=0, maximum=limits.GPU_MAX_NODES)
+    """The GPU node group's minimum. Default: `gpu_nodes` (0 lets the group scale to
+    nothing)."""
+    replicas: int = setting(limits.DEFAULT_REPLICAS, minimum=1, maximum=limits.GPU_MAX_NODES)
+    """Triton replicas: fixed (no autoscaler), at most `gpu_nodes` (each takes a whole
+    single-GPU node)."""
+    archives: tuple[str, ...] = setting(DEFAULT_EKS_ARCHIVES, minItems=1, uniqueItems=True)
+    """Archives the Triton pods load: logical names of the archives this repository builds
+    (the newest version under the prefix at pod start) or exact versions (`NAME@vXXXXXXXX`),
+    one per ensemble. Default both ensembles, the text one with its ONNX encoder (runs on any
+    GPU; a `model_trt_python_<gpu>` archive must target `gpu_instance_type`'s GPU)."""
 
     @property
     def archive_refs(self) -> tuple[ArchiveRef, ...]:
         return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self) -> list[str]:
-        out = []
-        if self.gpu_instance_type not in EKS_GPU_INSTANCES:
-            out.append(
-                f"triton_on_eks.gpu_instance_type = {self.gpu_instance_type!r}: expected one of "
-                f"{sorted(EKS_GPU_INSTANCES)}"
-            )
-        if not 1 <= self.gpu_nodes <= 20:
-            out.append(f"triton_on_eks.gpu_nodes = {self.gpu_nodes}: expected 1 to 20")
+        out = field_problems(self, "triton_on_eks.")
         if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
             out.append(
                 f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
@@ -965,10 +845,12 @@ class TritonOnEksSettings:
                 f"triton_on_eks.replicas = {self.replicas}: expected 1 to gpu_nodes "
                 f"({self.gpu_nodes}): each replica takes a whole single-GPU node"
             )
-        out.extend(archive_ref_problems("triton_on_eks.archives", self.archives))
+        return out + self._archive_problems()
+
+    def _archive_problems(self) -> list[str]:
+        out = archive_ref_problems("triton_on_eks.archives", self.archives)
         for i, archive in enumerate(self.archives):
-            logical = archive.split("@")[0]
-            if logical not in KNOWN_ARCHIVES:
+            if archive.split("@")[0] not in KNOWN_ARCHIVES:
                 out.append(
                     f"triton_on_eks.archives[{i}] = {archive!r}: Triton on EKS loads the models of "
                     f"the archives this repository builds, expected one of {list(KNOWN_ARCHIVES)} "
@@ -988,22 +870,25 @@ class TritonOnEksSettings:
 
 
 @dataclass(frozen=True)
-class ImageSettings:
-    """Where the cluster's container images come from, and the digests that pin them.
+class ImageSettings(Section):
+    """Where the cluster's container images come from, and the digests that pin them."""
 
-    Attributes:
-        mirrors: Public registry -> a registry you own that serves its repositories under a
-            path prefix, e.g. ``{"docker.io": "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub"}``
-            for an ECR pull-through cache rule with prefix ``docker-hub``. Keys: one of
-            ``docker.io``, ``public.ecr.aws``, ``nvcr.io``, ``quay.io``. Default none: the
-            public registries themselves.
-        digests: ``registry/repository:tag`` -> ``sha256:<64 hex>``, written by
-            ``mlp images resolve``. Default none: only digests a public source states
-            (``ml_platform.image_pins.PUBLIC_DIGESTS``); synthesis warns about the rest.
-    """
-
-    mirrors: dict[str, str] = field(default_factory=dict)
-    digests: dict[str, str] = field(default_factory=dict)
+    mirrors: dict[str, str] = field(
+        default_factory=dict,
+        metadata={"json_schema_extra": {"propertyNames": {"enum": list(MIRRORABLE_REGISTRIES)}}},
+    )
+    """Public registry -> a registry you own that serves its repositories under a path prefix,
+    e.g. `{"docker.io": "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub"}` for an ECR
+    pull-through cache rule with prefix `docker-hub`; every cluster image of that registry is
+    pulled from it. Default none: the public registries themselves."""
+    digests: dict[str, str] = field(
+        default_factory=dict,
+        metadata={"json_schema_extra": {"additionalProperties": {"pattern": DIGEST.pattern}}},
+    )
+    """`registry/repository:tag` -> `sha256:<64 hex>`, written by `mlp images resolve`; wins
+    over what it records in `cdk.context.json` (key `ml-platform:image-digests`). Default none:
+    only digests a public source states (`ml_platform.image_pins.PUBLIC_DIGESTS`); synthesis
+    warns about the rest."""
 
     def problems(self) -> list[str]:
         out = []
@@ -1036,22 +921,19 @@ class ImageSettings:
 
 
 @dataclass(frozen=True)
-class FeatureSettings:
-    """Switches for the optional parts. All default to on, so ``make synth`` shows everything.
+class FeatureSettings(Section):
+    """Switches for the optional parts. All default to on, so ``make synth`` shows everything."""
 
-    Attributes:
-        training_cluster: The EKS training cluster and its workloads.
-        inference: The SageMaker multi-model endpoints.
-        triton_on_eks: The GPU node group and Triton on the cluster (needs training_cluster).
-    """
-
-    training_cluster: bool = True
-    inference: bool = True
-    triton_on_eks: bool = True
+    training_cluster: bool = setting(True)
+    """The EKS training cluster and its workloads."""
+    inference: bool = setting(True)
+    """The SageMaker multi-model endpoints."""
+    triton_on_eks: bool = setting(True)
+    """The GPU node group and Triton on the cluster (needs `training_cluster`)."""
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(Section):
     """All platform settings. Build with :meth:`from_context`; every field has a default."""
 
     env: EnvironmentSettings = field(default_factory=EnvironmentSettings)
@@ -1064,14 +946,14 @@ class Settings:
     triton_on_eks: TritonOnEksSettings = field(default_factory=TritonOnEksSettings)
     features: FeatureSettings = field(default_factory=FeatureSettings)
     images: ImageSettings = field(default_factory=ImageSettings)
-    # `cdk synth` adds an info annotation with each stack's estimated monthly on-demand cost
-    # (ml_platform.pricing). Default false.
-    cost_annotations: bool = False
+    cost_annotations: bool = setting(False)
+    """`cdk synth` adds an info annotation with each stack's estimated monthly on-demand cost
+    (`ml_platform.pricing`)."""
 
     @classmethod
     def from_context(
         cls,
-        values: Mapping[str, Any] | None,
+        values: Mapping[str, Any] | str | None,
         *,
         known_azs: Mapping[str, Any] | None = None,
         recorded_digests: Any = None,
@@ -1096,15 +978,29 @@ class Settings:
             values = _json_object_or_problem(values, CONTEXT_KEY, problems)
             if problems:
                 raise SettingsError(problems)
-        settings = _parse(cls, values if values is not None else {}, "", problems)
-        if settings is _INVALID:
+        settings: Settings = validated(
+            cls,
+            values if values is not None else {},
+            "",
+            problems,
+            label=CONTEXT_KEY,
+            removed=REMOVED_SETTINGS,
+        )
+        if settings is INVALID:
             raise SettingsError(problems)
         resolved = recorded_digests
         if resolved is None and known_azs is not None:
             resolved = known_azs.get(IMAGE_DIGESTS_KEY)
         if resolved is not None:
-            found = _parse(dict[str, str], resolved, IMAGE_DIGESTS_KEY, problems)
-            if found is not _INVALID:
+            found = validated(
+                dict[str, str],
+                resolved,
+                IMAGE_DIGESTS_KEY,
+                problems,
+                label=IMAGE_DIGESTS_KEY,
+                removed={},
+            )
+            if found is not INVALID:
                 images = dataclasses.replace(
                     settings.images, digests={**found, **settings.images.digests}
                 )
@@ -1157,7 +1053,7 @@ class Settings:
         if (
             self.features.inference
             and self.env.region in REGIONS
-            and self.inference.triton_version in TRITON_SAGEMAKER_VERSIONS
+            and self.inference.triton_version in TRITON_VERSIONS
         ):
             problem = triton_region_problem(self.env.region, self.inference.triton_version)
             if problem:
@@ -1198,101 +1094,6 @@ class Settings:
                             f"{key!r} ({seeded!r})"
                         )
         return out
-
-
-def _describe(tp: Any) -> str:
-    origin = typing.get_origin(tp)
-    if origin is tuple:
-        return f"a list of {_describe(typing.get_args(tp)[0])}"
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(a) for a in typing.get_args(tp))
-    if dataclasses.is_dataclass(tp):
-        return "an object"
-    return {str: "a string", int: "an integer", bool: "true or false", type(None): "null"}.get(
-        tp, str(tp)
-    )
-
-
-_INVALID: Any = object()  # marks a value of the wrong type; the field keeps its default
-
-
-@functools.cache
-def _fields(tp: type) -> tuple[dict[str, Any], list[str]]:
-    """Type hints and field names of a settings dataclass (resolving hints is slow)."""
-    return typing.get_type_hints(tp), [f.name for f in dataclasses.fields(tp)]
-
-
-#: Settings that no longer exist, with what to do instead.
-REMOVED_SETTINGS = {
-    "triton_on_eks.max_replicas": "Triton on EKS runs a fixed number of replicas (no "
-    'autoscaler, README "Serve the ensembles on EKS"); set triton_on_eks.replicas',
-    "triton_on_eks.max_gpu_nodes": "the GPU node group is sized by triton_on_eks.gpu_nodes "
-    '(nothing scales it, README "Serve the ensembles on EKS")',
-}
-
-
-def _parse(tp: Any, value: Any, path: str, problems: list[str]) -> Any:
-    """Convert JSON-like ``value`` into ``tp``, recording type problems under ``path``."""
-    label = path or CONTEXT_KEY
-    origin = typing.get_origin(tp)
-    if dataclasses.is_dataclass(tp):
-        if not isinstance(value, Mapping):
-            problems.append(f"{label} = {value!r}: expected an object")
-            return _INVALID
-        hints, names = _fields(tp)
-        for key in value:
-            where = f"{path + '.' if path else ''}{key}"
-            if isinstance(key, str) and where in REMOVED_SETTINGS:
-                problems.append(f"{where}: removed: {REMOVED_SETTINGS[where]}")
-            elif not isinstance(key, str) or key not in names:
-                problems.append(f"{where}: unknown setting; known: {names}")
-        # null means "not set": the field keeps its default. One rule for every source:
-        # jsii drops null members of cdk.json's context before the app sees them, so `-c` and
-        # the CLI's own reading of cdk.json must treat them the same way.
-        kwargs = {
-            name: _parse(hints[name], value[name], f"{path + '.' if path else ''}{name}", problems)
-            for name in names
-            if value.get(name) is not None
-        }
-        return tp(**{k: v for k, v in kwargs.items() if v is not _INVALID})
-    if origin is tuple:
-        (item,) = typing.get_args(tp)[:1]
-        if not isinstance(value, (list, tuple)):
-            problems.append(f"{label} = {value!r}: expected {_describe(tp)}")
-            return _INVALID
-        items = tuple(_parse(item, v, f"{label}[{i}]", problems) for i, v in enumerate(value))
-        return _INVALID if any(i is _INVALID for i in items) else items
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        (inner,) = [a for a in args if a is not type(None)]
-        return _parse(inner, value, path, problems)
-    if origin is dict:
-        if not isinstance(value, Mapping):
-            problems.append(f"{label} = {value!r}: expected an object of strings")
-            return _INVALID
-        bad = [k for k, v in value.items() if not isinstance(k, str) or not isinstance(v, str)]
-        for key in bad:
-            problems.append(f"{label}.{key} = {value[key]!r}: expected a string")
-        # The well-typed entries are kept, so their value checks still report.
-        return {k: v for k, v in value.items() if k not in bad}
-    if tp is bool:
-        if not isinstance(value, bool):
-            problems.append(f"{label} = {value!r}: expected true or false")
-            return _INVALID
-        return value
-    if tp is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            problems.append(f"{label} = {value!r}: expected an integer")
-            return _INVALID
-        return value
-    if tp is str:
-        if not isinstance(value, str):
-            problems.append(f"{label} = {value!r}: expected a string")
-            return _INVALID
-        return value
-    raise TypeError(f"unsupported settings type {tp!r} at {label}")  # programming error
 
 
 def _json_object_or_problem(text: str, where: str, problems: list[str]) -> Any:

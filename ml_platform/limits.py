@@ -1,0 +1,241 @@
+"""The domain rules that both the settings (:mod:`ml_platform.config`) and the constructs check,
+and the defaults both use: each written once, here.
+
+No CDK imports (the settings, the CLI and the JSON Schema generator load this module without
+aws-cdk-lib). Each rule is data or a predicate; the callers word their own messages (a
+setting's dotted key, or a construct prop's name).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class Rule(Protocol):
+    """One value's rule: what is wrong with a value (worded with its setting's key) and what the
+    JSON Schema of ``cdk.json`` says about it, from the same data."""
+
+    def problems(self, key: str, value: Any) -> list[str]: ...
+
+    @property
+    def json_schema(self) -> dict[str, object]: ...
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """An inclusive range of integers."""
+
+    low: int
+    high: int
+    note: str = ""
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, (int, float)) and self.low <= value <= self.high
+
+    @property
+    def text(self) -> str:
+        """``'1 to 1000'``: how messages state the range."""
+        return f"{self.low} to {self.high}"
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        return [] if value in self else [f"{key} = {value}: expected {self.text}{self.note}"]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        return {"minimum": self.low, "maximum": self.high}
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """A value from a fixed set (listed in this order in messages and the schema)."""
+
+    values: tuple[object, ...]
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        allowed = list(self.values)
+        return [] if value in allowed else [f"{key} = {value!r}: expected one of {allowed}"]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        return {"enum": list(self.values)}
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """Text that matches ``regex`` in full (``$`` would accept a trailing newline), spelled in
+    ASCII classes (``\\d`` and ``\\w`` match other scripts' digits and letters)."""
+
+    regex: re.Pattern[str]
+    expected: str
+    max_length: int | None = None
+
+    def matches(self, value: str) -> bool:
+        too_long = self.max_length is not None and len(value) > self.max_length
+        return not too_long and self.regex.fullmatch(value) is not None
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        return [] if self.matches(value) else [f"{key} = {value!r}: expected {self.expected}"]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        schema: dict[str, object] = {"pattern": f"^(?:{self.regex.pattern})$"}
+        if self.max_length is not None:
+            schema["maxLength"] = self.max_length
+        return schema
+
+
+@dataclass(frozen=True)
+class Check:
+    """A value ``ok`` accepts; ``message`` says what is allowed."""
+
+    ok: Callable[[Any], bool]
+    message: str
+    schema: Mapping[str, object] = field(default_factory=dict)
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        return [] if self.ok(value) else [f"{key} = {value!r}: {self.message}"]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        return dict(self.schema)
+
+
+@dataclass(frozen=True)
+class Each:
+    """Every item of a list follows ``rule`` (each problem names its ``key[i]``)."""
+
+    rule: Rule
+
+    def problems(self, key: str, value: Any) -> list[str]:
+        return [p for i, item in enumerate(value) for p in self.rule.problems(f"{key}[{i}]", item)]
+
+    @property
+    def json_schema(self) -> dict[str, object]:
+        return {"items": self.rule.json_schema}
+
+
+def node_counts_ok(min_nodes: int, nodes: int, max_nodes: int, most: int) -> bool:
+    """A node group's sizes: ``0 <= min <= desired <= max <= most`` and ``max >= 1``."""
+    return 0 <= min_nodes <= nodes <= max_nodes <= most and max_nodes >= 1
+
+
+# -- CloudWatch Logs ------------------------------------------------------------------------
+# The retention periods CloudWatch Logs accepts, in days (ONE_DAY ... TEN_YEARS):
+# https://docs.aws.amazon.com/AmazonCloudWatchLogs/latest/APIReference/API_PutRetentionPolicy.html
+# fmt: off
+LOG_RETENTION_DAYS = (
+    1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
+    3288, 3653,
+)
+# fmt: on
+
+# -- FSx for Lustre, PERSISTENT_2 -----------------------------------------------------------
+# https://docs.aws.amazon.com/fsx/latest/APIReference/API_CreateFileSystem.html (StorageCapacity)
+# https://docs.aws.amazon.com/fsx/latest/LustreGuide/performance.html (PerUnitStorageThroughput)
+FSX_THROUGHPUTS = (125, 250, 500, 1000)  # MB/s per TiB
+FSX_SMALLEST_GIB = 1200
+FSX_STEP_GIB = 2400
+FSX_MAX_GIB = 2_400_000
+
+
+def fsx_storage_ok(gib: int) -> bool:
+    """PERSISTENT_2 capacity: 1200 GiB or a multiple of 2400 GiB, up to 2400000."""
+    return gib == FSX_SMALLEST_GIB or (0 < gib <= FSX_MAX_GIB and gib % FSX_STEP_GIB == 0)
+
+
+FSX_STORAGE_GIB = Check(
+    fsx_storage_ok,
+    f"PERSISTENT_2 Lustre takes 1200 or a multiple of 2400 GiB (up to {FSX_MAX_GIB})",
+    {"minimum": FSX_SMALLEST_GIB, "maximum": FSX_MAX_GIB},
+)
+
+
+# -- ECR ------------------------------------------------------------------------------------
+ECR_MAX_IMAGES = Bounds(1, 1000)  # images a lifecycle rule keeps
+
+# -- S3 model prefix --------------------------------------------------------------------------
+# S3 object keys are at most 1024 bytes; the prefix keeps room for the archive names:
+# https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html
+MODEL_PREFIX_MAX = 512
+_PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
+_PREFIX_TEXT = (
+    "expected a relative S3 key prefix ending in '/' of segments made of letters, digits and "
+    "'._-' (none empty, '.' or '..'), at most 512 characters, e.g. 'models/'"
+)
+
+
+def model_prefix_ok(prefix: str) -> bool:
+    """A relative S3 key prefix ending in '/', its segments of letters, digits and '._-' (none
+    empty, '.' or '..'), at most :data:`MODEL_PREFIX_MAX` characters."""
+    segments = prefix.split("/")
+    return (
+        prefix.endswith("/")
+        and len(prefix) <= MODEL_PREFIX_MAX
+        and all(s not in ("", ".", "..") and _PREFIX_SEGMENT.fullmatch(s) for s in segments[:-1])
+    )
+
+
+MODEL_PREFIX = Check(model_prefix_ok, _PREFIX_TEXT, {"maxLength": MODEL_PREFIX_MAX})
+
+
+# -- EKS ------------------------------------------------------------------------------------
+ENDPOINT_ACCESS = ("public_and_private", "private")
+# The VPC CNI's NetworkPolicy enforcing modes:
+# https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
+NETWORK_POLICY_MODES = ("strict", "standard")
+SYSTEM_NODES = Bounds(1, 10)
+# EKS: "You can't add IPv6 CIDR blocks to IPv4 clusters"; at most 40 public access CIDRs.
+# https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html
+# https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
+MAX_PUBLIC_ACCESS_CIDRS = 40
+
+# -- Node groups ----------------------------------------------------------------------------
+TRAINIUM_MAX_NODES = 64
+GPU_MAX_NODES = 20
+ROOT_VOLUME_GIB = Bounds(100, 16384)  # gp3: up to 16 TiB
+# EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks), fullmatch:
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html
+CAPACITY_RESERVATION_ID = Pattern(
+    re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"),
+    "a capacity reservation id such as 'cr-0123456789abcdef0'",
+)
+
+# -- SageMaker ------------------------------------------------------------------------------
+# CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
+# https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpoint.html
+ENDPOINT_NAME = Pattern(
+    re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"),
+    "letters, digits and '-', at most 63",
+    max_length=63,  # the pattern alone lets repeated '-' run past 63 characters
+)
+MODEL_LOAD_GPU_LIMIT_PERCENT = Bounds(1, 100, " (100: no limit)")
+ENDPOINT_INSTANCES = Bounds(1, 100)  # an endpoint variant's instance counts
+
+# -- Defaults the settings and the constructs share -----------------------------------------
+DEFAULT_VPC_CIDR = "10.0.0.0/16"
+DEFAULT_NAT_GATEWAYS = 1
+DEFAULT_FSX_STORAGE_GIB = FSX_SMALLEST_GIB  # the tutorial's size
+DEFAULT_FSX_THROUGHPUT_PER_TIB = 125
+DEFAULT_ECR_MAX_IMAGES = 30
+DEFAULT_MODEL_PREFIX = "models/"
+DEFAULT_KUBERNETES_VERSION = "1.35"
+DEFAULT_ENDPOINT_ACCESS = "private"
+DEFAULT_NETWORK_POLICY_MODE = "strict"
+DEFAULT_SYSTEM_INSTANCE_TYPE = "m6i.large"
+DEFAULT_SYSTEM_NODES = 2
+DEFAULT_SUPPORT_TYPE = "EXTENDED"  # EKS's own default upgrade policy
+DEFAULT_TRAINIUM_INSTANCE_TYPE = "trn1.32xlarge"
+DEFAULT_TRAINIUM_NODES = 2  # the tutorial's 2 x 32 NeuronCores
+DEFAULT_ROOT_VOLUME_GIB = 500
+DEFAULT_GPU_INSTANCE_TYPE = "g5.2xlarge"
+DEFAULT_GPU_NODES = 1
+DEFAULT_REPLICAS = 1
+DEFAULT_ENDPOINT_INSTANCE_TYPE = "ml.g4dn.4xlarge"  # T4, as in the source design
+DEFAULT_INITIAL_INSTANCES = 1
+DEFAULT_MIN_INSTANCES = 1
+DEFAULT_MAX_INSTANCES = 2
+DEFAULT_INVOCATIONS_PER_INSTANCE = 1000
+DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 80
