@@ -49,6 +49,7 @@ from aws_cdk import (
 )
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs.endpoint_scaling import (
     RESOURCE_TYPE,
     SCALING_TAG_KEY,
@@ -81,7 +82,7 @@ VARIANT_NAME = "AllTraffic"
 # instead of letting a running model fail on CUDA memory:
 # https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
 # https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
-DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 80
+DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT
 
 
 def model_load_environment(limit_percent: int) -> dict[str, str]:
@@ -98,8 +99,7 @@ LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
 #: for metric filters": https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/FilterAndPatternSyntax.html).
 #: tests/triton/test_local_server.py matches it against a real server's failed loads.
 LOAD_FAILURE_PATTERN = '"failed to load"'
-# CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
-ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+ENDPOINT_NAME = limits.ENDPOINT_NAME.regex  # CreateEndpoint's EndpointName
 # The SageMaker Triton container's start script passes --log-verbose=true (a log line per
 # request) unless this variable is set, and then passes its value as --log-verbose:
 # https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
@@ -222,12 +222,12 @@ class TritonMultiModelEndpoint(Construct):
         bucket: s3.IBucket,
         endpoint_name: str,
         archives: Sequence[str | ArchiveRef],
-        model_prefix: str = "models/",
-        instance_type: str = "ml.g4dn.4xlarge",
-        initial_instances: int = 1,
-        min_instances: int = 1,
-        max_instances: int = 2,
-        invocations_per_instance: int = 1000,
+        model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
+        instance_type: str = limits.DEFAULT_ENDPOINT_INSTANCE_TYPE,
+        initial_instances: int = limits.DEFAULT_INITIAL_INSTANCES,
+        min_instances: int = limits.DEFAULT_MIN_INSTANCES,
+        max_instances: int = limits.DEFAULT_MAX_INSTANCES,
+        invocations_per_instance: int = limits.DEFAULT_INVOCATIONS_PER_INSTANCE,
         triton_version: str = DEFAULT_TRITON_VERSION,
         image_uri: str | None = None,
         role: iam.IRole | None = None,
@@ -254,8 +254,8 @@ class TritonMultiModelEndpoint(Construct):
                 f"min_instances={min_instances}, initial_instances={initial_instances}, "
                 f"max_instances={max_instances}: expected 1 <= min <= initial <= max"
             )
-        if not Token.is_unresolved(endpoint_name) and not (
-            len(endpoint_name) <= 63 and ENDPOINT_NAME.fullmatch(endpoint_name)
+        if not Token.is_unresolved(endpoint_name) and not limits.ENDPOINT_NAME.matches(
+            endpoint_name
         ):
             errors.append(
                 f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
@@ -291,7 +291,7 @@ class TritonMultiModelEndpoint(Construct):
             problem = inference_ami_problem(triton_version, inference_ami_version)
             if problem:
                 errors.append(f"inference_ami_version={inference_ami_version!r}: {problem}")
-        if not 1 <= model_load_gpu_limit_percent <= 100:
+        if model_load_gpu_limit_percent not in limits.MODEL_LOAD_GPU_LIMIT_PERCENT:
             errors.append(
                 f"model_load_gpu_limit_percent={model_load_gpu_limit_percent}: expected 1 to 100 "
                 "(100: no limit)"

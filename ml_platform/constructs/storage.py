@@ -18,6 +18,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs.nag import acknowledge
 
@@ -84,12 +85,14 @@ class TrainingImageRepository(Construct):
         construct_id: str,
         *,
         repository_name: str | None = None,
-        max_images: int = 30,
+        max_images: int = limits.DEFAULT_ECR_MAX_IMAGES,
         removal_policy: RemovalPolicy = RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        if not 1 <= max_images <= 1000:
-            raise ValueError(f"{self.node.path}: max_images={max_images}: expected 1 to 1000")
+        if max_images not in limits.ECR_MAX_IMAGES:
+            raise ValueError(
+                f"{self.node.path}: max_images={max_images}: expected {limits.ECR_MAX_IMAGES.text}"
+            )
         self.repository = ecr.Repository(
             self,
             "Resource",
@@ -158,7 +161,7 @@ class ModelArtifactBucket(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        model_prefix: str = "models/",
+        model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
         removal_policy: RemovalPolicy = RETAIN,
         publishers: Sequence[str] = (),
         unconditional_publishers: Sequence[str] = (),
@@ -261,7 +264,12 @@ class ModelArtifactBucket(Construct):
 
     @classmethod
     def from_bucket_name(
-        cls, scope: Construct, construct_id: str, bucket_name: str, *, model_prefix: str = "models/"
+        cls,
+        scope: Construct,
+        construct_id: str,
+        bucket_name: str,
+        *,
+        model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
     ) -> ModelArtifactBucket:
         """An existing model bucket (``grant_*`` then add to the grantee's policy only)."""
         self = cls.__new__(cls)
@@ -390,22 +398,21 @@ class LustreStorage(Construct):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         clients: Sequence[ec2.ISecurityGroup | ec2.IConnectable] = (),
-        storage_capacity_gib: int = 1200,
-        throughput_per_tib: int = 125,
+        storage_capacity_gib: int = limits.DEFAULT_FSX_STORAGE_GIB,
+        throughput_per_tib: int = limits.DEFAULT_FSX_THROUGHPUT_PER_TIB,
         kms_key: kms.IKey | None = None,
         removal_policy: RemovalPolicy = RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
         errors = []
-        if not Token.is_unresolved(storage_capacity_gib) and not (
-            storage_capacity_gib == 1200
-            or (0 < storage_capacity_gib <= 2_400_000 and storage_capacity_gib % 2400 == 0)
+        if not Token.is_unresolved(storage_capacity_gib) and not limits.fsx_storage_ok(
+            storage_capacity_gib
         ):
             errors.append(
                 f"storage_capacity_gib={storage_capacity_gib}: expected 1200 or a multiple of "
                 "2400 up to 2400000"
             )
-        if throughput_per_tib not in (125, 250, 500, 1000):
+        if throughput_per_tib not in limits.FSX_THROUGHPUTS:
             errors.append(
                 f"throughput_per_tib={throughput_per_tib}: expected 125, 250, 500 or 1000"
             )
