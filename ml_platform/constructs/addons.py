@@ -13,6 +13,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
 
+from ml_platform import limits
 from ml_platform.constructs.nag import acknowledge, managed_policy_finding
 from ml_platform.versions import addon_version
 
@@ -22,10 +23,12 @@ from ml_platform.versions import addon_version
 # is the aws-node container's NETWORK_POLICY_ENFORCING_MODE, set through the add-on's `env`.
 # https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
 # https://github.com/aws/aws-network-policy-agent/pull/209 (strict mode)
-NETWORK_POLICY_MODES = ("strict", "standard")
+NETWORK_POLICY_MODES = limits.NETWORK_POLICY_MODES
 
 
-def vpc_cni_configuration(network_policy_mode: str = "strict") -> dict[str, object]:
+def vpc_cni_configuration(
+    network_policy_mode: str = limits.DEFAULT_NETWORK_POLICY_MODE,
+) -> dict[str, object]:
     """Configuration values of the vpc-cni add-on: network policies on, in ``network_policy_mode``."""
     return {
         "enableNetworkPolicy": "true",
@@ -239,7 +242,7 @@ class PlatformAddons(Construct):
         kubernetes_version: str,
         nodes_ready: Sequence[IDependable] = (),
         addon_versions: Mapping[str, str] | None = None,
-        network_policy_mode: str = "strict",
+        network_policy_mode: str = limits.DEFAULT_NETWORK_POLICY_MODE,
     ) -> None:
         super().__init__(scope, construct_id)
         if network_policy_mode not in NETWORK_POLICY_MODES:

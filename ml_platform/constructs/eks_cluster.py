@@ -18,6 +18,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs._l1 import default_child, find_child
 
 # Re-exported: the node-group building block's names that lived here (public module).
@@ -65,7 +66,7 @@ KUBECTL_LAYERS = {
 version of the server. Imported lazily (:func:`kubectl_layer`), so synthesis loads one only."""
 EKS_VERSIONS = {"1.34": eks.KubernetesVersion.V1_34, "1.35": eks.KubernetesVersion.V1_35}
 """aws_eks_v2's named version per Kubernetes version."""
-SYSTEM_NODES = (1, 10)
+SYSTEM_NODES = limits.SYSTEM_NODES
 OPEN_TO_WORLD_WARNING = "ml-platform:publicEndpointOpenToWorld"
 ENDPOINT_DOCS = (
     "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html; Security Hub EKS.1 "
@@ -134,10 +135,8 @@ def cluster_problems(
                 "whole internet; name your networks, use endpoint_access='private', or set "
                 "public_access_from_anywhere=True to state that choice"
             )
-    if not SYSTEM_NODES[0] <= system_nodes <= SYSTEM_NODES[1]:
-        errors.append(
-            f"system_nodes={system_nodes}: expected {SYSTEM_NODES[0]} to {SYSTEM_NODES[1]}"
-        )
+    if system_nodes not in SYSTEM_NODES:
+        errors.append(f"system_nodes={system_nodes}: expected {SYSTEM_NODES.text}")
     return errors
 
 
@@ -226,17 +225,17 @@ class TrainingEksCluster(Construct):
         *,
         vpc: ec2.IVpc,
         cluster_name: str | None = None,
-        kubernetes_version: str = "1.35",
-        endpoint_access: str = "private",
+        kubernetes_version: str = limits.DEFAULT_KUBERNETES_VERSION,
+        endpoint_access: str = limits.DEFAULT_ENDPOINT_ACCESS,
         public_access_cidrs: Sequence[str] = (),
         public_access_from_anywhere: bool = False,
         admin_role_arn: str | None = None,
         bootstrap_creator_admin: bool = False,
-        system_instance_type: str = "m6i.large",
-        system_nodes: int = 2,
+        system_instance_type: str = limits.DEFAULT_SYSTEM_INSTANCE_TYPE,
+        system_nodes: int = limits.DEFAULT_SYSTEM_NODES,
         node_ssm_access: bool = True,
         removal_policy: RemovalPolicy | None = None,
-        support_type: str = "EXTENDED",
+        support_type: str = limits.DEFAULT_SUPPORT_TYPE,
         system_node_security_groups: Sequence[ec2.ISecurityGroup] = (),
     ) -> None:
         super().__init__(scope, construct_id)

@@ -9,6 +9,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs._nodegroup import (
     accelerator_node_group,
     configure_node_role,
@@ -18,7 +19,7 @@ from ml_platform.constructs._nodegroup import (
 )
 from ml_platform.instances import EKS_GPU_INSTANCES, GPU
 
-MAX_GPU_NODES = 20
+MAX_GPU_NODES = limits.GPU_MAX_NODES
 
 
 def gpu_node_problems(instance_type: str, min_nodes: int, nodes: int, max_nodes: int) -> list[str]:
@@ -26,7 +27,7 @@ def gpu_node_problems(instance_type: str, min_nodes: int, nodes: int, max_nodes:
     out = []
     if instance_type not in EKS_GPU_INSTANCES:
         out.append(f"instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}")
-    if not 0 <= min_nodes <= nodes <= max_nodes <= MAX_GPU_NODES or max_nodes < 1:
+    if not limits.node_counts_ok(min_nodes, nodes, max_nodes, MAX_GPU_NODES):
         out.append(
             f"min_nodes/nodes/max_nodes={min_nodes}/{nodes}/{max_nodes}: expected 0 <= min_nodes "
             f"<= nodes <= max_nodes <= {MAX_GPU_NODES} and max_nodes >= 1"
@@ -61,8 +62,8 @@ class GpuNodeGroup(Construct):
         construct_id: str,
         *,
         cluster: eks.ICluster,
-        instance_type: str = "g5.2xlarge",
-        nodes: int = 1,
+        instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE,
+        nodes: int = limits.DEFAULT_GPU_NODES,
         min_nodes: int | None = None,
         max_nodes: int = 2,
         subnets: ec2.SubnetSelection | None = None,

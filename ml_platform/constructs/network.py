@@ -12,6 +12,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._security_groups import (
     EFA_SELF_DESCRIPTION as EFA_SELF_DESCRIPTION,
@@ -90,8 +91,8 @@ class PlatformVpc(Construct):
         *,
         availability_zones: Sequence[str],
         trainium_az: str,
-        cidr: str = "10.0.0.0/16",
-        nat_gateways: int = 1,
+        cidr: str = limits.DEFAULT_VPC_CIDR,
+        nat_gateways: int = limits.DEFAULT_NAT_GATEWAYS,
         flow_log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
         removal_policy: RemovalPolicy = RETAIN,
         flow_log_group_name: str | None = None,

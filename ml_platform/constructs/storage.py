@@ -19,6 +19,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs.nag import acknowledge
 
@@ -85,12 +86,14 @@ class TrainingImageRepository(Construct):
         construct_id: str,
         *,
         repository_name: str | None = None,
-        max_images: int = 30,
+        max_images: int = limits.DEFAULT_ECR_MAX_IMAGES,
         removal_policy: RemovalPolicy = RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        if not 1 <= max_images <= 1000:
-            raise ValueError(f"{self.node.path}: max_images={max_images}: expected 1 to 1000")
+        if max_images not in limits.ECR_MAX_IMAGES:
+            raise ValueError(
+                f"{self.node.path}: max_images={max_images}: expected {limits.ECR_MAX_IMAGES.text}"
+            )
         self.repository = ecr.Repository(
             self,
             "Resource",
@@ -232,7 +235,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         scope: Construct,
         construct_id: str,
         *,
-        model_prefix: str = "models/",
+        model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
         removal_policy: RemovalPolicy = RETAIN,
         publishers: Sequence[str] = (),
         unconditional_publishers: Sequence[str] = (),
@@ -335,7 +338,12 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
 
     @classmethod
     def from_bucket_name(
-        cls, scope: Construct, construct_id: str, bucket_name: str, *, model_prefix: str = "models/"
+        cls,
+        scope: Construct,
+        construct_id: str,
+        bucket_name: str,
+        *,
+        model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
     ) -> ImportedModelArtifactBucket:
         """An existing model bucket (``grant_*`` then add to the grantee's policy only)."""
         return ImportedModelArtifactBucket(
@@ -349,7 +357,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         construct_id: str,
         bucket: s3.IBucket,
         *,
-        model_prefix: str = "models/",
+        model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
     ) -> ImportedModelArtifactBucket:
         """A model bucket over an ``s3.IBucket`` this app already refers to (another stack's
         bucket, an imported one): its archives under ``model_prefix``."""
@@ -375,7 +383,7 @@ class ImportedModelArtifactBucket(ModelArtifactBucketBase):
         construct_id: str,
         *,
         bucket: s3.IBucket | str,
-        model_prefix: str = "models/",
+        model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
     ) -> None:
         super().__init__(scope, construct_id)
         _check_prefix(self, model_prefix)
@@ -395,7 +403,7 @@ def archive_prefix(
     construct's own, else ``model_prefix``, default ``models/``), and the problem when
     ``model_prefix`` contradicts the construct's (``None`` if none)."""
     if not isinstance(bucket, ModelArtifactBucketBase):
-        return ("models/" if model_prefix is None else model_prefix), None
+        return (limits.DEFAULT_MODEL_PREFIX if model_prefix is None else model_prefix), None
     if model_prefix in (None, bucket.model_prefix):
         return bucket.model_prefix, None
     return bucket.model_prefix, (
@@ -527,22 +535,21 @@ class LustreStorage(LustreStorageBase):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         clients: Sequence[ec2.ISecurityGroup | ec2.IConnectable] = (),
-        storage_capacity_gib: int = 1200,
-        throughput_per_tib: int = 125,
+        storage_capacity_gib: int = limits.DEFAULT_FSX_STORAGE_GIB,
+        throughput_per_tib: int = limits.DEFAULT_FSX_THROUGHPUT_PER_TIB,
         kms_key: kms.IKey | None = None,
         removal_policy: RemovalPolicy = RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
         errors = []
-        if not Token.is_unresolved(storage_capacity_gib) and not (
-            storage_capacity_gib == 1200
-            or (0 < storage_capacity_gib <= 2_400_000 and storage_capacity_gib % 2400 == 0)
+        if not Token.is_unresolved(storage_capacity_gib) and not limits.fsx_storage_ok(
+            storage_capacity_gib
         ):
             errors.append(
                 f"storage_capacity_gib={storage_capacity_gib}: expected 1200 or a multiple of "
                 "2400 up to 2400000"
             )
-        if throughput_per_tib not in (125, 250, 500, 1000):
+        if throughput_per_tib not in limits.FSX_THROUGHPUTS:
             errors.append(
                 f"throughput_per_tib={throughput_per_tib}: expected 125, 250, 500 or 1000"
             )

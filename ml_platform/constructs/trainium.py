@@ -7,7 +7,6 @@ platform ships its own plugin (:mod:`ml_platform.k8s_charts.neuron`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import Annotations, Token
@@ -16,6 +15,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs._nodegroup import (
     accelerator_node_group,
@@ -26,10 +26,8 @@ from ml_platform.constructs._nodegroup import (
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
 
-ROOT_VOLUME_GIB = (100, 16384)
-MAX_NODES = 64
-CAPACITY_RESERVATION_ID = re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?")  # fullmatch
-"""EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks)."""
+ROOT_VOLUME_GIB = limits.ROOT_VOLUME_GIB
+MAX_NODES = limits.TRAINIUM_MAX_NODES
 CAPACITY_BLOCK_DESIRED_WARNING = "ml-platform:capacityBlockDesiredSize"
 
 
@@ -94,7 +92,7 @@ def capacity_problems(
     if (
         capacity_reservation_id is not None
         and not Token.is_unresolved(capacity_reservation_id)
-        and not CAPACITY_RESERVATION_ID.fullmatch(capacity_reservation_id)
+        and not limits.CAPACITY_RESERVATION_ID.matches(capacity_reservation_id)
     ):
         out.append(
             f"capacity_reservation_id={capacity_reservation_id!r}: expected a capacity "
@@ -116,13 +114,8 @@ def launch_template_problems(
             f"efa_interfaces={efa_interfaces}: {instance_type} has {instance.efa_interfaces} "
             f"network cards; expected 1 to {instance.efa_interfaces}"
         )
-    if not Token.is_unresolved(root_volume_gib) and not (
-        ROOT_VOLUME_GIB[0] <= root_volume_gib <= ROOT_VOLUME_GIB[1]
-    ):
-        out.append(
-            f"root_volume_gib={root_volume_gib}: expected "
-            f"{ROOT_VOLUME_GIB[0]} to {ROOT_VOLUME_GIB[1]}"
-        )
+    if not Token.is_unresolved(root_volume_gib) and root_volume_gib not in ROOT_VOLUME_GIB:
+        out.append(f"root_volume_gib={root_volume_gib}: expected {ROOT_VOLUME_GIB.text}")
     return out
 
 
@@ -184,9 +177,9 @@ class EfaLaunchTemplate(Construct):
         *,
         security_groups: Sequence[ec2.ISecurityGroup],
         extra_security_groups: Sequence[ec2.ISecurityGroup] = (),
-        instance_type: str = "trn1.32xlarge",
+        instance_type: str = limits.DEFAULT_TRAINIUM_INSTANCE_TYPE,
         efa_interfaces: int | None = None,
-        root_volume_gib: int = 500,
+        root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB,
         placement_group: ec2.IPlacementGroup | None = None,
         capacity_reservation_id: str | None = None,
         capacity_block: bool = False,
@@ -319,12 +312,12 @@ class TrainiumNodeGroup(Construct):
         cluster: eks.ICluster,
         subnet: ec2.ISubnet,
         security_group: ec2.ISecurityGroup,
-        instance_type: str = "trn1.32xlarge",
-        min_size: int = 2,
-        desired_size: int = 2,
-        max_size: int = 2,
+        instance_type: str = limits.DEFAULT_TRAINIUM_INSTANCE_TYPE,
+        min_size: int = limits.DEFAULT_TRAINIUM_NODES,
+        desired_size: int = limits.DEFAULT_TRAINIUM_NODES,
+        max_size: int = limits.DEFAULT_TRAINIUM_NODES,
         efa_interfaces: int | None = None,
-        root_volume_gib: int = 500,
+        root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB,
         labels: Mapping[str, str] | None = None,
         node_role: iam.IRole | None = None,
         ssm_access: bool = True,
@@ -407,7 +400,7 @@ class TrainiumNodeGroup(Construct):
 
 def _size_problems(min_size: int, desired_size: int, max_size: int) -> list[str]:
     errors = []
-    if not 0 <= min_size <= desired_size <= max_size <= MAX_NODES or max_size < 1:
+    if not limits.node_counts_ok(min_size, desired_size, max_size, MAX_NODES):
         errors.append(
             f"min_size/desired_size/max_size={min_size}/{desired_size}/{max_size}: expected "
             f"0 <= min_size <= desired_size <= max_size <= {MAX_NODES} and max_size >= 1"

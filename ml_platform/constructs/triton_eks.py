@@ -20,6 +20,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct, IConstruct, IDependable
 
+from ml_platform import limits
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
@@ -138,12 +139,12 @@ class TritonOnEks(Construct):
         model_prefix: str | None = None,
         triton_version: str = DEFAULT_TRITON_VERSION,
         grpc: bool = False,
-        gpu_instance_type: str = "g5.2xlarge",
-        gpu_nodes: int = 1,
+        gpu_instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE,
+        gpu_nodes: int = limits.DEFAULT_GPU_NODES,
         subnets: ec2.SubnetSelection | None = None,
         node_labels: Mapping[str, str] | None = None,
         device_plugin: bool = True,
-        replicas: int = 1,
+        replicas: int = limits.DEFAULT_REPLICAS,
         namespace: str = "triton",
         service_account: str = "triton",
         gpu_node_group: bool = True,

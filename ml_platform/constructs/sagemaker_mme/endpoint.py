@@ -3,7 +3,6 @@ endpoint config and endpoint; scaling, alarms and grants come from their own mod
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from aws_cdk import Annotations, CustomResource, RemovalPolicy, Stack, Token
@@ -17,6 +16,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs.nag import acknowledge
 from ml_platform.constructs.sagemaker_mme.alarms import add_alarms, add_load_failure_filter
 from ml_platform.constructs.sagemaker_mme.grants import (
@@ -60,7 +60,7 @@ from ml_platform.triton.archive_names import ArchiveRef, parse_ref
 # instead of letting a running model fail on CUDA memory:
 # https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
 # https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
-DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 80
+DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT
 
 
 def model_load_environment(limit_percent: int) -> dict[str, str]:
@@ -72,7 +72,7 @@ def model_load_environment(limit_percent: int) -> dict[str, str]:
 
 
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
-ENDPOINT_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+ENDPOINT_NAME = limits.ENDPOINT_NAME.regex  # CreateEndpoint's EndpointName
 # The SageMaker Triton container's start script passes --log-verbose=true (a log line per
 # request) unless this variable is set, and then passes its value as --log-verbose:
 # https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
@@ -157,11 +157,11 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         endpoint_name: str,
         archives: Sequence[str | ArchiveRef],
         model_prefix: str | None = None,
-        instance_type: str = "ml.g4dn.4xlarge",
-        initial_instances: int = 1,
-        min_instances: int = 1,
-        max_instances: int = 2,
-        invocations_per_instance: int = 1000,
+        instance_type: str = limits.DEFAULT_ENDPOINT_INSTANCE_TYPE,
+        initial_instances: int = limits.DEFAULT_INITIAL_INSTANCES,
+        min_instances: int = limits.DEFAULT_MIN_INSTANCES,
+        max_instances: int = limits.DEFAULT_MAX_INSTANCES,
+        invocations_per_instance: int = limits.DEFAULT_INVOCATIONS_PER_INSTANCE,
         triton_version: str = DEFAULT_TRITON_VERSION,
         image_uri: str | None = None,
         role: iam.IRole | None = None,
@@ -278,8 +278,8 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 f"min_instances={min_instances}, initial_instances={initial_instances}, "
                 f"max_instances={max_instances}: expected 1 <= min <= initial <= max"
             )
-        if not Token.is_unresolved(endpoint_name) and not (
-            len(endpoint_name) <= 63 and ENDPOINT_NAME.fullmatch(endpoint_name)
+        if not Token.is_unresolved(endpoint_name) and not limits.ENDPOINT_NAME.matches(
+            endpoint_name
         ):
             errors.append(
                 f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
@@ -315,7 +315,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             problem = inference_ami_problem(triton_version, inference_ami_version)
             if problem:
                 errors.append(f"inference_ami_version={inference_ami_version!r}: {problem}")
-        if not 1 <= model_load_gpu_limit_percent <= 100:
+        if model_load_gpu_limit_percent not in limits.MODEL_LOAD_GPU_LIMIT_PERCENT:
             errors.append(
                 f"model_load_gpu_limit_percent={model_load_gpu_limit_percent}: expected 1 to 100 "
                 "(100: no limit)"
