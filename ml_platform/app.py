@@ -166,7 +166,7 @@ def _network_stack(app: cdk.App, settings: Settings, env: cdk.Environment) -> Ne
     # its resources (file system, its security groups and rules, bucket, registry), so it
     # needs no termination protection to keep the data; the Network stack then retains the
     # VPC and the subnet that still hold the file system's interfaces and groups
-    # (aws/aws-cdk#31521). README "Tear down" lists what is left and how to delete it.
+    # (aws/aws-cdk#31521). docs/runbook.md "Tear down" lists what is left and how to delete it.
     return NetworkStack(
         app,
         f"{settings.env.stack_prefix}-Network",

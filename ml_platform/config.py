@@ -130,9 +130,9 @@ RESERVED_QUEUES = ("default", "root")
 #: Settings that no longer exist, with what to do instead.
 REMOVED_SETTINGS = {
     "triton_on_eks.max_replicas": "Triton on EKS runs a fixed number of replicas (no "
-    'autoscaler, README "Serve the ensembles on EKS"); set triton_on_eks.replicas',
+    'autoscaler, docs/serving-eks.md "Sizing, not autoscaling"); set triton_on_eks.replicas',
     "triton_on_eks.max_gpu_nodes": "the GPU node group is sized by triton_on_eks.gpu_nodes "
-    '(nothing scales it, README "Serve the ensembles on EKS")',
+    '(nothing scales it, docs/serving-eks.md "Sizing, not autoscaling")',
 }
 
 

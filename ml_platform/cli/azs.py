@@ -381,8 +381,8 @@ def _print_access(admin_role: str | None, admin_note: str, cluster: dict[str, An
         print(f"cluster admin: none: {admin_note}")
     if cluster.get("endpoint_access", "private") == "private":
         print(
-            "API endpoint: private (reach it through Session Manager port forwarding, see the "
-            "README; --public-access-mine opens it to your address only)"
+            "API endpoint: private (reach it through Session Manager port forwarding, see "
+            "docs/security.md#cluster-access; --public-access-mine opens it to your address only)"
         )
     else:
         print(

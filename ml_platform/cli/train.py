@@ -18,7 +18,7 @@ in the foreground (its dependents first) and waits until the job, ``svc/<job>`` 
 documented pod names, and the resume from ``/data/output``, stay valid).
 
 Uses the Kubernetes API of the current kubeconfig context (``aws eks update-kubeconfig`` as in
-the README); ``--context`` picks another.
+docs/runbook.md); ``--context`` picks another.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.ht
   namespaces labelled :data:`TRITON_CLIENT_LABEL`, its metrics port only from the CloudWatch
   agent's namespace; egress DNS, HTTPS on public addresses (the archives from S3, through the
   gateway endpoint) and the EKS Pod Identity agent. A NetworkPolicy selects pods, not
-  containers: Triton's main container shares the init container's allowance (README,
-  residual risks).
+  containers: Triton's main container shares the init container's allowance (docs/security.md,
+  "Hardening defaults and residual risks").
 
 "HTTPS on public addresses" excludes every private, shared (100.64/10) and link-local block,
 so no pod reaches the Kubernetes API, the kubelets, other nodes or IMDS over it.

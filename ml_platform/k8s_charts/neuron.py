@@ -20,7 +20,7 @@ Narrower than the chart (issue review of the upstream defaults):
   only the annotations of pods on its own node; its ClusterRole alone allows updating any pod
   of the cluster.
 
-Residual risks (README, "Pod security"): the plugin runs as root (it creates its socket in
+Residual risks (docs/security.md, "Hardening defaults and residual risks"): the plugin runs as root (it creates its socket in
 the kubelet's root-owned device-plugin directory); ``nodes/proxy`` get, which the chart
 grants, reaches the kubelet API of every node, exec included (GET requests pass no admission
 policy, so only RBAC could narrow it, and node names are not known in advance). A second

@@ -197,8 +197,8 @@ class TritonChartProps:
             name the Pod Identity association binds.
         bucket_name / model_prefix: where the archives are.
         archives: the archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). triton_version: e.g. ``25.09``.
-        replicas: Triton replicas, fixed (no HorizontalPodAutoscaler: README "Serve the
-            ensembles on EKS" says why). region: for the AWS CLI.
+        replicas: Triton replicas, fixed (no HorizontalPodAutoscaler: docs/serving-eks.md,
+            "Sizing, not autoscaling", says why). region: for the AWS CLI.
         models: models Triton loads, ensembles first. Default (empty): those the built-in
             archives hold (``models_to_load(archives)``).
         grpc: serve Triton's gRPC endpoint (port 8001) too. Default ``False``: HTTP only, as

@@ -213,7 +213,7 @@ class GpuNodesStack(AcceleratorNodesStack):
             instance_type=triton.gpu_instance_type,
             nodes=triton.gpu_nodes,
             min_nodes=triton.min_gpu_nodes,
-            # Nothing grows the group (README "Serve the ensembles on EKS"): max = desired.
+            # Nothing grows the group (docs/serving-eks.md, "Sizing, not autoscaling"): max = desired.
             max_nodes=triton.gpu_nodes,
             ssm_access=self._ssm_access,
         )

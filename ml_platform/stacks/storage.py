@@ -112,7 +112,7 @@ class StorageStack(Stack):
                 f"{settings.fsx_throughput_per_tib} MB/s/TiB) for {lustre_readers} Trainium "
                 f"nodes; the Neuron sample provisions {LUSTRE_MBPS_PER_NODE} MB/s per node "
                 f"({needed} MB/s here). Dataset reads and checkpoints will wait on the file "
-                "system: raise the throughput tier or the capacity (README, 'Sizing FSx').",
+                "system: raise the throughput tier or the capacity (docs/training.md, 'Sizing FSx for more nodes').",
             )
         CfnOutput(
             self,

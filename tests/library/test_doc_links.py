@@ -11,10 +11,6 @@ import pytest
 
 from tests.support import ROOT
 
-# The settings reference is generated on another branch of issue 25; until that branch is
-# merged the README links to a page that is not here yet. Delete this entry after the merge.
-NOT_YET_MERGED = {"docs/configuration.md"}
-
 _FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.MULTILINE | re.DOTALL)
 _CODE_SPAN = re.compile(r"(`+)(?!`).*?(?<!`)\1(?!`)", re.DOTALL)
 _LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -54,10 +50,8 @@ def dead_links(page: Path, root: Path) -> list[str]:
         path, _, anchor = target.partition("#")
         where = f"{page.relative_to(root)}:{text.count(chr(10), 0, match.start()) + 1}"
         resolved = (page.parent / path).resolve() if path else page
-        name = resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else None
         if not resolved.exists():
-            if name not in NOT_YET_MERGED:
-                dead.append(f"{where}: {target!r}: no such file")
+            dead.append(f"{where}: {target!r}: no such file")
             continue
         if anchor and resolved.suffix == ".md":
             if anchor not in github_anchors(resolved.read_text(encoding="utf-8")):

@@ -161,7 +161,7 @@ def test_probes_ports_gpu_and_shared_memory(objects: dict[str, dict]) -> None:
 
 
 def test_service_pdb_and_no_autoscaler(objects: dict[str, dict]) -> None:
-    """Fixed replicas (README "Serve the ensembles on EKS": no metrics-server, no node
+    """Fixed replicas (docs/serving-eks.md "Sizing, not autoscaling": no metrics-server, no node
     autoscaler), replaced one at a time: a surge pod would find no free GPU."""
     service = objects["Service"]["spec"]
     assert service["type"] == "ClusterIP"
