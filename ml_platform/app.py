@@ -11,13 +11,14 @@ from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.config import CONTEXT_KEY, Settings
 from ml_platform.constructs.eks_cluster import as_icluster
+from ml_platform.constructs.model_upload import upload_role_name
 from ml_platform.stack_outputs import (
     TRAINING_CLUSTER_STACK,
     endpoint_groups,
     inference_stack_short,
 )
 from ml_platform.stacks.accelerators import AcceleratorNodesStack, GpuNodesStack, TrainiumNodesStack
-from ml_platform.stacks.inference import InferenceStack, upload_role_name
+from ml_platform.stacks.inference import InferenceStack
 from ml_platform.stacks.network import NetworkStack
 from ml_platform.stacks.storage import StorageStack
 from ml_platform.stacks.training_cluster import (

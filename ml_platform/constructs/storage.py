@@ -527,6 +527,10 @@ class LustreStorage(LustreStorageBase):
         connections: The ``ec2.Connections`` of that group. mount_name: The Lustre mount name.
     """
 
+    # Narrower than the base: a created file system is an L2 with its own client group.
+    file_system: fsx.LustreFileSystem
+    client_security_group: ec2.ISecurityGroup
+
     def __init__(
         self,
         scope: Construct,
@@ -632,9 +636,8 @@ class LustreStorage(LustreStorageBase):
 
     def _apply_removal_policy(self) -> None:
         """The file system's removal policy on its groups and every rule made in them."""
+        # Both groups exist before the first allow_client (the client group is made first).
         for group in (self.security_group, self.client_security_group):
-            if group is None:
-                continue
             for child in group.node.find_all():
                 if isinstance(child, CfnResource):
                     child.apply_removal_policy(self._removal_policy)
