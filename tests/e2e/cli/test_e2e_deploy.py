@@ -1,0 +1,272 @@
+"""End to end: the real CDK CLI deploys the app into a local moto server, then ``mlp`` runs.
+
+Nothing is mocked inside this process: ``moto_server`` runs as a subprocess on a free
+localhost port, the CDK CLI from ``node_modules`` bootstraps the environment and deploys
+``MlPlatform-Network``, ``MlPlatform-Storage`` and ``MlPlatform-Inference`` over HTTP
+(``AWS_ENDPOINT_URL=http://localhost:PORT``: S3 virtual-host names resolve under
+``localhost``, not under ``127.0.0.1``), and ``mlp`` runs as a subprocess against them.
+
+What moto 5.2.5 cannot do, and what that means here:
+
+* It cannot create EKS clusters, and it does not run Lambda-backed custom resources
+  (the kubectl provider behind ``add_cdk8s_chart``/``add_helm_chart``, ``BucketDeployment``'s
+  upload, the endpoint-scaling guard). So the training cluster and Triton on EKS are switched
+  off (``features.training_cluster``/``triton_on_eks`` = false), so is
+  ``inference.instance_type_changes`` (tests/unit/constructs/test_endpoint_scaling.py runs its
+  handler against moto's Application Auto Scaling instead), and no ``inference.upload_dir``
+  is set (``mlp models upload`` does the upload instead).
+* It has no CloudFormation support for ``AWS::FSx::FileSystem``: the resource is skipped
+  silently, the Storage stack still completes, and its ``FileSystemId`` output is absent.
+* Executing a change set does not refresh a stack's outputs or exports, so the Storage
+  stack could not import the Network stack's exports: deploy with ``--method=direct``
+  (CreateStack/UpdateStack).
+* ``AWS::SageMaker::Endpoint`` ignores the ``EndpointName`` property (the endpoint is named
+  after the stack and logical id), so ``mlp status`` without ``--endpoint`` reports the
+  configured name as not found, listing moto's name; the test then passes that name.
+* Its InvokeEndpoint returns queued canned bodies: the test queues a Triton JSON response.
+* Its ``AWS::KMS::Key`` drops a key that has ``Tags`` (the flow-log key has the project tag):
+  the server runs as ``tests/cli/moto_server_patched.py``, which fixes only that.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import boto3
+import numpy as np
+import pytest
+
+from ml_platform.config import deep_merge
+from tests.cli.support import ACCOUNT, REGION, REPO, triton_json_response
+
+pytestmark = pytest.mark.e2e
+
+CDK = REPO / "node_modules" / ".bin" / "cdk"
+PREFIX = "MlPlatform"
+STACKS = [f"{PREFIX}-Network", f"{PREFIX}-Storage", f"{PREFIX}-Inference"]
+# The CDK CLI must not reach the internet (notices, telemetry, version check).
+CDK_QUIET = {
+    "CDK_DISABLE_CLI_TELEMETRY": "true",
+    "CDK_DISABLE_VERSION_CHECK": "true",
+    "CI": "true",
+    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+}
+
+
+@pytest.fixture(scope="session")
+def cdk_cli() -> Path:
+    """The CDK CLI of node_modules; skips (before the server starts) when it cannot run."""
+    if shutil.which("node") is None:
+        pytest.skip(
+            "Node.js is not installed: the end-to-end deploy needs the CDK CLI "
+            "(run `make install`, or deselect with -m 'not e2e')"
+        )
+    if not (REPO / "node_modules" / "aws-cdk" / "package.json").is_file() or not CDK.exists():
+        pytest.skip(
+            "node_modules/aws-cdk is missing: run `npm ci` (or `make install`), "
+            "or deselect with -m 'not e2e'"
+        )
+    return CDK
+
+
+def _mlp() -> list[str]:
+    script = Path(sys.executable).with_name("mlp")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "ml_platform.cli"]
+
+
+def _run(argv: list, env: dict[str, str], cwd: Path, timeout: float = 120):
+    done = subprocess.run(
+        [str(a) for a in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    if done.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(map(str, argv))} exited {done.returncode}\n"
+            f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
+        )
+    return done
+
+
+def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
+    started = time.monotonic()
+    urllib.request.urlopen(
+        urllib.request.Request(f"{moto_server.url}/moto-api/reset", method="POST"), timeout=10
+    ).close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "CDK_"))}
+    env.update(CDK_QUIET)
+    env.update(
+        {
+            "AWS_ENDPOINT_URL": moto_server.url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            "AWS_CONFIG_FILE": str(tmp_path / "no-aws-config"),
+            "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "no-aws-credentials"),
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
+
+    # A project folder of its own: cdk.json with this repository's context, with the parts
+    # moto cannot create switched off. The CLI's -c replaces the whole `ml-platform` object,
+    # so it gets the complete deep-merged object too.
+    repo_context = json.loads((REPO / "cdk.json").read_text())["context"]
+    settings = deep_merge(
+        repo_context["ml-platform"],
+        {
+            "features": {"training_cluster": False, "triton_on_eks": False},
+            "inference": {"instance_type_changes": False},
+            # aws-cdk empties the default security group with a Lambda-backed custom resource.
+            "network": {"restrict_default_security_group": False},
+            # Default removal policy (retain): with "destroy" the buckets are emptied on
+            # deletion by aws-cdk's Lambda-backed custom resource, which moto does not run.
+        },
+    )
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "cdk.json").write_text(
+        json.dumps(
+            {
+                "app": f"{sys.executable} {REPO / 'app.py'}",
+                "context": {**repo_context, "ml-platform": settings},
+            },
+            indent=2,
+        )
+    )
+    empty = tmp_path / "bootstrap"
+    empty.mkdir()
+
+    _run([cdk_cli, "bootstrap", f"aws://{ACCOUNT}/{REGION}", "--no-notices"], env, empty)
+    _run(
+        [
+            cdk_cli,
+            "deploy",
+            *STACKS,
+            "--require-approval",
+            "never",
+            "--method=direct",
+            "--no-notices",
+            "--progress",
+            "events",
+            "--output",
+            tmp_path / "cdk.out",
+            "--outputs-file",
+            tmp_path / "outputs.json",
+            "-c",
+            f"ml-platform={json.dumps(settings)}",
+        ],
+        env,
+        project,
+    )
+    deployed = time.monotonic()
+
+    session = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
+    )
+
+    def client(service):
+        return session.client(service, endpoint_url=moto_server.url)
+
+    cloudformation = client("cloudformation")
+    for name in STACKS:
+        stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
+        assert stack["StackStatus"] == "CREATE_COMPLETE", name
+    outputs = json.loads((tmp_path / "outputs.json").read_text())
+    bucket = outputs[f"{PREFIX}-Storage"]["ModelBucketName"]
+    assert outputs[f"{PREFIX}-Storage"]["ModelPrefix"] == "models/"
+    assert outputs[f"{PREFIX}-Inference"]["TritonEnsemblesName"] == "triton-ensembles"
+
+    sagemaker = client("sagemaker")
+    (model,) = sagemaker.list_models()["Models"]
+    container = sagemaker.describe_model(ModelName=model["ModelName"])["PrimaryContainer"]
+    assert container["Mode"] == "MultiModel"
+    assert container["ModelDataUrl"] == f"s3://{bucket}/models/"
+    assert container["Image"].endswith("/sagemaker-tritonserver:25.09-py3")
+    (endpoint,) = sagemaker.list_endpoints()["Endpoints"]
+    name = endpoint["EndpointName"]
+    assert endpoint["EndpointStatus"] == "InService"
+
+    mlp = [*_mlp(), "--cdk-json", project / "cdk.json"]
+    upload = _run([*mlp, "models", "upload", archives.folder], env, project)
+    assert f"s3://{bucket}/models/{archives.text.name}  (uploaded)" in upload.stdout
+    listing = client("s3").list_objects_v2(Bucket=bucket, Prefix="models/")
+    assert sorted(o["Key"] for o in listing["Contents"]) == sorted(
+        [f"models/{archives.image.name}", f"models/{archives.text.name}"]
+    )
+
+    # moto names the endpoint itself (see the module docstring): the error says so.
+    missing = subprocess.run(
+        [*map(str, mlp), "status"], cwd=project, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert missing.returncode == 1
+    assert missing.stderr.strip() == (
+        f"mlp: error: endpoint 'triton-ensembles' not found in {REGION} (endpoints there: {name})"
+    )
+    report = json.loads(_run([*mlp, "status", "--endpoint", name, "--json"], env, project).stdout)
+    (status,) = report["endpoints"]
+    assert status["status"] == "InService"
+    assert status["variants"] == [
+        {
+            "name": "AllTraffic",
+            "instance_type": "ml.g4dn.4xlarge",
+            "current_instances": 1,
+            "desired_instances": 1,
+        }
+    ]
+
+    vector = np.full((1, 384), 1 / np.sqrt(384), dtype=np.float32)
+    body = triton_json_response("finaloutput", vector)
+    queued = json.dumps(
+        {
+            "region": REGION,
+            "results": [
+                {
+                    "Body": body,
+                    "ContentType": f"application/vnd.sagemaker-triton.binary+json;json-header-size={len(body)}",
+                    "InvokedProductionVariant": "AllTraffic",
+                    "CustomAttributes": "",
+                }
+            ],
+        }
+    ).encode()
+    urllib.request.urlopen(
+        urllib.request.Request(
+            f"{moto_server.url}/moto-api/static/sagemaker/endpoint-results",
+            data=queued,
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        ),
+        timeout=10,
+    ).close()
+    # The ONNX text archive was uploaded (the endpoint's default names the T4 plan's).
+    text_model = archives.text.name.split("-v")[0]
+    invoked = json.loads(
+        _run(
+            [
+                *mlp,
+                "invoke",
+                "--endpoint",
+                name,
+                "--model",
+                text_model,
+                "--text",
+                "hello",
+                "--json",
+            ],
+            env,
+            project,
+        ).stdout
+    )
+    assert invoked["target_model"] == archives.text.name  # the newest model_trt_python
+    assert invoked["embeddings"][0]["dimension"] == 384
+    assert invoked["embeddings"][0]["norm"] == pytest.approx(1.0, abs=1e-5)
+
+    total = time.monotonic() - started
+    # Reported, not asserted: wall time on a shared 2-core machine says little about the code.
+    print(f"e2e: bootstrap+deploy {deployed - started:.1f} s, total {total:.1f} s")

@@ -1,0 +1,207 @@
+"""Triton on EKS inside TrainingClusterStack: GPU nodes, Pod Identity, charts, and the switch."""
+
+from __future__ import annotations
+
+import re
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_s3 as s3
+from aws_cdk.assertions import Match
+from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
+
+from ml_platform.app import new_app
+from ml_platform.constructs.triton_eks import TritonOnEks
+from tests.cluster.manifests import all_objects
+from tests.support import SynthesizedPlatform, synthesize
+from tests.triton_eks.support import server_argv
+
+
+@pytest.fixture(scope="module")
+def without_triton(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.no-triton"),
+        {"features": {"triton_on_eks": False}},
+        nag=False,
+    )
+
+
+def triton_objects(template: dict) -> dict[tuple[str, str], dict]:
+    return {
+        (o["kind"], o["metadata"]["name"]): o
+        for o in all_objects(template)
+        if o["metadata"].get("namespace") == "triton"
+        or o["metadata"]["name"] in ("triton", "nvidia-device-plugin")
+    }
+
+
+def test_gpu_node_group(synth: SynthesizedPlatform) -> None:
+    synth.template("GpuNodes").has_resource_properties(
+        "AWS::EKS::Nodegroup",
+        {
+            "AmiType": "AL2023_x86_64_NVIDIA",
+            "InstanceTypes": ["g5.2xlarge"],
+            "Labels": {"ml-platform/node-role": "gpu"},
+            "Taints": [{"Key": "nvidia.com/gpu", "Value": "true", "Effect": "NO_SCHEDULE"}],
+            # Nothing grows the group (no node autoscaler): its maximum is its size.
+            "ScalingConfig": {"MinSize": 1, "DesiredSize": 1, "MaxSize": 1},
+            "LaunchTemplate": Match.object_like({}),
+        },
+    )
+
+
+def test_pod_identity_role_reads_only_the_model_prefix(synth: SynthesizedPlatform) -> None:
+    t = synth.template("TrainingCluster")
+    template = synth.template_json("TrainingCluster")
+    (association_id,) = [
+        k
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::EKS::PodIdentityAssociation"
+        and r["Properties"]["ServiceAccount"] == "triton"
+    ]
+    association = template["Resources"][association_id]["Properties"]
+    assert association["Namespace"] == "triton"
+    role_id = association["RoleArn"]["Fn::GetAtt"][0]
+    role = template["Resources"][role_id]["Properties"]
+    principal = role["AssumeRolePolicyDocument"]["Statement"][0]
+    assert principal["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+    assert sorted(principal["Action"]) == ["sts:AssumeRole", "sts:TagSession"]
+    policies = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in r["Properties"]["Roles"]
+    ]
+    (policy,) = policies
+    get, listing = policy["PolicyDocument"]["Statement"]
+    assert get["Action"] == "s3:GetObject"
+    assert get["Resource"]["Fn::Join"][1][-1] == "/models/*"
+    # Listing, for logical archive names resolved at pod start: the prefix only.
+    assert listing["Action"] == "s3:ListBucket"
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["models/*"]}}
+    t.has_output("ClusterName", Match.any_value())
+
+
+def test_charts_are_applied_with_exactly_the_configured_archives(
+    synth: SynthesizedPlatform,
+) -> None:
+    objects = triton_objects(synth.template_json("TrainingCluster"))
+    assert {k for k in objects} >= {
+        ("Namespace", "triton"),
+        ("ServiceAccount", "triton"),
+        ("Deployment", "triton"),
+        ("Service", "triton"),
+        ("PodDisruptionBudget", "triton"),
+        ("DaemonSet", "nvidia-device-plugin"),
+    }
+    pod = objects[("Deployment", "triton")]["spec"]["template"]["spec"]
+    fetch = pod["initContainers"][0]["command"][2]
+    archives = synth.platform.settings.triton_on_eks.archives
+    # Logical names (the default): each listed under its own key prefix, newest copied.
+    prefixes = re.findall(r"--prefix (\S+) ", fetch)
+    assert prefixes == [f"models/{a}-v" for a in archives]
+    assert "--model-control-mode=none" in server_argv(pod["containers"][0])
+    assert pod["containers"][0]["image"].endswith(
+        f":{synth.platform.settings.inference.triton_version}-py3"
+    )
+
+
+def test_switch_off_removes_gpu_nodes_plugin_and_triton(
+    synth: SynthesizedPlatform, without_triton: SynthesizedPlatform
+) -> None:
+    on, off = (
+        synth.template_json("TrainingCluster"),
+        without_triton.template_json("TrainingCluster"),
+    )
+    # The GPU node group has a stack of its own, which the switch removes.
+    assert synth.platform.gpu_nodes is not None and without_triton.platform.gpu_nodes is None
+    assert not (without_triton.outdir / f"{synth.stack_name('GpuNodes')}.template.json").exists()
+    assert triton_objects(on) and not triton_objects(off)
+
+    def service_accounts(t):
+        return [
+            r["Properties"]["ServiceAccount"]
+            for r in t["Resources"].values()
+            if r["Type"] == "AWS::EKS::PodIdentityAssociation"
+        ]
+
+    assert "triton" in service_accounts(on) and "triton" not in service_accounts(off)
+    assert without_triton.platform.training_cluster.triton is None
+
+
+def _cluster_and_bucket():
+    """A stack with an eks_v2 cluster (no Auto Mode, kubectl layer 1.35) and an imported
+    model bucket, for TritonOnEks built outside the platform."""
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    cluster = eks.Cluster(
+        stack,
+        "Cluster",
+        vpc=vpc,
+        version=eks.KubernetesVersion.V1_35,
+        default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
+        default_capacity=0,
+        kubectl_provider_options=eks.KubectlProviderOptions(
+            kubectl_layer=KubectlV35Layer(stack, "Kubectl")
+        ),
+    )
+    return stack, cluster, s3.Bucket.from_bucket_name(stack, "B", "models")
+
+
+def test_construct_reports_every_bad_prop_at_once() -> None:
+    stack, cluster, bucket = _cluster_and_bucket()
+    with pytest.raises(ValueError) as info:
+        TritonOnEks(
+            stack,
+            "Triton",
+            cluster=cluster,
+            bucket=bucket,
+            archives=["custom"],
+            gpu_instance_type="p5.48xlarge",
+            gpu_nodes=0,
+            replicas=0,
+            pod_identity_agent=None,
+            namespace="Bad_Namespace",
+        )
+    message = str(info.value)
+    for expected in (
+        "gpu_instance_type='p5.48xlarge'",
+        "gpu_nodes=0: expected at least 1",
+        "replicas=0",
+        "'custom'",
+        "models=None",
+        "namespace='Bad_Namespace'",
+    ):
+        assert expected in message
+
+
+def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
+    stack, cluster, bucket = _cluster_and_bucket()
+
+    def warnings(triton_version: str) -> list[str]:
+        triton = TritonOnEks(
+            stack,
+            f"Triton{triton_version.replace('.', '')}",
+            cluster=cluster,
+            bucket=bucket,
+            archives=["model_onnx_python"],
+            pod_identity_agent=None,
+            namespace=f"triton-{triton_version.replace('.', '-')}",
+            device_plugin=False,
+            gpu_node_group=False,
+            triton_version=triton_version,
+        )
+        # The release's warning (the images' tag-only warning is tests/unit/test_image_pins').
+        return [
+            str(e.data)
+            for e in triton.node.metadata
+            if e.type == "aws:cdk:warning" and "imagePinnedByTagOnly" not in str(e.data)
+        ]
+
+    assert warnings("25.09") == []
+    (warning,) = warnings("24.09")
+    assert "CVE-2025-23319, CVE-2025-23320, CVE-2025-23334" in warning
+    assert "[ack: ml-platform:triton-unpatched-release]" in warning
