@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install install-dev triton-env lock synth test lint typecheck schema bench bench-models image cost docs check-core clean
+.PHONY: install install-dev triton-env lock synth test test-unit lint typecheck schema bench bench-models image cost docs check-core clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -59,6 +59,10 @@ triton-env: $(TRITON_VENV)/.installed
 ## Run the whole test suite (two workers: the tests are CPU-bound and CI has two cores).
 test: install-dev triton-env
 	$(PY) -m pytest -n 2 --dist worksteal
+
+## The quick loop: only tests/unit (one module each; no Triton server, torchrun or moto server).
+test-unit: install-dev
+	$(PY) -m pytest tests/unit -n 2 --dist worksteal
 
 ## ruff (the rule set and its reasons are in pyproject.toml) and the formatter's check.
 lint: install-dev

@@ -51,7 +51,7 @@ from tests.triton.support import (
     write_artifacts,
 )
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SERVER_ENV = Path(os.environ.get("MLP_TRITON_ENV", REPO / ".venv-triton"))
 BATCHES = {
     "batch of five": [

@@ -109,7 +109,7 @@ def test_mlp_models_package_checks_against_the_settings_release(
 ) -> None:
     from ml_platform.config import settings_from_cdk_json
 
-    cdk_json = Path(__file__).resolve().parents[2] / "cdk.json"
+    cdk_json = Path(__file__).resolve().parents[3] / "cdk.json"
     release = settings_from_cdk_json(str(cdk_json)).inference.triton_version
     artifacts = write_artifacts(tmp_path / "a")
     out = tmp_path / "out"

@@ -25,7 +25,7 @@ from ml_platform.k8s_charts.triton import RESTRICTED_APIS, server_command
 
 # `make test` builds this venv (`make triton-env`): PyTriton's numpy < 2 keeps it apart.
 SERVER_ENV = Path(
-    os.environ.get("MLP_TRITON_ENV", Path(__file__).resolve().parents[2] / ".venv-triton")
+    os.environ.get("MLP_TRITON_ENV", Path(__file__).resolve().parents[3] / ".venv-triton")
 )
 
 

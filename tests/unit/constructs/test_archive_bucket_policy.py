@@ -212,8 +212,8 @@ def test_destroy_keeps_the_empty_on_delete_handler_able_to_delete() -> None:
 
 def test_the_app_names_the_admin_role_and_the_upload_role(tmp_path: Path) -> None:
     """Defaults: cluster.admin_role_arn, plus the deploy-time upload's role with upload_dir."""
-    from tests.inference.test_upload_dir import _archive
     from tests.support import synthesize
+    from tests.unit.stacks.test_upload_dir import _archive
 
     folder = tmp_path / "archives"
     folder.mkdir()

@@ -376,7 +376,7 @@ def test_package_import_stays_light() -> None:
         capture_output=True,
         text=True,
         check=True,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=Path(__file__).resolve().parents[3],
     )
     assert result.stdout.strip() == "[]"
 

@@ -57,10 +57,10 @@ def test_init_containers_fetch_exactly_the_configured_archives(objects: dict[str
     assert keys[1] == "key=models/model_onnx_python-v0123abcd.tar.gz"
     assert "--prefix models/model_tf_dali-v " in script
     # Size and recorded SHA-256 are read first, the download is pinned to that object and
-    # verified (tests/triton_eks/test_archive_fetch.py runs the script against moto).
+    # verified (tests/e2e/k8s_charts/test_archive_fetch.py runs the script against moto).
     assert script.count("aws s3api head-object") == 2
     assert script.count("--if-match") == 2 and script.count("sha256sum -c") == 2
-    # python3 -I -c <archive_safety.py> DEST ARCHIVE... (tests/platform/test_archive_safety.py
+    # python3 -I -c <archive_safety.py> DEST ARCHIVE... (tests/unit/triton/test_archive_safety.py
     # runs this command on real and malicious archives)
     assert unpack["command"][:3] == ["python3", "-I", "-c"]
     assert unpack["command"][4:] == [

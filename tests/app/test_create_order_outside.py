@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from tests.app.conftest import Outside
 from tests.create_order import walk
-from tests.library.conftest import Outside
 
 
 def test_outside_app_creates_nothing_before_its_rules(outside: Outside) -> None:

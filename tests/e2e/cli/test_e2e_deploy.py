@@ -12,7 +12,7 @@ What moto 5.2.5 cannot do, and what that means here:
   (the kubectl provider behind ``add_cdk8s_chart``/``add_helm_chart``, ``BucketDeployment``'s
   upload, the endpoint-scaling guard). So the training cluster and Triton on EKS are switched
   off (``features.training_cluster``/``triton_on_eks`` = false), so is
-  ``inference.instance_type_changes`` (tests/inference/test_endpoint_scaling.py runs its
+  ``inference.instance_type_changes`` (tests/unit/constructs/test_endpoint_scaling.py runs its
   handler against moto's Application Auto Scaling instead), and no ``inference.upload_dir``
   is set (``mlp models upload`` does the upload instead).
 * It has no CloudFormation support for ``AWS::FSx::FileSystem``: the resource is skipped

@@ -57,7 +57,8 @@ def copies(synth: SynthesizedPlatform) -> dict[str, list[dict[str, Any]]]:
 
 def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
     # Charts of Triton on EKS (features.triton_on_eks, on by default), applied in the
-    # TritonOnEks construct's own scope; tests/triton_eks checks them.
+    # TritonOnEks construct's own scope; test_triton_charts.py and
+    # tests/unit/constructs/test_triton_on_eks_stack.py check them.
     triton = {k for k in deployed if k.startswith("Triton")}
     assert len(triton) == 2
     assert (
@@ -234,7 +235,7 @@ def test_neuron_plugin(deployed) -> None:
     paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
     assert paths == {
         "device-plugin": "/var/lib/kubelet/device-plugins",
-        "infa-map": "/run/infa-map.json",  # not all of /run: tests/cluster/test_neuron_policy.py
+        "infa-map": "/run/infa-map.json",  # not all of /run: test_neuron_policy.py beside this file
         "aws-config": "/opt/aws",
     }
     (container,) = pod["containers"]

@@ -1,7 +1,7 @@
 """Pod Security Admission: every namespace the platform creates carries its level's labels,
 and every pod the platform emits (cluster charts, Triton, the NVIDIA plugin, the TorchX-rendered
 training jobs and the other workload manifests) passes the level of its namespace, checked by
-the Pod Security Standards rules in tests/platform/pss.py."""
+the Pod Security Standards rules in tests/app/pss.py."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from ml_platform.k8s_charts.names import (
     pod_security_labels,
 )
 from ml_platform.versions import KUBERNETES_VERSIONS
-from tests.platform import pss
-from tests.platform.test_least_privilege import _pods, emitted_objects
+from tests.app import pss
+from tests.app.test_least_privilege import _pods, emitted_objects
 
 # kube-system is not the platform's: Kubernetes creates it without Pod Security labels, which
 # leaves it privileged (https://kubernetes.io/docs/concepts/security/pod-security-admission/,

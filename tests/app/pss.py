@@ -4,7 +4,7 @@ Kubernetes v1.34, the version the platform's namespace labels pin), over pod spe
 dicts (camelCase, as the manifests hold them).
 
 No PSS checker is packaged for Python; this one names each control as that page does, and
-tests/platform/test_pod_security.py proves each rule fires on a pod that breaks it.
+tests/app/test_pod_security.py proves each rule fires on a pod that breaks it.
 """
 
 from __future__ import annotations

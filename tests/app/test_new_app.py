@@ -12,7 +12,7 @@ import re
 import tokenize
 from pathlib import Path
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 # cdk.App(...), aws_cdk.App(...), or App imported from aws_cdk (cdk8s.App is another library).
 PLAIN_APP = re.compile(r"\b(?:cdk|aws_cdk)\.App\(|from aws_cdk import [^\n]*\bApp\b")
 

@@ -32,7 +32,7 @@ def sentence_model():
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
     """Print what the local Triton server ran for real, as stand-ins, or not at all
-    (recorded by tests/triton/test_local_server.py; works across xdist workers)."""
+    (recorded by tests/e2e/triton/test_local_server.py; works across xdist workers)."""
     lines = []
     for reports in terminalreporter.stats.values():
         for report in reports:

@@ -32,7 +32,7 @@ from ml_platform.pricing.assembly import read_assembly, template_in_memory
 from ml_platform.pricing.refresh import Query, rebuild
 from ml_platform.pricing.table import EC2, FSX_LUSTRE_PERSISTENT2, SAGEMAKER_HOSTING
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = PriceTable.load()
 
 

@@ -9,8 +9,8 @@ import shlex
 
 import aws_cdk as cdk
 
+from tests.app.conftest import Outside
 from tests.cluster.manifests import manifests_by_id
-from tests.library.conftest import Outside
 from tests.monitoring.documented_metrics import dashboard_bodies, problems, render
 from tests.triton_eks.support import server_argv
 

@@ -92,7 +92,7 @@ def test_cluster_kubectl_layer_and_addons_are_1_34(k8s134: SynthesizedPlatform) 
 
 def test_cfn_lint_finds_nothing(k8s134: SynthesizedPlatform, synth: SynthesizedPlatform) -> None:
     """Only the TrainingCluster template depends on the Kubernetes version: the other stacks
-    equal the default synthesis's (linted in tests/platform), so only it is linted here."""
+    equal the default synthesis's (linted in tests/app), so only it is linted here."""
     others = ("Network", "Storage", "TrainiumNodes", "GpuNodes")
     for short in others:
         assert normalized(k8s134.template_json(short)) == normalized(synth.template_json(short))
@@ -117,7 +117,7 @@ def test_every_manifest_validates_against_kubernetes_1_34(k8s134: SynthesizedPla
     checked = 0
     for obj in objects:
         if obj["apiVersion"].startswith(CRD_GROUPS):
-            continue  # tests/cluster and tests/training check these against Volcano's CRDs
+            continue  # tests/unit/{k8s_charts,training} check these against Volcano's CRDs
         kubernetes_validate.validate(obj, "1.34.0", strict=True)
         checked += 1
     # Storage 3, Neuron plugin 8 (with its 2 ValidatingAdmissionPolicies and bindings), EFA plugin

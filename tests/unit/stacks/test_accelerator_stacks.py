@@ -7,8 +7,8 @@ import json
 import pytest
 
 from ml_platform.config import Settings, SettingsError
-from tests.cluster.conftest import CAPACITY_BLOCK
 from tests.support import SynthesizedPlatform
+from tests.unit.conftest import CAPACITY_BLOCK
 
 NODE_STACKS = {"TrainiumNodes": "AL2023_x86_64_NEURON", "GpuNodes": "AL2023_x86_64_NVIDIA"}
 

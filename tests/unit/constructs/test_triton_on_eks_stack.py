@@ -195,7 +195,7 @@ def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
             gpu_node_group=False,
             triton_version=triton_version,
         )
-        # The release's warning (the images' tag-only warning is tests/cluster/test_image_pins').
+        # The release's warning (the images' tag-only warning is tests/unit/test_image_pins').
         return [
             str(e.data)
             for e in triton.node.metadata
