@@ -46,7 +46,7 @@ cost: install
 
 ## The local Triton server (release 24.10, SageMaker front end, CPU) in .venv-triton: its
 ## numpy < 2 conflicts with the project venv's numpy 2. Its Python must be a shared-library
-## build (the Python backend stub links libpython); tests/triton/test_local_server.py uses it.
+## build (the Python backend stub links libpython); tests/e2e/triton/test_local_server.py uses it.
 TRITON_VENV := .venv-triton
 $(TRITON_VENV)/.installed: requirements-triton.lock
 	rm -rf $(TRITON_VENV)
@@ -115,7 +115,7 @@ check-core: install-dev
 
 ## Re-lock: every *.lock from its *.txt with the sha256 of each file pip may install
 ## (pip-compile --generate-hashes, in .venv-lock; needs the package index). Run after editing
-## a requirements*.txt; tests/platform/test_requirement_locks.py fails until then.
+## a requirements*.txt; tests/app/test_requirement_locks.py fails until then.
 LOCK_VENV := .venv-lock
 LOCKS := requirements.lock requirements-dev.lock requirements-scan.lock requirements-triton.lock
 $(LOCK_VENV)/.installed: requirements-lock.txt

@@ -5,7 +5,7 @@ requirements-core.txt) can refuse a region name that does not exist instead of f
 deploy time. The list is botocore's partition data (``botocore/data/endpoints.json``, the
 ``partitions[].regions`` objects) at the botocore version pinned in requirements.txt:
 https://github.com/boto/botocore/blob/1.44.8/botocore/data/endpoints.json
-``tests/platform/test_regions.py`` holds it equal to the installed botocore's data, so a
+``tests/unit/test_regions.py`` holds it equal to the installed botocore's data, so a
 botocore upgrade that adds a region fails the suite until the region is added here.
 """
 

@@ -114,7 +114,7 @@ def encoder_max_seq_len(folder: str | Path) -> tuple[int, str] | None:
     and the token embeddings passed to ``postprocess`` (FP32 ``[max_seq_len, hidden]`` per
     sentence) with the length; shorter ones truncate long text (all-MiniLM-L6-v2 at 128
     word pieces instead of 256 drops to cosine ~0.92 against its own embedding on a
-    190-word-piece text: ``tests/triton/test_embedding.py``).
+    190-word-piece text: ``tests/unit/triton/test_embedding.py``).
     """
     base = Path(folder)
     for name, key in MAX_SEQ_LEN_SOURCES:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 #: CloudWatch Logs filter pattern of the load-failure metric: the quoted phrase matches log
 #: events that contain it, case-sensitively (CloudWatch Logs user guide, "Filter pattern syntax
 #: for metric filters": https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/FilterAndPatternSyntax.html).
-#: tests/triton/test_local_server.py matches it against a real server's failed loads.
+#: tests/e2e/triton/test_local_server.py matches it against a real server's failed loads.
 LOAD_FAILURE_PATTERN = '"failed to load"'
 
 

@@ -30,7 +30,7 @@ So this file uses only the DALI Python API that every supported container's DALI
 oldest is DALI 1.31 (Triton 23.12-24.03; file ``DALI_VERSION`` of dali_backend ``r23.12``),
 24.09 has 1.39.0, the default release 25.09 has DALI 1.51.2 (``r25.09``), 26.05 has 2.1.0
 (``ml_platform.sagemaker_images.TRITON_RELEASES``). The operators and keyword arguments used
-here are pinned in ``tests/triton/test_dali_pipeline.py``.
+here are pinned in ``tests/unit/triton/test_dali_pipeline.py``.
 
 The backend creates the pipeline from the serialized bytes with the model's
 ``max_batch_size`` and the instance's device (``device_id=None`` here keeps serialization
@@ -38,7 +38,7 @@ free of a GPU). The external source is named like the model input (``DALI_INPUT_
 backend names the outputs ``DALI_OUTPUT_<i>`` in order.
 """
 
-# Only the DALI API of the oldest supported containers (tests/triton/test_dali_pipeline.py);
+# Only the DALI API of the oldest supported containers (tests/unit/triton/test_dali_pipeline.py);
 # `nvidia.dali` for the annotations. `types` has RGB, FLOAT and INTERP_LINEAR from a compiled
 # module (`from nvidia.dali.backend_impl.types import *`) that mypy cannot read.
 import nvidia.dali
