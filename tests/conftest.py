@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 # jsii prints an end-of-life banner on Node 20; tests run on Node 20.
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
@@ -29,3 +30,14 @@ def settings() -> Settings:
 def synth(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
     """The whole app with cdk.json's settings and cdk-nag on, synthesized once."""
     return synthesize(tmp_path_factory.mktemp("cdk.out"))
+
+
+_E2E = Path(__file__).resolve().parent / "e2e"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e/ carries the ``e2e`` marker: ``-m 'not e2e'`` (or
+    ``make test-unit``) leaves out the real servers, the moto deploy and torchrun."""
+    for item in items:
+        if item.path.is_relative_to(_E2E):
+            item.add_marker(pytest.mark.e2e)
