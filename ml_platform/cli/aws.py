@@ -9,7 +9,7 @@ import argparse
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import boto3
@@ -20,6 +20,14 @@ if TYPE_CHECKING:
 def doc_summary(doc: str | None) -> str:
     """First paragraph of a module docstring, as plain text for ``--help``."""
     return (doc or "").split("\n\n")[0].replace("``", "")
+
+
+class Subcommands(Protocol):
+    """What a command's ``add_parser`` uses of ``ArgumentParser.add_subparsers()``: its
+    ``add_parser``. (``argparse._SubParsersAction`` is generic only in typeshed, not at run
+    time, so the API reference could not evaluate an annotation with it.)"""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 class CliError(Exception):

@@ -34,7 +34,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 from ml_platform.instances import TRAINIUM_INSTANCES
 
 MAX_AZS = 3
@@ -42,9 +42,7 @@ CHECKIP_URL = "https://checkip.amazonaws.com"
 """AWS's own what-is-my-address service: the caller's public IPv4 address and a newline."""
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "azs",
         parents=parents,

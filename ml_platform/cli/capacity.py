@@ -28,12 +28,10 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "capacity",
         parents=parents,

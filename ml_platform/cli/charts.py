@@ -31,7 +31,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 
 CHARTS_DIR = ".charts"
 TIMEOUT = 60
@@ -46,9 +46,7 @@ def volcano_chart_dir(project: Path) -> Path:
     return project / CHARTS_DIR / f"{VOLCANO_HELM_CHART}-{VOLCANO_HELM_CHART_VERSION}"
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     charts = sub.add_parser(
         "charts",
         help="fetch and verify the Helm charts the platform ships",

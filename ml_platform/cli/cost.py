@@ -16,15 +16,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 
 if TYPE_CHECKING:
     from ml_platform.pricing.estimate import MultiModelComparison, StackEstimate
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "cost",
         parents=parents,

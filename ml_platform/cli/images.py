@@ -33,7 +33,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ml_platform.cli.aws import CliError, Context, doc_summary, error_message, one_line
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary, error_message, one_line
 from ml_platform.image_pins import DIGEST, PUBLIC_DIGESTS, ImageReference
 
 # Where each public registry's API is (Docker Hub's is not at its image-name host).
@@ -51,9 +51,7 @@ _CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
 TIMEOUT = 30
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     images = sub.add_parser(
         "images",
         help="list the images the platform pulls; resolve their tags to digests",

@@ -22,6 +22,7 @@ from ml_platform.cli.aws import (
     CliError,
     Context,
     EndpointNotFound,
+    Subcommands,
     doc_summary,
     error_code,
     error_message,
@@ -86,7 +87,7 @@ def triton_address(text: str) -> str:
 
 
 def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    sub: Subcommands,
     parents: list[argparse.ArgumentParser],
 ) -> None:
     p = sub.add_parser(

@@ -20,12 +20,10 @@ from ml_platform.cli.archives import (
     referenced_by,
     settings_references,
 )
-from ml_platform.cli.aws import Context, doc_summary
+from ml_platform.cli.aws import Context, Subcommands, doc_summary
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "list",
         parents=parents,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ml_platform.cli.archives import version_archive
-from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 from ml_platform.sagemaker_images import TRITON_VERSIONS
 from ml_platform.triton.targets import GPU_TARGETS
 
@@ -28,9 +28,7 @@ ENCODER_FORMATS = {".onnx": "onnx", ".plan": "tensorrt"}
 MAX_SEQ_LEN = 512
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     from ml_platform.triton.releases import NUMPY2_FIRST_RELEASE, STUB_PYTHON
 
     stub_pythons = ", ".join(f"{python} from {first}" for first, python in STUB_PYTHON)

@@ -25,7 +25,7 @@ from ml_platform.cli.archives import (
     referenced_by,
     settings_references,
 )
-from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 from ml_platform.triton.archive_names import ArchiveRef, parse_key, parse_ref
 
 #: How long a version must have been superseded before it is retired without --force: a
@@ -38,9 +38,7 @@ from ml_platform.triton.archive_names import ArchiveRef, parse_key, parse_ref
 DEFAULT_MIN_SUPERSEDED_HOURS = 24.0
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "retire",
         parents=parents,

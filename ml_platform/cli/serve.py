@@ -19,7 +19,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 
 if TYPE_CHECKING:
     from ml_platform.triton.standins import Prepared
@@ -28,9 +28,7 @@ STATE_FILE = ".mlp-local-triton.json"
 ENV_VARIABLE = "MLP_TRITON_ENV"
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve",
         parents=parents,

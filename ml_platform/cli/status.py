@@ -20,6 +20,7 @@ from ml_platform.cli.aws import (
     Context,
     EndpointNotFound,
     StackNotFound,
+    Subcommands,
     doc_summary,
     error_code,
     error_message,
@@ -46,9 +47,7 @@ METRICS = (
 )
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "status",
         parents=parents,

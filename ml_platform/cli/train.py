@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ml_platform.cli.aws import CliError, Context, doc_summary
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 
 VOLCANO_GROUP = "batch.volcano.sh"
 VOLCANO_VERSION = "v1alpha1"
@@ -39,9 +39,7 @@ POLL_S = 2.0
 DEFAULT_TIMEOUT_S = 300
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "train",
         parents=parents,

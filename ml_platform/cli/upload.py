@@ -32,7 +32,7 @@ from ml_platform.cli.archives import (
     sha256_file,
     version_of_digest,
 )
-from ml_platform.cli.aws import CliError, Context, doc_summary, error_code, one_line
+from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary, error_code, one_line
 from ml_platform.triton.archive_names import parse_key
 
 DEFAULT_CONCURRENCY = 16
@@ -97,9 +97,7 @@ def gpu_target_problems(path: Path, settings: Any) -> list[str]:
     return problems + serving_problems(path.name, gpu, settings)
 
 
-def add_parser(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: list[argparse.ArgumentParser]
-) -> None:
+def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "upload",
         parents=parents,

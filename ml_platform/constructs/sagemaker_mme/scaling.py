@@ -4,7 +4,8 @@ target-tracking policy, registered around instance-type changes when asked
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aws_cdk import CustomResource, Duration, Tags
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -23,7 +24,8 @@ SCALE_IN_COOLDOWN = Duration.minutes(10)  # loading models on a new instance is 
 SCALE_OUT_COOLDOWN = Duration.minutes(2)
 
 
-class EndpointScaling(NamedTuple):
+@dataclass(frozen=True)
+class EndpointScaling:
     """What :func:`add_scaling` made: the target, and the custom resources that deregister it
     before an instance-type change and register it (with the policy) after (``None`` without
     ``instance_type_changes``)."""
