@@ -64,7 +64,7 @@ def add_latency(events, seconds: float) -> None:
 
 def package(folder: Path, count: int, tag: str) -> tuple[list[Path], float]:
     from ml_platform.cli.archives import version_archive
-    from tests.cli.support import ENSEMBLE, MODEL  # the CLI tests' minimal valid ensemble
+    from tests.helpers.cli import ENSEMBLE, MODEL  # the CLI tests' minimal valid ensemble
 
     folder.mkdir(parents=True)
     started = time.perf_counter()

@@ -1,6 +1,6 @@
 """A local moto server as a subprocess, for the CLI tests' fixture and ``make bench-models``.
 
-It runs :mod:`tests.cli.moto_server_patched` (``moto.server`` with one moto bug fixed) from
+It runs :mod:`tests.helpers.moto_server_patched` (``moto.server`` with one moto bug fixed) from
 the repository root, on a free port of 127.0.0.1, with no ``AWS_*`` variable of the caller.
 """
 
@@ -38,7 +38,15 @@ def moto_server(
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.cli.moto_server_patched", "-H", HOST, "-p", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "tests.helpers.moto_server_patched",
+                "-H",
+                HOST,
+                "-p",
+                str(port),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,

@@ -12,7 +12,7 @@ import pytest
 from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.app import new_app
-from tests.library import outside_app
+from tests.helpers import outside_app
 from tests.support import synth_collecting_nag
 
 

@@ -265,7 +265,7 @@ def test_system_namespaces_get_allow_all_policies_before_their_pods(
     """Strict mode gives a pod no policy selects no traffic: kube-system, volcano-system and
     amazon-cloudwatch get allow-all policies (standard mode's behaviour for them), applied
     before CoreDNS, the FSx and CloudWatch add-ons, Volcano and the device plugins."""
-    from tests.cluster.manifests import manifests_by_id
+    from tests.helpers.manifests import manifests_by_id
 
     template = synth.template_json("TrainingCluster")["Resources"]
     manifests = manifests_by_id(synth.template_json("TrainingCluster"))

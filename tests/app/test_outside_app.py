@@ -1,6 +1,6 @@
 """Point 1 of issue #12: the constructs compose in an app that is not this repository's.
 
-One synthesis of tests/library/outside_app.py (session fixture) with cdk-nag attached."""
+One synthesis of tests/helpers/outside_app.py (session fixture) with cdk-nag attached."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import shlex
 import aws_cdk as cdk
 
 from tests.app.conftest import Outside
-from tests.cluster.manifests import manifests_by_id
-from tests.monitoring.documented_metrics import dashboard_bodies, problems, render
-from tests.triton_eks.support import server_argv
+from tests.helpers.documented_metrics import dashboard_bodies, problems, render
+from tests.helpers.manifests import manifests_by_id
+from tests.helpers.triton_eks_support import server_argv
 
 # Construct paths that belong to the platform's constructs (the rest is the user's own).
 OURS = (

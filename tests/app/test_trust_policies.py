@@ -1,6 +1,6 @@
 """Every service role the platform synthesizes trusts its service only for this account (and
 resource) where the service supports source conditions, or is listed with why not
-(tests/platform/trust.py); the conditions change no stateful identity."""
+(tests/helpers/trust.py); the conditions change no stateful identity."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
 from ml_platform.constructs.eks_cluster import TrainingEksCluster
-from tests.platform.trust import (
+from tests.helpers.trust import (
     ACCOUNT,
     CONDITIONED,
     REGION,

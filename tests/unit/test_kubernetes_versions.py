@@ -22,7 +22,7 @@ from ml_platform.config import Settings, SettingsError
 from ml_platform.constructs import eks_cluster
 from ml_platform.k8s_charts.workloads import build_workload_manifests
 from ml_platform.versions import EKS_ADDON_VERSIONS, KUBERNETES_VERSIONS
-from tests.cluster.manifests import manifests_by_id
+from tests.helpers.manifests import manifests_by_id
 from tests.support import ROOT, SynthesizedPlatform, normalized, synthesize
 
 # Kubernetes 1.34 add-on builds, EKS user guide tables ("Manage kube-proxy", "Manage CoreDNS").

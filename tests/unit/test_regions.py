@@ -10,7 +10,7 @@ import botocore
 import botocore.session
 
 from ml_platform.regions import DNS_SUFFIXES, REGIONS, SOURCE_BOTOCORE_VERSION, partition_of
-from tests.cli.support import REPO
+from tests.helpers.cli import REPO
 
 
 def test_the_list_is_botocores_partitions_regions():

@@ -364,7 +364,7 @@ def test_upload_dir_refuses_unversioned_names_and_versions_that_are_not_the_cont
     tmp_path: Path,
 ) -> None:
     from ml_platform.cli.archives import version_archive
-    from tests.cli.support import ENSEMBLE, MODEL, write_tar
+    from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     files = {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL}
     good = version_archive(write_tar(tmp_path / "model_good.tar.gz", files))[0]

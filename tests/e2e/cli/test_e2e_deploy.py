@@ -25,7 +25,7 @@ What moto 5.2.5 cannot do, and what that means here:
   configured name as not found, listing moto's name; the test then passes that name.
 * Its InvokeEndpoint returns queued canned bodies: the test queues a Triton JSON response.
 * Its ``AWS::KMS::Key`` drops a key that has ``Tags`` (the flow-log key has the project tag):
-  the server runs as ``tests/cli/moto_server_patched.py``, which fixes only that.
+  the server runs as ``tests/helpers/moto_server_patched.py``, which fixes only that.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import numpy as np
 import pytest
 
 from ml_platform.config import deep_merge
-from tests.cli.support import ACCOUNT, REGION, REPO, triton_json_response
+from tests.helpers.cli import ACCOUNT, REGION, REPO, triton_json_response
 
 pytestmark = pytest.mark.e2e
 

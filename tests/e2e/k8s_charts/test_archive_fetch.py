@@ -58,7 +58,7 @@ def cloud(tmp_path_factory: pytest.TempPathFactory):
 
 
 def archive(tmp_path: Path, name: str = "a") -> bytes:
-    from tests.cli.support import ENSEMBLE, MODEL, write_tar
+    from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     path = tmp_path / f"{name}.tar.gz"
     write_tar(path, {"ensemble/config.pbtxt": ENSEMBLE, f"encoder_{name}/config.pbtxt": MODEL})

@@ -42,7 +42,7 @@ from ml_platform.triton.local_server import (
 )
 from ml_platform.triton.pbtxt import read_pbtxt
 from ml_platform.triton.standins import Mode, Prepared, prepare
-from tests.triton.support import (
+from tests.helpers.triton_support import (
     dali_on_cpu,
     encode_image,
     inception_reference,

@@ -11,7 +11,7 @@ import pytest
 
 from ml_platform.cli.main import main
 from tests import local_moto
-from tests.cli.support import REPO, build_archives, isolate_aws
+from tests.helpers.cli import REPO, build_archives, isolate_aws
 
 
 @pytest.fixture

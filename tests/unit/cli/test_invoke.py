@@ -20,7 +20,7 @@ from tritonclient.utils import deserialize_bytes_tensor
 
 from ml_platform.cli import invoke
 from ml_platform.cli.aws import Context
-from tests.cli.support import (
+from tests.helpers.cli import (
     create_storage_stack,
     triton_binary_response,
     triton_json_response,

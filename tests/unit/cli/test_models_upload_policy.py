@@ -26,7 +26,7 @@ from botocore.exceptions import ClientError
 from ml_platform.app import new_app
 from ml_platform.cli.archives import version_archive
 from ml_platform.constructs.storage import ModelArtifactBucket
-from tests.cli.support import ENSEMBLE, MODEL, create_storage_stack, write_tar, write_versioned
+from tests.helpers.cli import ENSEMBLE, MODEL, create_storage_stack, write_tar, write_versioned
 from tests.s3_policy import denied
 from tests.unit.constructs.test_archive_bucket_policy import BUCKET_ARN, bucket_policy
 

@@ -16,7 +16,7 @@ from ml_platform.cli.main import build_parser
 from ml_platform.triton import image_ensemble, text_ensemble
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
 from ml_platform.triton.targets import GPU_TARGETS
-from tests.cli.support import REPO, write_inputs
+from tests.helpers.cli import REPO, write_inputs
 
 # The README and every page of docs/ (docs/api/ is pdoc's HTML, not committed).
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.monitoring.documented_metrics import (
+from tests.helpers.documented_metrics import (
     DOCUMENTED,
     all_metrics,
     dashboard_bodies,

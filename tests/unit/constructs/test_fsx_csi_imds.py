@@ -9,7 +9,7 @@ from __future__ import annotations
 from ml_platform.constructs.addons import FSX_CSI_SERVICE_ACCOUNT
 from ml_platform.constructs.eks_cluster import IMDS_HOP_LIMIT
 from ml_platform.k8s_charts.fsx_storage import FSX_CSI_DRIVER
-from tests.cluster.manifests import all_objects
+from tests.helpers.manifests import all_objects
 from tests.support import SynthesizedPlatform
 
 

@@ -15,9 +15,9 @@ from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
 from ml_platform.app import new_app
 from ml_platform.constructs.triton_eks import TritonOnEks
-from tests.cluster.manifests import all_objects
+from tests.helpers.manifests import all_objects
+from tests.helpers.triton_eks_support import server_argv
 from tests.support import SynthesizedPlatform, synthesize
-from tests.triton_eks.support import server_argv
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from ml_platform.versions import (
     VOLCANO_HELM_CHART_VERSION,
     efa_device_plugin_image,
 )
-from tests.cluster.manifests import (
+from tests.helpers.manifests import (
     FILE_SYSTEM_DNS,
     FILE_SYSTEM_ID,
     FILE_SYSTEM_MOUNT,

@@ -10,7 +10,7 @@ import pytest
 
 from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps, models_to_load
-from tests.triton_eks.support import server_argv
+from tests.helpers.triton_eks_support import server_argv
 
 PROPS = TritonChartProps(
     bucket_name="models-bucket",

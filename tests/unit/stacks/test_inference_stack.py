@@ -367,7 +367,7 @@ def _inference_stack(upload_dir: str | None):
 
 def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> None:
     from ml_platform.cli.archives import version_archive
-    from tests.cli.support import ENSEMBLE, MODEL, write_tar
+    from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     version_archive(
         write_tar(
@@ -389,7 +389,7 @@ def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> N
 def test_upload_dir_with_a_broken_ensemble_fails_synthesis(tmp_path) -> None:
     """The settings check every archive (once per synth; the stack does not check again)."""
     from ml_platform.config import Settings, SettingsError
-    from tests.cli.support import ENSEMBLE, MODEL, write_tar
+    from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     write_tar(
         tmp_path / "model_broken.tar.gz",

@@ -100,7 +100,7 @@ def _sampled(scaled: SynthesizedPlatform, name: str, template: dict) -> dict:
 
 
 def test_one_dashboard_per_stack_holds_every_endpoint(scaled: SynthesizedPlatform) -> None:
-    from tests.monitoring.documented_metrics import dashboard_bodies, problems
+    from tests.helpers.documented_metrics import dashboard_bodies, problems
 
     for name, template in _inference_templates(scaled).items():
         (body,) = dashboard_bodies(template).values()

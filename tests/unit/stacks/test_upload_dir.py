@@ -24,7 +24,7 @@ from ml_platform.stacks.inference import (
 
 def _archive(folder: Path, name: str) -> Path:
     from ml_platform.cli.archives import version_archive
-    from tests.cli.support import ENSEMBLE, MODEL, write_tar
+    from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     path = folder / name
     write_tar(path, {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL})
@@ -96,7 +96,7 @@ def test_the_asset_is_named_by_content_not_rehashed(nagged, tmp_path: Path) -> N
 
 def test_upload_dir_roles_are_conditioned_or_listed(nagged) -> None:
     """The BucketDeployment role exists only with upload_dir: walked like the app's roles."""
-    from tests.platform.trust import UNCONDITIONED, trust_problems
+    from tests.helpers.trust import UNCONDITIONED, trust_problems
 
     _, outdir, _ = nagged
     template = json.loads((outdir / "Inference.template.json").read_text())

@@ -16,7 +16,7 @@ from ml_platform.triton import (
     find_ensemble_problems,
     write_repository,
 )
-from tests.triton.support import t, tiny_ensemble, tiny_models, tiny_steps
+from tests.helpers.triton_support import t, tiny_ensemble, tiny_models, tiny_steps
 
 
 def problems_of(ensemble: EnsembleSpec) -> tuple[str, ...]:

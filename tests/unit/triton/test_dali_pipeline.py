@@ -26,14 +26,14 @@ import ml_platform
 from ml_platform.cli.main import main
 from ml_platform.triton import TensorFormat, dali_pipeline_source
 from ml_platform.triton.ensembles import DALI_PIPELINE_SOURCE
-from tests.triton.support import (
+from tests.helpers.triton_support import (
     dali_on_cpu,
     encode_image,
     load_pipeline_module,
     tiny_inception,
 )
-from tests.triton.support import inception_reference as reference
-from tests.triton.support import pattern_image as _pattern
+from tests.helpers.triton_support import inception_reference as reference
+from tests.helpers.triton_support import pattern_image as _pattern
 
 SIZE = 299
 ONE_LEVEL = 1 / 127.5  # one 8-bit grey level in the [-1, 1] output

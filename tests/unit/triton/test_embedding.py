@@ -22,7 +22,7 @@ from google.protobuf import json_format
 
 from ml_platform.triton import EncoderFormat, EnsembleSpec, text_ensemble, write_repository
 from ml_platform.triton.pbtxt import to_model_config
-from tests.triton.support import MINILM_DIR
+from tests.helpers.triton_support import MINILM_DIR
 
 SENTENCES = [
     "A man is playing a guitar on the street.",

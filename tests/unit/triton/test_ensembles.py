@@ -24,7 +24,7 @@ from ml_platform.triton import (
 from ml_platform.triton.ensembles import EXECUTION_ENV_PARAMETER
 from ml_platform.triton.export_onnx import TRTEXEC_COMMAND, trtexec_command
 from ml_platform.triton.pooling import mean_pool_normalize
-from tests.triton.support import (
+from tests.helpers.triton_support import (
     MINILM_DIR,
     Artifacts,
     tiny_inception,

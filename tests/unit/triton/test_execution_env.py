@@ -13,7 +13,7 @@ from ml_platform.sagemaker_images import TRITON_VERSIONS
 from ml_platform.triton import EncoderFormat, text_ensemble
 from ml_platform.triton.execution_env import execution_env_problems
 from ml_platform.triton.releases import numpy_pin, stub_accepts_numpy2, stub_python
-from tests.triton.support import MINILM_DIR, fake_conda_pack, write_artifacts
+from tests.helpers.triton_support import MINILM_DIR, fake_conda_pack, write_artifacts
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from ml_platform.triton.ensembles import (
     POOLING_SOURCE,
     WORDPIECE_SOURCE,
 )
-from tests.triton.support import (
+from tests.helpers.triton_support import (
     FAKE_ONNX,
     FAKE_PLAN,
     LABELS,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ml_platform.triton import image_ensemble, text_ensemble
-from tests.triton.support import MINILM_DIR, write_artifacts
+from tests.helpers.triton_support import MINILM_DIR, write_artifacts
 
 ALLOWED = {"numpy", "triton_python_backend_utils"} | set(sys.stdlib_module_names)
 DYNAMIC = {"import_module", "__import__"}

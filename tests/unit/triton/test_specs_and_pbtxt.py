@@ -20,7 +20,7 @@ from ml_platform.triton import (
     to_model_config,
     to_pbtxt,
 )
-from tests.triton.support import t, tiny_ensemble, tiny_models
+from tests.helpers.triton_support import t, tiny_ensemble, tiny_models
 
 
 def test_model_config_fields() -> None:

@@ -11,7 +11,7 @@ from ml_platform.cli.main import main as mlp
 from ml_platform.triton.archive_safety import extract_archive
 from ml_platform.triton.pbtxt import read_pbtxt
 from ml_platform.triton.standins import ARTIFACT_PARAMETER, STANDIN_ASSETS, Mode, prepare
-from tests.triton.support import write_artifacts
+from tests.helpers.triton_support import write_artifacts
 
 
 @pytest.fixture(scope="module")

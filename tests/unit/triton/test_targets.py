@@ -19,7 +19,7 @@ from ml_platform.sagemaker_images import (
 from ml_platform.triton import package, text_ensemble
 from ml_platform.triton.repository import archive_gpu_target
 from ml_platform.triton.targets import archive_gpu, logical_name, serving_problems
-from tests.triton.support import MINILM_DIR, write_artifacts
+from tests.helpers.triton_support import MINILM_DIR, write_artifacts
 
 
 def settings(**values) -> Settings:

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ml_platform.triton.wordpiece import WordPieceTokenizer
-from tests.triton.support import MINILM_DIR
+from tests.helpers.triton_support import MINILM_DIR
 
 CORPUS_SIZE = 1_200
 SEED = 20261201

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ml_platform.triton import image_ensemble, package, text_ensemble
-from tests.triton.support import tiny_inception
+from tests.helpers.triton_support import tiny_inception
 
 REPO = Path(__file__).resolve().parents[2]
 

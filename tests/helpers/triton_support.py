@@ -169,7 +169,7 @@ def tiny_inception(
     return model.SerializeToString()
 
 
-# The image ensemble's CPU reference (tests/triton/test_dali_pipeline.py and the local server).
+# The image ensemble's CPU reference (tests/unit/triton/test_dali_pipeline.py and the local server).
 INCEPTION_SIZE = 299
 
 

@@ -1,5 +1,5 @@
 """Which trust policies of the platform carry source conditions, and which service roles go
-without one, each with why and the public AWS page that says so (tests/platform/
+without one, each with why and the public AWS page that says so (tests/app/
 test_trust_policies.py and the upload_dir test walk every role against this)."""
 
 from __future__ import annotations
@@ -227,7 +227,7 @@ def trust_problems(stack: str, template: dict[str, Any]) -> tuple[list[str], set
         if entry is None:
             problems.append(
                 f"{stack}/{logical_id} ({service}): no source condition and not listed with a "
-                "reason in tests/platform/trust.py"
+                "reason in tests/helpers/trust.py"
             )
         elif condition:
             problems.append(f"{stack}/{logical_id}: listed as unconditioned but has {condition!r}")

@@ -1,1 +1,0 @@
-"""Tests of the Triton model-repository builder (ml_platform.triton)."""
