@@ -47,7 +47,7 @@ from ml_platform.limits import (
     Pattern,
     Rule,
 )
-from ml_platform.regions import REGIONS, partition_of, region_problem
+from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
     DEFAULT_TRITON_VERSION,
@@ -1028,11 +1028,8 @@ class Settings(Section):
     @property
     def training_image_uri(self) -> str:
         """URI of the training image in this platform's ECR repository."""
-        suffix = ".cn" if self.env.region.startswith("cn-") else ""
-        return (
-            f"{self.env.account}.dkr.ecr.{self.env.region}.amazonaws.com{suffix}/"
-            f"{self.training.image_repository}:{self.training.image_tag}"
-        )
+        registry = ecr_registry(self.env.account, self.env.region)
+        return f"{registry}/{self.training.image_repository}:{self.training.image_tag}"
 
     @property
     def availability_zones_context_key(self) -> str:

@@ -105,6 +105,15 @@ def partition_of(region: str) -> str:
     return "aws"
 
 
+def ecr_registry(account: str, region: str) -> str:
+    """Host of the ECR registry of ``account`` in ``region``: ``dkr.ecr.<region>.`` and the
+    partition's domain, e.g. ``123456789012.dkr.ecr.us-west-2.amazonaws.com`` or
+    ``...dkr.ecr.cn-north-1.amazonaws.com.cn``
+    (https://docs.aws.amazon.com/general/latest/gr/ecr.html,
+    https://docs.amazonaws.cn/en_us/aws/latest/userguide/endpoints-Beijing.html)."""
+    return f"{account}.dkr.ecr.{region}.{DNS_SUFFIXES[partition_of(region)]}"
+
+
 def region_problem(key: str, region: str) -> str | None:
     """Why ``region`` (setting or flag ``key``) is not a known AWS region, or ``None``."""
     if region in REGIONS:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ml_platform.regions import ecr_registry
+
 TRITON_REPOSITORY = "sagemaker-tritonserver"
 _MAIN = "763104351884"  # most commercial regions
 # Region -> account of the Triton image, as the SDK lists it for 23.12 to 24.09 (the same
@@ -152,11 +154,8 @@ def triton_image_uri(region: str, version: str = DEFAULT_TRITON_VERSION) -> str:
     """URI of SageMaker's GPU Triton image for ``region`` and ``version``."""
     if version not in TRITON_VERSIONS:
         raise ValueError(f"version={version!r}: expected one of {list(TRITON_VERSIONS)}")
-    suffix = ".cn" if region.startswith("cn-") else ""
-    return (
-        f"{triton_account(region, version)}.dkr.ecr.{region}.amazonaws.com{suffix}/"
-        f"{TRITON_REPOSITORY}:{version}-py3"
-    )
+    registry = ecr_registry(triton_account(region, version), region)
+    return f"{registry}/{TRITON_REPOSITORY}:{version}-py3"
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ pin before raising it, e.g. ``aws eks describe-addon-versions --addon-name cored
 
 from __future__ import annotations
 
+from ml_platform.regions import ecr_registry
+
 # --- EKS managed add-ons, per Kubernetes minor version --------------------------------------
 # The Kubernetes versions the platform supports: every one that Volcano VOLCANO_HELM_CHART_VERSION
 # supports (1.34 and 1.35 for v1.15.1; not 1.36) and that has add-on pins here and a kubectl
@@ -140,9 +142,7 @@ def addon_version(addon_name: str, kubernetes_version: str) -> str | None:
 def eks_registry(region: str) -> str:
     """Host of the regional Amazon EKS image registry, e.g.
     ``602401143452.dkr.ecr.us-west-2.amazonaws.com``."""
-    account = EKS_REGISTRY_ACCOUNTS.get(region, DEFAULT_EKS_REGISTRY_ACCOUNT)
-    suffix = ".cn" if region.startswith("cn-") else ""
-    return f"{account}.dkr.ecr.{region}.amazonaws.com{suffix}"
+    return ecr_registry(EKS_REGISTRY_ACCOUNTS.get(region, DEFAULT_EKS_REGISTRY_ACCOUNT), region)
 
 
 def efa_device_plugin_image(region: str) -> str:

@@ -42,3 +42,34 @@ def test_settings_do_not_import_botocore():
         [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_every_ecr_registry_host_takes_its_partitions_domain() -> None:
+    from ml_platform.config import Settings
+    from ml_platform.regions import ecr_registry
+    from ml_platform.sagemaker_images import triton_image_uri
+    from ml_platform.versions import eks_registry
+
+    assert (
+        ecr_registry("111122223333", "us-west-2") == "111122223333.dkr.ecr.us-west-2.amazonaws.com"
+    )
+    assert ecr_registry("1", "cn-north-1") == "1.dkr.ecr.cn-north-1.amazonaws.com.cn"
+    assert ecr_registry("1", "us-gov-west-1") == "1.dkr.ecr.us-gov-west-1.amazonaws.com"
+    assert ecr_registry("1", "us-iso-east-1") == "1.dkr.ecr.us-iso-east-1.c2s.ic.gov"
+    # The three registries the platform names (EKS's, SageMaker's Triton, the training
+    # image's) all take the host from it.
+    for region, domain in (("us-west-2", "amazonaws.com"), ("cn-north-1", "amazonaws.com.cn")):
+        host = f".dkr.ecr.{region}.{domain}"
+        assert eks_registry(region).endswith(host)
+        assert triton_image_uri(region, "24.09").split("/")[0].endswith(host)
+        settings = Settings.from_context(
+            {
+                "env": {"account": "111122223333", "region": region},
+                "network": {
+                    "availability_zones": [f"{region}a", f"{region}b"],
+                    "trainium_az": f"{region}b",
+                },
+                "features": {"inference": False},
+            }
+        )
+        assert settings.training_image_uri.startswith(f"111122223333{host}/")
