@@ -426,12 +426,18 @@ def _delete_provider_role_arn(scope: Construct) -> str:
     return Token.as_string(role.get_att("Arn"))
 
 
+def model_prefix_problems(model_prefix: str) -> list[str]:
+    """The settings' rule for the archives' prefix (:data:`ml_platform.limits.MODEL_PREFIX`),
+    worded with the construct prop's name: what each construct that takes a prefix checks."""
+    if limits.model_prefix_ok(model_prefix):
+        return []
+    return [f"model_prefix={model_prefix!r}: {limits.MODEL_PREFIX.message}"]
+
+
 def _check_prefix(scope: Construct, model_prefix: str) -> None:
-    if not model_prefix.endswith("/") or model_prefix.startswith("/"):
-        raise ValueError(
-            f"{scope.node.path}: model_prefix={model_prefix!r}: expected a relative prefix "
-            "ending in '/'"
-        )
+    problems = model_prefix_problems(model_prefix)
+    if problems:
+        raise ValueError(f"{scope.node.path}: {problems[0]}")
 
 
 class LustreStorageBase(Construct):

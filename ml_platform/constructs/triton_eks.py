@@ -28,6 +28,7 @@ from ml_platform.constructs.storage import (
     ModelArtifactBucket,
     ModelArtifactBucketBase,
     archive_prefix,
+    model_prefix_problems,
 )
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.instances import EKS_GPU_INSTANCES
@@ -258,10 +259,7 @@ class TritonOnEks(Construct):
         clashes = sorted({m for m in load if load.count(m) > 1})
         if clashes:
             errors.append(f"models: {clashes} appear more than once")
-        if not model_prefix.endswith("/") or model_prefix.startswith("/"):
-            errors.append(
-                f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'"
-            )
+        errors += model_prefix_problems(model_prefix)
         for prop, value in (("namespace", namespace), ("service_account", service_account)):
             problem = _dns_label_problem(value)
             if problem:

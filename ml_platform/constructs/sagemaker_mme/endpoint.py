@@ -37,6 +37,7 @@ from ml_platform.constructs.storage import (
     ModelArtifactBucket,
     ModelArtifactBucketBase,
     archive_prefix,
+    model_prefix_problems,
 )
 from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
 from ml_platform.sagemaker_images import (
@@ -296,10 +297,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         duplicates = sorted({str(r) for r in refs if refs.count(r) > 1})
         if duplicates:
             errors.append(f"archives: {duplicates} given more than once")
-        if not model_prefix.endswith("/") or model_prefix.startswith("/"):
-            errors.append(
-                f"model_prefix={model_prefix!r}: expected a relative prefix ending in '/'"
-            )
+        errors += model_prefix_problems(model_prefix)
         if image_uri is None and Token.is_unresolved(region):
             errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
         elif image_uri is None:

@@ -283,3 +283,42 @@ def test_the_device_plugin_is_shared_per_cluster_across_stacks_not_across_apps()
     third = TritonOnEks(stack2, "C", cluster=cluster2, bucket=bucket2, namespace="c", **common)
     assert third.device_plugin is not first.device_plugin
     assert third.device_plugin is not None
+
+
+@pytest.mark.parametrize(
+    "prefix", ["/models/", "models", "a/../", "a//", "mo dels/", "x" * 512 + "/"]
+)
+def test_every_construct_taking_a_prefix_applies_the_settings_rule(prefix: str) -> None:
+    """The bucket, the endpoint and TritonOnEks refuse what inference.model_prefix refuses
+    (limits.MODEL_PREFIX): before, they only checked a leading and a trailing '/'."""
+
+    from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+    from ml_platform.constructs.storage import ModelArtifactBucket
+    from ml_platform.limits import MODEL_PREFIX
+
+    assert MODEL_PREFIX.problems("inference.model_prefix", prefix)
+    stack, cluster, bucket = _cluster_and_bucket()
+    expected = re.escape(f"model_prefix={prefix!r}: {MODEL_PREFIX.message}")
+    with pytest.raises(ValueError, match=expected):
+        ModelArtifactBucket(stack, "Models", model_prefix=prefix)
+    with pytest.raises(ValueError, match=expected):
+        TritonMultiModelEndpoint(
+            stack,
+            "Endpoint",
+            bucket=s3.Bucket.from_bucket_name(stack, "Team", "team"),
+            model_prefix=prefix,
+            endpoint_name="e",
+            archives=["model_tf_dali"],
+        )
+    with pytest.raises(ValueError, match=expected):
+        TritonOnEks(
+            stack,
+            "Triton",
+            cluster=cluster,
+            bucket=bucket,
+            model_prefix=prefix,
+            archives=["model_onnx_python"],
+            pod_identity_agent=None,
+            device_plugin=False,
+            gpu_node_group=False,
+        )
