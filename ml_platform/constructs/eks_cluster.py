@@ -54,10 +54,14 @@ from ml_platform.constructs.storage import RETAIN
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
 
-ENDPOINT_ACCESS = {
-    "public_and_private": eks.EndpointAccess.PUBLIC_AND_PRIVATE,
-    "private": eks.EndpointAccess.PRIVATE,
-}
+# The names are the settings' (limits.ENDPOINT_ACCESS), each mapped to its EKS value.
+ENDPOINT_ACCESS = dict(
+    zip(
+        limits.ENDPOINT_ACCESS,
+        (eks.EndpointAccess.PUBLIC_AND_PRIVATE, eks.EndpointAccess.PRIVATE),
+        strict=True,
+    )
+)
 KUBECTL_LAYERS = {
     "1.34": ("aws_cdk.lambda_layer_kubectl_v34", "KubectlV34Layer"),
     "1.35": ("aws_cdk.lambda_layer_kubectl_v35", "KubectlV35Layer"),
