@@ -206,26 +206,21 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
         return [
             f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"
         ]
-    from ml_platform.triton.archive_names import content_version, parse_key
+    from ml_platform.triton.archive_names import (
+        content_version,
+        unversioned_name_problem,
+        version_mismatch_problem,
+    )
     from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
 
     out = []
     for archive in archives:
-        # The name and content-version rule of `mlp models upload`: an archive on S3 is never
-        # overwritten, so its key must carry its content's version.
-        named = parse_key(archive.name)
-        if named is None:
-            out.append(
-                f"{key} = {upload_dir!r}: {archive.name}: not a versioned archive name: "
-                "expected <logical>-v<8 hex digits>.tar.gz, as `mlp models package` "
-                "names it"
-            )
-        elif named.version != (actual := content_version(archive)):
-            out.append(
-                f"{key} = {upload_dir!r}: {archive.name}: named version "
-                f"{named.version}, but its content is version {actual} (repackage it "
-                "with mlp models package)"
-            )
+        # The name and content-version rules of `mlp models upload`.
+        problem = unversioned_name_problem(archive.name) or version_mismatch_problem(
+            archive.name, content_version(archive)
+        )
+        if problem:
+            out.append(f"{key} = {upload_dir!r}: {archive.name}: {problem}")
         try:
             check_archive(archive)
         except ArchiveSafetyError as error:

@@ -33,7 +33,11 @@ from ml_platform.cli.archives import (
     version_of_digest,
 )
 from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary, error_code, one_line
-from ml_platform.triton.archive_names import parse_key
+from ml_platform.triton.archive_names import (
+    parse_key,
+    unversioned_name_problem,
+    version_mismatch_problem,
+)
 
 DEFAULT_CONCURRENCY = 16
 MAX_CONCURRENCY = 128
@@ -74,13 +78,8 @@ def check_archive(path: Path, extra: tuple[Callable[[Path], list[str]], ...] = (
 
 def version_problems(path: Path, digest: str) -> list[str]:
     """A versioned name whose version is not its content's (``digest``, hex SHA-256)."""
-    named = parse_key(path.name)
-    if named is not None and named.version != version_of_digest(digest):
-        return [
-            f"named version {named.version}, but its content is version "
-            f"{version_of_digest(digest)} (repackage it with mlp models package)"
-        ]
-    return []
+    problem = version_mismatch_problem(path.name, version_of_digest(digest))
+    return [problem] if problem else []
 
 
 def _identity(stat: os.stat_result) -> tuple[int, ...]:
@@ -144,11 +143,9 @@ def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
     for name in duplicate_names(a.name for a in archives):
         problems.append(f"{name}: given more than once (archives share one prefix)")
     for archive in archives:
-        if parse_key(archive.name) is None:
-            problems.append(
-                f"{archive}: not a versioned archive name: expected "
-                "<logical>-v<8 hex digits>.tar.gz, as `mlp models package` names it"
-            )
+        problem = unversioned_name_problem(archive.name)
+        if problem:
+            problems.append(f"{archive}: {problem}")
     return archives, problems
 
 

@@ -109,6 +109,28 @@ def parse_key(key: str) -> ArchiveRef | None:
     return ArchiveRef(match["logical"], match["version"]) if match else None
 
 
+def unversioned_name_problem(name: str) -> str | None:
+    """Why an archive file or key ``name`` cannot be uploaded under its own name, or ``None``:
+    an archive on S3 is never overwritten, so its name must carry its content's version."""
+    if parse_key(name) is not None:
+        return None
+    return (
+        "not a versioned archive name: expected <logical>-v<8 hex digits>.tar.gz, as "
+        "`mlp models package` names it"
+    )
+
+
+def version_mismatch_problem(name: str, version: str) -> str | None:
+    """Why a versioned ``name`` does not fit content of ``version``, or ``None``."""
+    named = parse_key(name)
+    if named is None or named.version == version:
+        return None
+    return (
+        f"named version {named.version}, but its content is version {version} (repackage it "
+        "with mlp models package)"
+    )
+
+
 def versioned_key(logical: str, version: str) -> str:
     """``<logical>-<version>.tar.gz``, checking both parts."""
     problem = logical_problem(logical)
