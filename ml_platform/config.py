@@ -44,7 +44,6 @@ from ml_platform.limits import (
     Check,
     Each,
     OneOf,
-    Pattern,
     Rule,
 )
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
@@ -78,55 +77,6 @@ that ``mlp azs`` (which rewrites the ``ml-platform`` object there) leaves it alo
 set in ``images.digests`` win over it."""
 
 REMOVAL_POLICIES = ("retain", "destroy")
-_ACCOUNT = Pattern(re.compile(r"[0-9]{12}"), "a 12-digit AWS account id")
-_STACK_PREFIX = Pattern(
-    re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}"),
-    "letters and digits, starting with a letter, at most 41 characters",
-)
-_NAME = Pattern(re.compile(r"[a-z][a-z0-9-]{0,39}"), "lower-case letters, digits and '-'")
-_ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
-_PRINCIPAL_ARN = Pattern(
-    re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"),
-    "an IAM role or user ARN (arn:aws:iam::<account>:role/<name> or ...:user/<name>)",
-)
-_K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-# The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
-# it cannot parse fails deep in jsii. Group 3 holds the capability letters ('g': Graviton).
-_INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")
-_IMAGE_REPOSITORY = Pattern(
-    re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*"),
-    "an ECR repository name (lower-case letters, digits, '._/-')",
-    max_length=256,
-)
-_IMAGE_TAG = Pattern(re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"), "a Docker image tag")
-_SHA256 = Pattern(re.compile(r"[0-9a-f]{64}"), "a SHA-256 of 64 lower-case hex digits")
-_SNS_TOPIC_ARN = Pattern(
-    re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}"),
-    "an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)",
-)
-_ADDON_VERSION = Pattern(
-    re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+"),
-    "an EKS add-on version such as 'v1.9.0-eksbuild.1'",
-)
-_PLACEMENT_GROUP = re.compile(r"[ -~]{1,255}")  # EC2 CreatePlacementGroup: up to 255 ASCII
-_INVOCATIONS = Bounds(1, 100_000)  # an endpoint's scaling target, per instance a minute
-_LOG_RETENTION = OneOf(LOG_RETENTION_DAYS)
-
-# Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
-# (and on stack deletion deletes) training.namespace, so it must never be one of these.
-RESERVED_NAMESPACES = (
-    "default",
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",  # Kubernetes
-    "volcano-system",
-    "volcano-monitoring",  # Volcano's Helm chart
-    "amazon-cloudwatch",  # the CloudWatch observability add-on (its allow-all NetworkPolicy)
-    "triton",  # Triton on EKS (k8s_charts/triton.py)
-)
-# Volcano creates and owns these queues ('root' is the parent of hierarchical queues).
-RESERVED_QUEUES = ("default", "root")
-
 #: Settings that no longer exist, with what to do instead.
 REMOVED_SETTINGS = {
     "triton_on_eks.max_replicas": "Triton on EKS runs a fixed number of replicas (no "
@@ -150,86 +100,6 @@ INFERENCE_FIXED_IDS = (
     "EndpointsDashboard",
     "EndpointsDashboardUrl",
 )
-
-
-# Address blocks a VPC cannot take: AWS rejects or reserves them, or they cannot route.
-# https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html
-_NOT_FOR_VPC = {
-    "0.0.0.0/8": "'this network' (unspecified)",
-    "127.0.0.0/8": "loopback",
-    "169.254.0.0/16": "link-local",
-    "224.0.0.0/4": "multicast",
-    "240.0.0.0/4": "reserved",
-}
-
-
-def vpc_cidr_problems(cidr: str, key: str = "network.cidr") -> list[str]:
-    """Problems of a VPC CIDR: an IPv4 block /16 to /20, not in a special-purpose range."""
-    try:
-        net = ipaddress.ip_network(cidr)
-    except ValueError:
-        return [f"{key} = {cidr!r}: not a CIDR block (host bits must be zero)"]
-    if net.version != 4 or not 16 <= net.prefixlen <= 20:
-        return [f"{key} = {cidr!r}: expected an IPv4 block from /16 to /20"]
-    for block, what in _NOT_FOR_VPC.items():
-        if net.overlaps(ipaddress.ip_network(block)):
-            return [
-                f"{key} = {cidr!r}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"
-            ]
-    return []
-
-
-# Caps of `inference.upload_dir`: the deploy-time upload is a Lambda-backed BucketDeployment.
-UPLOAD_DIR_MAX_ARCHIVES = 100
-
-
-def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> list[str]:
-    """Problems of a local folder of archives to upload at deploy time: it must be a folder
-    whose ``*.tar.gz`` archives have versioned names matching their content (as
-    ``mlp models upload`` requires), are safe to unpack and servable (the checker runs only
-    when the folder holds archives, so protobuf loads only then)."""
-    from pathlib import Path
-
-    try:
-        folder = Path(upload_dir)
-        is_dir = folder.is_dir()
-        exists = folder.exists()
-    except (OSError, ValueError):  # e.g. an embedded NUL byte or a name too long
-        return [f"{key} = {upload_dir!r}: not a usable path"]
-    if not is_dir:
-        what = "is not a directory" if exists else "does not exist"
-        return [f"{key} = {upload_dir!r}: {what}; expected a folder of built archives"]
-    archives = sorted(folder.glob("*.tar.gz"))
-    if not archives:
-        return [f"{key} = {upload_dir!r}: holds no *.tar.gz archive"]
-    if len(archives) > UPLOAD_DIR_MAX_ARCHIVES:
-        return [
-            f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"
-        ]
-    from ml_platform.triton.archive_names import (
-        content_version,
-        unversioned_name_problem,
-        version_mismatch_problem,
-    )
-    from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
-
-    out = []
-    for archive in archives:
-        # The name and content-version rules of `mlp models upload`.
-        problem = unversioned_name_problem(archive.name) or version_mismatch_problem(
-            archive.name, content_version(archive)
-        )
-        if problem:
-            out.append(f"{key} = {upload_dir!r}: {archive.name}: {problem}")
-        try:
-            check_archive(archive)
-        except ArchiveSafetyError as error:
-            out.append(f"{key} = {upload_dir!r}: {error}")
-            continue
-        from ml_platform.triton.repository import archive_problems
-
-        out += [f"{key} = {upload_dir!r}: {archive.name}: {p}" for p in archive_problems(archive)]
-    return out
 
 
 # The logical names of the archives this repository builds (``model_tf_dali`` ...).
@@ -283,13 +153,13 @@ def setting(default: T, rule: Rule | None = None, /, **schema: object) -> T:
 class EnvironmentSettings(Section):
     """Where the stacks deploy."""
 
-    account: str = setting("123456789012", _ACCOUNT)
+    account: str = setting("123456789012", limits.ACCOUNT_ID)
     """AWS account id. The default is a placeholder that lets `cdk synth` run without
     credentials; set your own before `cdk deploy`."""
     region: str = setting("us-west-2", enum=sorted(REGIONS))
     """AWS region (the default offers Trainium): one of the regions of botocore's partition
     data, pinned in `ml_platform/regions.py`."""
-    stack_prefix: str = setting("MlPlatform", _STACK_PREFIX)
+    stack_prefix: str = setting("MlPlatform", limits.STACK_PREFIX)
     """Prefix of every stack name."""
 
     def problems(self) -> list[str]:
@@ -314,7 +184,7 @@ class NetworkSettings(Section):
     and FSx live there. `mlp azs` finds it."""
     nat_gateways: int = setting(limits.DEFAULT_NAT_GATEWAYS, minimum=1)
     """NAT gateways, up to one per AZ (1 saves cost; one per AZ survives an AZ outage)."""
-    flow_log_retention_days: int = setting(90, _LOG_RETENTION)
+    flow_log_retention_days: int = setting(90, limits.LOG_RETENTION)
     """Days VPC flow logs are kept."""
     restrict_default_security_group: bool = setting(True)
     """Remove every rule of the VPC's default security group (Security Hub EC2.2) with
@@ -322,7 +192,7 @@ class NetworkSettings(Section):
 
     def problems(self) -> list[str]:
         azs = list(self.availability_zones)
-        out = vpc_cidr_problems(self.cidr)
+        out = limits.vpc_cidr_problems(self.cidr)
         if len(azs) < 2 or len(set(azs)) != len(azs):
             out.append(
                 f"network.availability_zones = {azs!r}: expected at least two distinct AZ names"
@@ -360,7 +230,7 @@ class StorageSettings(Section):
     model_prefix: str = setting(limits.DEFAULT_MODEL_PREFIX, limits.MODEL_PREFIX)
     """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
     segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
-    archive_publishers: tuple[str, ...] | None = setting(None, Each(_PRINCIPAL_ARN))
+    archive_publishers: tuple[str, ...] | None = setting(None, Each(limits.PRINCIPAL_ARN))
     """ARNs of the IAM roles or users that may write and delete archives under the prefix; the
     bucket policy refuses every other principal (archives are code the endpoints run), and
     every put without `If-None-Match`. Default: `cluster.admin_role_arn` (`mlp azs` records
@@ -374,12 +244,12 @@ class StorageSettings(Section):
 class ClusterSettings(Section):
     """The EKS cluster that runs training (and optionally Triton)."""
 
-    name: str = setting("ml-platform", _NAME)
+    name: str = setting("ml-platform", limits.RESOURCE_NAME)
     """EKS cluster name."""
     kubernetes_version: str = setting(limits.DEFAULT_KUBERNETES_VERSION, OneOf(KUBERNETES_VERSIONS))
     """Kubernetes version: the ones Volcano 1.15 supports, each with its own kube-proxy and
     CoreDNS pins (`ml_platform/versions.py`) and kubectl Lambda layer."""
-    admin_role_arn: str | None = setting(None, pattern=f"^(?:{_ROLE_ARN.pattern})$")
+    admin_role_arn: str | None = setting(None, pattern=f"^(?:{limits.ROLE_ARN.pattern})$")
     """IAM role (in `env.region`'s partition) given cluster-admin by an EKS access entry.
     Default none: only the stack's kubectl provider can use the API. `mlp azs` writes the role
     named with `--admin-role-arn` or `--admin-role-mine`."""
@@ -414,10 +284,10 @@ class ClusterSettings(Section):
     """Instance type of the small system node group (x86_64: the AL2023 standard AMI)."""
     system_nodes: int = setting(limits.DEFAULT_SYSTEM_NODES, limits.SYSTEM_NODES)
     """Nodes in the system node group."""
-    fsx_csi_driver_version: str | None = setting(None, _ADDON_VERSION)
+    fsx_csi_driver_version: str | None = setting(None, limits.ADDON_VERSION)
     """Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version (`mlp
     addons` lists what exists)."""
-    cloudwatch_observability_version: str | None = setting(None, _ADDON_VERSION)
+    cloudwatch_observability_version: str | None = setting(None, limits.ADDON_VERSION)
     """Version of the `amazon-cloudwatch-observability` add-on. Default none: EKS's default
     version."""
     support_type: str = setting(limits.DEFAULT_SUPPORT_TYPE, OneOf(EKS_SUPPORT_TYPES))
@@ -436,7 +306,7 @@ class ClusterSettings(Section):
 
     def problems(self, region: str | None = None) -> list[str]:
         out = field_problems(self, "cluster.") + self._admin_role_problems(region)
-        instance = _INSTANCE_TYPE.fullmatch(self.system_instance_type)
+        instance = limits.INSTANCE_TYPE.fullmatch(self.system_instance_type)
         if not instance:
             out.append(
                 f"cluster.system_instance_type = {self.system_instance_type!r}: expected an EC2 "
@@ -452,7 +322,7 @@ class ClusterSettings(Section):
     def _admin_role_problems(self, region: str | None) -> list[str]:
         if self.admin_role_arn is None:
             return []
-        arn = _ROLE_ARN.fullmatch(self.admin_role_arn)
+        arn = limits.ROLE_ARN.fullmatch(self.admin_role_arn)
         if not arn:
             return [
                 f"cluster.admin_role_arn = {self.admin_role_arn!r}: expected an IAM role ARN "
@@ -534,7 +404,7 @@ class TrainiumSettings(Section):
     """A Capacity Block for ML (`cr-...`) the nodes launch into (market type `capacity-block`,
     node group capacity type `CAPACITY_BLOCK`). At most one of the two. A Capacity Block
     places its instances itself: no placement group."""
-    placement_group: str | None = setting(None, pattern=f"^(?:{_PLACEMENT_GROUP.pattern})$")
+    placement_group: str | None = setting(None, pattern=f"^(?:{limits.PLACEMENT_GROUP.pattern})$")
     """Name of the cluster placement group `capacity_reservation_id` was created in. Default
     none: a new cluster placement group without a reservation, no placement group with one.
     Not with `capacity_block_id`."""
@@ -575,7 +445,7 @@ class TrainiumSettings(Section):
                 "was created in, so it needs trainium.capacity_reservation_id (without one the "
                 "platform makes its own cluster placement group)"
             ]
-        if not _PLACEMENT_GROUP.fullmatch(group):
+        if not limits.PLACEMENT_GROUP.fullmatch(group):
             return [
                 f"trainium.placement_group = {group!r}: expected a placement group name (1 to "
                 "255 ASCII characters)"
@@ -587,25 +457,28 @@ class TrainiumSettings(Section):
 class TrainingSettings(Section):
     """Where the training workloads run on the cluster."""
 
-    namespace: str = setting("training", pattern=f"^(?:{_K8S_NAME.pattern})$")
+    namespace: str = setting("training", pattern=f"^(?:{limits.K8S_NAME.pattern})$")
     """Kubernetes namespace of the jobs, the FSx claim and TensorBoard; the stack creates (and
     deletes) it, so not one owned by Kubernetes, Volcano or another part of the platform."""
-    queue: str = setting("training", pattern=f"^(?:{_K8S_NAME.pattern})$")
+    queue: str = setting("training", pattern=f"^(?:{limits.K8S_NAME.pattern})$")
     """Volcano queue the jobs are submitted to; not Volcano's own `default` or `root`."""
-    image_repository: str = setting("ml-platform/training", _IMAGE_REPOSITORY)
+    image_repository: str = setting("ml-platform/training", limits.IMAGE_REPOSITORY)
     """Name of the ECR repository of the training image."""
-    image_tag: str = setting("bert-pretrain-v1", _IMAGE_TAG)
+    image_tag: str = setting("bert-pretrain-v1", limits.IMAGE_TAG)
     """Tag of the training image in the ECR repository (tags are immutable)."""
-    dataset_sha256: str | None = setting(None, _SHA256)
+    dataset_sha256: str | None = setting(None, limits.SHA256)
     """SHA-256 the BERT dataset tarball must have; the dataset Job refuses another. Default
     none: no public source states it, so the Job prints the digest of its first download and
     warns; pin that value."""
 
     def problems(self) -> list[str]:
         out = field_problems(self, "training.")
-        for key, reserved in (("namespace", RESERVED_NAMESPACES), ("queue", RESERVED_QUEUES)):
+        for key, reserved in (
+            ("namespace", limits.RESERVED_NAMESPACES),
+            ("queue", limits.RESERVED_QUEUES),
+        ):
             value = getattr(self, key)
-            if not _K8S_NAME.fullmatch(value):
+            if not limits.K8S_NAME.fullmatch(value):
                 out.append(f"training.{key} = {value!r}: expected a Kubernetes DNS label")
             elif value in reserved:
                 out.append(
@@ -645,7 +518,9 @@ class EndpointSettings(Section):
         limits.DEFAULT_MAX_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
     )
     """Most instances autoscaling adds."""
-    invocations_per_instance: int = setting(limits.DEFAULT_INVOCATIONS_PER_INSTANCE, _INVOCATIONS)
+    invocations_per_instance: int = setting(
+        limits.DEFAULT_INVOCATIONS_PER_INSTANCE, limits.INVOCATIONS_PER_INSTANCE
+    )
     """Scaling target for SageMakerVariantInvocationsPerInstance (per minute)."""
     archives: tuple[str, ...] = setting(DEFAULT_ARCHIVES, minItems=1, uniqueItems=True)
     """Archives this endpoint serves, each a logical name (`model_tf_dali`: every version, the
@@ -700,7 +575,7 @@ class InferenceSettings(Section):
     """The endpoint instances' AMI (NVIDIA driver and CUDA). The default (driver 580, CUDA
     13.0) runs the CUDA 13 of releases from 25.08 natively and every older release too. A
     535/550 AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused."""
-    alarm_topic_arn: str | None = setting(None, _SNS_TOPIC_ARN)
+    alarm_topic_arn: str | None = setting(None, limits.SNS_TOPIC_ARN)
     """SNS topic every endpoint alarm notifies (alarm and OK). Default none."""
     network_isolation: bool = setting(True)
     """`EnableNetworkIsolation` on each endpoint's model: the container (and the archives'
@@ -710,7 +585,7 @@ class InferenceSettings(Section):
     it (SageMaker refuses that update otherwise): a small Lambda-backed custom resource per
     endpoint deregisters the target before the endpoint moves and registers it again after.
     False: no Lambda; an instance-type change then needs SageMaker's manual steps."""
-    log_retention_days: int = setting(365, _LOG_RETENTION)
+    log_retention_days: int = setting(365, limits.LOG_RETENTION)
     """Days each endpoint's log group `/aws/sagemaker/Endpoints/<name>` keeps the container
     logs (the stack creates the group, KMS-encrypted)."""
     triton_log_verbose: int = setting(
@@ -749,6 +624,8 @@ class InferenceSettings(Section):
         for i, endpoint in enumerate(self.endpoints):
             out.extend(endpoint.problems(f"inference.endpoints[{i}]"))
         if self.upload_dir is not None:
+            from ml_platform.triton.upload_dir import upload_dir_problems
+
             out += upload_dir_problems(self.upload_dir)
         return out
 

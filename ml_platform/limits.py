@@ -1,5 +1,5 @@
-"""The domain rules that both the settings (:mod:`ml_platform.config`) and the constructs check,
-and the defaults both use: each written once, here.
+"""The domain rules and defaults: ranges, choices, value formats and reserved names that the
+settings (:mod:`ml_platform.config`), the constructs and the CLI check, each written once, here.
 
 No CDK imports (the settings, the CLI and the JSON Schema generator load this module without
 aws-cdk-lib). Each rule is data or a predicate; the callers word their own messages (a
@@ -8,6 +8,7 @@ setting's dotted key, or a construct prop's name).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -239,3 +240,81 @@ DEFAULT_MIN_INSTANCES = 1
 DEFAULT_MAX_INSTANCES = 2
 DEFAULT_INVOCATIONS_PER_INSTANCE = 1000
 DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 80
+
+
+# -- Value formats and reserved names -------------------------------------------------------
+ACCOUNT_ID = Pattern(re.compile(r"[0-9]{12}"), "a 12-digit AWS account id")
+STACK_PREFIX = Pattern(
+    re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}"),
+    "letters and digits, starting with a letter, at most 41 characters",
+)
+RESOURCE_NAME = Pattern(re.compile(r"[a-z][a-z0-9-]{0,39}"), "lower-case letters, digits and '-'")
+ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
+PRINCIPAL_ARN = Pattern(
+    re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"),
+    "an IAM role or user ARN (arn:aws:iam::<account>:role/<name> or ...:user/<name>)",
+)
+K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+# The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
+# it cannot parse fails deep in jsii. Group 3 holds the capability letters ('g': Graviton).
+INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")
+IMAGE_REPOSITORY = Pattern(
+    re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*"),
+    "an ECR repository name (lower-case letters, digits, '._/-')",
+    max_length=256,
+)
+IMAGE_TAG = Pattern(re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"), "a Docker image tag")
+SHA256 = Pattern(re.compile(r"[0-9a-f]{64}"), "a SHA-256 of 64 lower-case hex digits")
+SNS_TOPIC_ARN = Pattern(
+    re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}"),
+    "an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)",
+)
+ADDON_VERSION = Pattern(
+    re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+"),
+    "an EKS add-on version such as 'v1.9.0-eksbuild.1'",
+)
+PLACEMENT_GROUP = re.compile(r"[ -~]{1,255}")  # EC2 CreatePlacementGroup: up to 255 ASCII
+INVOCATIONS_PER_INSTANCE = Bounds(1, 100_000)  # an endpoint's scaling target, per instance a minute
+LOG_RETENTION = OneOf(LOG_RETENTION_DAYS)
+
+# Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
+# (and on stack deletion deletes) training.namespace, so it must never be one of these.
+RESERVED_NAMESPACES = (
+    "default",
+    "kube-system",
+    "kube-public",
+    "kube-node-lease",  # Kubernetes
+    "volcano-system",
+    "volcano-monitoring",  # Volcano's Helm chart
+    "amazon-cloudwatch",  # the CloudWatch observability add-on (its allow-all NetworkPolicy)
+    "triton",  # Triton on EKS (k8s_charts/triton.py)
+)
+# Volcano creates and owns these queues ('root' is the parent of hierarchical queues).
+RESERVED_QUEUES = ("default", "root")
+
+
+# Address blocks a VPC cannot take: AWS rejects or reserves them, or they cannot route.
+# https://docs.aws.amazon.com/vpc/latest/userguide/vpc-cidr-blocks.html
+_NOT_FOR_VPC = {
+    "0.0.0.0/8": "'this network' (unspecified)",
+    "127.0.0.0/8": "loopback",
+    "169.254.0.0/16": "link-local",
+    "224.0.0.0/4": "multicast",
+    "240.0.0.0/4": "reserved",
+}
+
+
+def vpc_cidr_problems(cidr: str, key: str = "network.cidr") -> list[str]:
+    """Problems of a VPC CIDR: an IPv4 block /16 to /20, not in a special-purpose range."""
+    try:
+        net = ipaddress.ip_network(cidr)
+    except ValueError:
+        return [f"{key} = {cidr!r}: not a CIDR block (host bits must be zero)"]
+    if net.version != 4 or not 16 <= net.prefixlen <= 20:
+        return [f"{key} = {cidr!r}: expected an IPv4 block from /16 to /20"]
+    for block, what in _NOT_FOR_VPC.items():
+        if net.overlaps(ipaddress.ip_network(block)):
+            return [
+                f"{key} = {cidr!r}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"
+            ]
+    return []

@@ -11,6 +11,8 @@ botocore upgrade that adds a region fails the suite until the region is added he
 
 from __future__ import annotations
 
+import re
+
 #: botocore release the list was taken from (the pin in requirements.txt).
 SOURCE_BOTOCORE_VERSION = "1.44.8"
 
@@ -112,6 +114,20 @@ def ecr_registry(account: str, region: str) -> str:
     (https://docs.aws.amazon.com/general/latest/gr/ecr.html,
     https://docs.amazonaws.cn/en_us/aws/latest/userguide/endpoints-Beijing.html)."""
     return f"{account}.dkr.ecr.{region}.{DNS_SUFFIXES[partition_of(region)]}"
+
+
+_ECR_HOST = re.compile(
+    r"([0-9]{12})\.dkr\.ecr\.([a-z0-9-]+)\.("
+    + "|".join(re.escape(domain) for domain in sorted(set(DNS_SUFFIXES.values()), key=len)[::-1])
+    + ")"
+)
+
+
+def parse_ecr_registry(host: str) -> tuple[str, str] | None:
+    """``(account, region)`` of an ECR registry host that :func:`ecr_registry` could have
+    written, or ``None`` for any other registry."""
+    match = _ECR_HOST.fullmatch(host)
+    return (match[1], match[2]) if match else None
 
 
 def region_problem(key: str, region: str) -> str | None:

@@ -35,6 +35,7 @@ from typing import Any
 
 from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary, error_message, one_line
 from ml_platform.image_pins import DIGEST, PUBLIC_DIGESTS, ImageReference
+from ml_platform.regions import parse_ecr_registry
 
 # Where each public registry's API is (Docker Hub's is not at its image-name host).
 REGISTRY_ENDPOINTS = {"docker.io": "https://registry-1.docker.io"}
@@ -46,7 +47,6 @@ MANIFEST_TYPES = (
     "application/vnd.oci.image.manifest.v1+json",
     "application/vnd.docker.distribution.manifest.v2+json",
 )
-_ECR_HOST = re.compile(r"([0-9]{12})\.dkr\.ecr\.([a-z0-9-]+)\.amazonaws\.com(\.cn)?")
 _CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
 TIMEOUT = 30
 
@@ -184,11 +184,11 @@ def registry_digest(ref: ImageReference, base_url: str, fetch: Fetch = _open) ->
 
 def ecr_digest(ref: ImageReference, ecr: Any) -> str:
     """The digest of ``ref``'s tag in an Amazon ECR registry (``ecr:BatchGetImage``)."""
-    match = _ECR_HOST.fullmatch(ref.registry)
-    assert match, ref.registry
+    registry = parse_ecr_registry(ref.registry)
+    assert registry, ref.registry
     try:
         response = ecr.batch_get_image(
-            registryId=match[1],
+            registryId=registry[0],
             repositoryName=ref.repository,
             imageIds=[{"imageTag": ref.tag}],
             acceptedMediaTypes=list(MANIFEST_TYPES),
@@ -226,9 +226,9 @@ def resolve_all(
         if ref.tag is None:
             continue
         try:
-            ecr = _ECR_HOST.fullmatch(ref.registry)
+            ecr = parse_ecr_registry(ref.registry)
             if ecr:
-                found[ref.tagged] = ecr_digest(ref, ctx.client("ecr", ecr[2]))
+                found[ref.tagged] = ecr_digest(ref, ctx.client("ecr", ecr[1]))
             else:
                 base = endpoints.get(ref.registry, f"https://{ref.registry}")
                 found[ref.tagged] = registry_digest(ref, base, fetch)

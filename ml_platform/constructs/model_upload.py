@@ -104,7 +104,7 @@ class ModelArchiveUpload:
         source = Path(source_dir)
         if not source.is_dir():
             raise ValueError(f"{scope.node.path}: {setting}={source_dir!r}: not a directory")
-        # The settings already checked every archive (config.upload_dir_problems); the
+        # The settings already checked every archive (triton.upload_dir.upload_dir_problems); the
         # asset is identified by a fingerprint of the archives (names, sizes and, for names
         # without a content version, SHA-256), so an unchanged folder is neither re-hashed
         # nor copied into cdk.out again.

@@ -46,7 +46,7 @@ def test_settings_do_not_import_botocore():
 
 def test_every_ecr_registry_host_takes_its_partitions_domain() -> None:
     from ml_platform.config import Settings
-    from ml_platform.regions import ecr_registry
+    from ml_platform.regions import ecr_registry, parse_ecr_registry
     from ml_platform.sagemaker_images import triton_image_uri
     from ml_platform.versions import eks_registry
 
@@ -73,3 +73,8 @@ def test_every_ecr_registry_host_takes_its_partitions_domain() -> None:
             }
         )
         assert settings.training_image_uri.startswith(f"111122223333{host}/")
+    # ... and reads back: mlp images resolve asks ECR for what the platform names.
+    for region in ("us-west-2", "cn-north-1", "us-iso-east-1", "eusc-de-east-1"):
+        assert parse_ecr_registry(ecr_registry("111122223333", region)) == ("111122223333", region)
+    assert parse_ecr_registry("111122223333.dkr.ecr.us-west-2.example.com") is None
+    assert parse_ecr_registry("ghcr.io") is None

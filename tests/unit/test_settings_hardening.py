@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ml_platform.config import (
-    RESERVED_NAMESPACES,
-    Settings,
-    SettingsError,
-    settings_from_cdk_json,
-)
+from ml_platform.config import Settings, SettingsError, settings_from_cdk_json
+from ml_platform.limits import RESERVED_NAMESPACES
 from ml_platform.triton.archive_names import content_version
 from tests.support import ROOT, cdk_json_context
 

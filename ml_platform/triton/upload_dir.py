@@ -1,0 +1,58 @@
+"""The rule of ``inference.upload_dir``: a folder of built archives that the deploy-time upload
+(:class:`ml_platform.constructs.model_upload.ModelArchiveUpload`) may put under the model
+prefix. No CDK imports; the heavy checks import what they need only when the folder holds
+archives."""
+
+from __future__ import annotations
+
+# Caps of `inference.upload_dir`: the deploy-time upload is a Lambda-backed BucketDeployment.
+UPLOAD_DIR_MAX_ARCHIVES = 100
+
+
+def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> list[str]:
+    """Problems of a local folder of archives to upload at deploy time: it must be a folder
+    whose ``*.tar.gz`` archives have versioned names matching their content (as
+    ``mlp models upload`` requires), are safe to unpack and servable (the checker runs only
+    when the folder holds archives, so protobuf loads only then)."""
+    from pathlib import Path
+
+    try:
+        folder = Path(upload_dir)
+        is_dir = folder.is_dir()
+        exists = folder.exists()
+    except (OSError, ValueError):  # e.g. an embedded NUL byte or a name too long
+        return [f"{key} = {upload_dir!r}: not a usable path"]
+    if not is_dir:
+        what = "is not a directory" if exists else "does not exist"
+        return [f"{key} = {upload_dir!r}: {what}; expected a folder of built archives"]
+    archives = sorted(folder.glob("*.tar.gz"))
+    if not archives:
+        return [f"{key} = {upload_dir!r}: holds no *.tar.gz archive"]
+    if len(archives) > UPLOAD_DIR_MAX_ARCHIVES:
+        return [
+            f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"
+        ]
+    from ml_platform.triton.archive_names import (
+        content_version,
+        unversioned_name_problem,
+        version_mismatch_problem,
+    )
+    from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
+
+    out = []
+    for archive in archives:
+        # The name and content-version rules of `mlp models upload`.
+        problem = unversioned_name_problem(archive.name) or version_mismatch_problem(
+            archive.name, content_version(archive)
+        )
+        if problem:
+            out.append(f"{key} = {upload_dir!r}: {archive.name}: {problem}")
+        try:
+            check_archive(archive)
+        except ArchiveSafetyError as error:
+            out.append(f"{key} = {upload_dir!r}: {error}")
+            continue
+        from ml_platform.triton.repository import archive_problems
+
+        out += [f"{key} = {upload_dir!r}: {archive.name}: {p}" for p in archive_problems(archive)]
+    return out
