@@ -164,7 +164,7 @@ MODEL_PREFIX_MAX = 512
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
 _PREFIX_TEXT = (
     "expected a relative S3 key prefix ending in '/' of segments made of letters, digits and "
-    "'._-' (none empty, '.' or '..'), at most 512 characters, e.g. 'models/'"
+    f"'._-' (none empty, '.' or '..'), at most {MODEL_PREFIX_MAX} characters, e.g. 'models/'"
 )
 
 
@@ -254,7 +254,7 @@ PRINCIPAL_ARN = Pattern(
     re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"),
     "an IAM role or user ARN (arn:aws:iam::<account>:role/<name> or ...:user/<name>)",
 )
-K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # RFC 1123 label, at most 63
 # The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
 # it cannot parse fails deep in jsii. Group 3 holds the capability letters ('g': Graviton).
 INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")

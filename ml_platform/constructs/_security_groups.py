@@ -7,12 +7,12 @@ TrainingNodeSecurityGroup`, :class:`~ml_platform.constructs.trainium.TrainiumNod
 
 from __future__ import annotations
 
-import weakref
 from typing import cast
 
-from aws_cdk import Token
 from aws_cdk import aws_ec2 as ec2
-from constructs import Construct, IConstruct
+from constructs import Construct
+
+from ml_platform.constructs._per_app import key_of, registry
 
 # EC2 User Guide, "Get started with EFA", security group step
 # (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html): an EFA security group
@@ -91,17 +91,11 @@ def allow_between(
         )
 
 
-_GroupPair = tuple[str, str]
-_CONTROL_PLANE_RULES: weakref.WeakKeyDictionary[IConstruct, dict[_GroupPair, Construct]] = (
-    weakref.WeakKeyDictionary()
-)
-"""The control-plane rules made so far, per app (its root construct) and (cluster group, node
-group) pair: one dictionary look-up instead of a scan of the whole construct tree."""
+_CONTROL_PLANE_RULES = "control-plane-rules"  # per (cluster group, node group) pair
 
 
-def _group_key(group: ec2.ISecurityGroup) -> str:
-    group_id = group.security_group_id
-    return group.node.path if Token.is_unresolved(group_id) else group_id
+def _pair_key(cluster_sg: ec2.ISecurityGroup, node_sg: ec2.ISecurityGroup) -> str:
+    return " ".join(key_of(g, g.security_group_id) for g in (cluster_sg, node_sg))
 
 
 def control_plane_rules(
@@ -114,8 +108,9 @@ def control_plane_rules(
     the first caller and returned as they are to every later caller anywhere in the app, so
     each rule exists once per security group (EC2 rejects a duplicate rule). ``nodes`` names
     the nodes in the rules' descriptions."""
-    made = _CONTROL_PLANE_RULES.get(scope.node.root, {})
-    existing = made.get((_group_key(cluster_sg), _group_key(node_sg)))
+    existing: Construct | None = registry(scope, _CONTROL_PLANE_RULES).get(
+        _pair_key(cluster_sg, node_sg)
+    )
     if existing is not None:
         return existing
     return allow_control_plane(scope, cluster_sg, node_sg, nodes)
@@ -135,8 +130,7 @@ def allow_control_plane(
     EKS user guide, "View Amazon EKS security group requirements for clusters"
     (https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html)."""
     rules = Construct(scope, "ControlPlaneRules")
-    made = _CONTROL_PLANE_RULES.setdefault(scope.node.root, {})
-    made[(_group_key(cluster_sg), _group_key(node_sg))] = rules
+    registry(scope, _CONTROL_PLANE_RULES)[_pair_key(cluster_sg, node_sg)] = rules
     for name, port in (
         ("Https", ec2.Port.tcp(443)),
         ("Ephemeral", ec2.Port.tcp_range(1025, 65535)),

@@ -8,8 +8,6 @@ its own: the manifests there depend on the cluster stack, never the other way ro
 
 from __future__ import annotations
 
-import re
-import weakref
 from collections.abc import Mapping, Sequence
 
 import cdk8s
@@ -18,9 +16,10 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
-from constructs import Construct, IConstruct, IDependable
+from constructs import Construct, IDependable
 
 from ml_platform import limits
+from ml_platform.constructs._per_app import key_of, registry
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.nag import acknowledge, rendered_resource
@@ -43,12 +42,11 @@ from ml_platform.sagemaker_images import (
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
 
-# RFC 1123 label: what Kubernetes accepts as a namespace or service account name.
-_DNS_LABEL_MAX = 63
-
 
 def _dns_label_problem(value: str) -> str | None:
-    if len(value) <= _DNS_LABEL_MAX and re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", value):
+    """What Kubernetes accepts as a namespace or service account name: an RFC 1123 label, the
+    rule the settings' namespaces follow too (limits.K8S_NAME)."""
+    if limits.K8S_NAME.fullmatch(value):
         return None
     return "expected an RFC 1123 label (lower-case letters, digits, '-', at most 63)"
 
@@ -57,16 +55,7 @@ class _SharedDevicePlugin(Construct):
     """NVIDIA's device plugin, applied once per cluster however many instances ask for it."""
 
 
-#: The shared device-plugin manifest of each cluster (by :func:`_cluster_key`), per app: a
-#: lookup, not a walk of the whole construct tree. Weak on the app, so apps are not kept.
-_DEVICE_PLUGINS: weakref.WeakKeyDictionary[IConstruct, dict[str, eks.KubernetesManifest]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _cluster_key(cluster: eks.ICluster) -> str:
-    name = cluster.cluster_name
-    return cluster.node.path if Token.is_unresolved(name) else name
+_DEVICE_PLUGINS = "nvidia-device-plugin"  # the shared manifest, per cluster
 
 
 class TritonOnEks(Construct):
@@ -376,8 +365,8 @@ class TritonOnEks(Construct):
     def _shared_device_plugin(
         self, cluster: eks.ICluster, charts: cdk8s.App, images: ImagePolicy
     ) -> eks.KubernetesManifest:
-        key = _cluster_key(cluster)
-        shared = _DEVICE_PLUGINS.setdefault(self.node.root, {})
+        key = key_of(cluster, cluster.cluster_name)
+        shared: dict[str, eks.KubernetesManifest] = registry(self, _DEVICE_PLUGINS)
         if key in shared:
             return shared[key]
         holder = _SharedDevicePlugin(self, "DevicePlugin")
