@@ -104,6 +104,19 @@ def write_artifacts(folder: Path) -> Artifacts:
 _POOL = 23
 
 
+def package_archives(out: Path, fake: Artifacts, encoder: Path) -> list[Path]:
+    """Every archive `mlp models package` builds, into ``out``: the image and ONNX text
+    archives (text encoder ``encoder``) in one call, the TensorRT one from ``fake.plan``."""
+    from ml_platform.cli.main import main as mlp
+
+    image_and_onnx = ["--encoder", str(encoder), "--inception-onnx", str(fake.classifier)]
+    image_and_onnx += ["--inception-labels", str(fake.labels)]
+    tensorrt = ["--ensemble", "text", "--encoder", str(fake.plan), "--gpu-target", "t4"]
+    for options in (image_and_onnx, tensorrt):
+        assert mlp(["models", "package", "--out", str(out), *options]) == 0
+    return sorted(out.glob("*.tar.gz"))
+
+
 def write_tiny_inception(path: Path, **interface) -> Path:
     """Write :func:`tiny_inception` (keyword arguments as there) to ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)

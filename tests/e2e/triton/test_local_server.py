@@ -47,6 +47,7 @@ from tests.helpers.triton_support import (
     encode_image,
     inception_reference,
     load_pipeline_module,
+    package_archives,
     pattern_image,
     write_artifacts,
 )
@@ -109,42 +110,7 @@ def archives(onnx_encoder: Path, tmp_path_factory: pytest.TempPathFactory) -> di
     its place."""
     folder = tmp_path_factory.mktemp("archives")
     fake = write_artifacts(folder / "inputs")
-    out = folder / "out"
-    assert (
-        mlp(
-            [
-                "models",
-                "package",
-                "--out",
-                str(out),
-                "--encoder",
-                str(onnx_encoder),
-                "--inception-onnx",
-                str(fake.classifier),
-                "--inception-labels",
-                str(fake.labels),
-            ]
-        )
-        == 0
-    )
-    assert (
-        mlp(
-            [
-                "models",
-                "package",
-                "--ensemble",
-                "text",
-                "--out",
-                str(out),
-                "--encoder",
-                str(fake.plan),
-                "--gpu-target",
-                "t4",
-            ]
-        )
-        == 0
-    )
-    built = sorted(out.glob("*.tar.gz"))
+    built = package_archives(folder / "out", fake, onnx_encoder)
     assert len(built) == 3, built
     return {archive: onnx_encoder for archive in built}
 

@@ -7,53 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from ml_platform.cli.main import main as mlp
 from ml_platform.triton.archive_safety import extract_archive
 from ml_platform.triton.pbtxt import read_pbtxt
 from ml_platform.triton.standins import ARTIFACT_PARAMETER, STANDIN_ASSETS, Mode, prepare
-from tests.helpers.triton_support import write_artifacts
+from tests.helpers.triton_support import package_archives, write_artifacts
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("standins")
     fake = write_artifacts(folder / "inputs")
-    out = folder / "out"
-    assert (
-        mlp(
-            [
-                "models",
-                "package",
-                "--out",
-                str(out),
-                "--encoder",
-                str(fake.onnx),
-                "--inception-onnx",
-                str(fake.classifier),
-                "--inception-labels",
-                str(fake.labels),
-            ]
-        )
-        == 0
-    )
-    assert (
-        mlp(
-            [
-                "models",
-                "package",
-                "--ensemble",
-                "text",
-                "--out",
-                str(out),
-                "--encoder",
-                str(fake.plan),
-                "--gpu-target",
-                "t4",
-            ]
-        )
-        == 0
-    )
-    archives = {a.name.split("-v")[0]: a for a in out.glob("*.tar.gz")}
+    packaged = package_archives(folder / "out", fake, fake.onnx)
+    archives = {a.name.split("-v")[0]: a for a in packaged}
     archives["onnx_source"] = fake.onnx
     return archives
 
