@@ -15,8 +15,6 @@ its docstring. pydantic checks the types (:mod:`ml_platform._settings_parse`), t
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -25,20 +23,16 @@ from ml_platform import limits
 from ml_platform._settings_parse import INVALID, Section, field_problems, validated
 from ml_platform.image_pins import (
     DIGEST,
-    MIRROR,
     MIRRORABLE_REGISTRIES,
     ImagePolicy,
-    reference_problem,
 )
 from ml_platform.instances import (
     EKS_GPU_INSTANCES,
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
-    instance_compute_capability,
 )
 from ml_platform.limits import (
     FSX_THROUGHPUTS,
-    LOG_RETENTION_DAYS,
     MAX_PUBLIC_ACCESS_CIDRS,
     Bounds,
     Check,
@@ -51,22 +45,20 @@ from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
     DEFAULT_TRITON_VERSION,
     INFERENCE_AMI_VERSIONS,
-    TRITON_RELEASES,
     TRITON_VERSIONS,
+    compute_capability_problem,
     inference_ami_problem,
     triton_region_problem,
 )
-from ml_platform.triton.archive_names import ArchiveRef, parse_ref
+from ml_platform.stack_outputs import endpoint_name_clashes
+from ml_platform.triton.archive_names import ArchiveRef, parse_ref, ref_problems
 from ml_platform.triton.ensembles import (
-    ARCHIVE_MODELS,
-    IMAGE_ARCHIVE,
-    TEXT_ARCHIVE,
-    TEXT_ONNX_ARCHIVE,
+    BUILT_IN_ARCHIVES,
+    DEFAULT_EKS_ARCHIVES,
+    DEFAULT_ENDPOINT_ARCHIVES,
 )
 from ml_platform.triton.targets import gpu_problem
 from ml_platform.versions import EKS_SUPPORT_TYPES, KUBERNETES_VERSIONS
-
-__all__ = ["FSX_THROUGHPUTS", "LOG_RETENTION_DAYS", "MAX_PUBLIC_ACCESS_CIDRS"]  # re-exported
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
@@ -84,46 +76,6 @@ REMOVED_SETTINGS = {
     "triton_on_eks.max_gpu_nodes": "the GPU node group is sized by triton_on_eks.gpu_nodes "
     '(nothing scales it, docs/serving-eks.md "Sizing, not autoscaling")',
 }
-
-
-def endpoint_construct_id(endpoint_name: str) -> str:
-    """The construct id InferenceStack gives an endpoint: 'triton-ensembles' ->
-    'TritonEnsembles' (stacks/inference.py; a test holds the two equal)."""
-    return "".join(part[:1].upper() + part[1:] for part in endpoint_name.split("-"))
-
-
-# Construct ids InferenceStack uses beside the endpoints' ids and their '<id>Name' outputs.
-INFERENCE_FIXED_IDS = (
-    "ModelBucket",
-    "UploadArchives",
-    "AlarmTopic",
-    "EndpointsDashboard",
-    "EndpointsDashboardUrl",
-)
-
-
-# The logical names of the archives this repository builds (``model_tf_dali`` ...).
-KNOWN_ARCHIVES = tuple(sorted(name.removesuffix(".tar.gz") for name in ARCHIVE_MODELS))
-DEFAULT_ARCHIVES = tuple(name.removesuffix(".tar.gz") for name in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
-DEFAULT_EKS_ARCHIVES = tuple(
-    name.removesuffix(".tar.gz") for name in (IMAGE_ARCHIVE, TEXT_ONNX_ARCHIVE)
-)
-
-
-def archive_ref_problems(where: str, archives: tuple[str, ...]) -> list[str]:
-    """Problems of a list of archive references (``NAME`` or ``NAME@vXXXXXXXX``)."""
-    out = []
-    if not archives:
-        out.append(f"{where}: expected at least one archive")
-    for i, archive in enumerate(archives):
-        try:
-            parse_ref(archive)
-        except ValueError as error:
-            out.append(f"{where}[{i}] = {archive!r}: {error}")
-    duplicates = sorted({a for a in archives if archives.count(a) > 1})
-    if duplicates:
-        out.append(f"{where}: {duplicates} given more than once")
-    return out
 
 
 class SettingsError(ValueError):
@@ -317,7 +269,12 @@ class ClusterSettings(Section):
                 f"cluster.system_instance_type = {self.system_instance_type!r}: the system nodes "
                 "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
             )
-        return out + self._public_access_problems()
+        return out + limits.public_access_problems(
+            self.endpoint_access,
+            list(self.public_access_cidrs),
+            self.public_access_from_anywhere,
+            "cluster.",
+        )
 
     def _admin_role_problems(self, region: str | None) -> list[str]:
         if self.admin_role_arn is None:
@@ -334,46 +291,6 @@ class ClusterSettings(Section):
                 f"differs from env.region {region!r}'s {partition_of(region)!r}"
             ]
         return []
-
-    def _public_access_problems(self) -> list[str]:
-        cidrs = list(self.public_access_cidrs)
-        out = []
-        if self.endpoint_access == "public_and_private" and not cidrs:
-            out.append(
-                "cluster.public_access_cidrs = []: a public endpoint needs at least one CIDR "
-                "(or set cluster.endpoint_access to 'private')"
-            )
-        if self.endpoint_access == "private" and cidrs:
-            out.append(
-                f"cluster.public_access_cidrs = {cidrs!r}: a private endpoint takes none (set "
-                "cluster.endpoint_access to 'public_and_private' to use them)"
-            )
-        if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
-            out.append(
-                f"cluster.public_access_cidrs: {len(cidrs)} blocks, EKS takes at most "
-                f"{MAX_PUBLIC_ACCESS_CIDRS}"
-            )
-        if len(set(cidrs)) != len(cidrs):
-            out.append(f"cluster.public_access_cidrs = {cidrs!r}: blocks must be distinct")
-        for i, cidr in enumerate(cidrs):
-            try:
-                net = ipaddress.ip_network(cidr)  # strict: host bits set are an error
-            except ValueError:
-                out.append(f"cluster.public_access_cidrs[{i}] = {cidr!r}: not a CIDR block")
-                continue
-            if net.version != 4:
-                out.append(
-                    f"cluster.public_access_cidrs[{i}] = {cidr!r}: IPv4 only (EKS takes no IPv6 "
-                    "blocks for an IPv4 cluster)"
-                )
-            elif net.prefixlen == 0 and not self.public_access_from_anywhere:
-                out.append(
-                    f"cluster.public_access_cidrs[{i}] = {cidr!r}: opens the Kubernetes API to "
-                    "the whole internet; name your networks (`mlp azs --public-access-mine` "
-                    "writes your address), keep cluster.endpoint_access 'private', or set "
-                    "cluster.public_access_from_anywhere to true to state that choice"
-                )
-        return out
 
 
 @dataclass(frozen=True)
@@ -522,7 +439,7 @@ class EndpointSettings(Section):
         limits.DEFAULT_INVOCATIONS_PER_INSTANCE, limits.INVOCATIONS_PER_INSTANCE
     )
     """Scaling target for SageMakerVariantInvocationsPerInstance (per minute)."""
-    archives: tuple[str, ...] = setting(DEFAULT_ARCHIVES, minItems=1, uniqueItems=True)
+    archives: tuple[str, ...] = setting(DEFAULT_ENDPOINT_ARCHIVES, minItems=1, uniqueItems=True)
     """Archives this endpoint serves, each a logical name (`model_tf_dali`: every version, the
     newest for `mlp invoke`) or an exact version (`model_tf_dali@v1a2b3c4d`), as `mlp models
     package` names them; distinct. Default both ensembles of the source design, the text one
@@ -543,7 +460,7 @@ class EndpointSettings(Section):
                 f"{self.initial_instances}, {where}.max_instances = {self.max_instances}: "
                 f"expected 1 <= min <= initial <= max <= {most}"
             )
-        out.extend(archive_ref_problems(f"{where}.archives", self.archives))
+        out.extend(ref_problems(f"{where}.archives", self.archives))
         for i, archive in enumerate(self.archives):
             problem = gpu_problem(f"{where}.archives[{i}]", archive, self.instance_type)
             if problem:
@@ -612,7 +529,13 @@ class InferenceSettings(Section):
                 f"inference.triton_version = {self.triton_version!r} with "
                 f"inference.inference_ami_version = {self.inference_ami_version!r}: {ami_problem}"
             )
-        out += self._compute_capability_problems()
+        for i, endpoint in enumerate(self.endpoints):
+            problem = compute_capability_problem(self.triton_version, endpoint.instance_type)
+            if problem:
+                out.append(
+                    f"inference.endpoints[{i}].instance_type = {endpoint.instance_type!r}: "
+                    f"{problem}"
+                )
         # SageMaker endpoint names are unique per region regardless of case.
         names = [e.name.lower() for e in self.endpoints]
         if len(set(names)) != len(names):
@@ -620,7 +543,9 @@ class InferenceSettings(Section):
                 f"inference.endpoints: names must be unique (case-insensitive), got "
                 f"{[e.name for e in self.endpoints]!r}"
             )
-        out += self._construct_id_problems()
+        out += endpoint_name_clashes(
+            [(f"inference.endpoints[{i}].name", e.name) for i, e in enumerate(self.endpoints)]
+        )
         for i, endpoint in enumerate(self.endpoints):
             out.extend(endpoint.problems(f"inference.endpoints[{i}]"))
         if self.upload_dir is not None:
@@ -628,54 +553,6 @@ class InferenceSettings(Section):
 
             out += upload_dir_problems(self.upload_dir)
         return out
-
-    def _compute_capability_problems(self) -> list[str]:
-        release = TRITON_RELEASES.get(self.triton_version)
-        out = []
-        for i, endpoint in enumerate(self.endpoints):
-            capability = instance_compute_capability(endpoint.instance_type)
-            if release and capability and capability < release.min_compute_capability:
-                out.append(
-                    f"inference.endpoints[{i}].instance_type = {endpoint.instance_type!r}: its GPU "
-                    f"has compute capability {capability}, below the {release.min_compute_capability}"
-                    f" that Triton {self.triton_version} supports (release notes, GPU "
-                    "Requirements); use a g4dn or g5 instance, or a release before 25.03"
-                )
-        return out
-
-    def _construct_id_problems(self) -> list[str]:
-        """Endpoint names that InferenceStack would turn into one construct id. The message
-        speaks of names, never of the ids themselves (they are internal)."""
-        # Each endpoint gives an id and '<id>Name' (its name output); the stack's own
-        # resources have fixed ids, which read as these endpoint names.
-        reserved = {
-            cid: re.sub(r"(?<!^)([A-Z])", r"-\1", cid).lower() for cid in INFERENCE_FIXED_IDS
-        }
-        owners: dict[str, list[str]] = {}
-        for i, endpoint in enumerate(self.endpoints):
-            cid = endpoint_construct_id(endpoint.name)
-            owners.setdefault(cid, []).append(f"inference.endpoints[{i}].name")
-            owners.setdefault(f"{cid}Name", []).append(f"inference.endpoints[{i}].name")
-        out = []
-        for cid, keys in owners.items():
-            named = sorted(set(keys))
-            names = ", ".join(f"{k} = {self._endpoint_name(k)!r}" for k in named)
-            if cid in reserved:
-                out.append(
-                    f"{names}: too close to the name the inference stack keeps for its own "
-                    f"{reserved[cid]!r}; reserved: {sorted(reserved.values())} (letter case and "
-                    "repeated '-' aside)"
-                )
-            elif len(named) > 1:
-                out.append(
-                    f"{names}: too alike, the stack derives one identifier from them (names "
-                    "must differ in more than letter case, repeated '-' and a trailing '-name'); "
-                    "choose distinct names"
-                )
-        return list(dict.fromkeys(out))  # a pair that clashes on both ids is one problem
-
-    def _endpoint_name(self, key: str) -> str:
-        return self.endpoints[int(key.split("[")[1].split("]")[0])].name
 
 
 @dataclass(frozen=True)
@@ -720,12 +597,12 @@ class TritonOnEksSettings(Section):
         return out + self._archive_problems()
 
     def _archive_problems(self) -> list[str]:
-        out = archive_ref_problems("triton_on_eks.archives", self.archives)
+        out = ref_problems("triton_on_eks.archives", self.archives)
         for i, archive in enumerate(self.archives):
-            if archive.split("@")[0] not in KNOWN_ARCHIVES:
+            if archive.split("@")[0] not in BUILT_IN_ARCHIVES:
                 out.append(
                     f"triton_on_eks.archives[{i}] = {archive!r}: Triton on EKS loads the models of "
-                    f"the archives this repository builds, expected one of {list(KNOWN_ARCHIVES)} "
+                    f"the archives this repository builds, expected one of {list(BUILT_IN_ARCHIVES)} "
                     "(optionally @vXXXXXXXX)"
                 )
             problem = gpu_problem(f"triton_on_eks.archives[{i}]", archive, self.gpu_instance_type)
@@ -763,33 +640,7 @@ class ImageSettings(Section):
     warns about the rest."""
 
     def problems(self) -> list[str]:
-        out = []
-        for registry, mirror in self.mirrors.items():
-            if registry not in MIRRORABLE_REGISTRIES:
-                out.append(
-                    f"images.mirrors.{registry}: unknown registry; expected one of "
-                    f"{list(MIRRORABLE_REGISTRIES)}"
-                )
-            if len(mirror) > 255 or not MIRROR.fullmatch(mirror):
-                out.append(
-                    f"images.mirrors.{registry} = {mirror!r}: expected a registry host and optional "
-                    "path prefix without scheme or trailing '/', e.g. "
-                    "'123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub'"
-                )
-            elif mirror.split("/")[0] == registry:
-                out.append(
-                    f"images.mirrors.{registry} = {mirror!r}: a mirror must be another registry"
-                )
-        for image, digest in self.digests.items():
-            problem = reference_problem(f"images.digests.{image}", image)
-            if problem:
-                out.append(problem)
-            if not DIGEST.fullmatch(digest):
-                out.append(
-                    f"images.digests.{image} = {digest!r}: expected 'sha256:' and 64 "
-                    "lower-case hex digits (run `mlp images resolve`)"
-                )
-        return out
+        return ImagePolicy(digests=self.digests, mirrors=self.mirrors).problems("images.")
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,37 @@ class ImagePolicy:
         object.__setattr__(self, "digests", dict(self.digests or {}))
         object.__setattr__(self, "mirrors", dict(self.mirrors or {}))
 
+    def problems(self, prefix: str) -> list[str]:
+        """What is wrong with these mirrors and digests, each named ``prefix`` + ``mirrors.<registry>``
+        (``digests.<image>``)."""
+        out = []
+        for registry, mirror in self.mirrors.items():
+            if registry not in MIRRORABLE_REGISTRIES:
+                out.append(
+                    f"{prefix}mirrors.{registry}: unknown registry; expected one of "
+                    f"{list(MIRRORABLE_REGISTRIES)}"
+                )
+            if len(mirror) > 255 or not MIRROR.fullmatch(mirror):
+                out.append(
+                    f"{prefix}mirrors.{registry} = {mirror!r}: expected a registry host and optional "
+                    "path prefix without scheme or trailing '/', e.g. "
+                    "'123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub'"
+                )
+            elif mirror.split("/")[0] == registry:
+                out.append(
+                    f"{prefix}mirrors.{registry} = {mirror!r}: a mirror must be another registry"
+                )
+        for image, digest in self.digests.items():
+            problem = reference_problem(f"{prefix}digests.{image}", image)
+            if problem:
+                out.append(problem)
+            if not DIGEST.fullmatch(digest):
+                out.append(
+                    f"{prefix}digests.{image} = {digest!r}: expected 'sha256:' and 64 "
+                    "lower-case hex digits (run `mlp images resolve`)"
+                )
+        return out
+
     def digest(self, image: str) -> str | None:
         """The digest known for ``image`` (its own, the settings', or a public one)."""
         ref = ImageReference.parse(image)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ml_platform.instances import instance_compute_capability
 from ml_platform.regions import ecr_registry
 
 TRITON_REPOSITORY = "sagemaker-tritonserver"
@@ -202,4 +203,18 @@ def inference_ami_problem(version: str, ami: str) -> str | None:
         f"Triton {version} is built on CUDA {release.cuda_major}, which needs NVIDIA driver "
         f"575 or later; {ami} has driver {image.driver} (CUDA {image.cuda_major}) without the "
         f"CUDA forward-compatibility mount: expected one of {fits}"
+    )
+
+
+def compute_capability_problem(version: str, instance_type: str) -> str | None:
+    """Why Triton ``version`` cannot run on ``instance_type``'s GPU (``None`` if it can, or
+    either is unknown): releases from 25.03 drop GPUs below compute capability 7.5 (V100)."""
+    release = TRITON_RELEASES.get(version)
+    capability = instance_compute_capability(instance_type)
+    if release is None or capability is None or capability >= release.min_compute_capability:
+        return None
+    return (
+        f"its GPU has compute capability {capability}, below the "
+        f"{release.min_compute_capability} that Triton {version} supports (release notes, GPU "
+        "Requirements); use a g4dn or g5 instance, or a release before 25.03"
     )

@@ -3,6 +3,7 @@ the outputs carrying dashboard URLs. No aws-cdk import: the CLI loads this."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -32,3 +33,50 @@ def endpoint_groups(endpoints: Sequence[T]) -> list[tuple[T, ...]]:
 def inference_stack_short(index: int) -> str:
     """Short name (without the prefix) of the ``index``-th inference stack (0-based)."""
     return f"Inference{index + 1 if index else ''}"
+
+
+def endpoint_construct_id(endpoint_name: str) -> str:
+    """The construct id InferenceStack gives an endpoint: 'triton-ensembles' ->
+    'TritonEnsembles'."""
+    return "".join(part[:1].upper() + part[1:] for part in endpoint_name.split("-"))
+
+
+# Construct ids InferenceStack uses beside the endpoints' ids and their '<id>Name' outputs.
+INFERENCE_FIXED_IDS = (
+    "ModelBucket",
+    "UploadArchives",
+    "AlarmTopic",
+    "EndpointsDashboard",
+    "EndpointsDashboardUrl",
+)
+
+
+def endpoint_name_clashes(names: Sequence[tuple[str, str]]) -> list[str]:
+    """Endpoint names (``(key, name)`` pairs) that InferenceStack would turn into one construct
+    id, or into one of its own. The messages speak of names, never of the ids themselves (they
+    are internal)."""
+    # Each endpoint gives an id and '<id>Name' (its name output); the stack's own resources
+    # have fixed ids, which read as these endpoint names.
+    reserved = {cid: re.sub(r"(?<!^)([A-Z])", r"-\1", cid).lower() for cid in INFERENCE_FIXED_IDS}
+    owners: dict[str, list[tuple[str, str]]] = {}
+    for key, name in names:
+        cid = endpoint_construct_id(name)
+        owners.setdefault(cid, []).append((key, name))
+        owners.setdefault(f"{cid}Name", []).append((key, name))
+    out = []
+    for cid, named in owners.items():
+        named = sorted(set(named))
+        listed = ", ".join(f"{key} = {name!r}" for key, name in named)
+        if cid in reserved:
+            out.append(
+                f"{listed}: too close to the name the inference stack keeps for its own "
+                f"{reserved[cid]!r}; reserved: {sorted(reserved.values())} (letter case and "
+                "repeated '-' aside)"
+            )
+        elif len(named) > 1:
+            out.append(
+                f"{listed}: too alike, the stack derives one identifier from them (names "
+                "must differ in more than letter case, repeated '-' and a trailing '-name'); "
+                "choose distinct names"
+            )
+    return list(dict.fromkeys(out))  # a pair that clashes on both ids is one problem

@@ -120,25 +120,9 @@ def cluster_problems(
         errors.append(
             f"endpoint_access={endpoint_access!r}: expected one of {sorted(ENDPOINT_ACCESS)}"
         )
-    if endpoint_access == "public_and_private" and not cidrs:
-        errors.append("public_access_cidrs=[]: expected at least one CIDR with a public endpoint")
-    if endpoint_access == "private" and cidrs:
-        errors.append(
-            f"public_access_cidrs={cidrs!r}: a private endpoint takes none (set "
-            "endpoint_access='public_and_private' to use them)"
-        )
-    for cidr in cidrs:
-        try:
-            net = ipaddress.ip_network(cidr)
-        except ValueError:
-            errors.append(f"public_access_cidrs: {cidr!r} is not a CIDR block")
-            continue
-        if net.prefixlen == 0 and not public_access_from_anywhere:
-            errors.append(
-                f"public_access_cidrs: {cidr!r} opens the Kubernetes API endpoint to the "
-                "whole internet; name your networks, use endpoint_access='private', or set "
-                "public_access_from_anywhere=True to state that choice"
-            )
+    errors += limits.public_access_problems(
+        endpoint_access, cidrs, public_access_from_anywhere, prefix=""
+    )
     if system_nodes not in SYSTEM_NODES:
         errors.append(f"system_nodes={system_nodes}: expected {SYSTEM_NODES.text}")
     return errors

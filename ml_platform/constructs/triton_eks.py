@@ -8,6 +8,7 @@ its own: the manifests there depend on the cluster stack, never the other way ro
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 
 import cdk8s
@@ -39,7 +40,7 @@ from ml_platform.sagemaker_images import (
     UNPATCHED_TRITON_WARNING,
     triton_release_warning,
 )
-from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref, ref_problems
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
 
 
@@ -225,14 +226,11 @@ class TritonOnEks(Construct):
                 f"replicas={replicas}, gpu_nodes={gpu_nodes}: expected 1 <= replicas <= "
                 "gpu_nodes (each replica takes a whole single-GPU node)"
             )
-        if not archives:
-            errors.append("archives=[]: expected at least one archive")
+        errors += ref_problems("archives", archives)
         files: dict[str, str] = {}  # reference -> the ARCHIVE_MODELS key of its logical name
         for archive in archives:
-            try:
+            with contextlib.suppress(ValueError):  # reported above
                 files[archive] = f"{parse_ref(archive).logical}{ARCHIVE_SUFFIX}"
-            except ValueError as error:
-                errors.append(f"archives: {error}")
         unknown = [a for a in archives if files.get(a) not in ARCHIVE_MODELS]
         load = list(models or [])
         if models is None:

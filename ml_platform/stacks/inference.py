@@ -11,7 +11,7 @@ from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
-from ml_platform.config import EndpointSettings, InferenceSettings, endpoint_construct_id
+from ml_platform.config import EndpointSettings, InferenceSettings
 from ml_platform.constructs.dashboards import EndpointDashboard
 from ml_platform.constructs.model_upload import (  # noqa: F401  (re-exported: the app and tests use them)
     LAMBDA_MAX_EPHEMERAL_MIB,
@@ -27,6 +27,7 @@ from ml_platform.stack_outputs import (  # noqa: F401  (re-exported: tests and t
     ENDPOINTS_DASHBOARD_OUTPUT,
     ENDPOINTS_PER_STACK,
     STACK_RESOURCE_LIMIT,
+    endpoint_construct_id,
     endpoint_groups,
 )
 from ml_platform.stacks.network import _retention
@@ -62,7 +63,7 @@ class InferenceStack(Stack):
         if not isinstance(bucket, Construct):  # aws-cdk's imported buckets are constructs
             raise TypeError(f"{self.node.path}: the imported model bucket is not a Construct")
         # Under the imported bucket, not beside it: the stack's own ids are the ones
-        # config.INFERENCE_FIXED_IDS keeps endpoint names from clashing with.
+        # stack_outputs.INFERENCE_FIXED_IDS keeps endpoint names from clashing with.
         models = ModelArtifactBucket.from_bucket(
             bucket, "Archives", bucket, model_prefix=model_prefix
         )

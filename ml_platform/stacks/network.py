@@ -8,10 +8,11 @@ from aws_cdk import CfnOutput, CfnResource, Stack
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from ml_platform.config import LOG_RETENTION_DAYS, NetworkSettings
+from ml_platform.config import NetworkSettings
 from ml_platform.constructs._l1 import default_child
 from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
 from ml_platform.constructs.storage import RETAIN
+from ml_platform.limits import LOG_RETENTION_DAYS
 
 
 class NetworkStack(Stack):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -101,6 +102,22 @@ def parse_ref(text: object) -> ArchiveRef:
             "lower-case letters, digits, '_' and '-'; the version 'v' and 8 hex digits)"
         )
     return ArchiveRef(match["logical"], match["version"])
+
+
+def ref_problems(key: str, archives: Sequence[str | ArchiveRef]) -> list[str]:
+    """Problems of a list of archive references (``NAME`` or ``NAME@vXXXXXXXX``) that ``key``
+    names (a dotted setting or a prop): at least one, each well-formed, none twice."""
+    out = [] if archives else [f"{key} = []: expected at least one archive"]
+    refs = []
+    for i, archive in enumerate(archives):
+        try:
+            refs.append(archive if isinstance(archive, ArchiveRef) else parse_ref(archive))
+        except ValueError as error:
+            out.append(f"{key}[{i}] = {archive!r}: {error}")
+    duplicates = sorted({str(r) for r in refs if refs.count(r) > 1})
+    if duplicates:
+        out.append(f"{key}: {duplicates} given more than once")
+    return out
 
 
 def parse_key(key: str) -> ArchiveRef | None:

@@ -722,3 +722,9 @@ ARCHIVE_MODELS: dict[str, tuple[str, ...]] = {
     TEXT_ONNX_ARCHIVE: _TEXT_MODELS,
     **{archive: _TEXT_MODELS for archive in TEXT_TRT_ARCHIVES.values()},
 }
+#: The logical names of the archives this repository builds (``model_tf_dali`` ...).
+BUILT_IN_ARCHIVES = tuple(sorted(name.removesuffix(".tar.gz") for name in ARCHIVE_MODELS))
+#: The archives a SageMaker endpoint serves by default: both ensembles, the text one for T4.
+DEFAULT_ENDPOINT_ARCHIVES = (IMAGE_LOGICAL, TEXT_ARCHIVE.removesuffix(".tar.gz"))
+#: What Triton on EKS serves by default: both ensembles, the text one with its ONNX encoder.
+DEFAULT_EKS_ARCHIVES = (IMAGE_LOGICAL, TEXT_ONNX_LOGICAL)

@@ -45,12 +45,13 @@ from ml_platform.sagemaker_images import (
     DEFAULT_TRITON_VERSION,
     INFERENCE_AMI_VERSIONS,
     UNPATCHED_TRITON_WARNING,
+    compute_capability_problem,
     inference_ami_problem,
     triton_image_uri,
     triton_region_problem,
     triton_release_warning,
 )
-from ml_platform.triton.archive_names import ArchiveRef, parse_ref
+from ml_platform.triton.archive_names import ArchiveRef, parse_ref, ref_problems
 
 # Triton's TensorFlow backend (releases up to 25.02) does not give GPU memory back when a model
 # unloads (the source design's notebook, MME_TF_DALI+TRT), and neither does DALI unless its
@@ -286,17 +287,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
                 "starting and ending with a letter or digit"
             )
-        refs: list[ArchiveRef] = []
-        for archive in archives:
-            try:
-                refs.append(archive if isinstance(archive, ArchiveRef) else parse_ref(archive))
-            except ValueError as error:
-                errors.append(f"archives: {error}")
-        if not archives:
-            errors.append("archives=[]: expected at least one archive")
-        duplicates = sorted({str(r) for r in refs if refs.count(r) > 1})
-        if duplicates:
-            errors.append(f"archives: {duplicates} given more than once")
+        errors += ref_problems("archives", archives)
         errors += model_prefix_problems(model_prefix)
         if image_uri is None and Token.is_unresolved(region):
             errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
@@ -313,6 +304,10 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             problem = inference_ami_problem(triton_version, inference_ami_version)
             if problem:
                 errors.append(f"inference_ami_version={inference_ami_version!r}: {problem}")
+        if image_uri is None:
+            problem = compute_capability_problem(triton_version, instance_type)
+            if problem:
+                errors.append(f"instance_type={instance_type!r}: {problem}")
         if model_load_gpu_limit_percent not in limits.MODEL_LOAD_GPU_LIMIT_PERCENT:
             errors.append(
                 f"model_load_gpu_limit_percent={model_load_gpu_limit_percent}: expected 1 to 100 "
@@ -325,7 +320,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         errors += extra
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
-        return refs
+        return [a if isinstance(a, ArchiveRef) else parse_ref(a) for a in archives]
 
     def _add_log_group(
         self,

@@ -135,8 +135,8 @@ def test_the_creator_gets_no_permanent_admin_entry_and_the_kubectl_role_has_its_
 def test_a_world_open_endpoint_is_an_error_unless_stated_then_a_warning() -> None:
     with pytest.raises(
         ValueError,
-        match=r"'0\.0\.0\.0/0' opens the Kubernetes API endpoint to the "
-        r"whole internet.*public_access_from_anywhere=True",
+        match=r"public_access_cidrs\[0\] = '0\.0\.0\.0/0': opens the Kubernetes API to the "
+        r"whole internet.*set public_access_from_anywhere to true",
     ):
         _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"])
     stated = _bare_cluster(
@@ -148,10 +148,18 @@ def test_a_world_open_endpoint_is_an_error_unless_stated_then_a_warning() -> Non
     assert "0.0.0.0/0" in warning and OPEN_TO_WORLD_WARNING in warning
     with pytest.raises(
         ValueError,
-        match=r"public_access_cidrs=\['203.0.113.0/24'\]: a private "
+        match=r"public_access_cidrs = \['203.0.113.0/24'\]: a private "
         "endpoint takes none",
     ):
         _bare_cluster(public_access_cidrs=["203.0.113.0/24"])
+    # The rule the settings check (limits.public_access_problems): IPv4, at most 40, distinct.
+    with pytest.raises(ValueError) as error:
+        _bare_cluster(
+            endpoint_access="public_and_private",
+            public_access_cidrs=["2001:db8::/32", *(f"10.0.{i}.0/24" for i in range(40))],
+        )
+    assert "public_access_cidrs[0] = '2001:db8::/32': IPv4 only" in str(error.value)
+    assert "public_access_cidrs: 41 blocks, EKS takes at most 40" in str(error.value)
 
 
 def _bare_cluster(**props) -> TrainingEksCluster:
@@ -202,7 +210,7 @@ def test_cluster_construct_validation_reports_every_problem() -> None:
         "kubernetes_version='1.29'",
         "['1.34', '1.35']",
         "endpoint_access='public'",
-        "'10.0.0.0/33' is not a CIDR",
+        "public_access_cidrs[0] = '10.0.0.0/33': not a CIDR block",
         "system_nodes=0: expected 1 to 10",
     ):
         assert expected in message

@@ -226,3 +226,26 @@ def test_model_loads_stop_at_a_share_of_gpu_memory(synth: SynthesizedPlatform) -
         _endpoint(model_load_gpu_limit_percent=0)
     with pytest.raises(SettingsError, match=r"inference.model_load_gpu_limit_percent = 101"):
         Settings.from_context({"inference": {"model_load_gpu_limit_percent": 101}})
+
+
+def test_the_release_must_support_the_gpu() -> None:
+    """The construct refuses a V100 with a release from 25.03, by the rule the settings use
+    (sagemaker_images.compute_capability_problem)."""
+    with pytest.raises(
+        ValueError,
+        match=(
+            r"instance_type='ml.p3.2xlarge': its GPU has compute capability 7.0, below the 7.5 "
+            r"that Triton 25.09 supports"
+        ),
+    ):
+        _endpoint(instance_type="ml.p3.2xlarge")
+    _endpoint(instance_type="ml.p3.2xlarge", triton_version="24.09")
+    # A given image is the caller's choice, as for the region.
+    _endpoint(
+        instance_type="ml.p3.2xlarge",
+        image_uri="111122223333.dkr.ecr.us-west-2.amazonaws.com/triton:1",
+    )
+    with pytest.raises(ValueError) as error:
+        _endpoint(archives=["model_tf_dali", "model_tf_dali", "Bad"])
+    assert "archives[2] = 'Bad': 'Bad' is not an archive reference" in str(error.value)
+    assert "archives: ['model_tf_dali'] given more than once" in str(error.value)

@@ -177,6 +177,19 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
         "namespace='Bad_Namespace'",
     ):
         assert expected in message
+    # The archive list follows the settings' rule (archive_names.ref_problems).
+    with pytest.raises(ValueError) as info:
+        TritonOnEks(
+            stack,
+            "Triton2",
+            cluster=cluster,
+            bucket=bucket,
+            archives=["model_tf_dali", "model_tf_dali", "No@v1"],
+            pod_identity_agent=None,
+        )
+    message = str(info.value)
+    assert "archives[2] = 'No@v1': 'No@v1' is not an archive reference" in message
+    assert "archives: ['model_tf_dali'] given more than once" in message
 
 
 def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:

@@ -606,12 +606,13 @@ KNOWN_MISSING: dict[str, dict[tuple[str, str], str]] = {
 
 def _allowed_prices() -> set[tuple[str, str]]:
     """(service, key) of every price the settings can make the platform need."""
-    from ml_platform.config import FSX_THROUGHPUTS, ClusterSettings
+    from ml_platform.config import ClusterSettings
     from ml_platform.instances import (
         EKS_GPU_INSTANCES,
         SAGEMAKER_MME_GPU_INSTANCES,
         TRAINIUM_INSTANCES,
     )
+    from ml_platform.limits import FSX_THROUGHPUTS
 
     ec2 = (
         set(TRAINIUM_INSTANCES) | set(EKS_GPU_INSTANCES) | {ClusterSettings().system_instance_type}

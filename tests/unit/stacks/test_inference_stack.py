@@ -415,8 +415,9 @@ def test_no_upload_without_upload_dir() -> None:
 
 def test_endpoint_ids_follow_the_settings_rule() -> None:
     """The stack names each endpoint's construct (and its output) with
-    config.endpoint_construct_id, the rule the settings check clashes with."""
-    from ml_platform.config import EndpointSettings, InferenceSettings, endpoint_construct_id
+    stack_outputs.endpoint_construct_id, the rule the settings check clashes with."""
+    from ml_platform.config import EndpointSettings, InferenceSettings
+    from ml_platform.stack_outputs import endpoint_construct_id
     from ml_platform.stacks.inference import InferenceStack
 
     names = ("x--y", "tritonEnsembles", "a-b9")
@@ -433,7 +434,7 @@ def test_endpoint_ids_follow_the_settings_rule() -> None:
     outputs = Template.from_stack(stack).find_outputs("*")
     assert {"XYName", "TritonEnsemblesName", "AB9Name"} <= set(outputs)
     # No id of the stack's own beyond those the settings guard against (INFERENCE_FIXED_IDS).
-    from ml_platform.config import INFERENCE_FIXED_IDS
+    from ml_platform.stack_outputs import INFERENCE_FIXED_IDS
 
     own = {c.node.id for c in stack.node.children} - {endpoint_construct_id(n) for n in names}
     own -= {f"{endpoint_construct_id(n)}Name" for n in names}
