@@ -5,8 +5,8 @@ import sys
 from pathlib import Path
 
 from ml_platform.app import build_platform, new_app, settings_from_app
-from ml_platform.cli.charts import volcano_chart_dir
 from ml_platform.config import SettingsError
+from ml_platform.versions import volcano_chart_dir
 
 
 def main() -> None:

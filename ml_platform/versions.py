@@ -8,6 +8,8 @@ pin before raising it, e.g. ``aws eks describe-addon-versions --addon-name cored
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ml_platform.regions import ecr_registry
 
 # --- EKS managed add-ons, per Kubernetes minor version --------------------------------------
@@ -79,6 +81,15 @@ VOLCANO_HELM_REPOSITORY = "https://volcano-sh.github.io/helm-charts"
 VOLCANO_HELM_CHART = "volcano"
 VOLCANO_HELM_CHART_VERSION = "1.15.1"
 VOLCANO_NAMESPACE = "volcano-system"
+CHARTS_DIR = ".charts"
+
+
+def volcano_chart_dir(project: Path) -> Path:
+    """Where ``mlp charts fetch`` unpacks the pinned Volcano chart for ``project`` (the folder
+    of cdk.json), and where synthesis looks for it."""
+    return project / CHARTS_DIR / f"{VOLCANO_HELM_CHART}-{VOLCANO_HELM_CHART_VERSION}"
+
+
 # The images chart 1.15.1 runs with its default components (values.yaml `basic.*_image_name`
 # and `image_tag_version` v1.15.1, registry docker.io), by the chart's value key of each
 # one's tag (`basic.<key>_image_tag_version`):

@@ -32,18 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
+from ml_platform.versions import volcano_chart_dir
 
-CHARTS_DIR = ".charts"
 TIMEOUT = 60
 MAX_CHART_BYTES = 50 * 1024 * 1024  # the 1.15.1 archive is well under 1 MB; bounds a bad answer
-
-
-def volcano_chart_dir(project: Path) -> Path:
-    """Where ``mlp charts fetch`` unpacks the pinned Volcano chart for ``project`` (the folder
-    of cdk.json), and where synthesis looks for it."""
-    from ml_platform.versions import VOLCANO_HELM_CHART, VOLCANO_HELM_CHART_VERSION
-
-    return project / CHARTS_DIR / f"{VOLCANO_HELM_CHART}-{VOLCANO_HELM_CHART_VERSION}"
 
 
 def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:

@@ -24,6 +24,7 @@ from ml_platform.config import Settings, TrainiumSettings, TritonOnEksSettings
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.trainium import TrainiumNodeGroup
 from ml_platform.instances import GPU, TRAINIUM, AcceleratorKind
+from ml_platform.training.jobs import bert_problems
 
 BERT_NODES_WARNING = "ml-platform:bertNodeCount"
 
@@ -158,8 +159,6 @@ class TrainiumNodesStack(AcceleratorNodesStack):
         return self.trainium
 
     def _warn(self) -> None:
-        from ml_platform.training.jobs import bert_problems  # torchx: only when needed
-
         # bert_problems reads only the trainium section of the settings it is given.
         for problem in bert_problems(Settings(trainium=self._settings)):
             Annotations.of(self).add_warning_v2(

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-
-from torchx.specs import AppDef
+from typing import TYPE_CHECKING
 
 from ml_platform.config import Settings
 from ml_platform.instances import TRAINIUM_INSTANCES
 from ml_platform.k8s_charts.names import FSX_MOUNT_PATH
-from ml_platform.training.component import component_problems, trainium_ddp
+
+if TYPE_CHECKING:
+    from torchx.specs import AppDef
+
+# The component (and so torchx) is imported where a job is checked or rendered, not here:
+# `cdk synth` reads bert_problems from this module and never renders a job.
 
 # The BERT-large phase-1 pretraining of the source tutorial.
 BERT_SCRIPT = "dp_bert_large_hf_pretrain_hdf5.py"
@@ -122,6 +126,8 @@ class TrainingJob:
 
     def to_app(self, image: str) -> AppDef:
         """The TorchX AppDef of this job (raises ``ValueError`` on invalid arguments)."""
+        from ml_platform.training.component import trainium_ddp
+
         return trainium_ddp(
             *self.script_args,
             script=self.script,
@@ -140,6 +146,8 @@ class TrainingJob:
 
     def problems(self, settings: Settings) -> list[str]:
         """Every problem with this job, on its own and on the configured cluster."""
+        from ml_platform.training.component import component_problems
+
         out = component_problems(
             script_args=self.script_args,
             script=self.script,
