@@ -222,7 +222,6 @@ def _add_training_cluster(
         settings=settings.cluster,
         charts=ClusterChartValues.from_settings(settings),
         vpc=network.vpc,
-        training_nodes=network.training_nodes.security_group,
         file_system_id=file_system.file_system_id,
         file_system_dns_name=file_system.dns_name,
         file_system_mount_name=file_system.mount_name,

@@ -41,9 +41,8 @@ class StorageStack(Stack):
     (``ml-platform:lustreThroughput``) when the file system's throughput is below
     :data:`LUSTRE_MBPS_PER_NODE` per node. Default 0 (no check).
 
-    ``training_nodes`` is no longer a Lustre client: the nodes that mount the file system carry
-    its client group (``lustre.client_security_group``) instead. It is still accepted so
-    existing callers work.
+    The nodes that mount the file system carry its client group
+    (``lustre.client_security_group``).
     """
 
     def __init__(
@@ -55,7 +54,6 @@ class StorageStack(Stack):
         image_repository_name: str,
         vpc: ec2.IVpc,
         trainium_subnet: ec2.ISubnet,
-        training_nodes: ec2.ISecurityGroup | None = None,
         archive_publishers: Sequence[str] = (),
         upload_role_name: str | None = None,
         lustre_readers: int = 0,

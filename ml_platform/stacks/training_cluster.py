@@ -154,7 +154,6 @@ class TrainingClusterStack(Stack):
         charts: What the cluster charts need from the other settings
             (:meth:`ClusterChartValues.from_settings`). Required.
         vpc: The platform VPC. Required.
-        training_nodes: Security group of the Trainium nodes' EFA interfaces. Required.
         file_system_id, file_system_dns_name, file_system_mount_name: The Lustre file system
             of StorageStack. Required.
         lustre_clients: The file system's client security group
@@ -178,7 +177,6 @@ class TrainingClusterStack(Stack):
         settings: ClusterSettings,
         charts: ClusterChartValues,
         vpc: ec2.IVpc,
-        training_nodes: ec2.ISecurityGroup,
         file_system_id: str,
         file_system_dns_name: str,
         file_system_mount_name: str,
