@@ -454,7 +454,9 @@ class EndpointSettings(Section):
     def problems(self, where: str) -> list[str]:
         out = field_problems(self, f"{where}.")
         most = limits.ENDPOINT_INSTANCES.high
-        if not 1 <= self.min_instances <= self.initial_instances <= self.max_instances <= most:
+        if not limits.endpoint_counts_ok(
+            self.min_instances, self.initial_instances, self.max_instances
+        ):
             out.append(
                 f"{where}.min_instances = {self.min_instances}, {where}.initial_instances = "
                 f"{self.initial_instances}, {where}.max_instances = {self.max_instances}: "

@@ -215,6 +215,13 @@ ENDPOINT_NAME = Pattern(
 MODEL_LOAD_GPU_LIMIT_PERCENT = Bounds(1, 100, " (100: no limit)")
 ENDPOINT_INSTANCES = Bounds(1, 100)  # an endpoint variant's instance counts
 
+
+def endpoint_counts_ok(min_instances: int, initial: int, max_instances: int) -> bool:
+    """An endpoint's instance counts: ``1 <= min <= initial <= max <= 100``."""
+    most = ENDPOINT_INSTANCES.high
+    return 1 <= min_instances <= initial <= max_instances <= most
+
+
 # -- Defaults the settings and the constructs share -----------------------------------------
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 DEFAULT_NAT_GATEWAYS = 1

@@ -275,10 +275,11 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 f"instance_type={instance_type!r}: multi-model endpoints on GPU support "
                 f"{sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
             )
-        if not 1 <= min_instances <= initial_instances <= max_instances:
+        if not limits.endpoint_counts_ok(min_instances, initial_instances, max_instances):
             errors.append(
                 f"min_instances={min_instances}, initial_instances={initial_instances}, "
-                f"max_instances={max_instances}: expected 1 <= min <= initial <= max"
+                f"max_instances={max_instances}: expected 1 <= min <= initial <= max <= "
+                f"{limits.ENDPOINT_INSTANCES.high}"
             )
         if not Token.is_unresolved(endpoint_name) and not limits.ENDPOINT_NAME.matches(
             endpoint_name

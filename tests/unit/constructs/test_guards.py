@@ -249,3 +249,14 @@ def test_the_release_must_support_the_gpu() -> None:
         _endpoint(archives=["model_tf_dali", "model_tf_dali", "Bad"])
     assert "archives[2] = 'Bad': 'Bad' is not an archive reference" in str(error.value)
     assert "archives: ['model_tf_dali'] given more than once" in str(error.value)
+
+
+def test_instance_counts_follow_the_settings_rule() -> None:
+    """limits.endpoint_counts_ok: the same 1 <= min <= initial <= max <= 100 as the settings."""
+    with pytest.raises(
+        ValueError, match=r"max_instances=101: expected 1 <= min <= initial <= max <= 100"
+    ):
+        _endpoint(max_instances=101)
+    with pytest.raises(ValueError, match=r"min_instances=2, initial_instances=1"):
+        _endpoint(min_instances=2, initial_instances=1, max_instances=2)
+    _endpoint(min_instances=1, initial_instances=100, max_instances=100)
