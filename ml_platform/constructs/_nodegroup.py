@@ -171,11 +171,12 @@ def new_node_role(
     return role
 
 
-def reserved_label_problems(labels: Mapping[str, str] | None) -> list[str]:
-    """The node-role label is the construct's own (empty when ``labels`` leave it alone)."""
+def reserved_label_problems(labels: Mapping[str, str] | None, prop: str = "labels") -> list[str]:
+    """The node-role label is the construct's own (empty when ``labels``, the prop named
+    ``prop``, leave it alone)."""
     errors = []
     if labels and NODE_ROLE_LABEL in labels:
-        errors.append(f"labels: {NODE_ROLE_LABEL!r} is set by this construct")
+        errors.append(f"{prop}: {NODE_ROLE_LABEL!r} is set by this construct")
     return errors
 
 

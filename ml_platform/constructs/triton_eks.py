@@ -8,7 +8,6 @@ its own: the manifests there depend on the cluster stack, never the other way ro
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping, Sequence
 
 import cdk8s
@@ -20,6 +19,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IDependable
 
 from ml_platform import limits
+from ml_platform.constructs._nodegroup import reserved_label_problems
 from ml_platform.constructs._per_app import key_of, registry
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
@@ -32,7 +32,6 @@ from ml_platform.constructs.storage import (
 )
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.instances import EKS_GPU_INSTANCES
-from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart
 from ml_platform.sagemaker_images import (
@@ -40,7 +39,7 @@ from ml_platform.sagemaker_images import (
     UNPATCHED_TRITON_WARNING,
     triton_release_warning,
 )
-from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_ref, ref_problems
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_refs
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
 
 
@@ -226,11 +225,12 @@ class TritonOnEks(Construct):
                 f"replicas={replicas}, gpu_nodes={gpu_nodes}: expected 1 <= replicas <= "
                 "gpu_nodes (each replica takes a whole single-GPU node)"
             )
-        errors += ref_problems("archives", archives)
-        files: dict[str, str] = {}  # reference -> the ARCHIVE_MODELS key of its logical name
-        for archive in archives:
-            with contextlib.suppress(ValueError):  # reported above
-                files[archive] = f"{parse_ref(archive).logical}{ARCHIVE_SUFFIX}"
+        refs, problems = parse_refs("archives", archives)
+        errors += problems
+        # reference -> the ARCHIVE_MODELS key of its logical name
+        files = {
+            a: f"{r.logical}{ARCHIVE_SUFFIX}" for a, r in zip(archives, refs, strict=True) if r
+        }
         unknown = [a for a in archives if files.get(a) not in ARCHIVE_MODELS]
         load = list(models or [])
         if models is None:
@@ -251,8 +251,7 @@ class TritonOnEks(Construct):
             problem = _dns_label_problem(value)
             if problem:
                 errors.append(f"{prop}={value!r}: {problem}")
-        if node_labels and NODE_ROLE_LABEL in node_labels:
-            errors.append(f"node_labels: {NODE_ROLE_LABEL!r} is set by this construct")
+        errors += reserved_label_problems(node_labels, "node_labels")
         errors += extra
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))

@@ -104,20 +104,30 @@ def parse_ref(text: object) -> ArchiveRef:
     return ArchiveRef(match["logical"], match["version"])
 
 
-def ref_problems(key: str, archives: Sequence[str | ArchiveRef]) -> list[str]:
-    """Problems of a list of archive references (``NAME`` or ``NAME@vXXXXXXXX``) that ``key``
-    names (a dotted setting or a prop): at least one, each well-formed, none twice."""
+def parse_refs(
+    key: str, archives: Sequence[str | ArchiveRef]
+) -> tuple[list[ArchiveRef | None], list[str]]:
+    """A list of archive references (``NAME`` or ``NAME@vXXXXXXXX``) that ``key`` names (a
+    dotted setting or a prop), parsed: each reference (``None`` where one is malformed) and the
+    problems of the list: at least one, each well-formed, none twice."""
     out = [] if archives else [f"{key} = []: expected at least one archive"]
-    refs = []
+    refs: list[ArchiveRef | None] = []
     for i, archive in enumerate(archives):
         try:
             refs.append(archive if isinstance(archive, ArchiveRef) else parse_ref(archive))
         except ValueError as error:
+            refs.append(None)
             out.append(f"{key}[{i}] = {archive!r}: {error}")
-    duplicates = sorted({str(r) for r in refs if refs.count(r) > 1})
+    parsed = [r for r in refs if r is not None]
+    duplicates = sorted({str(r) for r in parsed if parsed.count(r) > 1})
     if duplicates:
         out.append(f"{key}: {duplicates} given more than once")
-    return out
+    return refs, out
+
+
+def ref_problems(key: str, archives: Sequence[str | ArchiveRef]) -> list[str]:
+    """The problems :func:`parse_refs` finds in ``archives``."""
+    return parse_refs(key, archives)[1]
 
 
 def parse_key(key: str) -> ArchiveRef | None:

@@ -51,7 +51,7 @@ from ml_platform.sagemaker_images import (
     triton_region_problem,
     triton_release_warning,
 )
-from ml_platform.triton.archive_names import ArchiveRef, parse_ref, ref_problems
+from ml_platform.triton.archive_names import ArchiveRef, parse_refs
 
 # Triton's TensorFlow backend (releases up to 25.02) does not give GPU memory back when a model
 # unloads (the source design's notebook, MME_TF_DALI+TRT), and neither does DALI unless its
@@ -288,7 +288,8 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
                 "starting and ending with a letter or digit"
             )
-        errors += ref_problems("archives", archives)
+        refs, problems = parse_refs("archives", archives)
+        errors += problems
         errors += model_prefix_problems(model_prefix)
         if image_uri is None and Token.is_unresolved(region):
             errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
@@ -321,7 +322,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         errors += extra
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
-        return [a if isinstance(a, ArchiveRef) else parse_ref(a) for a in archives]
+        return [r for r in refs if r is not None]  # all parsed: no problems above
 
     def _add_log_group(
         self,

@@ -177,7 +177,7 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
         "namespace='Bad_Namespace'",
     ):
         assert expected in message
-    # The archive list follows the settings' rule (archive_names.ref_problems).
+    # The archive list follows the settings' rule (archive_names.parse_refs).
     with pytest.raises(ValueError) as info:
         TritonOnEks(
             stack,
@@ -186,10 +186,13 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
             bucket=bucket,
             archives=["model_tf_dali", "model_tf_dali", "No@v1"],
             pod_identity_agent=None,
+            node_labels={"ml-platform/node-role": "mine"},
         )
     message = str(info.value)
     assert "archives[2] = 'No@v1': 'No@v1' is not an archive reference" in message
     assert "archives: ['model_tf_dali'] given more than once" in message
+    # The node groups' own rule (_nodegroup.reserved_label_problems), named by this prop.
+    assert "node_labels: 'ml-platform/node-role' is set by this construct" in message
 
 
 def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
