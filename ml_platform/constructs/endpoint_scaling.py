@@ -21,6 +21,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from ml_platform.constructs._l1 import default_child
 from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
 
 HANDLER_DIR = Path(__file__).with_name("endpoint_scaling_handler")
@@ -83,9 +84,7 @@ class EndpointScalingProvider(Construct):
         # already referenced; cfn-lint flags that (W3005) on these two resources only.
         framework = self.provider.node.find_child("framework-onEvent")
         for function in (self.handler, framework):
-            resource = function.node.default_child
-            if not isinstance(resource, CfnResource):
-                raise TypeError(f"{function.node.path}: expected a CfnResource default child")
+            resource = default_child(function, CfnResource)
             resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
 
     def _grant_alarms_and_configs(self) -> None:

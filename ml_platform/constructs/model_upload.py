@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from ml_platform.constructs.nag import acknowledge, rendered_resource
+from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
 from ml_platform.constructs.storage import ModelArtifactBucketBase
 from ml_platform.triton.archive_names import parse_key
 
@@ -182,18 +182,13 @@ class ModelArchiveUpload:
         role = self.role
         acknowledge(
             role,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-            "AWSLambdaBasicExecutionRole]",
+            managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"),
             "aws-cdk's BucketDeployment function: the managed policy only lets it write its "
             "own CloudWatch logs.",
         )
-        assets = (
-            f"arn:<AWS::Partition>:s3:::cdk-{DefaultStackSynthesizer.DEFAULT_QUALIFIER}-assets-"
-            f"{stack.account}-{stack.region}/*"
-        )
         acknowledge(
             role,
-            f"AwsSolutions-IAM5[Resource::{assets}]",
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(stack, self._asset_objects)}]",
             "The zip of upload_dir is a CDK asset whose key is known only at deploy time; "
             "s3:GetObject only, in the bootstrap asset bucket.",
         )

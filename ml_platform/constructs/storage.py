@@ -21,7 +21,8 @@ from constructs import Construct
 
 from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
-from ml_platform.constructs.nag import acknowledge
+from ml_platform.constructs._l1 import default_child, find_child
+from ml_platform.constructs.nag import acknowledge, managed_policy_finding
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure).
@@ -55,8 +56,7 @@ def _acknowledge_delete_provider(scope: Construct) -> None:
             continue
         acknowledge(
             provider,
-            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-            "AWSLambdaBasicExecutionRole]",
+            managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"),
             f"aws-cdk's delete handler ({purpose} on stack deletion with "
             "removal_policy=DESTROY) logs with the AWS-maintained basic execution policy.",
         )
@@ -420,9 +420,7 @@ def _delete_provider_role_arn(scope: Construct) -> str:
     """ARN of the role of aws-cdk's empty-on-delete handler for buckets (a stack singleton
     that exists once a bucket sets ``auto_delete_objects``)."""
     provider = Stack.of(scope).node.find_child("Custom::S3AutoDeleteObjectsCustomResourceProvider")
-    role = provider.node.find_child("Role")
-    if not isinstance(role, CfnResource):
-        raise TypeError(f"{role.node.path}: expected the provider's CfnResource role")
+    role = find_child(provider, "Role", CfnResource)
     return Token.as_string(role.get_att("Arn"))
 
 
@@ -613,10 +611,9 @@ class LustreStorage(LustreStorageBase):
         self.allow_client(self.client_security_group)
         for client in clients:
             self.allow_client(client)
-        resource = self.file_system.node.default_child
-        if not isinstance(resource, CfnResource):
-            raise TypeError(f"{self.node.path}: expected the file system's CfnResource")
-        after_security_group_rules(resource, [self.security_group])
+        after_security_group_rules(
+            default_child(self.file_system, CfnResource), [self.security_group]
+        )
 
     @classmethod
     def from_file_system_attributes(
