@@ -201,7 +201,7 @@ class ClusterSettings(Section):
     kubernetes_version: str = setting(limits.DEFAULT_KUBERNETES_VERSION, OneOf(KUBERNETES_VERSIONS))
     """Kubernetes version: the ones Volcano 1.15 supports, each with its own kube-proxy and
     CoreDNS pins (`ml_platform/versions.py`) and kubectl Lambda layer."""
-    admin_role_arn: str | None = setting(None, pattern=f"^(?:{limits.ROLE_ARN.pattern})$")
+    admin_role_arn: str | None = setting(None, pattern=limits.json_pattern(limits.ROLE_ARN))
     """IAM role (in `env.region`'s partition) given cluster-admin by an EKS access entry.
     Default none: only the stack's kubectl provider can use the API. `mlp azs` writes the role
     named with `--admin-role-arn` or `--admin-role-mine`."""
@@ -321,7 +321,7 @@ class TrainiumSettings(Section):
     """A Capacity Block for ML (`cr-...`) the nodes launch into (market type `capacity-block`,
     node group capacity type `CAPACITY_BLOCK`). At most one of the two. A Capacity Block
     places its instances itself: no placement group."""
-    placement_group: str | None = setting(None, pattern=f"^(?:{limits.PLACEMENT_GROUP.pattern})$")
+    placement_group: str | None = setting(None, pattern=limits.json_pattern(limits.PLACEMENT_GROUP))
     """Name of the cluster placement group `capacity_reservation_id` was created in. Default
     none: a new cluster placement group without a reservation, no placement group with one.
     Not with `capacity_block_id`."""
@@ -374,10 +374,10 @@ class TrainiumSettings(Section):
 class TrainingSettings(Section):
     """Where the training workloads run on the cluster."""
 
-    namespace: str = setting("training", pattern=f"^(?:{limits.K8S_NAME.pattern})$")
+    namespace: str = setting("training", pattern=limits.json_pattern(limits.K8S_NAME))
     """Kubernetes namespace of the jobs, the FSx claim and TensorBoard; the stack creates (and
     deletes) it, so not one owned by Kubernetes, Volcano or another part of the platform."""
-    queue: str = setting("training", pattern=f"^(?:{limits.K8S_NAME.pattern})$")
+    queue: str = setting("training", pattern=limits.json_pattern(limits.K8S_NAME))
     """Volcano queue the jobs are submitted to; not Volcano's own `default` or `root`."""
     image_repository: str = setting("ml-platform/training", limits.IMAGE_REPOSITORY)
     """Name of the ECR repository of the training image."""

@@ -64,6 +64,12 @@ class OneOf:
         return {"enum": list(self.values)}
 
 
+def json_pattern(regex: re.Pattern[str]) -> str:
+    """``regex`` as a JSON Schema ``pattern`` that must match the whole value (JSON Schema
+    patterns match anywhere)."""
+    return f"^(?:{regex.pattern})$"
+
+
 @dataclass(frozen=True)
 class Pattern:
     """Text that matches ``regex`` in full (``$`` would accept a trailing newline), spelled in
@@ -82,7 +88,7 @@ class Pattern:
 
     @property
     def json_schema(self) -> dict[str, object]:
-        schema: dict[str, object] = {"pattern": f"^(?:{self.regex.pattern})$"}
+        schema: dict[str, object] = {"pattern": json_pattern(self.regex)}
         if self.max_length is not None:
             schema["maxLength"] = self.max_length
         return schema
@@ -192,6 +198,50 @@ SYSTEM_NODES = Bounds(1, 10)
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html
 # https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
 MAX_PUBLIC_ACCESS_CIDRS = 40
+
+
+def public_access_problems(
+    endpoint_access: str, cidrs: list[str], from_anywhere: bool, prefix: str
+) -> list[str]:
+    """Problems of the CIDRs allowed to an EKS cluster's public endpoint: 1 to 40 distinct IPv4
+    blocks with ``public_and_private``, none with ``private``, no ``/0`` unless
+    ``from_anywhere``. ``prefix`` + ``public_access_cidrs`` (``endpoint_access``,
+    ``public_access_from_anywhere``) is how the caller names them: a dotted setting or a prop.
+    https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"""
+    key, access = f"{prefix}public_access_cidrs", f"{prefix}endpoint_access"
+    out = []
+    if endpoint_access == "public_and_private" and not cidrs:
+        out.append(
+            f"{key} = []: a public endpoint needs at least one CIDR (or set {access} to 'private')"
+        )
+    if endpoint_access == "private" and cidrs:
+        out.append(
+            f"{key} = {cidrs!r}: a private endpoint takes none (set {access} to "
+            "'public_and_private' to use them)"
+        )
+    if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
+        out.append(f"{key}: {len(cidrs)} blocks, EKS takes at most {MAX_PUBLIC_ACCESS_CIDRS}")
+    if len(set(cidrs)) != len(cidrs):
+        out.append(f"{key} = {cidrs!r}: blocks must be distinct")
+    for i, cidr in enumerate(cidrs):
+        try:
+            net = ipaddress.ip_network(cidr)  # strict: host bits set are an error
+        except ValueError:
+            out.append(f"{key}[{i}] = {cidr!r}: not a CIDR block")
+            continue
+        if net.version != 4:
+            out.append(
+                f"{key}[{i}] = {cidr!r}: IPv4 only (EKS takes no IPv6 blocks for an IPv4 cluster)"
+            )
+        elif net.prefixlen == 0 and not from_anywhere:
+            out.append(
+                f"{key}[{i}] = {cidr!r}: opens the Kubernetes API to the whole internet; name "
+                "your networks (`mlp azs --public-access-mine` writes your address), keep "
+                f"{access} 'private', or set {prefix}public_access_from_anywhere to true to "
+                "state that choice"
+            )
+    return out
+
 
 # -- Node groups ----------------------------------------------------------------------------
 TRAINIUM_MAX_NODES = 64
@@ -325,46 +375,3 @@ def vpc_cidr_problems(cidr: str, key: str = "network.cidr") -> list[str]:
                 f"{key} = {cidr!r}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"
             ]
     return []
-
-
-def public_access_problems(
-    endpoint_access: str, cidrs: list[str], from_anywhere: bool, prefix: str
-) -> list[str]:
-    """Problems of the CIDRs allowed to an EKS cluster's public endpoint: 1 to 40 distinct IPv4
-    blocks with ``public_and_private``, none with ``private``, no ``/0`` unless
-    ``from_anywhere``. ``prefix`` + ``public_access_cidrs`` (``endpoint_access``,
-    ``public_access_from_anywhere``) is how the caller names them: a dotted setting or a prop.
-    https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"""
-    key, access = f"{prefix}public_access_cidrs", f"{prefix}endpoint_access"
-    out = []
-    if endpoint_access == "public_and_private" and not cidrs:
-        out.append(
-            f"{key} = []: a public endpoint needs at least one CIDR (or set {access} to 'private')"
-        )
-    if endpoint_access == "private" and cidrs:
-        out.append(
-            f"{key} = {cidrs!r}: a private endpoint takes none (set {access} to "
-            "'public_and_private' to use them)"
-        )
-    if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
-        out.append(f"{key}: {len(cidrs)} blocks, EKS takes at most {MAX_PUBLIC_ACCESS_CIDRS}")
-    if len(set(cidrs)) != len(cidrs):
-        out.append(f"{key} = {cidrs!r}: blocks must be distinct")
-    for i, cidr in enumerate(cidrs):
-        try:
-            net = ipaddress.ip_network(cidr)  # strict: host bits set are an error
-        except ValueError:
-            out.append(f"{key}[{i}] = {cidr!r}: not a CIDR block")
-            continue
-        if net.version != 4:
-            out.append(
-                f"{key}[{i}] = {cidr!r}: IPv4 only (EKS takes no IPv6 blocks for an IPv4 cluster)"
-            )
-        elif net.prefixlen == 0 and not from_anywhere:
-            out.append(
-                f"{key}[{i}] = {cidr!r}: opens the Kubernetes API to the whole internet; name "
-                "your networks (`mlp azs --public-access-mine` writes your address), keep "
-                f"{access} 'private', or set {prefix}public_access_from_anywhere to true to "
-                "state that choice"
-            )
-    return out
