@@ -111,16 +111,16 @@ def _ref(prop: dict[str, Any]) -> str | None:
     return ref.rsplit("/", 1)[1] if isinstance(ref, str) else None
 
 
-def _type(prop: dict[str, Any], defs: dict[str, Any]) -> str:
+def _type(prop: dict[str, Any]) -> str:
     if "anyOf" in prop:
-        return " or ".join(_type(p, defs) for p in prop["anyOf"] if p.get("type") != "null")
+        return " or ".join(_type(p) for p in prop["anyOf"] if p.get("type") != "null")
     if "$ref" in prop:
         return "object"
     kind = prop.get("type", "any")
     if isinstance(kind, list):  # [type, "null"]: null means the default, said once above
         kind = next(k for k in kind if k != "null")
     if kind == "array":
-        return f"list of {_type(prop.get('items', {}), defs)}"
+        return f"list of {_type(prop.get('items', {}))}"
     return str(kind)
 
 
@@ -132,7 +132,7 @@ def _default(value: Any) -> str:
     return f"`{json.dumps(value)}`"
 
 
-def _rows(section: str, definition: dict[str, Any], defs: dict[str, Any]) -> list[str]:
+def _rows(section: str, definition: dict[str, Any]) -> list[str]:
     rows = []
     for name, prop in definition["properties"].items():
         key = f"{section}.{name}" if section else name
@@ -144,19 +144,20 @@ def _rows(section: str, definition: dict[str, Any], defs: dict[str, Any]) -> lis
         allowed = _allowed(prop)
         text = prop.get("description", "") + (f" Allowed: {allowed}." if allowed else "")
         text = text.replace("|", "\\|")  # a pipe would end the table cell
-        rows.append(f"| `{key}` | {_type(prop, defs)} | {default} | {text} |")
+        rows.append(f"| `{key}` | {_type(prop)} | {default} | {text} |")
     return rows
 
 
-def _table(title: str, section: str, definition: dict[str, Any], defs: dict[str, Any]) -> str:
+def _table(title: str, section: str, definition: dict[str, Any]) -> str:
     head = "| setting | type | default | what it does |\n|---|---|---|---|"
-    rows = "\n".join(_rows(section, definition, defs))
+    rows = "\n".join(_rows(section, definition))
     return f"## `{title}`\n\n{definition.get('description', '')}\n\n{head}\n{rows}\n"
 
 
-def reference() -> str:
-    """docs/configuration.md: one table per section, from the schema."""
-    schema = settings_schema()
+def reference(schema: dict[str, Any] | None = None) -> str:
+    """docs/configuration.md: one table per section, from the schema (``settings_schema()``
+    unless given)."""
+    schema = schema if schema is not None else settings_schema()
     defs = schema["$defs"]
     out = [
         "# Configuration reference\n",
@@ -175,13 +176,13 @@ def reference() -> str:
         if section is None:
             continue
         definition = defs[section]
-        out.append(_table(name, name, definition, defs))
+        out.append(_table(name, name, definition))
         for inner, inner_prop in definition["properties"].items():
             nested = _ref(inner_prop.get("items", {}))
             if nested:
-                out.append(_table(f"{name}.{inner}[]", f"{name}.{inner}[]", defs[nested], defs))
+                out.append(_table(f"{name}.{inner}[]", f"{name}.{inner}[]", defs[nested]))
     if top:
-        out.append(_table("top level", "", {"properties": top}, defs))
+        out.append(_table("top level", "", {"properties": top}))
     return "\n".join(out)
 
 
@@ -191,10 +192,11 @@ def _render(value: Any) -> str:
 
 def outputs() -> dict[Path, str]:
     """Each generated file (relative to the repository) and its content."""
+    schema = settings_schema()
     return {
-        SCHEMA: _render(settings_schema()),
+        SCHEMA: _render(schema),
         CDK_JSON_SCHEMA: _render(cdk_json_schema()),
-        REFERENCE: reference(),
+        REFERENCE: reference(schema),
     }
 
 
