@@ -72,10 +72,10 @@ def invoke_grant(
     if errors:
         raise ValueError(f"{path}: grant_invoke: " + "; ".join(errors))
     patterns = sorted(set(patterns))
+    actions = ["sagemaker:InvokeEndpoint"]
+    conditions = {"StringLike": {"sagemaker:TargetModel": patterns}}
     statement = iam.PolicyStatement(
-        actions=["sagemaker:InvokeEndpoint"],
-        resources=[endpoint_arn],
-        conditions={"StringLike": {"sagemaker:TargetModel": patterns}},
+        actions=actions, resources=[endpoint_arn], conditions=conditions
     )
     size = policy_size(stack, statement)
     if size > GRANT_POLICY_BUDGET:
@@ -86,11 +86,9 @@ def invoke_grant(
             f"{GRANT_POLICY_BUDGET:,}: grant logical-name patterns such as 'team_a_*' "
             "(name archives with a shared prefix) instead of listing each archive"
         )
+    # The statement measured above, as the grant adds it to the grantee's policy.
     return iam.Grant.add_to_principal(
-        grantee=grantee,
-        actions=["sagemaker:InvokeEndpoint"],
-        resource_arns=[endpoint_arn],
-        conditions={"StringLike": {"sagemaker:TargetModel": patterns}},
+        grantee=grantee, actions=actions, resource_arns=[endpoint_arn], conditions=conditions
     )
 
 
