@@ -26,6 +26,7 @@ from ml_platform.stacks.training_cluster import (
     TrainingClusterStack,
     TritonValues,
 )
+from ml_platform.training.jobs import bert_nodes
 
 
 class _AppContext(Mapping[str, Any]):
@@ -195,11 +196,8 @@ def _storage_stack(
             if settings.features.inference and settings.inference.upload_dir
             else None
         ),
-        lustre_readers=(
-            (settings.trainium.nodes or settings.trainium.max_nodes)
-            if settings.features.training_cluster
-            else 0
-        ),
+        # Every node of the BERT jobs reads the dataset at once.
+        lustre_readers=bert_nodes(settings) if settings.features.training_cluster else 0,
         env=env,
         description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
     )

@@ -429,6 +429,28 @@ def test_lustre_throughput_below_the_samples_per_node_figure_warns() -> None:
     assert _storage_warnings({}, 0) == []  # no training cluster: nothing reads it
 
 
+def test_the_app_counts_the_bert_jobs_nodes_as_lustre_readers() -> None:
+    """A group scaled to 0 still runs its jobs on max_nodes (training.jobs.bert_nodes)."""
+    from aws_cdk.assertions import Annotations as AssertAnnotations
+
+    from ml_platform.app import _network_stack, _storage_stack
+    from ml_platform.config import Settings
+
+    settings = Settings.from_context(
+        {
+            "trainium": {"nodes": 0, "min_nodes": 0, "max_nodes": 4},
+            "storage": {"fsx_throughput_per_tib": 250},
+        }
+    )
+    app = new_app()
+    env = cdk.Environment(account="123456789012", region="us-west-2")
+    storage = _storage_stack(app, settings, _network_stack(app, settings, env), env)
+    (warning,) = AssertAnnotations.from_stack(storage).find_warning(
+        "*", Match.string_like_regexp("FSx for Lustre gives")
+    )
+    assert "for 4 Trainium nodes" in warning.entry.data
+
+
 # -- the S3 gateway endpoint's policy and the default security group ---------------------------
 
 
