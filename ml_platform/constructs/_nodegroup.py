@@ -16,6 +16,7 @@ from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
+from ml_platform import limits
 from ml_platform.constructs.nag import acknowledge, managed_policy_finding
 from ml_platform.instances import AcceleratorKind
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
@@ -169,6 +170,19 @@ def new_node_role(
     )
     acknowledge_node_role(role, ssm_access)
     return role
+
+
+def size_problems(sizes: Mapping[str, int], most: int) -> list[str]:
+    """The sizes of a node group (prop name -> value: minimum, desired, maximum, in this
+    order): ``0 <= min <= desired <= max <= most`` and ``max >= 1``
+    (:func:`ml_platform.limits.node_counts_ok`)."""
+    (low_name, low), (name, nodes), (high_name, high) = sizes.items()
+    if limits.node_counts_ok(low, nodes, high, most):
+        return []
+    return [
+        f"{'/'.join(sizes)}={low}/{nodes}/{high}: expected 0 <= {low_name} <= {name} <= "
+        f"{high_name} <= {most} and {high_name} >= 1"
+    ]
 
 
 def reserved_label_problems(labels: Mapping[str, str] | None, prop: str = "labels") -> list[str]:

@@ -16,6 +16,7 @@ from ml_platform.constructs._nodegroup import (
     hardened_launch_template,
     launch_template_spec,
     reserved_label_problems,
+    size_problems,
 )
 from ml_platform.instances import EKS_GPU_INSTANCES, GPU
 
@@ -27,12 +28,8 @@ def gpu_node_problems(instance_type: str, min_nodes: int, nodes: int, max_nodes:
     out = []
     if instance_type not in EKS_GPU_INSTANCES:
         out.append(f"instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}")
-    if not limits.node_counts_ok(min_nodes, nodes, max_nodes, MAX_GPU_NODES):
-        out.append(
-            f"min_nodes/nodes/max_nodes={min_nodes}/{nodes}/{max_nodes}: expected 0 <= min_nodes "
-            f"<= nodes <= max_nodes <= {MAX_GPU_NODES} and max_nodes >= 1"
-        )
-    return out
+    sizes = {"min_nodes": min_nodes, "nodes": nodes, "max_nodes": max_nodes}
+    return out + size_problems(sizes, MAX_GPU_NODES)
 
 
 class GpuNodeGroup(Construct):

@@ -22,6 +22,7 @@ from ml_platform.constructs._nodegroup import (
     launch_template_data,
     new_node_role,
     reserved_label_problems,
+    size_problems,
 )
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
@@ -330,7 +331,8 @@ class TrainiumNodeGroup(Construct):
         super().__init__(scope, construct_id)
         errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
         errors += capacity_problems(capacity_reservation_id, capacity_block, placement_group)
-        errors += _size_problems(min_size, desired_size, max_size)
+        sizes = {"min_size": min_size, "desired_size": desired_size, "max_size": max_size}
+        errors += size_problems(sizes, MAX_NODES)
         errors += reserved_label_problems(labels)
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
@@ -396,13 +398,3 @@ class TrainiumNodeGroup(Construct):
         after_security_group_rules(
             self.node_group.node.find_child("Resource"), self.launch_template.security_groups
         )
-
-
-def _size_problems(min_size: int, desired_size: int, max_size: int) -> list[str]:
-    errors = []
-    if not limits.node_counts_ok(min_size, desired_size, max_size, MAX_NODES):
-        errors.append(
-            f"min_size/desired_size/max_size={min_size}/{desired_size}/{max_size}: expected "
-            f"0 <= min_size <= desired_size <= max_size <= {MAX_NODES} and max_size >= 1"
-        )
-    return errors
