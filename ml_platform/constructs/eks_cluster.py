@@ -49,7 +49,12 @@ from ml_platform.constructs._nodegroup import (
 from ml_platform.constructs._nodegroup import (
     node_role_policies as node_role_policies,
 )
-from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
+from ml_platform.constructs.nag import (
+    acknowledge,
+    acknowledge_each,
+    managed_policy_finding,
+    rendered_resource,
+)
 from ml_platform.constructs.storage import RETAIN
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
@@ -346,40 +351,38 @@ class TrainingEksCluster(Construct):
         if provider is None:  # eks_v2.Cluster always makes one
             raise TypeError(f"{self.node.path}: the cluster has no kubectl provider")
         handler = find_child(provider, "Handler", lambda_.Function)
-        for policy, reason in (
-            (
-                "service-role/AWSLambdaBasicExecutionRole",
-                "Log delivery of aws-cdk's kubectl provider functions, whose roles aws-cdk "
-                "creates.",
-            ),
-            (
-                "service-role/AWSLambdaVPCAccessExecutionRole",
-                "aws-cdk's kubectl provider runs in the private subnets to reach the private API "
-                "endpoint; this policy manages its network interfaces.",
-            ),
-            (
-                "AmazonEC2ContainerRegistryReadOnly",
-                "aws-cdk's kubectl handler may pull Helm charts from ECR registries (OCI); "
-                "read-only.",
-            ),
-        ):
-            acknowledge(provider, managed_policy_finding(policy), reason)
+        reasons = {
+            managed_policy_finding(policy): reason
+            for policy, reason in (
+                (
+                    "service-role/AWSLambdaBasicExecutionRole",
+                    "Log delivery of aws-cdk's kubectl provider functions, whose roles aws-cdk "
+                    "creates.",
+                ),
+                (
+                    "service-role/AWSLambdaVPCAccessExecutionRole",
+                    "aws-cdk's kubectl provider runs in the private subnets to reach the private API "
+                    "endpoint; this policy manages its network interfaces.",
+                ),
+                (
+                    "AmazonEC2ContainerRegistryReadOnly",
+                    "aws-cdk's kubectl handler may pull Helm charts from ECR registries (OCI); "
+                    "read-only.",
+                ),
+            )
+        }
         # aws-cdk adds ECR Public read access under a condition (partitions that have it).
         if handler.role is None:  # a Function without a role cannot run
             raise TypeError(f"{handler.node.path}: the kubectl handler has no role")
         handler_role = default_child(handler.role, iam.CfnRole)
         for arn in Stack.of(handler).resolve(handler_role.managed_policy_arns):
             if isinstance(arn, dict) and "Fn::If" in arn:
-                acknowledge(
-                    provider,
-                    f"AwsSolutions-IAM4[Policy::{json.dumps(arn, separators=(',', ':'))}]",
-                    "aws-cdk's kubectl handler may pull Helm charts from ECR Public; read-only.",
+                reasons[f"AwsSolutions-IAM4[Policy::{json.dumps(arn, separators=(',', ':'))}]"] = (
+                    "aws-cdk's kubectl handler may pull Helm charts from ECR Public; read-only."
                 )
-        acknowledge(
-            provider,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, handler.function_arn)}:*]",
-            "The custom-resource framework invokes any version of the kubectl handler, only it.",
-        )
+        reasons[
+            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, handler.function_arn)}:*]"
+        ] = "The custom-resource framework invokes any version of the kubectl handler, only it."
         # aws-cdk makes both provider functions depend on their role explicitly although the
         # role is already referenced; cfn-lint flags that (W3005) on these two resources only.
         framework_id = "framework-onEvent"
@@ -388,12 +391,11 @@ class TrainingEksCluster(Construct):
             default_child(function, lambda_.CfnFunction).add_metadata(
                 "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
             )
-        acknowledge(
-            provider,
-            "AwsSolutions-L1",
+        reasons["AwsSolutions-L1"] = (
             "aws-cdk pins the kubectl handler's runtime to the one its bundled code and layers "
-            "are built for.",
+            "are built for."
         )
+        acknowledge_each(provider, reasons)
 
     @property
     def cluster_security_group(self) -> ec2.ISecurityGroup:

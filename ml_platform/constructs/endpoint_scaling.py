@@ -22,7 +22,12 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from ml_platform.constructs._l1 import default_child
-from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
+from ml_platform.constructs.nag import (
+    acknowledge,
+    acknowledge_each,
+    managed_policy_finding,
+    rendered_resource,
+)
 
 HANDLER_DIR = Path(__file__).with_name("endpoint_scaling_handler")
 RESOURCE_TYPE = "Custom::EndpointScaling"
@@ -200,21 +205,22 @@ class EndpointScalingProvider(Construct):
                 self.handler.add_to_role_policy(statement)
 
     def _acknowledge(self) -> None:
-        acknowledge(
+        handler_arn = rendered_resource(self, self.handler.function_arn)
+        acknowledge_each(
             self,
-            managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"),
-            "Log delivery of the endpoint-scaling handler and of aws-cdk's custom-resource "
-            "framework function.",
-        )
-        acknowledge(
-            self,
-            "AwsSolutions-IAM5[Resource::*]",
-            "Application Auto Scaling's Describe* actions have no resource type, and AWS "
-            "documents the target-tracking alarm calls (cloudwatch:DescribeAlarms, "
-            "PutMetricAlarm, DeleteAlarms) on '*' for SageMaker scaling.",
-        )
-        acknowledge(
-            self,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(self, self.handler.function_arn)}:*]",
-            "aws-cdk's custom-resource framework invokes any version of this handler, only it.",
+            {
+                managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"): (
+                    "Log delivery of the endpoint-scaling handler and of aws-cdk's "
+                    "custom-resource framework function."
+                ),
+                "AwsSolutions-IAM5[Resource::*]": (
+                    "Application Auto Scaling's Describe* actions have no resource type, and "
+                    "AWS documents the target-tracking alarm calls (cloudwatch:DescribeAlarms, "
+                    "PutMetricAlarm, DeleteAlarms) on '*' for SageMaker scaling."
+                ),
+                f"AwsSolutions-IAM5[Resource::{handler_arn}:*]": (
+                    "aws-cdk's custom-resource framework invokes any version of this handler, "
+                    "only it."
+                ),
+            },
         )

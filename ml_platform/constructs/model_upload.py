@@ -11,7 +11,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from ml_platform.constructs.nag import acknowledge, managed_policy_finding, rendered_resource
+from ml_platform.constructs.nag import (
+    acknowledge,
+    acknowledge_each,
+    managed_policy_finding,
+    rendered_resource,
+)
 from ml_platform.constructs.storage import ModelArtifactBucketBase
 from ml_platform.triton.archive_names import parse_key
 
@@ -180,23 +185,22 @@ class ModelArchiveUpload:
         """The cdk-nag findings on the deploy-time upload's role, each with why."""
         stack = Stack.of(self._scope)
         role = self.role
-        acknowledge(
+        acknowledge_each(
             role,
-            managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"),
-            "aws-cdk's BucketDeployment function: the managed policy only lets it write its "
-            "own CloudWatch logs.",
-        )
-        acknowledge(
-            role,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(stack, self._asset_objects)}]",
-            "The zip of upload_dir is a CDK asset whose key is known only at deploy time; "
-            "s3:GetObject only, in the bootstrap asset bucket.",
-        )
-        acknowledge(
-            role,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(stack, self._prefix_objects)}]",
-            "The deployment puts the archives under the model prefix (any archive name); "
-            "put and abort only, no read or delete.",
+            {
+                managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"): (
+                    "aws-cdk's BucketDeployment function: the managed policy only lets it "
+                    "write its own CloudWatch logs."
+                ),
+                f"AwsSolutions-IAM5[Resource::{rendered_resource(stack, self._asset_objects)}]": (
+                    "The zip of upload_dir is a CDK asset whose key is known only at deploy "
+                    "time; s3:GetObject only, in the bootstrap asset bucket."
+                ),
+                f"AwsSolutions-IAM5[Resource::{rendered_resource(stack, self._prefix_objects)}]": (
+                    "The deployment puts the archives under the model prefix (any archive "
+                    "name); put and abort only, no read or delete."
+                ),
+            },
         )
         function = next(
             c for c in stack.node.children if c.node.id.startswith("Custom::CDKBucketDeployment")

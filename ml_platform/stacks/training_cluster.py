@@ -20,7 +20,7 @@ from ml_platform.config import ClusterSettings, Settings, TrainingSettings, Trit
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster, as_icluster
-from ml_platform.constructs.nag import acknowledge
+from ml_platform.constructs.nag import acknowledge_each
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
@@ -377,19 +377,22 @@ class TrainingClusterStack(Stack):
         )
         objects = Stack.of(self).resolve(asset.bucket.arn_for_objects("*"))
         kubectl_role = _kubectl_role(cluster)
-        acknowledge(
+        acknowledge_each(
             kubectl_role,
-            f"AwsSolutions-IAM5[Resource::{objects}]",
-            "aws-cdk's HelmChart grants the kubectl handler read on the CDK asset bucket's "
-            "objects, to download the verified Volcano chart asset.",
+            {
+                f"AwsSolutions-IAM5[Resource::{objects}]": (
+                    "aws-cdk's HelmChart grants the kubectl handler read on the CDK asset "
+                    "bucket's objects, to download the verified Volcano chart asset."
+                ),
+                **{
+                    f"AwsSolutions-IAM5[Action::{action}]": (
+                        "Part of aws-cdk's read grant (Bucket.grantRead) on the CDK asset "
+                        "bucket, for the verified Volcano chart asset."
+                    )
+                    for action in ("s3:GetObject*", "s3:GetBucket*", "s3:List*")
+                },
+            },
         )
-        for action in ("s3:GetObject*", "s3:GetBucket*", "s3:List*"):
-            acknowledge(
-                kubectl_role,
-                f"AwsSolutions-IAM5[Action::{action}]",
-                "Part of aws-cdk's read grant (Bucket.grantRead) on the CDK asset bucket, for "
-                "the verified Volcano chart asset.",
-            )
         return chart
 
 

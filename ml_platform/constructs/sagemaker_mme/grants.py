@@ -12,7 +12,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ml_platform.constructs.nag import acknowledge, rendered_resource
+from ml_platform.constructs.nag import acknowledge_each, rendered_resource
 from ml_platform.sagemaker_images import TRITON_REPOSITORY, triton_account
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_ref
 
@@ -131,13 +131,13 @@ def grant_logs_and_metrics(
             resources=list(log_group_arns),
         )
     )
-    for arn in log_group_arns:
-        acknowledge(
-            role,
-            f"AwsSolutions-IAM5[Resource::{rendered_resource(scope, arn)}]",
+    reasons = {
+        f"AwsSolutions-IAM5[Resource::{rendered_resource(scope, arn)}]": (
             "SageMaker names the log streams of an endpoint after its instances; the "
-            "wildcard covers only the streams of this endpoint's own log group.",
+            "wildcard covers only the streams of this endpoint's own log group."
         )
+        for arn in log_group_arns
+    }
     role.add_to_principal_policy(
         iam.PolicyStatement(
             actions=["cloudwatch:PutMetricData"],
@@ -147,18 +147,15 @@ def grant_logs_and_metrics(
             },
         )
     )
-    acknowledge(
-        role,
-        "AwsSolutions-IAM5[Resource::*]",
+    reasons["AwsSolutions-IAM5[Resource::*]"] = (
         "ecr:GetAuthorizationToken and cloudwatch:PutMetricData have no resource-level "
-        "permissions; PutMetricData is limited to SageMaker's namespaces by condition.",
+        "permissions; PutMetricData is limited to SageMaker's namespaces by condition."
     )
-    acknowledge(
-        role,
-        f"AwsSolutions-IAM5[Resource::{rendered_resource(scope, archives_arn)}]",
+    reasons[f"AwsSolutions-IAM5[Resource::{rendered_resource(scope, archives_arn)}]"] = (
         "A multi-model endpoint loads any archive under its prefix on demand: read access "
-        "is to that prefix only, with s3:GetObject alone.",
+        "is to that prefix only, with s3:GetObject alone."
     )
+    acknowledge_each(role, reasons)
 
 
 def sagemaker_trust_conditions(scope: Construct) -> dict[str, Any]:
