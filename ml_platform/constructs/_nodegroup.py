@@ -9,6 +9,7 @@ TrainiumNodeGroup`, :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`,
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_ec2 as ec2
@@ -17,7 +18,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ml_platform import limits
-from ml_platform.constructs.nag import acknowledge, managed_policy_finding
+from ml_platform.constructs.nag import acknowledge_each, managed_policy_finding
 from ml_platform.instances import AcceleratorKind
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 
@@ -56,8 +57,20 @@ def node_role_policies(ssm_access: bool = True) -> tuple[str, ...]:
 
 def acknowledge_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
     """Acknowledge the AWS managed policies every EKS worker node role carries."""
-    for policy in node_role_policies(ssm_access):
-        acknowledge(role, managed_policy_finding(policy), NODE_ROLE_REASONS[policy])
+    acknowledge_each(
+        role,
+        {
+            managed_policy_finding(policy): NODE_ROLE_REASONS[policy]
+            for policy in node_role_policies(ssm_access)
+        },
+    )
+
+
+@functools.cache
+def aws_managed_policy(name: str) -> iam.IManagedPolicy:
+    """The AWS managed policy ``name``, made once: it is no construct (its ARN resolves to the
+    partition of whichever stack uses it), so every role can share it."""
+    return iam.ManagedPolicy.from_aws_managed_policy_name(name)
 
 
 def configure_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
@@ -72,8 +85,7 @@ def configure_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
     if not isinstance(resource, iam.CfnRole):
         raise TypeError(f"{role.node.path}: not a role of this app (no AWS::IAM::Role to set)")
     resource.managed_policy_arns = [
-        iam.ManagedPolicy.from_aws_managed_policy_name(p).managed_policy_arn
-        for p in node_role_policies(ssm_access)
+        aws_managed_policy(p).managed_policy_arn for p in node_role_policies(ssm_access)
     ]
     acknowledge_node_role(role, ssm_access)
 
@@ -163,10 +175,7 @@ def new_node_role(
         construct_id,
         assumed_by=iam.ServicePrincipal("ec2.amazonaws.com"),
         description=description,
-        managed_policies=[
-            iam.ManagedPolicy.from_aws_managed_policy_name(p)
-            for p in node_role_policies(ssm_access)
-        ],
+        managed_policies=[aws_managed_policy(p) for p in node_role_policies(ssm_access)],
     )
     acknowledge_node_role(role, ssm_access)
     return role

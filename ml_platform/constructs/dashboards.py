@@ -29,6 +29,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
+from ml_platform.constructs._periods import ONE_MINUTE, seconds
+
 if TYPE_CHECKING:
     from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 
@@ -101,7 +103,7 @@ class EndpointDashboard(Construct):
         *,
         endpoints: Sequence[TritonMultiModelEndpoint],
         dashboard_name: str | None = None,
-        period: Duration = Duration.minutes(1),
+        period: Duration = ONE_MINUTE,
     ) -> None:
         super().__init__(scope, construct_id)
         most = MAX_WIDGETS // WIDGETS_PER_ENDPOINT
@@ -131,7 +133,7 @@ class EndpointDashboard(Construct):
             value=e.invocations_per_instance, label="scaling target (per minute)"
         )
         # The scaling policy tracks invocations per instance per minute: draw them per minute.
-        minute = {"period": Duration.minutes(1)}
+        minute = {"period": ONE_MINUTE}
         self.dashboard.add_widgets(
             _graph("Invocations", [e.metric_invocations(**p)]),
             _graph(
@@ -194,7 +196,7 @@ class EndpointDashboard(Construct):
                 "Instances reporting (SampleCount of CPUUtilization per minute)",
                 [
                     e.metric_cpu_utilization(
-                        period=Duration.minutes(1),
+                        period=ONE_MINUTE,
                         statistic="SampleCount",
                         label="instances reporting",
                     )
@@ -222,7 +224,7 @@ class ClusterMetrics:
         self,
         metric_name: str,
         statistic: str,
-        period: Duration = Duration.minutes(1),
+        period: Duration = ONE_MINUTE,
         **options: Any,
     ) -> cloudwatch.Metric:
         """A cluster-wide metric (dimension ClusterName)."""
@@ -250,7 +252,7 @@ class ClusterMetrics:
         )
         expression = (
             f"SEARCH('{{{schema}}} MetricName=\"{metric_name}\" {terms}', "
-            f"'{statistic}', {int(period.to_seconds())})"
+            f"'{statistic}', {seconds(period)})"
         )
         return cloudwatch.MathExpression(expression=expression, label=label, period=period)
 
@@ -258,7 +260,7 @@ class ClusterMetrics:
         self,
         metric_name: str,
         statistic: str,
-        period: Duration = Duration.minutes(1),
+        period: Duration = ONE_MINUTE,
         label: str = "",
     ) -> cloudwatch.MathExpression:
         """One series per node (dimensions ClusterName, InstanceId, NodeName)."""
@@ -269,7 +271,7 @@ class ClusterMetrics:
         metric_name: str,
         statistic: str,
         namespace: str,
-        period: Duration = Duration.minutes(1),
+        period: Duration = ONE_MINUTE,
         label: str = "",
     ) -> cloudwatch.MathExpression:
         """One series per pod of ``namespace`` (dimensions ClusterName, Namespace, PodName)."""
@@ -291,7 +293,7 @@ def fsx_metric(
     file_system_id: str,
     metric_name: str,
     statistic: str = "Sum",
-    period: Duration = Duration.minutes(1),
+    period: Duration = ONE_MINUTE,
     **options: Any,
 ) -> cloudwatch.Metric:
     """An FSx for Lustre file-system metric (``AWS/FSx``, dimension FileSystemId)."""
@@ -309,7 +311,7 @@ def nat_gateway_metric(
     nat_gateway_id: str,
     metric_name: str,
     statistic: str = "Sum",
-    period: Duration = Duration.minutes(1),
+    period: Duration = ONE_MINUTE,
     **options: Any,
 ) -> cloudwatch.Metric:
     """A NAT gateway metric (``AWS/NATGateway``, dimension NatGatewayId)."""
@@ -359,7 +361,7 @@ class TrainingDashboard(Construct):
         file_system_ids: Sequence[str] = (),
         nat_gateway_ids: Sequence[str] = (),
         dashboard_name: str | None = None,
-        period: Duration = Duration.minutes(1),
+        period: Duration = ONE_MINUTE,
     ) -> None:
         super().__init__(scope, construct_id)
         m, p = ClusterMetrics(cluster_name), period

@@ -22,7 +22,8 @@ from constructs import Construct
 from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs._l1 import default_child, find_child
-from ml_platform.constructs.nag import acknowledge, managed_policy_finding
+from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY
+from ml_platform.constructs.nag import acknowledge_each, managed_policy_finding
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure).
@@ -54,16 +55,16 @@ def _acknowledge_delete_provider(scope: Construct) -> None:
         provider = stack.node.try_find_child(provider_id)
         if provider is None:
             continue
-        acknowledge(
+        acknowledge_each(
             provider,
-            managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"),
-            f"aws-cdk's delete handler ({purpose} on stack deletion with "
-            "removal_policy=DESTROY) logs with the AWS-maintained basic execution policy.",
-        )
-        acknowledge(
-            provider,
-            "AwsSolutions-L1",
-            "aws-cdk pins the runtime of its bundled delete handler.",
+            {
+                managed_policy_finding("service-role/AWSLambdaBasicExecutionRole"): (
+                    f"aws-cdk's delete handler ({purpose} on stack deletion with "
+                    "removal_policy=DESTROY) logs with the AWS-maintained basic execution "
+                    "policy."
+                ),
+                "AwsSolutions-L1": "aws-cdk pins the runtime of its bundled delete handler.",
+            },
         )
 
 
@@ -191,7 +192,7 @@ class ModelArtifactBucketBase(Construct):
         # https://docs.aws.amazon.com/AmazonS3/latest/userguide/metrics-dimensions.html
         # (storage metrics are reported once a day)
         settings: dict[str, Any] = {
-            "period": Duration.days(1),
+            "period": ONE_DAY,
             "statistic": "Average",
             **options,
         }
@@ -474,7 +475,7 @@ class LustreStorageBase(Construct):
         ``statistic``, ``label``...); default: 5-minute average."""
         # https://docs.aws.amazon.com/fsx/latest/LustreGuide/fs-metrics.html
         settings: dict[str, Any] = {
-            "period": Duration.minutes(5),
+            "period": FIVE_MINUTES,
             "statistic": "Average",
             **options,
         }

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+
+from ml_platform.constructs._periods import FIVE_MINUTES
 
 VARIANT_NAME = "AllTraffic"
 LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
@@ -25,7 +26,7 @@ class EndpointMetrics:
         ``options`` as ``cloudwatch.Metric`` takes them (``period``, ``statistic``,
         ``label``...); default: 5-minute average."""
         settings: dict[str, Any] = {
-            "period": Duration.minutes(5),
+            "period": FIVE_MINUTES,
             "statistic": "Average",
             **options,
         }
@@ -61,7 +62,7 @@ class EndpointMetrics:
     def metric_model_load_failures(self, **options: Any) -> cloudwatch.Metric:
         """Triton's "failed to load" log lines, counted by the metric filter on the endpoint's
         log group (no dimensions). ``options`` as ``cloudwatch.Metric`` takes them."""
-        settings: dict[str, Any] = {"period": Duration.minutes(5), "statistic": "Sum", **options}
+        settings: dict[str, Any] = {"period": FIVE_MINUTES, "statistic": "Sum", **options}
         return cloudwatch.Metric(
             namespace=LOAD_FAILURE_NAMESPACE,
             metric_name=f"{self.endpoint_name}-ModelLoadFailures",
