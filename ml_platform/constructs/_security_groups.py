@@ -63,6 +63,25 @@ def allow_between(
     stacks can be wired from the stack that needs the connection without reference cycles
     (``add_ingress_rule`` would put the rule in the group's own stack).
     """
+    _rule_pair(scope, construct_id, _Side.of(group), _Side.of(peer), port, description)
+
+
+class _Side:
+    """What the rules read of a group, read once (each read is a call into jsii)."""
+
+    def __init__(self, group_id: str, allows_all_outbound: bool) -> None:
+        self.group_id = group_id
+        self.allows_all_outbound = allows_all_outbound
+
+    @classmethod
+    def of(cls, group: ec2.ISecurityGroup) -> _Side:
+        return cls(group.security_group_id, group.allow_all_outbound)
+
+
+def _rule_pair(
+    scope: Construct, construct_id: str, group: _Side, peer: _Side, port: ec2.Port, description: str
+) -> None:
+    """:func:`allow_between` on groups already read."""
     rule = port.to_rule_json()
     ip_protocol: str = rule["ipProtocol"]
     from_port: int | None = rule.get("fromPort")
@@ -71,19 +90,19 @@ def allow_between(
     ec2.CfnSecurityGroupIngress(
         pair,
         "Ingress",
-        group_id=group.security_group_id,
-        source_security_group_id=peer.security_group_id,
+        group_id=group.group_id,
+        source_security_group_id=peer.group_id,
         description=description,
         ip_protocol=ip_protocol,
         from_port=from_port,
         to_port=to_port,
     )
-    if not peer.allow_all_outbound:
+    if not peer.allows_all_outbound:
         ec2.CfnSecurityGroupEgress(
             pair,
             "Egress",
-            group_id=peer.security_group_id,
-            destination_security_group_id=group.security_group_id,
+            group_id=peer.group_id,
+            destination_security_group_id=group.group_id,
             description=description,
             ip_protocol=ip_protocol,
             from_port=from_port,
@@ -92,10 +111,6 @@ def allow_between(
 
 
 _CONTROL_PLANE_RULES = "control-plane-rules"  # per (cluster group, node group) pair
-
-
-def _pair_key(cluster_sg: ec2.ISecurityGroup, node_sg: ec2.ISecurityGroup) -> str:
-    return " ".join(key_of(g, g.security_group_id) for g in (cluster_sg, node_sg))
 
 
 def control_plane_rules(
@@ -108,21 +123,17 @@ def control_plane_rules(
     the first caller and returned as they are to every later caller anywhere in the app, so
     each rule exists once per security group (EC2 rejects a duplicate rule). ``nodes`` names
     the nodes in the rules' descriptions."""
-    existing: Construct | None = registry(scope, _CONTROL_PLANE_RULES).get(
-        _pair_key(cluster_sg, node_sg)
-    )
-    if existing is not None:
-        return existing
-    return allow_control_plane(scope, cluster_sg, node_sg, nodes)
+    cluster, node = _Side.of(cluster_sg), _Side.of(node_sg)
+    made = registry(scope, _CONTROL_PLANE_RULES)
+    key = " ".join(key_of(g, side.group_id) for g, side in ((cluster_sg, cluster), (node_sg, node)))
+    existing: Construct | None = made.get(key)
+    if existing is None:
+        existing = made[key] = allow_control_plane(scope, cluster, node, nodes)
+    return existing
 
 
-def allow_control_plane(
-    scope: Construct,
-    cluster_sg: ec2.ISecurityGroup,
-    node_sg: ec2.ISecurityGroup,
-    nodes: str = "Trainium nodes",
-) -> Construct:
-    """Open for nodes in ``node_sg`` what EKS opens for nodes in the cluster security group:
+def allow_control_plane(scope: Construct, cluster: _Side, node: _Side, nodes: str) -> Construct:
+    """Open for nodes in the ``node`` group what EKS opens for nodes in the ``cluster`` group:
     443 and 1025-65535 both ways (API server, kubelet, webhooks), plus DNS from the nodes to
     CoreDNS, which runs on nodes in the cluster group. Returns the construct holding the rules,
     ``ControlPlaneRules`` in ``scope``. ``nodes`` names the nodes in the rules' descriptions.
@@ -130,26 +141,25 @@ def allow_control_plane(
     EKS user guide, "View Amazon EKS security group requirements for clusters"
     (https://docs.aws.amazon.com/eks/latest/userguide/sec-group-reqs.html)."""
     rules = Construct(scope, "ControlPlaneRules")
-    registry(scope, _CONTROL_PLANE_RULES)[_pair_key(cluster_sg, node_sg)] = rules
     for name, port in (
         ("Https", ec2.Port.tcp(443)),
         ("Ephemeral", ec2.Port.tcp_range(1025, 65535)),
     ):
-        allow_between(
+        _rule_pair(
             rules,
             f"NodesFromCluster{name}",
-            node_sg,
-            cluster_sg,
+            node,
+            cluster,
             port,
             "EKS control plane and cluster-group nodes",
         )
-        allow_between(rules, f"ClusterFromNodes{name}", cluster_sg, node_sg, port, nodes)
+        _rule_pair(rules, f"ClusterFromNodes{name}", cluster, node, port, nodes)
     for name, port in (("DnsTcp", ec2.Port.tcp(53)), ("DnsUdp", ec2.Port.udp(53))):
-        allow_between(
+        _rule_pair(
             rules,
             f"ClusterFromNodes{name}",
-            cluster_sg,
-            node_sg,
+            cluster,
+            node,
             port,
             f"DNS from {nodes} to CoreDNS",
         )

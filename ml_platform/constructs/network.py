@@ -230,12 +230,12 @@ def s3_endpoint_statements(stack: Stack) -> list[iam.PolicyStatement]:
     https://docs.aws.amazon.com/vpc/latest/privatelink/vpc-endpoints-s3.html#edit-vpc-endpoint-policy-s3
     https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_condition-keys.html#condition-keys-resourceaccount
     """
-    region = stack.region
+    region, partition = stack.region, stack.partition
     no_dashes = Fn.join("", Fn.split("-", region))
 
     def objects(pattern: str) -> str:
         name = pattern.format(region=region, region_no_dashes=no_dashes)
-        return f"arn:{stack.partition}:s3:::{name}/*"
+        return f"arn:{partition}:s3:::{name}/*"
 
     return [
         iam.PolicyStatement(
