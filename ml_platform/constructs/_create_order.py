@@ -38,19 +38,23 @@ class _RulesFirst:
         # jsii may hand over another proxy of the same construct: compare paths.
         if node.node.path != self._path:
             return
-        for rule in security_group_rules(Stack.of(node), self._group_ids):
-            self._resource.node.add_dependency(rule)
+        rules = security_group_rules(Stack.of(node), self._group_ids)
+        if rules:
+            self._resource.node.add_dependency(*rules)
 
 
 def security_group_rules(stack: Stack, group_ids: frozenset[str]) -> list[CfnResource]:
     """The ingress/egress rule resources of ``stack`` whose group, source or destination is
     one of ``group_ids`` (``security_group_id`` values, tokens included)."""
     found: list[CfnResource] = []
-    for construct in stack.node.find_all():
+    constructs = stack.node.find_all()  # the stack first, then its tree (nested stacks too)
+    # Only a nested stack's constructs belong to another stack: without one, none need asking.
+    nested = any(isinstance(c, Stack) for c in constructs[1:])
+    for construct in constructs:
         if not isinstance(construct, (ec2.CfnSecurityGroupIngress, ec2.CfnSecurityGroupEgress)):
             continue
         fields = _RULE_GROUP_FIELDS[type(construct)]
-        if Stack.of(construct) is not stack:
+        if nested and Stack.of(construct) is not stack:
             continue
         if any(getattr(construct, f) in group_ids for f in fields):
             found.append(construct)
