@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aws_cdk as cdk
-from cdk_nag import AwsSolutionsChecks
 
+from ml_platform._cdk_nag import AwsSolutionsChecks
 from ml_platform.config import CONTEXT_KEY, Settings
 from ml_platform.constructs.eks_cluster import as_icluster
 from ml_platform.constructs.model_upload import upload_role_name

@@ -28,3 +28,40 @@ def test_the_app_module_and_the_stacks_load_no_render_or_cli_modules() -> None:
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True
     ).stdout
     assert json.loads(out.strip().splitlines()[-1]) == []
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True
+    )
+
+
+def test_the_settings_parser_is_built_while_cdk_nag_loads_and_no_thread_outlives_the_import():
+    # ml_platform._cdk_nag builds pydantic's validator on a thread during cdk-nag's assembly
+    # load: once ml_platform.app is imported, the validator is cached and the thread is gone.
+    code = (
+        "import json, sys, threading\n"
+        "import ml_platform.app\n"
+        "from ml_platform._settings_parse import adapter\n"
+        "print(json.dumps([adapter.cache_info().currsize, 'cdk_nag' in sys.modules,\n"
+        "                  [t.name for t in threading.enumerate()]]))"
+    )
+    built, nag_loaded, threads = json.loads(_run(code).stdout.strip().splitlines()[-1])
+    assert built == 1 and nag_loaded
+    assert "settings-parser" not in threads
+
+
+def test_a_failure_on_the_builder_thread_is_left_to_the_main_thread():
+    # The same work runs again in settings_from_app, which raises there; the import stays quiet.
+    code = (
+        "import ml_platform._settings_parse as parse\n"
+        "def fail(tp):\n"
+        "    raise RuntimeError('validator build failed')\n"
+        "parse.adapter = fail\n"
+        "import ml_platform.app\n"
+        "print('imported')"
+    )
+    result = _run(code)
+    assert result.stdout.strip().splitlines()[-1] == "imported"
+    assert "validator build failed" not in result.stderr
