@@ -191,9 +191,8 @@ class PodIdentityAddon(Construct):
             addon_version=addon_version,
             configuration_values=ADDON_CONFIGURATION.get(addon_name),
         )
-        self.addon.node.add_dependency(self.association)
-        # The policy must exist before the add-on's pods first call AWS.
-        self.addon.node.add_dependency(self.role)
+        # The association, and the role's policy, exist before the add-on's pods first call AWS.
+        self.addon.node.add_dependency(self.association, self.role)
 
 
 class PlatformAddons(Construct):
