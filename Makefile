@@ -89,9 +89,10 @@ $(SCAN_VENV)/.installed: requirements-scan.lock
 scan: install $(SCAN_VENV)/.installed
 	$(PY) scripts/scan.py --checkov $(SCAN_VENV)/bin/checkov
 
-## Median synth time (wall and CPU) of the whole app against the floor, alone and via npx cdk synth.
+## Median synth time (wall and CPU) of the whole app against the floor, alone and via npx cdk synth;
+## BASELINE=<another checkout> also times that checkout's app in turn and reports the ratio.
 bench: install node_modules/.installed
-	$(PY) scripts/bench_synth.py
+	$(PY) scripts/bench_synth.py $(if $(BASELINE),--baseline $(BASELINE))
 
 ## Package, upload, list 10/100/1,000 archives against a local moto server (started by the script).
 bench-models: install-dev

@@ -12,7 +12,13 @@ gates the templates in the tests instead; see ml_platform.app.new_app). So that 
 hides nothing, the empty app is also timed with that validation off: the floor of any CDK
 app on this machine.
 
-    .venv/bin/python scripts/bench_synth.py [--runs 5] [--no-nag]
+    .venv/bin/python scripts/bench_synth.py [--runs 5] [--no-nag] [--baseline DIR]
+
+``--baseline DIR`` (``make bench BASELINE=DIR``) also times another checkout's app (say
+``git worktree add /tmp/before <commit>``), run by the same interpreter from DIR with DIR's
+``cdk.json`` context, in turn with this one: "before and after in one run". Its row is added
+and the ratio of each pair (this app over the baseline's, run back to back) is reported by its
+median, which machine drift over the run does not move the way it moves separate medians.
 """
 
 from __future__ import annotations
@@ -43,18 +49,26 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run(argv: list[str], context: dict) -> tuple[float, float]:
-    """(wall, CPU) seconds of one synth."""
+def run(argv: list[str], context: dict, cwd: Path = ROOT) -> tuple[float, float]:
+    """(wall, CPU) seconds of one synth (the app's modules imported from ``cwd``)."""
     with tempfile.TemporaryDirectory() as outdir:
         env = {
             **os.environ,
             "CDK_CONTEXT_JSON": json.dumps(context),
             "CDK_OUTDIR": outdir,
             "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+            "PYTHONPATH": str(cwd),
         }
         cpu, start = _cpu(), time.perf_counter()
-        subprocess.run(argv, cwd=ROOT, env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(argv, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL)
         return time.perf_counter() - start, _cpu() - cpu
+
+
+def _context(root: Path, no_nag: bool) -> dict:
+    context = json.loads((root / "cdk.json").read_text())["context"]
+    if no_nag:
+        context["ml-platform:nag"] = False
+    return context
 
 
 def run_cli(app: str | None, nag: bool) -> tuple[float, float]:
@@ -87,10 +101,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--cli-runs", type=int, default=3)
     parser.add_argument("--no-nag", action="store_true", help="skip cdk-nag in the platform app")
+    parser.add_argument(
+        "--baseline", type=Path, help="another checkout whose app is timed in turn with this one"
+    )
     args = parser.parse_args()
-    context = json.loads((ROOT / "cdk.json").read_text())["context"]
-    if args.no_nag:
-        context["ml-platform:nag"] = False
+    context = _context(ROOT, args.no_nag)
+    baseline = args.baseline.resolve() if args.baseline else None
+    if baseline is not None and not (baseline / "app.py").is_file():
+        parser.error(f"--baseline {args.baseline}: no app.py there (a checkout of this repo?)")
+    base_context = _context(baseline, args.no_nag) if baseline else {}
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as empty:
         empty.write(EMPTY_APP)
     rows: dict[str, list[tuple[float, float]]] = {
@@ -101,10 +120,16 @@ def main() -> None:
         "npx cdk synth, whole platform": [],
     }
     names = list(rows)
+    before = "whole platform, baseline"
+    if baseline is not None:
+        rows[before] = []
     try:
         for _ in range(args.runs):
             rows[names[0]].append(run([sys.executable, empty.name, "default"], context))
             rows[names[2]].append(run([sys.executable, str(ROOT / "app.py")], context))
+            if baseline is not None:
+                app = [sys.executable, str(baseline / "app.py")]
+                rows[before].append(run(app, base_context, baseline))
             rows[names[1]].append(run([sys.executable, empty.name, "no-cfn-validation"], context))
         for _ in range(args.cli_runs):
             rows[names[3]].append(
@@ -132,6 +157,14 @@ def main() -> None:
         f"whole platform vs the default empty app: {p / e:.2f}x wall (budget 1.50x); "
         f"above the floor: +{p - med[names[1]][0]:.2f} s wall"
     )
+    if baseline is not None:
+        pairs = list(zip(rows[names[2]], rows[before], strict=True))
+        wall = statistics.median(a[0] / b[0] for a, b in pairs)
+        cpu = statistics.median(a[1] / b[1] for a, b in pairs)
+        print(
+            f"whole platform vs the baseline {baseline}: median of {len(pairs)} pairs "
+            f"{wall:.3f}x wall, {cpu:.3f}x CPU (above 1: slower)"
+        )
 
 
 if __name__ == "__main__":
