@@ -122,7 +122,8 @@ def _walk(tp: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, t
     """Along pydantic's error location ``loc`` in ``tp``: the dotted key, the type expected
     there (``None`` for an unknown key) and the path of the value to drop (the innermost
     object member: a bad list item takes its list with it)."""
-    key, drop = prefix, typing.cast(tuple[Any, ...], ())
+    key = prefix
+    drop: tuple[Any, ...] = ()
     for i, part in enumerate(loc):
         if part == "[key]":  # a mapping's key of the wrong type: its entry is dropped
             break
@@ -198,6 +199,7 @@ def field_problems(section: object, prefix: str) -> list[str]:
     """What the ``rule`` in each field's metadata finds wrong with its value (``None`` is
     never checked: it means the setting is not set)."""
     out: list[str] = []
+    # Any: every settings section is a dataclass, which `object` cannot tell mypy.
     for f in dataclasses.fields(typing.cast(Any, section)):
         rule, value = f.metadata.get("rule"), getattr(section, f.name)
         if rule is not None and value is not None:
