@@ -9,25 +9,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
 NOT_AT_SYNTH = ("torchx", "urllib.request", "boto3", "botocore", "ml_platform.cli.aws")
-
-
-def test_the_app_module_and_the_stacks_load_no_render_or_cli_modules() -> None:
-    code = (
-        "import sys, json\n"
-        "sys.path.insert(0, '.')\n"
-        "import app\n"  # app.py: what `cdk synth` runs, up to building the app
-        "import ml_platform.stacks.accelerators, ml_platform.training.jobs\n"
-        f"print(json.dumps([m for m in {list(NOT_AT_SYNTH)!r} if m in sys.modules]))"
-    )
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
-    out = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True
-    ).stdout
-    assert json.loads(out.strip().splitlines()[-1]) == []
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
@@ -37,19 +25,40 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_settings_parser_is_built_while_cdk_nag_loads_and_no_thread_outlives_the_import():
-    # ml_platform._cdk_nag builds pydantic's validator on a thread during cdk-nag's assembly
-    # load: once ml_platform.app is imported, the validator is cached and the thread is gone.
+@pytest.fixture(scope="module")
+def after_app_import() -> dict[str, Any]:
+    """What a fresh interpreter holds once app.py (what `cdk synth` runs, up to building the
+    app) and the stacks are imported: one process for the tests below."""
     code = (
         "import json, sys, threading\n"
-        "import ml_platform.app\n"
+        "sys.path.insert(0, '.')\n"
+        "import app\n"
+        "import ml_platform.stacks.accelerators, ml_platform.training.jobs\n"
         "from ml_platform._settings_parse import adapter\n"
-        "print(json.dumps([adapter.cache_info().currsize, 'cdk_nag' in sys.modules,\n"
-        "                  [t.name for t in threading.enumerate()]]))"
+        "print(json.dumps({\n"
+        f"    'loaded': [m for m in {list(NOT_AT_SYNTH)!r} if m in sys.modules],\n"
+        "    'validators': adapter.cache_info().currsize,\n"
+        "    'cdk_nag': 'cdk_nag' in sys.modules,\n"
+        "    'threads': [t.name for t in threading.enumerate()],\n"
+        "}))"
     )
-    built, nag_loaded, threads = json.loads(_run(code).stdout.strip().splitlines()[-1])
-    assert built == 1 and nag_loaded
-    assert "settings-parser" not in threads
+    result: dict[str, Any] = json.loads(_run(code).stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_the_app_module_and_the_stacks_load_no_render_or_cli_modules(
+    after_app_import: dict[str, Any],
+) -> None:
+    assert after_app_import["loaded"] == []
+
+
+def test_the_settings_parser_is_built_while_cdk_nag_loads_and_no_thread_outlives_the_import(
+    after_app_import: dict[str, Any],
+) -> None:
+    # ml_platform._cdk_nag builds pydantic's validator on a thread during cdk-nag's assembly
+    # load: once ml_platform.app is imported, the validator is cached and the thread is gone.
+    assert after_app_import["validators"] == 1 and after_app_import["cdk_nag"]
+    assert "settings-parser" not in after_app_import["threads"]
 
 
 def test_a_failure_on_the_builder_thread_is_left_to_the_main_thread():
