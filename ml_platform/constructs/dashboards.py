@@ -30,6 +30,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from ml_platform.constructs._periods import ONE_MINUTE, seconds
+from ml_platform.constructs.storage import fsx_metric
 
 if TYPE_CHECKING:
     from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
@@ -287,24 +288,6 @@ class ClusterMetrics:
     def metric_failed_node_count(self, **options: Any) -> cloudwatch.Metric:
         """Nodes with a failing condition (Maximum)."""
         return self.metric("cluster_failed_node_count", "Maximum", **options)
-
-
-def fsx_metric(
-    file_system_id: str,
-    metric_name: str,
-    statistic: str = "Sum",
-    period: Duration = ONE_MINUTE,
-    **options: Any,
-) -> cloudwatch.Metric:
-    """An FSx for Lustre file-system metric (``AWS/FSx``, dimension FileSystemId)."""
-    return cloudwatch.Metric(
-        namespace="AWS/FSx",
-        metric_name=metric_name,
-        statistic=statistic,
-        period=period,
-        dimensions_map={"FileSystemId": file_system_id},
-        **options,
-    )
 
 
 def nat_gateway_metric(

@@ -22,7 +22,7 @@ from constructs import Construct
 from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs._l1 import default_child, find_child
-from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY
+from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
 from ml_platform.constructs.nag import acknowledge_each, managed_policy_finding
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
@@ -439,6 +439,27 @@ def _check_prefix(scope: Construct, model_prefix: str) -> None:
         raise ValueError(f"{scope.node.path}: {problems[0]}")
 
 
+def fsx_metric(
+    file_system_id: str,
+    metric_name: str,
+    statistic: str = "Sum",
+    period: Duration = ONE_MINUTE,
+    **options: Any,
+) -> cloudwatch.Metric:
+    """An FSx for Lustre file-system metric (``AWS/FSx``, dimension ``FileSystemId``), for a
+    file system known by id (the training dashboard's); :meth:`LustreStorageBase.metric` is
+    the same with 5-minute averages.
+    https://docs.aws.amazon.com/fsx/latest/LustreGuide/fs-metrics.html"""
+    return cloudwatch.Metric(
+        namespace="AWS/FSx",
+        metric_name=metric_name,
+        statistic=statistic,
+        period=period,
+        dimensions_map={"FileSystemId": file_system_id},
+        **options,
+    )
+
+
 class LustreStorageBase(Construct):
     """What a Lustre file system offers, created (:class:`LustreStorage`) or imported
     (:class:`ImportedLustreStorage`): opening it to clients and its metrics.
@@ -473,18 +494,8 @@ class LustreStorageBase(Construct):
         """An ``AWS/FSx`` metric of this file system (e.g. ``FreeDataStorageCapacity``,
         ``DataReadBytes``). ``options`` as ``cloudwatch.Metric`` takes them (``period``,
         ``statistic``, ``label``...); default: 5-minute average."""
-        # https://docs.aws.amazon.com/fsx/latest/LustreGuide/fs-metrics.html
-        settings: dict[str, Any] = {
-            "period": FIVE_MINUTES,
-            "statistic": "Average",
-            **options,
-        }
-        return cloudwatch.Metric(
-            namespace="AWS/FSx",
-            metric_name=metric_name,
-            dimensions_map={"FileSystemId": self.file_system.file_system_id},
-            **settings,
-        )
+        settings: dict[str, Any] = {"period": FIVE_MINUTES, "statistic": "Average", **options}
+        return fsx_metric(self.file_system.file_system_id, metric_name, **settings)
 
     def metric_free_capacity(self, **options: Any) -> cloudwatch.Metric:
         """Free data storage capacity in bytes (minimum over the period by default)."""
