@@ -507,9 +507,7 @@ class InferenceSettings(Section):
     log_retention_days: int = setting(365, limits.LOG_RETENTION)
     """Days each endpoint's log group `/aws/sagemaker/Endpoints/<name>` keeps the container
     logs (the stack creates the group, KMS-encrypted)."""
-    triton_log_verbose: int = setting(
-        0, Check(lambda level: level >= 0, "expected a level >= 0 (0 is off)", {"minimum": 0})
-    )
+    triton_log_verbose: int = setting(0, limits.TRITON_LOG_VERBOSE)
     """Triton's `--log-verbose` level on the endpoints (the SageMaker container's
     `SAGEMAKER_TRITON_LOG_VERBOSE`). 0: off (the container's own default logs every
     request)."""

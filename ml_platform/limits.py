@@ -333,6 +333,11 @@ ADDON_VERSION = Pattern(
 PLACEMENT_GROUP = re.compile(r"[ -~]{1,255}")  # EC2 CreatePlacementGroup: up to 255 ASCII
 INVOCATIONS_PER_INSTANCE = Bounds(1, 100_000)  # an endpoint's scaling target, per instance a minute
 LOG_RETENTION = OneOf(LOG_RETENTION_DAYS)
+TRITON_LOG_VERBOSE = Check(
+    lambda level: isinstance(level, int) and not isinstance(level, bool) and level >= 0,
+    "expected a level >= 0 (0 is off)",
+    {"minimum": 0},
+)  # Triton's --log-verbose
 
 # Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
 # (and on stack deletion deletes) training.namespace, so it must never be one of these.

@@ -315,10 +315,8 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 f"model_load_gpu_limit_percent={model_load_gpu_limit_percent}: expected 1 to 100 "
                 "(100: no limit)"
             )
-        if not Token.is_unresolved(log_verbose) and not (
-            isinstance(log_verbose, int) and not isinstance(log_verbose, bool) and log_verbose >= 0
-        ):
-            errors.append(f"log_verbose={log_verbose!r}: expected a level, an integer >= 0")
+        if not Token.is_unresolved(log_verbose):
+            errors += limits.TRITON_LOG_VERBOSE.problems("log_verbose", log_verbose)
         errors += extra
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))

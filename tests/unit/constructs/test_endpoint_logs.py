@@ -87,7 +87,7 @@ def test_verbose_level_and_retention_are_props() -> None:
 
 @pytest.mark.parametrize("level", [-1, True, "1"])
 def test_bad_verbose_level_is_refused(level: object) -> None:
-    with pytest.raises(ValueError, match=r"log_verbose=.*expected a level"):
+    with pytest.raises(ValueError, match=r"log_verbose = .*: expected a level >= 0 \(0 is off\)"):
         endpoint_template(log_verbose=level)
 
 
