@@ -107,17 +107,22 @@ VOLCANO_IMAGES: dict[str, str] = {
 VOLCANO_HELM_CHART_SHA256 = "a8135a7430fd48a57d791faac3bbea210106611a826b22ed089ae2dbaad1e7c3"
 
 # --- Amazon EKS image registries ------------------------------------------------------------
-# EKS user guide, "View Amazon container image registries for Amazon EKS add-ons": the account
-# serving EKS images in each region; every standard commercial region not listed uses
-# DEFAULT_EKS_REGISTRY_ACCOUNT.
+# EKS user guide, "View Amazon container image registries for Amazon EKS add-ons"
+# (https://docs.aws.amazon.com/eks/latest/userguide/add-ons-images.html): the account serving
+# EKS images in each region; every standard commercial region not listed uses
+# DEFAULT_EKS_REGISTRY_ACCOUNT. The page writes ap-east-2's host with "ap-east-1"; taken here
+# as a typo: every other registry on it is in its own region (nodes pulling through the
+# region's ECR VPC endpoints need that).
 DEFAULT_EKS_REGISTRY_ACCOUNT = "602401143452"
 EKS_REGISTRY_ACCOUNTS: dict[str, str] = {
     "af-south-1": "877085696533",
     "ap-east-1": "800184023465",
+    "ap-east-2": "533267051163",
     "ap-south-2": "900889452093",
     "ap-southeast-3": "296578399912",
     "ap-southeast-4": "491585149902",
     "ap-southeast-5": "151610086707",
+    "ap-southeast-6": "333609536671",
     "ap-southeast-7": "121268973566",
     "ca-west-1": "761377655185",
     "eu-central-2": "900612956339",
@@ -129,6 +134,8 @@ EKS_REGISTRY_ACCOUNTS: dict[str, str] = {
     "mx-central-1": "730335286997",
     "cn-north-1": "918309763551",
     "cn-northwest-1": "961992271922",
+    "us-gov-east-1": "151742754352",
+    "us-gov-west-1": "013241004608",
 }
 
 

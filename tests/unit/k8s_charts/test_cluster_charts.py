@@ -281,6 +281,16 @@ def test_efa_image_comes_from_the_regional_eks_registry() -> None:
         "918309763551.dkr.ecr.cn-north-1.amazonaws.com.cn/"
     )
     assert efa_device_plugin_image("eu-west-1").startswith("602401143452.dkr.ecr.eu-west-1.")
+    # Regions EKS serves from accounts of their own: GovCloud, and the newer Asia Pacific ones.
+    for region, account in (
+        ("us-gov-west-1", "013241004608"),
+        ("us-gov-east-1", "151742754352"),
+        ("ap-east-2", "533267051163"),
+        ("ap-southeast-6", "333609536671"),
+    ):
+        assert efa_device_plugin_image(region).startswith(
+            f"{account}.dkr.ecr.{region}.amazonaws.com/"
+        )
 
 
 def test_trn1n_moves_both_device_plugins_to_trn1n(trn1n: SynthesizedPlatform) -> None:
