@@ -9,7 +9,6 @@ TrainiumNodeGroup`, :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`,
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import aws_ec2 as ec2
@@ -18,7 +17,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ml_platform import limits
-from ml_platform.constructs.nag import acknowledge_each, managed_policy_finding
+from ml_platform.constructs.nag import acknowledge_each, aws_managed_policy, managed_policy_finding
 from ml_platform.instances import AcceleratorKind
 from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 
@@ -64,13 +63,6 @@ def acknowledge_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
             for policy in node_role_policies(ssm_access)
         },
     )
-
-
-@functools.cache
-def aws_managed_policy(name: str) -> iam.IManagedPolicy:
-    """The AWS managed policy ``name``, made once: it is no construct (its ARN resolves to the
-    partition of whichever stack uses it), so every role can share it."""
-    return iam.ManagedPolicy.from_aws_managed_policy_name(name)
 
 
 def configure_node_role(role: iam.IRole, ssm_access: bool = True) -> None:

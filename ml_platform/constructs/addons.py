@@ -14,7 +14,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
 
 from ml_platform import limits
-from ml_platform.constructs.nag import acknowledge, managed_policy_finding
+from ml_platform.constructs.nag import acknowledge, aws_managed_policy, managed_policy_finding
 from ml_platform.versions import addon_version
 
 # The VPC CNI enforces NetworkPolicies only with its network policy agent switched on, and in
@@ -123,9 +123,7 @@ def pod_identity_role(
         role_id,
         assumed_by=pod_identity_principal(cluster.cluster_arn, namespace, service_account),
         description=f"EKS Pod Identity role of {namespace}/{service_account} ({purpose})",
-        managed_policies=[
-            iam.ManagedPolicy.from_aws_managed_policy_name(p) for p in managed_policies
-        ],
+        managed_policies=[aws_managed_policy(p) for p in managed_policies],
     )
     association = eks.CfnPodIdentityAssociation(
         scope,

@@ -14,6 +14,7 @@ from constructs import Construct
 from ml_platform.constructs.nag import (
     acknowledge,
     acknowledge_each,
+    aws_managed_policy,
     managed_policy_finding,
     rendered_resource,
 )
@@ -156,11 +157,7 @@ class ModelArchiveUpload:
             role_name=upload_role_name(stack.stack_name, stack.region),
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description="Deploy-time upload of inference.upload_dir into the model prefix",
-            managed_policies=[
-                iam.ManagedPolicy.from_aws_managed_policy_name(
-                    "service-role/AWSLambdaBasicExecutionRole"
-                )
-            ],
+            managed_policies=[aws_managed_policy("service-role/AWSLambdaBasicExecutionRole")],
         )
         self._asset_objects = (
             f"arn:{stack.partition}:s3:::cdk-{DefaultStackSynthesizer.DEFAULT_QUALIFIER}-assets-"

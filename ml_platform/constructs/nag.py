@@ -1,11 +1,14 @@
-"""Helpers for acknowledging cdk-nag findings precisely, next to the code they excuse."""
+"""Helpers for acknowledging cdk-nag findings precisely, next to the code they excuse, and the
+AWS managed policies those findings name."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
 from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
 
@@ -51,6 +54,13 @@ def acknowledge_each(scope: IConstruct, reasons: Mapping[str, str]) -> None:
     Validations.of(scope).acknowledge(
         *(Acknowledgment(id=finding, reason=reason) for finding, reason in reasons.items())
     )
+
+
+@functools.cache
+def aws_managed_policy(name: str) -> iam.IManagedPolicy:
+    """The AWS managed policy ``name``, made once: it is no construct (its ARN resolves to the
+    partition of whichever stack uses it), so every role can share it."""
+    return iam.ManagedPolicy.from_aws_managed_policy_name(name)
 
 
 def managed_policy_finding(policy: str) -> str:
