@@ -179,6 +179,13 @@ class StorageSettings(Section):
     """Lustre throughput, MB/s per TiB."""
     ecr_max_images: int = setting(limits.DEFAULT_ECR_MAX_IMAGES, limits.ECR_MAX_IMAGES)
     """Images the training repository keeps before expiring the oldest."""
+    lustre_legacy_rules: bool = setting(False)
+    """Upgrading from release 0.1.0: keep its Lustre rules, which open the file system to the
+    Trainium nodes' group and to the cluster security group besides its client group. The
+    upgrade replaces the nodes with ones that carry the client group; without the old rules
+    the running nodes lose /data until their replacements exist (CHANGELOG.md, 0.2.0). Set
+    true for the upgrade, and false again once every node carries the client group; the next
+    release drops the rules. Default false: only the client group reaches the file system."""
     model_prefix: str = setting(limits.DEFAULT_MODEL_PREFIX, limits.MODEL_PREFIX)
     """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
     segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
@@ -217,11 +224,13 @@ class ClusterSettings(Section):
     public_access_from_anywhere: bool = setting(False)
     """Accept `0.0.0.0/0` in `public_access_cidrs` (with a synth-time warning); otherwise a /0
     block is a settings error."""
-    bootstrap_creator_admin: bool = setting(False)
+    bootstrap_creator_admin: bool | None = setting(None)
     """`BootstrapClusterCreatorAdminPermissions`: a permanent cluster-admin access entry for
-    CloudFormation's execution role (the kubectl provider has its own entry). A cluster
-    deployed before this default changed keeps its entry only with true (changing it replaces
-    the cluster)."""
+    CloudFormation's execution role (the kubectl provider has its own entry). Create-only:
+    changing it replaces the cluster, which CloudFormation refuses for its fixed name. Unset
+    means false with a synth-time warning (`ml-platform:bootstrapCreatorAdmin`): a cluster
+    deployed by release 0.1.0 was created with true and keeps deploying only with true; a
+    new cluster is better off with false. Set it to say which."""
     node_ssm_access: bool = setting(True)
     """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
     forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a private API
