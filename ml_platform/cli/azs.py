@@ -274,7 +274,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         raise CliError(f"the settings would be invalid, nothing written: {error}") from None
 
     project_text, local_text, notes = _updated_files(
-        project, local, local_path, new_object, az_key, region_azs
+        project, local, local_path, new_object, az_key, region_azs, _indent(ctx.cdk_json)
     )
     print(
         f"{instance_type} in {region} (account {account}) is offered in: "
@@ -297,6 +297,12 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
+def _indent(path: Path) -> int:
+    """The indent of the file's first indented line (cdk.json keeps its style), else 2."""
+    match = re.search(r"^( +)\S", path.read_text(), re.MULTILINE)
+    return len(match.group(1)) if match else 2
+
+
 def _updated_files(
     project: dict[str, Any],
     local: dict[str, Any],
@@ -304,6 +310,7 @@ def _updated_files(
     new_object: dict[str, Any],
     az_key: str,
     region_azs: list[str],
+    indent: int = 2,
 ) -> tuple[str, str | None, dict[str, list[str]]]:
     """The new text of cdk.json and of cdk.context.json (``None``: unchanged), and what
     changes in each. The settings go into cdk.json; the AZ names stay CDK's lookup cache
@@ -326,7 +333,7 @@ def _updated_files(
     else:
         updated[az_key] = region_azs
         notes[local_path.name].append(f"key {az_key!r}")
-    project_text = json.dumps(project, indent=2) + "\n"
+    project_text = json.dumps(project, indent=indent) + "\n"
     local_text = json.dumps(updated, indent=2) + "\n" if updated != local else None
     return project_text, local_text, notes
 

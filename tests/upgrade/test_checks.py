@@ -9,8 +9,13 @@ from __future__ import annotations
 
 import copy
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.support import ROOT, SynthesizedPlatform
 from tests.upgrade.checks import (
     breaking_changes,
     create_only_properties,
@@ -163,3 +168,25 @@ def test_the_baselines_are_normalized_and_find_nothing_against_themselves() -> N
     for folder in BASELINES.iterdir():
         assert (folder / "SOURCE").read_text().strip(), f"{folder}: SOURCE says what it is"
     assert json.loads(json.dumps(templates)) == templates
+
+
+def test_the_release_script_writes_a_normalized_baseline_once(
+    synth: SynthesizedPlatform, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """scripts/upgrade_baseline.py on the session's templates: one file per stack, normalized,
+    a SOURCE line, and no second write over a release's baseline."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import upgrade_baseline
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    monkeypatch.setattr(upgrade_baseline, "BASELINES", tmp_path)
+    folder = upgrade_baseline.write(synth.outdir, "9.9.9", "commit test")
+    written = baseline_templates(folder)
+    assert set(written) == {
+        p.name.split("-", 1)[1].removesuffix(".template.json") for p in synth.template_paths()
+    }
+    assert written["Storage"] == normalized_template(synth.template_json("Storage"))
+    assert (folder / "SOURCE").read_text() == "commit test\n"
+    with pytest.raises(SystemExit, match="exists: a release's baseline is not rewritten"):
+        upgrade_baseline.write(synth.outdir, "9.9.9", "again")

@@ -76,6 +76,13 @@ def test_writes_the_mapped_az_into_cdk_json_where_cdk_reads_it(aws, project, mlp
     assert settings.storage.ecr_max_images == 50
 
 
+def test_cdk_json_keeps_its_indent(aws, project, mlp):
+    project.write_text(json.dumps(json.loads(project.read_text()), indent=4) + "\n")
+    assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
+    text = project.read_text()
+    assert text == json.dumps(json.loads(text), indent=4) + "\n"
+
+
 def test_az_id_picks_among_the_offered_ids(aws, project, mlp):
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--az-id", "usw2-az4")
     assert result.code == 0, result.err
