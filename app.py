@@ -5,16 +5,26 @@ import sys
 from pathlib import Path
 
 from ml_platform.app import build_platform, new_app, settings_from_app
-from ml_platform.config import SettingsError
+from ml_platform.config import SettingsError, shadowed_settings
 from ml_platform.versions import volcano_chart_dir
 
 
 def main() -> None:
     app = new_app()
+    # The CDK CLI runs the app in the project folder. A setting of cdk.context.json that
+    # cdk.json overrides would be dropped silently (the CLI lets cdk.json win): an error.
+    problems: list[str] = []
+    project = Path("cdk.json")
+    try:
+        problems += shadowed_settings(project) if project.is_file() else []
+    except SettingsError as error:
+        problems += error.problems
     try:
         settings = settings_from_app(app)
     except SettingsError as error:
-        print(error, file=sys.stderr)
+        problems += error.problems
+    if problems:
+        print(SettingsError(problems), file=sys.stderr)
         sys.exit(1)
     # `-c ml-platform:nag=false` skips cdk-nag (e.g. for quick iterations); tests always run it.
     nag = str(app.node.try_get_context("ml-platform:nag")).lower() != "false"

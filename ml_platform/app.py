@@ -198,6 +198,12 @@ def _storage_stack(
         ),
         # Every node of the BERT jobs reads the dataset at once.
         lustre_readers=bert_nodes(settings) if settings.features.training_cluster else 0,
+        # Release 0.1.0's Lustre rules, until the upgraded nodes carry the client group.
+        legacy_lustre_clients=(
+            [network.training_nodes.security_group]
+            if settings.storage.lustre_legacy_rules and settings.features.training_cluster
+            else []
+        ),
         env=env,
         description="cdk-ml-platform: stateful storage (ECR, model bucket, FSx for Lustre)",
     )
@@ -224,6 +230,9 @@ def _add_training_cluster(
         file_system_dns_name=file_system.dns_name,
         file_system_mount_name=file_system.mount_name,
         lustre_clients=storage.lustre.client_security_group,
+        legacy_lustre_security_group=(
+            storage.lustre.security_group if settings.storage.lustre_legacy_rules else None
+        ),
         triton=(
             TritonValues(
                 settings=settings.triton_on_eks,

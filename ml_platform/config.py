@@ -15,7 +15,7 @@ its docstring. pydantic checks the types (:mod:`ml_platform._settings_parse`), t
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -179,6 +179,13 @@ class StorageSettings(Section):
     """Lustre throughput, MB/s per TiB."""
     ecr_max_images: int = setting(limits.DEFAULT_ECR_MAX_IMAGES, limits.ECR_MAX_IMAGES)
     """Images the training repository keeps before expiring the oldest."""
+    lustre_legacy_rules: bool = setting(False)
+    """Upgrading from release 0.1.0: keep its Lustre rules, which open the file system to the
+    Trainium nodes' group and to the cluster security group besides its client group. The
+    upgrade replaces the nodes with ones that carry the client group; without the old rules
+    the running nodes lose /data until their replacements exist (CHANGELOG.md, 0.2.0). Set
+    true for the upgrade, and false again once every node carries the client group; the next
+    release drops the rules. Default false: only the client group reaches the file system."""
     model_prefix: str = setting(limits.DEFAULT_MODEL_PREFIX, limits.MODEL_PREFIX)
     """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
     segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
@@ -217,11 +224,13 @@ class ClusterSettings(Section):
     public_access_from_anywhere: bool = setting(False)
     """Accept `0.0.0.0/0` in `public_access_cidrs` (with a synth-time warning); otherwise a /0
     block is a settings error."""
-    bootstrap_creator_admin: bool = setting(False)
+    bootstrap_creator_admin: bool | None = setting(None)
     """`BootstrapClusterCreatorAdminPermissions`: a permanent cluster-admin access entry for
-    CloudFormation's execution role (the kubectl provider has its own entry). A cluster
-    deployed before this default changed keeps its entry only with true (changing it replaces
-    the cluster)."""
+    CloudFormation's execution role (the kubectl provider has its own entry). Create-only:
+    changing it replaces the cluster, which CloudFormation refuses for its fixed name. Unset
+    means false with a synth-time warning (`ml-platform:bootstrapCreatorAdmin`): a cluster
+    deployed by release 0.1.0 was created with true and keeps deploying only with true; a
+    new cluster is better off with false. Set it to say which."""
     node_ssm_access: bool = setting(True)
     """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
     forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a private API
@@ -833,7 +842,9 @@ def _json_object_or_problem(text: str, where: str, problems: list[str]) -> Any:
 
 def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``base`` with ``overrides`` merged in: objects merge key by key, any other
-    value replaces. How partial ``ml-platform`` objects combine with cdk.json's."""
+    value (lists and null included) replaces. The CDK CLI's ``deepMerge`` (aws-cdk
+    ``lib/util``, used by ``Settings.merge``) does the same, so this is also how the context
+    files combine (:func:`cdk_context`)."""
     import copy
 
     out = copy.deepcopy(dict(base))
@@ -845,26 +856,126 @@ def deep_merge(base: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[st
     return out
 
 
+PROJECT_CONTEXT_FILE = "cdk.context.json"
+"""Where the CDK CLI caches lookups, beside cdk.json; it loses to cdk.json's context."""
+
+
+def user_context_file() -> Any:
+    """``~/.cdk.json``: the CDK CLI's user defaults; its ``context`` loses to both project
+    files."""
+    from pathlib import Path
+
+    return Path.home() / ".cdk.json"
+
+
+def context_sources(cdk_json: Any) -> list[tuple[Any, Mapping[str, Any]]]:
+    """The context files the CDK CLI reads for the project of ``cdk_json``, lowest precedence
+    first: ``~/.cdk.json``'s ``context``, ``cdk.context.json``, ``cdk.json``'s ``context``.
+
+    aws-cdk 2.1148 ``Configuration.loadConfigFiles``: the bags are command line, cdk.json's
+    context, cdk.context.json, then ~/.cdk.json's context; ``Context.all`` merges them in
+    reverse with ``Settings.merge`` (a deep merge), so a key of cdk.json wins over the same
+    key of cdk.context.json, nested keys included. A missing file is an empty bag."""
+    from pathlib import Path
+
+    cdk_json = Path(cdk_json)
+    sources: list[tuple[Path, Mapping[str, Any]]] = []
+    user = user_context_file()
+    if user.is_file():
+        sources.append((user, _context_file(user, "context")))
+    local = cdk_json.with_name(PROJECT_CONTEXT_FILE)
+    if local.is_file():
+        sources.append((local, _context_file(local, None)))
+    sources.append((cdk_json, _context_file(cdk_json, "context")))
+    return sources
+
+
+def cdk_context(cdk_json: Any) -> dict[str, Any]:
+    """The context ``cdk synth`` gives the app of ``cdk_json``'s project (without ``-c``
+    values): the files of :func:`context_sources` deep-merged as the CDK CLI merges them."""
+    merged: dict[str, Any] = {}
+    for _path, values in context_sources(cdk_json):
+        merged = deep_merge(merged, values)
+    return merged
+
+
+def _leaves(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every non-object value in nested objects (an empty object has
+    none: merged under another, it changes nothing)."""
+    if isinstance(value, Mapping):
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, value
+
+
+_MISSING = object()
+
+
+def shadowed_settings(cdk_json: Any) -> list[str]:
+    """Problems for ``ml-platform`` settings of cdk.context.json that cdk.json overrides with
+    another value: the CDK CLI drops them silently (cdk.json wins), so a value written there
+    on purpose would not take effect. One problem per key, naming both files."""
+    import json
+    from pathlib import Path
+
+    cdk_json = Path(cdk_json)
+    local = cdk_json.with_name(PROJECT_CONTEXT_FILE)
+    if not local.is_file():
+        return []
+    problems: list[str] = []
+    objects: list[Mapping[str, Any]] = []
+    for path, values in (
+        (local, _context_file(local, None)),
+        (cdk_json, _context_file(cdk_json, "context")),
+    ):
+        raw = values.get(CONTEXT_KEY)
+        if isinstance(raw, str):  # JSON text, as `-c` gives it: the app parses it too
+            raw = _json_object_or_problem(raw, f"{path.name}: {CONTEXT_KEY}", problems)
+        objects.append(raw if isinstance(raw, Mapping) else {})
+    if problems:
+        raise SettingsError(problems)
+    merged = deep_merge(objects[0], objects[1])
+    for key, value in _leaves(objects[0]):
+        effective: Any = merged
+        for part in key.split("."):
+            effective = (
+                effective.get(part, _MISSING) if isinstance(effective, Mapping) else _MISSING
+            )
+        if effective != value:
+            wins = "drops it" if effective is _MISSING else f"= {json.dumps(effective)[:80]}"
+            problems.append(
+                f"{local.name}: {CONTEXT_KEY} {key} = {json.dumps(value)[:80]} does not take "
+                f"effect: {cdk_json.name}'s {key} {wins}, and the CDK CLI lets {cdk_json.name} "
+                f"win; set the value in {cdk_json.name} or remove it from {local.name} "
+                "(`mlp azs` writes into cdk.json)"
+            )
+    return problems
+
+
 def settings_from_cdk_json(path: str = "cdk.json", *, check_az_context: bool = True) -> Settings:
     """Read the settings the way ``cdk synth`` would, from a ``cdk.json`` file's context.
 
-    For tools that run outside the CDK app (manifest writers, the operator CLI). The
-    ``cdk.context.json`` beside it, where ``mlp azs`` records lookups, overrides the same keys.
+    For tools that run outside the CDK app (manifest writers, the operator CLI). The context
+    is :func:`cdk_context`: ``~/.cdk.json`` < ``cdk.context.json`` < ``cdk.json``, deep-merged
+    as the CDK CLI merges them; a setting of cdk.context.json that cdk.json overrides with
+    another value is an error (:func:`shadowed_settings`), as it is at synthesis (app.py).
     ``check_az_context=False`` skips the check that the AZ names are pre-seeded in context
     (only synthesis needs them: the CLI's commands other than ``mlp azs`` do not).
     """
-    from pathlib import Path
-
-    cdk_json = Path(path)
-    context = dict(_context_file(cdk_json, "context"))
-    local = cdk_json.with_name("cdk.context.json")
-    if local.exists():
-        context.update(_context_file(local, None))
-    return Settings.from_context(
-        context.get(CONTEXT_KEY),
-        known_azs=context if check_az_context else None,
-        recorded_digests=context.get(IMAGE_DIGESTS_KEY),
-    )
+    context = cdk_context(path)
+    problems = shadowed_settings(path)
+    try:
+        settings = Settings.from_context(
+            context.get(CONTEXT_KEY),
+            known_azs=context if check_az_context else None,
+            recorded_digests=context.get(IMAGE_DIGESTS_KEY),
+        )
+    except SettingsError as error:
+        raise SettingsError([*problems, *error.problems]) from None
+    if problems:
+        raise SettingsError(problems)
+    return settings
 
 
 def _context_file(path: Any, member: str | None) -> Mapping[str, Any]:

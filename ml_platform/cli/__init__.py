@@ -1,6 +1,6 @@
 """The ``mlp`` operator CLI: boto3 against the deployed stacks, one module per command.
 
-* :mod:`~ml_platform.cli.azs` - ``mlp azs``: the AZ that offers Trainium, into cdk.context.json.
+* :mod:`~ml_platform.cli.azs` - ``mlp azs``: the AZ that offers Trainium, into cdk.json.
 * :mod:`~ml_platform.cli.package` - ``mlp models package``: build the ensemble archives.
 * :mod:`~ml_platform.cli.upload` - ``mlp models upload``: put archives under the model prefix.
 * :mod:`~ml_platform.cli.invoke` - ``mlp invoke``: one Triton request through the endpoint.

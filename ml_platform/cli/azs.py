@@ -1,15 +1,19 @@
 """``mlp azs``: find the AZ that offers Trainium and record it, and the caller's IAM role as
-the cluster admin, in ``cdk.context.json``.
+the cluster admin, in ``cdk.json`` (where ``cdk synth`` reads it).
 
 Trainium is offered in a few AZ *IDs* per region, and each account maps AZ names to IDs
 differently, so the choice is made by ID and then translated into this account's name.
 
-CDK reads ``cdk.context.json`` beside ``cdk.json`` and its keys replace ``cdk.json``'s
-context keys of the same name (no deep merge). The ``ml-platform`` object written here is
-therefore ``cdk.json``'s whole object with this command's keys (``env.account``,
-``env.region``, ``network.availability_zones``, ``network.trainium_az``, and
-``trainium.instance_type`` when ``--instance-type`` is given) merged in: edits
-to ``cdk.json``'s object take effect after running ``mlp azs`` again.
+The CDK CLI deep-merges its context files, ``~/.cdk.json`` < ``cdk.context.json`` <
+``cdk.json``: for the same key, nested ones included, cdk.json wins. So the command writes
+its keys (``env.account``, ``env.region``, ``network.availability_zones``,
+``network.trainium_az``, the ``cluster`` keys below, and ``trainium.instance_type`` when
+``--instance-type`` is given) into cdk.json's ``ml-platform`` object, where ``cdk synth``
+will read them. An ``ml-platform`` object an earlier version of the command left in
+cdk.context.json is folded into cdk.json the way the CLI merged it (cdk.json winning), so
+what synthesis sees changes only by this command's keys. The region's AZ names go where
+CDK caches lookups, cdk.context.json (``availability-zones:account=...:region=...``), or
+into cdk.json when cdk.json already holds that key.
 
 Cluster access: the cluster grants cluster-admin only to ``cluster.admin_role_arn`` (and to
 the stack's kubectl provider). The command needs that role named: ``--admin-role-arn ARN``,
@@ -46,7 +50,7 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "azs",
         parents=parents,
-        help="choose the AZ that offers Trainium and write it into cdk.context.json",
+        help="choose the AZ that offers Trainium and write it into cdk.json",
         description=doc_summary(__doc__),
     )
     p.add_argument(
@@ -220,7 +224,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         deep_merge,
     )
 
-    base, local_path, local, effective = _read_context(ctx)
+    project, base, local_path, local, effective = _read_context(ctx)
     current_region = _setting(effective, "env", "region", EnvironmentSettings.region)
     current_azs = _setting(
         effective, "network", "availability_zones", list(NetworkSettings.availability_zones)
@@ -251,8 +255,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
 
     keep = list(current_azs) if region == current_region and isinstance(current_azs, list) else []
     vpc_azs = choose_azs(trainium_az, keep, region_azs)
+    # cdk.context.json's object (an earlier version of this command wrote it) folded under
+    # cdk.json's as the CDK CLI merges them, then this command's keys.
     new_object = deep_merge(
-        base,
+        deep_merge(_object(local.get(CONTEXT_KEY), str(local_path)), base),
         {
             "env": {"account": account, "region": region},
             "network": {"availability_zones": vpc_azs, "trainium_az": trainium_az},
@@ -267,46 +273,100 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     except SettingsError as error:
         raise CliError(f"the settings would be invalid, nothing written: {error}") from None
 
-    updated = dict(local)
-    updated[az_key] = region_azs
-    updated[CONTEXT_KEY] = new_object
+    project_text, local_text, notes = _updated_files(
+        project, local, local_path, new_object, az_key, region_azs, _indent(ctx.cdk_json)
+    )
     print(
         f"{instance_type} in {region} (account {account}) is offered in: "
         + ", ".join(f"{i} ({names_by_id[i]})" for i in usable)
     )
     print(f"Trainium AZ: {az_id} -> {trainium_az}; VPC AZs: {', '.join(vpc_azs)}")
     _print_access(admin_role, admin_note, new_object.get("cluster", {}))
-    text = json.dumps(updated, indent=2) + "\n"
     if args.dry_run:
-        print(f"--dry-run: would write {local_path}:")
-        print(text, end="")
+        print(f"--dry-run: would write {ctx.cdk_json} ({', '.join(notes['cdk.json'])}):")
+        print(project_text, end="")
+        if local_text is not None:
+            print(f"--dry-run: would write {local_path} ({', '.join(notes[local_path.name])}):")
+            print(local_text, end="")
         return 0
-    local_path.write_text(text)
-    print(f"wrote {local_path} (keys {az_key!r}, {CONTEXT_KEY!r})")
+    ctx.cdk_json.write_text(project_text)
+    print(f"wrote {ctx.cdk_json} ({', '.join(notes['cdk.json'])})")
+    if local_text is not None:
+        local_path.write_text(local_text)
+        print(f"wrote {local_path} ({', '.join(notes[local_path.name])})")
     return 0
 
 
-def _read_context(ctx: Context) -> tuple[dict[str, Any], Path, dict[str, Any], dict[str, Any]]:
-    """The ``ml-platform`` object of cdk.json, the path and content of cdk.context.json,
-    and the object synthesis sees today (cdk.context.json's when it has one)."""
+def _indent(path: Path) -> int:
+    """The indent of the file's first indented line (cdk.json keeps its style), else 2."""
+    match = re.search(r"^( +)\S", path.read_text(), re.MULTILINE)
+    return len(match.group(1)) if match else 2
+
+
+def _updated_files(
+    project: dict[str, Any],
+    local: dict[str, Any],
+    local_path: Path,
+    new_object: dict[str, Any],
+    az_key: str,
+    region_azs: list[str],
+    indent: int = 2,
+) -> tuple[str, str | None, dict[str, list[str]]]:
+    """The new text of cdk.json and of cdk.context.json (``None``: unchanged), and what
+    changes in each. The settings go into cdk.json; the AZ names stay CDK's lookup cache
+    (cdk.context.json) unless cdk.json holds that key itself (it would win)."""
     from ml_platform.config import CONTEXT_KEY
+
+    project = json.loads(json.dumps(project))  # a copy; key order kept
+    context = project.setdefault("context", {})
+    context[CONTEXT_KEY] = new_object
+    notes: dict[str, list[str]] = {"cdk.json": [f"key {CONTEXT_KEY!r}"], local_path.name: []}
+    updated = dict(local)
+    if CONTEXT_KEY in updated:
+        del updated[CONTEXT_KEY]
+        notes[local_path.name].append(f"{CONTEXT_KEY!r} moved into cdk.json")
+    if az_key in context:
+        context[az_key] = region_azs
+        notes["cdk.json"].append(f"key {az_key!r}")
+        if updated.pop(az_key, None) is not None:
+            notes[local_path.name].append(f"{az_key!r} removed (cdk.json has it)")
+    else:
+        updated[az_key] = region_azs
+        notes[local_path.name].append(f"key {az_key!r}")
+    project_text = json.dumps(project, indent=indent) + "\n"
+    local_text = json.dumps(updated, indent=2) + "\n" if updated != local else None
+    return project_text, local_text, notes
+
+
+def _read_context(
+    ctx: Context,
+) -> tuple[dict[str, Any], dict[str, Any], Path, dict[str, Any], dict[str, Any]]:
+    """cdk.json's content and its ``ml-platform`` object, the path and content of
+    cdk.context.json, and the object synthesis sees today: the context files merged as the
+    CDK CLI merges them (:func:`ml_platform.config.cdk_context`)."""
+    from ml_platform.config import CONTEXT_KEY, PROJECT_CONTEXT_FILE, SettingsError, cdk_context
 
     ctx.check_cdk_json()
     if not ctx.cdk_json.is_file():
         raise CliError(
             f"{ctx.cdk_json}: no such file (run in the project folder or pass --cdk-json)"
         )
-    context = _read_json(ctx.cdk_json).get("context") or {}
+    project = _read_json(ctx.cdk_json)
+    context = project.get("context") or {}
     if not isinstance(context, dict):
         raise CliError(f"{ctx.cdk_json}: 'context' must be a JSON object")
     base = _object(context.get(CONTEXT_KEY), str(ctx.cdk_json))
-    local_path = ctx.cdk_json.with_name("cdk.context.json")
+    local_path = ctx.cdk_json.with_name(PROJECT_CONTEXT_FILE)
     local = _read_json(local_path) if local_path.is_file() else {}
-    # What synthesis sees today (cdk.context.json wins) gives this run's defaults. It is read
-    # without validation: wrong AZs are what this command is there to fix; the result is
-    # validated before it is written.
-    effective = _object(local.get(CONTEXT_KEY, base), str(local_path))
-    return base, local_path, local, effective
+    _object(local.get(CONTEXT_KEY), str(local_path))  # a CliError naming the file if wrong
+    try:
+        merged = cdk_context(ctx.cdk_json)
+    except SettingsError as error:
+        raise CliError(str(error)) from None
+    # Read without validation: wrong AZs are what this command is there to fix; the result
+    # is validated before it is written.
+    effective = _object(merged.get(CONTEXT_KEY), "the merged context")
+    return project, base, local_path, local, effective
 
 
 def _instance_type(args: argparse.Namespace, effective: dict[str, Any]) -> str:

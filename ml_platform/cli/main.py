@@ -52,7 +52,12 @@ def _global_options(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from ml_platform import __version__
+
     parser = argparse.ArgumentParser(prog="mlp", description=doc_summary(__doc__))
+    parser.add_argument(
+        "--version", action="version", version=f"%(prog)s {__version__} (cdk-ml-platform)"
+    )
     _global_options(parser, suppress=False)
     shared = argparse.ArgumentParser(add_help=False)
     _global_options(shared, suppress=True)

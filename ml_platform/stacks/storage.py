@@ -57,11 +57,15 @@ class StorageStack(Stack):
         archive_publishers: Sequence[str] = (),
         upload_role_name: str | None = None,
         lustre_readers: int = 0,
+        legacy_lustre_clients: Sequence[ec2.ISecurityGroup] = (),
         **kwargs: Any,
     ) -> None:
         """``archive_publishers``: principal ARNs that may write archives; ``upload_role_name``:
         the deploy-time upload's role (:func:`ml_platform.stacks.inference.upload_role_name`),
-        named so its ARN is known here without a reference to the inference stack."""
+        named so its ARN is known here without a reference to the inference stack.
+        ``legacy_lustre_clients``: groups the file system stays open to besides its client
+        group: release 0.1.0's Trainium node group, kept with ``storage.lustre_legacy_rules``
+        until the upgraded nodes carry the client group (same rules, same logical IDs)."""
         super().__init__(scope, construct_id, **kwargs)
         # "retain" is RetainExceptOnCreate: kept on deletion, removed by a failed first create.
         removal = RemovalPolicy.DESTROY if settings.removal_policy == "destroy" else RETAIN
@@ -94,6 +98,7 @@ class StorageStack(Stack):
             "Lustre",
             vpc=vpc,
             subnet=trainium_subnet,
+            clients=list(legacy_lustre_clients),
             storage_capacity_gib=settings.fsx_storage_gib,
             throughput_per_tib=settings.fsx_throughput_per_tib,
             removal_policy=removal,
@@ -129,6 +134,11 @@ class StorageStack(Stack):
         )
         CfnOutput(self, "ModelPrefix", value=settings.model_prefix)
         CfnOutput(self, "FileSystemId", value=self.lustre.file_system.file_system_id)
+        # Release 0.1.0's TrainingCluster stack imports this export (four Lustre rules of the
+        # cluster security group). CloudFormation refuses to delete an export in use, so it
+        # stays, under the name automatic references give it, until a release whose
+        # upgrade guide says the importers are gone (CHANGELOG.md, 0.2.0).
+        self.export_value(self.lustre.security_group.security_group_id)
         CfnOutput(
             self,
             "LustreClientSecurityGroupId",

@@ -43,6 +43,7 @@ from ml_platform.versions import (
 )
 
 NO_CLUSTER_ADMIN_WARNING = "ml-platform:noClusterAdmin"
+BOOTSTRAP_CREATOR_ADMIN_WARNING = "ml-platform:bootstrapCreatorAdmin"
 VOLCANO_CHART_BY_VERSION_WARNING = "ml-platform:volcanoChartByVersion"
 
 
@@ -161,6 +162,10 @@ class TrainingClusterStack(Stack):
             (besides the cluster security group), so the helper pods that run there
             (TensorBoard, the dataset copy) can mount the file system; nothing else in the
             cluster security group can. Default none.
+        legacy_lustre_security_group: The file system's own security group, when release
+            0.1.0's rules that open it to the cluster security group are kept
+            (``storage.lustre_legacy_rules``): the same four rules, same logical IDs, so an
+            upgrade keeps them until the system nodes carry the client group. Default none.
         triton: Triton on the cluster, serving archives from the model bucket
             (``features.triton_on_eks``). Default none (no Triton on EKS).
         volcano_chart_dir: Folder of Volcano's chart as ``mlp charts fetch`` verified and
@@ -181,6 +186,7 @@ class TrainingClusterStack(Stack):
         file_system_dns_name: str,
         file_system_mount_name: str,
         lustre_clients: ec2.ISecurityGroup | None = None,
+        legacy_lustre_security_group: ec2.ISecurityGroup | None = None,
         triton: TritonValues | None = None,
         volcano_chart_dir: str | None = None,
         **kwargs: Any,
@@ -194,7 +200,22 @@ class TrainingClusterStack(Stack):
                 "--admin-role-arn ARN` (or `--admin-role-mine`) to record an admin role, or set "
                 "cluster.admin_role_arn.",
             )
+        if settings.bootstrap_creator_admin is None:
+            Annotations.of(self).add_warning_v2(
+                BOOTSTRAP_CREATOR_ADMIN_WARNING,
+                "cluster.bootstrap_creator_admin is not set, so the cluster is created with "
+                "BootstrapClusterCreatorAdminPermissions false. It is create-only: a cluster "
+                "deployed by release 0.1.0 (created with true) would need replacing, which "
+                f"CloudFormation refuses for the fixed name {settings.name!r}, and the update "
+                "rolls back. Set cluster.bootstrap_creator_admin: true to keep a cluster "
+                "deployed by 0.1.0, or false for a new one. CHANGELOG.md, 'Upgrading from 0.1.0', "
+                "lists every setting and step an upgrade from 0.1.0 needs.",
+            )
         self.eks = self._cluster(settings, vpc, lustre_clients)
+        if legacy_lustre_security_group is not None:
+            self._allow_legacy_lustre_clients(
+                legacy_lustre_security_group, self.eks.cluster_security_group
+            )
         cluster = as_icluster(self.eks.cluster)
         self.addons = self._addons(settings)
 
@@ -250,7 +271,7 @@ class TrainingClusterStack(Stack):
             public_access_cidrs=cfg.public_access_cidrs,
             public_access_from_anywhere=cfg.public_access_from_anywhere,
             admin_role_arn=cfg.admin_role_arn,
-            bootstrap_creator_admin=cfg.bootstrap_creator_admin,
+            bootstrap_creator_admin=bool(cfg.bootstrap_creator_admin),
             system_instance_type=cfg.system_instance_type,
             system_nodes=cfg.system_nodes,
             support_type=cfg.support_type,
@@ -394,6 +415,40 @@ class TrainingClusterStack(Stack):
             },
         )
         return chart
+
+    def _allow_legacy_lustre_clients(
+        self, lustre: ec2.ISecurityGroup, clients: ec2.ISecurityGroup
+    ) -> None:
+        """Release 0.1.0's rules from the cluster security group to the file system (its
+        ``_allow_lustre_clients``), kept for one release: the construct IDs, and so the
+        logical IDs, are 0.1.0's."""
+        from ml_platform.constructs.storage import LUSTRE_PORTS
+
+        rules = Construct(self, "LustreClients")
+        for i, port in enumerate(LUSTRE_PORTS):
+            rule = port.to_rule_json()
+            fields = dict(
+                ip_protocol=rule["ipProtocol"], from_port=rule["fromPort"], to_port=rule["toPort"]
+            )
+            ec2.CfnSecurityGroupIngress(
+                rules,
+                f"Ingress{i}",
+                group_id=lustre.security_group_id,
+                source_security_group_id=clients.security_group_id,
+                description="Lustre clients: cluster-group nodes",
+                **fields,
+            )
+            ec2.CfnSecurityGroupEgress(
+                rules,
+                f"Egress{i}",
+                group_id=lustre.security_group_id,
+                destination_security_group_id=clients.security_group_id,
+                description="Lustre replies to cluster-group nodes",
+                **fields,
+            )
+        # A new system node group (carrying the cluster group) waits for its rules, as it
+        # does for every other rule of its groups (tests/app/test_create_order.py).
+        self.eks.system_nodes.node.add_dependency(rules)
 
 
 def _kubectl_role(cluster: eks.ICluster) -> iam.IRole:

@@ -30,8 +30,12 @@ def aws(aws_env):
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project folder holding a copy of this repository's cdk.json; returns that file."""
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A project folder holding a copy of this repository's cdk.json; returns that file.
+    HOME is an empty folder, so no ~/.cdk.json of the developer's joins the context."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
     folder = tmp_path / "project"
     folder.mkdir()
     shutil.copy(REPO / "cdk.json", folder / "cdk.json")

@@ -1,18 +1,26 @@
-"""``mlp azs`` against moto's EC2 offerings: AZ-ID to name mapping, the deep merge, the file."""
+"""``mlp azs`` against moto's EC2 offerings: AZ-ID to name mapping, the deep merge, the files
+(cdk.json, where the CDK CLI's merge lets the settings win)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from ml_platform.cli.azs import choose_azs
 from ml_platform.config import CONTEXT_KEY, deep_merge, settings_from_cdk_json
+from tests.helpers.cli import REPO
 
 # moto's us-west-2: trn1.32xlarge in usw2-az1 and usw2-az4; usw2-az1 is named us-west-2b
 # and usw2-az4 us-west-2d (the letters do not follow the IDs, as in real accounts).
 REGION_AZS = ["us-west-2a", "us-west-2b", "us-west-2c", "us-west-2d"]
 AZ_KEY = "availability-zones:account=123456789012:region=us-west-2"
+
+
+def _written(cdk_json) -> dict:
+    """The ``ml-platform`` object of cdk.json, where ``mlp azs`` writes."""
+    return json.loads(cdk_json.read_text())["context"][CONTEXT_KEY]
 
 
 def _customise(cdk_json, **changes) -> dict:
@@ -23,16 +31,19 @@ def _customise(cdk_json, **changes) -> dict:
     return project["context"][CONTEXT_KEY]
 
 
-def test_writes_the_mapped_az_and_deep_merges_cdk_json(aws, project, mlp):
+def test_writes_the_mapped_az_into_cdk_json_where_cdk_reads_it(aws, project, mlp):
     original = _customise(project, storage={"ecr_max_images": 50}, training={"queue": "bert"})
-    cdk_json_before = project.read_text()
+    before = json.loads(project.read_text())
 
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
 
     assert result.code == 0, result.err
     assert "usw2-az1 (us-west-2b), usw2-az4 (us-west-2d)" in result.out
-    written = json.loads(project.with_name("cdk.context.json").read_text())
-    assert written[AZ_KEY] == REGION_AZS
+    after = json.loads(project.read_text())
+    # cdk.json holds this account's AZ key already: it is updated there (it would win over
+    # cdk.context.json), so no cdk.context.json is needed.
+    assert after["context"][AZ_KEY] == REGION_AZS
+    assert not project.with_name("cdk.context.json").exists()
     expected = deep_merge(
         original,
         {
@@ -43,29 +54,39 @@ def test_writes_the_mapped_az_and_deep_merges_cdk_json(aws, project, mlp):
             },
         },
     )
-    assert written[CONTEXT_KEY] == expected
+    assert after["context"][CONTEXT_KEY] == expected
     # moto's default caller is the IAM user arn:aws:iam::123456789012:user/moto: not a role,
     # so no cluster.admin_role_arn is written (expected has none), and the output says so.
     assert "is not an IAM role; cluster.admin_role_arn not written" in result.out
-    # Everything else of cdk.json's object survives, because CDK replaces the whole key.
-    assert written[CONTEXT_KEY]["storage"] == {
+    # Everything else of cdk.json stays as it was, in its order.
+    assert list(after) == list(before)
+    assert list(after["context"]) == list(before["context"])
+    assert {k: v for k, v in after.items() if k != "context"} == {
+        k: v for k, v in before.items() if k != "context"
+    }
+    assert after["context"][CONTEXT_KEY]["storage"] == {
         "fsx_storage_gib": 1200,
         "removal_policy": "retain",
         "ecr_max_images": 50,
     }
-    assert written[CONTEXT_KEY]["trainium"] == {"instance_type": "trn1.32xlarge", "nodes": 2}
-    assert written[CONTEXT_KEY]["training"] == {"queue": "bert"}
-    assert project.read_text() == cdk_json_before
+    assert after["context"][CONTEXT_KEY]["training"] == {"queue": "bert"}
     # What synthesis will now see.
     settings = settings_from_cdk_json(str(project))
     assert settings.network.trainium_az == "us-west-2b"
     assert settings.storage.ecr_max_images == 50
 
 
+def test_cdk_json_keeps_its_indent(aws, project, mlp):
+    project.write_text(json.dumps(json.loads(project.read_text()), indent=4) + "\n")
+    assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
+    text = project.read_text()
+    assert text == json.dumps(json.loads(text), indent=4) + "\n"
+
+
 def test_az_id_picks_among_the_offered_ids(aws, project, mlp):
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--az-id", "usw2-az4")
     assert result.code == 0, result.err
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert written["network"]["trainium_az"] == "us-west-2d"
 
 
@@ -77,13 +98,13 @@ def test_instance_type_option_and_setting(aws, project, mlp):
         ).code
         == 0
     )
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert written["network"]["trainium_az"] == "us-west-2d"
 
-    project.with_name("cdk.context.json").unlink()
+    shutil.copy(REPO / "cdk.json", project)  # back to the shipped settings
     _customise(project, trainium={"instance_type": "trn1n.32xlarge"})
     assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert written["network"]["trainium_az"] == "us-west-2d"
     assert written["trainium"]["instance_type"] == "trn1n.32xlarge"
 
@@ -99,15 +120,21 @@ def test_unoffered_az_id_is_refused_and_nothing_written(aws, project, mlp):
 
 
 def test_dry_run_prints_and_writes_nothing(aws, project, mlp):
+    before = project.read_text()
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine", "--dry-run")
     assert result.code == 0, result.err
     assert not project.with_name("cdk.context.json").exists()
+    assert project.read_text() == before
+    assert f"--dry-run: would write {project} (key 'ml-platform', key '{AZ_KEY}'):" in result.out
     printed = json.loads(result.out[result.out.index("{") :])
-    assert printed[AZ_KEY] == REGION_AZS
-    assert printed[CONTEXT_KEY]["network"]["trainium_az"] == "us-west-2b"
+    assert printed["context"][AZ_KEY] == REGION_AZS
+    assert printed["context"][CONTEXT_KEY]["network"]["trainium_az"] == "us-west-2b"
 
 
-def test_other_context_keys_are_kept_and_a_stale_object_replaced(aws, project, mlp):
+def test_an_object_left_in_cdk_context_json_is_folded_into_cdk_json(aws, project, mlp):
+    """An earlier version wrote the ``ml-platform`` object into cdk.context.json, where the
+    CDK CLI lets cdk.json's keys win. It moves into cdk.json as the CLI merged it (so only
+    this command's keys change what synthesis sees); other lookups stay."""
     local = project.with_name("cdk.context.json")
     lookup = "vpc-provider:account=123456789012:filter.vpc-id=vpc-1:region=us-west-2"
     local.write_text(
@@ -116,23 +143,44 @@ def test_other_context_keys_are_kept_and_a_stale_object_replaced(aws, project, m
                 lookup: {"vpcId": "vpc-1"},
                 CONTEXT_KEY: {
                     "env": {"account": "123456789012", "region": "us-west-2"},
-                    "network": {
-                        "availability_zones": ["us-west-2a", "us-west-2d"],
-                        "trainium_az": "us-west-2d",
-                    },
+                    "network": {"availability_zones": ["us-west-2a", "us-west-2d"]},
+                    "training": {"queue": "from-context-file"},
                 },
                 AZ_KEY: ["us-west-2a", "us-west-2d"],
             }
         )
     )
-    assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
+    assert result.code == 0, result.err
+    assert "'ml-platform' moved into cdk.json" in result.out
     written = json.loads(local.read_text())
-    assert written[lookup] == {"vpcId": "vpc-1"}
-    assert written[AZ_KEY] == REGION_AZS
-    # Rebuilt from cdk.json's object (which has storage and trainium), keeping two AZs as
-    # the stale object had.
-    assert written[CONTEXT_KEY]["storage"]["fsx_storage_gib"] == 1200
-    assert written[CONTEXT_KEY]["network"]["availability_zones"] == ["us-west-2a", "us-west-2b"]
+    assert written == {lookup: {"vpcId": "vpc-1"}}  # the AZ key lives in cdk.json here
+    after = json.loads(project.read_text())["context"]
+    assert after[AZ_KEY] == REGION_AZS
+    # cdk.json's own keys kept, the file's extra key folded in, this command's keys set.
+    assert after[CONTEXT_KEY]["storage"]["fsx_storage_gib"] == 1200
+    assert after[CONTEXT_KEY]["training"] == {"queue": "from-context-file"}
+    assert after[CONTEXT_KEY]["network"]["availability_zones"] == [
+        "us-west-2a",
+        "us-west-2b",
+        "us-west-2d",
+    ]
+    assert settings_from_cdk_json(str(project)).network.trainium_az == "us-west-2b"
+
+
+def test_the_az_names_of_another_account_go_to_cdk_context_json(aws_env, project, mlp, monkeypatch):
+    """The AZ list is a lookup cache: cdk.context.json, unless cdk.json holds its key."""
+    from moto import mock_aws
+
+    monkeypatch.setenv("MOTO_ACCOUNT_ID", "111122223333")
+    with mock_aws():
+        result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
+    assert result.code == 0, result.err
+    key = "availability-zones:account=111122223333:region=us-west-2"
+    assert json.loads(project.with_name("cdk.context.json").read_text()) == {key: REGION_AZS}
+    assert key not in json.loads(project.read_text())["context"]
+    settings = settings_from_cdk_json(str(project))  # the AZ check passes with the merge
+    assert settings.env.account == "111122223333"
 
 
 def test_account_comes_from_sts(aws_env, project, mlp, monkeypatch):
@@ -141,8 +189,8 @@ def test_account_comes_from_sts(aws_env, project, mlp, monkeypatch):
     monkeypatch.setenv("MOTO_ACCOUNT_ID", "111122223333")
     with mock_aws():
         assert mlp("--cdk-json", project, "azs", "--admin-role-mine").code == 0
+    assert _written(project)["env"]["account"] == "111122223333"
     written = json.loads(project.with_name("cdk.context.json").read_text())
-    assert written[CONTEXT_KEY]["env"]["account"] == "111122223333"
     assert "availability-zones:account=111122223333:region=us-west-2" in written
     assert settings_from_cdk_json(str(project)).env.account == "111122223333"
 
@@ -150,7 +198,7 @@ def test_account_comes_from_sts(aws_env, project, mlp, monkeypatch):
 def test_other_region(aws, project, mlp):
     result = mlp("--cdk-json", project, "--region", "us-east-1", "azs", "--admin-role-mine")
     assert result.code == 0, result.err
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert written["env"]["region"] == "us-east-1"
     assert all(az.startswith("us-east-1") for az in written["network"]["availability_zones"])
     assert written["network"]["trainium_az"] in written["network"]["availability_zones"]
@@ -165,7 +213,7 @@ def test_fixes_settings_whose_azs_are_wrong(aws, project, mlp):
     )
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 0, result.err
-    network = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]["network"]
+    network = _written(project)["network"]
     assert network == {
         "availability_zones": ["us-west-2a", "us-west-2b"],
         "trainium_az": "us-west-2b",
@@ -249,7 +297,7 @@ def test_writes_the_callers_role_with_its_path_as_cluster_admin(aws, project, ml
     )
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 0, result.err
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert written["cluster"]["admin_role_arn"] == arn
     assert (
         f"cluster admin: {arn} (role of session arn:aws:sts::123456789012:assumed-role/"
@@ -262,11 +310,11 @@ def test_a_role_set_in_cdk_json_or_on_the_command_line_wins(aws, project, mlp, m
     _assume(monkeypatch, "caller", "/")
     _customise(project, cluster={"admin_role_arn": "arn:aws:iam::123456789012:role/platform"})
     assert mlp("--cdk-json", project, "azs").code == 0
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert written["cluster"]["admin_role_arn"] == "arn:aws:iam::123456789012:role/platform"
     other = "arn:aws:iam::123456789012:role/ops/admins"
     assert mlp("--cdk-json", project, "azs", "--admin-role-arn", other).code == 0
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert written["cluster"]["admin_role_arn"] == other
 
 
@@ -320,8 +368,8 @@ def test_a_rerun_keeps_the_admin_role_an_earlier_run_wrote(aws, project, mlp):
     assert mlp("--cdk-json", project, "azs", "--admin-role-arn", role).code == 0
     result = mlp("--cdk-json", project, "azs", "--az-id", "usw2-az4")
     assert result.code == 0, result.err
-    assert f"cluster admin: {role} (cluster.admin_role_arn of cdk.context.json)" in result.out
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    assert f"cluster admin: {role} (cluster.admin_role_arn of cdk.json)" in result.out
+    written = _written(project)
     assert written["cluster"]["admin_role_arn"] == role
 
 
@@ -329,7 +377,7 @@ def test_endpoint_stays_private_without_the_public_options(aws, project, mlp):
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 0, result.err
     assert "API endpoint: private (reach it through Session Manager port forwarding" in result.out
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert "cluster" not in written
     cluster = settings_from_cdk_json(str(project)).cluster
     assert (cluster.endpoint_access, cluster.public_access_cidrs) == ("private", ())
@@ -375,7 +423,7 @@ def test_public_access_mine_writes_the_callers_address_as_a_slash_32(aws, projec
     )
     assert result.code == 0, result.err
     assert "API endpoint: public to 203.0.113.0/24, 198.51.100.7/32 and private" in result.out
-    written = json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    written = _written(project)
     assert written["cluster"] == {
         "endpoint_access": "public_and_private",
         "public_access_cidrs": ["203.0.113.0/24", "198.51.100.7/32"],

@@ -12,7 +12,8 @@ from ml_platform.config import CONTEXT_KEY
 
 
 def _written(project) -> dict:
-    return json.loads(project.with_name("cdk.context.json").read_text())[CONTEXT_KEY]
+    """The ``ml-platform`` object of cdk.json, where ``mlp azs`` writes."""
+    return json.loads(project.read_text())["context"][CONTEXT_KEY]
 
 
 def test_azs_refuses_a_type_that_is_not_trainium(aws, project, mlp):
