@@ -476,10 +476,12 @@ class InferenceSettings(Section):
 
     triton_version: str = setting(DEFAULT_TRITON_VERSION, OneOf(TRITON_VERSIONS))
     """Tag of SageMaker's Triton container (`<ver>-py3`); Triton on EKS runs the same release
-    from NGC. The default is the first patched release SageMaker publishes (NVIDIA's August
-    2025 bulletin, CVE-2025-23319/23320/23334, fixed in 25.07). Older releases stay selectable
-    for their TensorFlow backend, with a synth-time warning naming the CVEs; releases from
-    25.03 refuse `ml.p3` (V100) endpoints."""
+    from NGC. The default is patched against NVIDIA's August 2025 bulletin
+    (CVE-2025-23319/23320/23334, fixed in 25.07); why it is not 26.05:
+    docs/serving-sagemaker.md "The Triton release". Older releases stay selectable for their
+    TensorFlow backend, with a synth-time warning naming the CVEs; releases from 25.03 refuse
+    `ml.p3` (V100) endpoints; each release is published in its own regions (the SageMaker
+    SDK's list), and a region without it is refused."""
     endpoints: tuple[EndpointSettings, ...] = setting((EndpointSettings(),))
     """The endpoints: at least one while `features.inference` is on. Default: one endpoint
     serving both ensembles."""

@@ -514,7 +514,7 @@ def text_ensemble(
         execution_env_path: Conda-packed environment (``conda-pack`` output) for Python
             dependencies of your own beyond NumPy. It must match the Python-backend stub of
             ``triton_version`` (:mod:`ml_platform.triton.releases`): Python 3.10 for Triton
-            23.05-25.11, 3.12 from 25.12; and ``numpy<2`` before 24.11 (numpy 2 crashes the
+            23.05-24.10, 3.12 from 24.11; and ``numpy<2`` before 24.11 (numpy 2 crashes the
             older stub, python_backend PR 384). Checked here; shipped as
             ``preprocess/processing_env.tar.gz`` and named by ``EXECUTION_ENV_PATH``.
             Default: none; the shipped models need only NumPy and the standard library,

@@ -226,4 +226,8 @@ def test_every_published_release_has_its_requirements_recorded() -> None:
     assert TRITON_RELEASES["24.09"].dali == "1.39.0"
     from ml_platform.triton.releases import stub_python
 
-    assert (stub_python("25.09"), stub_python("26.05")) == ("3.10", "3.12")
+    assert (stub_python("24.09"), stub_python("25.09"), stub_python("26.05")) == (
+        "3.10",
+        "3.12",
+        "3.12",
+    )
