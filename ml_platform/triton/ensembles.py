@@ -50,6 +50,11 @@ POOLING_SOURCE = Path(__file__).resolve().parent / "pooling.py"
 DALI_PIPELINE_SOURCE = ASSETS / "dali" / "dali.py"
 #: Where the DALI backend looks for a Python-defined pipeline when there is no model.dali.
 DALI_MODEL_FILE = "1/dali.py"
+#: CPU threads of the DALI pipeline (its ``num_threads``: the AWS sample sets 4; the CPU
+#: stages of a GPU pipeline are the external source and the decoder's parsing).
+DALI_NUM_THREADS = 4
+#: Most threads a pipeline may ask for (the g4dn.16xlarge has 64 vCPUs).
+DALI_MAX_THREADS = 64
 
 #: Archive (``TargetModel``) of the image ensemble.
 IMAGE_ARCHIVE = f"{IMAGE_LOGICAL}.tar.gz"
@@ -267,17 +272,22 @@ def dali_pipeline_source(
     mean: Sequence[float] = TF_SLIM_MEAN,
     std: Sequence[float] = TF_SLIM_STD,
     layout: TensorFormat | str = TensorFormat.NHWC,
+    num_threads: int = DALI_NUM_THREADS,
 ) -> bytes:
-    """``dali.py`` of the image ensemble with the classifier's normalisation and layout
-    written into its settings block: the same arguments give the same bytes wherever the
-    package is installed (nothing in it depends on a path or on the DALI installed here)."""
+    """``dali.py`` of the image ensemble with the classifier's normalisation and layout and
+    the pipeline's CPU thread count written into its settings block: the same arguments give
+    the same bytes wherever the package is installed (nothing in it depends on a path or on
+    the DALI installed here)."""
     layout = TensorFormat(layout)
     if layout not in (TensorFormat.NHWC, TensorFormat.NCHW):
         raise ValueError(f"layout={layout.value!r}: expected NHWC or NCHW")
+    if not 1 <= num_threads <= DALI_MAX_THREADS:
+        raise ValueError(f"num_threads={num_threads}: expected 1 to {DALI_MAX_THREADS}")
     settings = (
         f"MEAN = {tuple(float(m) for m in mean)!r}\n"
         f"STD = {tuple(float(s) for s in std)!r}\n"
         f"OUTPUT_LAYOUT = {json.dumps(layout.value.removeprefix('N'))}\n"
+        f"NUM_THREADS = {int(num_threads)}\n"
     )
     source = DALI_PIPELINE_SOURCE.read_text("utf-8")
     rendered, count = _SETTINGS_BLOCK.subn(lambda m: m[1] + settings + m[3], source)
@@ -410,7 +420,10 @@ def _dali_model(
         name=DALI_MODEL_NAME,
         backend="dali",
         max_batch_size=max_batch_size,
-        inputs=(TensorSpec("DALI_INPUT_0", DataType.UINT8, (-1,)),),
+        # Encoded images differ in length: without a ragged input, Triton batches only
+        # requests of equal shape (server docs ragged_batching.md; dali_backend takes ragged
+        # batches of encoded images).
+        inputs=(TensorSpec("DALI_INPUT_0", DataType.UINT8, (-1,), allow_ragged_batch=True),),
         outputs=(TensorSpec("DALI_OUTPUT_0", DataType.FP32, interface.image_shape),),
         instance_kind=InstanceKind.GPU,
         dynamic_batching=True,

@@ -122,6 +122,10 @@ class TensorSpec:
         format: Inputs only: image layout hint. Default: ``TensorFormat.NONE``.
         optional: Inputs only: the model runs without it, so an ensemble need not map it.
             Default: ``False``.
+        allow_ragged_batch: Inputs only, of a model that batches: requests whose tensors
+            differ in shape (JPEGs of different sizes) may share a batch
+            (``allow_ragged_batch`` of ``ModelInput``; server docs ``ragged_batching.md``).
+            Default: ``False``.
     """
 
     name: str
@@ -130,6 +134,7 @@ class TensorSpec:
     label_filename: str | None = None
     format: TensorFormat = TensorFormat.NONE
     optional: bool = False
+    allow_ragged_batch: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", DataType(self.dtype))
@@ -237,6 +242,12 @@ class ModelSpec:
             errors.append(f"instance_count={self.instance_count}: must be at least 1")
         if self.version < 1:
             errors.append(f"version={self.version}: must be at least 1")
+        ragged = [t.name for t in self.inputs if t.allow_ragged_batch]
+        if ragged and self.max_batch_size < 1:
+            errors.append(
+                f"inputs {ragged}: allow_ragged_batch with max_batch_size={self.max_batch_size}: "
+                "only a model that batches forms ragged batches"
+            )
         if self.dynamic_batching and self.max_batch_size < 1:
             errors.append(
                 f"dynamic_batching with max_batch_size={self.max_batch_size}: a model that "
@@ -359,8 +370,10 @@ def _common_errors(
         if dup:
             errors.append(f"{kind}: duplicate tensor names {dup}")
     for tensor in outputs:
-        if tensor.optional or tensor.format is not TensorFormat.NONE:
-            errors.append(f"output {tensor.name!r}: optional/format apply to inputs only")
+        if tensor.optional or tensor.format is not TensorFormat.NONE or tensor.allow_ragged_batch:
+            errors.append(
+                f"output {tensor.name!r}: optional/format/allow_ragged_batch apply to inputs only"
+            )
     for tensor in inputs:
         if tensor.label_filename is not None:
             errors.append(f"input {tensor.name!r}: label_filename applies to outputs only")

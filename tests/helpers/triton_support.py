@@ -95,7 +95,8 @@ def write_artifacts(folder: Path) -> Artifacts:
     for key, (name, data) in files.items():
         (folder / name).write_bytes(data)
         paths[key] = folder / name
-    paths["env"] = fake_conda_pack(folder / "env.tar.gz")  # Python 3.10, numpy 1.26
+    # Python 3.12 (the stub of the default release, 25.09), numpy 1.26
+    paths["env"] = fake_conda_pack(folder / "env.tar.gz", python="3.12")
     paths["classifier"] = write_tiny_inception(folder / "inception.onnx")
     return Artifacts(**paths)
 
