@@ -553,7 +553,7 @@ class InferenceSettings(Section):
         if self.upload_dir is not None:
             from ml_platform.triton.upload_dir import upload_dir_problems
 
-            out += upload_dir_problems(self.upload_dir)
+            out += upload_dir_problems(self.upload_dir, triton_version=self.triton_version)
         return out
 
 

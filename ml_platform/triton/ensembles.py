@@ -325,7 +325,7 @@ def text_encoder_problems(
             problems.append(f"output {name!r} has {len(dims)} dimensions, expected {rank}")
         elif hidden_size is not None and dims[-1] is not None and dims[-1] != hidden_size:
             problems.append(f"output {name!r} is {dims[-1]} wide, not hidden_size={hidden_size}")
-    return [f"{where}: {p}" for p in problems]
+    return [f"{where}: " + "; ".join(problems)] if problems else []
 
 
 _SETTINGS_BLOCK = re.compile(r"(# mlp:settings begin\n)(.*?)(# mlp:settings end\n)", re.S)
