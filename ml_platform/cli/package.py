@@ -100,6 +100,12 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         "GPU target, e.g. t4 for ml.g4dn, a10g for g5)",
     )
     text.add_argument(
+        "--postprocess-execution-env",
+        type=Path,
+        help="conda-pack archive of an environment of its own for postprocess (optional; "
+        "--execution-env is preprocess's), checked the same way",
+    )
+    text.add_argument(
         "--tensorrt-version",
         metavar="X.Y.Z",
         help="TensorRT version that built the .plan (trtexec --version; required for a plan): "
@@ -156,6 +162,7 @@ FLAGS = {
     "encoder_path": "--encoder",
     "tokenizer_dir": "--tokenizer-dir",
     "execution_env_path": "--execution-env",
+    "postprocess_execution_env_path": "--postprocess-execution-env",
     "gpu_target": "--gpu-target",
     "max_seq_len": "--max-seq-len",
     "tensorrt_version": "--tensorrt-version",
@@ -292,6 +299,7 @@ def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | 
             gpu_target=args.gpu_target,
             triton_version=args.triton_version,
             tensorrt_version=args.tensorrt_version,
+            postprocess_execution_env_path=args.postprocess_execution_env,
             max_seq_len=max_seq_len,
         )
     except ValueError as error:

@@ -581,6 +581,7 @@ def text_ensemble(
     gpu_target: str | None = None,
     triton_version: str | None = None,
     tensorrt_version: str | None = None,
+    postprocess_execution_env_path: str | Path | None = None,
 ) -> EnsembleSpec:
     """The text ensemble ``ensemble`` (archive ``model_trt_python_<gpu>.tar.gz`` or
     ``model_onnx_python.tar.gz``).
@@ -612,6 +613,10 @@ def text_ensemble(
             ``preprocess/processing_env.tar.gz`` and named by ``EXECUTION_ENV_PATH``.
             Default: none; the shipped models need only NumPy and the standard library,
             which the stock container has.
+        postprocess_execution_env_path: A conda-packed environment of its own for
+            ``postprocess`` (as the AWS sample gives it one), checked like
+            ``execution_env_path`` and shipped as ``postprocess/processing_env.tar.gz``.
+            Default: none.
         encoder_instance_kind: Placement of the encoder. Default: GPU.
         gpu_target: GPU the TensorRT plan was built for, one of
             :data:`~ml_platform.triton.targets.GPU_TARGETS` (``"t4"``, ``"a10g"``, ...);
@@ -674,7 +679,16 @@ def text_ensemble(
         models=(
             preprocess,
             encoder,
-            _postprocess_model(hidden_size, max_seq_len, max_batch_size),
+            _postprocess_model(
+                hidden_size,
+                max_seq_len,
+                max_batch_size,
+                _execution_env(
+                    postprocess_execution_env_path,
+                    triton_version,
+                    "postprocess_execution_env_path",
+                ),
+            ),
         ),
         archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
         triton_release=triton_version,
@@ -755,6 +769,31 @@ def _text_argument_errors(
     return errors
 
 
+#: The CLI flag of each execution-environment parameter, for the checks' messages.
+_ENV_FLAGS = {
+    "execution_env_path": "--execution-env",
+    "postprocess_execution_env_path": "--postprocess-execution-env",
+}
+
+
+def _execution_env(
+    path: str | Path | None, triton_version: str | None, parameter: str
+) -> ModelFile | None:
+    """The model file of a conda-packed environment, once checked against
+    ``triton_version``'s stub (``None`` without one)."""
+    if path is None:
+        return None
+    from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
+    from ml_platform.triton.execution_env import execution_env_problems
+
+    env = _existing_file(path, parameter)
+    release = triton_version or DEFAULT_TRITON_VERSION
+    problems = execution_env_problems(env, release, _ENV_FLAGS[parameter])
+    if problems:
+        raise ValueError("; ".join(problems))
+    return ModelFile(EXECUTION_ENV_FILE, source=env)
+
+
 def _preprocess_model(
     tokenizer_files: tuple[ModelFile, ...],
     execution_env_path: str | Path | None,
@@ -771,15 +810,9 @@ def _preprocess_model(
         ModelFile("1/wordpiece.py", source=WORDPIECE_SOURCE),
         *tokenizer_files,
     ]
-    if execution_env_path is not None:
-        from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
-        from ml_platform.triton.execution_env import execution_env_problems
-
-        env = _existing_file(execution_env_path, "execution_env_path")
-        problems = execution_env_problems(env, triton_version or DEFAULT_TRITON_VERSION)
-        if problems:
-            raise ValueError("; ".join(problems))
-        preprocess_files.append(ModelFile(EXECUTION_ENV_FILE, source=env))
+    env_file = _execution_env(execution_env_path, triton_version, "execution_env_path")
+    if env_file is not None:
+        preprocess_files.append(env_file)
         preprocess_params["EXECUTION_ENV_PATH"] = EXECUTION_ENV_PARAMETER
     return ModelSpec(
         name=PREPROCESS_MODEL_NAME,
@@ -828,11 +861,23 @@ def _encoder_model(
     )
 
 
-def _postprocess_model(hidden_size: int, max_seq_len: int, max_batch_size: int) -> ModelSpec:
-    """``postprocess``: mean pooling and L2 normalisation on the Python backend.
+def _postprocess_model(
+    hidden_size: int,
+    max_seq_len: int,
+    max_batch_size: int,
+    env_file: ModelFile | None = None,
+) -> ModelSpec:
+    """``postprocess``: mean pooling and L2 normalisation on the Python backend, with its own
+    conda-packed environment when one is given.
 
     NumPy pooling gains nothing from a GPU instance, so postprocess stays on the CPU.
     """
+    files = [
+        ModelFile("1/model.py", source=ASSETS / "postprocess" / "model.py"),
+        ModelFile("1/pooling.py", source=POOLING_SOURCE),
+    ]
+    if env_file is not None:
+        files.append(env_file)
     return ModelSpec(
         name=POSTPROCESS_MODEL_NAME,
         backend="python",
@@ -843,10 +888,8 @@ def _postprocess_model(hidden_size: int, max_seq_len: int, max_batch_size: int) 
         ),
         outputs=(TensorSpec("SENT_EMBED", DataType.FP32, (hidden_size,)),),
         instance_kind=InstanceKind.CPU,
-        files=(
-            ModelFile("1/model.py", source=ASSETS / "postprocess" / "model.py"),
-            ModelFile("1/pooling.py", source=POOLING_SOURCE),
-        ),
+        parameters={"EXECUTION_ENV_PATH": EXECUTION_ENV_PARAMETER} if env_file else {},
+        files=tuple(files),
     )
 
 

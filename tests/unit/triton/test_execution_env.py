@@ -171,3 +171,39 @@ def test_mlp_models_package_checks_against_the_settings_release(
     py312 = fake_conda_pack(tmp_path / "py312.tar.gz", python="3.12", numpy="2.1.0")
     assert main([*base, "--execution-env", str(py312), "--triton-version", "25.09"]) == 0
     assert len(list(out.glob("model_onnx_python-v*.tar.gz"))) == 1
+
+
+def test_postprocess_gets_an_environment_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As the AWS sample gives postprocess its own EXECUTION_ENV_PATH: each Python model ships
+    the environment it was given in its own folder, each checked against the release."""
+    import tarfile
+
+    from ml_platform.triton import parse_pbtxt
+
+    artifacts = write_artifacts(tmp_path / "a")
+    pre = fake_conda_pack(tmp_path / "pre.tar.gz", python="3.12")
+    post = fake_conda_pack(tmp_path / "post.tar.gz", python="3.12", numpy="2.1.0")
+    out = tmp_path / "out"
+    base = ["models", "package", "--ensemble", "text", "--encoder", str(artifacts.onnx)]
+    base += ["--out", str(out), "--triton-version", "25.09"]
+    assert main([*base, "--execution-env", str(pre), "--postprocess-execution-env", str(post)]) == 0
+    (archive,) = out.glob("model_onnx_python-v*.tar.gz")
+    with tarfile.open(archive) as tar:
+        shipped = {
+            name: tar.extractfile(f"{name}/processing_env.tar.gz").read()
+            for name in ("preprocess", "postprocess")
+        }
+        post_config = parse_pbtxt(tar.extractfile("postprocess/config.pbtxt").read().decode())
+    assert shipped == {"preprocess": pre.read_bytes(), "postprocess": post.read_bytes()}
+    assert post_config.parameters["EXECUTION_ENV_PATH"].string_value == (
+        "$$TRITON_MODEL_DIRECTORY/processing_env.tar.gz"
+    )
+    capsys.readouterr()
+    old = fake_conda_pack(tmp_path / "old.tar.gz")  # Python 3.10
+    assert main([*base, "--postprocess-execution-env", str(old)]) == 1
+    assert (
+        f"--postprocess-execution-env {old}: has Python 3.10; Triton 25.09's Python backend "
+        "stub is Python 3.12"
+    ) in capsys.readouterr().err
