@@ -488,8 +488,9 @@ class InferenceSettings(Section):
     upload_dir: str | None = setting(None)
     """Local folder of built archives to upload into the model prefix at deploy time: it must
     exist and hold 1 to 100 `*.tar.gz`, each named `<logical>-v<version>.tar.gz` after its
-    content as `mlp models upload` requires, safe to unpack and servable. Default none (`mlp
-    models upload` does it)."""
+    content as `mlp models upload` requires, safe to unpack, servable and loadable by
+    `triton_version` (backends, a plan's TensorRT, an execution environment's Python). Default
+    none (`mlp models upload` does it)."""
     inference_ami_version: str = setting(
         DEFAULT_INFERENCE_AMI_VERSION, OneOf(INFERENCE_AMI_VERSIONS)
     )
