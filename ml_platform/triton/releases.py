@@ -34,8 +34,10 @@ Sources, per fact:
   web page, not machine-readable data; 26.05's row was not found in the sources consulted
   (2026-12-02), so it is ``None`` here and plans for it are recorded but not checked.
 * **Security**: NVIDIA's August 2025 bulletin (a_id 5687): CVE-2025-23319/23320/23334, fixed in
-  25.07. The May 2026 bulletin (a_id 5828: CVE-2026-24206/24207/24208/24209) names no fixed
-  release in the sources consulted here; see docs/serving-sagemaker.md "The Triton release".
+  25.07. The May 2026 bulletin (a_id 5828, 2026-05-20: CVE-2026-24206/24207 authentication
+  bypass, 24208/24209 path traversal) postdates 25.09; its fixed release is known here only
+  from a downstream project that moved to 26.04 for it (fastmachinelearning/SuperSONIC#83),
+  not from NVIDIA's page; see docs/serving-sagemaker.md "The Triton release".
 * **TensorFlow backend**: shipped last in 25.02 (release notes of 25.03,
   https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-25-03.html).
 """
