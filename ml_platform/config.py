@@ -485,18 +485,21 @@ class InferenceSettings(Section):
 
     triton_version: str = setting(DEFAULT_TRITON_VERSION, OneOf(TRITON_VERSIONS))
     """Tag of SageMaker's Triton container (`<ver>-py3`); Triton on EKS runs the same release
-    from NGC. The default is the first patched release SageMaker publishes (NVIDIA's August
-    2025 bulletin, CVE-2025-23319/23320/23334, fixed in 25.07). Older releases stay selectable
-    for their TensorFlow backend, with a synth-time warning naming the CVEs; releases from
-    25.03 refuse `ml.p3` (V100) endpoints."""
+    from NGC. The default is patched against NVIDIA's August 2025 bulletin
+    (CVE-2025-23319/23320/23334, fixed in 25.07); why it is not 26.05:
+    docs/serving-sagemaker.md "The Triton release". Older releases stay selectable for their
+    TensorFlow backend, with a synth-time warning naming the CVEs; releases from 25.03 refuse
+    `ml.p3` (V100) endpoints; each release is published in its own regions (the SageMaker
+    SDK's list), and a region without it is refused."""
     endpoints: tuple[EndpointSettings, ...] = setting((EndpointSettings(),))
     """The endpoints: at least one while `features.inference` is on. Default: one endpoint
     serving both ensembles."""
     upload_dir: str | None = setting(None)
     """Local folder of built archives to upload into the model prefix at deploy time: it must
     exist and hold 1 to 100 `*.tar.gz`, each named `<logical>-v<version>.tar.gz` after its
-    content as `mlp models upload` requires, safe to unpack and servable. Default none (`mlp
-    models upload` does it)."""
+    content as `mlp models upload` requires, safe to unpack, servable and loadable by
+    `triton_version` (backends, a plan's TensorRT, an execution environment's Python). Default
+    none (`mlp models upload` does it)."""
     inference_ami_version: str = setting(
         DEFAULT_INFERENCE_AMI_VERSION, OneOf(INFERENCE_AMI_VERSIONS)
     )
@@ -560,7 +563,7 @@ class InferenceSettings(Section):
         if self.upload_dir is not None:
             from ml_platform.triton.upload_dir import upload_dir_problems
 
-            out += upload_dir_problems(self.upload_dir)
+            out += upload_dir_problems(self.upload_dir, triton_version=self.triton_version)
         return out
 
 

@@ -1,112 +1,93 @@
 """SageMaker's Triton Inference Server container: where it is published, per release and region.
 
-Source: the SageMaker Python SDK's image registry for Triton,
-https://github.com/aws/sagemaker-python-sdk/blob/master/src/sagemaker/image_uri_config/sagemaker-tritonserver.json
-(repository ``sagemaker-tritonserver``, tags ``<version>-py3`` for GPU), and the SageMaker
-"Docker Registry Paths and Example Code" pages. A region missing here has no image: synthesis
-refuses it rather than pulling from another region's account.
+Source: the SageMaker Python SDK's image registry for Triton, ``image_uri_config/
+sagemaker-tritonserver.json``, as shipped on PyPI in ``sagemaker-core``
+(https://github.com/aws/sagemaker-python-sdk, ``sagemaker-core/src/sagemaker/core/
+image_uri_config/sagemaker-tritonserver.json``). ``ml_platform/sagemaker-tritonserver.json`` is
+that file byte for byte, from the wheel named by :data:`SDK_SOURCE`;
+``tests/unit/test_sagemaker_images.py`` checks the copy against its recorded digest and against
+the wheel itself. A region the SDK does not list for a release has no image of that release:
+synthesis refuses it rather than pulling from another region's account. What each release needs
+and ships is in :mod:`ml_platform.triton.releases`.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from importlib import resources
+from typing import Any
 
 from ml_platform.instances import instance_compute_capability
 from ml_platform.regions import ecr_registry
+from ml_platform.triton.releases import (  # noqa: F401 - re-exported: the per-release facts
+    PATCHED_TRITON_RELEASE,
+    TENSORFLOW_LAST_RELEASE,
+    TRITON_CVES,
+    TRITON_RELEASES,
+    TritonRelease,
+    release_key,
+)
 
 TRITON_REPOSITORY = "sagemaker-tritonserver"
-_MAIN = "763104351884"  # most commercial regions
-# Region -> account of the Triton image, as the SDK lists it for 23.12 to 24.09 (the same
-# registries for each of those releases).
-_REGISTRIES: dict[str, str] = {
-    "af-south-1": "626614931356",
-    "ap-east-1": "871362719292",
-    "ap-northeast-1": _MAIN,
-    "ap-northeast-2": _MAIN,
-    "ap-northeast-3": "364406365360",
-    "ap-south-1": _MAIN,
-    "ap-southeast-1": _MAIN,
-    "ap-southeast-2": _MAIN,
-    "ap-southeast-3": "907027046896",
-    "ca-central-1": _MAIN,
-    "ca-west-1": "204538143572",
-    "cn-north-1": "727897471807",
-    "cn-northwest-1": "727897471807",
-    "eu-central-1": _MAIN,
-    "eu-north-1": _MAIN,
-    "eu-south-1": "692866216735",
-    "eu-west-1": _MAIN,
-    "eu-west-2": _MAIN,
-    "eu-west-3": _MAIN,
-    "il-central-1": "780543022126",
-    "me-south-1": "217643126080",
-    "sa-east-1": _MAIN,
-    "us-east-1": _MAIN,
-    "us-east-2": _MAIN,
-    "us-west-1": _MAIN,
-    "us-west-2": _MAIN,
-}
-# Releases SageMaker publishes. The SDK's registry names the regions of 23.12-24.09; the later
-# releases (listed on the SageMaker Triton release page) are taken to be in the same registries.
-TRITON_VERSIONS = ("23.12", "24.01", "24.03", "24.05", "24.09", "25.04", "25.09", "26.05")
 
 
 @dataclass(frozen=True)
-class TritonRelease:
-    """What a Triton release needs and ships, from NVIDIA's sources (cited at TRITON_RELEASES).
+class SdkSource:
+    """Where the bundled registry file comes from: a PyPI wheel and the file inside it."""
 
-    Attributes:
-        cuda_major: Major version of the CUDA the container is built on.
-        min_compute_capability: Oldest GPU architecture it supports (7.5 = Turing: T4).
-        dali: DALI version of its DALI backend (the ``DALI_VERSION`` file of dali_backend's
-            ``r<release>`` branch), which serializes the image ensemble's ``dali.py``.
-    """
-
-    cuda_major: int
-    min_compute_capability: float
-    dali: str
-
-    def __post_init__(self) -> None:
-        if self.cuda_major < 12:
-            raise ValueError(f"cuda_major={self.cuda_major}: releases here are CUDA 12 or later")
+    package: str
+    version: str
+    wheel: str
+    wheel_sha256: str
+    member: str
+    sha256: str
 
 
-# Sources, per field:
-# * CUDA and GPUs: the release notes' "Driver Requirements" and "GPU Requirements",
-#   https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-<yy-mm>.html
-#   (24.09: CUDA 12.6, compute capability 6.0+; 25.03 and later: 7.5+ only; 25.06: CUDA
-#   12.9.1; 25.08: CUDA 13.0.0 and 25.10: CUDA 13.0.2, so 25.09 is CUDA 13.0, "NVIDIA Driver
-#   release 575 or later", or R535 on data-center GPUs through the CUDA forward-compatibility
-#   package). 26.05 follows 25.08's CUDA 13 line.
-# * Stub Python (what an execution environment must match): ml_platform.triton.releases,
-#   which also covers releases SageMaker does not publish (the local server's 24.10).
-# * DALI: https://github.com/triton-inference-server/dali_backend/blob/r25.09/DALI_VERSION
-#   (and r23.12 ... r26.05 alike): 1.31, 1.31, 1.31, 1.36, 1.39.0, 1.47.0, 1.51.2, 2.1.0.
-TRITON_RELEASES: dict[str, TritonRelease] = {
-    "23.12": TritonRelease(12, 6.0, "1.31"),
-    "24.01": TritonRelease(12, 6.0, "1.31"),
-    "24.03": TritonRelease(12, 6.0, "1.31"),
-    "24.05": TritonRelease(12, 6.0, "1.36"),
-    "24.09": TritonRelease(12, 6.0, "1.39.0"),
-    "25.04": TritonRelease(12, 7.5, "1.47.0"),
-    "25.09": TritonRelease(13, 7.5, "1.51.2"),
-    "26.05": TritonRelease(13, 7.5, "2.1.0"),
-}
-# The default: the first patched release SageMaker publishes (see PATCHED_TRITON_RELEASE).
-# It keeps the Python 3.10 stub of 23.05-25.11, so execution environments built for 24.09
-# still match (26.05 needs 3.12 ones), and runs the image ensemble's dali.py with DALI
-# 1.51.2. Its CUDA 13 needs driver 575+ natively: DEFAULT_INFERENCE_AMI_VERSION has 580.
+#: The PyPI wheel whose ``sagemaker-tritonserver.json`` is bundled here (sagemaker-core
+#: 2.27.0, the newest on 2026-12-02; ``pip download --no-deps sagemaker-core==2.27.0``).
+SDK_SOURCE = SdkSource(
+    package="sagemaker-core",
+    version="2.27.0",
+    wheel="sagemaker_core-2.27.0-py3-none-any.whl",
+    wheel_sha256="62e5b4e2296dd26c042f28d26b9292501cdcf0c83a02656e280d61f132114312",
+    member="sagemaker/core/image_uri_config/sagemaker-tritonserver.json",
+    sha256="4bbcafa4f27ad4332376d9501617d2288631b7167fcd2fd5cf940e4a319c50b8",
+)
+#: The bundled copy of the SDK's file (package data).
+SDK_REGISTRY_FILE = "sagemaker-tritonserver.json"
+
+
+def registries_from_sdk(data: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Release -> region -> account, from the SDK's ``sagemaker-tritonserver.json``
+    (``versions.<release>.registries``), releases in order."""
+    versions: dict[str, dict[str, Any]] = data["versions"]
+    table = {
+        release: dict(sorted(entry["registries"].items()))
+        for release, entry in versions.items()
+        if entry.get("repository") == TRITON_REPOSITORY
+    }
+    return {release: table[release] for release in sorted(table, key=release_key)}
+
+
+def _bundled_registries() -> dict[str, dict[str, str]]:
+    text = resources.files("ml_platform").joinpath(SDK_REGISTRY_FILE).read_text("utf-8")
+    return registries_from_sdk(json.loads(text))
+
+
+#: Release -> region -> account of its image, as the SDK lists it. Each release has its own
+#: regions: 25.09 and 26.05 are in none of the China regions, and in ten regions older
+#: releases are not (ap-east-2, ap-south-2, ap-southeast-4/5/6/7, eu-central-2, eu-south-2,
+#: me-central-1, mx-central-1).
+TRITON_REGISTRIES: dict[str, dict[str, str]] = _bundled_registries()
+#: Releases SageMaker publishes, oldest first.
+TRITON_VERSIONS = tuple(TRITON_REGISTRIES)
+# The default: the newest release whose facts are all known here (26.05's TensorRT is not;
+# docs/serving-sagemaker.md "The Triton release" gives the comparison with 26.05). It is
+# patched against the August 2025 bulletin, runs the image ensemble's dali.py with DALI
+# 1.51.2, and its stub is Python 3.12 (Ubuntu 24.04) like every release from 24.11. Its CUDA 13
+# needs driver 575+ natively: DEFAULT_INFERENCE_AMI_VERSION has 580.
 DEFAULT_TRITON_VERSION = "25.09"
-
-# NVIDIA's August 2025 security bulletin: a chain through the Python backend and shared
-# memory to unauthenticated remote code execution in every Triton before 25.07,
-# https://nvidia.custhelp.com/app/answers/detail/a_id/5687
-TRITON_CVES = ("CVE-2025-23319", "CVE-2025-23320", "CVE-2025-23334")
-PATCHED_TRITON_RELEASE = "25.07"
-#: The TensorFlow backend shipped last in Triton 25.02 and left with 25.03 (no archive built
-#: here needs it: the image ensemble's Inception v3 runs on onnxruntime):
-#: https://docs.nvidia.com/deeplearning/triton-inference-server/release-notes/rel-25-03.html
-TENSORFLOW_LAST_RELEASE = "25.02"
 #: Annotation id of the synth-time warning for an unpatched release (acknowledge it with
 #: ``Annotations.of(scope).acknowledge_warning(...)`` once the risk is accepted).
 UNPATCHED_TRITON_WARNING = "ml-platform:triton-unpatched-release"
@@ -124,10 +105,6 @@ def triton_release_warning(version: str) -> str | None:
         f"{PATCHED_TRITON_RELEASE} on (default {DEFAULT_TRITON_VERSION})"
         + (" unless you need its TensorFlow backend" if version <= TENSORFLOW_LAST_RELEASE else "")
     )
-
-
-#: Release -> region -> account of its image.
-TRITON_REGISTRIES: dict[str, dict[str, str]] = {v: dict(_REGISTRIES) for v in TRITON_VERSIONS}
 
 
 def triton_region_problem(region: str, version: str = DEFAULT_TRITON_VERSION) -> str | None:

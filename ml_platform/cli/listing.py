@@ -1,5 +1,7 @@
 """``mlp models list``: every archive under the model prefix, with its version, size, upload
-time and the endpoints whose settings reference it.
+time, the endpoints whose settings reference it, and whether the configured Triton release
+(``inference.triton_version``) can load it, from what ``mlp models upload`` recorded of it
+(one HeadObject per archive; ``?`` for an archive uploaded without that record).
 
 A logical name in the settings references its newest version; ``NAME@VERSION`` that version.
 Every page of the listing is read (S3 returns at most 1,000 keys per page).
@@ -21,6 +23,7 @@ from ml_platform.cli.archives import (
     settings_references,
 )
 from ml_platform.cli.aws import Context, Subcommands, doc_summary
+from ml_platform.triton.archive_meta import ArchiveFacts, release_problems
 
 
 def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
@@ -36,16 +39,37 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
 
 def catalog(ctx: Context) -> dict[str, Any]:
     """The listing as plain data (what ``--json`` prints)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     bucket, prefix = model_location(ctx)
-    archives = list_archives(ctx.client("s3"), bucket, prefix)
+    s3 = ctx.client("s3")
+    archives = list_archives(s3, bucket, prefix)
     references = referenced_by(archives, settings_references(ctx.settings))
-    rows = [_row(a, references.get(a.key, [])) for a in archives]
+    release = ctx.settings.inference.triton_version
+
+    def facts(archive: StoredArchive) -> ArchiveFacts | None:
+        head = s3.head_object(Bucket=bucket, Key=prefix + archive.key)
+        return ArchiveFacts.from_s3_metadata(head.get("Metadata", {}))
+
+    with ThreadPoolExecutor(max_workers=HEAD_CONCURRENCY) as pool:
+        recorded = list(pool.map(facts, archives))
+    rows = [
+        _row(a, references.get(a.key, []), f, release)
+        for a, f in zip(archives, recorded, strict=True)
+    ]
     rows.sort(key=lambda r: (r["logical"], r["last_modified"], r["key"]), reverse=False)
-    return {"bucket": bucket, "prefix": prefix, "archives": rows}
+    return {"bucket": bucket, "prefix": prefix, "triton_version": release, "archives": rows}
 
 
-def _row(archive: StoredArchive, consumers: list[str]) -> dict[str, Any]:
+#: Parallel HeadObject requests of the listing.
+HEAD_CONCURRENCY = 16
+
+
+def _row(
+    archive: StoredArchive, consumers: list[str], facts: ArchiveFacts | None, release: str
+) -> dict[str, Any]:
     ref = archive.ref
+    name = f"{ref.logical}@{ref.version}" if ref else archive.key
     return {
         "key": archive.key,
         "logical": ref.logical if ref else archive.key.removesuffix(".tar.gz"),
@@ -53,7 +77,15 @@ def _row(archive: StoredArchive, consumers: list[str]) -> dict[str, Any]:
         "size": archive.size,
         "last_modified": archive.last_modified.astimezone(UTC).isoformat(),
         "referenced_by": consumers,
+        "built_for": facts.triton_release if facts else None,
+        # None: nothing recorded (uploaded before the record existed, or by other means).
+        "release_problems": release_problems(name, facts, release) if facts else None,
     }
+
+
+def _loads(row: dict[str, Any]) -> str:
+    problems = row["release_problems"]
+    return "?" if problems is None else "no" if problems else "yes"
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
@@ -71,7 +103,9 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     size = sum(r["size"] for r in rows)
     print(f"{where}: {len(rows)} archive(s) of {logical} logical name(s), {size:,} bytes")
     table = Table()
-    for column in ("Archive", "Version", "Size", "Uploaded (UTC)", "Referenced by"):
+    release = report["triton_version"]
+    columns = ("Archive", "Version", "Size", "Uploaded (UTC)", "Referenced by", "Built for")
+    for column in (*columns, f"Loads on {release}"):
         table.add_column(column, justify="right" if column == "Size" else "left")
     for row in rows:
         table.add_row(
@@ -80,8 +114,17 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             _size(row["size"]),
             row["last_modified"][:19].replace("T", " "),
             ", ".join(row["referenced_by"]) or "-",
+            row["built_for"] or "-",
+            _loads(row),
         )
     console.print(table)
+    for problem in (p for r in rows for p in r["release_problems"] or []):
+        print(f"cannot load on Triton {release} (inference.triton_version): {problem}")
+    if any(r["release_problems"] is None for r in rows):
+        print(
+            "?: no record of what the archive was built for (uploaded before mlp models upload "
+            "recorded it): upload it again to record it"
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ import sys
 
 from ml_platform.cli import (
     addons,
+    adopt,
     azs,
     capacity,
     charts,
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     model_commands = models.add_subparsers(title="commands", metavar="COMMAND")
     package.add_parser(model_commands, [shared])
     upload.add_parser(model_commands, [shared])
+    adopt.add_parser(model_commands, [shared])
     listing.add_parser(model_commands, [shared])
     retire.add_parser(model_commands, [shared])
     serve.add_parser(model_commands, [shared])

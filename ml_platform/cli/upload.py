@@ -96,6 +96,17 @@ def gpu_target_problems(path: Path, settings: Any) -> list[str]:
     return problems + serving_problems(path.name, gpu, settings)
 
 
+def release_problems_of(path: Path, settings: Any) -> list[str]:
+    """Why the settings' Triton release (``inference.triton_version``, which the endpoints and
+    Triton on EKS run) cannot load the archive: its backends, its plan's TensorRT, its
+    execution environment's Python (:mod:`ml_platform.triton.archive_meta`)."""
+    from ml_platform.triton.archive_meta import read_archive_facts, release_problems
+
+    release = settings.inference.triton_version
+    where = f"inference.triton_version {release!r}"
+    return release_problems(where, read_archive_facts(path), release)
+
+
 def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "upload",
@@ -319,7 +330,10 @@ class _Uploader:
         outcome.state = "uploaded"
 
     def _put(self, outcome: Outcome, key: str, digest: str, size: int, handle: Any) -> None:
-        metadata = {SHA256_METADATA: digest}
+        from ml_platform.triton.archive_meta import read_archive_facts
+
+        # What it was built for, so `mlp models list` can tell which releases load it.
+        metadata = {**read_archive_facts(outcome.path).s3_metadata(), SHA256_METADATA: digest}
         handle.seek(0)
         if size <= MULTIPART_THRESHOLD:
             # S3 checks the bytes it receives against this SHA-256 and refuses a mismatch
@@ -490,7 +504,10 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         raise CliError(f"--concurrency {args.concurrency}: expected 1 to {MAX_CONCURRENCY}")
     archives, problems = collect_archives(args.paths)
     settings = ctx.settings
-    checks = (functools.partial(gpu_target_problems, settings=settings),)
+    checks = (
+        functools.partial(gpu_target_problems, settings=settings),
+        functools.partial(release_problems_of, settings=settings),
+    )
     if problems:  # report the archives' own problems too, all at once, uploading nothing
         unique = list(dict.fromkeys(archives))
         with ThreadPoolExecutor(max_workers=args.concurrency) as pool:

@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ml_platform.triton.archive_meta import TENSORRT_PARAMETER
 from ml_platform.triton.spec import (
     DataType,
     EnsembleSpec,
@@ -50,6 +51,11 @@ POOLING_SOURCE = Path(__file__).resolve().parent / "pooling.py"
 DALI_PIPELINE_SOURCE = ASSETS / "dali" / "dali.py"
 #: Where the DALI backend looks for a Python-defined pipeline when there is no model.dali.
 DALI_MODEL_FILE = "1/dali.py"
+#: CPU threads of the DALI pipeline (its ``num_threads``: the AWS sample sets 4; the CPU
+#: stages of a GPU pipeline are the external source and the decoder's parsing).
+DALI_NUM_THREADS = 4
+#: Most threads a pipeline may ask for (the g4dn.16xlarge has 64 vCPUs).
+DALI_MAX_THREADS = 64
 
 #: Archive (``TargetModel``) of the image ensemble.
 IMAGE_ARCHIVE = f"{IMAGE_LOGICAL}.tar.gz"
@@ -260,6 +266,68 @@ def read_classifier(onnx_path: str | Path) -> ClassifierInterface:
     return ClassifierInterface(image.name, scores.name, layout, classes)
 
 
+#: The text encoder's interface (``export_onnx``): inputs and outputs by name.
+ENCODER_INPUTS = ("token_ids", "attn_mask")
+ENCODER_OUTPUTS = ("output", "pooled_embeds")
+
+
+def text_encoder_problems(
+    onnx_path: str | Path, max_seq_len: int | None = None, hidden_size: int | None = None
+) -> list[str]:
+    """Why the ONNX file at ``onnx_path`` cannot be the text ensemble's encoder (empty: it
+    can), read with the ``onnx`` package (the weights are not loaded): it must parse; take
+    exactly ``token_ids`` and ``attn_mask``, INT32 ``[batch, seq]``; and give ``output`` FP32
+    ``[batch, seq, hidden]`` and ``pooled_embeds`` FP32 ``[batch, hidden]``. A fixed sequence
+    length or hidden size must equal ``max_seq_len`` / ``hidden_size`` when given."""
+    import onnx
+
+    where = f"encoder_path={str(onnx_path)!r}"
+    try:
+        model = onnx.load(str(onnx_path), load_external_data=False)
+    except Exception as error:  # protobuf's DecodeError and onnx's own errors
+        return [f"{where}: not an ONNX model ({' '.join(str(error).split())[:200]})"]
+    graph = model.graph
+    weights = {init.name for init in graph.initializer}
+    inputs = {i.name: i for i in graph.input if i.name not in weights}
+    outputs = {o.name: o for o in graph.output}
+    problems = []
+    if set(inputs) != set(ENCODER_INPUTS):
+        problems.append(
+            f"has inputs {sorted(inputs)}, expected exactly {list(ENCODER_INPUTS)} (export "
+            "with python -m ml_platform.triton.export_onnx)"
+        )
+    missing = [name for name in ENCODER_OUTPUTS if name not in outputs]
+    if missing:
+        problems.append(f"has outputs {sorted(outputs)}, missing {missing}")
+    int32, float32 = onnx.TensorProto.INT32, onnx.TensorProto.FLOAT
+    for name in ENCODER_INPUTS:
+        if name not in inputs:
+            continue
+        tensor = inputs[name]
+        dims = _dims(tensor)
+        if tensor.type.tensor_type.elem_type != int32:
+            problems.append(f"input {name!r} is not int32 (the ensemble sends INT32 ids)")
+        if len(dims) != 2:
+            problems.append(f"input {name!r} has shape {dims}, expected [batch, seq]")
+        elif max_seq_len is not None and dims[1] is not None and dims[1] != max_seq_len:
+            problems.append(
+                f"input {name!r} takes {dims[1]} tokens per sentence, not max_seq_len={max_seq_len}"
+            )
+    expected_ranks = {"output": 3, "pooled_embeds": 2}
+    for name, rank in expected_ranks.items():
+        if name not in outputs:
+            continue
+        tensor = outputs[name]
+        dims = _dims(tensor)
+        if tensor.type.tensor_type.elem_type != float32:
+            problems.append(f"output {name!r} is not float32")
+        if len(dims) != rank:
+            problems.append(f"output {name!r} has {len(dims)} dimensions, expected {rank}")
+        elif hidden_size is not None and dims[-1] is not None and dims[-1] != hidden_size:
+            problems.append(f"output {name!r} is {dims[-1]} wide, not hidden_size={hidden_size}")
+    return [f"{where}: " + "; ".join(problems)] if problems else []
+
+
 _SETTINGS_BLOCK = re.compile(r"(# mlp:settings begin\n)(.*?)(# mlp:settings end\n)", re.S)
 
 
@@ -267,17 +335,22 @@ def dali_pipeline_source(
     mean: Sequence[float] = TF_SLIM_MEAN,
     std: Sequence[float] = TF_SLIM_STD,
     layout: TensorFormat | str = TensorFormat.NHWC,
+    num_threads: int = DALI_NUM_THREADS,
 ) -> bytes:
-    """``dali.py`` of the image ensemble with the classifier's normalisation and layout
-    written into its settings block: the same arguments give the same bytes wherever the
-    package is installed (nothing in it depends on a path or on the DALI installed here)."""
+    """``dali.py`` of the image ensemble with the classifier's normalisation and layout and
+    the pipeline's CPU thread count written into its settings block: the same arguments give
+    the same bytes wherever the package is installed (nothing in it depends on a path or on
+    the DALI installed here)."""
     layout = TensorFormat(layout)
     if layout not in (TensorFormat.NHWC, TensorFormat.NCHW):
         raise ValueError(f"layout={layout.value!r}: expected NHWC or NCHW")
+    if not 1 <= num_threads <= DALI_MAX_THREADS:
+        raise ValueError(f"num_threads={num_threads}: expected 1 to {DALI_MAX_THREADS}")
     settings = (
         f"MEAN = {tuple(float(m) for m in mean)!r}\n"
         f"STD = {tuple(float(s) for s in std)!r}\n"
         f"OUTPUT_LAYOUT = {json.dumps(layout.value.removeprefix('N'))}\n"
+        f"NUM_THREADS = {int(num_threads)}\n"
     )
     source = DALI_PIPELINE_SOURCE.read_text("utf-8")
     rendered, count = _SETTINGS_BLOCK.subn(lambda m: m[1] + settings + m[3], source)
@@ -314,6 +387,8 @@ def image_ensemble(
     mean: Sequence[float] | None = None,
     std: Sequence[float] | None = None,
     max_batch_size: int = 256,
+    dali_num_threads: int = DALI_NUM_THREADS,
+    triton_version: str | None = None,
 ) -> EnsembleSpec:
     """The image ensemble ``ensemble_dali_inception`` (archive ``model_tf_dali.tar.gz``).
 
@@ -336,13 +411,19 @@ def image_ensemble(
             127.5: pixels in [-1, 1]); required for a model without TF-slim's interface.
         std: Per-channel standard deviation on [0, 255] pixels; given with ``mean``.
         max_batch_size: Batch limit of the ensemble and both models. Default: 256.
+        dali_num_threads: CPU threads of the DALI pipeline (its ``num_threads``), 1 to 64.
+            Default: 4 (the AWS sample's).
+        triton_version: The Triton release the archive is built for, recorded in it
+            (:mod:`~ml_platform.triton.archive_meta`). Default: nothing recorded.
 
     Raises:
         ValueError: A path is not a file, the model's interface is not one of the above, the
             label count differs from the model's, or mean/std are malformed (all at once).
     """
     labels = _existing_file(labels_path, "labels_path")
-    interface = _checked_classifier(classifier_path, labels, mean, std, max_batch_size)
+    interface = _checked_classifier(
+        classifier_path, labels, mean, std, max_batch_size, dali_num_threads
+    )
     mean = TF_SLIM_MEAN if mean is None else tuple(mean)
     std = TF_SLIM_STD if std is None else tuple(std)
     return EnsembleSpec(
@@ -363,10 +444,11 @@ def image_ensemble(
             ),
         ),
         models=(
-            _dali_model(interface, mean, std, max_batch_size),
+            _dali_model(interface, mean, std, max_batch_size, dali_num_threads),
             _inception_model(interface, Path(classifier_path), labels, max_batch_size),
         ),
         archive_name=IMAGE_ARCHIVE,
+        triton_release=triton_version,
     )
 
 
@@ -376,6 +458,7 @@ def _checked_classifier(
     mean: Sequence[float] | None,
     std: Sequence[float] | None,
     max_batch_size: int,
+    dali_num_threads: int,
 ) -> ClassifierInterface:
     """The classifier's interface, once the classifier, its labels, the normalisation and
     the batch size all fit; else one ``ValueError`` naming every problem."""
@@ -394,6 +477,8 @@ def _checked_classifier(
         )
     if max_batch_size < 1:
         problems.append(f"max_batch_size={max_batch_size}: must be at least 1")
+    if not 1 <= dali_num_threads <= DALI_MAX_THREADS:
+        problems.append(f"dali_num_threads={dali_num_threads}: expected 1 to {DALI_MAX_THREADS}")
     if problems or interface is None:  # no interface: read_classifier's problem is listed
         raise ValueError("image_ensemble: " + "; ".join(problems))
     return interface
@@ -404,19 +489,26 @@ def _dali_model(
     mean: Sequence[float],
     std: Sequence[float],
     max_batch_size: int,
+    num_threads: int = DALI_NUM_THREADS,
 ) -> ModelSpec:
     """``dali``: encoded bytes to the classifier's input, by the pipeline of ``dali.py``."""
     return ModelSpec(
         name=DALI_MODEL_NAME,
         backend="dali",
         max_batch_size=max_batch_size,
-        inputs=(TensorSpec("DALI_INPUT_0", DataType.UINT8, (-1,)),),
+        # Encoded images differ in length: without a ragged input, Triton batches only
+        # requests of equal shape (server docs ragged_batching.md; dali_backend takes ragged
+        # batches of encoded images).
+        inputs=(TensorSpec("DALI_INPUT_0", DataType.UINT8, (-1,), allow_ragged_batch=True),),
         outputs=(TensorSpec("DALI_OUTPUT_0", DataType.FP32, interface.image_shape),),
         instance_kind=InstanceKind.GPU,
         dynamic_batching=True,
         max_queue_delay_microseconds=MAX_QUEUE_DELAY_MICROSECONDS,
         files=(
-            ModelFile(DALI_MODEL_FILE, content=dali_pipeline_source(mean, std, interface.layout)),
+            ModelFile(
+                DALI_MODEL_FILE,
+                content=dali_pipeline_source(mean, std, interface.layout, num_threads),
+            ),
         ),
     )
 
@@ -488,6 +580,8 @@ def text_ensemble(
     encoder_instance_kind: InstanceKind = InstanceKind.GPU,
     gpu_target: str | None = None,
     triton_version: str | None = None,
+    tensorrt_version: str | None = None,
+    postprocess_execution_env_path: str | Path | None = None,
 ) -> EnsembleSpec:
     """The text ensemble ``ensemble`` (archive ``model_trt_python_<gpu>.tar.gz`` or
     ``model_onnx_python.tar.gz``).
@@ -514,25 +608,39 @@ def text_ensemble(
         execution_env_path: Conda-packed environment (``conda-pack`` output) for Python
             dependencies of your own beyond NumPy. It must match the Python-backend stub of
             ``triton_version`` (:mod:`ml_platform.triton.releases`): Python 3.10 for Triton
-            23.05-25.11, 3.12 from 25.12; and ``numpy<2`` before 24.11 (numpy 2 crashes the
+            23.05-24.10, 3.12 from 24.11; and ``numpy<2`` before 24.11 (numpy 2 crashes the
             older stub, python_backend PR 384). Checked here; shipped as
             ``preprocess/processing_env.tar.gz`` and named by ``EXECUTION_ENV_PATH``.
             Default: none; the shipped models need only NumPy and the standard library,
             which the stock container has.
+        postprocess_execution_env_path: A conda-packed environment of its own for
+            ``postprocess`` (as the AWS sample gives it one), checked like
+            ``execution_env_path`` and shipped as ``postprocess/processing_env.tar.gz``.
+            Default: none.
         encoder_instance_kind: Placement of the encoder. Default: GPU.
         gpu_target: GPU the TensorRT plan was built for, one of
             :data:`~ml_platform.triton.targets.GPU_TARGETS` (``"t4"``, ``"a10g"``, ...);
             required for a plan, not allowed for ONNX. It names the archive
             (``model_trt_python_<gpu>.tar.gz``; ONNX: ``model_onnx_python.tar.gz``) and is
             recorded as the encoder's ``gpu_target`` parameter.
-        triton_version: The Triton release that will serve the archive, for the
-            ``execution_env_path`` checks. Default: the SageMaker endpoint's default
-            (:data:`~ml_platform.sagemaker_images.DEFAULT_TRITON_VERSION`).
+        triton_version: The Triton release that will serve the archive: the
+            ``execution_env_path`` and ``tensorrt_version`` checks use it, and, when given,
+            it is recorded in the archive (:mod:`~ml_platform.triton.archive_meta`).
+            Default: the SageMaker endpoint's default
+            (:data:`~ml_platform.sagemaker_images.DEFAULT_TRITON_VERSION`) for the checks;
+            nothing recorded.
+        tensorrt_version: The TensorRT version that built the plan (``trtexec --version``);
+            required for a plan, not allowed for ONNX. A plan loads only under that TensorRT,
+            so it must be the one of ``triton_version``
+            (:data:`~ml_platform.triton.releases.TRITON_RELEASES`); recorded as the
+            encoder's ``tensorrt_version`` parameter.
 
     Raises:
-        ValueError: Bad sizes, missing files, an unknown encoder format, a missing,
-            unknown or misplaced ``gpu_target``, or an execution environment that is not a
-            conda-pack archive or does not fit ``triton_version``'s stub.
+        ValueError: Bad sizes, missing files, an unknown encoder format, an ONNX encoder
+            without the expected interface, a missing, unknown or misplaced ``gpu_target``
+            or ``tensorrt_version``, a plan of another TensorRT than the release's, or an
+            execution environment that is not a conda-pack archive or does not fit
+            ``triton_version``'s stub (all at once).
     """
     encoder_format = EncoderFormat(encoder_format)
     if max_seq_len is None:
@@ -540,9 +648,14 @@ def text_ensemble(
         max_seq_len = stated[0] if stated else DEFAULT_MAX_SEQ_LEN
     tensorrt = encoder_format is EncoderFormat.TENSORRT
     errors = _text_argument_errors(hidden_size, max_seq_len, max_batch_size, tensorrt, gpu_target)
+    errors += _tensorrt_version_errors(tensorrt, tensorrt_version, triton_version)
     if errors:
         raise ValueError("text_ensemble: " + "; ".join(errors))
     encoder_file = _existing_file(encoder_path, "encoder_path")
+    if not tensorrt:
+        problems = text_encoder_problems(encoder_file, max_seq_len, hidden_size)
+        if problems:
+            raise ValueError("text_ensemble: " + "; ".join(problems))
     tokenizer_files = _tokenizer_files(tokenizer_dir)
     preprocess = _preprocess_model(
         tokenizer_files, execution_env_path, triton_version, max_seq_len, max_batch_size
@@ -552,6 +665,11 @@ def text_ensemble(
     encoder = _encoder_model(
         encoder_file, plan_gpu, encoder_instance_kind, hidden_size, max_seq_len, max_batch_size
     )
+    if tensorrt_version is not None:
+        encoder = replace(
+            encoder,
+            parameters={**encoder.parameters, TENSORRT_PARAMETER: tensorrt_version},
+        )
     return EnsembleSpec(
         name=TEXT_ENSEMBLE_NAME,
         max_batch_size=max_batch_size,
@@ -561,10 +679,48 @@ def text_ensemble(
         models=(
             preprocess,
             encoder,
-            _postprocess_model(hidden_size, max_seq_len, max_batch_size),
+            _postprocess_model(
+                hidden_size,
+                max_seq_len,
+                max_batch_size,
+                _execution_env(
+                    postprocess_execution_env_path,
+                    triton_version,
+                    "postprocess_execution_env_path",
+                ),
+            ),
         ),
         archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
+        triton_release=triton_version,
     )
+
+
+_TENSORRT_VERSION = re.compile(r"^[0-9]+\.[0-9]+\.[0-9]+(\.[0-9]+)?$")
+
+
+def _tensorrt_version_errors(
+    tensorrt: bool, tensorrt_version: str | None, triton_version: str | None
+) -> list[str]:
+    """What is wrong with ``tensorrt_version`` for this encoder and release."""
+    from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
+    from ml_platform.triton.releases import tensorrt_of, tensorrt_problem
+
+    release = triton_version or DEFAULT_TRITON_VERSION
+    if not tensorrt:
+        if tensorrt_version is not None:
+            return [f"tensorrt_version={tensorrt_version!r}: applies to TensorRT plans only"]
+        return []
+    if tensorrt_version is None:
+        known = tensorrt_of(release)
+        hint = f" (Triton {release} runs TensorRT {known})" if known else ""
+        return [
+            "tensorrt_version=None: a TensorRT plan loads only under the TensorRT version that "
+            f"built it; name it (trtexec --version){hint}"
+        ]
+    if not _TENSORRT_VERSION.match(tensorrt_version):
+        return [f"tensorrt_version={tensorrt_version!r}: expected a version like 10.13.3"]
+    problem = tensorrt_problem(f"triton_version={release!r}", tensorrt_version, release)
+    return [problem] if problem else []
 
 
 def _text_steps() -> tuple[EnsembleStep, ...]:
@@ -613,6 +769,31 @@ def _text_argument_errors(
     return errors
 
 
+#: The CLI flag of each execution-environment parameter, for the checks' messages.
+_ENV_FLAGS = {
+    "execution_env_path": "--execution-env",
+    "postprocess_execution_env_path": "--postprocess-execution-env",
+}
+
+
+def _execution_env(
+    path: str | Path | None, triton_version: str | None, parameter: str
+) -> ModelFile | None:
+    """The model file of a conda-packed environment, once checked against
+    ``triton_version``'s stub (``None`` without one)."""
+    if path is None:
+        return None
+    from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
+    from ml_platform.triton.execution_env import execution_env_problems
+
+    env = _existing_file(path, parameter)
+    release = triton_version or DEFAULT_TRITON_VERSION
+    problems = execution_env_problems(env, release, _ENV_FLAGS[parameter])
+    if problems:
+        raise ValueError("; ".join(problems))
+    return ModelFile(EXECUTION_ENV_FILE, source=env)
+
+
 def _preprocess_model(
     tokenizer_files: tuple[ModelFile, ...],
     execution_env_path: str | Path | None,
@@ -629,15 +810,9 @@ def _preprocess_model(
         ModelFile("1/wordpiece.py", source=WORDPIECE_SOURCE),
         *tokenizer_files,
     ]
-    if execution_env_path is not None:
-        from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
-        from ml_platform.triton.execution_env import execution_env_problems
-
-        env = _existing_file(execution_env_path, "execution_env_path")
-        problems = execution_env_problems(env, triton_version or DEFAULT_TRITON_VERSION)
-        if problems:
-            raise ValueError("; ".join(problems))
-        preprocess_files.append(ModelFile(EXECUTION_ENV_FILE, source=env))
+    env_file = _execution_env(execution_env_path, triton_version, "execution_env_path")
+    if env_file is not None:
+        preprocess_files.append(env_file)
         preprocess_params["EXECUTION_ENV_PATH"] = EXECUTION_ENV_PARAMETER
     return ModelSpec(
         name=PREPROCESS_MODEL_NAME,
@@ -686,11 +861,23 @@ def _encoder_model(
     )
 
 
-def _postprocess_model(hidden_size: int, max_seq_len: int, max_batch_size: int) -> ModelSpec:
-    """``postprocess``: mean pooling and L2 normalisation on the Python backend.
+def _postprocess_model(
+    hidden_size: int,
+    max_seq_len: int,
+    max_batch_size: int,
+    env_file: ModelFile | None = None,
+) -> ModelSpec:
+    """``postprocess``: mean pooling and L2 normalisation on the Python backend, with its own
+    conda-packed environment when one is given.
 
     NumPy pooling gains nothing from a GPU instance, so postprocess stays on the CPU.
     """
+    files = [
+        ModelFile("1/model.py", source=ASSETS / "postprocess" / "model.py"),
+        ModelFile("1/pooling.py", source=POOLING_SOURCE),
+    ]
+    if env_file is not None:
+        files.append(env_file)
     return ModelSpec(
         name=POSTPROCESS_MODEL_NAME,
         backend="python",
@@ -701,10 +888,8 @@ def _postprocess_model(hidden_size: int, max_seq_len: int, max_batch_size: int) 
         ),
         outputs=(TensorSpec("SENT_EMBED", DataType.FP32, (hidden_size,)),),
         instance_kind=InstanceKind.CPU,
-        files=(
-            ModelFile("1/model.py", source=ASSETS / "postprocess" / "model.py"),
-            ModelFile("1/pooling.py", source=POOLING_SOURCE),
-        ),
+        parameters={"EXECUTION_ENV_PATH": EXECUTION_ENV_PARAMETER} if env_file else {},
+        files=tuple(files),
     )
 
 

@@ -30,12 +30,14 @@ def _names(path: Path) -> list[str]:
         return [m.name.removeprefix("./") + ("/" if m.isdir() else "") for m in tar]
 
 
-def execution_env_problems(path: str | Path, triton_version: str) -> list[str]:
+def execution_env_problems(
+    path: str | Path, triton_version: str, flag: str = "--execution-env"
+) -> list[str]:
     """Why ``path`` cannot be the execution environment of Python models on Triton
-    ``triton_version`` (empty: it can). Each problem names the file, what was found and what
-    the release needs."""
+    ``triton_version`` (empty: it can). Each problem names the file (as ``flag``), what was
+    found and what the release needs."""
     path = Path(path)
-    where = f"--execution-env {path}"
+    where = f"{flag} {path}"
     if not path.is_file():
         return [f"{where}: not a file"]
     try:

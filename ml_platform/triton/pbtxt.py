@@ -39,6 +39,8 @@ def _fill_input(message: mc.ModelInput, tensor: TensorSpec) -> None:
         message.format = mc.ModelInput.Format.Value(f"FORMAT_{tensor.format.value}")
     if tensor.optional:
         message.optional = True
+    if tensor.allow_ragged_batch:
+        message.allow_ragged_batch = True
 
 
 def _fill_output(message: mc.ModelOutput, tensor: TensorSpec) -> None:
@@ -124,7 +126,10 @@ def read_pbtxt(path: str | Path) -> mc.ModelConfig:
 def _tensor(message: mc.ModelInput | mc.ModelOutput) -> TensorSpec:
     # Wiring only: label files are not carried over (the spec would demand the file itself).
     dtype = mc.DataType.Name(message.data_type).removeprefix("TYPE_")
-    return TensorSpec(name=message.name, dtype=dtype, dims=tuple(message.dims))
+    ragged = isinstance(message, mc.ModelInput) and message.allow_ragged_batch
+    return TensorSpec(
+        name=message.name, dtype=dtype, dims=tuple(message.dims), allow_ragged_batch=ragged
+    )
 
 
 def from_model_config(config: mc.ModelConfig) -> ModelSpec:

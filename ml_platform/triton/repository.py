@@ -24,6 +24,7 @@ import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from ml_platform.triton.archive_meta import METADATA_FILE, metadata_bytes
 from ml_platform.triton.checker import check_ensemble, find_ensemble_problems
 from ml_platform.triton.pbtxt import ENSEMBLE_PLATFORM, ensemble_from_configs, parse_pbtxt, to_pbtxt
 from ml_platform.triton.spec import EnsembleSpec, ModelSpec
@@ -59,6 +60,8 @@ def repository_entries(ensemble: EnsembleSpec) -> dict[str, _Entry]:
     # The ensemble folder holds only its config and an empty version folder.
     entries[f"{ensemble.name}/config.pbtxt"] = to_pbtxt(ensemble).encode("utf-8")
     entries[f"{ensemble.name}/1"] = None
+    if ensemble.triton_release is not None:  # what it was built for (archive_meta)
+        entries[f"{ensemble.name}/{METADATA_FILE}"] = metadata_bytes(ensemble)
     for model in ensemble.models:
         _add_model(entries, model, missing)
     if missing:

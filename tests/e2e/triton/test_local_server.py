@@ -135,6 +135,8 @@ def second_version(onnx_encoder: Path, tmp_path_factory: pytest.TempPathFactory)
                 str(plan),
                 "--gpu-target",
                 "t4",
+                "--tensorrt-version",
+                "10.13.3",
             ]
         )
         == 0
@@ -432,6 +434,8 @@ def test_mlp_models_serve_local_and_mlp_invoke_local(
                 str(fake.plan),
                 "--gpu-target",
                 "t4",
+                "--tensorrt-version",
+                "10.13.3",
             ]
         )
         == 0

@@ -316,22 +316,10 @@ def test_package_messages_name_the_flags(tmp_path, mlp):
 
 
 def _onnx_encoder(path, seq_len):
-    """A tiny ONNX graph with the encoder's input names and a fixed sequence length."""
-    import onnx
-    from onnx import TensorProto, helper
+    """A tiny ONNX graph with the encoder's interface and a fixed sequence length."""
+    from tests.helpers.triton_support import tiny_encoder
 
-    inputs = [
-        helper.make_tensor_value_info(n, TensorProto.INT32, ["batch", seq_len])
-        for n in ("token_ids", "attn_mask")
-    ]
-    output = helper.make_tensor_value_info("output", TensorProto.INT32, ["batch", seq_len])
-    graph = helper.make_graph(
-        [helper.make_node("Add", ["token_ids", "attn_mask"], ["output"])],
-        "encoder",
-        inputs,
-        [output],
-    )
-    onnx.save(helper.make_model(graph), str(path))
+    path.write_bytes(tiny_encoder(seq=seq_len))
     return path
 
 

@@ -177,11 +177,17 @@ def settings(monkeypatch):
     return value
 
 
-def _put(bucket: str, key: str, minutes: int, body: bytes = b"archive bytes") -> None:
+def _put(
+    bucket: str,
+    key: str,
+    minutes: int,
+    body: bytes = b"archive bytes",
+    metadata: dict[str, str] | None = None,
+) -> None:
     from moto.s3.models import s3_backends
 
     boto3.client("s3", region_name="us-west-2").put_object(
-        Bucket=bucket, Key=f"models/{key}", Body=body
+        Bucket=bucket, Key=f"models/{key}", Body=body, Metadata=metadata or {}
     )
     stored = s3_backends[ACCOUNT]["global"].buckets[bucket].keys[f"models/{key}"]
     stored.last_modified = (T0 + timedelta(minutes=minutes)).replace(tzinfo=None)
@@ -191,9 +197,13 @@ def _put(bucket: str, key: str, minutes: int, body: bytes = b"archive bytes") ->
 def bucket(aws, settings):
     name = create_storage_stack()
     _put(name, f"text-{OLD}.tar.gz", 0, b"x" * 2048)
-    _put(name, f"text-{NEW}.tar.gz", 9)
+    # What `mlp models upload` records (archive_meta.S3_METADATA): a text archive built for the
+    # configured 25.09, and an image archive of 24.09 that needs the TensorFlow backend.
+    current = {"mlp-triton-release": "25.09", "mlp-backends": "onnxruntime,python"}
+    _put(name, f"text-{NEW}.tar.gz", 9, metadata=current)
     _put(name, f"image-{OLD}.tar.gz", 1)
-    _put(name, f"image-{NEW}.tar.gz", 7)
+    legacy = {"mlp-triton-release": "24.09", "mlp-backends": "dali,tensorflow_graphdef"}
+    _put(name, f"image-{NEW}.tar.gz", 7, metadata=legacy)
     return name
 
 
@@ -211,6 +221,20 @@ def test_list_as_json_and_as_a_table(bucket, project, mlp):
         ("text", OLD, 2048, "2026-11-01T12:00:00+00:00", ["text-pinned"]),
         ("text", NEW, 13, "2026-11-01T12:09:00+00:00", []),
     ]
+    assert report["triton_version"] == "25.09"
+    assert [(a["built_for"], a["release_problems"]) for a in report["archives"]] == [
+        (None, None),  # nothing recorded
+        (
+            "24.09",
+            [
+                f"image@{NEW}: it needs the TensorFlow backend, which Triton shipped last in "
+                "25.02; Triton 25.09 cannot load it: convert the model to ONNX and package the "
+                "archive again"
+            ],
+        ),
+        (None, None),
+        ("25.09", []),
+    ]
 
     result = mlp("--cdk-json", project, "models", "list")
     assert result.code == 0, result.err
@@ -219,11 +243,15 @@ def test_list_as_json_and_as_a_table(bucket, project, mlp):
     )
     rows = [line for line in result.out.splitlines() if line.startswith("│")]
     assert [[cell.strip() for cell in row.split("│")[1:-1]] for row in rows] == [
-        ["image", OLD, "13 B", "2026-11-01 12:01:00", "-"],
-        ["image", NEW, "13 B", "2026-11-01 12:07:00", "images, triton-on-eks"],
-        ["text", OLD, "2.0 KiB", "2026-11-01 12:00:00", "text-pinned"],
-        ["text", NEW, "13 B", "2026-11-01 12:09:00", "-"],
+        ["image", OLD, "13 B", "2026-11-01 12:01:00", "-", "-", "?"],
+        ["image", NEW, "13 B", "2026-11-01 12:07:00", "images, triton-on-eks", "24.09", "no"],
+        ["text", OLD, "2.0 KiB", "2026-11-01 12:00:00", "text-pinned", "-", "?"],
+        ["text", NEW, "13 B", "2026-11-01 12:09:00", "-", "25.09", "yes"],
     ]
+    assert (
+        f"cannot load on Triton 25.09 (inference.triton_version): image@{NEW}: it needs the "
+        "TensorFlow backend"
+    ) in result.out
 
 
 def test_retire_refuses_referenced_versions_then_removes_unreferenced_ones(bucket, project, mlp):

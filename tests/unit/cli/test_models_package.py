@@ -13,6 +13,7 @@ from ml_platform.triton import parse_pbtxt, to_model_config
 from ml_platform.triton.archive_names import content_version
 from ml_platform.triton.repository import archive_problems
 from tests.helpers.cli import archive_roots, build_archives, write_inputs
+from tests.helpers.triton_support import tiny_encoder
 
 
 def _config(archive, model: str):
@@ -76,6 +77,8 @@ def test_plan_encoder_selects_tensorrt(tmp_path, mlp):
         inputs.plan,
         "--gpu-target",
         "t4",
+        "--tensorrt-version",
+        "10.13.3",
     )
     assert result.code == 0, result.err
     text = _one(tmp_path / "out", "model_trt_python_t4")
@@ -118,7 +121,7 @@ def test_a_new_build_is_a_new_version_and_replaces_the_old_one_locally(tmp_path,
     assert mlp(*args, "--encoder", inputs.onnx).code == 0  # same inputs: same version
     assert _one(out, "model_onnx_python") == first
     retrained = tmp_path / "in" / "retrained.onnx"
-    retrained.write_bytes(inputs.onnx.read_bytes() + b"new weights")
+    retrained.write_bytes(tiny_encoder(hidden="width"))  # other bytes, the same interface
     result = mlp(*args, "--encoder", retrained)
     assert result.code == 0, result.err
     second = _one(out, "model_onnx_python")

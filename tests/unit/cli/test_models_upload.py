@@ -62,7 +62,9 @@ def test_uploads_versioned_archives_with_their_sha256(aws, project, archives, ml
     got = _s3().get_object(Bucket=bucket, Key=f"models/{text}")
     assert got["Body"].read() == archives.text.read_bytes()
     assert got["Metadata"] == {
-        SHA256_METADATA: hashlib.sha256(archives.text.read_bytes()).hexdigest()
+        SHA256_METADATA: hashlib.sha256(archives.text.read_bytes()).hexdigest(),
+        # What it needs of the release (archive_meta): read from its configs.
+        "mlp-backends": "onnxruntime,python",
     }
     assert "2/2 archives (2 uploaded, 0 skipped)" in result.err  # the one progress display
     assert "2 archive(s): 2 uploaded" in result.err

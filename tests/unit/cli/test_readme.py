@@ -17,6 +17,7 @@ from ml_platform.triton import image_ensemble, text_ensemble
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
 from ml_platform.triton.targets import GPU_TARGETS
 from tests.helpers.cli import REPO, write_inputs
+from tests.helpers.triton_support import TENSORRT
 
 # The README and every page of docs/ (docs/api/ is pdoc's HTML, not committed).
 DOC_FILES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -95,7 +96,12 @@ def built_logical_names(tmp_path_factory) -> set[str]:
         text_ensemble(tokenizer_dir=tokenizer, encoder_path=inputs.onnx, encoder_format="onnx"),
     ]
     specs += [
-        text_ensemble(tokenizer_dir=tokenizer, encoder_path=inputs.plan, gpu_target=gpu)
+        text_ensemble(
+            tokenizer_dir=tokenizer,
+            encoder_path=inputs.plan,
+            gpu_target=gpu,
+            tensorrt_version=TENSORRT,
+        )
         for gpu in GPU_TARGETS
     ]
     return {spec.archive_filename.removesuffix(ARCHIVE_SUFFIX) for spec in specs}

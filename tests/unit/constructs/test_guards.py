@@ -33,8 +33,12 @@ def _endpoint(
 
 
 def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
-    # ap-south-2 (Hyderabad) has no SageMaker Triton image: no silent use of another account.
+    # Per release, from the SDK's sagemaker-tritonserver.json (tests/unit/test_sagemaker_images.py
+    # holds the table equal to it): ap-south-2 (Hyderabad) has 25.09 but not 24.09; the China
+    # regions have 24.09 but not 25.09. No silent use of another region's account.
     assert triton_region_problem("us-west-2") is None
+    assert triton_region_problem("ap-south-2", "25.09") is None
+    assert triton_region_problem("cn-north-1", "24.09") is None
     message = triton_region_problem("ap-south-2", "24.09")
     assert message.startswith("SageMaker publishes no Triton 24.09 image in 'ap-south-2'")
     assert (
@@ -42,12 +46,13 @@ def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
         and "'eu-west-1'" in message
         and len(TRITON_REGISTRIES["24.09"]) == 26
     )
-    with pytest.raises(ValueError, match=r"no Triton 25\.09 image in 'ap-south-2'"):
-        triton_image_uri("ap-south-2")
+    with pytest.raises(ValueError, match=r"no Triton 25\.09 image in 'cn-north-1'"):
+        triton_image_uri("cn-north-1")
     with pytest.raises(ValueError, match=r"triton_version='25.09': SageMaker publishes no Triton"):
-        _endpoint("ap-south-2")
+        _endpoint("cn-north-1")
+    _endpoint("ap-south-2")  # refused before: the table was 24.09's for every release
     # A given image is the caller's choice.
-    _endpoint("ap-south-2", image_uri="111122223333.dkr.ecr.ap-south-2.amazonaws.com/triton:1")
+    _endpoint("cn-north-1", image_uri="111122223333.dkr.ecr.cn-north-1.amazonaws.com.cn/triton:1")
     # In settings: one SettingsError naming env.region.
     with pytest.raises(
         SettingsError, match=r"env.region = 'ap-south-2' with inference.triton_version"
@@ -55,6 +60,7 @@ def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
         Settings.from_context(
             {
                 "env": {"region": "ap-south-2"},
+                "inference": {"triton_version": "24.09"},
                 "network": {
                     "availability_zones": ["ap-south-2a", "ap-south-2b"],
                     "trainium_az": "ap-south-2a",

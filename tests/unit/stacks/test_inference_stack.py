@@ -51,9 +51,11 @@ def test_model_is_multi_model_over_the_prefix(synth: SynthesizedPlatform) -> Non
             "af-south-1",
             "626614931356.dkr.ecr.af-south-1.amazonaws.com/sagemaker-tritonserver:25.09-py3",
         ),
+        # 25.09 is not published in China (the SDK's sagemaker-tritonserver.json); it is in
+        # ap-east-2 under an account of its own, which the old single-release table refused.
         (
-            "cn-north-1",
-            "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-tritonserver:25.09-py3",
+            "ap-east-2",
+            "975050140332.dkr.ecr.ap-east-2.amazonaws.com/sagemaker-tritonserver:25.09-py3",
         ),
     ],
 )

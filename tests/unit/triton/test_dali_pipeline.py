@@ -193,18 +193,48 @@ invoke_autoserialize(head_module, sys.argv[2])
 """
 
 
-def test_the_backend_serializes_it_without_a_gpu(tmp_path: Path) -> None:
+# What the test harness runs instead on this CPU-only machine: the same module and pipeline
+# function, with the device chosen by the harness (no GPU here), serialized the same way.
+HARNESS_SERIALIZE = """
+import importlib, sys
+spec = importlib.util.spec_from_file_location('autoserialize_mod', sys.argv[1])
+head_module = importlib.util.module_from_spec(spec)
+sys.modules['autoserialize_mod'] = head_module
+spec.loader.exec_module(head_module)
+head_module.image_pipeline(device_id=None).serialize(filename=sys.argv[2])
+"""
+
+
+def _serialize(tmp_path: Path, command: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     model = tmp_path / "dali" / "1" / "dali.py"
-    model.parent.mkdir(parents=True)
+    model.parent.mkdir(parents=True, exist_ok=True)
     model.write_bytes(dali_pipeline_source())
     target = tmp_path / "serialized.dali"
     result = subprocess.run(
-        [sys.executable, "-c", BACKEND_AUTOSERIALIZE, str(model), str(target)],
+        [sys.executable, "-c", command, str(model), str(target)],
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
+    return result, target
+
+
+def test_the_shipped_pipeline_runs_on_gpu_0(tmp_path: Path) -> None:
+    """Observed with DALI 2.4 on this CPU-only machine: the backend's own command builds a GPU
+    pipeline on device 0 (every GPU pipeline of dali_backend's examples and QA declares
+    ``device_id=0``; the backend passes each instance's device when it deserializes), so
+    without CUDA it stops exactly there. In the container it runs on the instance's GPU."""
+    result, _ = _serialize(tmp_path, BACKEND_AUTOSERIALIZE)
+    assert result.returncode != 0
+    assert "You are trying to create a GPU DALI pipeline while CUDA is not available" in (
+        result.stderr
+    )
+    assert "device_id=0)" in dali_pipeline_source().decode()
+
+
+def test_the_harness_serializes_it_on_its_own_device(tmp_path: Path) -> None:
+    result, target = _serialize(tmp_path, HARNESS_SERIALIZE)
     assert result.returncode == 0, result.stderr
     data = target.read_bytes()
     # The GPU decoder is kept for Triton; the device is chosen when the backend loads it.
@@ -314,8 +344,16 @@ def test_package_ships_the_pipeline_as_python(tmp_path: Path, capsys) -> None:
     with tarfile.open(archive) as tar:
         names = tar.getnames()
         shipped = tar.extractfile("dali/1/dali.py").read()
+        config = tar.extractfile("dali/config.pbtxt").read().decode()
     assert "dali/1/model.dali" not in names  # nothing serialized by the DALI installed here
     assert shipped == DALI_PIPELINE_SOURCE.read_bytes()
+    # The DALI input takes ragged batches (JPEGs of different sizes batch together), as
+    # tritonclient's ModelConfig reads the shipped config.
+    from google.protobuf import text_format
+    from tritonclient.grpc import model_config_pb2 as mc
+
+    (dali_input,) = text_format.Parse(config, mc.ModelConfig()).input
+    assert (dali_input.name, dali_input.allow_ragged_batch) == ("DALI_INPUT_0", True)
     assert str(Path(ml_platform.__file__).parent).encode() not in shipped
 
 

@@ -26,7 +26,9 @@ from ml_platform.triton.export_onnx import TRTEXEC_COMMAND, trtexec_command
 from ml_platform.triton.pooling import mean_pool_normalize
 from tests.helpers.triton_support import (
     MINILM_DIR,
+    TENSORRT,
     Artifacts,
+    tiny_encoder,
     tiny_inception,
     write_artifacts,
     write_tiny_inception,
@@ -125,6 +127,7 @@ def test_text_ensemble_configs(artifacts: Artifacts, tmp_path: Path, encoder_for
         encoder_path=encoder_path,
         encoder_format=encoder_format.value,
         gpu_target="a10g" if tensorrt else None,
+        tensorrt_version=TENSORRT if tensorrt else None,
     )
     # The archive says which GPU its plan was built for: in its name and its config.
     assert spec.archive_filename == (
@@ -188,6 +191,7 @@ def test_text_ensemble_sizes_and_execution_env(artifacts: Artifacts, tmp_path: P
         tokenizer_dir=MINILM_DIR,
         encoder_path=artifacts.plan,
         gpu_target="t4",
+        tensorrt_version=TENSORRT,
         hidden_size=768,
         max_seq_len=256,
         max_batch_size=4,
@@ -212,12 +216,25 @@ def test_text_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) -
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(ValueError, match=r"no vocabulary file vocab\.txt"):
-        text_ensemble(tokenizer_dir=empty, encoder_path=artifacts.plan, gpu_target="t4")
+        text_ensemble(
+            tokenizer_dir=empty,
+            encoder_path=artifacts.plan,
+            gpu_target="t4",
+            tensorrt_version=TENSORRT,
+        )
     with pytest.raises(ValueError, match=r"tokenizer_dir=.*not a directory"):
-        text_ensemble(tokenizer_dir=tmp_path / "nope", encoder_path=artifacts.plan, gpu_target="t4")
+        text_ensemble(
+            tokenizer_dir=tmp_path / "nope",
+            encoder_path=artifacts.plan,
+            gpu_target="t4",
+            tensorrt_version=TENSORRT,
+        )
     with pytest.raises(ValueError, match=r"encoder_path=.*not a file"):
         text_ensemble(
-            tokenizer_dir=MINILM_DIR, encoder_path=tmp_path / "missing.plan", gpu_target="t4"
+            tokenizer_dir=MINILM_DIR,
+            encoder_path=tmp_path / "missing.plan",
+            gpu_target="t4",
+            tensorrt_version=TENSORRT,
         )
     with pytest.raises(ValueError, match=r"hidden_size=0.*max_batch_size=0"):
         text_ensemble(
@@ -239,7 +256,7 @@ def test_image_ensemble_rejects_bad_input(artifacts: Artifacts, tmp_path: Path) 
             labels_path=artifacts.labels,
         )
     with pytest.raises(ValueError, match=r"classifier_path=.*not an ONNX model"):
-        image_ensemble(classifier_path=artifacts.onnx, labels_path=artifacts.labels)
+        image_ensemble(classifier_path=artifacts.plan, labels_path=artifacts.labels)
     # Every problem at once: normalisation, labels.
     with pytest.raises(ValueError) as error:
         image_ensemble(
@@ -326,7 +343,7 @@ def test_max_seq_len_defaults_to_the_encoders_own_maximum(tmp_path) -> None:
     (folder / "config.json").unlink()
     assert encoder_max_seq_len(folder) is None
     encoder = tmp_path / "model.onnx"
-    encoder.write_bytes(b"onnx")
+    encoder.write_bytes(tiny_encoder())  # its sequence length is symbolic: any fits
 
     def seq(spec) -> int:
         return next(t for t in spec.models[0].outputs if t.name == "OUTPUT0").dims[0]

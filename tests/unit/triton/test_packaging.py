@@ -38,6 +38,7 @@ from tests.helpers.triton_support import (
     FAKE_PLAN,
     LABELS,
     MINILM_DIR,
+    TENSORRT,
     Artifacts,
     tiny_ensemble,
     tiny_inception,
@@ -108,6 +109,7 @@ def text(artifacts: Artifacts, encoder_format: EncoderFormat = EncoderFormat.TEN
         encoder_path=encoder,
         encoder_format=encoder_format,
         gpu_target="t4" if tensorrt else None,
+        tensorrt_version=TENSORRT if tensorrt else None,
     )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from ml_platform.triton import image_ensemble, text_ensemble
-from tests.helpers.triton_support import MINILM_DIR, write_artifacts
+from tests.helpers.triton_support import MINILM_DIR, TENSORRT, write_artifacts
 
 ALLOWED = {"numpy", "triton_python_backend_utils"} | set(sys.stdlib_module_names)
 DYNAMIC = {"import_module", "__import__"}
@@ -40,7 +40,12 @@ def shipped_python_files(tmp_path: Path) -> dict[str, str]:
     artifacts = write_artifacts(tmp_path)
     specs = [
         image_ensemble(classifier_path=artifacts.classifier, labels_path=artifacts.labels),
-        text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan, gpu_target="t4"),
+        text_ensemble(
+            tokenizer_dir=MINILM_DIR,
+            encoder_path=artifacts.plan,
+            gpu_target="t4",
+            tensorrt_version=TENSORRT,
+        ),
         text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.onnx, encoder_format="onnx"),
     ]
     return {

@@ -207,3 +207,43 @@ def test_lazy_exports_match_all() -> None:
     assert sorted(triton.__all__) == sorted(triton._EXPORTS)
     for name in triton.__all__:
         assert getattr(triton, name) is not None
+
+
+def test_a_ragged_input_is_written_and_read_back() -> None:
+    """``allow_ragged_batch`` of Triton's ModelInput (server docs ragged_batching.md), through
+    tritonclient's own ModelConfig."""
+    spec = ModelSpec(
+        name="pre",
+        backend="dali",
+        max_batch_size=8,
+        inputs=(TensorSpec("raw", DataType.UINT8, (-1,), allow_ragged_batch=True),),
+        outputs=(t("img", DataType.FP32, 3),),
+        dynamic_batching=True,
+    )
+    text = to_pbtxt(spec)
+    assert "allow_ragged_batch: true" in text
+    (raw,) = text_format.Parse(text, mc.ModelConfig()).input
+    assert raw.allow_ragged_batch
+    from ml_platform.triton.pbtxt import from_model_config
+
+    assert from_model_config(parse_pbtxt(text)).inputs[0].allow_ragged_batch
+
+
+def test_ragged_batches_need_a_batching_model_and_an_input() -> None:
+    with pytest.raises(
+        ValueError, match=r"inputs \['raw'\]: allow_ragged_batch with max_batch_size=0"
+    ):
+        ModelSpec(
+            name="pre",
+            backend="dali",
+            inputs=(TensorSpec("raw", DataType.UINT8, (-1,), allow_ragged_batch=True),),
+            outputs=(t("img", DataType.FP32, 3),),
+        )
+    with pytest.raises(ValueError, match="optional/format/allow_ragged_batch apply to inputs only"):
+        ModelSpec(
+            name="pre",
+            backend="dali",
+            max_batch_size=4,
+            inputs=(t("raw", DataType.UINT8, -1),),
+            outputs=(TensorSpec("img", DataType.FP32, (3,), allow_ragged_batch=True),),
+        )

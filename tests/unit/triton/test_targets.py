@@ -19,7 +19,7 @@ from ml_platform.sagemaker_images import (
 from ml_platform.triton import package, text_ensemble
 from ml_platform.triton.repository import archive_gpu_target
 from ml_platform.triton.targets import archive_gpu, logical_name, serving_problems
-from tests.helpers.triton_support import MINILM_DIR, write_artifacts
+from tests.helpers.triton_support import MINILM_DIR, TENSORRT, write_artifacts
 
 
 def settings(**values) -> Settings:
@@ -165,7 +165,12 @@ def plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     artifacts = write_artifacts(folder / "in")
     out = {}
     for gpu in ("t4", "a10g"):
-        spec = text_ensemble(tokenizer_dir=MINILM_DIR, encoder_path=artifacts.plan, gpu_target=gpu)
+        spec = text_ensemble(
+            tokenizer_dir=MINILM_DIR,
+            encoder_path=artifacts.plan,
+            gpu_target=gpu,
+            tensorrt_version=TENSORRT,
+        )
         out[gpu] = package(spec, folder / gpu)
     spec = text_ensemble(
         tokenizer_dir=MINILM_DIR, encoder_path=artifacts.onnx, encoder_format="onnx"
@@ -226,4 +231,8 @@ def test_every_published_release_has_its_requirements_recorded() -> None:
     assert TRITON_RELEASES["24.09"].dali == "1.39.0"
     from ml_platform.triton.releases import stub_python
 
-    assert (stub_python("25.09"), stub_python("26.05")) == ("3.10", "3.12")
+    assert (stub_python("24.09"), stub_python("25.09"), stub_python("26.05")) == (
+        "3.10",
+        "3.12",
+        "3.12",
+    )

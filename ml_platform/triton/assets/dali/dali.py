@@ -33,8 +33,10 @@ oldest is DALI 1.31 (Triton 23.12-24.03; file ``DALI_VERSION`` of dali_backend `
 here are pinned in ``tests/unit/triton/test_dali_pipeline.py``.
 
 The backend creates the pipeline from the serialized bytes with the model's
-``max_batch_size`` and the instance's device (``device_id=None`` here keeps serialization
-free of a GPU). The external source is named like the model input (``DALI_INPUT_0``); the
+``max_batch_size`` and each instance's own device, as every GPU pipeline of dali_backend's
+examples and QA declares it: ``device_id=0`` (serializing needs no GPU; the CPU test harness,
+``tests/helpers/triton_support.dali_on_cpu``, builds its own CPU pipeline from
+``preprocess``). The external source is named like the model input (``DALI_INPUT_0``); the
 backend names the outputs ``DALI_OUTPUT_<i>`` in order.
 """
 
@@ -56,6 +58,7 @@ CENTRAL_FRACTION = 0.875
 MEAN = (127.5, 127.5, 127.5)
 STD = (127.5, 127.5, 127.5)
 OUTPUT_LAYOUT = "HWC"
+NUM_THREADS = 4
 # mlp:settings end
 
 
@@ -89,11 +92,10 @@ def preprocess(
     )
 
 
-# autoserialize has no annotations; DALI's overloads type device_id as int, but None (no GPU
-# at serialization) is what its Pipeline documents, so the decorated function is untyped:
-# https://docs.nvidia.com/deeplearning/dali/user-guide/docs/pipeline.html
+# autoserialize has no annotations, so the decorated function is untyped (device_id=0 is what
+# DALI types it as): https://docs.nvidia.com/deeplearning/dali/user-guide/docs/pipeline.html
 @autoserialize  # type: ignore[untyped-decorator]
-@pipeline_def(batch_size=256, num_threads=4, device_id=None)  # type: ignore[call-overload,untyped-decorator]
+@pipeline_def(batch_size=256, num_threads=NUM_THREADS, device_id=0)
 def image_pipeline() -> "nvidia.dali.data_node.DataNode":
     """What the DALI backend serializes and runs."""
     return preprocess(fn.external_source(device="cpu", name=INPUT_NAME), "mixed")
