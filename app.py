@@ -5,13 +5,17 @@ import sys
 from pathlib import Path
 
 from ml_platform.app import build_platform, new_app, settings_from_app
-from ml_platform.config import SettingsError
+from ml_platform.config import SettingsError, context_file_problems
 from ml_platform.versions import volcano_chart_dir
 
 
 def main() -> None:
     app = new_app()
     try:
+        # The CDK CLI runs this in the folder of the cdk.json it read.
+        duplicates = context_file_problems(Path("cdk.json"), Path("cdk.context.json"))
+        if duplicates:
+            raise SettingsError(duplicates)
         settings = settings_from_app(app)
     except SettingsError as error:
         print(error, file=sys.stderr)
