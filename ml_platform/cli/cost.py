@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
+from ml_platform.limits import shown
 
 if TYPE_CHECKING:
     from ml_platform.pricing.estimate import MultiModelComparison, StackEstimate
@@ -75,9 +76,9 @@ def _hours(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a number of hours") from None
     if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of hours above 0")
+        raise argparse.ArgumentTypeError(f"{shown(text)}: expected a number of hours above 0")
     return value
 
 
@@ -92,7 +93,7 @@ def _archives(ctx: Context, args: argparse.Namespace) -> dict[str, int]:
     for spec in args.archives:
         name, _, number = spec.partition("=")
         if not number.isdigit() or int(number) < 1:
-            raise CliError(f"--archives {spec!r}: expected ENDPOINT=N with N >= 1")
+            raise CliError(f"--archives {shown(spec)}: expected ENDPOINT=N with N >= 1")
         counts[name] = int(number)
     return counts
 

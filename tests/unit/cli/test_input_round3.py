@@ -162,3 +162,9 @@ def test_azs_checks_its_flags_before_any_aws_call(
     assert result.err.startswith(f"mlp: error: {expected}"), result.err
     assert result.err.rstrip().endswith("nothing written")
     assert not project.with_name("cdk.context.json").exists()
+
+
+def test_a_5000_character_flag_value_is_shortened_in_its_error(cdk_out, mlp):
+    result = mlp("--region", "x" * 5000, "cost", "--cdk-out", cdk_out)
+    assert result.code == 1
+    assert len(result.err) < 500 and "(5000 characters)" in result.err, result.err
