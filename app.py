@@ -5,7 +5,7 @@ import sys
 from pathlib import Path
 
 from ml_platform.app import build_platform, new_app, settings_from_app
-from ml_platform.config import SettingsError, shadowed_settings
+from ml_platform.config import SettingsError, context_file_problems, shadowed_settings
 from ml_platform.versions import volcano_chart_dir
 
 
@@ -20,6 +20,10 @@ def main() -> None:
     except SettingsError as error:
         problems += error.problems
     try:
+        # The CDK CLI runs this in the folder of the cdk.json it read.
+        duplicates = context_file_problems(Path("cdk.json"), Path("cdk.context.json"))
+        if duplicates:
+            raise SettingsError(duplicates)
         settings = settings_from_app(app)
     except SettingsError as error:
         problems += error.problems

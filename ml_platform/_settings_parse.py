@@ -16,6 +16,8 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from ml_platform.limits import shown
+
 if typing.TYPE_CHECKING:
     from pydantic import GetCoreSchemaHandler
     from pydantic_core import CoreSchema
@@ -157,7 +159,7 @@ def _type_problem(
     got = value
     for part in loc[:-1] if loc and loc[-1] == "[key]" else loc:  # a bad key: show its value
         got = got[part]
-    return f"{key or label} = {got!r}: expected {_describe(expected)}"
+    return f"{key or label} = {shown(got)}: expected {_describe(expected)}"
 
 
 def _describe(tp: Any) -> str:

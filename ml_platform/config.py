@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from ml_platform import limits
 from ml_platform._settings_parse import INVALID, Section, field_problems, validated
+from ml_platform.ec2_instance_types import instance_type_problem
 from ml_platform.image_pins import (
     DIGEST,
     MIRRORABLE_REGISTRIES,
@@ -39,6 +40,7 @@ from ml_platform.limits import (
     Each,
     OneOf,
     Rule,
+    shown,
 )
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
@@ -147,12 +149,12 @@ class NetworkSettings(Section):
         out = limits.vpc_cidr_problems(self.cidr)
         if len(azs) < 2 or len(set(azs)) != len(azs):
             out.append(
-                f"network.availability_zones = {azs!r}: expected at least two distinct AZ names"
+                f"network.availability_zones = {shown(azs)}: expected at least two distinct AZ names"
             )
         if self.trainium_az not in azs:
             out.append(
-                f"network.trainium_az = {self.trainium_az!r}: must be one of "
-                f"network.availability_zones {azs!r}"
+                f"network.trainium_az = {shown(self.trainium_az)}: must be one of "
+                f"network.availability_zones {shown(azs)}"
             )
         if not 1 <= self.nat_gateways <= len(azs):
             out.append(
@@ -270,13 +272,17 @@ class ClusterSettings(Section):
         instance = limits.INSTANCE_TYPE.fullmatch(self.system_instance_type)
         if not instance:
             out.append(
-                f"cluster.system_instance_type = {self.system_instance_type!r}: expected an EC2 "
+                f"cluster.system_instance_type = {shown(self.system_instance_type)}: expected an EC2 "
                 "instance type such as 'm6i.large'"
             )
         elif "g" in instance.group(3) or instance.group(1) == "a":
             out.append(
-                f"cluster.system_instance_type = {self.system_instance_type!r}: the system nodes "
+                f"cluster.system_instance_type = {shown(self.system_instance_type)}: the system nodes "
                 "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
+            )
+        elif problem := instance_type_problem(self.system_instance_type):
+            out.append(
+                f"cluster.system_instance_type = {shown(self.system_instance_type)}: {problem}"
             )
         return out + limits.public_access_problems(
             self.endpoint_access,
@@ -291,13 +297,13 @@ class ClusterSettings(Section):
         arn = limits.ROLE_ARN.fullmatch(self.admin_role_arn)
         if not arn:
             return [
-                f"cluster.admin_role_arn = {self.admin_role_arn!r}: expected an IAM role ARN "
+                f"cluster.admin_role_arn = {shown(self.admin_role_arn)}: expected an IAM role ARN "
                 "(arn:<partition>:iam::<12-digit account>:role/<name>)"
             ]
         if region is not None and arn.group(1) != partition_of(region):
             return [
-                f"cluster.admin_role_arn = {self.admin_role_arn!r}: partition {arn.group(1)!r} "
-                f"differs from env.region {region!r}'s {partition_of(region)!r}"
+                f"cluster.admin_role_arn = {shown(self.admin_role_arn)}: partition {shown(arn.group(1))} "
+                f"differs from env.region {shown(region)}'s {shown(partition_of(region))}"
             ]
         return []
 
@@ -362,18 +368,18 @@ class TrainiumSettings(Section):
             return []
         if self.capacity_block_id is not None:
             return [
-                f"trainium.placement_group = {group!r} with trainium.capacity_block_id: a "
+                f"trainium.placement_group = {shown(group)} with trainium.capacity_block_id: a "
                 "Capacity Block places its instances itself; expected no placement group"
             ]
         if self.capacity_reservation_id is None:
             return [
-                f"trainium.placement_group = {group!r}: names the group a capacity reservation "
+                f"trainium.placement_group = {shown(group)}: names the group a capacity reservation "
                 "was created in, so it needs trainium.capacity_reservation_id (without one the "
                 "platform makes its own cluster placement group)"
             ]
         if not limits.PLACEMENT_GROUP.fullmatch(group):
             return [
-                f"trainium.placement_group = {group!r}: expected a placement group name (1 to "
+                f"trainium.placement_group = {shown(group)}: expected a placement group name (1 to "
                 "255 ASCII characters)"
             ]
         return []
@@ -405,10 +411,10 @@ class TrainingSettings(Section):
         ):
             value = getattr(self, key)
             if not limits.K8S_NAME.fullmatch(value):
-                out.append(f"training.{key} = {value!r}: expected a Kubernetes DNS label")
+                out.append(f"training.{key} = {shown(value)}: expected a Kubernetes DNS label")
             elif value in reserved:
                 out.append(
-                    f"training.{key} = {value!r}: owned by Kubernetes, Volcano or another part of "
+                    f"training.{key} = {shown(value)}: owned by Kubernetes, Volcano or another part of "
                     f"the platform; expected a name other than {list(reserved)}"
                 )
         return out
@@ -538,14 +544,14 @@ class InferenceSettings(Section):
         ami_problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
         if ami_problem:
             out.append(
-                f"inference.triton_version = {self.triton_version!r} with "
-                f"inference.inference_ami_version = {self.inference_ami_version!r}: {ami_problem}"
+                f"inference.triton_version = {shown(self.triton_version)} with "
+                f"inference.inference_ami_version = {shown(self.inference_ami_version)}: {ami_problem}"
             )
         for i, endpoint in enumerate(self.endpoints):
             problem = compute_capability_problem(self.triton_version, endpoint.instance_type)
             if problem:
                 out.append(
-                    f"inference.endpoints[{i}].instance_type = {endpoint.instance_type!r}: "
+                    f"inference.endpoints[{i}].instance_type = {shown(endpoint.instance_type)}: "
                     f"{problem}"
                 )
         # SageMaker endpoint names are unique per region regardless of case.
@@ -553,7 +559,7 @@ class InferenceSettings(Section):
         if len(set(names)) != len(names):
             out.append(
                 f"inference.endpoints: names must be unique (case-insensitive), got "
-                f"{[e.name for e in self.endpoints]!r}"
+                f"{shown([e.name for e in self.endpoints])}"
             )
         out += endpoint_name_clashes(
             [(f"inference.endpoints[{i}].name", e.name) for i, e in enumerate(self.endpoints)]
@@ -613,7 +619,7 @@ class TritonOnEksSettings(Section):
         for i, archive in enumerate(self.archives):
             if archive.split("@")[0] not in BUILT_IN_ARCHIVES:
                 out.append(
-                    f"triton_on_eks.archives[{i}] = {archive!r}: Triton on EKS loads the models of "
+                    f"triton_on_eks.archives[{i}] = {shown(archive)}: Triton on EKS loads the models of "
                     f"the archives this repository builds, expected one of {list(BUILT_IN_ARCHIVES)} "
                     "(optionally @vXXXXXXXX)"
                 )
@@ -723,6 +729,9 @@ class Settings(Section):
         )
         if settings is INVALID:
             raise SettingsError(problems)
+        # Only the entries set here: the digests `mlp images resolve` recorded may name images
+        # of an earlier release.
+        problems.extend(_unpulled_digest_problems(settings))
         resolved = recorded_digests
         if resolved is None and known_azs is not None:
             resolved = known_azs.get(IMAGE_DIGESTS_KEY)
@@ -790,14 +799,14 @@ class Settings(Section):
             problem = triton_region_problem(self.env.region, self.inference.triton_version)
             if problem:
                 out.append(
-                    f"env.region = {self.env.region!r} with inference.triton_version: {problem}"
+                    f"env.region = {shown(self.env.region)} with inference.triton_version: {problem}"
                 )
         # With an unknown region, its AZs and context key would only repeat that problem.
         known_region = self.env.region in REGIONS
         for az in self.network.availability_zones if known_region else ():
             if not az.startswith(self.env.region):
                 out.append(
-                    f"network.availability_zones: {az!r} is not in env.region {self.env.region!r}"
+                    f"network.availability_zones: {shown(az)} is not in env.region {shown(self.env.region)}"
                 )
         if self.features.inference and not self.inference.endpoints:
             out.append(
@@ -814,31 +823,115 @@ class Settings(Section):
             seeded = context.get(key)
             if not isinstance(seeded, list):
                 out.append(
-                    f"env.account = {self.env.account!r}, env.region = {self.env.region!r}: "
-                    f"context {key!r} is missing: add this account's AZ names to cdk.json "
+                    f"env.account = {shown(self.env.account)}, env.region = {shown(self.env.region)}: "
+                    f"context {shown(key)} is missing: add this account's AZ names to cdk.json "
                     "(or run `mlp azs`) so synthesis needs no AWS lookup"
                 )
             else:
                 for az in self.network.availability_zones:
                     if az not in seeded:
                         out.append(
-                            f"network.availability_zones: {az!r} is not among the AZs in context "
-                            f"{key!r} ({seeded!r})"
+                            f"network.availability_zones: {shown(az)} is not among the AZs in context "
+                            f"{shown(key)} ({shown(seeded)})"
                         )
         return out
 
 
-def _json_object_or_problem(text: str, where: str, problems: list[str]) -> Any:
-    """``text`` parsed as JSON, or ``None`` with a problem naming ``where``."""
+def _unpulled_digest_problems(settings: Settings) -> list[str]:
+    """``images.digests`` entries for images the platform never pulls (a typo, or an image of
+    another release): the pin would silently apply to nothing."""
+    if not settings.images.digests:
+        return []
+    from ml_platform.image_pins import ImageReference
+    from ml_platform.pulled_images import images_digests_may_pin
+
+    allowed = [ImageReference.parse(i).tagged for i in images_digests_may_pin(settings)]
+    out = []
+    for image in settings.images.digests:
+        try:
+            tagged = ImageReference.parse(image).tagged
+        except ValueError:
+            continue  # ImageSettings.problems names the malformed reference
+        if tagged not in allowed:
+            out.append(
+                f"images.digests.{shown(image, 200)}: the platform never pulls this image with "
+                f"these settings; expected one of {allowed}"
+            )
+    return out
+
+
+class _JsonObject(dict[str, Any]):
+    """A JSON object as :func:`loads_json` reads it: remembers each key it saw more than once,
+    with every value it had."""
+
+    duplicates: dict[str, list[Any]]
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> _JsonObject:
+    obj = _JsonObject(pairs)
+    seen: dict[str, list[Any]] = {}
+    for key, value in pairs:
+        seen.setdefault(key, []).append(value)
+    obj.duplicates = {k: v for k, v in seen.items() if len(v) > 1}
+    return obj
+
+
+def loads_json(text: str) -> Any:
+    """``json.loads``, keeping track of duplicate keys (see :func:`duplicate_key_problems`)."""
     import json
 
+    return json.loads(text, object_pairs_hook=_object_pairs)
+
+
+def duplicate_key_problems(value: Any, where: str, path: str = "") -> list[str]:
+    """One problem per key that appears more than once in one object of ``value`` (read with
+    :func:`loads_json`): JSON parsers keep only the last, so a repeated key silently replaces
+    what was written above it (a second ``removal_policy`` turned ``retain`` into
+    ``destroy``). ``where`` names the file or flag; each key is given by its dotted path."""
+    out: list[str] = []
+    if isinstance(value, dict):
+        for key, values in getattr(value, "duplicates", {}).items():
+            dotted = f"{path}.{key}" if path else key
+            out.append(
+                f"{where}: key {shown(dotted)} appears {len(values)} times in one object (values "
+                f"{', '.join(shown(v, 60) for v in values)}); JSON keeps only the last: keep one"
+            )
+        for key, inner in value.items():
+            out += duplicate_key_problems(inner, where, f"{path}.{key}" if path else key)
+    elif isinstance(value, list):
+        for i, inner in enumerate(value):
+            out += duplicate_key_problems(inner, where, f"{path}[{i}]")
+    return out
+
+
+def context_file_problems(*paths: Any) -> list[str]:
+    """Duplicate keys in the context files the CDK CLI read (``cdk.json``,
+    ``cdk.context.json``): the CLI keeps the last value of a repeated key before the app
+    sees the context, so the app entry point reads the files again to refuse them. Files that
+    do not exist or do not parse are skipped (the CLI reports those)."""
+    out: list[str] = []
+    for path in paths:
+        try:
+            data = loads_json(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, RecursionError):
+            continue
+        out += duplicate_key_problems(data, str(path))
+    return out
+
+
+def _json_object_or_problem(text: str, where: str, problems: list[str]) -> Any:
+    """``text`` parsed as JSON, or ``None`` with a problem naming ``where``."""
     try:
-        value = json.loads(text)
+        value = loads_json(text)
     except (ValueError, RecursionError) as error:
-        problems.append(f"{where} = {text[:80]!r}: not valid JSON ({str(error)[:120]})")
+        problems.append(f"{where} = {shown(text[:80])}: not valid JSON ({str(error)[:120]})")
         return None
     if value is not None and not isinstance(value, Mapping):
-        problems.append(f"{where} = {text[:80]!r}: expected a JSON object")
+        problems.append(f"{where} = {shown(text[:80])}: expected a JSON object")
+        return None
+    duplicates = duplicate_key_problems(value, f"{where} (-c {where}=...)", where)
+    if duplicates:
+        problems += duplicates
         return None
     return value
 
@@ -984,10 +1077,8 @@ def settings_from_cdk_json(path: str = "cdk.json", *, check_az_context: bool = T
 def _context_file(path: Any, member: str | None) -> Mapping[str, Any]:
     """The JSON object in ``path`` (or its ``member`` object); SettingsError naming the file
     when it is not UTF-8 JSON holding an object there."""
-    import json
-
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = loads_json(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise SettingsError([f"{path}: cannot be read ({error.strerror or error})"]) from None
     except UnicodeDecodeError:
@@ -996,6 +1087,9 @@ def _context_file(path: Any, member: str | None) -> Mapping[str, Any]:
         raise SettingsError([f"{path}: not valid JSON ({str(error)[:120]})"]) from None
     if not isinstance(data, dict):
         raise SettingsError([f"{path}: expected a JSON object, got {type(data).__name__}"])
+    duplicates = duplicate_key_problems(data, str(path))
+    if duplicates:
+        raise SettingsError(duplicates)
     if member is None:
         return data
     inner = data.get(member) or {}

@@ -23,6 +23,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from ml_platform.limits import shown
+
 # The public registries whose images the platform pulls, which a mirror may replace.
 MIRRORABLE_REGISTRIES = ("docker.io", "public.ecr.aws", "nvcr.io", "quay.io")
 
@@ -70,7 +72,7 @@ class ImageReference:
         match = _REFERENCE.fullmatch(text)
         if not match or ("." not in match["registry"] and ":" not in match["registry"]):
             raise ValueError(
-                f"{text!r}: expected an image reference 'registry/repository:tag' with the "
+                f"{shown(text)}: expected an image reference 'registry/repository:tag' with the "
                 "registry host, e.g. 'docker.io/tensorflow/tensorflow:2.20.0'"
             )
         return cls(match["registry"], match["repository"], match["tag"], match["digest"])
@@ -97,7 +99,7 @@ def reference_problem(key: str, text: str) -> str | None:
         return f"{key} = {error}"
     if ref.tag is None or ref.digest is not None:
         return (
-            f"{key} = {text!r}: expected 'registry/repository:tag' (a tag, no digest), "
+            f"{key} = {shown(text)}: expected 'registry/repository:tag' (a tag, no digest), "
             "e.g. 'docker.io/tensorflow/tensorflow:2.20.0'"
         )
     return None
@@ -133,13 +135,13 @@ class ImagePolicy:
                 )
             if len(mirror) > 255 or not MIRROR.fullmatch(mirror):
                 out.append(
-                    f"{prefix}mirrors.{registry} = {mirror!r}: expected a registry host and optional "
+                    f"{prefix}mirrors.{registry} = {shown(mirror)}: expected a registry host and optional "
                     "path prefix without scheme or trailing '/', e.g. "
                     "'123456789012.dkr.ecr.us-west-2.amazonaws.com/docker-hub'"
                 )
             elif mirror.split("/")[0] == registry:
                 out.append(
-                    f"{prefix}mirrors.{registry} = {mirror!r}: a mirror must be another registry"
+                    f"{prefix}mirrors.{registry} = {shown(mirror)}: a mirror must be another registry"
                 )
         for image, digest in self.digests.items():
             problem = reference_problem(f"{prefix}digests.{image}", image)
@@ -147,7 +149,7 @@ class ImagePolicy:
                 out.append(problem)
             if not DIGEST.fullmatch(digest):
                 out.append(
-                    f"{prefix}digests.{image} = {digest!r}: expected 'sha256:' and 64 "
+                    f"{prefix}digests.{image} = {shown(digest)}: expected 'sha256:' and 64 "
                     "lower-case hex digits (run `mlp images resolve`)"
                 )
         return out

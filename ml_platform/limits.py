@@ -14,6 +14,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+#: Longest value an error message repeats whole (``repr`` characters).
+MAX_SHOWN = 200
+
+
+def shown(value: Any, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)`` for an error message, shortened in the middle when longer than ``limit``
+    and followed by the value's length: every message that echoes a value uses this, so a
+    5,000-character value stays one readable line."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    keep = max(limit - 5, 10) // 2
+    size = len(value) if isinstance(value, (str, bytes, list, tuple, dict)) else len(text)
+    unit = "characters" if isinstance(value, str) else "bytes" if isinstance(value, bytes) else ""
+    unit = unit or ("items" if isinstance(value, (list, tuple, dict)) else "characters")
+    return f"{text[:keep]}[...]{text[-keep:]} ({size} {unit})"
+
 
 class Rule(Protocol):
     """One value's rule: what is wrong with a value (worded with its setting's key) and what the
@@ -57,7 +74,7 @@ class OneOf:
 
     def problems(self, key: str, value: Any) -> list[str]:
         allowed = list(self.values)
-        return [] if value in allowed else [f"{key} = {value!r}: expected one of {allowed}"]
+        return [] if value in allowed else [f"{key} = {shown(value)}: expected one of {allowed}"]
 
     @property
     def json_schema(self) -> dict[str, object]:
@@ -84,7 +101,7 @@ class Pattern:
         return not too_long and self.regex.fullmatch(value) is not None
 
     def problems(self, key: str, value: Any) -> list[str]:
-        return [] if self.matches(value) else [f"{key} = {value!r}: expected {self.expected}"]
+        return [] if self.matches(value) else [f"{key} = {shown(value)}: expected {self.expected}"]
 
     @property
     def json_schema(self) -> dict[str, object]:
@@ -103,7 +120,7 @@ class Check:
     schema: Mapping[str, object] = field(default_factory=dict)
 
     def problems(self, key: str, value: Any) -> list[str]:
-        return [] if self.ok(value) else [f"{key} = {value!r}: {self.message}"]
+        return [] if self.ok(value) else [f"{key} = {shown(value)}: {self.message}"]
 
     @property
     def json_schema(self) -> dict[str, object]:
@@ -198,6 +215,20 @@ SYSTEM_NODES = Bounds(1, 10)
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html
 # https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
 MAX_PUBLIC_ACCESS_CIDRS = 40
+#: IPv4 ranges that never appear as a source address on the internet, so never on the
+#: public endpoint: RFC 1918 private, RFC 6598 shared (carrier-grade NAT), RFC 1122 loopback
+#: and "this network", RFC 3927 link-local (IANA IPv4 Special-Purpose Address Registry).
+NOT_PUBLIC_IPV4 = tuple(
+    ipaddress.IPv4Network(block)
+    for block in (
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+    )
+)
 
 
 def public_access_problems(
@@ -216,26 +247,40 @@ def public_access_problems(
         )
     if endpoint_access == "private" and cidrs:
         out.append(
-            f"{key} = {cidrs!r}: a private endpoint takes none (set {access} to "
+            f"{key} = {shown(cidrs)}: a private endpoint takes none (set {access} to "
             "'public_and_private' to use them)"
         )
     if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
         out.append(f"{key}: {len(cidrs)} blocks, EKS takes at most {MAX_PUBLIC_ACCESS_CIDRS}")
     if len(set(cidrs)) != len(cidrs):
-        out.append(f"{key} = {cidrs!r}: blocks must be distinct")
+        out.append(f"{key} = {shown(cidrs)}: blocks must be distinct")
     for i, cidr in enumerate(cidrs):
         try:
             net = ipaddress.ip_network(cidr)  # strict: host bits set are an error
         except ValueError:
-            out.append(f"{key}[{i}] = {cidr!r}: not a CIDR block")
+            out.append(f"{key}[{i}] = {shown(cidr)}: not a CIDR block")
+            continue
+        if "/" not in cidr:
+            out.append(
+                f"{key}[{i}] = {shown(cidr)}: no prefix length; write the block in full, e.g. "
+                f"'{net.network_address}/32' for one address"
+            )
+            continue
+        if net.version == 4 and any(net.subnet_of(r) for r in NOT_PUBLIC_IPV4):
+            out.append(
+                f"{key}[{i}] = {shown(cidr)}: a private or reserved range; the public endpoint "
+                "sees only public source addresses, so it would let no one in. Name your "
+                "network's public address (`mlp azs --public-access-mine`); reach the API from "
+                "the VPC through the private endpoint"
+            )
             continue
         if net.version != 4:
             out.append(
-                f"{key}[{i}] = {cidr!r}: IPv4 only (EKS takes no IPv6 blocks for an IPv4 cluster)"
+                f"{key}[{i}] = {shown(cidr)}: IPv4 only (EKS takes no IPv6 blocks for an IPv4 cluster)"
             )
         elif net.prefixlen == 0 and not from_anywhere:
             out.append(
-                f"{key}[{i}] = {cidr!r}: opens the Kubernetes API to the whole internet; name "
+                f"{key}[{i}] = {shown(cidr)}: opens the Kubernetes API to the whole internet; name "
                 "your networks (`mlp azs --public-access-mine` writes your address), keep "
                 f"{access} 'private', or set {prefix}public_access_from_anywhere to true to "
                 "state that choice"
@@ -371,12 +416,12 @@ def vpc_cidr_problems(cidr: str, key: str = "network.cidr") -> list[str]:
     try:
         net = ipaddress.ip_network(cidr)
     except ValueError:
-        return [f"{key} = {cidr!r}: not a CIDR block (host bits must be zero)"]
+        return [f"{key} = {shown(cidr)}: not a CIDR block (host bits must be zero)"]
     if net.version != 4 or not 16 <= net.prefixlen <= 20:
-        return [f"{key} = {cidr!r}: expected an IPv4 block from /16 to /20"]
+        return [f"{key} = {shown(cidr)}: expected an IPv4 block from /16 to /20"]
     for block, what in _NOT_FOR_VPC.items():
         if net.overlaps(ipaddress.ip_network(block)):
             return [
-                f"{key} = {cidr!r}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"
+                f"{key} = {shown(cidr)}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"
             ]
     return []

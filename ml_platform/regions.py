@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from ml_platform.limits import shown
+
 #: botocore release the list was taken from (the pin in requirements.txt).
 SOURCE_BOTOCORE_VERSION = "1.44.8"
 
@@ -137,7 +139,7 @@ def region_problem(key: str, region: str) -> str | None:
     close = sorted(r for r in REGIONS if r.split("-")[0] == region.split("-")[0])
     hint = f" (in that family: {', '.join(close)})" if close else ""
     return (
-        f"{key} = {region!r}: not an AWS region{hint}; expected one of the "
+        f"{key} = {shown(region)}: not an AWS region{hint}; expected one of the "
         f"{len(REGIONS)} regions of botocore {SOURCE_BOTOCORE_VERSION}'s partitions, such as "
         "'us-west-2'"
     )

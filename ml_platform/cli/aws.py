@@ -136,7 +136,16 @@ class Context:
 
     @property
     def stack_prefix(self) -> str:
-        return self.stack_prefix_override or self.settings.env.stack_prefix
+        if self.stack_prefix_override is not None:
+            from ml_platform.limits import STACK_PREFIX, shown
+
+            if not STACK_PREFIX.matches(self.stack_prefix_override):
+                raise CliError(
+                    f"--stack-prefix {shown(self.stack_prefix_override)}: expected "
+                    f"{STACK_PREFIX.expected} (as env.stack_prefix)"
+                )
+            return self.stack_prefix_override
+        return self.settings.env.stack_prefix
 
     def stack_name(self, short: str) -> str:
         """``<prefix>-<short>``, e.g. ``MlPlatform-Storage``."""

@@ -214,6 +214,25 @@ def endpoint_settings(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def flag_problems(args: argparse.Namespace) -> list[str]:
+    """What is wrong with ``--admin-role-arn`` and ``--public-access-cidr``, checked before any
+    AWS call (each names its flag, the value and what is allowed)."""
+    from ml_platform import limits
+
+    out = []
+    if args.admin_role_arn is not None and not limits.ROLE_ARN.fullmatch(args.admin_role_arn):
+        out.append(
+            f"--admin-role-arn {limits.shown(args.admin_role_arn)}: expected an IAM role ARN "
+            "(arn:<partition>:iam::<12-digit account>:role/<name>)"
+        )
+    for cidr in args.public_access_cidr:
+        # A /0 depends on cluster.public_access_from_anywhere: the settings check, later, has it.
+        for problem in limits.public_access_problems("public_and_private", [cidr], True, ""):
+            # "public_access_cidrs[0] = '10.0.0.0/8': why" -> "--public-access-cidr '...': why"
+            out.append("--public-access-cidr " + problem.split(" = ", 1)[-1])
+    return out
+
+
 def run(ctx: Context, args: argparse.Namespace) -> int:
     from ml_platform.config import (
         CONTEXT_KEY,
@@ -224,6 +243,9 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         deep_merge,
     )
 
+    problems = flag_problems(args)
+    if problems:  # before any AWS call
+        raise CliError("; ".join(problems) + "; nothing written")
     project, base, local_path, local, effective = _read_context(ctx)
     current_region = _setting(effective, "env", "region", EnvironmentSettings.region)
     current_azs = _setting(

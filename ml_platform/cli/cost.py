@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
+from ml_platform.limits import shown
 
 if TYPE_CHECKING:
     from ml_platform.pricing.estimate import MultiModelComparison, StackEstimate
@@ -75,9 +76,9 @@ def _hours(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+        raise argparse.ArgumentTypeError(f"{shown(text)} is not a number of hours") from None
     if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of hours above 0")
+        raise argparse.ArgumentTypeError(f"{shown(text)}: expected a number of hours above 0")
     return value
 
 
@@ -87,11 +88,12 @@ def _archives(ctx: Context, args: argparse.Namespace) -> dict[str, int]:
         for endpoint in ctx.settings.inference.endpoints:
             counts[endpoint.name] = len(endpoint.archives)
     except CliError:
-        pass
+        if ctx.cdk_json_given:  # the settings asked for must be read; ./cdk.json is optional
+            raise
     for spec in args.archives:
         name, _, number = spec.partition("=")
         if not number.isdigit() or int(number) < 1:
-            raise CliError(f"--archives {spec!r}: expected ENDPOINT=N with N >= 1")
+            raise CliError(f"--archives {shown(spec)}: expected ENDPOINT=N with N >= 1")
         counts[name] = int(number)
     return counts
 
@@ -394,15 +396,33 @@ def load_table(path: Path, flag: str) -> Any:
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
     from ml_platform.pricing import PriceTable
-    from ml_platform.pricing.assembly import read_assembly
+    from ml_platform.pricing.assembly import AssemblyError, read_assembly
     from ml_platform.pricing.table import user_table_path
 
+    # Flags first, before any file is priced: an explicit --cdk-json must be read, --region
+    # must be a region, --stack-prefix a stack prefix (each names its flag).
+    ctx.check_cdk_json()
+    region = ctx.region if ctx.region_override is not None else None
+    prefix = ctx.stack_prefix if ctx.stack_prefix_override is not None else None
+    if ctx.cdk_json_given:
+        ctx.settings  # noqa: B018 - reads and checks the file now
     try:
         stacks = read_assembly(args.cdk_out)
     except FileNotFoundError as error:
         raise CliError(str(error)) from None
+    except AssemblyError as error:
+        raise CliError(f"--cdk-out {args.cdk_out}: {error}") from None
     if not stacks:
         raise CliError(f"{args.cdk_out}: no CloudFormation stacks in the cloud assembly")
+    if prefix is not None:
+        chosen = [s for s in stacks if s.name.startswith(f"{prefix}-")]
+        if not chosen:
+            names = ", ".join(s.name for s in stacks)
+            raise CliError(
+                f"--stack-prefix {prefix}: no stack named {prefix}-* in {args.cdk_out} "
+                f"(its stacks: {names})"
+            )
+        stacks = chosen
     if args.prices:  # exactly that table
         target = Path(args.prices)
         table = (
@@ -424,7 +444,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
     report = build_report(
         stacks,
         table,
-        region=ctx.region_override,
+        region=region,
         archives=_archives(ctx, args),
         training_hours=args.training_hours,
         archives_given=tuple(a.partition("=")[0] for a in args.archives),

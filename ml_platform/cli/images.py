@@ -35,6 +35,7 @@ from typing import Any
 
 from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary, error_message, one_line
 from ml_platform.image_pins import DIGEST, PUBLIC_DIGESTS, ImageReference
+from ml_platform.pulled_images import platform_images
 from ml_platform.regions import parse_ecr_registry
 
 # Where each public registry's API is (Docker Hub's is not at its image-name host).
@@ -82,40 +83,6 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
     resolve.add_argument("--dry-run", action="store_true", help="print, write nothing")
     resolve.set_defaults(run=run_resolve)
     images.set_defaults(help_of=images)
-
-
-def platform_images(settings: Any) -> list[str]:
-    """Every image the platform pulls with ``settings``, as pinned (tag, sometimes a digest)."""
-    from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE
-    from ml_platform.k8s_charts.triton import triton_image
-    from ml_platform.training.images import (
-        AWS_CLI_IMAGE,
-        NEURON_TRAINING_BASE_IMAGE,
-        TENSORBOARD_IMAGE,
-    )
-    from ml_platform.versions import (
-        NEURON_DEVICE_PLUGIN_IMAGE,
-        VOLCANO_IMAGES,
-        efa_device_plugin_image,
-    )
-
-    images: list[str] = []
-    if settings.features.training_cluster:
-        images += [
-            NEURON_DEVICE_PLUGIN_IMAGE,
-            efa_device_plugin_image(settings.env.region),
-            *VOLCANO_IMAGES.values(),
-            TENSORBOARD_IMAGE,
-            # The base of the training image (`make image` builds FROM it by this digest).
-            NEURON_TRAINING_BASE_IMAGE,
-        ]
-    if settings.features.triton_on_eks:
-        images += [
-            AWS_CLI_IMAGE,
-            triton_image(settings.inference.triton_version),
-            NVIDIA_DEVICE_PLUGIN_IMAGE,
-        ]
-    return list(dict.fromkeys(images))
 
 
 def run_list(ctx: Context, args: argparse.Namespace) -> int:

@@ -153,7 +153,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         for archive in archives:
             ready = prepare(
                 archive,
-                workdir / "models" / archive.name,
+                server.model_folder(archive.name),
                 plan_onnx=args.plan_onnx,
                 server_has=env.runtimes,
             )

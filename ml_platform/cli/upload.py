@@ -136,6 +136,20 @@ def duplicate_names(names: Iterable[str]) -> list[str]:
     return sorted(name for name, count in counts.items() if count > 1)
 
 
+def _kind(path: Path) -> str:
+    """What ``path`` is, following a link (``triton.upload_dir.file_kind`` of its target)."""
+    from ml_platform.triton.upload_dir import file_kind
+
+    return file_kind(path.resolve()) if path.is_symlink() else file_kind(path)
+
+
+def _not_an_archive_file(path: Path) -> str:
+    kind = _kind(path)
+    if kind == "missing":  # a link to nothing
+        return "a link to a file that does not exist"
+    return f"is {kind}, not a regular file; expected an archive file or a folder of them"
+
+
 def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
     """Expand folders into their ``*.tar.gz`` files; report missing paths, duplicates and
     names that are not versioned archive keys."""
@@ -146,11 +160,18 @@ def collect_archives(paths: list[Path]) -> tuple[list[Path], list[str]]:
             found = sorted(path.glob("*.tar.gz"))
             if not found:
                 problems.append(f"{path}: no *.tar.gz archives in this folder")
-            archives.extend(found)
+            for entry in found:
+                # Only regular files (or links to one) are opened: a FIFO would block.
+                if entry.is_file():
+                    archives.append(entry)
+                else:
+                    problems.append(f"{entry}: {_not_an_archive_file(entry)}")
         elif path.is_file():
             archives.append(path)
-        else:
+        elif _kind(path) == "missing":
             problems.append(f"{path}: no such file or folder")
+        else:
+            problems.append(f"{path}: {_not_an_archive_file(path)}")
     for name in duplicate_names(a.name for a in archives):
         problems.append(f"{name}: given more than once (archives share one prefix)")
     for archive in archives:

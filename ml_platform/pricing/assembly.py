@@ -16,19 +16,43 @@ class StackTemplate:
     account: str | None = None  # None when the stack is environment-agnostic
 
 
+class AssemblyError(ValueError):
+    """A file of the cloud assembly is missing, unreadable or not the JSON object expected;
+    the message names the file."""
+
+
+def _json_object(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise AssemblyError(f"{path}: no such file") from None
+    except OSError as error:
+        raise AssemblyError(f"{path}: cannot be read ({error.strerror or error})") from None
+    except UnicodeDecodeError:
+        raise AssemblyError(f"{path}: not UTF-8 text") from None
+    except (ValueError, RecursionError) as error:
+        raise AssemblyError(f"{path}: not valid JSON ({str(error)[:120]})") from None
+    if not isinstance(data, dict):
+        raise AssemblyError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    return data
+
+
 def read_assembly(outdir: str | Path) -> list[StackTemplate]:
     """Every CloudFormation stack in ``outdir``/manifest.json, with its region and template."""
     outdir = Path(outdir)
     manifest_path = outdir / "manifest.json"
     if not manifest_path.is_file():
         raise FileNotFoundError(f"{manifest_path}: no cloud assembly (run `make synth` first)")
-    manifest = json.loads(manifest_path.read_text())
+    manifest = _json_object(manifest_path)
+    artifacts = manifest.get("artifacts", {})
+    if not isinstance(artifacts, dict) or not all(isinstance(a, dict) for a in artifacts.values()):
+        raise AssemblyError(f"{manifest_path}: 'artifacts' is not an object of objects")
     stacks = []
-    for name, artifact in manifest.get("artifacts", {}).items():
+    for name, artifact in artifacts.items():
         if artifact.get("type") != "aws:cloudformation:stack":
             continue
         template_file = artifact.get("properties", {}).get("templateFile", f"{name}.template.json")
-        template = json.loads((outdir / template_file).read_text())
+        template = _json_object(outdir / template_file)
         env = artifact.get("environment", "")
         account, _, region = (
             env[len("aws://") :].partition("/") if env.startswith("aws://") else (None, "", None)

@@ -40,6 +40,8 @@ DATASET_CAPS = {
     "max_total_bytes": 512 * 1024**3,
     "max_member_bytes": 64 * 1024**3,
     "max_members": 200_000,
+    # extension headers (GNU long names, PAX records) of 200,000 members of ~300 characters
+    "max_header_total_bytes": 64 * 1024**2,
 }
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 

@@ -135,6 +135,7 @@ def read_archive_facts(path: str | Path) -> ArchiveFacts:
     """The facts of the archive at ``path``: backends and the plan's TensorRT version from its
     configs, the release and execution environment's Python from its record, if any.
     Unreadable parts are left out (the archive checks report them)."""
+    from ml_platform.triton.archive_safety import open_archive
     from ml_platform.triton.pbtxt import parse_pbtxt
     from ml_platform.triton.repository import MAX_CONFIG_BYTES, _read_member, _root_configs
 
@@ -143,7 +144,7 @@ def read_archive_facts(path: str | Path) -> ArchiveFacts:
     plan_without_version = False
     record: dict[str, Any] = {}
     try:
-        with tarfile.open(path, "r:gz") as tar:
+        with open_archive(path, "r:gz") as tar:
             for member in tar:
                 parts = member.name.removeprefix("./").split("/")
                 if (

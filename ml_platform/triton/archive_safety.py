@@ -19,6 +19,8 @@ import shutil
 import stat
 import sys
 import tarfile
+from collections.abc import Iterator
+from typing import Any
 
 #: Largest member, uncompressed: a TensorRT plan or ONNX encoder of a few GiB fits.
 MAX_MEMBER_BYTES = 4 * 1024**3
@@ -30,6 +32,17 @@ MAX_MEMBERS = 20_000
 MAX_NAME_LENGTH = 1024
 #: Most problems listed in one error.
 MAX_LISTED = 20
+#: Largest extension header (a GNU long name or long link, a PAX extended or global header).
+#: ``tarfile`` reads such a header whole into memory before any other check, so its declared
+#: size is checked first: a name is at most MAX_NAME_LENGTH characters, and a PAX header holds
+#: a few records (path, times, owner names).
+MAX_HEADER_BYTES = 64 * 1024
+#: Most extension headers before one member (GNU tar writes a long name and a long link;
+#: PAX writes one extended header).
+MAX_HEADERS_PER_MEMBER = 4
+#: Largest sum of extension headers in one archive (a dataset of many long names passes its
+#: own). Bounds the names ``tarfile`` keeps in memory and the time spent parsing them.
+MAX_HEADER_TOTAL_BYTES = 16 * 1024**2
 
 _TYPE_NAMES = {
     tarfile.SYMTYPE: "a symbolic link",
@@ -46,9 +59,102 @@ class ArchiveSafetyError(ValueError):
     """An archive holds members that must not be unpacked; the message names each."""
 
 
-def _member_problem(
-    member: tarfile.TarInfo, max_member_bytes: int | None = None
-) -> str | None:
+class HeaderCapError(tarfile.TarError):
+    """An extension header passes a cap; raised before the header is read. Not a
+    ``tarfile.HeaderError``: those end the member list silently after the first member."""
+
+
+_EXTENSION_NAMES = {
+    tarfile.GNUTYPE_LONGNAME: "a GNU long-name header",
+    tarfile.GNUTYPE_LONGLINK: "a GNU long-link header",
+    tarfile.XHDTYPE: "a PAX extended header",
+    tarfile.XGLTYPE: "a PAX global header",
+    tarfile.SOLARIS_XHDTYPE: "a Solaris extended header",
+}
+
+
+class _CappedTarInfo(tarfile.TarInfo):
+    """A ``TarInfo`` that checks an extension header's declared size against the caps of
+    the :class:`SafeTarFile` reading it before ``tarfile`` reads the header into memory,
+    refuses GNU sparse members (their maps are read unbounded) and keeps no copy of the PAX
+    records (``pax_headers``) per member."""
+
+    def _proc_member(self, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        where = f"header at byte {self.offset}"
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise HeaderCapError(f"{where}: a GNU sparse member; sparse files are not allowed")
+        what = _EXTENSION_NAMES.get(self.type)
+        if what is None:
+            tarfile_._mlp_in_row = 0  # type: ignore[attr-defined]
+            return super()._proc_member(tarfile_)  # type: ignore[misc, no-any-return]
+        per_header = MAX_HEADER_BYTES
+        total_cap = getattr(tarfile_, "max_header_total_bytes", MAX_HEADER_TOTAL_BYTES)
+        in_row = getattr(tarfile_, "_mlp_in_row", 0) + 1
+        total = getattr(tarfile_, "_mlp_header_total", 0) + self.size
+        tarfile_._mlp_in_row = in_row  # type: ignore[attr-defined]
+        tarfile_._mlp_header_total = total  # type: ignore[attr-defined]
+        if self.size > per_header:
+            raise HeaderCapError(
+                f"{where}: {what} of {self.size} bytes, above the cap of {per_header} bytes"
+            )
+        if in_row > MAX_HEADERS_PER_MEMBER:
+            raise HeaderCapError(
+                f"{where}: more than {MAX_HEADERS_PER_MEMBER} extension headers before one member"
+            )
+        if total > total_cap:
+            raise HeaderCapError(
+                f"{where}: extension headers pass the cap of {total_cap} bytes per archive"
+            )
+        return super()._proc_member(tarfile_)  # type: ignore[misc, no-any-return]
+
+    def _refuse_sparse(self, *args: object) -> None:
+        raise HeaderCapError(
+            f"header at byte {self.offset}: a PAX sparse member; sparse files are not allowed"
+        )
+
+    _proc_gnusparse_00 = _proc_gnusparse_01 = _proc_gnusparse_10 = _refuse_sparse
+
+    def _apply_pax_info(self, pax_headers: dict[str, str], encoding: str, errors: str) -> None:
+        super()._apply_pax_info(pax_headers, encoding, errors)  # type: ignore[misc]
+        self.pax_headers = {}
+
+
+class SafeTarFile(tarfile.TarFile):
+    """A ``TarFile`` whose extension headers are size-checked before they are read (see
+    :class:`_CappedTarInfo`)."""
+
+    tarinfo = _CappedTarInfo
+
+    def __init__(self, *args: Any, max_header_total_bytes: int | None = None, **kwargs: Any):
+        # set before TarFile.__init__ reads the first member
+        self.max_header_total_bytes = max_header_total_bytes or MAX_HEADER_TOTAL_BYTES
+        super().__init__(*args, **kwargs)
+
+
+def open_archive(
+    path: str | os.PathLike, mode: str = "r:*", *, max_header_total_bytes: int | None = None
+) -> tarfile.TarFile:
+    """Open a (compressed) tar archive for reading with capped extension headers
+    (:data:`MAX_HEADER_BYTES` each, ``max_header_total_bytes`` in all). Every reader of an
+    archive goes through this: ``tarfile.open`` reads a header of any declared size into
+    memory. A header over a cap raises :class:`HeaderCapError` (a ``TarError``)."""
+    opened: tarfile.TarFile = SafeTarFile.open(  # type: ignore[call-overload]
+        path, mode, max_header_total_bytes=max_header_total_bytes
+    )
+    return opened
+
+
+def _members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
+    """The members one by one, none kept (``for m in tar`` keeps every ``TarInfo``)."""
+    while True:
+        member = tar.next()
+        if member is None:
+            return
+        tar.members.clear()  # type: ignore[attr-defined]
+        yield member
+
+
+def _member_problem(member: tarfile.TarInfo, max_member_bytes: int | None = None) -> str | None:
     """Why ``member`` may not be unpacked, or ``None``."""
     if max_member_bytes is None:
         max_member_bytes = MAX_MEMBER_BYTES
@@ -109,6 +215,7 @@ def archive_safety_problems(
     max_total_bytes: int | None = None,
     max_member_bytes: int | None = None,
     max_members: int | None = None,
+    max_header_total_bytes: int | None = None,
 ) -> list[str]:
     """Every reason the archive at ``path`` may not be unpacked (empty when it may). The caps
     default to a model archive's (the module's ``MAX_*``); larger archives (a dataset) pass
@@ -120,8 +227,8 @@ def archive_safety_problems(
     total = 0
     count = 0
     try:
-        with tarfile.open(path, "r:*") as tar:
-            for member in tar:
+        with open_archive(path, max_header_total_bytes=max_header_total_bytes) as tar:
+            for member in _members(tar):
                 count += 1
                 if count > max_members:
                     problems.append(f"more than {max_members} members")
@@ -141,6 +248,8 @@ def archive_safety_problems(
                         f"{max_total_bytes} bytes per archive"
                     )
                     break
+    except HeaderCapError as error:
+        problems.append(f"{error} (refused before reading it)")
     except (tarfile.TarError, OSError, EOFError, ValueError) as error:
         problems.append(f"not a readable tar archive ({_reason(path, error)})")
     if not problems and not any("/" in k for k in seen):
@@ -173,14 +282,16 @@ def extract_archive(path: str | os.PathLike, dest: str | os.PathLike, **caps: in
     check_archive(path, **caps)
     root = os.path.realpath(dest)
     folders: list[str] = []
-    with tarfile.open(path, "r:*") as tar:
-        for member in tar:
+    with open_archive(path, max_header_total_bytes=caps.get("max_header_total_bytes")) as tar:
+        for member in _members(tar):
             rel = _normalized(member.name)
             if not rel:
                 continue
             target = os.path.join(root, *rel.split("/"))
             if os.path.commonpath([root, os.path.realpath(os.path.dirname(target))]) != root:
-                raise ArchiveSafetyError(f"{os.fspath(path)}: member {member.name!r}: leaves {root}")
+                raise ArchiveSafetyError(
+                    f"{os.fspath(path)}: member {member.name!r}: leaves {root}"
+                )
             top = rel.split("/")[0]
             if top not in folders:
                 folders.append(top)

@@ -15,6 +15,7 @@ import re
 import tarfile
 from pathlib import Path
 
+from ml_platform.triton.archive_safety import open_archive
 from ml_platform.triton.releases import NUMPY2_FIRST_RELEASE, stub_accepts_numpy2, stub_python
 
 _PYTHON_DIR = re.compile(r"lib/python(3\.\d+)/")
@@ -26,7 +27,7 @@ _NUMPY = (
 
 
 def _names(path: Path) -> list[str]:
-    with tarfile.open(path, "r:gz") as tar:
+    with open_archive(path, "r:gz") as tar:
         return [m.name.removeprefix("./") + ("/" if m.isdir() else "") for m in tar]
 
 

@@ -20,6 +20,10 @@ https://nvidia.custhelp.com/app/answers/detail/a_id/5687). So the server runs in
 network namespace whose only interface is loopback (``unshare --net``; unprivileged users get
 one with ``--user --map-root-user``), and clients reach it only through an owner-only Unix
 socket (:mod:`ml_platform.triton._netns_relay`). If no namespace can be made, it does not start.
+Archives hold code (Python models), so the server also runs in its own mount and PID
+namespaces, sees only the system's programs, the server environment and the work folder's
+unpacked archives (all read-only), and runs without privileges (``nobody`` under root): see
+``_netns_relay.jail_main`` and docs/security.md. Serve only archives you trust.
 The HTTP, gRPC and metrics front ends stay off, as on the endpoint, so the shared-memory
 registration APIs of that chain are not served at all.
 
@@ -79,7 +83,9 @@ READY_NOTE = (
     "backend's, not the endpoint's release (inference.triton_version). Release {release} "
     "predates the fix for CVE-2025-23319/23320/23334, so it runs in a private network "
     "namespace (loopback only), reachable only through the owner-only socket {socket}; its "
-    "HTTP, gRPC and metrics front ends (and with them shared-memory registration) are off."
+    "HTTP, gRPC and metrics front ends (and with them shared-memory registration) are off. "
+    "Archives' Python code runs confined (own mount and PID namespaces, read-only files, no "
+    "privileges); serve only archives you trust."
 )
 
 
@@ -229,9 +235,11 @@ def can_make_namespace() -> str | None:
         command = namespace_command()
     except LocalServerError as error:
         return str(error)
+    # The relay makes the mount and PID namespaces of the confined server itself (libc).
+    command = [*command, "--mount", "--pid", "--fork"]
     result = subprocess.run([*command, "true"], capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        return f"cannot create a private network namespace ({' '.join(command)}): " + (
+        return f"cannot create private namespaces ({' '.join(command)}): " + (
             result.stderr.strip() or f"exit code {result.returncode}"
         )
     return None
@@ -315,7 +323,7 @@ class LocalTriton:
     def _server_env(self) -> dict[str, str]:
         return {
             "PATH": f"{self.env.python.parent}:/usr/bin:/bin",
-            "HOME": str(self.workdir),
+            "HOME": "/tmp",  # the confined server's only writable folder besides /dev/shm
             "LD_LIBRARY_PATH": f"{self.env.libs}:{self.env.libdir}",
             # The stub embeds the env's libpython; it imports numpy (< 2) and the
             # stand-ins' runtimes from the env's site-packages.
@@ -334,10 +342,37 @@ class LocalTriton:
             f"--backend-directory={backends}",
         ]
 
+    @property
+    def models_dir(self) -> Path:
+        """The only folder of archives the server can see (read-only): unpack them here."""
+        return self.workdir / "models"
+
+    def model_folder(self, name: str) -> Path:
+        """``models_dir / name`` (not created): where to unpack an archive to load it."""
+        return self.models_dir / name
+
+    def read_only_paths(self, repository: Path, backends: Path) -> list[str]:
+        """Everything the confined server may read besides the system's programs and
+        libraries (``_netns_relay.SYSTEM_PATHS``): the server environment and the work
+        folder's backends, empty repository and models; nothing is writable."""
+        env = self.env
+        # The venv's root, not only bin/: its pyvenv.cfg is how the stub's embedded Python
+        # finds the venv's site-packages (from `python3` on PATH).
+        paths = [env.python.parent.parent, env.base_prefix, env.libdir, env.site_packages]
+        paths += [repository, backends, self.models_dir]
+        return list(dict.fromkeys(os.path.abspath(p) for p in paths))
+
     def start(self, timeout: float = START_TIMEOUT) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         repository = self.workdir / "empty-repository"
         repository.mkdir(exist_ok=True)
+        # Readable by the server's user (nobody, under root); the work folder stays owner-only.
+        self.models_dir.mkdir(mode=0o755, exist_ok=True)
+        jail_root = self.workdir / "confined-root"
+        jail_root.mkdir(exist_ok=True)
+        backends = self._backend_dir()
+        for folder in (repository, backends, backends / "python", self.models_dir):
+            folder.chmod(0o755)
         env_file = self.workdir / "server-env.json"
         env_file.write_text(json.dumps(self._server_env()), encoding="utf-8")
         relay = [
@@ -353,8 +388,15 @@ class LocalTriton:
             str(env_file),
             "--timeout",
             str(timeout),
+            "--jail-root",
+            str(jail_root),
+            *[
+                flag
+                for path in self.read_only_paths(repository, backends)
+                for flag in ("--ro", path)
+            ],
             "--",
-            *self.command(repository, self._backend_dir()),
+            *self.command(repository, backends),
         ]
         self._relay = subprocess.Popen(
             relay,

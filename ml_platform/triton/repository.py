@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ml_platform.triton.archive_meta import METADATA_FILE, metadata_bytes
+from ml_platform.triton.archive_safety import open_archive
 from ml_platform.triton.checker import check_ensemble, find_ensemble_problems
 from ml_platform.triton.pbtxt import ENSEMBLE_PLATFORM, ensemble_from_configs, parse_pbtxt, to_pbtxt
 from ml_platform.triton.spec import EnsembleSpec, ModelSpec
@@ -199,7 +200,7 @@ def archive_problems(path: str | Path) -> list[str]:
         problems.append(name_problem)
     ensembles, models, ensemble_folders = [], [], []
     try:
-        with tarfile.open(path, "r:gz") as tar:
+        with open_archive(path, "r:gz") as tar:
             for folder, member in _root_configs(tar):
                 if member.size > MAX_CONFIG_BYTES:
                     problems.append(f"{member.name}: {member.size} bytes, too large for a config")
@@ -240,7 +241,7 @@ def archive_gpu_target(path: str | Path) -> tuple[str | None, list[str]]:
     path = Path(path)
     targets: dict[str, str | None] = {}
     try:
-        with tarfile.open(path, "r:gz") as tar:
+        with open_archive(path, "r:gz") as tar:
             for folder, member in _root_configs(tar):
                 if member.size > MAX_CONFIG_BYTES:
                     continue  # archive_problems reports it

@@ -151,7 +151,10 @@ def _onnx(
                 Mode.NOT_EXERCISED,
                 "a TensorRT plan runs only on its GPU; no ONNX it was built from given",
             )
-        artifact, what = plan_onnx.resolve(), f"ONNX the plan was built from ({plan_onnx.name})"
+        # A copy inside the unpacked folder: the confined local server sees nothing else.
+        artifact = folder / "standin-plan.onnx"
+        shutil.copyfile(plan_onnx, artifact)
+        what = f"ONNX the plan was built from ({plan_onnx.name})"
     else:
         version = _versioned_dir(folder)
         artifact = version / (config.default_model_filename or "model.onnx")

@@ -5,8 +5,39 @@ archives."""
 
 from __future__ import annotations
 
+import os
+import stat
+
+from ml_platform.limits import shown
+
 # Caps of `inference.upload_dir`: the deploy-time upload is a Lambda-backed BucketDeployment.
 UPLOAD_DIR_MAX_ARCHIVES = 100
+
+
+def file_kind(path: os.PathLike[str] | str) -> str:
+    """What ``path`` is, without opening or following it: "a regular file", "a FIFO",
+    "a folder", "a symbolic link"... ("missing" when it does not exist)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return "missing"
+    except OSError as error:
+        return f"unreadable ({error.strerror or error})"
+    for test, what in _KINDS:
+        if test(mode):
+            return what
+    return "not a regular file"  # pragma: no cover (every st_mode kind is listed)
+
+
+_KINDS = (
+    (stat.S_ISREG, "a regular file"),
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
 
 
 def upload_dir_problems(
@@ -25,16 +56,30 @@ def upload_dir_problems(
         is_dir = folder.is_dir()
         exists = folder.exists()
     except (OSError, ValueError):  # e.g. an embedded NUL byte or a name too long
-        return [f"{key} = {upload_dir!r}: not a usable path"]
+        return [f"{key} = {shown(upload_dir)}: not a usable path"]
     if not is_dir:
         what = "is not a directory" if exists else "does not exist"
-        return [f"{key} = {upload_dir!r}: {what}; expected a folder of built archives"]
-    archives = sorted(folder.glob("*.tar.gz"))
+        return [f"{key} = {shown(upload_dir)}: {what}; expected a folder of built archives"]
+    out = []
+    archives = []
+    # Only regular files are opened: a FIFO would block synth forever, a folder named like an
+    # archive would not open, and a link could point anywhere.
+    for entry in sorted(folder.glob("*.tar.gz")):
+        kind = file_kind(entry)
+        if kind == "a regular file":
+            archives.append(entry)
+        else:
+            out.append(
+                f"{key} = {shown(upload_dir)}: {entry.name} is {kind}; only regular files are "
+                "uploaded: remove it or replace it with the archive file"
+            )
+    if out:
+        return out
     if not archives:
-        return [f"{key} = {upload_dir!r}: holds no *.tar.gz archive"]
+        return [f"{key} = {shown(upload_dir)}: holds no *.tar.gz archive"]
     if len(archives) > UPLOAD_DIR_MAX_ARCHIVES:
         return [
-            f"{key} = {upload_dir!r}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"
+            f"{key} = {shown(upload_dir)}: {len(archives)} archives, at most {UPLOAD_DIR_MAX_ARCHIVES}"
         ]
     from ml_platform.triton.archive_names import (
         content_version,
@@ -43,26 +88,27 @@ def upload_dir_problems(
     )
     from ml_platform.triton.archive_safety import ArchiveSafetyError, check_archive
 
-    out = []
     for archive in archives:
         # The name and content-version rules of `mlp models upload`.
         problem = unversioned_name_problem(archive.name) or version_mismatch_problem(
             archive.name, content_version(archive)
         )
         if problem:
-            out.append(f"{key} = {upload_dir!r}: {archive.name}: {problem}")
+            out.append(f"{key} = {shown(upload_dir)}: {archive.name}: {problem}")
         try:
             check_archive(archive)
         except ArchiveSafetyError as error:
-            out.append(f"{key} = {upload_dir!r}: {error}")
+            out.append(f"{key} = {shown(upload_dir)}: {error}")
             continue
         from ml_platform.triton.repository import archive_problems
 
-        out += [f"{key} = {upload_dir!r}: {archive.name}: {p}" for p in archive_problems(archive)]
+        out += [
+            f"{key} = {shown(upload_dir)}: {archive.name}: {p}" for p in archive_problems(archive)
+        ]
         if triton_version is not None:
             from ml_platform.triton.archive_meta import read_archive_facts, release_problems
 
-            where = f"{key} = {upload_dir!r}: {archive.name}: inference.triton_version"
+            where = f"{key} = {shown(upload_dir)}: {archive.name}: inference.triton_version"
             where += f" {triton_version!r}"
             out += release_problems(where, read_archive_facts(archive), triton_version)
     return out

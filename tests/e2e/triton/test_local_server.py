@@ -194,6 +194,93 @@ def _check_confinement(server: LocalTriton) -> None:
     ):
         assert server.request("POST", path, b"{}").status == 400, path
     assert server.request("GET", "/ping").status == 200
+    # Issue 34 finding 5: also its own mount and PID namespaces (PID 1 there), as nobody when
+    # this test is root (CI), without capabilities or a way to regain them.
+    for ns in ("mnt", "pid"):
+        assert os.readlink(f"/proc/{server.server_pid}/ns/{ns}") != os.readlink(
+            f"/proc/self/ns/{ns}"
+        )
+    status = dict(
+        line.split(":\t", 1)
+        for line in Path(f"/proc/{server.server_pid}/status").read_text().splitlines()
+    )
+    assert status["NSpid"].split("\t")[-1] == "1"
+    uid = "65534" if os.geteuid() == 0 else str(os.geteuid())
+    assert status["Uid"].split("\t") == [uid] * 4
+    assert (status["CapEff"], status["CapBnd"], status["NoNewPrivs"]) == ("0" * 16, "0" * 16, "1")
+    # Its file system: the system's programs, the server env and the work folder's models,
+    # read-only; writable only /tmp, /dev/shm and /dev's few devices.
+    mounts = {
+        fields[4]: fields[5].split(",")
+        for fields in (
+            line.split()
+            for line in Path(f"/proc/{server.server_pid}/mountinfo").read_text().splitlines()
+        )
+    }
+    writable = sorted(m for m, options in mounts.items() if "rw" in options)
+    assert writable == sorted(
+        ["/dev", "/dev/full", "/dev/null", "/dev/random", "/dev/shm", "/dev/urandom", "/dev/zero"]
+        + ["/proc", "/tmp"]
+    ), writable
+    assert mounts[str(server.models_dir)][0] == "ro"
+    root = Path(f"/proc/{server.server_pid}/root")
+    assert not (root / "etc/shadow").exists() and not (root / "home").exists()
+    assert not (root / str(server.workdir).lstrip("/") / "triton.sock").exists()
+
+
+def _check_archive_code_is_confined(
+    server: LocalTriton, archives: dict[Path, Path], tmp_path: Path
+) -> str:
+    """Observed from inside: a Python model (archive code, as a malicious archive would run
+    it) reports what it can reach; its initialize raises with the findings, so the load answers
+    400 with them."""
+    import json
+
+    model = server.model_folder("probe") / "probe_model"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text(
+        'name: "probe_model"\nbackend: "python"\nmax_batch_size: 1\n'
+        'input { name: "IN" data_type: TYPE_FP32 dims: [1] }\n'
+        'output { name: "OUT" data_type: TYPE_FP32 dims: [1] }\n'
+        "instance_group { kind: KIND_CPU count: 1 }\n",
+        "utf-8",
+    )
+    source = next(iter(archives))  # an archive the operator has: not visible in there
+    (model / "1" / "model.py").write_text(
+        "import errno, json, os\n"
+        "def attempt(call):\n"
+        "    try:\n"
+        "        call()\n"
+        "        return 'ok'\n"
+        "    except OSError as error:\n"
+        "        return errno.errorcode[error.errno]\n"
+        "class TritonPythonModel:\n"
+        "    def initialize(self, args):\n"
+        "        here = os.path.dirname(__file__)\n"
+        "        found = {\n"
+        "            'uid': os.getuid(),\n"
+        "            'write_model': attempt(lambda: open(os.path.join(here, 'x'), 'w')),\n"
+        f"            'write_env': attempt(lambda: open({str(server.env.site_packages)!r} + '/x', 'w')),\n"
+        f"            'read_archive': os.path.exists({str(source)!r}),\n"
+        f"            'read_tmp_path': os.path.exists({str(tmp_path)!r}),\n"
+        "            'shadow': os.path.exists('/etc/shadow'),\n"
+        "            'pids': sorted(int(p) for p in os.listdir('/proc') if p.isdigit()),\n"
+        "            'write_tmp': attempt(lambda: open('/tmp/scratch', 'w')),\n"
+        "        }\n"
+        "        raise RuntimeError('PROBE' + json.dumps(found) + 'PROBE')\n",
+        "utf-8",
+    )
+    reply = server.load("probe-v00000001.tar.gz", model.parent)
+    assert reply.status == 400, reply.text()
+    found = json.loads(json.loads(reply.text())["error"].split("PROBE")[1])
+    uid = 65534 if os.geteuid() == 0 else os.geteuid()
+    assert found["uid"] == uid
+    # Read-only (EROFS), or not its own folder (EACCES): either way, nothing is written.
+    assert {found["write_model"], found["write_env"]} <= {"EROFS", "EACCES"}, found
+    assert not found["read_archive"] and not found["read_tmp_path"] and not found["shadow"]
+    assert found["write_tmp"] == "ok"  # its own tmpfs
+    assert len(found["pids"]) < 10 and 1 in found["pids"]  # its namespace: server and stubs
+    return f"archive code ran as uid {found['uid']}, saw PIDs {found['pids']}, wrote only /tmp"
 
 
 def test_every_archive_in_a_real_sagemaker_triton(
@@ -209,7 +296,8 @@ def test_every_archive_in_a_real_sagemaker_triton(
     started = time.monotonic()
     _check_confinement(server)
     prepared = {
-        a: _prepare(server, a, onnx, tmp_path / a.name / "v1") for a, onnx in archives.items()
+        a: _prepare(server, a, onnx, server.model_folder(f"{a.name}-v1"))
+        for a, onnx in archives.items()
     }
     results: list[str] = []
     for archive, ready in prepared.items():
@@ -242,7 +330,7 @@ def test_every_archive_in_a_real_sagemaker_triton(
     # A second version of the TensorRT archive beside the first (same logical name).
     trt = next(a for a in text if a.name.startswith("model_trt_python_t4-"))
     assert second_version.name != trt.name
-    v2 = _prepare(server, second_version, archives[trt], tmp_path / second_version.name)
+    v2 = _prepare(server, second_version, archives[trt], server.model_folder(second_version.name))
     assert server.load(second_version.name, v2.root).status == 200
     texts = BATCHES["batch of five"]
     reference = sentence_model.encode(texts, normalize_embeddings=True)
@@ -285,6 +373,7 @@ def test_every_archive_in_a_real_sagemaker_triton(
             assert reply.status == 200, (archive.name, reply.text())
             assert server.unload(archive.name).status == 200
     _check_failed_load(server, tmp_path)
+    results.append(_check_archive_code_is_confined(server, archives, tmp_path))
     record_property("local_triton_report", "\n".join(results))
     record_property(
         "local_triton_seconds",
@@ -370,7 +459,7 @@ def _filter_matches(pattern: str, line: str) -> bool:
 def _check_failed_load(server: LocalTriton, tmp_path: Path) -> None:
     """A model whose initialize raises: the load answers 400, and the server's log lines
     about it are exactly the ones the endpoint's metric filter counts."""
-    model = tmp_path / "broken" / "broken_model"
+    model = server.model_folder("broken") / "broken_model"
     (model / "1").mkdir(parents=True)
     (model / "config.pbtxt").write_text(
         'name: "broken_model"\nbackend: "python"\nmax_batch_size: 1\n'

@@ -250,3 +250,176 @@ def test_safety_module_is_stdlib_only_python_3_10() -> None:
         )
     }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}, imported
+
+
+# Finding 6 (issue 34): tarfile reads a GNU long-name/long-link or PAX header whole into memory
+# before anything looks at it, so a small gzip of a huge header cost hundreds of MiB. Observed
+# here: the memory each reader allocates (tracemalloc) while refusing a crafted archive.
+BOMB_BYTES = 64 * 1024**2  # a 64 MiB header, about 64 KiB gzipped
+
+
+def _raw_header(name: str, kind: bytes, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.type, info.size = kind, size
+    return info.tobuf(format=tarfile.USTAR_FORMAT)
+
+
+def write_header_bomb(path: Path, kind: bytes, size: int = BOMB_BYTES) -> Path:
+    """An archive whose first header is an extension header of ``size`` bytes (a valid PAX
+    ``comment`` record, or a long name), then a good model folder: without a cap, tarfile
+    reads it all and the archive passes as safe."""
+    import gzip
+
+    good = io.BytesIO()
+    with tarfile.open(fileobj=good, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for info, data in good_members():
+            tar.addfile(info, io.BytesIO(data) if data is not None else None)
+    if kind in (tarfile.XHDTYPE, tarfile.XGLTYPE):
+        head = f"{size} comment=".encode()
+        tail = b"\n"
+    else:  # a long name of 'a's, NUL-terminated
+        head, tail = b"", b"\0"
+    chunk = b"a" * (1 << 20)
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(_raw_header("././@Header", kind, size))
+        left = size - len(head) - len(tail)
+        out.write(head)
+        while left > 0:
+            out.write(chunk[: min(left, len(chunk))])
+            left -= len(chunk)
+        out.write(tail + b"\0" * (-size % 512))
+        out.write(good.getvalue())
+    return path
+
+
+HEADER_KINDS = {
+    "pax extended": tarfile.XHDTYPE,
+    "pax global": tarfile.XGLTYPE,
+    "gnu long name": tarfile.GNUTYPE_LONGNAME,
+    "gnu long link": tarfile.GNUTYPE_LONGLINK,
+}
+
+
+def _peak_bytes(call: Callable[[], object]) -> tuple[object, int]:
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        result = call()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture(scope="module", params=sorted(HEADER_KINDS))
+def header_bomb(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("bomb") / "ens.tar.gz"
+    return write_header_bomb(path, HEADER_KINDS[request.param])
+
+
+def test_header_bomb_is_small_on_disk(header_bomb: Path) -> None:
+    assert header_bomb.stat().st_size < 1024**2
+
+
+def test_check_refuses_a_header_bomb_before_reading_it(header_bomb: Path) -> None:
+    problems, peak = _peak_bytes(lambda: archive_safety.archive_safety_problems(header_bomb))
+    assert peak < 4 * 1024**2, f"{peak} bytes allocated for a {BOMB_BYTES}-byte header"
+    assert problems == [
+        f"header at byte 0: {archive_safety._EXTENSION_NAMES[_kind(header_bomb)]} of "
+        f"{BOMB_BYTES} bytes, above the cap of {archive_safety.MAX_HEADER_BYTES} bytes "
+        "(refused before reading it)"
+    ]
+
+
+def _kind(path: Path) -> bytes:
+    import gzip
+
+    with gzip.open(path) as f:
+        return f.read(512)[156:157]
+
+
+def test_every_archive_reader_refuses_a_header_bomb_in_bounded_memory(
+    header_bomb: Path, tmp_path: Path
+) -> None:
+    from ml_platform.training.dataset_extract import DATASET_CAPS
+    from ml_platform.triton.execution_env import execution_env_problems
+    from ml_platform.triton.repository import archive_gpu_target, archive_problems
+
+    dest = tmp_path / "out"
+    dest.mkdir()
+
+    def refused(**caps: int) -> None:
+        with pytest.raises(ArchiveSafetyError, match="above the cap"):
+            extract_archive(header_bomb, dest, **caps)
+
+    readers: dict[str, Callable[[], object]] = {
+        "extract": refused,
+        "dataset extract": lambda: refused(**DATASET_CAPS),
+        "servability": lambda: archive_problems(header_bomb),
+        "gpu target": lambda: archive_gpu_target(header_bomb),
+        "execution env": lambda: execution_env_problems(header_bomb, "24.09"),
+    }
+    for name, reader in readers.items():
+        _, peak = _peak_bytes(reader)
+        assert peak < 4 * 1024**2, f"{name}: {peak} bytes for a {BOMB_BYTES}-byte header"
+    assert _tree(dest) == []
+    assert "above the cap" in " ".join(archive_problems(header_bomb))
+
+
+def test_init_container_refuses_a_header_bomb_within_its_memory_limit(
+    header_bomb: Path, tmp_path: Path
+) -> None:
+    """The pod's 512 Mi limit (k8s_charts/triton.py) as an address-space limit: the script
+    refuses the archive, with a message, instead of dying or passing it."""
+    import resource
+
+    limit = 512 * 1024**2
+    command = unpack_command([str(header_bomb)], dest=str(tmp_path))
+    result = subprocess.run(
+        [sys.executable, *command[1:]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit)),
+    )
+    assert result.returncode == 1
+    assert "above the cap of 65536 bytes" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_headers_in_a_row_and_per_archive_are_capped(tmp_path: Path) -> None:
+    """Many small headers: one member with five long-name headers, and an archive whose
+    long names pass the per-archive sum (a cap lowered for the test)."""
+    import gzip
+
+    long_name = b"ens/" + b"a" * 200 + b"\0"
+    stacked = tmp_path / "stacked.tar.gz"
+    with gzip.open(stacked, "wb") as out:
+        for _ in range(5):
+            out.write(_raw_header("././@LongLink", tarfile.GNUTYPE_LONGNAME, len(long_name)))
+            out.write(long_name + b"\0" * (-len(long_name) % 512))
+        out.write(_raw_header("ens/x", tarfile.REGTYPE, 0) + b"\0" * 1024)
+    assert archive_safety.archive_safety_problems(stacked) == [
+        "header at byte 4096: more than 4 extension headers before one member "
+        "(refused before reading it)"
+    ]
+    many = write_tar(
+        tmp_path / "many.tar.gz",
+        [*good_members(), *(_file(f"ens/{'b' * 150}{i}") for i in range(20))],
+    )
+    assert archive_safety.archive_safety_problems(many) == []
+    problems = archive_safety.archive_safety_problems(many, max_header_total_bytes=1000)
+    assert len(problems) == 1 and "pass the cap of 1000 bytes per archive" in problems[0]
+
+
+def test_sparse_members_are_refused_before_their_maps_are_read(tmp_path: Path) -> None:
+    pax_sparse = tmp_path / "pax_sparse.tar.gz"
+    info = tarfile.TarInfo("ens/1/model.plan")
+    info.pax_headers = {"GNU.sparse.major": "1", "GNU.sparse.minor": "0"}
+    write_tar_format = tarfile.PAX_FORMAT
+    with tarfile.open(pax_sparse, "w:gz", format=write_tar_format) as tar:
+        for member, data in good_members():
+            tar.addfile(member, io.BytesIO(data) if data is not None else None)
+        tar.addfile(info, io.BytesIO(b""))
+    problems = archive_safety.archive_safety_problems(pax_sparse)
+    assert len(problems) == 1 and "a PAX sparse member" in problems[0]
