@@ -10,7 +10,11 @@ from aws_cdk.assertions import Match, Template
 
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
-from ml_platform.constructs.sagemaker_mme import LOAD_FAILURE_NAMESPACE, TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme import (
+    LOAD_FAILURE_NAMESPACE,
+    MODEL_LOAD_GPU_LIMIT_WARNING,
+    TritonMultiModelEndpoint,
+)
 from ml_platform.sagemaker_images import (
     TRITON_REGISTRIES,
     triton_image_uri,
@@ -200,30 +204,33 @@ def test_the_ami_must_run_the_release_cuda() -> None:
     _endpoint(inference_ami_version="al2-ami-sagemaker-inference-gpu-2")  # forward compatibility
 
 
-def test_model_loads_stop_at_a_share_of_gpu_memory(synth: SynthesizedPlatform) -> None:
-    """TensorFlow (<= 25.02) and DALI keep GPU memory after unload: the container's serve
-    script turns SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT into --model-load-gpu-limit."""
-    synth.template("Inference").has_resource_properties(
-        "AWS::SageMaker::Model",
-        {
-            "PrimaryContainer": Match.object_like(
-                {"Environment": Match.object_like({"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.8"})}
-            )
-        },
+def test_no_load_cap_by_default_and_a_cap_is_an_opt_in_with_its_cost_said(
+    synth: SynthesizedPlatform,
+) -> None:
+    """No SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT by default: a load refused by the cap answers
+    400 and SageMaker evicts only on 507 (tests/e2e/triton/test_local_server.py shows both
+    answers on the real front end). A cap is an opt-in, with an acknowledgeable warning."""
+    (model,) = synth.template("Inference").find_resources("AWS::SageMaker::Model").values()
+    assert (
+        "SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"
+        not in model["Properties"]["PrimaryContainer"]["Environment"]
     )
-    _endpoint_construct, stack = _endpoint(model_load_gpu_limit_percent=65)
+    assert [w for w in _warnings(synth.platform.inference) if "model_load_gpu" in w] == []
+    _, stack = _endpoint(model_load_gpu_limit_percent=65)
     model = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
     (props,) = [m["Properties"]["PrimaryContainer"] for m in model.values()]
     assert props["Environment"]["SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"] == "0.65"
-    _, unlimited = _endpoint(model_load_gpu_limit_percent=100)
-    model = Template.from_stack(unlimited).find_resources("AWS::SageMaker::Model")
-    assert [
-        "SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"
-        in m["Properties"]["PrimaryContainer"]["Environment"]
-        for m in model.values()
-    ] == [False]
-    with pytest.raises(ValueError, match=r"model_load_gpu_limit_percent=0: expected 1 to 100"):
-        _endpoint(model_load_gpu_limit_percent=0)
+    (warning,) = [w for w in _warnings(stack) if "model_load_gpu" in w]
+    assert warning.startswith("model_load_gpu_limit_percent=65 caps model loads at 65%")
+    assert "answers 400, not 507, so SageMaker evicts no idle model" in warning
+    assert f"[ack: {MODEL_LOAD_GPU_LIMIT_WARNING}]" in warning
+    for bad in (0, 101, True, 80.5, "80"):
+        with pytest.raises(
+            ValueError,
+            match=r"model_load_gpu_limit_percent=.*: expected a whole number from 1 to 100 "
+            r"\(100, the default: no cap\)",
+        ):
+            _endpoint(model_load_gpu_limit_percent=bad)
     with pytest.raises(SettingsError, match=r"inference.model_load_gpu_limit_percent = 101"):
         Settings.from_context({"inference": {"model_load_gpu_limit_percent": 101}})
 
