@@ -589,6 +589,12 @@ class TritonOnEksSettings(Section):
     replicas: int = setting(limits.DEFAULT_REPLICAS, minimum=1, maximum=limits.GPU_MAX_NODES)
     """Triton replicas: fixed (no autoscaler), at most `gpu_nodes` (each takes a whole
     single-GPU node)."""
+    max_surge: int = setting(0, minimum=0, maximum=limits.GPU_MAX_NODES)
+    """Pods a rollout starts before stopping old ones; each needs a spare GPU node, so
+    `replicas + max_surge <= gpu_nodes`. Default 0: a rollout stops a pod first, which with one
+    replica makes every rollout an outage (synthesis warns, `ml-platform:tritonRolloutOutage`).
+    1 with `gpu_nodes = replicas + 1`: old pods serve until the new one is ready (the spare
+    node costs a GPU instance)."""
     archives: tuple[str, ...] = setting(DEFAULT_EKS_ARCHIVES, minItems=1, uniqueItems=True)
     """Archives the Triton pods load: logical names of the archives this repository builds
     (the newest version under the prefix at pod start) or exact versions (`NAME@vXXXXXXXX`),
@@ -610,6 +616,12 @@ class TritonOnEksSettings(Section):
             out.append(
                 f"triton_on_eks.replicas = {self.replicas}: expected 1 to gpu_nodes "
                 f"({self.gpu_nodes}): each replica takes a whole single-GPU node"
+            )
+        elif self.max_surge and self.replicas + self.max_surge > self.gpu_nodes:
+            out.append(
+                f"triton_on_eks.max_surge = {self.max_surge}: expected replicas + max_surge <= "
+                f"gpu_nodes ({self.replicas} + {self.max_surge} > {self.gpu_nodes}): a surge pod "
+                "needs a spare single-GPU node"
             )
         return out + self._archive_problems()
 
