@@ -44,6 +44,23 @@ def test_every_alarm_notifies_the_stacks_encrypted_topic(synth: SynthesizedPlatf
         assert props["AlarmActions"] == [{"Ref": topic_id}], name
         assert props["OKActions"] == [{"Ref": topic_id}], name
         assert props.get("ActionsEnabled", True) is True, name
+        # No alarm sits in INSUFFICIENT_DATA on a quiet endpoint: the load-wait metric exists
+        # only while something loads, the others while instances or requests exist.
+        assert props["TreatMissingData"] == "notBreaching", name
+    gpu = next(
+        a["Properties"]
+        for a in alarms.values()
+        if a["Properties"]["MetricName"] == "GPUMemoryUtilization"
+    )
+    assert (gpu["Threshold"], gpu["EvaluationPeriods"], gpu["Period"]) == (95, 3, 300)
+    # Control Tower CT.CLOUDWATCH.PR.1 asks every alarm of the app for an action: the
+    # endpoints' are the only alarms in any stack.
+    elsewhere = [
+        path.name
+        for path in synth.template_paths()
+        if "Inference" not in path.name and "AWS::CloudWatch::Alarm" in path.read_text()
+    ]
+    assert elsewhere == []
     assert t["Outputs"]["AlarmTopicArn"]["Value"] == {"Ref": topic_id}
     # No subscription unless alarm_emails names some (cdk.json names none).
     assert template.find_resources("AWS::SNS::Subscription") == {}

@@ -267,3 +267,18 @@ def test_instance_counts_follow_the_settings_rule() -> None:
     with pytest.raises(ValueError, match=r"min_instances=2, initial_instances=1"):
         _endpoint(min_instances=2, initial_instances=1, max_instances=2)
     _endpoint(min_instances=1, initial_instances=100, max_instances=100)
+
+
+def test_an_endpoint_that_may_run_on_one_instance_warns() -> None:
+    """min_instances 1 (the default): one instance, one AZ, no redundancy; said at synth with
+    an acknowledgeable warning. From 2 instances SageMaker spreads them over AZs: no warning."""
+    from ml_platform.constructs.sagemaker_mme import SINGLE_INSTANCE_WARNING
+
+    single, stack = _endpoint()
+    (warning,) = [w for w in _warnings(stack) if SINGLE_INSTANCE_WARNING in w]
+    assert warning.startswith("min_instances=1: one instance is one Availability Zone")
+    assert f"[ack: {SINGLE_INSTANCE_WARNING}]" in warning
+    _, redundant = _endpoint(min_instances=2, initial_instances=2, max_instances=3)
+    assert [w for w in _warnings(redundant) if SINGLE_INSTANCE_WARNING in w] == []
+    cdk.Annotations.of(single).acknowledge_warning(SINGLE_INSTANCE_WARNING, "dev endpoint")
+    assert [w for w in _warnings(stack) if SINGLE_INSTANCE_WARNING in w] == []
