@@ -114,6 +114,8 @@ def container_environment(
     return {**env, **model_load_environment(model_load_gpu_limit_percent)}
 
 
+#: Synth warning (acknowledgeable) for an endpoint whose alarms notify no one.
+NO_ALARM_TOPIC_WARNING = "ml-platform:endpointAlarmsNotifyNoOne"
 #: Synth warning (acknowledgeable) for an endpoint that may run on one instance: SageMaker
 #: spreads a variant's instances over Availability Zones, which takes two or more ("Best
 #: practices for deploying models on SageMaker AI Hosting Services":
@@ -159,7 +161,10 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             :data:`INFERENCE_AMI_VERSIONS`. Default ``al2023-ami-sagemaker-inference-gpu-4-1``
             (driver 580: see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the
             container's CUDA); one that cannot run the release's CUDA is refused.
-        alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
+        alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none: the alarms
+            notify no one, and synthesis warns (id :data:`NO_ALARM_TOPIC_WARNING`; the
+            inference stack always passes one, an :class:`~ml_platform.constructs.alarm_topic.
+            AlarmTopic` by default).
         network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
             the archives' Python) gets no network. Default true.
         model_load_gpu_limit_percent: Share of GPU memory past which Triton refuses to load
@@ -259,6 +264,13 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 "(load-failure alarm) until models are unloaded otherwise. Without a cap a full "
                 "GPU answers 507 and SageMaker evicts (docs/serving-sagemaker.md, 'GPU memory "
                 "and eviction').",
+            )
+        if alarm_topic is None:
+            Annotations.of(self).add_warning_v2(
+                NO_ALARM_TOPIC_WARNING,
+                "alarm_topic=None: the endpoint's alarms have no action and notify no one "
+                "(Control Tower CT.CLOUDWATCH.PR.1 requires one); pass an SNS topic, e.g. an "
+                "ml_platform.constructs.alarm_topic.AlarmTopic.",
             )
         if min_instances < 2:
             Annotations.of(self).add_warning_v2(

@@ -282,3 +282,15 @@ def test_an_endpoint_that_may_run_on_one_instance_warns() -> None:
     assert [w for w in _warnings(redundant) if SINGLE_INSTANCE_WARNING in w] == []
     cdk.Annotations.of(single).acknowledge_warning(SINGLE_INSTANCE_WARNING, "dev endpoint")
     assert [w for w in _warnings(stack) if SINGLE_INSTANCE_WARNING in w] == []
+
+
+def test_an_endpoint_without_a_topic_warns_that_its_alarms_reach_no_one() -> None:
+    from ml_platform.constructs.sagemaker_mme import NO_ALARM_TOPIC_WARNING
+
+    _, bare = _endpoint()
+    (warning,) = [w for w in _warnings(bare) if NO_ALARM_TOPIC_WARNING in w]
+    assert warning.startswith("alarm_topic=None: the endpoint's alarms have no action")
+    _, notified = _endpoint(topic=True)
+    assert [w for w in _warnings(notified) if NO_ALARM_TOPIC_WARNING in w] == []
+    alarms = Template.from_stack(notified).find_resources("AWS::CloudWatch::Alarm").values()
+    assert [a["Properties"]["AlarmActions"] for a in alarms] == [[TOPIC]] * 4
