@@ -121,7 +121,7 @@ def test_cdk_nag_does_check_topics(tmp_path) -> None:
     from aws_cdk import aws_sns as sns
     from cdk_nag import NIST80053R5Checks
 
-    app = cdk.App(outdir=str(tmp_path))
+    app = new_app(outdir=str(tmp_path))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
     stack = cdk.Stack(app, "S", env=cdk.Environment(account=ACCOUNT, region=REGION))
     AlarmTopic(stack, "Alarms", emails=["ops@example.com"])
