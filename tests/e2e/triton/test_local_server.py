@@ -111,6 +111,13 @@ def endpoint_environment(synth) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def endpoint_filter_pattern(synth) -> str:
+    """The load-failure metric filter's pattern as synthesized."""
+    (found,) = synth.template("Inference").find_resources("AWS::Logs::MetricFilter").values()
+    return found["Properties"]["FilterPattern"]
+
+
+@pytest.fixture(scope="session")
 def server(server_env, endpoint_environment, tmp_path_factory: pytest.TempPathFactory):
     """One tritonserver per session, configured as the endpoint is, stopped by PID at the end
     (and checked gone)."""
@@ -221,7 +228,8 @@ def _check_confinement(server: LocalTriton) -> None:
 
 
 def test_every_archive_in_a_real_sagemaker_triton(
-    server: LocalTriton,
+    server: EndpointTriton,
+    endpoint_filter_pattern: str,
     archives: dict[Path, Path],
     second_version: Path,
     sentence_model,
@@ -310,7 +318,7 @@ def test_every_archive_in_a_real_sagemaker_triton(
             assert server.unload(archive.name).status == 200
     _check_failed_load(server, tmp_path)
     results += _check_eviction_answers(server, tmp_path)
-    results += _check_log_levels(server)
+    results += _check_log_levels(server, endpoint_filter_pattern)
     record_property("local_triton_report", "\n".join(results))
     record_property(
         "local_triton_seconds",
@@ -476,7 +484,24 @@ def _check_eviction_answers(server: EndpointTriton, tmp_path: Path) -> list[str]
     return lines
 
 
-def _check_log_levels(server: EndpointTriton) -> list[str]:
+def _moto_filter(pattern: str, lines: list[str]) -> list[str]:
+    """The lines moto's CloudWatch Logs (an independent implementation of the filter syntax)
+    returns for ``pattern``, each line put as one log event as SageMaker ships them."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        logs = boto3.client("logs", region_name="us-west-2")
+        logs.create_log_group(logGroupName="g")
+        logs.create_log_stream(logGroupName="g", logStreamName="s")
+        now = int(time.time() * 1000)  # CloudWatch Logs (and moto) drop events > 14 days old
+        events = [{"timestamp": now + i, "message": m} for i, m in enumerate(lines)]
+        logs.put_log_events(logGroupName="g", logStreamName="s", logEvents=events)
+        found = logs.filter_log_events(logGroupName="g", filterPattern=pattern)["events"]
+        return [e["message"] for e in found]
+
+
+def _check_log_levels(server: EndpointTriton, pattern: str) -> list[str]:
     """With the endpoint's SAGEMAKER_TRITON_LOG_INFO=false and verbose off, after every
     archive was invoked: no INFO line (the front end's "Invoking SageMaker TargetModel" line
     per request, server src/sagemaker_server.cc, is gone) and no verbose line, while every
@@ -489,7 +514,9 @@ def _check_log_levels(server: EndpointTriton) -> list[str]:
     levels = sorted({line[0] for line in lines if line[:1] in "IWEV" and line[1:5].isdigit()})
     assert levels and set(levels) <= {"E", "W"}, levels
     assert "Invoking SageMaker TargetModel" not in server.log_text()
-    counted = [line for line in lines if _filter_matches(LOAD_FAILURE_PATTERN, line)]
+    assert pattern == LOAD_FAILURE_PATTERN  # the synthesized metric filter's
+    counted = [line for line in lines if _filter_matches(pattern, line)]
+    assert _moto_filter(pattern, lines) == counted
     failed = ("broken-v00000001.tar.gz", "oom-v00000001.tar.gz", "capped-v00000001.tar.gz")
     assert {t for t in failed for line in counted if t in line} == set(failed)
     assert all(any(t in line for t in failed) for line in counted), counted
