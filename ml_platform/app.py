@@ -141,6 +141,7 @@ def build_platform(
                 settings=settings.inference,
                 endpoints=endpoints,
                 upload=i == 0,
+                removal_policy=_removal_policy(settings.storage.removal_policy),
                 bucket_arn_export=storage.model_bucket_arn_export,
                 model_prefix=settings.storage.model_prefix,
                 env=env,
@@ -177,6 +178,14 @@ def _network_stack(app: cdk.App, settings: Settings, env: cdk.Environment) -> Ne
         keep_trainium_subnet=settings.storage.removal_policy == "retain",
         description="cdk-ml-platform: VPC and training-node security group",
     )
+
+
+def _removal_policy(setting: str) -> cdk.RemovalPolicy:
+    """``storage.removal_policy`` as a CDK policy: ``retain`` keeps the resource on deletion
+    and removes it only when its first create fails (``RetainExceptOnCreate``)."""
+    if setting == "destroy":
+        return cdk.RemovalPolicy.DESTROY
+    return cdk.RemovalPolicy.RETAIN_ON_UPDATE_OR_DELETE
 
 
 def _storage_stack(

@@ -513,7 +513,16 @@ class InferenceSettings(Section):
     13.0) runs the CUDA 13 of releases from 25.08 natively and every older release too. A
     535/550 AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused."""
     alarm_topic_arn: str | None = setting(None, limits.SNS_TOPIC_ARN)
-    """SNS topic every endpoint alarm notifies (alarm and OK). Default none."""
+    """An existing SNS topic every endpoint alarm notifies (alarm and OK), in `env.region`
+    (CloudWatch refuses a topic in another region) and `env.region`'s partition. Its policy must
+    let `cloudwatch.amazonaws.com` publish, and its KMS key (if any) let CloudWatch use it.
+    Default none: each inference stack creates its own KMS-encrypted topic, which only
+    CloudWatch alarms of the account may publish to, over TLS only."""
+    alarm_emails: tuple[str, ...] = setting((), Each(limits.EMAIL_ADDRESS), uniqueItems=True)
+    """Email addresses subscribed to the stack's own alarm topic (each confirms the
+    subscription from the mail AWS sends). Default none: subscribe yourself to the topic named
+    in the stack's `AlarmTopicArn` output. Not with `alarm_topic_arn` (subscribe to your own
+    topic there)."""
     network_isolation: bool = setting(True)
     """`EnableNetworkIsolation` on each endpoint's model: the container (and the archives'
     Python) has no network; SageMaker itself fetches the archives."""
@@ -532,12 +541,13 @@ class InferenceSettings(Section):
     model_load_gpu_limit_percent: int = setting(
         limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT, limits.MODEL_LOAD_GPU_LIMIT_PERCENT
     )
-    """Triton refuses to load another model once the GPU's memory use passes this share
-    (`--model-load-gpu-limit`, through the container's `SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT`).
-    The TensorFlow backend of releases up to 25.02 and DALI keep GPU memory after a model
-    unloads, so without a limit versions pile up until a running model fails on CUDA memory;
-    with it the new load fails cleanly and raises the endpoint's load-failure alarm. 100 sets
-    no limit."""
+    """Opt-in cap on model loads: Triton refuses to load another model once the GPU's memory
+    use passes this share (`--model-load-gpu-limit`, through the container's
+    `SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT`). Default 100: no cap, so a full GPU fails the load
+    on CUDA memory, the endpoint answers SageMaker 507 and SageMaker unloads idle models to make
+    room. What a cap costs: a load past it answers 400, not 507, so SageMaker evicts nothing and
+    every new archive fails (the load-failure alarm fires) until models are unloaded otherwise;
+    synthesis warns about it (`ml-platform:modelLoadGpuLimitBlocksEviction`). 1 to 100."""
 
     def problems(self) -> list[str]:
         out = field_problems(self, "inference.")
@@ -566,6 +576,13 @@ class InferenceSettings(Section):
         )
         for i, endpoint in enumerate(self.endpoints):
             out.extend(endpoint.problems(f"inference.endpoints[{i}]"))
+        if self.alarm_topic_arn is not None and self.alarm_emails:
+            out.append(
+                f"inference.alarm_emails = {list(self.alarm_emails)!r} with "
+                f"inference.alarm_topic_arn = {self.alarm_topic_arn!r}: the emails subscribe to "
+                "the stack's own topic; with an existing topic, subscribe to it there (set one "
+                "of the two)"
+            )
         if self.upload_dir is not None:
             from ml_platform.triton.upload_dir import upload_dir_problems
 
@@ -590,6 +607,12 @@ class TritonOnEksSettings(Section):
     replicas: int = setting(limits.DEFAULT_REPLICAS, minimum=1, maximum=limits.GPU_MAX_NODES)
     """Triton replicas: fixed (no autoscaler), at most `gpu_nodes` (each takes a whole
     single-GPU node)."""
+    max_surge: int = setting(0, minimum=0, maximum=limits.GPU_MAX_NODES)
+    """Pods a rollout starts before stopping old ones; each needs a spare GPU node, so
+    `replicas + max_surge <= gpu_nodes`. Default 0: a rollout stops a pod first, which with one
+    replica makes every rollout an outage (synthesis warns, `ml-platform:tritonRolloutOutage`).
+    1 with `gpu_nodes = replicas + 1`: old pods serve until the new one is ready (the spare
+    node costs a GPU instance)."""
     archives: tuple[str, ...] = setting(DEFAULT_EKS_ARCHIVES, minItems=1, uniqueItems=True)
     """Archives the Triton pods load: logical names of the archives this repository builds
     (the newest version under the prefix at pod start) or exact versions (`NAME@vXXXXXXXX`),
@@ -611,6 +634,12 @@ class TritonOnEksSettings(Section):
             out.append(
                 f"triton_on_eks.replicas = {self.replicas}: expected 1 to gpu_nodes "
                 f"({self.gpu_nodes}): each replica takes a whole single-GPU node"
+            )
+        elif self.max_surge and self.replicas + self.max_surge > self.gpu_nodes:
+            out.append(
+                f"triton_on_eks.max_surge = {self.max_surge}: expected replicas + max_surge <= "
+                f"gpu_nodes ({self.replicas} + {self.max_surge} > {self.gpu_nodes}): a surge pod "
+                "needs a spare single-GPU node"
             )
         return out + self._archive_problems()
 
@@ -801,6 +830,11 @@ class Settings(Section):
                 out.append(
                     f"env.region = {shown(self.env.region)} with inference.triton_version: {problem}"
                 )
+        topic = self.inference.alarm_topic_arn
+        if self.features.inference and topic and limits.SNS_TOPIC_ARN.matches(topic):
+            problem = alarm_topic_problem(topic, self.env.region)
+            if problem:
+                out.append(f"inference.alarm_topic_arn = {shown(topic)}: {problem}")
         # With an unknown region, its AZs and context key would only repeat that problem.
         known_region = self.env.region in REGIONS
         for az in self.network.availability_zones if known_region else ():
@@ -835,6 +869,26 @@ class Settings(Section):
                             f"{shown(key)} ({shown(seeded)})"
                         )
         return out
+
+
+def alarm_topic_problem(topic_arn: str, region: str) -> str | None:
+    """Why CloudWatch alarms in ``region`` cannot notify ``topic_arn`` (a well-formed SNS topic
+    ARN), or ``None``. An alarm action must be an SNS topic of the alarm's own region
+    (PutMetricAlarm, AlarmActions: ``arn:aws:sns:region:account-id:sns-topic-name``,
+    https://docs.aws.amazon.com/AmazonCloudWatch/latest/APIReference/API_PutMetricAlarm.html)."""
+    partition, topic_region = topic_arn.split(":")[1], topic_arn.split(":")[3]
+    if topic_region != region:
+        return (
+            f"the topic is in {topic_region!r}, the alarms in env.region {region!r}: CloudWatch "
+            "alarms notify only SNS topics of their own region; expected a topic in "
+            f"{region!r}"
+        )
+    if region in REGIONS and partition != partition_of(region):
+        return (
+            f"partition {partition!r} is not env.region's ({partition_of(region)!r}); expected "
+            f"arn:{partition_of(region)}:sns:{region}:<account>:<name>"
+        )
+    return None
 
 
 def _unpulled_digest_problems(settings: Settings) -> list[str]:

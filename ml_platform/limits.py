@@ -307,7 +307,7 @@ ENDPOINT_NAME = Pattern(
     "letters, digits and '-', at most 63",
     max_length=63,  # the pattern alone lets repeated '-' run past 63 characters
 )
-MODEL_LOAD_GPU_LIMIT_PERCENT = Bounds(1, 100, " (100: no limit)")
+MODEL_LOAD_GPU_LIMIT_PERCENT = Bounds(1, 100, " (100, the default: no cap)")
 ENDPOINT_INSTANCES = Bounds(1, 100)  # an endpoint variant's instance counts
 
 
@@ -341,7 +341,7 @@ DEFAULT_INITIAL_INSTANCES = 1
 DEFAULT_MIN_INSTANCES = 1
 DEFAULT_MAX_INSTANCES = 2
 DEFAULT_INVOCATIONS_PER_INSTANCE = 1000
-DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 80
+DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 100  # no cap: a full GPU answers 507 and SageMaker evicts
 
 
 # -- Value formats and reserved names -------------------------------------------------------
@@ -370,6 +370,13 @@ SHA256 = Pattern(re.compile(r"[0-9a-f]{64}"), "a SHA-256 of 64 lower-case hex di
 SNS_TOPIC_ARN = Pattern(
     re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}"),
     "an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)",
+)
+# An SNS email subscription's endpoint: one address, no display name (Subscribe API, Endpoint
+# for the email protocol). Deliberately plain: SNS itself sends the confirmation mail.
+EMAIL_ADDRESS = Pattern(
+    re.compile(r"[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
+    "an email address such as 'ops@example.com'",
+    max_length=254,
 )
 ADDON_VERSION = Pattern(
     re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+"),

@@ -46,6 +46,7 @@ INFERENCE_FIXED_IDS = (
     "ModelBucket",
     "UploadArchives",
     "AlarmTopic",
+    "AlarmTopicArn",
     "EndpointsDashboard",
     "EndpointsDashboardUrl",
 )

@@ -56,6 +56,8 @@ class _SharedDevicePlugin(Construct):
 
 
 _DEVICE_PLUGINS = "nvidia-device-plugin"  # the shared manifest, per cluster
+#: Synth warning (acknowledgeable): one replica and no surge make every rollout an outage.
+ROLLOUT_OUTAGE_WARNING = "ml-platform:tritonRolloutOutage"
 
 
 class TritonOnEks(Construct):
@@ -97,6 +99,10 @@ class TritonOnEks(Construct):
         device_plugin: Apply NVIDIA's device plugin (once per cluster, shared by every
             instance on it). Default ``True``; ``False`` when the cluster already runs one.
         replicas: Triton replicas, at most one per GPU node. Default 1.
+        max_surge: Pods a rollout starts before stopping old ones; each needs a spare GPU node
+            (``replicas + max_surge <= gpu_nodes``). Default 0: a rollout stops a pod first, so
+            with one replica every rollout (a new release, archive or setting) is an outage;
+            synthesis warns about that (id :data:`ROLLOUT_OUTAGE_WARNING`, acknowledgeable).
         namespace / service_account: Where Triton runs; the namespace is created, so each
             instance on a cluster needs its own. Default ``triton`` / ``triton``.
         gpu_node_group: Create the GPU node group here (a
@@ -135,6 +141,7 @@ class TritonOnEks(Construct):
         node_labels: Mapping[str, str] | None = None,
         device_plugin: bool = True,
         replicas: int = limits.DEFAULT_REPLICAS,
+        max_surge: int = 0,
         namespace: str = "triton",
         service_account: str = "triton",
         gpu_node_group: bool = True,
@@ -151,6 +158,7 @@ class TritonOnEks(Construct):
             gpu_nodes=gpu_nodes,
             gpu_node_group=gpu_node_group,
             replicas=replicas,
+            max_surge=max_surge,
             namespace=namespace,
             service_account=service_account,
             node_labels=node_labels,
@@ -159,6 +167,15 @@ class TritonOnEks(Construct):
         warning = triton_release_warning(triton_version)
         if warning:
             Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
+        if replicas == 1 and max_surge == 0:
+            Annotations.of(self).add_warning_v2(
+                ROLLOUT_OUTAGE_WARNING,
+                "replicas=1 with max_surge=0: every rollout (a new Triton release, archive or "
+                "setting) stops the only Triton pod before its successor starts and fetches the "
+                "archives: an outage of minutes. With a spare GPU node, set max_surge=1 "
+                "(replicas + max_surge <= gpu_nodes), or run 2 replicas (docs/serving-eks.md, "
+                "'Sizing, not autoscaling').",
+            )
 
         self.gpu_nodes: GpuNodeGroup | None = None
         self.node_group: eks.Nodegroup | None = None
@@ -190,6 +207,7 @@ class TritonOnEks(Construct):
             triton_version=triton_version,
             grpc=grpc,
             replicas=replicas,
+            max_surge=max_surge,
             namespace=namespace,
             service_account=service_account,
             images=images,
@@ -205,6 +223,7 @@ class TritonOnEks(Construct):
         gpu_nodes: int,
         gpu_node_group: bool,
         replicas: int,
+        max_surge: int,
         namespace: str,
         service_account: str,
         node_labels: Mapping[str, str] | None,
@@ -224,6 +243,13 @@ class TritonOnEks(Construct):
             errors.append(
                 f"replicas={replicas}, gpu_nodes={gpu_nodes}: expected 1 <= replicas <= "
                 "gpu_nodes (each replica takes a whole single-GPU node)"
+            )
+        if isinstance(max_surge, bool) or not isinstance(max_surge, int) or max_surge < 0:
+            errors.append(f"max_surge={max_surge!r}: expected a whole number >= 0")
+        elif max_surge and replicas + max_surge > gpu_nodes:
+            errors.append(
+                f"max_surge={max_surge}, replicas={replicas}, gpu_nodes={gpu_nodes}: expected "
+                "replicas + max_surge <= gpu_nodes (a surge pod needs a spare single-GPU node)"
             )
         refs, problems = parse_refs("archives", archives)
         errors += problems
@@ -311,6 +337,7 @@ class TritonOnEks(Construct):
         triton_version: str,
         grpc: bool,
         replicas: int,
+        max_surge: int,
         namespace: str,
         service_account: str,
         images: ImagePolicy,
@@ -327,6 +354,7 @@ class TritonOnEks(Construct):
             grpc=grpc,
             region=Stack.of(self).region,
             replicas=replicas,
+            max_surge=max_surge,
             namespace=namespace,
             service_account=service_account,
             images=images,

@@ -199,6 +199,10 @@ class TritonChartProps:
         archives: the archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). triton_version: e.g. ``25.09``.
         replicas: Triton replicas, fixed (no HorizontalPodAutoscaler: docs/serving-eks.md,
             "Sizing, not autoscaling", says why). region: for the AWS CLI.
+        max_surge: Extra pods a rollout may start before it stops an old one. Default 0: each
+            pod holds a whole single-GPU node, so a surge pod needs a spare GPU node; with 0
+            a rollout stops a pod first (``maxUnavailable`` 1), which with one replica is an
+            outage. From 1, ``maxUnavailable`` is 0: old pods serve until new ones are ready.
         models: models Triton loads, ensembles first. Default (empty): those the built-in
             archives hold (``models_to_load(archives)``).
         grpc: serve Triton's gRPC endpoint (port 8001) too. Default ``False``: HTTP only, as
@@ -213,6 +217,7 @@ class TritonChartProps:
     triton_version: str
     region: str
     replicas: int = 1
+    max_surge: int = 0
     namespace: str = "triton"
     service_account: str = "triton"
     models: tuple[str, ...] = ()
@@ -233,7 +238,7 @@ class TritonChart(cdk8s.Chart):
         bucket_name / model_prefix: Where the archives are. Required.
         archives: The archives to serve (``NAME`` or ``NAME@vXXXXXXXX``). Required.
         triton_version: e.g. ``25.09``. Required. region: For the AWS CLI. Required.
-        replicas, namespace, service_account, models, grpc, images: As
+        replicas, max_surge, namespace, service_account, models, grpc, images: As
             :class:`TritonChartProps` documents them, with its defaults.
         props: Deprecated: the same inputs as one :class:`TritonChartProps` (instead of the
             keywords above, not with them).
@@ -254,6 +259,7 @@ class TritonChart(cdk8s.Chart):
         triton_version: str,
         region: str,
         replicas: int = ...,
+        max_surge: int = ...,
         namespace: str = ...,
         service_account: str = ...,
         models: Sequence[str] = ...,
@@ -364,13 +370,14 @@ def _deployment_spec(props: TritonChartProps, labels: dict[str, str]) -> k8s.Dep
     """Triton's pods: on GPU nodes, fetch and unpack init containers, then the server."""
     return k8s.DeploymentSpec(
         replicas=props.replicas,
-        # Every replica holds a whole single-GPU node and the node group does not grow:
-        # a surge pod would stay Pending, so a rollout replaces one pod at a time.
+        # Every replica holds a whole single-GPU node and the node group does not grow: a
+        # surge pod needs a spare GPU node (max_surge, checked against the node count where the
+        # chart is used). Without one a rollout stops a pod before starting its successor.
         strategy=k8s.DeploymentStrategy(
             type="RollingUpdate",
             rolling_update=k8s.RollingUpdateDeployment(
-                max_surge=k8s.IntOrString.from_number(0),
-                max_unavailable=k8s.IntOrString.from_number(1),
+                max_surge=k8s.IntOrString.from_number(props.max_surge),
+                max_unavailable=k8s.IntOrString.from_number(0 if props.max_surge else 1),
             ),
         ),
         selector=k8s.LabelSelector(match_labels=labels),

@@ -85,6 +85,8 @@ FREE_TYPES: dict[str, str] = {
     "AWS::ApplicationAutoScaling::ScalableTarget": "no charge (its maximum is the ceiling)",
     "AWS::ApplicationAutoScaling::ScalingPolicy": "no charge",
     "AWS::S3::BucketPolicy": "no charge",
+    "AWS::SNS::TopicPolicy": "no charge",
+    "AWS::SNS::Subscription": "deliveries bill on the topic",
     "AWS::KMS::Alias": "no charge",
     "AWS::Lambda::Permission": "no charge",
     "AWS::CloudFormation::CustomResource": "billed through its provider function",

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import CfnOutput, Fn, Stack
+from aws_cdk import CfnOutput, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ml_platform.config import EndpointSettings, InferenceSettings
+from ml_platform.constructs.alarm_topic import AlarmTopic
 from ml_platform.constructs.dashboards import EndpointDashboard
 from ml_platform.constructs.model_upload import (  # noqa: F401  (re-exported: the app and tests use them)
     LAMBDA_MAX_EPHEMERAL_MIB,
@@ -32,6 +33,9 @@ from ml_platform.stack_outputs import (  # noqa: F401  (re-exported: tests and t
 )
 from ml_platform.stacks.network import _retention
 
+#: Output naming the topic every alarm of the stack notifies.
+ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
+
 
 class InferenceStack(Stack):
     """One :class:`TritonMultiModelEndpoint` per configured endpoint (by default one endpoint
@@ -44,6 +48,12 @@ class InferenceStack(Stack):
             :func:`endpoint_groups`).
         upload: Add the ``settings.upload_dir`` upload here. Default true (the app puts it in
             the first inference stack only).
+        removal_policy: Of the endpoints' log groups, their key and the alarm topic's key
+            (the app passes ``storage.removal_policy``). Default RETAIN.
+
+    Attributes:
+        alarm_topic: The stack's :class:`AlarmTopic` (``None`` with
+            ``settings.alarm_topic_arn``, whose topic the alarms notify instead).
     """
 
     def __init__(
@@ -56,6 +66,7 @@ class InferenceStack(Stack):
         model_prefix: str,
         endpoints: Sequence[EndpointSettings] | None = None,
         upload: bool = True,
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -68,10 +79,22 @@ class InferenceStack(Stack):
             bucket, "Archives", bucket, model_prefix=model_prefix
         )
         self.endpoints: dict[str, TritonMultiModelEndpoint] = {}
-        topic = (
-            sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
-            if settings.alarm_topic_arn
-            else None
+        # Alarms notify someone by default (Control Tower CT.CLOUDWATCH.PR.1 wants actions):
+        # the given topic, or the stack's own encrypted one.
+        self.alarm_topic: AlarmTopic | None = None
+        topic: sns.ITopic
+        if settings.alarm_topic_arn:
+            topic = sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
+        else:
+            self.alarm_topic = AlarmTopic(
+                self, "AlarmTopic", emails=settings.alarm_emails, removal_policy=removal_policy
+            )
+            topic = self.alarm_topic.topic
+        CfnOutput(
+            self,
+            ALARM_TOPIC_OUTPUT,
+            value=topic.topic_arn,
+            description="SNS topic the endpoints' alarms notify (alarm and OK)",
         )
         for endpoint in settings.endpoints if endpoints is None else endpoints:
             construct = TritonMultiModelEndpoint(
@@ -92,6 +115,7 @@ class InferenceStack(Stack):
                 model_load_gpu_limit_percent=settings.model_load_gpu_limit_percent,
                 alarm_topic=topic,
                 log_retention=_retention(settings.log_retention_days),
+                log_removal_policy=removal_policy,
                 log_verbose=settings.triton_log_verbose,
             )
             self.endpoints[endpoint.name] = construct

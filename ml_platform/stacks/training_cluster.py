@@ -330,6 +330,7 @@ class TrainingClusterStack(Stack):
             gpu_instance_type=cfg.gpu_instance_type,
             gpu_nodes=cfg.gpu_nodes,
             replicas=cfg.replicas,
+            max_surge=cfg.max_surge,
             gpu_node_group=False,  # GpuNodesStack
             images=images,
         )

@@ -33,9 +33,13 @@ STATEFUL = {
     ("TrainingCluster", "Cluster9EE0221C"): ("AWS::EKS::Cluster", None),
     ("TrainingCluster", "ClusterSecretsKey462B29B5"): ("AWS::KMS::Key", "RetainExceptOnCreate"),
     ("Inference", "TritonEnsemblesConfig4AAE7098"): ("AWS::SageMaker::EndpointConfig", None),
-    # The endpoint's container log group (the stack owns it) and the stack's key for them.
-    ("Inference", "TritonEnsemblesLogs86D6F3FA"): ("AWS::Logs::LogGroup", "Retain"),
-    ("Inference", "EndpointLogsKey09B19345"): ("AWS::KMS::Key", "Retain"),
+    # The endpoint's container log group (the stack owns it) and the stack's key for them:
+    # storage.removal_policy's RetainExceptOnCreate (Retain before: no replacement, the
+    # DeletionPolicy is no property).
+    ("Inference", "TritonEnsemblesLogs86D6F3FA"): ("AWS::Logs::LogGroup", "RetainExceptOnCreate"),
+    ("Inference", "EndpointLogsKey09B19345"): ("AWS::KMS::Key", "RetainExceptOnCreate"),
+    # The key of the stack's alarm topic (new; the topic holds no data and is deleted).
+    ("Inference", "AlarmTopicKeyBA1A4AA7"): ("AWS::KMS::Key", "RetainExceptOnCreate"),
     # The endpoint-scaling handler's log (aws-cdk's LogGroup default: retained).
     ("Inference", "EndpointScalingProviderLogs86020CE4"): ("AWS::Logs::LogGroup", "Retain"),
 }

@@ -20,6 +20,38 @@ from ml_platform.triton import (
     TensorSpec,
 )
 
+
+def serve_script_flags(environment: dict[str, str], gpus: int = 0) -> list[str]:
+    """The tritonserver flags that the SageMaker Triton container's start script derives from
+    the model's ``environment``, for the variables the endpoint sets (a test fails on any other,
+    so this mirror never silently drops one). Source: triton-inference-server/server
+    ``docker/sagemaker/serve`` (r23.12 to r25.09): ``SAGEMAKER_TRITON_LOG_VERBOSE`` ->
+    ``--log-verbose=<v>`` (``true`` when unset), ``SAGEMAKER_TRITON_LOG_INFO`` ->
+    ``--log-info=<v>``, ``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT`` -> ``--model-load-gpu-limit
+    <i>:<v>`` for each of ``nvidia-smi -L``'s GPUs, ``SAGEMAKER_TRITON_ADDITIONAL_ARGS``
+    appended unquoted (split at whitespace)."""
+    from ml_platform.constructs.sagemaker_mme import (
+        ADDITIONAL_ARGS_ENV,
+        LOG_INFO_ENV,
+        LOG_VERBOSE_ENV,
+        MODEL_LOAD_GPU_LIMIT_ENV,
+    )
+
+    unknown = sorted(
+        set(environment)
+        - {LOG_VERBOSE_ENV, LOG_INFO_ENV, MODEL_LOAD_GPU_LIMIT_ENV, ADDITIONAL_ARGS_ENV}
+    )
+    if unknown:
+        raise ValueError(f"serve_script_flags does not know {unknown}: read the serve script")
+    flags = [f"--log-verbose={environment.get(LOG_VERBOSE_ENV, 'true')}"]
+    if LOG_INFO_ENV in environment:
+        flags.append(f"--log-info={environment[LOG_INFO_ENV]}")
+    if MODEL_LOAD_GPU_LIMIT_ENV in environment:
+        for gpu in range(gpus):
+            flags += ["--model-load-gpu-limit", f"{gpu}:{environment[MODEL_LOAD_GPU_LIMIT_ENV]}"]
+    return flags + environment.get(ADDITIONAL_ARGS_ENV, "").split()
+
+
 # Packaging tests only move bytes around: fake artifacts stand in for real models, except the
 # image classifier, whose interface packaging reads (a tiny real ONNX model, below).
 FAKE_PLAN = b"fake tensorrt engine\x00\x02"

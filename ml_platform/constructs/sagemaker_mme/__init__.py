@@ -6,12 +6,23 @@ endpoint config, endpoint), :mod:`.scaling`, :mod:`.alarms`, :mod:`.metrics`, :m
 (execution role statements, ``grant_invoke``) and :mod:`.log_group`.
 """
 
-from ml_platform.constructs.sagemaker_mme.alarms import LOAD_FAILURE_PATTERN
+from ml_platform.constructs.sagemaker_mme.alarms import (
+    GPU_MEMORY_ALARM_PERCENT,
+    LOAD_FAILURE_PATTERN,
+)
 from ml_platform.constructs.sagemaker_mme.endpoint import (
+    ADDITIONAL_ARGS_ENV,
+    DALI_RELEASE_AFTER_UNLOAD,
     DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT,
     ENDPOINT_NAME,
+    LOG_INFO_ENV,
     LOG_VERBOSE_ENV,
+    MODEL_LOAD_GPU_LIMIT_ENV,
+    MODEL_LOAD_GPU_LIMIT_WARNING,
+    NO_ALARM_TOPIC_WARNING,
+    SINGLE_INSTANCE_WARNING,
     TritonMultiModelEndpoint,
+    container_environment,
     model_load_environment,
 )
 from ml_platform.constructs.sagemaker_mme.grants import (
@@ -32,17 +43,26 @@ from ml_platform.constructs.sagemaker_mme.metrics import (
 from ml_platform.constructs.sagemaker_mme.scaling import EndpointScaling
 
 __all__ = [
+    "ADDITIONAL_ARGS_ENV",
+    "DALI_RELEASE_AFTER_UNLOAD",
     "DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT",
     "ENDPOINT_NAME",
+    "GPU_MEMORY_ALARM_PERCENT",
     "GRANT_POLICY_BUDGET",
     "LOAD_FAILURE_NAMESPACE",
     "LOAD_FAILURE_PATTERN",
+    "LOG_INFO_ENV",
     "LOG_KEY_ID",
     "LOG_VERBOSE_ENV",
+    "MODEL_LOAD_GPU_LIMIT_ENV",
+    "MODEL_LOAD_GPU_LIMIT_WARNING",
+    "NO_ALARM_TOPIC_WARNING",
+    "SINGLE_INSTANCE_WARNING",
     "VARIANT_NAME",
     "EndpointMetrics",
     "EndpointScaling",
     "TritonMultiModelEndpoint",
+    "container_environment",
     "endpoint_log_group_name",
     "model_load_environment",
     "policy_size",

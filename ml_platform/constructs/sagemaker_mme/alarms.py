@@ -45,11 +45,15 @@ def add_load_failure_filter(endpoint: TritonMultiModelEndpoint) -> logs.CfnMetri
     )
 
 
+#: GPU memory (%, 5-minute maximum, 3 periods in a row) past which the model cache is full.
+GPU_MEMORY_ALARM_PERCENT = 95
+
+
 def add_alarms(
     endpoint: TritonMultiModelEndpoint, alarm_topic: sns.ITopic | None
 ) -> dict[str, cloudwatch.Alarm]:
     """The endpoint's alarms by metric name, each notifying ``alarm_topic`` (alarm and OK)
-    when one is given."""
+    when one is given (the inference stack always gives one)."""
     endpoint_name = endpoint.endpoint_name
     alarms = {
         "ModelLoadFailures": endpoint.metric_model_load_failures().create_alarm(
@@ -62,21 +66,30 @@ def add_alarms(
             alarm_description=f"{endpoint_name}: Triton failed to load a model of an archive "
             "(see the endpoint's log group for 'failed to load')",
         ),
+        # Both metrics exist only while something happens (a load; an instance): no data is
+        # no problem, so neither alarm sits in INSUFFICIENT_DATA on a quiet endpoint.
         "ModelLoadingWaitTime": endpoint.metric_model_loading_wait_time().create_alarm(
             endpoint,
             "ModelLoadingWaitAlarm",
             # Microseconds: requests waited over 30 s on average for a model to load.
             threshold=30_000_000,
             evaluation_periods=3,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
             alarm_description=f"{endpoint_name}: requests wait long for models to load "
-            "(too many archives for the instance's memory, or too few instances)",
+            "(too many archives for the GPU, or too few instances)",
         ),
+        # With no load cap the model cache fills the GPU by design, and a load that does not fit
+        # answers 507 so SageMaker evicts (docs/serving-sagemaker.md, "GPU memory and
+        # eviction"): a full GPU alone is normal. Sustained above GPU_MEMORY_ALARM_PERCENT for
+        # 15 minutes, every new load evicts; with the load-wait alarm, the instance thrashes.
         "GPUMemoryUtilization": endpoint.metric_gpu_memory_utilization().create_alarm(
             endpoint,
             "GpuMemoryAlarm",
-            threshold=90,
+            threshold=GPU_MEMORY_ALARM_PERCENT,
             evaluation_periods=3,
-            alarm_description=f"{endpoint_name}: GPU memory above 90% (models get evicted)",
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=f"{endpoint_name}: GPU memory over {GPU_MEMORY_ALARM_PERCENT}% "
+            "for 15 min: loads evict models",
         ),
         "Invocation5XXErrors": endpoint.metric_invocation_5xx_errors().create_alarm(
             endpoint,

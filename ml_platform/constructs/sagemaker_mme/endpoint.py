@@ -53,32 +53,78 @@ from ml_platform.sagemaker_images import (
 )
 from ml_platform.triton.archive_names import ArchiveRef, parse_refs
 
-# Triton's TensorFlow backend (releases up to 25.02) does not give GPU memory back when a model
-# unloads (the source design's notebook, MME_TF_DALI+TRT), and neither does DALI unless its
-# backend is started with release_after_unload (dali_backend docs/config.md), which the
-# container's serve script cannot pass. The serve script does pass Triton's
-# --model-load-gpu-limit from SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT: past that share of GPU
-# memory, Triton refuses new loads ("failed to load", counted by the load-failure alarm)
-# instead of letting a running model fail on CUDA memory:
+# The SageMaker Triton container's start script turns these variables into tritonserver flags
+# (triton-inference-server/server docker/sagemaker/serve, r23.12 to r25.09):
 # https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
-# https://github.com/triton-inference-server/server/blob/main/docs/user_guide/model_management.md
+#: ``--log-verbose=<value>``; unset, the script passes ``--log-verbose=true`` (a line per request).
+LOG_VERBOSE_ENV = "SAGEMAKER_TRITON_LOG_VERBOSE"
+#: ``--log-info=<value>``. Off, the front end's INFO line per request ("Invoking SageMaker
+#: TargetModel", server src/sagemaker_server.cc) goes; failed loads are logged at ERROR
+#: (core src/model_repository_manager/model_lifecycle.cc), which the metric filter counts.
+LOG_INFO_ENV = "SAGEMAKER_TRITON_LOG_INFO"
+#: ``--model-load-gpu-limit <gpu>:<fraction>`` for every GPU.
+MODEL_LOAD_GPU_LIMIT_ENV = "SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"
+#: Appended verbatim (unquoted: split at spaces) to the server's command line.
+ADDITIONAL_ARGS_ENV = "SAGEMAKER_TRITON_ADDITIONAL_ARGS"
+#: DALI keeps its GPU memory pools after its model unloads unless the backend is started with
+#: this (dali_backend docs/config.md, "release_after_unload"; read from r24.03 on, src/
+#: parameters.h; earlier releases ignore unknown backend parameters). Without it, every
+#: evicted image-ensemble version leaves its DALI memory behind on the GPU.
+DALI_RELEASE_AFTER_UNLOAD = "--backend-config=dali,release_after_unload=true"
+
+#: No cap by default. SageMaker evicts idle models only when a load answers 507 (Insufficient
+#: Storage: https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html), and
+#: Triton's SageMaker front end answers 507 only when the load error contains one of its
+#: out-of-memory strings (server src/sagemaker_server.cc, SageMakerMMECheckOOMError: "CUDA out
+#: of memory", "out of memory", "OOM", "Failed to allocate memory", ...), 400 otherwise. A load
+#: refused by ``--model-load-gpu-limit`` fails with "memory limit set for GPU 0 has exceeded,
+#: model loading is rejected" (core src/backend_model_instance.cc, VerifyModelLoadGpuFraction),
+#: which matches none: it answers 400 and nothing is ever evicted. Without the cap a full GPU
+#: fails the load on CUDA memory, the front end answers 507, SageMaker unloads the least
+#: recently used models and retries. tests/e2e/triton/test_local_server.py shows both answers
+#: on the real front end.
 DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT
+#: Synth warning (acknowledgeable) when a cap is set: what it costs.
+MODEL_LOAD_GPU_LIMIT_WARNING = "ml-platform:modelLoadGpuLimitBlocksEviction"
 
 
 def model_load_environment(limit_percent: int) -> dict[str, str]:
     """The container environment that caps model loads at ``limit_percent`` of GPU memory
-    (empty for 100: no limit)."""
+    (empty for 100: no cap, the default)."""
     if limit_percent >= 100:
         return {}
-    return {"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": f"{limit_percent / 100:g}"}
+    return {MODEL_LOAD_GPU_LIMIT_ENV: f"{limit_percent / 100:g}"}
+
+
+def container_environment(
+    *,
+    log_verbose: int = 0,
+    model_load_gpu_limit_percent: int = DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT,
+) -> dict[str, str]:
+    """The Triton container's environment on the endpoint's model.
+
+    ``--log-verbose`` at ``log_verbose``; with it off (0) also ``--log-info=false``, so the
+    log keeps warnings and errors (failed loads among them) and not a line per request; DALI
+    releases its GPU memory on unload; a load cap only when ``model_load_gpu_limit_percent``
+    is below 100 (see :data:`DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT` for what a cap costs)."""
+    env = {LOG_VERBOSE_ENV: str(log_verbose)}
+    if log_verbose == 0:
+        env[LOG_INFO_ENV] = "false"
+    env[ADDITIONAL_ARGS_ENV] = DALI_RELEASE_AFTER_UNLOAD
+    return {**env, **model_load_environment(model_load_gpu_limit_percent)}
+
+
+#: Synth warning (acknowledgeable) for an endpoint whose alarms notify no one.
+NO_ALARM_TOPIC_WARNING = "ml-platform:endpointAlarmsNotifyNoOne"
+#: Synth warning (acknowledgeable) for an endpoint that may run on one instance: SageMaker
+#: spreads a variant's instances over Availability Zones, which takes two or more ("Best
+#: practices for deploying models on SageMaker AI Hosting Services":
+#: https://docs.aws.amazon.com/sagemaker/latest/dg/deployment-best-practices.html).
+SINGLE_INSTANCE_WARNING = "ml-platform:endpointSingleInstance"
 
 
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 ENDPOINT_NAME = limits.ENDPOINT_NAME.regex  # CreateEndpoint's EndpointName
-# The SageMaker Triton container's start script passes --log-verbose=true (a log line per
-# request) unless this variable is set, and then passes its value as --log-verbose:
-# https://github.com/triton-inference-server/server/blob/main/docker/sagemaker/serve
-LOG_VERBOSE_ENV = "SAGEMAKER_TRITON_LOG_VERBOSE"
 
 
 class TritonMultiModelEndpoint(EndpointMetrics, Construct):
@@ -115,12 +161,20 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             :data:`INFERENCE_AMI_VERSIONS`. Default ``al2023-ami-sagemaker-inference-gpu-4-1``
             (driver 580: see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the
             container's CUDA); one that cannot run the release's CUDA is refused.
-        alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none.
+        alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none: the alarms
+            notify no one, and synthesis warns (id :data:`NO_ALARM_TOPIC_WARNING`; the
+            inference stack always passes one, an :class:`~ml_platform.constructs.alarm_topic.
+            AlarmTopic` by default).
         network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
             the archives' Python) gets no network. Default true.
         model_load_gpu_limit_percent: Share of GPU memory past which Triton refuses to load
-            another model (``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``; see
-            :data:`DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT`). Default 80; 100: no limit.
+            another model (``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``). Default 100: no cap, so
+            a full GPU fails a load on CUDA memory, the front end answers 507 and SageMaker
+            evicts idle models. An opt-in cap (1 to 99) makes every load past it answer 400:
+            SageMaker then evicts nothing and new archives fail until models are unloaded
+            otherwise; it gets a synth warning saying so (id
+            :data:`MODEL_LOAD_GPU_LIMIT_WARNING`, acknowledgeable). See
+            :data:`DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT`.
         instance_type_changes: Make a change of ``instance_type`` deploy although autoscaling
             is registered (SageMaker refuses that update otherwise): two custom resources of
             one handler per stack deregister the target before the endpoint moves and register
@@ -139,8 +193,10 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             region's endpoint log groups only.
         log_removal_policy: Of the log group and the new key. Default RETAIN.
         log_verbose: Triton's ``--log-verbose`` level, passed as
-            ``SAGEMAKER_TRITON_LOG_VERBOSE``. Default 0 (off; the container's own default is
-            verbose, a log line for every request).
+            ``SAGEMAKER_TRITON_LOG_VERBOSE``. Default 0: off, and INFO lines off too
+            (``SAGEMAKER_TRITON_LOG_INFO=false``: the front end logs one per request), leaving
+            warnings and errors, failed loads among them (:func:`container_environment`). The
+            container's own default is verbose, a log line for every request.
 
     Attributes:
         model_bucket: The bucket construct read through (``bucket``, or one over a plain
@@ -199,6 +255,32 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         warning = triton_release_warning(triton_version) if image_uri is None else None
         if warning:
             Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
+        if model_load_gpu_limit_percent < 100:
+            Annotations.of(self).add_warning_v2(
+                MODEL_LOAD_GPU_LIMIT_WARNING,
+                f"model_load_gpu_limit_percent={model_load_gpu_limit_percent} caps model loads at "
+                f"{model_load_gpu_limit_percent}% of GPU memory: a load past the cap answers 400, "
+                "not 507, so SageMaker evicts no idle model and every new archive fails to load "
+                "(load-failure alarm) until models are unloaded otherwise. Without a cap a full "
+                "GPU answers 507 and SageMaker evicts (docs/serving-sagemaker.md, 'GPU memory "
+                "and eviction').",
+            )
+        if alarm_topic is None:
+            Annotations.of(self).add_warning_v2(
+                NO_ALARM_TOPIC_WARNING,
+                "alarm_topic=None: the endpoint's alarms have no action and notify no one "
+                "(Control Tower CT.CLOUDWATCH.PR.1 requires one); pass an SNS topic, e.g. an "
+                "ml_platform.constructs.alarm_topic.AlarmTopic.",
+            )
+        if min_instances < 2:
+            Annotations.of(self).add_warning_v2(
+                SINGLE_INSTANCE_WARNING,
+                f"min_instances={min_instances}: one instance is one Availability Zone and no "
+                "redundancy; an instance or AZ failure, or an instance replacement, stops the "
+                "endpoint until SageMaker replaces it. Set min_instances (and "
+                "initial_instances) to 2 or more for instances in separate AZs "
+                "(docs/serving-sagemaker.md, 'One instance, one Availability Zone').",
+            )
 
         self.endpoint_name = endpoint_name
         # What dashboards draw the metrics against (ml_platform/constructs/dashboards.py).
@@ -310,10 +392,14 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             problem = compute_capability_problem(triton_version, instance_type)
             if problem:
                 errors.append(f"instance_type={instance_type!r}: {problem}")
-        if model_load_gpu_limit_percent not in limits.MODEL_LOAD_GPU_LIMIT_PERCENT:
+        if (
+            isinstance(model_load_gpu_limit_percent, bool)
+            or not isinstance(model_load_gpu_limit_percent, int)
+            or model_load_gpu_limit_percent not in limits.MODEL_LOAD_GPU_LIMIT_PERCENT
+        ):
             errors.append(
-                f"model_load_gpu_limit_percent={model_load_gpu_limit_percent}: expected 1 to 100 "
-                "(100: no limit)"
+                f"model_load_gpu_limit_percent={model_load_gpu_limit_percent!r}: expected a whole "
+                "number from 1 to 100 (100, the default: no cap)"
             )
         if not Token.is_unresolved(log_verbose):
             errors += limits.TRITON_LOG_VERBOSE.problems("log_verbose", log_verbose)
@@ -366,10 +452,10 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 image=self.image_uri,
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
-                environment={
-                    LOG_VERBOSE_ENV: str(log_verbose),
-                    **model_load_environment(model_load_gpu_limit_percent),
-                },
+                environment=container_environment(
+                    log_verbose=log_verbose,
+                    model_load_gpu_limit_percent=model_load_gpu_limit_percent,
+                ),
             ),
             # SageMaker, not the container, fetches archives from S3 and hands Triton a local
             # path (the multi-model container contract: POST /models {"url": "/opt/ml/models/

@@ -49,6 +49,7 @@ from tests.helpers.triton_support import (
     load_pipeline_module,
     package_archives,
     pattern_image,
+    serve_script_flags,
     write_artifacts,
 )
 
@@ -87,10 +88,40 @@ def server_env():
         pytest.skip(f"no local Triton server environment ({error}); `make triton-env` makes it")
 
 
+class EndpointTriton(LocalTriton):
+    """The local server started as the endpoint's container starts it: the serve script's
+    multi-model flags, then the flags it derives from the synthesized model's environment
+    (tritonserver keeps the last value of a repeated flag)."""
+
+    def __init__(self, env, workdir: Path, environment: dict[str, str]) -> None:
+        super().__init__(env, workdir)
+        self.endpoint_environment = environment
+        # No GPU here: nvidia-smi would list none, so a load cap would add no flag either.
+        self.endpoint_flags = serve_script_flags(environment, gpus=0)
+
+    def command(self, repository: Path, backends: Path) -> list[str]:
+        return [*super().command(repository, backends), *self.endpoint_flags]
+
+
 @pytest.fixture(scope="session")
-def server(server_env, tmp_path_factory: pytest.TempPathFactory):
-    """One tritonserver per session, stopped by PID at the end (and checked gone)."""
-    triton = LocalTriton(server_env, tmp_path_factory.mktemp("triton"))
+def endpoint_environment(synth) -> dict[str, str]:
+    """The Triton container's environment on the synthesized endpoint (cdk.json's settings)."""
+    (model,) = synth.template("Inference").find_resources("AWS::SageMaker::Model").values()
+    return model["Properties"]["PrimaryContainer"]["Environment"]
+
+
+@pytest.fixture(scope="session")
+def endpoint_filter_pattern(synth) -> str:
+    """The load-failure metric filter's pattern as synthesized."""
+    (found,) = synth.template("Inference").find_resources("AWS::Logs::MetricFilter").values()
+    return found["Properties"]["FilterPattern"]
+
+
+@pytest.fixture(scope="session")
+def server(server_env, endpoint_environment, tmp_path_factory: pytest.TempPathFactory):
+    """One tritonserver per session, configured as the endpoint is, stopped by PID at the end
+    (and checked gone)."""
+    triton = EndpointTriton(server_env, tmp_path_factory.mktemp("triton"), endpoint_environment)
     started = time.monotonic()
     triton.start()
     triton.startup_seconds = time.monotonic() - started
@@ -184,6 +215,8 @@ def _check_confinement(server: LocalTriton) -> None:
     command = Path(f"/proc/{server.server_pid}/cmdline").read_bytes().split(b"\0")
     flags = {part.decode() for part in command}
     assert set(SAGEMAKER_MME_FLAGS) <= flags
+    arguments = [part.decode() for part in command if part]  # /proc ends it with a NUL
+    assert arguments[-len(server.endpoint_flags) :] == server.endpoint_flags
     assert f"--sagemaker-port={server.port}" in flags
     # Only SageMaker's routes are served: no shared-memory registration, no KServe API.
     for path in (
@@ -284,7 +317,8 @@ def _check_archive_code_is_confined(
 
 
 def test_every_archive_in_a_real_sagemaker_triton(
-    server: LocalTriton,
+    server: EndpointTriton,
+    endpoint_filter_pattern: str,
     archives: dict[Path, Path],
     second_version: Path,
     sentence_model,
@@ -373,6 +407,8 @@ def test_every_archive_in_a_real_sagemaker_triton(
             assert reply.status == 200, (archive.name, reply.text())
             assert server.unload(archive.name).status == 200
     _check_failed_load(server, tmp_path)
+    results += _check_eviction_answers(server, tmp_path)
+    results += _check_log_levels(server, endpoint_filter_pattern)
     results.append(_check_archive_code_is_confined(server, archives, tmp_path))
     record_property("local_triton_report", "\n".join(results))
     record_property(
@@ -456,26 +492,32 @@ def _filter_matches(pattern: str, line: str) -> bool:
     return phrase.group(1) in line
 
 
-def _check_failed_load(server: LocalTriton, tmp_path: Path) -> None:
-    """A model whose initialize raises: the load answers 400, and the server's log lines
-    about it are exactly the ones the endpoint's metric filter counts."""
-    model = server.model_folder("broken") / "broken_model"
+def _failing_model(folder: Path, name: str, error: str) -> Path:
+    """An archive folder whose one Python model raises ``RuntimeError(error)`` in initialize."""
+    model = folder / name
     (model / "1").mkdir(parents=True)
     (model / "config.pbtxt").write_text(
-        'name: "broken_model"\nbackend: "python"\nmax_batch_size: 1\n'
+        f'name: "{name}"\nbackend: "python"\nmax_batch_size: 1\n'
         'input { name: "IN" data_type: TYPE_FP32 dims: [1] }\n'
         'output { name: "OUT" data_type: TYPE_FP32 dims: [1] }\n'
         "instance_group { kind: KIND_CPU count: 1 }\n",
         "utf-8",
     )
     (model / "1" / "model.py").write_text(
-        "class TritonPythonModel:\n"
-        "    def initialize(self, args):\n"
-        "        raise RuntimeError('this model refuses to load')\n",
+        f"class TritonPythonModel:\n    def initialize(self, args):\n        raise RuntimeError({error!r})\n",
         "utf-8",
     )
+    return folder
+
+
+def _check_failed_load(server: LocalTriton, tmp_path: Path) -> None:
+    """A model whose initialize raises: the load answers 400, and the server's log lines
+    about it are exactly the ones the endpoint's metric filter counts."""
+    archive = _failing_model(
+        server.model_folder("broken"), "broken_model", "this model refuses to load"
+    )
     before = len(server.log_text().splitlines())
-    reply = server.load("broken-v00000001.tar.gz", model.parent)
+    reply = server.load("broken-v00000001.tar.gz", archive)
     assert reply.status == 400 and "refuses to load" in reply.text(), reply.text()
     time.sleep(0.2)  # the log line is flushed right after the reply
     lines = server.log_text().splitlines()[before:]
@@ -483,13 +525,95 @@ def _check_failed_load(server: LocalTriton, tmp_path: Path) -> None:
     assert counted, "\n".join(lines)
     assert all("broken-v00000001.tar.gz" in line or "broken_model" in line for line in counted)
     assert any(line.startswith("E") and "model_lifecycle.cc" in line for line in counted), counted
-    # Successful loads do not count.
-    assert not [
-        line
-        for line in server.log_text().splitlines()
-        if "successfully loaded" in line and _filter_matches(LOAD_FAILURE_PATTERN, line)
-    ]
     assert server.unload("broken-v00000001.tar.gz").status == 404  # nothing stayed loaded
+
+
+#: A CUDA allocation failure as a backend reports it. "out of memory" is CUDA's own text for
+#: cudaErrorMemoryAllocation (CUDA runtime API, cudaGetErrorString) and one of the front end's
+#: out-of-memory strings; PyTorch's "CUDA out of memory" is another (server
+#: src/sagemaker_server.cc, SageMakerMMECheckOOMError).
+CUDA_OOM_ERROR = "CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.56 GiB total capacity)"
+#: The error of a load refused by --model-load-gpu-limit (core src/backend_model_instance.cc,
+#: VerifyModelLoadGpuFraction, r24.10 and r25.09; the kind string of a GPU instance is "GPU").
+GPU_LIMIT_ERROR = (
+    "can not create model 'capped_model_0_0': memory limit set for GPU 0 has exceeded, model "
+    "loading is rejected."
+)
+
+
+def _check_eviction_answers(server: EndpointTriton, tmp_path: Path) -> list[str]:
+    """What SageMaker sees when a model does not fit, on the real SageMaker front end.
+
+    Observed here: a load whose error carries a CUDA out-of-memory text answers 507 (the
+    status on which SageMaker unloads idle models and retries:
+    https://docs.aws.amazon.com/sagemaker/latest/dg/mms-container-apis.html), and one carrying
+    the load cap's refusal text answers 400 (SageMaker evicts nothing); both log the ERROR line
+    the load-failure metric filter counts. Taken from the sources (no GPU here): that a full GPU
+    makes a backend fail with such a CUDA text, and that the core refuses a capped load with
+    that exact text before any backend runs (the Python model raises both texts here in its
+    stead). The endpoint's environment sets no cap, so a full GPU takes the 507 path."""
+    from ml_platform.constructs.sagemaker_mme import MODEL_LOAD_GPU_LIMIT_ENV
+
+    assert MODEL_LOAD_GPU_LIMIT_ENV not in server.endpoint_environment
+    assert not [f for f in server.endpoint_flags if f.startswith("--model-load-gpu-limit")]
+    lines = []
+    for target, name, error, status in (
+        ("oom-v00000001.tar.gz", "oom_model", CUDA_OOM_ERROR, 507),
+        ("capped-v00000001.tar.gz", "capped_model", GPU_LIMIT_ERROR, 400),
+    ):
+        before = len(server.log_text().splitlines())
+        reply = server.load(target, _failing_model(server.model_folder(target), name, error))
+        lines.append(f"{target}: load failing with {error[:40]!r}... answers {reply.status}")
+        assert reply.status == status, (target, reply.status, reply.text())
+        assert error in reply.text()
+        time.sleep(0.2)  # the log line is flushed right after the reply
+        counted = [
+            line
+            for line in server.log_text().splitlines()[before:]
+            if _filter_matches(LOAD_FAILURE_PATTERN, line)
+        ]
+        assert counted and all(target in line and line.startswith("E") for line in counted)
+        assert server.unload(target).status == 404  # nothing stayed loaded
+    return lines
+
+
+def _moto_filter(pattern: str, lines: list[str]) -> list[str]:
+    """The lines moto's CloudWatch Logs (an independent implementation of the filter syntax)
+    returns for ``pattern``, each line put as one log event as SageMaker ships them."""
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        logs = boto3.client("logs", region_name="us-west-2")
+        logs.create_log_group(logGroupName="g")
+        logs.create_log_stream(logGroupName="g", logStreamName="s")
+        now = int(time.time() * 1000)  # CloudWatch Logs (and moto) drop events > 14 days old
+        events = [{"timestamp": now + i, "message": m} for i, m in enumerate(lines)]
+        logs.put_log_events(logGroupName="g", logStreamName="s", logEvents=events)
+        found = logs.filter_log_events(logGroupName="g", filterPattern=pattern)["events"]
+        return [e["message"] for e in found]
+
+
+def _check_log_levels(server: EndpointTriton, pattern: str) -> list[str]:
+    """With the endpoint's SAGEMAKER_TRITON_LOG_INFO=false and verbose off, after every
+    archive was invoked: no INFO line (the front end's "Invoking SageMaker TargetModel" line
+    per request, server src/sagemaker_server.cc, is gone) and no verbose line, while every
+    failed load above left its ERROR line, the only lines the metric filter counts."""
+    from ml_platform.constructs.sagemaker_mme import LOG_INFO_ENV, LOG_VERBOSE_ENV
+
+    assert server.endpoint_environment[LOG_INFO_ENV] == "false"
+    assert server.endpoint_environment[LOG_VERBOSE_ENV] == "0"
+    lines = server.log_text().splitlines()
+    levels = sorted({line[0] for line in lines if line[:1] in "IWEV" and line[1:5].isdigit()})
+    assert levels and set(levels) <= {"E", "W"}, levels
+    assert "Invoking SageMaker TargetModel" not in server.log_text()
+    assert pattern == LOAD_FAILURE_PATTERN  # the synthesized metric filter's
+    counted = [line for line in lines if _filter_matches(pattern, line)]
+    assert _moto_filter(pattern, lines) == counted
+    failed = ("broken-v00000001.tar.gz", "oom-v00000001.tar.gz", "capped-v00000001.tar.gz")
+    assert {t for t in failed for line in counted if t in line} == set(failed)
+    assert all(any(t in line for t in failed) for line in counted), counted
+    return [f"log with INFO off: {len(lines)} lines, levels {levels}, {len(counted)} counted"]
 
 
 def test_mlp_models_serve_local_and_mlp_invoke_local(

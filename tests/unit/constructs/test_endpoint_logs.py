@@ -10,7 +10,14 @@ from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
-from ml_platform.constructs.sagemaker_mme import LOG_VERBOSE_ENV, TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme import (
+    ADDITIONAL_ARGS_ENV,
+    DALI_RELEASE_AFTER_UNLOAD,
+    LOG_INFO_ENV,
+    LOG_VERBOSE_ENV,
+    MODEL_LOAD_GPU_LIMIT_ENV,
+    TritonMultiModelEndpoint,
+)
 from tests.support import SynthesizedPlatform
 
 GROUP = "/aws/sagemaker/Endpoints/triton-ensembles"
@@ -30,13 +37,14 @@ def test_log_group_is_the_stacks_with_retention_and_its_own_key(synth: Synthesiz
         if v["Properties"].get("LogGroupName") == GROUP
     }
     ((group_id, group),) = groups.items()
-    assert group["DeletionPolicy"] == "Retain"
+    # storage.removal_policy "retain": kept on deletion, removed when its first create fails.
+    assert group["DeletionPolicy"] == "RetainExceptOnCreate"
     assert group["Properties"]["RetentionInDays"] == 365
     key_id = group["Properties"]["KmsKeyId"]["Fn::GetAtt"][0]
     key = resources[key_id]
     assert key["Type"] == "AWS::KMS::Key"
     assert key["Properties"]["EnableKeyRotation"] is True
-    assert key["DeletionPolicy"] == "Retain"
+    assert key["DeletionPolicy"] == "RetainExceptOnCreate"
     (logs_statement,) = [
         s
         for s in key["Properties"]["KeyPolicy"]["Statement"]
@@ -61,7 +69,42 @@ def test_log_group_is_the_stacks_with_retention_and_its_own_key(synth: Synthesiz
 
 def test_verbose_logging_is_off_by_default(synth: SynthesizedPlatform) -> None:
     _, model = one(synth.template("Inference"), "AWS::SageMaker::Model")
-    assert model["Properties"]["PrimaryContainer"]["Environment"][LOG_VERBOSE_ENV] == "0"
+    # The whole environment: verbose and INFO lines off (ERROR lines, failed loads among them,
+    # stay), DALI gives its GPU memory back on unload, and no load cap (so a full GPU answers
+    # 507 and SageMaker evicts: tests/e2e/triton/test_local_server.py).
+    assert model["Properties"]["PrimaryContainer"]["Environment"] == {
+        LOG_VERBOSE_ENV: "0",
+        LOG_INFO_ENV: "false",
+        ADDITIONAL_ARGS_ENV: "--backend-config=dali,release_after_unload=true",
+    }
+    assert DALI_RELEASE_AFTER_UNLOAD == "--backend-config=dali,release_after_unload=true"
+
+
+def test_destroy_removal_policy_deletes_the_log_group_and_its_key() -> None:
+    """With storage.removal_policy "destroy", `cdk destroy` takes the group and its key, so a
+    later deploy can create the group of the same name again."""
+    from ml_platform.app import build_platform
+
+    settings = Settings.from_context(
+        {
+            "storage": {"removal_policy": "destroy"},
+            "features": {"training_cluster": False, "triton_on_eks": False},
+        }
+    )
+    platform = build_platform(new_app(), settings)
+    t = Template.from_stack(platform.inference)
+    (group,) = [
+        g
+        for g in t.find_resources("AWS::Logs::LogGroup").values()
+        if g["Properties"].get("LogGroupName") == GROUP
+    ]
+    keys = t.find_resources("AWS::KMS::Key")
+    assert sorted(k.rstrip("0123456789ABCDEF") for k in keys) == [
+        "AlarmTopicKey",
+        "EndpointLogsKey",
+    ]
+    for resource in (group, *keys.values()):
+        assert resource["DeletionPolicy"] == "Delete", resource
 
 
 def endpoint_template(**props) -> Template:
@@ -78,7 +121,10 @@ def endpoint_template(**props) -> Template:
 def test_verbose_level_and_retention_are_props() -> None:
     t = endpoint_template(log_verbose=2, log_retention=cdk.aws_logs.RetentionDays.ONE_MONTH)
     _, model = one(t, "AWS::SageMaker::Model")
-    assert model["Properties"]["PrimaryContainer"]["Environment"][LOG_VERBOSE_ENV] == "2"
+    env = model["Properties"]["PrimaryContainer"]["Environment"]
+    # Verbose logging asked for: INFO lines stay on (the container's default).
+    assert env == {LOG_VERBOSE_ENV: "2", ADDITIONAL_ARGS_ENV: DALI_RELEASE_AFTER_UNLOAD}
+    assert LOG_INFO_ENV not in env and MODEL_LOAD_GPU_LIMIT_ENV not in env
     t.has_resource_properties(
         "AWS::Logs::LogGroup",
         {"LogGroupName": "/aws/sagemaker/Endpoints/ep", "RetentionInDays": 30},

@@ -10,7 +10,11 @@ from aws_cdk.assertions import Match, Template
 
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
-from ml_platform.constructs.sagemaker_mme import LOAD_FAILURE_NAMESPACE, TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme import (
+    LOAD_FAILURE_NAMESPACE,
+    MODEL_LOAD_GPU_LIMIT_WARNING,
+    TritonMultiModelEndpoint,
+)
 from ml_platform.sagemaker_images import (
     TRITON_REGISTRIES,
     triton_image_uri,
@@ -206,30 +210,33 @@ def test_the_ami_must_run_the_release_cuda() -> None:
     _endpoint(inference_ami_version="al2-ami-sagemaker-inference-gpu-2")  # forward compatibility
 
 
-def test_model_loads_stop_at_a_share_of_gpu_memory(synth: SynthesizedPlatform) -> None:
-    """TensorFlow (<= 25.02) and DALI keep GPU memory after unload: the container's serve
-    script turns SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT into --model-load-gpu-limit."""
-    synth.template("Inference").has_resource_properties(
-        "AWS::SageMaker::Model",
-        {
-            "PrimaryContainer": Match.object_like(
-                {"Environment": Match.object_like({"SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT": "0.8"})}
-            )
-        },
+def test_no_load_cap_by_default_and_a_cap_is_an_opt_in_with_its_cost_said(
+    synth: SynthesizedPlatform,
+) -> None:
+    """No SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT by default: a load refused by the cap answers
+    400 and SageMaker evicts only on 507 (tests/e2e/triton/test_local_server.py shows both
+    answers on the real front end). A cap is an opt-in, with an acknowledgeable warning."""
+    (model,) = synth.template("Inference").find_resources("AWS::SageMaker::Model").values()
+    assert (
+        "SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"
+        not in model["Properties"]["PrimaryContainer"]["Environment"]
     )
-    _endpoint_construct, stack = _endpoint(model_load_gpu_limit_percent=65)
+    assert [w for w in _warnings(synth.platform.inference) if "model_load_gpu" in w] == []
+    _, stack = _endpoint(model_load_gpu_limit_percent=65)
     model = Template.from_stack(stack).find_resources("AWS::SageMaker::Model")
     (props,) = [m["Properties"]["PrimaryContainer"] for m in model.values()]
     assert props["Environment"]["SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"] == "0.65"
-    _, unlimited = _endpoint(model_load_gpu_limit_percent=100)
-    model = Template.from_stack(unlimited).find_resources("AWS::SageMaker::Model")
-    assert [
-        "SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT"
-        in m["Properties"]["PrimaryContainer"]["Environment"]
-        for m in model.values()
-    ] == [False]
-    with pytest.raises(ValueError, match=r"model_load_gpu_limit_percent=0: expected 1 to 100"):
-        _endpoint(model_load_gpu_limit_percent=0)
+    (warning,) = [w for w in _warnings(stack) if "model_load_gpu" in w]
+    assert warning.startswith("model_load_gpu_limit_percent=65 caps model loads at 65%")
+    assert "answers 400, not 507, so SageMaker evicts no idle model" in warning
+    assert f"[ack: {MODEL_LOAD_GPU_LIMIT_WARNING}]" in warning
+    for bad in (0, 101, True, 80.5, "80"):
+        with pytest.raises(
+            ValueError,
+            match=r"model_load_gpu_limit_percent=.*: expected a whole number from 1 to 100 "
+            r"\(100, the default: no cap\)",
+        ):
+            _endpoint(model_load_gpu_limit_percent=bad)
     with pytest.raises(SettingsError, match=r"inference.model_load_gpu_limit_percent = 101"):
         Settings.from_context({"inference": {"model_load_gpu_limit_percent": 101}})
 
@@ -266,3 +273,30 @@ def test_instance_counts_follow_the_settings_rule() -> None:
     with pytest.raises(ValueError, match=r"min_instances=2, initial_instances=1"):
         _endpoint(min_instances=2, initial_instances=1, max_instances=2)
     _endpoint(min_instances=1, initial_instances=100, max_instances=100)
+
+
+def test_an_endpoint_that_may_run_on_one_instance_warns() -> None:
+    """min_instances 1 (the default): one instance, one AZ, no redundancy; said at synth with
+    an acknowledgeable warning. From 2 instances SageMaker spreads them over AZs: no warning."""
+    from ml_platform.constructs.sagemaker_mme import SINGLE_INSTANCE_WARNING
+
+    single, stack = _endpoint()
+    (warning,) = [w for w in _warnings(stack) if SINGLE_INSTANCE_WARNING in w]
+    assert warning.startswith("min_instances=1: one instance is one Availability Zone")
+    assert f"[ack: {SINGLE_INSTANCE_WARNING}]" in warning
+    _, redundant = _endpoint(min_instances=2, initial_instances=2, max_instances=3)
+    assert [w for w in _warnings(redundant) if SINGLE_INSTANCE_WARNING in w] == []
+    cdk.Annotations.of(single).acknowledge_warning(SINGLE_INSTANCE_WARNING, "dev endpoint")
+    assert [w for w in _warnings(stack) if SINGLE_INSTANCE_WARNING in w] == []
+
+
+def test_an_endpoint_without_a_topic_warns_that_its_alarms_reach_no_one() -> None:
+    from ml_platform.constructs.sagemaker_mme import NO_ALARM_TOPIC_WARNING
+
+    _, bare = _endpoint()
+    (warning,) = [w for w in _warnings(bare) if NO_ALARM_TOPIC_WARNING in w]
+    assert warning.startswith("alarm_topic=None: the endpoint's alarms have no action")
+    _, notified = _endpoint(topic=True)
+    assert [w for w in _warnings(notified) if NO_ALARM_TOPIC_WARNING in w] == []
+    alarms = Template.from_stack(notified).find_resources("AWS::CloudWatch::Alarm").values()
+    assert [a["Properties"]["AlarmActions"] for a in alarms] == [[TOPIC]] * 4

@@ -215,7 +215,9 @@ def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
         return [
             str(e.data)
             for e in triton.node.metadata
-            if e.type == "aws:cdk:warning" and "imagePinnedByTagOnly" not in str(e.data)
+            if e.type == "aws:cdk:warning"
+            and "imagePinnedByTagOnly" not in str(e.data)
+            and "tritonRolloutOutage" not in str(e.data)  # one replica: its own test
         ]
 
     assert warnings("25.09") == []
@@ -338,3 +340,49 @@ def test_every_construct_taking_a_prefix_applies_the_settings_rule(prefix: str) 
             device_plugin=False,
             gpu_node_group=False,
         )
+
+
+def test_one_replica_without_surge_warns_and_a_surge_needs_a_spare_node() -> None:
+    """replicas 1 with max_surge 0 (the default): every rollout is an outage, said at synth
+    with an acknowledgeable warning; max_surge 1 with a spare GPU node removes it; a surge
+    without a spare node is refused, by the construct and by the settings."""
+    from ml_platform.config import Settings, SettingsError
+    from ml_platform.constructs.triton_eks import ROLLOUT_OUTAGE_WARNING
+
+    stack, cluster, bucket = _cluster_and_bucket()
+    common = {
+        "cluster": cluster,
+        "bucket": bucket,
+        "archives": ["model_onnx_python"],
+        "pod_identity_agent": None,
+        "device_plugin": False,
+        "gpu_node_group": False,
+    }
+
+    def warnings(construct) -> list[str]:
+        return [
+            str(m.data)
+            for m in construct.node.metadata
+            if m.type == "aws:cdk:warning" and ROLLOUT_OUTAGE_WARNING in str(m.data)
+        ]
+
+    single = TritonOnEks(stack, "Single", namespace="single", **common)
+    (warning,) = warnings(single)
+    assert warning.startswith("replicas=1 with max_surge=0: every rollout")
+    assert f"[ack: {ROLLOUT_OUTAGE_WARNING}]" in warning
+    surged = TritonOnEks(stack, "Surged", namespace="surged", gpu_nodes=2, max_surge=1, **common)
+    assert warnings(surged) == []
+    assert surged.triton_chart.props.max_surge == 1
+    two = TritonOnEks(stack, "Two", namespace="two", gpu_nodes=2, replicas=2, **common)
+    assert warnings(two) == []
+    with pytest.raises(ValueError, match=r"max_surge=1, replicas=1, gpu_nodes=1: expected "):
+        TritonOnEks(stack, "NoSpare", namespace="nospare", max_surge=1, **common)
+    with pytest.raises(ValueError, match=r"max_surge=-1: expected a whole number >= 0"):
+        TritonOnEks(stack, "Negative", namespace="negative", max_surge=-1, **common)
+    with pytest.raises(SettingsError) as error:
+        Settings.from_context({"triton_on_eks": {"max_surge": 1}})
+    assert error.value.problems == [
+        "triton_on_eks.max_surge = 1: expected replicas + max_surge <= gpu_nodes (1 + 1 > 1): a "
+        "surge pod needs a spare single-GPU node"
+    ]
+    Settings.from_context({"triton_on_eks": {"max_surge": 1, "gpu_nodes": 2}})

@@ -247,3 +247,13 @@ def test_the_chart_takes_keywords_and_props_alike() -> None:
     assert by_keywords.to_json() == TritonChart(app, "p", props=PROPS).to_json()
     with pytest.raises(TypeError, match=r"props= or keywords, not both \(got \['replicas'\]\)"):
         TritonChart(app, "both", props=PROPS, replicas=2)  # type: ignore[call-overload]  # the refused mix
+
+
+def test_a_surge_keeps_the_old_pod_serving_until_the_new_one_is_ready() -> None:
+    """max_surge 1 (a spare GPU node): Kubernetes starts the new pod first and stops none
+    before it is ready (maxUnavailable 0), so one replica rolls out without an outage; both
+    values pass the Deployment schema of Kubernetes 1.35."""
+    surged = objects_list(max_surge=1)
+    (deployment,) = [o for o in surged if o["kind"] == "Deployment"]
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 1, "maxUnavailable": 0}
+    kubernetes_validate.validate(deployment, "1.35", strict=True)

@@ -1,0 +1,106 @@
+"""The :class:`AlarmTopic` construct: an encrypted SNS topic that CloudWatch alarms notify."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import ArnFormat, RemovalPolicy, Stack, Token
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+from ml_platform import limits
+
+__all__ = ["CLOUDWATCH_KEY_ACTIONS", "AlarmTopic"]
+
+#: What CloudWatch needs on the key of an encrypted topic it publishes to (SNS developer guide,
+#: "Enable compatibility between event sources from AWS services and encrypted topics":
+#: https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
+CLOUDWATCH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
+
+
+class AlarmTopic(Construct):
+    """An SNS topic for the CloudWatch alarms of its stack's account and region.
+
+    Encrypted with a key of its own (rotation on) that CloudWatch may use only for this
+    account's alarms in this region; its policy lets only those alarms publish
+    (``cloudwatch.amazonaws.com`` with ``aws:SourceAccount`` and ``aws:SourceArn``, the
+    confused-deputy conditions) and refuses every request not made over TLS (cdk-nag
+    AwsSolutions-SNS2 and -SNS3 hold). Identity policies of the account can still grant
+    ``sns:Publish`` on it (a topic policy does not override them).
+
+    Args:
+        emails: Addresses to subscribe (protocol ``email``; each confirms from the mail AWS
+            sends). Default none.
+        removal_policy: Of the key (the topic holds no data and is always deleted). Default
+            RETAIN.
+
+    Attributes:
+        topic: The ``sns.Topic`` (id ``Resource``). key: Its KMS key.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        emails: Sequence[str] = (),
+        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        bad = [
+            e for e in emails if not Token.is_unresolved(e) and not limits.EMAIL_ADDRESS.matches(e)
+        ]
+        if bad:
+            raise ValueError(f"{self.node.path}: emails={bad!r}: expected email addresses")
+        stack = Stack.of(self)
+        alarms = stack.format_arn(
+            service="cloudwatch",
+            resource="alarm",
+            resource_name="*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        from_own_alarms = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": alarms},
+        }
+        self.key = kms.Key(
+            self,
+            "Key",
+            description=f"Encryption of the CloudWatch alarm topic {self.node.path}",
+            enable_key_rotation=True,
+            removal_policy=removal_policy,
+        )
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsOfThisAccount",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=list(CLOUDWATCH_KEY_ACTIONS),
+                resources=["*"],
+                conditions=from_own_alarms,
+            )
+        )
+        self.topic = sns.Topic(
+            self,
+            "Resource",
+            display_name="ml-platform alarms",
+            master_key=self.key,
+            enforce_ssl=True,
+        )
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsOfThisAccount",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions=from_own_alarms,
+            )
+        )
+        for email in emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+
+    @property
+    def topic_arn(self) -> str:
+        return self.topic.topic_arn
