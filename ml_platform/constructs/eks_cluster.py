@@ -19,6 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from ml_platform import limits
+from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
 
 # Re-exported: the node-group building block's names that lived here (public module).
@@ -51,6 +52,7 @@ from ml_platform.constructs._nodegroup import (
 )
 from ml_platform.constructs.nag import (
     acknowledge,
+    acknowledge_controls,
     acknowledge_each,
     managed_policy_finding,
     rendered_resource,
@@ -254,6 +256,7 @@ class TrainingEksCluster(Construct):
             enable_key_rotation=True,
             removal_policy=RETAIN,  # a failed first create schedules it for deletion
         )
+        restrict_grants(self.secrets_key)
         self.cluster = eks.Cluster(
             self,
             "Resource",
@@ -390,6 +393,18 @@ class TrainingEksCluster(Construct):
         for function in (handler, framework):
             default_child(function, lambda_.CfnFunction).add_metadata(
                 "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
+            )
+            acknowledge_controls(
+                function,
+                {
+                    "CT.LAMBDA.PR.3": (
+                        "Both kubectl-provider functions are in the VPC (private subnets, the "
+                        "cluster security group): the rule accepts only subnet and group IDs "
+                        "written out or made in the same template, and these come from the "
+                        "Network stack (Fn::ImportValue) and from the EKS cluster's "
+                        "ClusterSecurityGroupId attribute."
+                    )
+                },
             )
         reasons["AwsSolutions-L1"] = (
             "aws-cdk pins the kubectl handler's runtime to the one its bundled code and layers "

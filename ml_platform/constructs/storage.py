@@ -23,7 +23,11 @@ from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
-from ml_platform.constructs.nag import acknowledge_each, managed_policy_finding
+from ml_platform.constructs.nag import (
+    acknowledge_controls,
+    acknowledge_each,
+    managed_policy_finding,
+)
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure).
@@ -286,6 +290,42 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         self.publishers = (*publishers, *unconditional_publishers)
         self._protect_archives(list(publishers), list(unconditional_publishers), destroy)
         _acknowledge_delete_provider(self)
+        self._acknowledge_controls(self.access_logs)
+
+    def _acknowledge_controls(self, access_logs: s3.IBucket) -> None:
+        """Control Tower findings accepted on the two buckets, each with its reason."""
+        lock = (
+            "Object Lock cannot be turned off once on, and a retention mode that means anything "
+            "(governance or compliance) would keep every object version until it expires; "
+        )
+        acknowledge_controls(
+            access_logs,
+            {
+                "CT.S3.PR.2": "This is the access-log target bucket itself; logging it into "
+                "itself loops and into another bucket only moves the finding.",
+                "CT.S3.PR.4": "Only S3's log delivery writes here and nothing consumes events "
+                "of the log bucket; readers query the logs when investigating.",
+                "CT.S3.PR.9": lock + "the log bucket is versioned (30 days of old versions) and "
+                "only S3's logging service may write to it (bucket policy).",
+                "CT.S3.PR.10": "S3 server access logging delivers only to a bucket whose default "
+                "encryption is SSE-S3; SSE-KMS destinations are not supported "
+                "(https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html).",
+            },
+        )
+        acknowledge_controls(
+            self.bucket,
+            {
+                "CT.S3.PR.4": "Archives change only through the publishers the bucket policy "
+                "names and are never overwritten; the deploy-time upload and `mlp models "
+                "upload` record each archive, so no event consumer exists to notify.",
+                "CT.S3.PR.9": lock + "archives are retired by deleting them (`mlp models "
+                "retire`), and the bucket policy already refuses overwrites and limits deletes "
+                "to the publishers; versioning keeps deleted archives 90 days.",
+                "CT.S3.PR.10": "SSE-S3 by default: every reader (SageMaker endpoints, Triton "
+                "pods, the upload) would otherwise need kms:Decrypt on a key, and changing "
+                "a deployed bucket's encryption leaves existing objects under the old key.",
+            },
+        )
 
     def _protect_archives(
         self, publishers: list[str], unconditional: list[str], destroy: bool

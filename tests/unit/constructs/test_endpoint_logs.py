@@ -11,7 +11,7 @@ from aws_cdk.assertions import Template
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
 from ml_platform.constructs.sagemaker_mme import LOG_VERBOSE_ENV, TritonMultiModelEndpoint
-from tests.support import SynthesizedPlatform
+from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 GROUP = "/aws/sagemaker/Endpoints/triton-ensembles"
 
@@ -37,6 +37,7 @@ def test_log_group_is_the_stacks_with_retention_and_its_own_key(synth: Synthesiz
     assert key["Type"] == "AWS::KMS::Key"
     assert key["Properties"]["EnableKeyRotation"] is True
     assert key["DeletionPolicy"] == "Retain"
+    assert GRANTS_ONLY_FOR_AWS_RESOURCES in key["Properties"]["KeyPolicy"]["Statement"]
     (logs_statement,) = [
         s
         for s in key["Properties"]["KeyPolicy"]["Statement"]
