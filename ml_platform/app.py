@@ -191,6 +191,9 @@ def _storage_stack(
         vpc=network.vpc,
         trainium_subnet=network.trainium_subnet,
         archive_publishers=settings.archive_publishers,
+        bucket_administrators=(
+            (settings.cluster.admin_role_arn,) if settings.cluster.admin_role_arn else ()
+        ),
         upload_role_name=(
             upload_role_name(f"{prefix}-Inference", settings.env.region)
             if settings.features.inference and settings.inference.upload_dir

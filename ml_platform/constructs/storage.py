@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Annotations, CfnResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import (
+    Annotations,
+    CfnResource,
+    DefaultStackSynthesizer,
+    Duration,
+    Fn,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
@@ -220,10 +229,19 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate; both buckets). With DESTROY both buckets are emptied
             on deletion (``auto_delete_objects``), so the deletion succeeds.
         publishers: ARNs of the IAM roles (or users) that may write and delete archives under
-            the prefix. The bucket policy denies ``s3:PutObject``, ``s3:DeleteObject`` and
-            ``s3:DeleteObjectVersion`` there to every other principal (``aws:PrincipalArn``),
+            the prefix. The bucket policy denies every action but the reads of
+            :data:`ARCHIVE_READ_ACTIONS` there to every other principal (``aws:PrincipalArn``),
             whatever its IAM policies allow: archives are code the endpoints and Triton pods
-            run. Default none: nobody writes archives (a synth warning says so).
+            run, so replication writes, tagging, ACLs and restores are refused too. Default
+            none: nobody writes archives (a synth warning says so).
+        administrators: ARNs of the roles (or users) that may change the model bucket's
+            configuration (:data:`BUCKET_CONFIGURATION_ACTIONS`: lifecycle, replication,
+            versioning, policy, encryption...), besides the CloudFormation execution role of
+            the stack's ``DefaultStackSynthesizer``, which deploys those changes. Everyone else
+            is refused by the bucket policy: a lifecycle rule or a replication rule written by
+            anyone with IAM rights would otherwise delete or replace archives. Default none.
+            With another synthesizer and no administrators the statement is left out (a synth
+            warning says so): it would refuse the deploys themselves.
         unconditional_publishers: Publishers also allowed to put an object without
             ``If-None-Match`` (the deploy-time upload, whose ``aws s3 sync`` re-sends unchanged
             archives under the same content-versioned names). Everyone else's ``PutObject``
@@ -244,6 +262,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         removal_policy: RemovalPolicy = RETAIN,
         publishers: Sequence[str] = (),
         unconditional_publishers: Sequence[str] = (),
+        administrators: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         _check_prefix(self, model_prefix)
@@ -289,6 +308,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
 
         self.publishers = (*publishers, *unconditional_publishers)
         self._protect_archives(list(publishers), list(unconditional_publishers), destroy)
+        self._protect_configuration(list(administrators), destroy)
         _acknowledge_delete_provider(self)
         self._acknowledge_controls(self.access_logs)
 
@@ -348,7 +368,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
                 sid="ArchivesOnlyFromPublishers",
                 effect=iam.Effect.DENY,
                 principals=[iam.AnyPrincipal()],
-                actions=list(ARCHIVE_WRITE_ACTIONS),
+                not_actions=list(ARCHIVE_READ_ACTIONS),
                 resources=[archives],
                 conditions={"ArnNotLike": {"aws:PrincipalArn": exempt}} if exempt else None,
             )
@@ -372,6 +392,35 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
                 actions=["s3:PutObject"],
                 resources=[archives],
                 conditions=conditions,
+            )
+        )
+
+    def _protect_configuration(self, administrators: list[str], destroy: bool) -> None:
+        """Bucket-policy statement: only the administrators and the deploys change the
+        bucket's configuration."""
+        stack = Stack.of(self)
+        exempt = list(administrators)
+        if isinstance(stack.synthesizer, DefaultStackSynthesizer):
+            # arn:${AWS::Partition}:iam::<account>:role/cdk-<qualifier>-cfn-exec-role-...
+            exempt.append(Fn.sub(stack.synthesizer.cloud_formation_execution_role_arn))
+        if destroy:  # aws-cdk's empty-on-delete handler puts a deny-writes policy first
+            exempt.append(_delete_provider_role_arn(self))
+        if not administrators and not isinstance(stack.synthesizer, DefaultStackSynthesizer):
+            Annotations.of(self).add_warning_v2(
+                "ml-platform:no-bucket-administrators",
+                "No bucket administrators and no DefaultStackSynthesizer (whose CloudFormation "
+                "execution role deploys the bucket): the model bucket's configuration is left "
+                "open to every principal with IAM rights. Pass administrators.",
+            )
+            return
+        self.bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="ConfigurationOnlyByAdministrators",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=list(BUCKET_CONFIGURATION_ACTIONS),
+                resources=[self.bucket.bucket_arn],
+                conditions={"ArnNotLike": {"aws:PrincipalArn": exempt}},
             )
         )
 
@@ -451,8 +500,40 @@ def archive_prefix(
     )
 
 
-#: What the archive bucket policy lets only publishers do under the model prefix.
-ARCHIVE_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion")
+#: What the archive bucket policy leaves to everyone under the model prefix (their IAM
+#: policies decide); every other action there is the publishers' only (``NotAction``).
+ARCHIVE_READ_ACTIONS = (
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+    "s3:GetObjectAttributes",
+    "s3:GetObjectVersionAttributes",
+    "s3:GetObjectTagging",
+    "s3:GetObjectVersionTagging",
+)
+
+#: Bucket-level writes only administrators and deploys may make (Service Authorization
+#: Reference, Amazon S3 actions on the ``bucket`` resource type). Each can delete, replace or
+#: expose archives without touching an object: lifecycle expiry, replication rules into or out
+#: of the bucket, suspended versioning, another policy, encryption, public access, logging.
+BUCKET_CONFIGURATION_ACTIONS = (
+    "s3:PutLifecycleConfiguration",
+    "s3:PutReplicationConfiguration",
+    "s3:PutBucketVersioning",
+    "s3:PutBucketObjectLockConfiguration",
+    "s3:PutEncryptionConfiguration",
+    "s3:PutBucketPolicy",
+    "s3:DeleteBucketPolicy",
+    "s3:PutBucketPublicAccessBlock",
+    "s3:PutBucketOwnershipControls",
+    "s3:PutBucketAcl",
+    "s3:PutBucketLogging",
+    "s3:PutBucketNotification",
+    "s3:PutInventoryConfiguration",
+    "s3:PutIntelligentTieringConfiguration",
+    "s3:PutBucketWebsite",
+    "s3:PutBucketCORS",
+    "s3:DeleteBucket",
+)
 
 
 def _delete_provider_role_arn(scope: Construct) -> str:

@@ -55,11 +55,14 @@ class StorageStack(Stack):
         vpc: ec2.IVpc,
         trainium_subnet: ec2.ISubnet,
         archive_publishers: Sequence[str] = (),
+        bucket_administrators: Sequence[str] = (),
         upload_role_name: str | None = None,
         lustre_readers: int = 0,
         **kwargs: Any,
     ) -> None:
-        """``archive_publishers``: principal ARNs that may write archives; ``upload_role_name``:
+        """``archive_publishers``: principal ARNs that may write archives;
+        ``bucket_administrators``: those that may change the model bucket's configuration
+        (besides the deploys); ``upload_role_name``:
         the deploy-time upload's role (:func:`ml_platform.stacks.inference.upload_role_name`),
         named so its ARN is known here without a reference to the inference stack."""
         super().__init__(scope, construct_id, **kwargs)
@@ -88,6 +91,7 @@ class StorageStack(Stack):
             removal_policy=removal,
             publishers=list(archive_publishers),
             unconditional_publishers=unconditional,
+            administrators=list(bucket_administrators),
         )
         self.lustre = LustreStorage(
             self,
