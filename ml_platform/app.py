@@ -142,6 +142,7 @@ def build_platform(
                 endpoints=endpoints,
                 upload=i == 0,
                 bucket_arn_export=storage.model_bucket_arn_export,
+                bucket_key_arn_export=storage.model_bucket_key_arn_export,
                 model_prefix=settings.storage.model_prefix,
                 env=env,
                 description="cdk-ml-platform: Triton ensembles on SageMaker multi-model endpoints"
@@ -233,6 +234,7 @@ def _add_training_cluster(
                 triton_version=settings.inference.triton_version,
                 model_prefix=settings.storage.model_prefix,
                 model_bucket_arn_export=storage.model_bucket_arn_export,
+                model_bucket_key_arn_export=storage.model_bucket_key_arn_export,
             )
             if settings.features.triton_on_eks
             else None

@@ -47,7 +47,8 @@ def denied(policy: dict, action: str, resource: str, context: dict[str, str]) ->
     for statement in policy["Statement"]:
         if statement["Effect"] != "Deny":
             continue
-        if statement.get("Principal") not in ("*", {"AWS": "*"}):
+        # An identity policy's statements name no principal: they apply to whoever holds them.
+        if statement.get("Principal", "*") not in ("*", {"AWS": "*"}):
             raise NotImplementedError(f"principal {statement.get('Principal')} is not modelled")
         if "NotAction" in statement:  # every action but the listed ones
             if _matches(statement["NotAction"], action):

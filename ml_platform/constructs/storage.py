@@ -30,6 +30,7 @@ from constructs import Construct
 
 from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
+from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
 from ml_platform.constructs.nag import (
@@ -89,6 +90,8 @@ class TrainingImageRepository(Construct):
         max_images: Images kept before the oldest expire. Default 30.
         removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate). With DESTROY the registry is emptied on deletion
             (``empty_on_delete``), so the deletion succeeds.
+        customer_key: Encrypt with a customer managed KMS key (rotation on) instead of AES256.
+            Default false. Create-only: changing it on a deployed repository replaces it.
 
     Attributes:
         repository: The ``ecr.Repository``.
@@ -102,6 +105,7 @@ class TrainingImageRepository(Construct):
         repository_name: str | None = None,
         max_images: int = limits.DEFAULT_ECR_MAX_IMAGES,
         removal_policy: RemovalPolicy = RETAIN,
+        customer_key: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         if max_images not in limits.ECR_MAX_IMAGES:
@@ -114,7 +118,23 @@ class TrainingImageRepository(Construct):
             repository_name=repository_name,
             image_scan_on_push=True,
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,
-            encryption=ecr.RepositoryEncryption.AES_256,
+            # EncryptionConfiguration is create-only: a deployed repository keeps AES256.
+            encryption=(
+                ecr.RepositoryEncryption.KMS if customer_key else ecr.RepositoryEncryption.AES_256
+            ),
+            encryption_key=(
+                restrict_grants(
+                    kms.Key(
+                        self,
+                        "Key",
+                        description=f"Encryption of the images in {self.node.path}",
+                        enable_key_rotation=True,
+                        removal_policy=removal_policy,
+                    )
+                )
+                if customer_key
+                else None
+            ),
             removal_policy=removal_policy,
             empty_on_delete=removal_policy == RemovalPolicy.DESTROY,
             lifecycle_rules=[
@@ -164,11 +184,16 @@ class ModelArtifactBucketBase(Construct):
 
     def grant_read_models(self, grantee: iam.IGrantable) -> iam.Grant:
         """Read the archives under the model prefix: ``s3:GetObject`` on ``<prefix>*`` and
-        ``s3:ListBucket`` limited by an ``s3:prefix`` condition to the same prefix."""
+        ``s3:ListBucket`` limited by an ``s3:prefix`` condition to the same prefix, and
+        ``kms:Decrypt`` on the bucket's key when it has one."""
         get = iam.Grant.add_to_principal(
             grantee=grantee, actions=["s3:GetObject"], resource_arns=[self.archive_arn()]
         )
-        return get.combine(self.grant_list_models(grantee))
+        grant = get.combine(self.grant_list_models(grantee))
+        key = self.bucket.encryption_key
+        if key is not None:  # SSE-KMS: S3 decrypts with the reader's kms:Decrypt
+            grant = grant.combine(key.grant_decrypt(grantee))
+        return grant
 
     def grant_list_models(self, grantee: iam.IGrantable) -> iam.Grant:
         """List the archives: ``s3:ListBucket`` on the bucket, limited by an ``s3:prefix``
@@ -228,6 +253,10 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         model_prefix: Key prefix of the archives (ends in ``/``). Default ``models/``.
         removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate; both buckets). With DESTROY both buckets are emptied
             on deletion (``auto_delete_objects``), so the deletion succeeds.
+        customer_key: SSE-KMS with a customer managed key of its own (rotation on, S3 Bucket
+            Key on) instead of SSE-S3, for the model bucket (the access-log bucket stays SSE-S3,
+            the only encryption S3 log delivery supports). :meth:`grant_read_models` then adds
+            ``kms:Decrypt`` on it. Default false.
         publishers: ARNs of the IAM roles (or users) that may write and delete archives under
             the prefix. The bucket policy denies every action but the reads of
             :data:`ARCHIVE_READ_ACTIONS` there to every other principal (``aws:PrincipalArn``),
@@ -263,6 +292,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         publishers: Sequence[str] = (),
         unconditional_publishers: Sequence[str] = (),
         administrators: Sequence[str] = (),
+        customer_key: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         _check_prefix(self, model_prefix)
@@ -294,6 +324,23 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
                 )
             ],
         )
+        self.encryption_key: kms.Key | None = None
+        if customer_key:
+            self.encryption_key = restrict_grants(
+                kms.Key(
+                    self,
+                    "Key",
+                    description=f"Encryption of the model archives in {self.node.path}",
+                    enable_key_rotation=True,
+                    removal_policy=removal_policy,
+                )
+            )
+            hardened = {
+                **hardened,
+                "encryption": s3.BucketEncryption.KMS,
+                "encryption_key": self.encryption_key,
+                "bucket_key_enabled": True,
+            }
         self.bucket = s3.Bucket(
             self,
             "Resource",
@@ -310,9 +357,9 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         self._protect_archives(list(publishers), list(unconditional_publishers), destroy)
         self._protect_configuration(list(administrators), destroy)
         _acknowledge_delete_provider(self)
-        self._acknowledge_controls(self.access_logs)
+        self._acknowledge_controls(self.access_logs, customer_key)
 
-    def _acknowledge_controls(self, access_logs: s3.IBucket) -> None:
+    def _acknowledge_controls(self, access_logs: s3.IBucket, customer_key: bool) -> None:
         """Control Tower findings accepted on the two buckets, each with its reason."""
         lock = (
             "Object Lock cannot be turned off once on, and a retention mode that means anything "
@@ -332,20 +379,20 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
                 "(https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html).",
             },
         )
-        acknowledge_controls(
-            self.bucket,
-            {
-                "CT.S3.PR.4": "Archives change only through the publishers the bucket policy "
-                "names and are never overwritten; the deploy-time upload and `mlp models "
-                "upload` record each archive, so no event consumer exists to notify.",
-                "CT.S3.PR.9": lock + "archives are retired by deleting them (`mlp models "
-                "retire`), and the bucket policy already refuses overwrites and limits deletes "
-                "to the publishers; versioning keeps deleted archives 90 days.",
-                "CT.S3.PR.10": "SSE-S3 by default: every reader (SageMaker endpoints, Triton "
-                "pods, the upload) would otherwise need kms:Decrypt on a key, and changing "
-                "a deployed bucket's encryption leaves existing objects under the old key.",
-            },
-        )
+        reasons = {
+            "CT.S3.PR.4": "Archives change only through the publishers the bucket policy "
+            "names and are never overwritten; the deploy-time upload and `mlp models "
+            "upload` record each archive, so no event consumer exists to notify.",
+            "CT.S3.PR.9": lock + "archives are retired by deleting them (`mlp models "
+            "retire`), and the bucket policy already refuses overwrites and limits deletes "
+            "to the publishers; versioning keeps deleted archives 90 days.",
+            "CT.S3.PR.10": "SSE-S3 by default (storage.model_bucket_kms turns SSE-KMS on): "
+            "every reader would need kms:Decrypt on a key, and switching a deployed bucket "
+            "leaves the archives already stored under SSE-S3.",
+        }
+        if customer_key:
+            del reasons["CT.S3.PR.10"]
+        acknowledge_controls(self.bucket, reasons)
 
     def _protect_archives(
         self, publishers: list[str], unconditional: list[str], destroy: bool
@@ -482,6 +529,22 @@ class ImportedModelArtifactBucket(ModelArtifactBucketBase):
             if isinstance(bucket, str)
             else bucket
         )
+
+
+def import_model_bucket(
+    scope: Construct, construct_id: str, bucket_arn_export: str, key_arn_export: str | None
+) -> s3.IBucket:
+    """The model bucket of another stack, by the names of its exports: its ARN and, with
+    ``storage.model_bucket_kms``, its key's ARN (so :meth:`~ModelArtifactBucketBase.
+    grant_read_models` grants ``kms:Decrypt`` on it)."""
+    key = (
+        kms.Key.from_key_arn(scope, f"{construct_id}Key", Fn.import_value(key_arn_export))
+        if key_arn_export
+        else None
+    )
+    return s3.Bucket.from_bucket_attributes(
+        scope, construct_id, bucket_arn=Fn.import_value(bucket_arn_export), encryption_key=key
+    )
 
 
 def archive_prefix(

@@ -74,6 +74,7 @@ class StorageStack(Stack):
             repository_name=image_repository_name,
             max_images=settings.ecr_max_images,
             removal_policy=removal,
+            customer_key=settings.image_repository_kms,
         )
         unconditional = (
             [
@@ -92,6 +93,7 @@ class StorageStack(Stack):
             publishers=list(archive_publishers),
             unconditional_publishers=unconditional,
             administrators=list(bucket_administrators),
+            customer_key=settings.model_bucket_kms,
         )
         self.lustre = LustreStorage(
             self,
@@ -131,6 +133,16 @@ class StorageStack(Stack):
             value=self.models.bucket.bucket_arn,
             export_name=self.model_bucket_arn_export,
         )
+        # Only with storage.model_bucket_kms: the readers in other stacks import the key.
+        self.model_bucket_key_arn_export: str | None = None
+        if self.models.encryption_key is not None:
+            self.model_bucket_key_arn_export = f"{self.stack_name}-ModelBucketKeyArn"
+            CfnOutput(
+                self,
+                "ModelBucketKeyArn",
+                value=self.models.encryption_key.key_arn,
+                export_name=self.model_bucket_key_arn_export,
+            )
         CfnOutput(self, "ModelPrefix", value=settings.model_prefix)
         CfnOutput(self, "FileSystemId", value=self.lustre.file_system.file_system_id)
         CfnOutput(
