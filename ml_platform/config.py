@@ -242,7 +242,8 @@ class ClusterSettings(Section):
     node_ssm_access: bool = setting(True)
     """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
     forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a private API
-    endpoint)."""
+    endpoint). Whoever may start a session on a node gets root there: allow
+    `ssm:StartSession` to administrators only (docs/security.md, residual risks)."""
     network_policy_mode: str = setting(
         limits.DEFAULT_NETWORK_POLICY_MODE, OneOf(limits.NETWORK_POLICY_MODES)
     )
