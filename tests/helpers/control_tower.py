@@ -21,6 +21,7 @@ import functools
 import json
 import platform
 import re
+import shutil
 import subprocess
 import tarfile
 import tempfile
@@ -48,11 +49,20 @@ def bundle() -> Path:
     binary = f"package/bin/{_SYSTEM[platform.system()]}/{_ARCH[platform.machine()]}/cfn-guard"
     out = Path(tempfile.gettempdir()) / f"ml-platform-{tarball.name.removesuffix('.jsii.tgz')}"
     if not (out / binary).exists():
+        # Unpacked beside, then renamed into place: test workers running at once never see a
+        # half-written binary (the rename fails for all but the first; theirs is discarded).
+        staging = Path(tempfile.mkdtemp(prefix=f"{out.name}.", dir=out.parent))
         wanted = (binary, "package/rules/", "package/guard-version.json", "package/package.json")
         with tarfile.open(tarball) as archive:
             members = [m for m in archive.getmembers() if m.name.startswith(wanted)]
-            archive.extractall(out, members=members, filter="data")
-        (out / binary).chmod(0o755)
+            archive.extractall(staging, members=members, filter="data")
+        (staging / binary).chmod(0o755)
+        try:
+            staging.rename(out)
+        except OSError:
+            if not (out / binary).exists():  # a leftover without the binary: use this copy
+                return staging / "package"
+            shutil.rmtree(staging, ignore_errors=True)
     return out / "package"
 
 
