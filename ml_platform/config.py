@@ -236,9 +236,10 @@ class ClusterSettings(Section):
     kubectl_provider_guard: bool = setting(False)
     """Create a managed policy (stack output `KubectlProviderGuardPolicyArn`) that denies
     invoking or changing aws-cdk's kubectl-provider functions, and passing the handler's role,
-    to every principal but CloudFormation's execution role and the provider framework. The
-    provider is cluster-admin: attach the policy (or its statements in a permissions boundary
-    or SCP) to every role that is not a cluster administrator (docs/security.md)."""
+    to every principal but CloudFormation's execution role and the provider framework, and
+    Session Manager sessions on the cluster's nodes. Both are cluster-admin (or root on a
+    node): attach the policy (or its statements in a permissions boundary or SCP) to every
+    role that is not a cluster administrator (docs/security.md)."""
     node_ssm_access: bool = setting(True)
     """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
     forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a private API

@@ -328,7 +328,8 @@ class TrainingEksCluster(Construct):
         deny, so the guard is on the identity side: attach it (or copy it into a permissions
         boundary or SCP) to every role that is not a cluster administrator. CloudFormation's
         execution role and the provider framework's own role, which invoke the functions during
-        deploys, are exempt (``aws:PrincipalArn``)."""
+        deploys, are exempt (``aws:PrincipalArn``). It also denies Session Manager sessions on
+        the cluster's nodes (a root shell there), which stay break-glass for administrators."""
         provider = self.cluster.kubectl_provider
         if provider is None:  # eks_v2.Cluster always makes one
             raise TypeError(f"{self.node.path}: the cluster has no kubectl provider")
@@ -367,6 +368,24 @@ class TrainingEksCluster(Construct):
                     actions=["iam:PassRole"],
                     resources=[handler.role.role_arn],
                     conditions=unless,
+                ),
+                # The other way to everything on a node (root shell with the node role):
+                # Session Manager, break-glass for administrators only. EKS tags managed
+                # node-group instances with eks:cluster-name; StartSession takes the
+                # instance's tags as ssm:resourceTag/<key>
+                # (https://docs.aws.amazon.com/systems-manager/latest/userguide/getting-started-restrict-access-examples.html).
+                iam.PolicyStatement(
+                    sid="NoSessionsOnClusterNodes",
+                    effect=iam.Effect.DENY,
+                    actions=["ssm:StartSession"],
+                    resources=[
+                        stack.format_arn(service="ec2", resource="instance", resource_name="*")
+                    ],
+                    conditions={
+                        "StringEquals": {
+                            "ssm:resourceTag/eks:cluster-name": self.cluster.cluster_name
+                        }
+                    },
                 ),
             ],
         )

@@ -4,6 +4,8 @@ tests/s3_policy.py (issue 34, finding 4)."""
 
 from __future__ import annotations
 
+import copy
+
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_ec2 as ec2
@@ -28,6 +30,8 @@ def _resolve(value, resources):
         return [_resolve(v, resources) for v in value]
     if not isinstance(value, dict):
         return value
+    if value.get("Ref") == "AWS::Partition":
+        return "aws"
     if "Fn::Sub" in value:
         return value["Fn::Sub"].replace("${AWS::Partition}", "aws")
     if "Fn::Join" in value:
@@ -94,3 +98,21 @@ def test_the_handler_role_cannot_be_passed_to_another_function(guard) -> None:
         "NoKubectlProviderRoleForOtherFunctions"
     ]
     assert denied(policy, "iam:PassRole", role_arn, {"aws:PrincipalArn": DEPLOY}) == []
+
+
+def test_no_sessions_on_the_clusters_nodes(guard) -> None:
+    """Session Manager on the nodes is break-glass: the guard refuses StartSession on instances
+    tagged with this cluster's name (EKS tags managed node-group instances), not on others."""
+    policy, resources = copy.deepcopy(guard)
+    (cluster,) = [k for k, r in resources.items() if r["Type"] == "AWS::EKS::Cluster"]
+    (statement,) = [s for s in policy["Statement"] if s["Sid"] == "NoSessionsOnClusterNodes"]
+    assert statement["Condition"] == {
+        "StringEquals": {"ssm:resourceTag/eks:cluster-name": {"Ref": cluster}}
+    }
+    node = f"arn:aws:ec2:us-west-2:{ACCOUNT}:instance/i-0123456789abcdef0"
+    context = {"aws:PrincipalArn": OTHER, "ssm:resourceTag/eks:cluster-name": "c"}
+    # The cluster's name, as CloudFormation resolves the Ref.
+    statement["Condition"]["StringEquals"]["ssm:resourceTag/eks:cluster-name"] = "c"
+    assert denied(policy, "ssm:StartSession", node, context) == ["NoSessionsOnClusterNodes"]
+    context["ssm:resourceTag/eks:cluster-name"] = "another-cluster"
+    assert denied(policy, "ssm:StartSession", node, context) == []
