@@ -19,6 +19,7 @@ from aws_cdk import CfnResource
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 
+from ml_platform.app import new_app
 from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs.nag import CONTROL_RULES, GUARD_PLUGIN
 from tests.helpers.control_tower import PENDING, ControlTowerChecks, bundle, rules_dir
@@ -100,7 +101,7 @@ def test_a_new_finding_fails_synthesis_and_restricted_grants_pass(tmp_path: Path
     """The plugin really runs: a key without the grant restriction and a subnet that assigns
     public addresses fail synthesis, named by resource; a key given :func:`restrict_grants`
     passes CT.KMS.PR.3. (One small app: the platform's own synthesis is the session's.)"""
-    app = cdk.App(outdir=str(tmp_path))
+    app = new_app(outdir=str(tmp_path))
     stack = cdk.Stack(app, "Tiny", env=cdk.Environment(account="111122223333", region="us-west-2"))
     cdk.Validations.of(app).add_plugins(ControlTowerChecks())
     kms.Key(stack, "Bare")
