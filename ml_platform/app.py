@@ -143,6 +143,7 @@ def build_platform(
                 upload=i == 0,
                 removal_policy=_removal_policy(settings.storage.removal_policy),
                 bucket_arn_export=storage.model_bucket_arn_export,
+                bucket_key_arn_export=storage.model_bucket_key_arn_export,
                 model_prefix=settings.storage.model_prefix,
                 env=env,
                 description="cdk-ml-platform: Triton ensembles on SageMaker multi-model endpoints"
@@ -200,6 +201,9 @@ def _storage_stack(
         vpc=network.vpc,
         trainium_subnet=network.trainium_subnet,
         archive_publishers=settings.archive_publishers,
+        bucket_administrators=(
+            (settings.cluster.admin_role_arn,) if settings.cluster.admin_role_arn else ()
+        ),
         upload_role_name=(
             upload_role_name(f"{prefix}-Inference", settings.env.region)
             if settings.features.inference and settings.inference.upload_dir
@@ -248,6 +252,7 @@ def _add_training_cluster(
                 triton_version=settings.inference.triton_version,
                 model_prefix=settings.storage.model_prefix,
                 model_bucket_arn_export=storage.model_bucket_arn_export,
+                model_bucket_key_arn_export=storage.model_bucket_key_arn_export,
             )
             if settings.features.triton_on_eks
             else None

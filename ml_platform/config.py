@@ -191,6 +191,17 @@ class StorageSettings(Section):
     model_prefix: str = setting(limits.DEFAULT_MODEL_PREFIX, limits.MODEL_PREFIX)
     """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
     segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
+    model_bucket_kms: bool = setting(False)
+    """Encrypt the model bucket with a customer managed KMS key (SSE-KMS, S3 Bucket Key on,
+    rotation on) instead of SSE-S3. Only the endpoint and Triton roles get `kms:Decrypt` on
+    it, and the deploy-time upload `kms:GenerateDataKey`; publishers need both in their own IAM
+    policies. On a deployed bucket the switch is an in-place update that applies to new
+    objects only (existing archives stay SSE-S3 until uploaded again)."""
+    image_repository_kms: bool = setting(False)
+    """Encrypt the training image repository with a customer managed KMS key instead of
+    AES256. ECR's `EncryptionConfiguration` is create-only and the repository has a fixed
+    name: on a deployed repository the change fails, so set it only before the first deploy
+    (or delete the repository and push the image again)."""
     archive_publishers: tuple[str, ...] | None = setting(None, Each(limits.PRINCIPAL_ARN))
     """ARNs of the IAM roles or users that may write and delete archives under the prefix; the
     bucket policy refuses every other principal (archives are code the endpoints run), and
@@ -233,10 +244,18 @@ class ClusterSettings(Section):
     means false with a synth-time warning (`ml-platform:bootstrapCreatorAdmin`): a cluster
     deployed by release 0.1.0 was created with true and keeps deploying only with true; a
     new cluster is better off with false. Set it to say which."""
+    kubectl_provider_guard: bool = setting(False)
+    """Create a managed policy (stack output `KubectlProviderGuardPolicyArn`) that denies
+    invoking or changing aws-cdk's kubectl-provider functions, and passing the handler's role,
+    to every principal but CloudFormation's execution role and the provider framework, and
+    Session Manager sessions on the cluster's nodes. Both are cluster-admin (or root on a
+    node): attach the policy (or its statements in a permissions boundary or SCP) to every
+    role that is not a cluster administrator (docs/security.md)."""
     node_ssm_access: bool = setting(True)
     """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
     forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a private API
-    endpoint)."""
+    endpoint). Whoever may start a session on a node gets root there: allow
+    `ssm:StartSession` to administrators only (docs/security.md, residual risks)."""
     network_policy_mode: str = setting(
         limits.DEFAULT_NETWORK_POLICY_MODE, OneOf(limits.NETWORK_POLICY_MODES)
     )

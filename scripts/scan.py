@@ -17,6 +17,7 @@ import argparse
 import copy
 import fnmatch
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -40,17 +41,18 @@ def synthesize_templates(out: Path) -> list[Path]:
     return sorted(out.glob("*.template.json"))
 
 
-def kubernetes_objects() -> dict[str, list[dict[str, Any]]]:
-    """Every Kubernetes object we emit, by file name."""
+def kubernetes_objects(settings: Any = None) -> dict[str, list[dict[str, Any]]]:
+    """Every Kubernetes object we emit, by file name (``settings``: default cdk.json's)."""
     import cdk8s
 
     from ml_platform.config import settings_from_cdk_json
-    from ml_platform.k8s_charts.nvidia import NvidiaDevicePluginChart
+    from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
     from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
     from ml_platform.k8s_charts.workloads import build_workload_manifests
     from ml_platform.stacks.training_cluster import cluster_charts
 
-    settings = settings_from_cdk_json(str(ROOT / "cdk.json"))
+    if settings is None:
+        settings = settings_from_cdk_json(str(ROOT / "cdk.json"))
     app = cdk8s.App()
     charts = cluster_charts(
         app,
@@ -72,10 +74,15 @@ def kubernetes_objects() -> dict[str, list[dict[str, Any]]]:
                 triton_version=settings.inference.triton_version,
                 region=settings.env.region,
                 replicas=triton.replicas,
+                images=settings.image_policy,
             ),
         ).to_json()
     )
-    out["nvidia-device-plugin"] = list(NvidiaDevicePluginChart(app, "nvidia").to_json())
+    # The image policy applied as the stacks apply it (constructs/triton_eks.py).
+    nvidia = NvidiaDevicePluginChart(
+        app, "nvidia", image=settings.image_policy.resolve(NVIDIA_DEVICE_PLUGIN_IMAGE)
+    )
+    out["nvidia-device-plugin"] = list(nvidia.to_json())
     for name, docs in build_workload_manifests(settings).items():
         out[f"workload-{name}"] = docs
         pods = [
@@ -154,14 +161,50 @@ def findings(reports: list[dict[str, Any]]) -> tuple[int, list[dict[str, str]]]:
 
 
 def load_exceptions(path: Path = EXCEPTIONS) -> list[dict[str, str]]:
+    """The exceptions, one per resource: an entry's ``resources`` list (the same check and
+    reason for several named objects) becomes one entry per name, each of which must still
+    match a finding."""
     data = yaml.safe_load(path.read_text()) or {}
     out = []
     for entry in data.get("exceptions", []):
-        missing = {"check", "resource", "reason"} - set(entry)
-        if missing or not str(entry.get("reason", "")).strip():
-            sys.exit(f"{path}: every exception needs check, resource and a reason: {entry}")
-        out.append(entry)
+        names = entry.get("resources") or ([entry["resource"]] if "resource" in entry else [])
+        if (
+            {"check", "reason"} - set(entry)
+            or not names
+            or ("resource" in entry and "resources" in entry)
+            or not str(entry.get("reason", "")).strip()
+        ):
+            sys.exit(
+                f"{path}: every exception needs check, resource (or a resources list) and a "
+                f"reason: {entry}"
+            )
+        for name in names:
+            one = {k: v for k, v in entry.items() if k != "resources"}
+            one["resource"] = name
+            out.append(one)
     return out
+
+
+def unscoped(entry: dict[str, str]) -> str | None:
+    """Why an exception's resource pattern is not scoped to named resources, else ``None``.
+
+    A pattern must start with a literal kind and namespace (``Deployment.triton.``) or a
+    CloudFormation type (``AWS::S3::Bucket.``): a leading wildcard accepts the finding on
+    any object of any kind, present or future. Checks about images and limits
+    (:data:`NAMED_ONLY`) take exact names only, so a new workload's tag-only image or a lost
+    digest fails the scan instead of being absorbed.
+    """
+    resource = entry["resource"]
+    if not re.fullmatch(r"(AWS::\w+::\w+|[A-Z][A-Za-z]+\.[a-z0-9-]+)\..+", resource):
+        return f"{resource!r} does not start with a kind and namespace or a CloudFormation type"
+    if entry["check"] in NAMED_ONLY and any(c in resource for c in "*?["):
+        return f"{entry['check']} takes exact object names, not {resource!r}"
+    return None
+
+
+#: Checks whose exceptions name each object exactly: CPU limits (CKV_K8S_11), pull policy and
+#: image digests (CKV_K8S_15 and CKV_K8S_43, both pass with a digest).
+NAMED_ONLY = ("CKV_K8S_11", "CKV_K8S_15", "CKV_K8S_43")
 
 
 def _listed(finding: dict[str, str], entry: dict[str, str]) -> bool:
@@ -185,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     cfn, k8s = write_inputs()
     passed, failed = findings(run_checkov(args.checkov, cfn, k8s))
     exceptions = load_exceptions()
+    loose = [f"{e['check']}: {why}" for e in exceptions if (why := unscoped(e))]
+    if loose:
+        sys.exit(f"{EXCEPTIONS.name}: unscoped exceptions:\n  " + "\n  ".join(loose))
     unlisted, stale = compare(failed, exceptions)
     print(
         f"checkov: {passed} checks passed, {len(failed)} failed, all but {len(unlisted)} "

@@ -28,8 +28,9 @@ def settings() -> Settings:
 
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
-    """The whole app with cdk.json's settings and cdk-nag on, synthesized once."""
-    return synthesize(tmp_path_factory.mktemp("cdk.out"))
+    """The whole app with cdk.json's settings, cdk-nag and Control Tower's proactive controls
+    on, synthesized once."""
+    return synthesize(tmp_path_factory.mktemp("cdk.out"), control_tower=True)
 
 
 _E2E = Path(__file__).resolve().parent / "e2e"

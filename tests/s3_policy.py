@@ -47,11 +47,15 @@ def denied(policy: dict, action: str, resource: str, context: dict[str, str]) ->
     for statement in policy["Statement"]:
         if statement["Effect"] != "Deny":
             continue
-        if statement.get("Principal") not in ("*", {"AWS": "*"}):
+        # An identity policy's statements name no principal: they apply to whoever holds them.
+        if statement.get("Principal", "*") not in ("*", {"AWS": "*"}):
             raise NotImplementedError(f"principal {statement.get('Principal')} is not modelled")
-        if not _matches(statement["Action"], action) or not _matches(
-            statement["Resource"], resource
-        ):
+        if "NotAction" in statement:  # every action but the listed ones
+            if _matches(statement["NotAction"], action):
+                continue
+        elif not _matches(statement["Action"], action):
+            continue
+        if not _matches(statement["Resource"], resource):
             continue
         conditions = statement.get("Condition", {})
         if all(

@@ -53,15 +53,24 @@ class SynthesizedPlatform:
 
 
 def synthesize(
-    outdir: Path, overrides: dict[str, Any] | None = None, *, nag: bool = True
+    outdir: Path,
+    overrides: dict[str, Any] | None = None,
+    *,
+    nag: bool = True,
+    control_tower: bool = False,
 ) -> SynthesizedPlatform:
     """Synthesize the app as `cdk synth` would, with ``overrides`` merged into the
-    ``ml-platform`` context of cdk.json."""
+    ``ml-platform`` context of cdk.json. ``control_tower``: also run AWS Control Tower's
+    proactive controls (tests/helpers/control_tower.py); their verdict joins cdk-nag's."""
     context = cdk_json_context()
     if overrides:
         context[CONTEXT_KEY] = deep_merge(context.get(CONTEXT_KEY, {}), overrides)
     app = new_app(outdir=str(outdir), context=context)
     platform = build_platform(app, settings_from_app(app), nag=nag)
+    if control_tower:
+        from tests.helpers.control_tower import ControlTowerChecks
+
+        cdk.Validations.of(app).add_plugins(ControlTowerChecks())
     return SynthesizedPlatform(
         platform=platform, outdir=outdir, validation_error=synth_collecting_nag(app)
     )
@@ -87,3 +96,21 @@ _HASH = re.compile(r"\b[0-9a-f]{64}\b")
 def normalized(template: dict[str, Any]) -> dict[str, Any]:
     """A template with asset hashes replaced, so snapshots change only with behaviour."""
     return json.loads(_HASH.sub("<asset-hash>", json.dumps(template, sort_keys=True)))
+
+
+#: The key-policy statement of Control Tower CT.KMS.PR.3 every platform key carries, written out
+#: as the control's Guard rule demands it (Deny kms:CreateGrant to "*" under BoolIfExists with
+#: kms:GrantIsForAWSResource and aws:PrincipalIsAWSService both "false").
+GRANTS_ONLY_FOR_AWS_RESOURCES = {
+    "Sid": "GrantsOnlyForAwsResources",
+    "Action": "kms:CreateGrant",
+    "Condition": {
+        "BoolIfExists": {
+            "kms:GrantIsForAWSResource": "false",
+            "aws:PrincipalIsAWSService": "false",
+        }
+    },
+    "Effect": "Deny",
+    "Principal": {"AWS": "*"},
+    "Resource": "*",
+}

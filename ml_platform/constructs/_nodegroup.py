@@ -101,8 +101,8 @@ def launch_template_data(
     instance_market_options: ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty | None = None,
 ) -> ec2.CfnLaunchTemplate.LaunchTemplateDataProperty:
     """The data of a managed node group's launch template: IMDSv2 only with hop limit 1 (see
-    :data:`IMDS_HOP_LIMIT`) and an encrypted gp3 root volume, plus what the caller adds (the
-    instance type, network interfaces, placement, capacity). No image, user data or instance
+    :data:`IMDS_HOP_LIMIT`), detailed monitoring and an encrypted gp3 root volume, plus what the
+    caller adds (the instance type, network interfaces, placement, capacity). No image, user data or instance
     profile: EKS supplies AMI, bootstrap and profile."""
     return ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
         instance_type=instance_type,
@@ -111,6 +111,11 @@ def launch_template_data(
         placement=placement,
         capacity_reservation_specification=capacity_reservation_specification,
         instance_market_options=instance_market_options,
+        # One-minute EC2 metrics (Control Tower CT.EC2.PR.10): billed as 7 custom metrics per
+        # instance (https://aws.amazon.com/cloudwatch/pricing/, "Detailed Monitoring"), a few
+        # dollars a month beside the node's own price. Changing it makes a new template version,
+        # which node groups roll out like any launch-template change.
+        monitoring=ec2.CfnLaunchTemplate.MonitoringProperty(enabled=True),
         metadata_options=ec2.CfnLaunchTemplate.MetadataOptionsProperty(
             http_endpoint="enabled",
             http_tokens="required",

@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import cast
 
-from aws_cdk import Annotations, RemovalPolicy, Stack
+from aws_cdk import Annotations, DefaultStackSynthesizer, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -19,6 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from ml_platform import limits
+from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
 
 # Re-exported: the node-group building block's names that lived here (public module).
@@ -51,6 +52,7 @@ from ml_platform.constructs._nodegroup import (
 )
 from ml_platform.constructs.nag import (
     acknowledge,
+    acknowledge_controls,
     acknowledge_each,
     managed_policy_finding,
     rendered_resource,
@@ -161,6 +163,23 @@ def restrict_cluster_role_trust(cluster: eks.Cluster, cluster_name: str | None) 
     )
 
 
+#: What the kubectl-provider guard denies on the provider's functions: running them (any
+#: way Lambda offers: direct invocation, a function URL, a new resource-policy grant) and
+#: changing the code, layers, environment or aliases they run with.
+KUBECTL_PROVIDER_GUARDED_ACTIONS = (
+    "lambda:InvokeFunction",
+    "lambda:InvokeFunctionUrl",
+    "lambda:UpdateFunctionCode",
+    "lambda:UpdateFunctionConfiguration",
+    "lambda:AddPermission",
+    "lambda:CreateFunctionUrlConfig",
+    "lambda:UpdateFunctionUrlConfig",
+    "lambda:PublishVersion",
+    "lambda:CreateAlias",
+    "lambda:UpdateAlias",
+)
+
+
 class TrainingEksCluster(Construct):
     """An EKS cluster whose nodes live in the VPC's private subnets.
 
@@ -199,6 +218,10 @@ class TrainingEksCluster(Construct):
             there). Default none.
         node_ssm_access: ``AmazonSSMManagedInstanceCore`` on the system node role. Default
             true.
+        kubectl_provider_guard: Create :attr:`kubectl_provider_guard`, a managed policy that
+            denies invoking or changing aws-cdk's kubectl provider (cluster-admin) to all but
+            CloudFormation and the provider framework, to attach to non-administrators.
+            Default false.
         removal_policy: Applied to the cluster and its node groups. Default: CloudFormation's
             (delete).
         support_type: The upgrade policy, ``EXTENDED`` (default, as EKS's own) or
@@ -209,6 +232,7 @@ class TrainingEksCluster(Construct):
         secrets_key: The KMS key encrypting Kubernetes secrets.
         system_nodes: The system ``eks_v2.Nodegroup``.
         admin_access: The ``AccessEntry`` of ``admin_role_arn`` (``None`` without one).
+        kubectl_provider_guard: The guard policy (``None`` unless asked for).
     """
 
     def __init__(
@@ -230,6 +254,7 @@ class TrainingEksCluster(Construct):
         removal_policy: RemovalPolicy | None = None,
         support_type: str = limits.DEFAULT_SUPPORT_TYPE,
         system_node_security_groups: Sequence[ec2.ISecurityGroup] = (),
+        kubectl_provider_guard: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         cidrs = list(public_access_cidrs)
@@ -254,6 +279,7 @@ class TrainingEksCluster(Construct):
             enable_key_rotation=True,
             removal_policy=RETAIN,  # a failed first create schedules it for deletion
         )
+        restrict_grants(self.secrets_key)
         self.cluster = eks.Cluster(
             self,
             "Resource",
@@ -290,6 +316,79 @@ class TrainingEksCluster(Construct):
             system_instance_type, system_nodes, system_node_security_groups, removal_policy
         )
         self._acknowledge_findings(node_ssm_access)
+        self.kubectl_provider_guard: iam.ManagedPolicy | None = (
+            self._kubectl_provider_guard() if kubectl_provider_guard else None
+        )
+
+    def _kubectl_provider_guard(self) -> iam.ManagedPolicy:
+        """A managed policy denying what makes a principal act as aws-cdk's kubectl provider,
+        which is cluster-admin (its role has an access entry, and ``KubernetesObjectValue`` reads
+        any object back, Secrets included): invoking or changing the provider's two functions,
+        and passing the handler's role to another function. Lambda function policies cannot
+        deny, so the guard is on the identity side: attach it (or copy it into a permissions
+        boundary or SCP) to every role that is not a cluster administrator. CloudFormation's
+        execution role and the provider framework's own role, which invoke the functions during
+        deploys, are exempt (``aws:PrincipalArn``). It also denies Session Manager sessions on
+        the cluster's nodes (a root shell there), which stay break-glass for administrators."""
+        provider = self.cluster.kubectl_provider
+        if provider is None:  # eks_v2.Cluster always makes one
+            raise TypeError(f"{self.node.path}: the cluster has no kubectl provider")
+        handler = find_child(provider, "Handler", lambda_.Function)
+        framework = find_child(
+            provider.node.find_child("Provider"), "framework-onEvent", lambda_.Function
+        )
+        if handler.role is None or framework.role is None:
+            raise TypeError(f"{provider.node.path}: a provider function has no role")
+        stack = Stack.of(self)
+        exempt = [framework.role.role_arn]
+        if isinstance(stack.synthesizer, DefaultStackSynthesizer):
+            exempt.append(Fn.sub(stack.synthesizer.cloud_formation_execution_role_arn))
+        unless = {"ArnNotLike": {"aws:PrincipalArn": exempt}}
+        functions = [
+            f"{function.function_arn}{suffix}"
+            for function in (handler, framework)
+            for suffix in ("", ":*")
+        ]
+        return iam.ManagedPolicy(
+            self,
+            "KubectlProviderGuard",
+            description="Deny acting as the cluster's kubectl provider (cluster-admin) to all "
+            "but CloudFormation and the provider framework; attach to non-administrators",
+            statements=[
+                iam.PolicyStatement(
+                    sid="NoKubectlProviderInvokeOrChange",
+                    effect=iam.Effect.DENY,
+                    actions=list(KUBECTL_PROVIDER_GUARDED_ACTIONS),
+                    resources=functions,
+                    conditions=unless,
+                ),
+                iam.PolicyStatement(
+                    sid="NoKubectlProviderRoleForOtherFunctions",
+                    effect=iam.Effect.DENY,
+                    actions=["iam:PassRole"],
+                    resources=[handler.role.role_arn],
+                    conditions=unless,
+                ),
+                # The other way to everything on a node (root shell with the node role):
+                # Session Manager, break-glass for administrators only. EKS tags managed
+                # node-group instances with eks:cluster-name; StartSession takes the
+                # instance's tags as ssm:resourceTag/<key>
+                # (https://docs.aws.amazon.com/systems-manager/latest/userguide/getting-started-restrict-access-examples.html).
+                iam.PolicyStatement(
+                    sid="NoSessionsOnClusterNodes",
+                    effect=iam.Effect.DENY,
+                    actions=["ssm:StartSession"],
+                    resources=[
+                        stack.format_arn(service="ec2", resource="instance", resource_name="*")
+                    ],
+                    conditions={
+                        "StringEquals": {
+                            "ssm:resourceTag/eks:cluster-name": self.cluster.cluster_name
+                        }
+                    },
+                ),
+            ],
+        )
 
     def _endpoint_access(self, endpoint_access: str, cidrs: list[str]) -> eks.EndpointAccess:
         """The API endpoint's access, warning when a public one is open to the world."""
@@ -390,6 +489,18 @@ class TrainingEksCluster(Construct):
         for function in (handler, framework):
             default_child(function, lambda_.CfnFunction).add_metadata(
                 "cfn-lint", {"config": {"ignore_checks": ["W3005"]}}
+            )
+            acknowledge_controls(
+                function,
+                {
+                    "CT.LAMBDA.PR.3": (
+                        "Both kubectl-provider functions are in the VPC (private subnets, the "
+                        "cluster security group): the rule accepts only subnet and group IDs "
+                        "written out or made in the same template, and these come from the "
+                        "Network stack (Fn::ImportValue) and from the EKS cluster's "
+                        "ClusterSecurityGroupId attribute."
+                    )
+                },
             )
         reasons["AwsSolutions-L1"] = (
             "aws-cdk pins the kubectl handler's runtime to the one its bundled code and layers "

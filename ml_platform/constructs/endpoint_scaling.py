@@ -24,6 +24,7 @@ from constructs import Construct
 from ml_platform.constructs._l1 import default_child
 from ml_platform.constructs.nag import (
     acknowledge,
+    acknowledge_controls,
     acknowledge_each,
     managed_policy_finding,
     rendered_resource,
@@ -91,6 +92,28 @@ class EndpointScalingProvider(Construct):
         for function in (self.handler, framework):
             resource = default_child(function, CfnResource)
             resource.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+            acknowledge_controls(
+                function,
+                {
+                    "CT.LAMBDA.PR.3": (
+                        "The handler and aws-cdk's provider framework call only regional AWS APIs "
+                        "(SageMaker, Application Auto Scaling, CloudWatch, Lambda), no resource "
+                        "inside the VPC; in the VPC they would need NAT or interface endpoints "
+                        "for nothing."
+                    )
+                },
+            )
+        acknowledge_controls(
+            self.log_group,
+            {
+                "CT.CLOUDWATCH.PR.3": (
+                    "The endpoint-scaling handler logs one line per event (endpoint name, "
+                    "instance types, what it did), no request data, encrypted with the "
+                    "CloudWatch Logs service key; a customer key would add a key and its "
+                    "monthly charge per inference stack for that."
+                )
+            },
+        )
 
     def _grant_alarms_and_configs(self) -> None:
         """Target tracking's alarm calls, and reading any endpoint config."""

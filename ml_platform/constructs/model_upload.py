@@ -176,6 +176,11 @@ class ModelArchiveUpload:
                 resources=[self._prefix_objects],
             )
         )
+        key = models.bucket.encryption_key
+        if key is not None:  # SSE-KMS (storage.model_bucket_kms): a data key per object, and
+            # kms:Decrypt to complete multipart uploads (S3 user guide, "Multipart upload and
+            # permissions", https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html).
+            key.grant(role, "kms:GenerateDataKey", "kms:Decrypt")
         return role
 
     def _acknowledge(self) -> None:

@@ -66,3 +66,35 @@ def aws_managed_policy(name: str) -> iam.IManagedPolicy:
 def managed_policy_finding(policy: str) -> str:
     """cdk-nag's finding id for an AWS managed policy on a role."""
     return f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]"
+
+
+#: The name under which aws-cdk reports the Control Tower proactive controls run by
+#: ``cdklabs-cdk-validator-cfnguard`` (its plugin name; findings are ``<name>::<rule>``).
+GUARD_PLUGIN = "cdk-validator-cfnguard"
+
+#: Control Tower proactive controls the platform acknowledges somewhere, by control id, with
+#: the Guard rule that implements each in the plugin's bundled rule files
+#: (``rules/control-tower/cfn-guard/<service>/ct-<service>-pr-<n>.guard``; a test reads them).
+CONTROL_RULES: Mapping[str, str] = {
+    "CT.CLOUDWATCH.PR.1": "cloudwatch_alarm_action_check",
+    "CT.CLOUDWATCH.PR.2": "cloudwatch_log_group_retention_period_check",
+    "CT.CLOUDWATCH.PR.3": "cloudwatch_log_group_encrypted_check",
+    "CT.EC2.PR.9": "ec2_launch_template_public_ip_disabled_check",
+    "CT.LAMBDA.PR.3": "lambda_inside_vpc_check",
+    "CT.S3.PR.2": "s3_bucket_logging_enabled_check",
+    "CT.S3.PR.4": "s3_event_notifications_enabled_check",
+    "CT.S3.PR.9": "s3_bucket_object_lock_enabled_check",
+    "CT.S3.PR.10": "s3_bucket_default_encryption_kms_check",
+}
+
+
+def control_finding(control: str) -> str:
+    """aws-cdk's finding id of Control Tower control ``control`` (e.g. ``CT.KMS.PR.3``)."""
+    return f"{GUARD_PLUGIN}::{CONTROL_RULES[control]}"
+
+
+def acknowledge_controls(scope: IConstruct, reasons: Mapping[str, str]) -> None:
+    """Accept Control Tower findings (control id to reason) on ``scope``: the resource they
+    concern, never a stack (aws-cdk applies an acknowledgment to the construct and all below
+    it, so a stack-wide one would hide every new resource's finding)."""
+    acknowledge_each(scope, {control_finding(c): reason for c, reason in reasons.items()})

@@ -13,6 +13,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ml_platform import limits
+from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._security_groups import (
     EFA_SELF_DESCRIPTION as EFA_SELF_DESCRIPTION,
@@ -23,6 +24,7 @@ from ml_platform.constructs._security_groups import (
 from ml_platform.constructs._security_groups import (
     allow_efa_within as allow_efa_within,  # re-exported: the public name of the EFA rules
 )
+from ml_platform.constructs.nag import acknowledge_controls
 from ml_platform.constructs.storage import RETAIN
 
 DATASET_BUCKET = "neuron-s3"
@@ -111,8 +113,14 @@ class PlatformVpc(Construct):
             availability_zones=azs,
             nat_gateways=nat_gateways,
             subnet_configuration=[
+                # The public subnets hold only the NAT gateways (Elastic IPs of their own): no
+                # instance gets a public address there (Control Tower CT.EC2.PR.11); an in-place
+                # update of deployed subnets (MapPublicIpOnLaunch is not create-only).
                 ec2.SubnetConfiguration(
-                    name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24
+                    name="Public",
+                    subnet_type=ec2.SubnetType.PUBLIC,
+                    cidr_mask=24,
+                    map_public_ip_on_launch=False,
                 ),
                 # Pods take VPC addresses (VPC CNI) and each Trainium node carries 8-16 EFA
                 # interfaces, so the private subnets are large.
@@ -157,6 +165,7 @@ class PlatformVpc(Construct):
             removal_policy=removal_policy,
         )
         self.flow_log_key.add_to_resource_policy(flow_log_key_statement(stack, group_name))
+        restrict_grants(self.flow_log_key)
         # Associating the key with the existing group is an in-place update (KmsKeyId: "Update
         # requires: No interruption"). By default the group keeps its CloudFormation-made name:
         # naming it (LogGroupName: "Update requires: Replacement") would replace the group of
@@ -170,6 +179,21 @@ class PlatformVpc(Construct):
             encryption_key=self.flow_log_key,
             removal_policy=removal_policy,
         )
+        days = default_child(self.flow_log_group, logs.CfnLogGroup).retention_in_days
+        if isinstance(days, int) and days < FLOW_LOG_YEAR:
+            acknowledge_controls(
+                self.flow_log_group,
+                {
+                    "CT.CLOUDWATCH.PR.2": (
+                        f"Flow logs of all traffic are kept {days} days "
+                        "(network.flow_log_retention_days): long enough to investigate an "
+                        "incident that alarms or GuardDuty raise within weeks; a year stores "
+                        f"{FLOW_LOG_YEAR / days:.0f} times as much (billed per GB-month). "
+                        f"Set {FLOW_LOG_YEAR} or more where a year of network evidence is "
+                        "required (this acknowledgment then goes away)."
+                    )
+                },
+            )
         self.flow_log = self.vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(self.flow_log_group),
@@ -271,7 +295,21 @@ def _lint_restrict_default_sg_provider(stack: Stack) -> None:
     handler = provider.node.try_find_child("Handler") if provider is not None else None
     if isinstance(handler, CfnResource):
         handler.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})
+        acknowledge_controls(
+            handler,
+            {
+                "CT.LAMBDA.PR.3": (
+                    "aws-cdk's restrict_default_security_group provider calls only the regional "
+                    "EC2 API (revoke the default group's rules) when CloudFormation creates or "
+                    "updates the VPC; in the VPC it would need the NAT gateways it is created "
+                    "alongside."
+                )
+            },
+        )
 
+
+FLOW_LOG_YEAR = 365
+"""Retention (days) from which flow logs meet Control Tower CT.CLOUDWATCH.PR.2 (one year)."""
 
 FLOW_LOG_KEY_ACTIONS = (
     "kms:Encrypt*",

@@ -9,7 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import Annotations, CfnResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import (
+    Annotations,
+    CfnResource,
+    DefaultStackSynthesizer,
+    Duration,
+    Fn,
+    RemovalPolicy,
+    Stack,
+    Token,
+)
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
@@ -21,9 +30,14 @@ from constructs import Construct
 
 from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
+from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
-from ml_platform.constructs.nag import acknowledge_each, managed_policy_finding
+from ml_platform.constructs.nag import (
+    acknowledge_controls,
+    acknowledge_each,
+    managed_policy_finding,
+)
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure).
@@ -76,6 +90,8 @@ class TrainingImageRepository(Construct):
         max_images: Images kept before the oldest expire. Default 30.
         removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate). With DESTROY the registry is emptied on deletion
             (``empty_on_delete``), so the deletion succeeds.
+        customer_key: Encrypt with a customer managed KMS key (rotation on) instead of AES256.
+            Default false. Create-only: changing it on a deployed repository replaces it.
 
     Attributes:
         repository: The ``ecr.Repository``.
@@ -89,6 +105,7 @@ class TrainingImageRepository(Construct):
         repository_name: str | None = None,
         max_images: int = limits.DEFAULT_ECR_MAX_IMAGES,
         removal_policy: RemovalPolicy = RETAIN,
+        customer_key: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         if max_images not in limits.ECR_MAX_IMAGES:
@@ -101,7 +118,23 @@ class TrainingImageRepository(Construct):
             repository_name=repository_name,
             image_scan_on_push=True,
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,
-            encryption=ecr.RepositoryEncryption.AES_256,
+            # EncryptionConfiguration is create-only: a deployed repository keeps AES256.
+            encryption=(
+                ecr.RepositoryEncryption.KMS if customer_key else ecr.RepositoryEncryption.AES_256
+            ),
+            encryption_key=(
+                restrict_grants(
+                    kms.Key(
+                        self,
+                        "Key",
+                        description=f"Encryption of the images in {self.node.path}",
+                        enable_key_rotation=True,
+                        removal_policy=removal_policy,
+                    )
+                )
+                if customer_key
+                else None
+            ),
             removal_policy=removal_policy,
             empty_on_delete=removal_policy == RemovalPolicy.DESTROY,
             lifecycle_rules=[
@@ -151,11 +184,16 @@ class ModelArtifactBucketBase(Construct):
 
     def grant_read_models(self, grantee: iam.IGrantable) -> iam.Grant:
         """Read the archives under the model prefix: ``s3:GetObject`` on ``<prefix>*`` and
-        ``s3:ListBucket`` limited by an ``s3:prefix`` condition to the same prefix."""
+        ``s3:ListBucket`` limited by an ``s3:prefix`` condition to the same prefix, and
+        ``kms:Decrypt`` on the bucket's key when it has one."""
         get = iam.Grant.add_to_principal(
             grantee=grantee, actions=["s3:GetObject"], resource_arns=[self.archive_arn()]
         )
-        return get.combine(self.grant_list_models(grantee))
+        grant = get.combine(self.grant_list_models(grantee))
+        key = self.bucket.encryption_key
+        if key is not None:  # SSE-KMS: S3 decrypts with the reader's kms:Decrypt
+            grant = grant.combine(key.grant_decrypt(grantee))
+        return grant
 
     def grant_list_models(self, grantee: iam.IGrantable) -> iam.Grant:
         """List the archives: ``s3:ListBucket`` on the bucket, limited by an ``s3:prefix``
@@ -215,11 +253,24 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         model_prefix: Key prefix of the archives (ends in ``/``). Default ``models/``.
         removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate; both buckets). With DESTROY both buckets are emptied
             on deletion (``auto_delete_objects``), so the deletion succeeds.
+        customer_key: SSE-KMS with a customer managed key of its own (rotation on, S3 Bucket
+            Key on) instead of SSE-S3, for the model bucket (the access-log bucket stays SSE-S3,
+            the only encryption S3 log delivery supports). :meth:`grant_read_models` then adds
+            ``kms:Decrypt`` on it. Default false.
         publishers: ARNs of the IAM roles (or users) that may write and delete archives under
-            the prefix. The bucket policy denies ``s3:PutObject``, ``s3:DeleteObject`` and
-            ``s3:DeleteObjectVersion`` there to every other principal (``aws:PrincipalArn``),
+            the prefix. The bucket policy denies every action but the reads of
+            :data:`ARCHIVE_READ_ACTIONS` there to every other principal (``aws:PrincipalArn``),
             whatever its IAM policies allow: archives are code the endpoints and Triton pods
-            run. Default none: nobody writes archives (a synth warning says so).
+            run, so replication writes, tagging, ACLs and restores are refused too. Default
+            none: nobody writes archives (a synth warning says so).
+        administrators: ARNs of the roles (or users) that may change the model bucket's
+            configuration (:data:`BUCKET_CONFIGURATION_ACTIONS`: lifecycle, replication,
+            versioning, policy, encryption...), besides the CloudFormation execution role of
+            the stack's ``DefaultStackSynthesizer``, which deploys those changes. Everyone else
+            is refused by the bucket policy: a lifecycle rule or a replication rule written by
+            anyone with IAM rights would otherwise delete or replace archives. Default none.
+            With another synthesizer and no administrators the statement is left out (a synth
+            warning says so): it would refuse the deploys themselves.
         unconditional_publishers: Publishers also allowed to put an object without
             ``If-None-Match`` (the deploy-time upload, whose ``aws s3 sync`` re-sends unchanged
             archives under the same content-versioned names). Everyone else's ``PutObject``
@@ -240,6 +291,8 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         removal_policy: RemovalPolicy = RETAIN,
         publishers: Sequence[str] = (),
         unconditional_publishers: Sequence[str] = (),
+        administrators: Sequence[str] = (),
+        customer_key: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         _check_prefix(self, model_prefix)
@@ -271,6 +324,23 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
                 )
             ],
         )
+        self.encryption_key: kms.Key | None = None
+        if customer_key:
+            self.encryption_key = restrict_grants(
+                kms.Key(
+                    self,
+                    "Key",
+                    description=f"Encryption of the model archives in {self.node.path}",
+                    enable_key_rotation=True,
+                    removal_policy=removal_policy,
+                )
+            )
+            hardened = {
+                **hardened,
+                "encryption": s3.BucketEncryption.KMS,
+                "encryption_key": self.encryption_key,
+                "bucket_key_enabled": True,
+            }
         self.bucket = s3.Bucket(
             self,
             "Resource",
@@ -285,7 +355,44 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
 
         self.publishers = (*publishers, *unconditional_publishers)
         self._protect_archives(list(publishers), list(unconditional_publishers), destroy)
+        self._protect_configuration(list(administrators), destroy)
         _acknowledge_delete_provider(self)
+        self._acknowledge_controls(self.access_logs, customer_key)
+
+    def _acknowledge_controls(self, access_logs: s3.IBucket, customer_key: bool) -> None:
+        """Control Tower findings accepted on the two buckets, each with its reason."""
+        lock = (
+            "Object Lock cannot be turned off once on, and a retention mode that means anything "
+            "(governance or compliance) would keep every object version until it expires; "
+        )
+        acknowledge_controls(
+            access_logs,
+            {
+                "CT.S3.PR.2": "This is the access-log target bucket itself; logging it into "
+                "itself loops and into another bucket only moves the finding.",
+                "CT.S3.PR.4": "Only S3's log delivery writes here and nothing consumes events "
+                "of the log bucket; readers query the logs when investigating.",
+                "CT.S3.PR.9": lock + "the log bucket is versioned (30 days of old versions) and "
+                "only S3's logging service may write to it (bucket policy).",
+                "CT.S3.PR.10": "S3 server access logging delivers only to a bucket whose default "
+                "encryption is SSE-S3; SSE-KMS destinations are not supported "
+                "(https://docs.aws.amazon.com/AmazonS3/latest/userguide/enable-server-access-logging.html).",
+            },
+        )
+        reasons = {
+            "CT.S3.PR.4": "Archives change only through the publishers the bucket policy "
+            "names and are never overwritten; the deploy-time upload and `mlp models "
+            "upload` record each archive, so no event consumer exists to notify.",
+            "CT.S3.PR.9": lock + "archives are retired by deleting them (`mlp models "
+            "retire`), and the bucket policy already refuses overwrites and limits deletes "
+            "to the publishers; versioning keeps deleted archives 90 days.",
+            "CT.S3.PR.10": "SSE-S3 by default (storage.model_bucket_kms turns SSE-KMS on): "
+            "every reader would need kms:Decrypt on a key, and switching a deployed bucket "
+            "leaves the archives already stored under SSE-S3.",
+        }
+        if customer_key:
+            del reasons["CT.S3.PR.10"]
+        acknowledge_controls(self.bucket, reasons)
 
     def _protect_archives(
         self, publishers: list[str], unconditional: list[str], destroy: bool
@@ -308,7 +415,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
                 sid="ArchivesOnlyFromPublishers",
                 effect=iam.Effect.DENY,
                 principals=[iam.AnyPrincipal()],
-                actions=list(ARCHIVE_WRITE_ACTIONS),
+                not_actions=list(ARCHIVE_READ_ACTIONS),
                 resources=[archives],
                 conditions={"ArnNotLike": {"aws:PrincipalArn": exempt}} if exempt else None,
             )
@@ -332,6 +439,35 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
                 actions=["s3:PutObject"],
                 resources=[archives],
                 conditions=conditions,
+            )
+        )
+
+    def _protect_configuration(self, administrators: list[str], destroy: bool) -> None:
+        """Bucket-policy statement: only the administrators and the deploys change the
+        bucket's configuration."""
+        stack = Stack.of(self)
+        exempt = list(administrators)
+        if isinstance(stack.synthesizer, DefaultStackSynthesizer):
+            # arn:${AWS::Partition}:iam::<account>:role/cdk-<qualifier>-cfn-exec-role-...
+            exempt.append(Fn.sub(stack.synthesizer.cloud_formation_execution_role_arn))
+        if destroy:  # aws-cdk's empty-on-delete handler puts a deny-writes policy first
+            exempt.append(_delete_provider_role_arn(self))
+        if not administrators and not isinstance(stack.synthesizer, DefaultStackSynthesizer):
+            Annotations.of(self).add_warning_v2(
+                "ml-platform:no-bucket-administrators",
+                "No bucket administrators and no DefaultStackSynthesizer (whose CloudFormation "
+                "execution role deploys the bucket): the model bucket's configuration is left "
+                "open to every principal with IAM rights. Pass administrators.",
+            )
+            return
+        self.bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="ConfigurationOnlyByAdministrators",
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=list(BUCKET_CONFIGURATION_ACTIONS),
+                resources=[self.bucket.bucket_arn],
+                conditions={"ArnNotLike": {"aws:PrincipalArn": exempt}},
             )
         )
 
@@ -395,6 +531,22 @@ class ImportedModelArtifactBucket(ModelArtifactBucketBase):
         )
 
 
+def import_model_bucket(
+    scope: Construct, construct_id: str, bucket_arn_export: str, key_arn_export: str | None
+) -> s3.IBucket:
+    """The model bucket of another stack, by the names of its exports: its ARN and, with
+    ``storage.model_bucket_kms``, its key's ARN (so :meth:`~ModelArtifactBucketBase.
+    grant_read_models` grants ``kms:Decrypt`` on it)."""
+    key = (
+        kms.Key.from_key_arn(scope, f"{construct_id}Key", Fn.import_value(key_arn_export))
+        if key_arn_export
+        else None
+    )
+    return s3.Bucket.from_bucket_attributes(
+        scope, construct_id, bucket_arn=Fn.import_value(bucket_arn_export), encryption_key=key
+    )
+
+
 def archive_prefix(
     bucket: s3.IBucket | ModelArtifactBucketBase, model_prefix: str | None
 ) -> tuple[str, str | None]:
@@ -411,8 +563,40 @@ def archive_prefix(
     )
 
 
-#: What the archive bucket policy lets only publishers do under the model prefix.
-ARCHIVE_WRITE_ACTIONS = ("s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion")
+#: What the archive bucket policy leaves to everyone under the model prefix (their IAM
+#: policies decide); every other action there is the publishers' only (``NotAction``).
+ARCHIVE_READ_ACTIONS = (
+    "s3:GetObject",
+    "s3:GetObjectVersion",
+    "s3:GetObjectAttributes",
+    "s3:GetObjectVersionAttributes",
+    "s3:GetObjectTagging",
+    "s3:GetObjectVersionTagging",
+)
+
+#: Bucket-level writes only administrators and deploys may make (Service Authorization
+#: Reference, Amazon S3 actions on the ``bucket`` resource type). Each can delete, replace or
+#: expose archives without touching an object: lifecycle expiry, replication rules into or out
+#: of the bucket, suspended versioning, another policy, encryption, public access, logging.
+BUCKET_CONFIGURATION_ACTIONS = (
+    "s3:PutLifecycleConfiguration",
+    "s3:PutReplicationConfiguration",
+    "s3:PutBucketVersioning",
+    "s3:PutBucketObjectLockConfiguration",
+    "s3:PutEncryptionConfiguration",
+    "s3:PutBucketPolicy",
+    "s3:DeleteBucketPolicy",
+    "s3:PutBucketPublicAccessBlock",
+    "s3:PutBucketOwnershipControls",
+    "s3:PutBucketAcl",
+    "s3:PutBucketLogging",
+    "s3:PutBucketNotification",
+    "s3:PutInventoryConfiguration",
+    "s3:PutIntelligentTieringConfiguration",
+    "s3:PutBucketWebsite",
+    "s3:PutBucketCORS",
+    "s3:DeleteBucket",
+)
 
 
 def _delete_provider_role_arn(scope: Construct) -> str:

@@ -25,11 +25,24 @@ from ml_platform.constructs._nodegroup import (
     size_problems,
 )
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
+from ml_platform.constructs.nag import acknowledge_controls
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
 
 ROOT_VOLUME_GIB = limits.ROOT_VOLUME_GIB
 MAX_NODES = limits.TRAINIUM_MAX_NODES
 CAPACITY_BLOCK_DESIRED_WARNING = "ml-platform:capacityBlockDesiredSize"
+
+
+NO_PUBLIC_IP_REASON = (
+    "No interface gets a public address without AssociatePublicIpAddress: the node subnets are "
+    "private (MapPublicIpOnLaunch false), EC2 assigns public IPv4 addresses only to instances "
+    "launched with a single network interface, and the EFA-only interfaces take no IP address "
+    "at all. The field is documented for eth0 only; whether EC2 accepts it on the efa-only "
+    "interfaces of other network cards could not be verified without launching, so it is "
+    "left unset rather than risk a node group that cannot launch."
+)
+"""Why the EFA launch template leaves ``AssociatePublicIpAddress`` unset (Control Tower
+CT.EC2.PR.9 asks it false on every interface)."""
 
 
 def efa_network_interfaces(
@@ -231,6 +244,7 @@ class EfaLaunchTemplate(Construct):
                 root_volume_gib=root_volume_gib,
             ),
         )
+        acknowledge_controls(self.resource, {"CT.EC2.PR.9": NO_PUBLIC_IP_REASON})
 
     @property
     def capacity_type(self) -> eks.CapacityType | None:

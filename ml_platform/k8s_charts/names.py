@@ -29,12 +29,25 @@ NAMESPACE_POD_SECURITY = {"triton": "restricted", "training": "baseline"}
 control; the training pods need root (the Neuron runtime and the sample's scripts) and the
 ``net.ipv4.ip_local_reserved_ports`` sysctl, which baseline allows."""
 
+SYSTEM_NAMESPACE_POD_SECURITY = {"volcano-system": "baseline", "amazon-cloudwatch": "privileged"}
+"""Level enforced on the system namespaces the platform creates for their owners (their pods
+come from Volcano's Helm chart and the CloudWatch observability add-on):
 
-def pod_security_labels(enforce: str) -> dict[str, str]:
-    """Labels enforcing ``enforce`` and warning and auditing at ``restricted`` (so what keeps
-    a baseline namespace from restricted shows in ``kubectl`` warnings and the audit log)."""
+- ``volcano-system``: the chart's scheduler, controllers and admission (volcano-sh/volcano
+  v1.15.1 ``installer/helm/chart/volcano/templates/``) mount only config maps, secrets and
+  emptyDirs, with no host network, host ports or privileged containers: baseline. Its node
+  agent, which needs more, is off by default and not enabled here.
+- ``amazon-cloudwatch``: the add-on's CloudWatch agent and Fluent Bit DaemonSets read the
+  node's logs and metrics through hostPath volumes, which baseline forbids: privileged, stated
+  by label instead of left unlabeled, with warnings and audit at baseline."""
+
+
+def pod_security_labels(enforce: str, watch: str = "restricted") -> dict[str, str]:
+    """Labels enforcing ``enforce`` and warning and auditing at ``watch`` (default
+    ``restricted``, so what keeps a baseline namespace from restricted shows in ``kubectl``
+    warnings and the audit log)."""
     labels = {}
-    for mode, level in (("enforce", enforce), ("warn", "restricted"), ("audit", "restricted")):
+    for mode, level in (("enforce", enforce), ("warn", watch), ("audit", watch)):
         labels[f"{PSA_LABEL_PREFIX}{mode}"] = level
         labels[f"{PSA_LABEL_PREFIX}{mode}-version"] = PSA_VERSION
     return labels

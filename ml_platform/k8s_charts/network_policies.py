@@ -34,6 +34,7 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
+from ml_platform.k8s_charts.names import SYSTEM_NAMESPACE_POD_SECURITY, pod_security_labels
 from ml_platform.versions import VOLCANO_NAMESPACE
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by Kubernetes on every namespace
@@ -206,7 +207,11 @@ class SystemNetworkPolicyChart(cdk8s.Chart):
     ) -> None:
         super().__init__(scope, construct_id, disable_resource_name_hashes=True)
         self.namespaces = [
-            k8s.KubeNamespace(self, f"Namespace-{name}", metadata=k8s.ObjectMeta(name=name))
+            k8s.KubeNamespace(
+                self,
+                f"Namespace-{name}",
+                metadata=k8s.ObjectMeta(name=name, labels=_system_pod_security(name)),
+            )
             for name in create_namespaces
         ]
         everyone = k8s.LabelSelector()
@@ -282,3 +287,12 @@ def triton_policies(
             ),
         ),
     ]
+
+
+def _system_pod_security(namespace: str) -> dict[str, str] | None:
+    """Pod Security labels of a system namespace this chart creates
+    (:data:`~ml_platform.k8s_charts.names.SYSTEM_NAMESPACE_POD_SECURITY`); none for others."""
+    level = SYSTEM_NAMESPACE_POD_SECURITY.get(namespace)
+    if level is None:
+        return None
+    return pod_security_labels(level, "baseline" if level == "privileged" else "restricted")

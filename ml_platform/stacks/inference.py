@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from aws_cdk import CfnOutput, Fn, RemovalPolicy, Stack
-from aws_cdk import aws_s3 as s3
+from aws_cdk import CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_s3_deployment as s3deploy
 from aws_cdk import aws_sns as sns
 from constructs import Construct
@@ -23,7 +22,7 @@ from ml_platform.constructs.model_upload import (  # noqa: F401  (re-exported: t
     upload_role_name,
 )
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
-from ml_platform.constructs.storage import ModelArtifactBucket
+from ml_platform.constructs.storage import ModelArtifactBucket, import_model_bucket
 from ml_platform.stack_outputs import (  # noqa: F401  (re-exported: tests and the app use them)
     ENDPOINTS_DASHBOARD_OUTPUT,
     ENDPOINTS_PER_STACK,
@@ -64,13 +63,14 @@ class InferenceStack(Stack):
         settings: InferenceSettings,
         bucket_arn_export: str,
         model_prefix: str,
+        bucket_key_arn_export: str | None = None,
         endpoints: Sequence[EndpointSettings] | None = None,
         upload: bool = True,
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        bucket = s3.Bucket.from_bucket_arn(self, "ModelBucket", Fn.import_value(bucket_arn_export))
+        bucket = import_model_bucket(self, "ModelBucket", bucket_arn_export, bucket_key_arn_export)
         if not isinstance(bucket, Construct):  # aws-cdk's imported buckets are constructs
             raise TypeError(f"{self.node.path}: the imported model bucket is not a Construct")
         # Under the imported bucket, not beside it: the stack's own ids are the ones

@@ -55,12 +55,15 @@ class StorageStack(Stack):
         vpc: ec2.IVpc,
         trainium_subnet: ec2.ISubnet,
         archive_publishers: Sequence[str] = (),
+        bucket_administrators: Sequence[str] = (),
         upload_role_name: str | None = None,
         lustre_readers: int = 0,
         legacy_lustre_clients: Sequence[ec2.ISecurityGroup] = (),
         **kwargs: Any,
     ) -> None:
-        """``archive_publishers``: principal ARNs that may write archives; ``upload_role_name``:
+        """``archive_publishers``: principal ARNs that may write archives;
+        ``bucket_administrators``: those that may change the model bucket's configuration
+        (besides the deploys); ``upload_role_name``:
         the deploy-time upload's role (:func:`ml_platform.stacks.inference.upload_role_name`),
         named so its ARN is known here without a reference to the inference stack.
         ``legacy_lustre_clients``: groups the file system stays open to besides its client
@@ -75,6 +78,7 @@ class StorageStack(Stack):
             repository_name=image_repository_name,
             max_images=settings.ecr_max_images,
             removal_policy=removal,
+            customer_key=settings.image_repository_kms,
         )
         unconditional = (
             [
@@ -92,6 +96,8 @@ class StorageStack(Stack):
             removal_policy=removal,
             publishers=list(archive_publishers),
             unconditional_publishers=unconditional,
+            administrators=list(bucket_administrators),
+            customer_key=settings.model_bucket_kms,
         )
         self.lustre = LustreStorage(
             self,
@@ -132,6 +138,16 @@ class StorageStack(Stack):
             value=self.models.bucket.bucket_arn,
             export_name=self.model_bucket_arn_export,
         )
+        # Only with storage.model_bucket_kms: the readers in other stacks import the key.
+        self.model_bucket_key_arn_export: str | None = None
+        if self.models.encryption_key is not None:
+            self.model_bucket_key_arn_export = f"{self.stack_name}-ModelBucketKeyArn"
+            CfnOutput(
+                self,
+                "ModelBucketKeyArn",
+                value=self.models.encryption_key.key_arn,
+                export_name=self.model_bucket_key_arn_export,
+            )
         CfnOutput(self, "ModelPrefix", value=settings.model_prefix)
         CfnOutput(self, "FileSystemId", value=self.lustre.file_system.file_system_id)
         # Release 0.1.0's TrainingCluster stack imports this export (four Lustre rules of the

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import cdk8s
-from aws_cdk import Annotations, CfnOutput, Fn, Stack
+from aws_cdk import Annotations, CfnOutput, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
@@ -21,6 +20,7 @@ from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster, as_icluster
 from ml_platform.constructs.nag import acknowledge_each
+from ml_platform.constructs.storage import import_model_bucket
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
@@ -137,12 +137,14 @@ class TritonValues:
         triton_version: Triton release (``inference.triton_version``).
         model_prefix: Key prefix of the archives in the model bucket (``storage.model_prefix``).
         model_bucket_arn_export: Export name of the model bucket's ARN (StorageStack).
+        model_bucket_key_arn_export: Export name of its key's ARN (``storage.model_bucket_kms``).
     """
 
     settings: TritonOnEksSettings
     triton_version: str
     model_prefix: str
     model_bucket_arn_export: str
+    model_bucket_key_arn_export: str | None = None
 
 
 class TrainingClusterStack(Stack):
@@ -277,6 +279,7 @@ class TrainingClusterStack(Stack):
             support_type=cfg.support_type,
             system_node_security_groups=[lustre_clients] if lustre_clients is not None else [],
             node_ssm_access=cfg.node_ssm_access,
+            kubectl_provider_guard=cfg.kubectl_provider_guard,
         )
 
     def _addons(self, cfg: ClusterSettings) -> PlatformAddons:
@@ -320,8 +323,11 @@ class TrainingClusterStack(Stack):
             self,
             "Triton",
             cluster=as_icluster(self.eks.cluster),
-            bucket=s3.Bucket.from_bucket_arn(
-                self, "ModelBucket", Fn.import_value(triton.model_bucket_arn_export)
+            bucket=import_model_bucket(
+                self,
+                "ModelBucket",
+                triton.model_bucket_arn_export,
+                triton.model_bucket_key_arn_export,
             ),
             model_prefix=triton.model_prefix,
             archives=cfg.archives,
@@ -344,6 +350,13 @@ class TrainingClusterStack(Stack):
             description="CloudWatch dashboard of the training cluster (nodes, Neuron, EFA, FSx)",
         )
         CfnOutput(self, "ClusterName", value=cluster.cluster_name)
+        if self.eks.kubectl_provider_guard is not None:
+            CfnOutput(
+                self,
+                "KubectlProviderGuardPolicyArn",
+                value=self.eks.kubectl_provider_guard.managed_policy_arn,
+                description="Attach to every role that is not a cluster administrator",
+            )
         CfnOutput(self, "ClusterArn", value=cluster.cluster_arn)
         CfnOutput(
             self,

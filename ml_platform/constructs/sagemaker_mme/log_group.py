@@ -7,6 +7,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs.network import FLOW_LOG_KEY_ACTIONS
 
 LOG_KEY_ID = "EndpointLogsKey"
@@ -49,6 +50,7 @@ def shared_log_key(scope: Construct, removal_policy: RemovalPolicy) -> kms.IKey:
             },
         )
     )
+    restrict_grants(key)
     return key
 
 

@@ -9,17 +9,20 @@ from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
-from aws_cdk.assertions import Annotations, Template
+from aws_cdk.assertions import Annotations, Match, Template
 
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
-from ml_platform.constructs.storage import ModelArtifactBucket
+from ml_platform.constructs.storage import BUCKET_CONFIGURATION_ACTIONS, ModelArtifactBucket
 from tests.s3_policy import denied
 from tests.support import SynthesizedPlatform
 
 ADMIN = "arn:aws:iam::123456789012:role/aws-reserved/sso.amazonaws.com/AWSReservedSSO_Admin_0123"
 UPLOAD = "arn:aws:iam::123456789012:role/MlPlatform-Inference-ArchiveUpload-us-west-2"
 OTHER = "arn:aws:iam::123456789012:role/SomeAppWithS3FullAccess"
+# The bootstrap's CloudFormation execution role (DefaultStackSynthesizer, qualifier hnb659fds).
+DEPLOY = "arn:aws:iam::123456789012:role/cdk-hnb659fds-cfn-exec-role-123456789012-us-west-2"
+OPS = "arn:aws:iam::123456789012:role/PlatformAdmins"
 BUCKET_ARN = "arn:aws:s3:::model-bucket"
 
 
@@ -30,6 +33,13 @@ def resolve(value, resources: dict):
         return [resolve(v, resources) for v in value]
     if not isinstance(value, dict):
         return value
+    if "Fn::Sub" in value:
+        return (
+            value["Fn::Sub"]
+            .replace("${AWS::Partition}", "aws")
+            .replace("${AWS::AccountId}", "123456789012")
+            .replace("${AWS::Region}", "us-west-2")
+        )
     if "Fn::Join" in value:
         sep, parts = value["Fn::Join"]
         return sep.join(resolve(p, resources) for p in parts)
@@ -62,7 +72,7 @@ def archive_statements(template: dict) -> dict[str, dict]:
     return {
         s["Sid"]: s
         for s in bucket_policy(template)["Statement"]
-        if s.get("Sid", "").startswith("Archives")
+        if s.get("Sid", "").startswith(("Archives", "Configuration"))
     }
 
 
@@ -75,16 +85,33 @@ def stack_with(**props) -> tuple[cdk.Stack, dict]:
 
 
 def test_exact_statements() -> None:
-    _, template = stack_with(publishers=[ADMIN], unconditional_publishers=[UPLOAD])
+    _, template = stack_with(
+        publishers=[ADMIN], unconditional_publishers=[UPLOAD], administrators=[OPS]
+    )
     archives = f"{BUCKET_ARN}/models/*"
     assert archive_statements(template) == {
         "ArchivesOnlyFromPublishers": {
             "Sid": "ArchivesOnlyFromPublishers",
             "Effect": "Deny",
             "Principal": {"AWS": "*"},
-            "Action": ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"],
+            "NotAction": [
+                "s3:GetObject",
+                "s3:GetObjectVersion",
+                "s3:GetObjectAttributes",
+                "s3:GetObjectVersionAttributes",
+                "s3:GetObjectTagging",
+                "s3:GetObjectVersionTagging",
+            ],
             "Resource": archives,
             "Condition": {"ArnNotLike": {"aws:PrincipalArn": [ADMIN, UPLOAD]}},
+        },
+        "ConfigurationOnlyByAdministrators": {
+            "Sid": "ConfigurationOnlyByAdministrators",
+            "Effect": "Deny",
+            "Principal": {"AWS": "*"},
+            "Action": list(BUCKET_CONFIGURATION_ACTIONS),
+            "Resource": BUCKET_ARN,
+            "Condition": {"ArnNotLike": {"aws:PrincipalArn": [OPS, DEPLOY]}},
         },
         "ArchivesNeverOverwritten": {
             "Sid": "ArchivesNeverOverwritten",
@@ -146,6 +173,27 @@ CASES = [
         None,
         ["ArchivesOnlyFromPublishers"],
     ),
+    # Everything but reads is the publishers' (finding 3 of issue 34): replication from a
+    # bucket the caller controls, tags, ACLs, restores, aborted uploads.
+    *(
+        ("other", action, f"s3:{action}", False, None, ["ArchivesOnlyFromPublishers"])
+        for action in (
+            "ReplicateObject",
+            "ReplicateDelete",
+            "ReplicateTags",
+            "PutObjectTagging",
+            "DeleteObjectTagging",
+            "PutObjectAcl",
+            "RestoreObject",
+            "AbortMultipartUpload",
+            "PutObjectRetention",
+        )
+    ),
+    ("other", "GetObject (endpoint, Triton pods)", "s3:GetObject", False, None, []),
+    ("other", "GetObjectVersion", "s3:GetObjectVersion", False, None, []),
+    ("other", "GetObjectAttributes", "s3:GetObjectAttributes", False, None, []),
+    ("service", "GetObject by a service principal", "s3:GetObject", False, None, []),
+    ("admin", "ReplicateObject by a publisher", "s3:ReplicateObject", False, None, []),
     (
         "service",
         "PutObject by a service principal",
@@ -234,6 +282,10 @@ def test_the_app_names_the_admin_role_and_the_upload_role(tmp_path: Path) -> Non
     assert statements["ArchivesNeverOverwritten"]["Condition"]["ArnNotLike"] == {
         "aws:PrincipalArn": [UPLOAD]
     }
+    # The cluster admin role administers the bucket too (the upload role does not).
+    assert statements["ConfigurationOnlyByAdministrators"]["Condition"] == {
+        "ArnNotLike": {"aws:PrincipalArn": [ADMIN, DEPLOY]}
+    }
     # The role the bucket names is the role the upload runs as.
     inference = synth.template_json("Inference")
     names = [
@@ -246,7 +298,15 @@ def test_the_app_names_the_admin_role_and_the_upload_role(tmp_path: Path) -> Non
 
 def test_default_app_protects_the_prefix(synth: SynthesizedPlatform) -> None:
     statements = archive_statements(synth.template_json("Storage"))
-    assert set(statements) == {"ArchivesOnlyFromPublishers", "ArchivesNeverOverwritten"}
+    assert set(statements) == {
+        "ArchivesOnlyFromPublishers",
+        "ArchivesNeverOverwritten",
+        "ConfigurationOnlyByAdministrators",
+    }
+    # cdk.json names no admin role: only the deploys change the configuration.
+    assert statements["ConfigurationOnlyByAdministrators"]["Condition"] == {
+        "ArnNotLike": {"aws:PrincipalArn": [DEPLOY]}
+    }
 
 
 def test_publishers_setting() -> None:
@@ -264,3 +324,78 @@ def test_publishers_setting() -> None:
     ):
         Settings.from_context({"storage": {"archive_publishers": ["me"]}})
     assert json.dumps(settings.archive_publishers)
+
+
+# Bucket-configuration writes: (who, action) -> refused; evaluated per request on the bucket ARN.
+CONFIG_CASES = [
+    *(
+        (who, action, ["ConfigurationOnlyByAdministrators"])
+        for who in ("other", "admin", "service")
+        for action in (
+            "s3:PutLifecycleConfiguration",
+            "s3:PutReplicationConfiguration",
+            "s3:PutBucketVersioning",
+            "s3:PutBucketPolicy",
+            "s3:DeleteBucket",
+        )
+    ),
+    *(
+        (who, action, [])
+        for who in ("ops", "deploy")
+        for action in (
+            "s3:PutLifecycleConfiguration",
+            "s3:PutReplicationConfiguration",
+            "s3:PutBucketVersioning",
+            "s3:PutBucketPolicy",
+            "s3:DeleteBucket",
+        )
+    ),
+    # Reading configuration and listing stay with IAM.
+    ("other", "s3:GetLifecycleConfiguration", []),
+    ("other", "s3:ListBucket", []),
+]
+WHO_CONFIG = {"other": OTHER, "admin": ADMIN, "service": None, "ops": OPS, "deploy": DEPLOY}
+
+
+@pytest.mark.parametrize(
+    ("who", "action", "refused"), CONFIG_CASES, ids=[f"{c[0]}: {c[1]}" for c in CONFIG_CASES]
+)
+def test_who_may_change_the_bucket_configuration(who, action, refused) -> None:
+    """Publishers write archives, not the configuration: ADMIN here is a publisher only."""
+    _, template = stack_with(
+        publishers=[ADMIN], unconditional_publishers=[UPLOAD], administrators=[OPS]
+    )
+    context = {"aws:SecureTransport": "true"}
+    if WHO_CONFIG[who]:
+        context["aws:PrincipalArn"] = WHO_CONFIG[who]
+    assert denied(bucket_policy(template), action, BUCKET_ARN, context) == refused
+
+
+def test_destroy_lets_the_empty_on_delete_handler_replace_the_policy() -> None:
+    """aws-cdk's handler puts a deny-writes policy before emptying the bucket."""
+    _, template = stack_with(removal_policy=cdk.RemovalPolicy.DESTROY)
+    statement = archive_statements(template)["ConfigurationOnlyByAdministrators"]
+    (provider_role,) = [
+        k
+        for k, r in template["Resources"].items()
+        if r["Type"] == "AWS::IAM::Role" and "AutoDeleteObjects" in k
+    ]
+    role = f"arn:aws:iam::123456789012:role/{provider_role}"
+    assert statement["Condition"]["ArnNotLike"]["aws:PrincipalArn"] == [DEPLOY, role]
+    context = {"aws:PrincipalArn": role}
+    assert denied(bucket_policy(template), "s3:PutBucketPolicy", BUCKET_ARN, context) == []
+
+
+def test_another_synthesizer_without_administrators_warns_and_leaves_the_configuration() -> None:
+    stack = cdk.Stack(
+        new_app(),
+        "S",
+        env=cdk.Environment(account="123456789012", region="us-west-2"),
+        synthesizer=cdk.CliCredentialsStackSynthesizer(),
+    )
+    ModelArtifactBucket(stack, "Models", publishers=[ADMIN])
+    template = Template.from_stack(stack).to_json()
+    assert "ConfigurationOnlyByAdministrators" not in archive_statements(template)
+    Annotations.from_stack(stack).has_warning(
+        "/S/Models", Match.string_like_regexp("No bucket administrators")
+    )

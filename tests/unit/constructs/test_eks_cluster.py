@@ -14,7 +14,7 @@ from ml_platform.app import new_app
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.eks_cluster import OPEN_TO_WORLD_WARNING, TrainingEksCluster
 from ml_platform.versions import EKS_ADDON_VERSIONS
-from tests.support import SynthesizedPlatform
+from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 ADDONS = {
     "vpc-cni",
@@ -65,6 +65,9 @@ def test_control_plane_logs_every_type(synth: SynthesizedPlatform) -> None:
 def test_secrets_are_encrypted_with_a_rotating_key(synth: SynthesizedPlatform) -> None:
     key_id, key = _only(synth, "AWS::KMS::Key")
     assert key["Properties"]["EnableKeyRotation"] is True
+    # Grants only for AWS resources (CT.KMS.PR.3): EKS grants itself the key on the cluster's
+    # behalf (kms:GrantIsForAWSResource true), nobody else can hand it out by grant.
+    assert GRANTS_ONLY_FOR_AWS_RESOURCES in key["Properties"]["KeyPolicy"]["Statement"]
     _, cluster = _only(synth, "AWS::EKS::Cluster")
     assert cluster["Properties"]["EncryptionConfig"] == [
         {"Provider": {"KeyArn": {"Fn::GetAtt": [key_id, "Arn"]}}, "Resources": ["secrets"]}

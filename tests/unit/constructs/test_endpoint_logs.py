@@ -18,7 +18,7 @@ from ml_platform.constructs.sagemaker_mme import (
     MODEL_LOAD_GPU_LIMIT_ENV,
     TritonMultiModelEndpoint,
 )
-from tests.support import SynthesizedPlatform
+from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 GROUP = "/aws/sagemaker/Endpoints/triton-ensembles"
 
@@ -45,6 +45,7 @@ def test_log_group_is_the_stacks_with_retention_and_its_own_key(synth: Synthesiz
     assert key["Type"] == "AWS::KMS::Key"
     assert key["Properties"]["EnableKeyRotation"] is True
     assert key["DeletionPolicy"] == "RetainExceptOnCreate"
+    assert GRANTS_ONLY_FOR_AWS_RESOURCES in key["Properties"]["KeyPolicy"]["Statement"]
     (logs_statement,) = [
         s
         for s in key["Properties"]["KeyPolicy"]["Statement"]

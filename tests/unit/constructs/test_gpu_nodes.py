@@ -81,6 +81,7 @@ def test_launch_template_imdsv2_encrypted_gp3_and_nothing_else(built: Built) -> 
     for group in (built.default, built.custom, built.no_ssm):
         data = built.resources[built.stack.resolve(group.launch_template.logical_id)]
         assert data["Properties"]["LaunchTemplateData"] == {
+            "Monitoring": {"Enabled": True},
             "MetadataOptions": {
                 "HttpEndpoint": "enabled",
                 "HttpTokens": "required",

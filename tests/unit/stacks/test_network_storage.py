@@ -11,7 +11,7 @@ from aws_cdk.assertions import Match, Template
 
 from ml_platform.app import new_app
 from ml_platform.constructs import LustreStorage, ModelArtifactBucket, PlatformVpc
-from tests.support import SynthesizedPlatform
+from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 # Logical IDs of stateful resources: renaming one replaces (and loses) the resource.
 STATEFUL_IDS = {
@@ -30,8 +30,11 @@ def test_vpc_spans_configured_azs_with_public_and_private_subnets(
     subnets = t.find_resources("AWS::EC2::Subnet")
     azs = {s["Properties"]["AvailabilityZone"] for s in subnets.values()}
     assert azs == set(synth.platform.settings.network.availability_zones)
-    public = [s for s in subnets.values() if s["Properties"]["MapPublicIpOnLaunch"]]
+    public = [s for s in subnets.values() if "PublicSubnet" in json.dumps(s["Properties"]["Tags"])]
     assert len(public) == len(subnets) // 2 == 3
+    # Only NAT gateways live in the public subnets: no instance is given a public address
+    # there (Control Tower CT.EC2.PR.11); private subnets never assign one.
+    assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets.values())
     t.resource_count_is("AWS::EC2::NatGateway", 1)
 
 
@@ -87,6 +90,7 @@ def test_flow_logs_are_encrypted_with_their_own_rotating_retained_key(
             "Principal": {"Service": "logs.us-west-2.amazonaws.com"},
             "Resource": "*",
         },
+        GRANTS_ONLY_FOR_AWS_RESOURCES,
     ]
     # Nothing but the flow-log group uses the key in this stack.
     users = [
@@ -351,7 +355,8 @@ def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
     group = resources[stack.get_logical_id(vpc.flow_log_group.node.default_child)]
     assert group["Properties"]["LogGroupName"] == "/ml-platform/S/vpc-flow-logs"
     key = resources[stack.get_logical_id(vpc.flow_log_key.node.default_child)]
-    (statement,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if "Sid" in s]
+    statement, grants = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if "Sid" in s]
+    assert grants == GRANTS_ONLY_FOR_AWS_RESOURCES
     assert statement["Sid"] == "CloudWatchLogsOfThisGroup"
     assert statement["Principal"] == {"Service": "logs.us-west-2.amazonaws.com"}
     assert statement["Condition"] == {
