@@ -12,6 +12,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from ml_platform import limits
+from ml_platform.constructs._kms import restrict_grants
 
 __all__ = ["CLOUDWATCH_KEY_ACTIONS", "AlarmTopic"]
 
@@ -66,12 +67,14 @@ class AlarmTopic(Construct):
             "StringEquals": {"aws:SourceAccount": stack.account},
             "ArnLike": {"aws:SourceArn": alarms},
         }
-        self.key = kms.Key(
-            self,
-            "Key",
-            description=f"Encryption of the CloudWatch alarm topic {self.node.path}",
-            enable_key_rotation=True,
-            removal_policy=removal_policy,
+        self.key = restrict_grants(
+            kms.Key(
+                self,
+                "Key",
+                description=f"Encryption of the CloudWatch alarm topic {self.node.path}",
+                enable_key_rotation=True,
+                removal_policy=removal_policy,
+            )
         )
         self.key.add_to_resource_policy(
             iam.PolicyStatement(

@@ -15,7 +15,7 @@ from ml_platform._cdk_nag import AwsSolutionsChecks
 from ml_platform.app import build_platform, new_app
 from ml_platform.config import Settings, SettingsError
 from ml_platform.constructs.alarm_topic import AlarmTopic
-from tests.support import SynthesizedPlatform
+from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 ACCOUNT, REGION = "123456789012", "us-west-2"
 FROM_OWN_ALARMS = {
@@ -90,6 +90,10 @@ def test_every_alarm_notifies_the_stacks_encrypted_topic(synth: SynthesizedPlatf
     ]
     assert cloudwatch["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
     assert cloudwatch["Condition"] == FROM_OWN_ALARMS
+    # Like every key of the platform: grants only for AWS resources (CT.KMS.PR.3).
+    assert (
+        GRANTS_ONLY_FOR_AWS_RESOURCES in resources[key_id]["Properties"]["KeyPolicy"]["Statement"]
+    )
 
 
 def test_cdk_nag_sns_rules_hold_without_acknowledgement(synth: SynthesizedPlatform) -> None:
