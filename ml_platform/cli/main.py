@@ -15,6 +15,7 @@ from ml_platform.cli import (
     capacity,
     charts,
     cost,
+    demo,
     images,
     invoke,
     listing,
@@ -73,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_parser(model_commands, [shared])
     retire.add_parser(model_commands, [shared])
     serve.add_parser(model_commands, [shared])
+    demo.add_parser(model_commands, [shared])
     models.set_defaults(help_of=models)
     invoke.add_parser(commands, [shared])
     status.add_parser(commands, [shared])
