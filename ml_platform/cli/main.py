@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ml_platform._install import install_hint
 from ml_platform.cli import (
     addons,
     azs,
@@ -110,8 +111,7 @@ def missing_extra(error: ModuleNotFoundError) -> str | None:
         return None
     return (
         f"the Python package {top!r} is not installed: this command needs the [{extra}] "
-        f"extra: pip install 'cdk-ml-platform[{extra}]' (from a clone: "
-        f"pip install -e '.[{extra}]', or make install)"
+        f"extra: {install_hint(extra)}"
     )
 
 

