@@ -22,7 +22,8 @@ from tests.support import ROOT
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "examples" / "README.md"]
 LANGUAGES = ("bash", "console", "python")
 
-_FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+# A fence may be indented up to three spaces (inside a list item); it closes at the same indent.
+_FENCE = re.compile(r"^( {0,3})```(\w*)[^\n]*\n(.*?)^\1```[ \t]*$", re.M | re.S)
 _MARKER = re.compile(r"<!-- doc-block: (run|not-run) (.+?) -->")
 
 
@@ -46,7 +47,7 @@ def blocks(pages: list[Path] = PAGES) -> list[Block]:
     for page in pages:
         markdown = page.read_text(encoding="utf-8")
         for fence in _FENCE.finditer(markdown):
-            language = fence[1]
+            language = fence[2]
             if language not in LANGUAGES:
                 continue
             before = markdown[: fence.start()].rstrip("\n").rsplit("\n", 1)[-1]
@@ -56,7 +57,7 @@ def blocks(pages: list[Path] = PAGES) -> list[Block]:
                     page=page,
                     line=markdown.count("\n", 0, fence.start()) + 1,
                     language=language,
-                    text=fence[2],
+                    text=re.sub(rf"^{fence[1]}", "", fence[3], flags=re.M),
                     kind=marker[1] if marker else None,
                     name=marker[2] if marker else "",
                 )
