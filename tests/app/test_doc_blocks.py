@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -54,3 +55,28 @@ def test_no_credentials_error_as_shown(tmp_path: Path) -> None:
         AWS_EC2_METADATA_DISABLED="true",
     )
     assert run_console(block, ROOT, env) == transcript(block)
+
+
+def test_torchx_dryrun_without_a_cluster_as_shown(tmp_path: Path) -> None:
+    """docs/training.md: the TorchX dry run prints the Volcano Job with no kubeconfig at all
+    (without validate_spec=False, TorchX asks the API server and tracebacks)."""
+    block = doc_block("torchx-dryrun")
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / ".venv").symlink_to(Path(sys.prefix))
+    (clone / "ml_platform").symlink_to(ROOT / "ml_platform")
+    (clone / "cdk.json").write_text((ROOT / "cdk.json").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    env.update(HOME=str(tmp_path), KUBECONFIG=str(tmp_path / "no-kubeconfig"))
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block.text],
+        cwd=clone,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    request = done.stdout.split("=== SCHEDULER REQUEST ===", 1)[1]
+    assert "apiVersion: batch.volcano.sh/v1alpha1" in request
+    assert "queue: training" in request
