@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,26 @@ def test_the_cdk_cli_finds_the_pinned_node_on_path(installed: Path) -> None:
     pins = json.loads((ROOT / "package.json").read_text())["devDependencies"]
     assert done.stdout.split()[0] == pins["aws-cdk"]
     assert done.stderr == ""
+
+
+def test_mlp_outside_make_runs_the_pinned_node_and_prints_only_its_answer(
+    installed: Path, tmp_path: Path
+) -> None:
+    """`mlp images list` (it loads jsii) from another folder, with node_modules/.bin taken
+    off PATH and JSII_NODE unset: the package picks the clone's Node itself, so whatever
+    the system Node is (20 on this machine when written), no banner reaches stderr."""
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != str(NODE_BIN))
+    env = {k: v for k, v in os.environ.items() if k != "JSII_NODE"}
+    env.update(PATH=path, PYTHONPATH=str(ROOT))
+    done = subprocess.run(
+        [sys.executable, "-m", "ml_platform.cli", "--cdk-json", str(ROOT / "cdk.json")]
+        + ["images", "list"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "neuron-device-plugin" in done.stdout
