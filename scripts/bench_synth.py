@@ -57,7 +57,6 @@ def run(argv: list[str], context: dict, cwd: Path = ROOT) -> tuple[float, float]
             **os.environ,
             "CDK_CONTEXT_JSON": json.dumps(context),
             "CDK_OUTDIR": outdir,
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
             "PYTHONPATH": str(cwd),
         }
         cpu, start = _cpu(), time.perf_counter()
@@ -91,7 +90,6 @@ def run_cli(app: str | None, nag: bool) -> tuple[float, float]:
             argv += ["-c", "ml-platform:nag=false"]
         env = {
             **os.environ,
-            "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
             "CDK_DISABLE_VERSION_CHECK": "1",
         }
         cpu, start = _cpu(), time.perf_counter()

@@ -5,12 +5,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-# jsii prints an end-of-life banner on Node 20; tests run on Node 20.
-os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# The Node of package.json (node_modules/.bin/node) first on PATH, before jsii starts its Node
+# process (at the first jsii import) and for every subprocess: the CDK CLI (`#!/usr/bin/env
+# node`), the apps it runs and their jsii. tests/app/test_node.py checks which Node runs.
+_NODE_BIN = Path(__file__).resolve().parent.parent / "node_modules" / ".bin"
+if (_NODE_BIN / "node").is_file():
+    os.environ["PATH"] = os.pathsep.join([str(_NODE_BIN), os.environ.get("PATH", "")])
+    os.environ["JSII_NODE"] = str(_NODE_BIN / "node")
 
-import pytest
+import pytest  # noqa: E402 (after PATH and JSII_NODE)
 
-from tests import jsii_guard
+from tests import jsii_guard  # noqa: E402
 
 # A dict passed where jsii expects a struct loses its snake_case keys silently: make it an
 # error in every test (see tests/jsii_guard.py).

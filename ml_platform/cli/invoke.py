@@ -102,16 +102,18 @@ def add_parser(
         "--text", action="append", help="sentence for the text ensemble (repeat for a batch)"
     )
     p.add_argument("--endpoint", help="endpoint name (default: the first endpoint in the settings)")
-    from ml_platform.triton.ensembles import IMAGE_ARCHIVE, TEXT_ARCHIVE
+    from ml_platform.triton.ensembles import IMAGE_ARCHIVE
+    from ml_platform.triton.targets import TEXT_ONNX_LOGICAL
 
-    image, text = (a.removesuffix(".tar.gz") for a in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
+    image = IMAGE_ARCHIVE.removesuffix(".tar.gz")
     target = p.add_mutually_exclusive_group()
     target.add_argument(
         "--model",
         metavar="NAME[@VERSION]",
         help="archive to call: a logical name (its newest version under the "
-        f"model prefix) or NAME@VERSION (default: {image} for "
-        f"--image, {text} for --text)",
+        f"model prefix) or NAME@VERSION (default: {image} for --image; for --text "
+        "the first text archive of the endpoint's settings that has been uploaded, "
+        f"else {TEXT_ONNX_LOGICAL}, what packaging an ONNX encoder builds)",
     )
     target.add_argument(
         "--target-model", help="exact TargetModel (archive key under the prefix), not resolved"
@@ -458,6 +460,39 @@ def _resolve(ctx: Context, model: str) -> str:
     return key
 
 
+def is_text_archive(logical: str) -> bool:
+    """Whether a logical archive name is a text ensemble's (a TensorRT plan's or ONNX's)."""
+    from ml_platform.triton.targets import TEXT_ONNX_LOGICAL, TEXT_TRT_LOGICAL
+
+    return logical == TEXT_ONNX_LOGICAL or logical.startswith(f"{TEXT_TRT_LOGICAL}_")
+
+
+def default_text_model(ctx: Context, endpoint: str) -> str:
+    """What ``--text`` calls without ``--model``: the first text archive the endpoint's
+    settings list (the first endpoint's, for one not in the settings) that has a version under
+    the prefix, else the ONNX text archive if it has one. A newcomer's first text archive is the ONNX one (no TensorRT needed), while the
+    default settings name the T4 plan's."""
+    from ml_platform.cli.archives import list_archives, model_location
+    from ml_platform.triton.targets import TEXT_ONNX_LOGICAL
+
+    endpoints = ctx.settings.inference.endpoints
+    # An endpoint outside the settings (moto names its own) is taken for the first one's.
+    configured = next((e for e in endpoints if e.name == endpoint), endpoints[0])
+    wanted = [r.logical for r in configured.archive_refs]
+    candidates = [n for n in wanted if is_text_archive(n)]
+    candidates += [] if TEXT_ONNX_LOGICAL in candidates else [TEXT_ONNX_LOGICAL]
+    bucket, prefix = model_location(ctx)
+    uploaded = {a.ref.logical for a in list_archives(ctx.client("s3"), bucket, prefix) if a.ref}
+    for name in candidates:
+        if name in uploaded:
+            return name
+    raise CliError(
+        f"no text archive under s3://{bucket}/{prefix} (looked for {', '.join(candidates)}): "
+        "package one (mlp models package --ensemble text --encoder model.onnx) and upload "
+        "it (mlp models upload), or pass --model"
+    )
+
+
 def run(ctx: Context, args: argparse.Namespace) -> int:
     from ml_platform.triton import (
         ARCHIVE_MODELS,
@@ -506,6 +541,9 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         ensemble = ARCHIVE_MODELS[archive][0]  # the archive's ensemble
         array = infer_on_triton(args.triton_url, ensemble, inputs, outputs, output)
     else:
+        if not (args.target_model or args.model or args.image):
+            assert endpoint is not None
+            model = default_text_model(ctx, endpoint)
         target = args.target_model or _resolve(ctx, model)
         problem = validate_target_model(target)
         if problem:

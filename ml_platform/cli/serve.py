@@ -2,7 +2,7 @@
 real Triton server's SageMaker multi-model front end, before anything is uploaded or paid for.
 
 The server is the tritonserver bundled by nvidia-pytriton (Triton release 24.10), installed in a
-venv of its own (``make triton-env``, or ``pip install 'cdk-ml-platform[local]'`` into a fresh
+venv of its own (``make triton-env``, or ``pip install '/path/to/cdk-ml-platform[local]'`` into a fresh
 venv; Linux x86_64). Each archive is unpacked as SageMaker unpacks it and loaded with SageMaker's
 ``POST /models``; steps whose backend the bundle lacks run as CPU stand-ins or are reported as
 not exercised. Call it with ``mlp invoke --local DIR``. Ctrl-C stops the server.

