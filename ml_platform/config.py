@@ -325,6 +325,12 @@ class TrainiumSettings(Section):
     """Name of the cluster placement group `capacity_reservation_id` was created in. Default
     none: a new cluster placement group without a reservation, no placement group with one.
     Not with `capacity_block_id`."""
+    ami_release_version: str | None = setting(None, limits.AMI_RELEASE_VERSION)
+    """EKS AL2023 Neuron AMI release of the nodes (node group `ReleaseVersion`). Default: the
+    release whose Neuron driver is the one of the training image's Neuron SDK, for
+    `cluster.kubernetes_version` (`NEURON_STACKS` in `ml_platform/versions.py`). `latest`
+    pins nothing (EKS's newest AMI at each node group update). Another value than the default
+    warns at synth: the driver then no longer matches the image's SDK."""
 
     def __post_init__(self) -> None:
         if self.min_nodes is None:

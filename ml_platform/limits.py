@@ -249,6 +249,13 @@ GPU_MAX_NODES = 20
 ROOT_VOLUME_GIB = Bounds(100, 16384)  # gp3: up to 16 TiB
 # EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks), fullmatch:
 # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html
+# EKS node group ReleaseVersion of an AL2023 AMI: `<kubernetes>-<YYYYMMDD>`, e.g.
+# 1.35.6-20260625 (amazon-eks-ami CHANGELOG.md "Release version"), or `latest` (no pin).
+AMI_RELEASE_VERSION = Pattern(
+    re.compile(r"latest|1\.[0-9]{1,2}\.[0-9]{1,3}-20[0-9]{6}"),
+    "an EKS AMI release version such as '1.35.6-20260625', or 'latest'",
+)
+
 CAPACITY_RESERVATION_ID = Pattern(
     re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"),
     "a capacity reservation id such as 'cr-0123456789abcdef0'",

@@ -6,11 +6,12 @@ reviewed once behaves the same when it is applied again.
 
 from __future__ import annotations
 
-# Last PyTorch/XLA Neuron training DLC (Neuron SDK 2.30; the DLC line stopped at 2.31).
-# Source: REFERENCE.md "Images"; compatible with the AL2023 Neuron AMI's aws-neuronx-dkms 2.29.
-NEURON_TRAINING_BASE_IMAGE = (
-    "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
-)
+from ml_platform.versions import TRN1_NEURON_STACK
+
+# Last PyTorch/XLA Neuron training DLC (Neuron SDK 2.30), pinned beside the AL2023 Neuron AMI
+# release with the same SDK's driver: ml_platform.versions.TRN1_NEURON_STACK has both and
+# their sources.
+NEURON_TRAINING_BASE_IMAGE = TRN1_NEURON_STACK.training_image
 
 # aws-neuron/aws-neuron-samples commit holding torch-neuronx/training/dp_bert_hf_pretrain
 # ("Neuron Release 2.23.0", 2025-05-20, the folder's last change; unchanged at 2026-05 HEAD).

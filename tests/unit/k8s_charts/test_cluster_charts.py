@@ -235,7 +235,7 @@ def test_neuron_plugin(deployed) -> None:
     paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
     assert paths == {
         "device-plugin": "/var/lib/kubelet/device-plugins",
-        "infa-map": "/run/infa-map.json",  # not all of /run: test_neuron_policy.py beside this file
+        # nothing of /run: test_neuron_policy.py beside this file
         "aws-config": "/opt/aws",
     }
     (container,) = pod["containers"]
@@ -244,7 +244,6 @@ def test_neuron_plugin(deployed) -> None:
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
     assert mounts == {
         "/var/lib/kubelet/device-plugins": False,
-        "/run/infa-map.json": True,
         "/opt/aws": True,
     }
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
