@@ -283,7 +283,14 @@ def endpoint_counts_ok(min_instances: int, initial: int, max_instances: int) -> 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 DEFAULT_NAT_GATEWAYS = 1
 DEFAULT_FSX_STORAGE_GIB = FSX_SMALLEST_GIB  # the tutorial's size
-DEFAULT_FSX_THROUGHPUT_PER_TIB = 125
+# 250, not PERSISTENT_2's lowest tier 125: 1200 GiB at 250 MB/s/TiB gives 293 MB/s, the
+# project's own figure for the default 2 Trainium nodes (2 x 117 MB/s,
+# ml_platform.stacks.storage.LUSTRE_MBPS_PER_NODE); 125 gave 146 MB/s. PerUnitStorageThroughput
+# is not create-only in AWS::FSx::FileSystem's provider schema (cfn-lint's copy:
+# createOnlyProperties are KmsKeyId, SecurityGroupIds, FileSystemType, SubnetIds, BackupId),
+# so a deployed file system is updated in place (FSx UpdateFileSystem), not replaced:
+# tests/unit/stacks/test_network_storage.py reads the schema.
+DEFAULT_FSX_THROUGHPUT_PER_TIB = 250
 DEFAULT_ECR_MAX_IMAGES = 30
 DEFAULT_MODEL_PREFIX = "models/"
 DEFAULT_KUBERNETES_VERSION = "1.35"
