@@ -30,6 +30,7 @@ from ml_platform.k8s_charts.network_policies import (
     TrainingNetworkPolicyChart,
 )
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
+from ml_platform.k8s_charts.training_namespace import TrainingNamespacePolicyChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
 from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
 from ml_platform.training.images import TENSORBOARD_IMAGE
@@ -120,6 +121,12 @@ def cluster_charts(
             image=images.resolve(efa_device_plugin_image(values.region)),
         ),
         "VolcanoQueue": VolcanoQueueChart(app, "volcano-queue", queue=values.training.queue),
+        "TrainingNamespacePolicy": TrainingNamespacePolicyChart(
+            app,
+            "training-namespace-policy",
+            namespace=values.training.namespace,
+            queue=values.training.queue,
+        ),
         "TrainingNetworkPolicies": TrainingNetworkPolicyChart(
             app, "training-network-policies", namespace=values.training.namespace
         ),

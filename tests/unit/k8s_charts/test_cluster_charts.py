@@ -69,6 +69,7 @@ def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
             "NeuronPlugin",
             "EfaPlugin",
             "VolcanoQueue",
+            "TrainingNamespacePolicy",
             "TrainingNetworkPolicies",
             "SystemNetworkPolicies",
         }
@@ -111,7 +112,8 @@ def test_every_object_validates_against_kubernetes_1_35(copies) -> None:
             checked += 1
     # 8 + the training namespace's 5 NetworkPolicies + the Neuron plugin's 2 admission
     # policies and bindings + the system namespaces' 3 allow-all policies and 2 namespaces
-    assert checked == 22
+    # + the training-namespace admission policy and its binding
+    assert checked == 24
 
 
 def test_validation_catches_a_broken_object(copies) -> None:
