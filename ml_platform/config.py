@@ -664,6 +664,24 @@ class FeatureSettings(Section):
     """The SageMaker multi-model endpoints."""
     triton_on_eks: bool = setting(True)
     """The GPU node group and Triton on the cluster (needs `training_cluster`)."""
+    training_only: bool = setting(False)
+    """A training-only deployment: the training cluster and the Trainium nodes, without the
+    SageMaker endpoints and without the GPU node group and Triton on EKS. `true` turns
+    `inference` and `triton_on_eks` off, whatever they say."""
+
+    def __post_init__(self) -> None:
+        if self.training_only:
+            object.__setattr__(self, "inference", False)
+            object.__setattr__(self, "triton_on_eks", False)
+
+    def problems(self) -> list[str]:
+        out = field_problems(self, "features.")
+        if self.training_only and not self.training_cluster:
+            out.append(
+                "features.training_only = true with features.training_cluster = false: a "
+                "training-only deployment needs the training cluster"
+            )
+        return out
 
 
 @dataclass(frozen=True)
@@ -801,6 +819,7 @@ class Settings(Section):
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
         out += self.images.problems()
+        out += self.features.problems()
         if (
             self.features.inference
             and self.env.region in REGIONS

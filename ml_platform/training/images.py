@@ -35,7 +35,8 @@ NEURON_SAMPLES_FILES: dict[str, str] = {
 
 # The sample's requirements.txt at NEURON_SAMPLES_COMMIT, entry by entry (name -> its pin,
 # None where the sample leaves the version open). sample-requirements.lock pins and hashes
-# each; a test keeps the two in step.
+# each; a test keeps the two in step, and another checks this table against the file's text
+# (SAMPLE_REQUIREMENTS_TXT, whose sha256 is the one the build checks).
 SAMPLE_REQUIREMENTS: dict[str, str | None] = {
     "graphviz": None,
     "tensorboard": "2.14",
@@ -47,9 +48,28 @@ SAMPLE_REQUIREMENTS: dict[str, str | None] = {
     "datasets": "2.19.1",
     "sentencepiece": "0.2.0",
     "h5py": None,
-    "requests": "2.32.2",
+    "requests": "2.31.0",
     "huggingface-hub": "0.24.5",
 }
+
+# The exact text of requirements.txt at NEURON_SAMPLES_COMMIT (its sha256 is
+# NEURON_SAMPLES_FILES["requirements.txt"]), read from aws-neuron/aws-neuron-samples at that
+# commit. An earlier table said requests 2.32.2 "as the sample's"; the file pins 2.31.0, and
+# the build's second, unhashed install of this file then downgraded the locked 2.32.2.
+SAMPLE_REQUIREMENTS_TXT = """\
+graphviz
+tensorboard==2.14
+transformers==4.44.0
+evaluate
+pillow
+pytest
+accelerate
+datasets==2.19.1
+sentencepiece==0.2.0
+h5py
+requests==2.31.0
+huggingface-hub==0.24.5
+"""
 
 # AWS CLI v2 on Amazon Linux 2 (no tar inside). Source: ECR Public gallery aws-cli/aws-cli.
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.36.49"

@@ -245,3 +245,17 @@ def test_latest_pins_no_ami_release_and_warns() -> None:
 def test_ami_release_version_setting_is_validated(value: str) -> None:
     with pytest.raises(SettingsError, match=r"trainium\.ami_release_version"):
         Settings.from_context({"trainium": {"ami_release_version": value}})
+
+
+def test_training_only_is_one_setting_away(tmp_path) -> None:
+    """features.training_only: the training cluster and the Trainium nodes, no SageMaker
+    endpoint, no GPU node group (docs/training.md, "Training only")."""
+    from tests.support import synthesize
+
+    only = synthesize(tmp_path / "cdk.out", {"features": {"training_only": True}}, nag=False)
+    names = sorted(s.stack_name.removeprefix("MlPlatform-") for s in only.platform.stacks)
+    assert names == ["Network", "Storage", "TrainingCluster", "TrainiumNodes"]
+    resources = only.template_json("TrainingCluster")["Resources"].values()
+    assert not [r for r in resources if r["Type"] == "AWS::SageMaker::Endpoint"]
+    groups = [r for r in resources if r["Type"] == "AWS::EKS::Nodegroup"]
+    assert [g["Properties"]["AmiType"] for g in groups] == ["AL2023_x86_64_STANDARD"]
