@@ -214,3 +214,21 @@ def test_prefix_is_checked(project, mlp) -> None:
     result = mlp("--cdk-json", project, "images", "mirror", "--prefix", "Bad Prefix/")
     assert result.code != 0
     assert "--prefix 'Bad Prefix/': expected lower-case letters" in result.out + result.err
+
+
+def test_a_mirror_in_cdk_json_wins_over_the_recorded_one(project) -> None:
+    context = json.loads(project.read_text())
+    context["context"]["ml-platform"]["images"] = {"mirrors": {"docker.io": "mine.example/hub"}}
+    project.write_text(json.dumps(context))
+    project.with_name("cdk.context.json").write_text(
+        json.dumps(
+            {IMAGE_MIRRORS_KEY: {"docker.io": "recorded.example/hub", "quay.io": "q.example/q"}}
+        )
+    )
+    mirrors = settings_from_cdk_json(str(project)).images.mirrors
+    assert mirrors == {"docker.io": "mine.example/hub", "quay.io": "q.example/q"}
+    project.with_name("cdk.context.json").write_text(
+        json.dumps({IMAGE_MIRRORS_KEY: {"ghcr.io": "x.example/g"}})
+    )
+    with pytest.raises(ValueError, match=r"images\.mirrors\.ghcr\.io: unknown registry"):
+        settings_from_cdk_json(str(project))
