@@ -129,11 +129,14 @@ class NeuronStack:
 
 
 TRN1_NEURON_STACK = NeuronStack(
-    # Trn1's end state: Neuron 2.30 is the last SDK with PyTorch/XLA training (no PyTorch/XLA
-    # training support from 2.30 on, torch-neuronx not shipped from 2.32; the native
-    # TorchNeuron backend covers Trn2/Trn3 only), and 2.30.0 the last Neuron training DLC of
-    # that line. Neuron release notes, "Announcements" (end of support for PyTorch/XLA) and
-    # https://awsdocs-neuron.readthedocs-hosted.com/en/v2.30.0/release-notes/releasecontent.html
+    # Trn1's end state: the last Neuron PyTorch/XLA training container, Neuron 2.30.0, whose
+    # torch-neuronx 2.9.0.2.14 is unchanged since Neuron 2.29.0 (component release notes
+    # index, v2.30.0). Neuron's statements: "Starting with Neuron Release 2.30.0, PyTorch/XLA
+    # is no longer supported for training" (announce-no-support-pytorch-xla-training.html)
+    # and torch-neuronx is not included from 2.32.0 (archive/frameworks/torch); the native
+    # TorchNeuron backend covers Trn2/Trn3 only (release-notes/components/torchneuron.html),
+    # all under https://awsdocs-neuron.readthedocs-hosted.com/en/latest/. So no later SDK runs
+    # this stack; the 2.29 DLC would be the last one inside Neuron's support window.
     sdk="2.30.0",
     training_image=(
         "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
