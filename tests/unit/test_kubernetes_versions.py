@@ -132,8 +132,9 @@ def test_every_manifest_validates_against_kubernetes_1_34(k8s134: SynthesizedPla
     # Storage 3, Neuron plugin 8 (with its 2 ValidatingAdmissionPolicies and bindings), EFA plugin
     # 1, training NetworkPolicies 5, system namespaces 5 (2 namespaces, 3 allow-all policies),
     # Triton device plugin 1 and Triton 10 (no HorizontalPodAutoscaler), workloads 4 (dataset
-    # ConfigMap and Job, TensorBoard Deployment and Service).
-    assert checked == 37
+    # ConfigMap and Job, TensorBoard Deployment and Service), the training-namespace admission
+    # policy and its binding 2.
+    assert checked == 39
 
 
 def test_only_the_kubectl_layer_of_the_chosen_version_is_imported(monkeypatch) -> None:
