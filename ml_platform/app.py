@@ -290,6 +290,7 @@ def _accelerator_stacks(
                 "trainium_subnet": platform.network.trainium_subnet,
                 "training_nodes": platform.network.training_nodes.security_group,
                 "lustre_clients": platform.storage.lustre.client_security_group,
+                "kubernetes_version": settings.cluster.kubernetes_version,
             },
         )
     ]

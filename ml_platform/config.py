@@ -65,6 +65,9 @@ from ml_platform.versions import EKS_SUPPORT_TYPES, KUBERNETES_VERSIONS
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
 IMAGE_DIGESTS_KEY = "ml-platform:image-digests"
+IMAGE_MIRRORS_KEY = "ml-platform:image-mirrors"
+"""Context key of the registry mirrors ``mlp images mirror`` records in ``cdk.context.json``;
+``images.mirrors`` of the settings wins for the same registry."""
 """Context key (``cdk.context.json``) where ``mlp images resolve`` records the digests it
 asked the registries for: ``registry/repository:tag`` -> ``sha256:...``. A key of its own, so
 that ``mlp azs`` (which rewrites the ``ml-platform`` object there) leaves it alone; digests
@@ -359,6 +362,12 @@ class TrainiumSettings(Section):
     """Name of the cluster placement group `capacity_reservation_id` was created in. Default
     none: a new cluster placement group without a reservation, no placement group with one.
     Not with `capacity_block_id`."""
+    ami_release_version: str | None = setting(None, limits.AMI_RELEASE_VERSION)
+    """EKS AL2023 Neuron AMI release of the nodes (node group `ReleaseVersion`). Default: the
+    release whose Neuron driver is the one of the training image's Neuron SDK, for
+    `cluster.kubernetes_version` (`NEURON_STACKS` in `ml_platform/versions.py`). `latest`
+    pins nothing (EKS's newest AMI at each node group update). Another value than the default
+    warns at synth: the driver then no longer matches the image's SDK."""
 
     def __post_init__(self) -> None:
         if self.min_nodes is None:
@@ -693,9 +702,11 @@ class ImageSettings(Section):
         metadata={"json_schema_extra": {"propertyNames": {"enum": list(MIRRORABLE_REGISTRIES)}}},
     )
     """Public registry -> a registry you own that serves its repositories under a path prefix,
-    e.g. `{"docker.io": "<account>.dkr.ecr.<region>.amazonaws.com/docker-hub"}` for an ECR
-    pull-through cache rule with prefix `docker-hub`; every cluster image of that registry is
-    pulled from it. Default none: the public registries themselves."""
+    e.g. `{"docker.io": "<account>.dkr.ecr.<region>.amazonaws.com/ml-platform-mirror"}`, which
+    `mlp images mirror` fills and records in `cdk.context.json` (key
+    `ml-platform:image-mirrors`; this setting wins), or an ECR pull-through cache rule's
+    prefix; every cluster image of that registry, the dataset Job's included, is pulled from
+    it. Default none: the public registries themselves (synthesis warns about Docker Hub's)."""
     digests: dict[str, str] = field(
         default_factory=dict,
         metadata={"json_schema_extra": {"additionalProperties": {"pattern": DIGEST.pattern}}},
@@ -719,6 +730,24 @@ class FeatureSettings(Section):
     """The SageMaker multi-model endpoints."""
     triton_on_eks: bool = setting(True)
     """The GPU node group and Triton on the cluster (needs `training_cluster`)."""
+    training_only: bool = setting(False)
+    """A training-only deployment: the training cluster and the Trainium nodes, without the
+    SageMaker endpoints and without the GPU node group and Triton on EKS. `true` turns
+    `inference` and `triton_on_eks` off, whatever they say."""
+
+    def __post_init__(self) -> None:
+        if self.training_only:
+            object.__setattr__(self, "inference", False)
+            object.__setattr__(self, "triton_on_eks", False)
+
+    def problems(self) -> list[str]:
+        out = field_problems(self, "features.")
+        if self.training_only and not self.training_cluster:
+            out.append(
+                "features.training_only = true with features.training_cluster = false: a "
+                "training-only deployment needs the training cluster"
+            )
+        return out
 
 
 @dataclass(frozen=True)
@@ -746,6 +775,7 @@ class Settings(Section):
         *,
         known_azs: Mapping[str, Any] | None = None,
         recorded_digests: Any = None,
+        recorded_mirrors: Any = None,
     ) -> Settings:
         """Parse and check the ``ml-platform`` context object.
 
@@ -758,6 +788,8 @@ class Settings(Section):
                 :data:`IMAGE_DIGESTS_KEY` entry adds to ``images.digests``.
             recorded_digests: The :data:`IMAGE_DIGESTS_KEY` entry when ``known_azs`` is not
                 given (the CLI, which skips the AZ check, still pulls by digest).
+            recorded_mirrors: The :data:`IMAGE_MIRRORS_KEY` entry, likewise; it adds to
+                ``images.mirrors``.
 
         Raises:
             SettingsError: listing every problem found (wrong keys, types and values).
@@ -795,6 +827,23 @@ class Settings(Section):
             if found is not INVALID:
                 images = dataclasses.replace(
                     settings.images, digests={**found, **settings.images.digests}
+                )
+                settings = dataclasses.replace(settings, images=images)
+        mirrors = recorded_mirrors
+        if mirrors is None and known_azs is not None:
+            mirrors = known_azs.get(IMAGE_MIRRORS_KEY)
+        if mirrors is not None:
+            found_mirrors = validated(
+                dict[str, str],
+                mirrors,
+                IMAGE_MIRRORS_KEY,
+                problems,
+                label=IMAGE_MIRRORS_KEY,
+                removed={},
+            )
+            if found_mirrors is not INVALID:
+                images = dataclasses.replace(
+                    settings.images, mirrors={**found_mirrors, **settings.images.mirrors}
                 )
                 settings = dataclasses.replace(settings, images=images)
         # Values of the wrong type were replaced by their defaults, so the value checks
@@ -839,6 +888,7 @@ class Settings(Section):
         out += self.inference.problems()
         out += self.triton_on_eks.problems()
         out += self.images.problems()
+        out += self.features.problems()
         if (
             self.features.inference
             and self.env.region in REGIONS
@@ -1139,6 +1189,7 @@ def settings_from_cdk_json(path: str = "cdk.json", *, check_az_context: bool = T
             context.get(CONTEXT_KEY),
             known_azs=context if check_az_context else None,
             recorded_digests=context.get(IMAGE_DIGESTS_KEY),
+            recorded_mirrors=context.get(IMAGE_MIRRORS_KEY),
         )
     except SettingsError as error:
         raise SettingsError([*problems, *error.problems]) from None

@@ -198,3 +198,42 @@ def warn_tag_only(scope: object, images: Iterable[str], policy: ImagePolicy) -> 
             "asks the registries and records them).",
         )
     return loose
+
+
+DOCKER_HUB = "docker.io"
+DOCKER_HUB_WARNING = "ml-platform:dockerHubDirect"
+"""Warning id of Docker Hub images pulled directly: anonymous pulls are limited to 10 an hour
+per IPv4 address (https://docs.docker.com/docker-hub/usage/), and every node pulls through the
+NAT gateway's one address."""
+
+
+def docker_hub_direct(images: Iterable[str], policy: ImagePolicy) -> list[str]:
+    """The images among ``images`` that ``policy`` pulls from Docker Hub itself (no mirror)."""
+    if DOCKER_HUB in policy.mirrors:
+        return []
+    return sorted({i for i in images if ImageReference.parse(i).registry == DOCKER_HUB})
+
+
+def docker_hub_warning(images: Iterable[str]) -> str:
+    """The text of :data:`DOCKER_HUB_WARNING` for ``images``."""
+    return (
+        f"Docker Hub images pulled directly: {sorted(images)}. Docker Hub allows 10 anonymous "
+        "pulls an hour per IPv4 address and every node pulls through the NAT gateway's one "
+        "address, so new nodes or a Volcano rollout can stall in ImagePullBackOff (and roll the "
+        "cluster stack back). Copy them into this account's ECR with `mlp images mirror` "
+        "(it records images.mirrors)."
+    )
+
+
+def warn_docker_hub(scope: object, images: Iterable[str], policy: ImagePolicy) -> list[str]:
+    """Add :data:`DOCKER_HUB_WARNING` to ``scope`` (a construct) when ``policy`` pulls any of
+    ``images`` from Docker Hub directly; return those images."""
+    from aws_cdk import Annotations
+
+    direct = docker_hub_direct(images, policy)
+    if direct:
+        Annotations.of(scope).add_warning_v2(  # type: ignore[arg-type]
+            DOCKER_HUB_WARNING,
+            f"{scope.node.path}: {docker_hub_warning(direct)}",  # type: ignore[attr-defined]
+        )
+    return direct

@@ -294,6 +294,13 @@ GPU_MAX_NODES = 20
 ROOT_VOLUME_GIB = Bounds(100, 16384)  # gp3: up to 16 TiB
 # EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks), fullmatch:
 # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html
+# EKS node group ReleaseVersion of an AL2023 AMI: `<kubernetes>-<YYYYMMDD>`, e.g.
+# 1.35.6-20260625 (amazon-eks-ami CHANGELOG.md "Release version"), or `latest` (no pin).
+AMI_RELEASE_VERSION = Pattern(
+    re.compile(r"latest|1\.[0-9]{1,2}\.[0-9]{1,3}-20[0-9]{6}"),
+    "an EKS AMI release version such as '1.35.6-20260625', or 'latest'",
+)
+
 CAPACITY_RESERVATION_ID = Pattern(
     re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"),
     "a capacity reservation id such as 'cr-0123456789abcdef0'",
@@ -321,7 +328,14 @@ def endpoint_counts_ok(min_instances: int, initial: int, max_instances: int) -> 
 DEFAULT_VPC_CIDR = "10.0.0.0/16"
 DEFAULT_NAT_GATEWAYS = 1
 DEFAULT_FSX_STORAGE_GIB = FSX_SMALLEST_GIB  # the tutorial's size
-DEFAULT_FSX_THROUGHPUT_PER_TIB = 125
+# 250, not PERSISTENT_2's lowest tier 125: 1200 GiB at 250 MB/s/TiB gives 293 MB/s, the
+# project's own figure for the default 2 Trainium nodes (2 x 117 MB/s,
+# ml_platform.stacks.storage.LUSTRE_MBPS_PER_NODE); 125 gave 146 MB/s. PerUnitStorageThroughput
+# is not create-only in AWS::FSx::FileSystem's provider schema (cfn-lint's copy:
+# createOnlyProperties are KmsKeyId, SecurityGroupIds, FileSystemType, SubnetIds, BackupId),
+# so a deployed file system is updated in place (FSx UpdateFileSystem), not replaced:
+# tests/unit/stacks/test_network_storage.py reads the schema.
+DEFAULT_FSX_THROUGHPUT_PER_TIB = 250
 DEFAULT_ECR_MAX_IMAGES = 30
 DEFAULT_MODEL_PREFIX = "models/"
 DEFAULT_KUBERNETES_VERSION = "1.35"

@@ -16,6 +16,8 @@ def platform_images(settings: Any) -> list[str]:
     from ml_platform.k8s_charts.triton import triton_image
     from ml_platform.training.images import (
         AWS_CLI_IMAGE,
+        BUSYBOX_IMAGE,
+        DATASET_TOOLS_IMAGE,
         NEURON_TRAINING_BASE_IMAGE,
         TENSORBOARD_IMAGE,
     )
@@ -32,6 +34,10 @@ def platform_images(settings: Any) -> list[str]:
             efa_device_plugin_image(settings.env.region),
             *VOLCANO_IMAGES.values(),
             TENSORBOARD_IMAGE,
+            # The dataset Job's steps (prepare, download, extract).
+            BUSYBOX_IMAGE,
+            AWS_CLI_IMAGE,
+            DATASET_TOOLS_IMAGE,
             # The base of the training image (`make image` builds FROM it by this digest).
             NEURON_TRAINING_BASE_IMAGE,
         ]
@@ -46,12 +52,10 @@ def platform_images(settings: Any) -> list[str]:
 
 def images_digests_may_pin(settings: Any) -> list[str]:
     """The images an ``images.digests`` entry may name with ``settings``: what the platform
-    pulls with every feature on (the region's and the Triton release's images), and the
-    dataset Job's images (``training.images``)."""
-    from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE, DATASET_TOOLS_IMAGE
-
+    pulls with every feature on (the region's and the Triton release's images, the dataset
+    Job's among them)."""
     features = dataclasses.replace(
         settings.features, training_cluster=True, triton_on_eks=True, inference=True
     )
     every = platform_images(dataclasses.replace(settings, features=features))
-    return list(dict.fromkeys([*every, AWS_CLI_IMAGE, BUSYBOX_IMAGE, DATASET_TOOLS_IMAGE]))
+    return every

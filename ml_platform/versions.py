@@ -8,6 +8,8 @@ pin before raising it, e.g. ``aws eks describe-addon-versions --addon-name cored
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from ml_platform.regions import ecr_registry
@@ -30,6 +32,13 @@ EKS_SUPPORT_TYPES = ("EXTENDED", "STANDARD")
 _VPC_CNI = "v1.21.1-eksbuild.1"
 # EKS user guide, "EKS Pod Identity Agent" add-on versions.
 _POD_IDENTITY_AGENT = "v1.3.10-eksbuild.2"
+# The EKS node monitoring agent (node conditions for EKS node auto repair; it watches
+# accelerated hardware, Neuron included): the build of agent release v1.7.0 (2026-08-04), the
+# image tag its chart pins in the EKS registry (aws/eks-node-monitoring-agent, tag v1.7.0,
+# charts/eks-node-monitoring-agent/values.yaml `nodeAgent.image.tag`), which EKS serves as the
+# add-on version of the same name. One build for every Kubernetes version of the chart.
+# https://docs.aws.amazon.com/eks/latest/userguide/node-health.html
+_NODE_MONITORING_AGENT = "v1.7.0-eksbuild.1"
 # None = not pinned: EKS installs its default version for the cluster's Kubernetes version. No
 # public AWS page lists an add-on build of either (v1.9.0-eksbuild.1 and v5.3.1-eksbuild.1 were
 # seen only in third-party configs), and a version EKS does not have fails the add-on and rolls
@@ -51,6 +60,7 @@ EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {
         # https://docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-kube-proxy.md
         "kube-proxy": "v1.35.3-eksbuild.13",
         "eks-pod-identity-agent": _POD_IDENTITY_AGENT,
+        "eks-node-monitoring-agent": _NODE_MONITORING_AGENT,
         **_UNPINNED,
     },
     "1.34": {
@@ -62,9 +72,115 @@ EKS_ADDON_VERSIONS: dict[str, dict[str, str | None]] = {
         # https://docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-kube-proxy.md
         "kube-proxy": "v1.34.6-eksbuild.13",
         "eks-pod-identity-agent": _POD_IDENTITY_AGENT,
+        "eks-node-monitoring-agent": _NODE_MONITORING_AGENT,
         **_UNPINNED,
     },
 }
+
+
+# --- Kubernetes versions: support dates ---------------------------------------------------
+@dataclass(frozen=True)
+class KubernetesSupport:
+    """One EKS Kubernetes version: when its standard and extended support end, and what keeps
+    the platform from the next one."""
+
+    standard_support_end: str
+    extended_support_end: str
+
+
+# EKS user guide, "Understand the Kubernetes version lifecycle on EKS", release calendar
+# (https://docs.aws.amazon.com/eks/latest/userguide/kubernetes-versions.html), as of
+# 2026-12-02: end of standard support; extended support lasts 12 months more (same page). 1.36 is available on EKS (since 2026-06-02) but not here: Volcano v1.15.1, the
+# newest release (only 1.16 alphas exist), supports Kubernetes 1.34 and 1.35
+# (volcano-sh/volcano README, Kubernetes compatibility matrix).
+KUBERNETES_SUPPORT: dict[str, KubernetesSupport] = {
+    "1.34": KubernetesSupport(standard_support_end="2026-12-02", extended_support_end="2027-12-02"),
+    "1.35": KubernetesSupport(standard_support_end="2027-03-27", extended_support_end="2028-03-27"),
+}
+NEXT_KUBERNETES_VERSION_BLOCKER = (
+    "1.36: Volcano v1.15.1 supports Kubernetes up to 1.35; no Volcano release supports 1.36 yet"
+)
+
+
+# --- Neuron: the training image's SDK and the node image's driver, in one row ----------------
+@dataclass(frozen=True)
+class NeuronStack:
+    """The Neuron software of Trainium training, host and container, kept together: the
+    training image's Neuron SDK release, the driver that release ships, and the EKS AL2023
+    Neuron AMI release that carries that driver, as the node group's ``ReleaseVersion`` per
+    Kubernetes version. A node replaced later then gets the same driver as its peers, under
+    the same SDK.
+
+    Attributes:
+        sdk: Neuron SDK release of ``training_image``.
+        training_image: The Neuron PyTorch training container (the image's base).
+        driver: ``aws-neuronx-dkms`` of that SDK release (its release content page).
+        ami_release: The amazon-eks-ami release (``vYYYYMMDD``) whose AL2023 Neuron AMI ships
+            ``driver``.
+        release_versions: Node group ``ReleaseVersion`` of that AMI release, by Kubernetes
+            minor version (its CHANGELOG entry).
+    """
+
+    sdk: str
+    training_image: str
+    driver: str
+    ami_release: str
+    release_versions: Mapping[str, str]
+
+
+TRN1_NEURON_STACK = NeuronStack(
+    # Trn1's end state: the last Neuron PyTorch/XLA training container, Neuron 2.30.0, whose
+    # torch-neuronx 2.9.0.2.14 is unchanged since Neuron 2.29.0 (component release notes
+    # index, v2.30.0). Neuron's statements: "Starting with Neuron Release 2.30.0, PyTorch/XLA
+    # is no longer supported for training" (announce-no-support-pytorch-xla-training.html)
+    # and torch-neuronx is not included from 2.32.0 (archive/frameworks/torch); the native
+    # TorchNeuron backend covers Trn2/Trn3 only (release-notes/components/torchneuron.html),
+    # all under https://awsdocs-neuron.readthedocs-hosted.com/en/latest/. So no later SDK runs
+    # this stack; the 2.29 DLC would be the last one inside Neuron's support window.
+    sdk="2.30.0",
+    training_image=(
+        "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+    ),
+    # Neuron 2.30.0 (2026-05-21) release content, Trn1 packages: aws-neuronx-dkms-2.28.0.0.
+    driver="2.28.0.0",
+    # awslabs/amazon-eks-ami CHANGELOG.md, "AMI Release v20260625": AL2023_x86_64_NEURON with
+    # aws-neuronx-dkms 2.28.0.0-dkms, the last release with that driver (v20260714 moved to
+    # 2.29.0.0, Neuron 2.31's); release versions 1.35.6-20260625 and 1.34.9-20260625.
+    ami_release="v20260625",
+    release_versions={"1.35": "1.35.6-20260625", "1.34": "1.34.9-20260625"},
+)
+
+NEURON_STACKS: dict[str, NeuronStack] = {
+    "trn1.32xlarge": TRN1_NEURON_STACK,
+    "trn1n.32xlarge": TRN1_NEURON_STACK,
+}
+"""The :class:`NeuronStack` of each Trainium instance type
+(:data:`~ml_platform.instances.TRAINIUM_INSTANCES`), one row per type."""
+
+NEURON_AMI_RELEASE_LATEST = "latest"
+"""Setting value ``trainium.ami_release_version`` that pins nothing: EKS picks its newest
+AL2023 Neuron AMI at each node group create or update."""
+
+
+def neuron_release_version(instance_type: str, kubernetes_version: str) -> str:
+    """The node group ``ReleaseVersion`` validated with the training image's Neuron SDK.
+
+    Raises:
+        ValueError: naming the instance type or Kubernetes version without one.
+    """
+    stack = NEURON_STACKS.get(instance_type)
+    if stack is None:
+        raise ValueError(
+            f"instance_type={instance_type!r}: Neuron stacks are pinned for {sorted(NEURON_STACKS)}"
+        )
+    release = stack.release_versions.get(kubernetes_version)
+    if release is None:
+        raise ValueError(
+            f"kubernetes_version={kubernetes_version!r}: the Neuron AMI release "
+            f"{stack.ami_release} is pinned for {sorted(stack.release_versions)}"
+        )
+    return release
+
 
 # --- Images and charts applied by the platform ----------------------------------------------
 # neuron-helm-charts 1.10.0 (`helm show values`): devicePlugin.image.tag. Its RBAC, env and

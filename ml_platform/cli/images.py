@@ -20,6 +20,9 @@ Images are resolved at their upstream registry, never through ``images.mirrors``
 pull-through cache serves the same manifests, so the digest holds for both. The digest of a
 multi-platform image is its index's; the node's runtime picks its platform's manifest from it.
 Run it again after raising a pinned version.
+
+``mlp images mirror`` copies the Docker Hub images into the account's ECR by digest and
+records ``images.mirrors`` (:mod:`ml_platform.cli.mirror`).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ TIMEOUT = 30
 def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
     images = sub.add_parser(
         "images",
-        help="list the images the platform pulls; resolve their tags to digests",
+        help="list the images the platform pulls; resolve their tags to digests; mirror them",
         description=doc_summary(__doc__),
     )
     commands = images.add_subparsers(title="commands", metavar="COMMAND")
@@ -82,6 +85,9 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
     )
     resolve.add_argument("--dry-run", action="store_true", help="print, write nothing")
     resolve.set_defaults(run=run_resolve)
+    from ml_platform.cli import mirror
+
+    mirror.add_parser(commands, parents)
     images.set_defaults(help_of=images)
 
 

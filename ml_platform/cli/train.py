@@ -55,6 +55,11 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         c = commands.add_parser(name, parents=parents, help=text, description=text)
         c.add_argument("job", help="job name: bert-precompile or bert-pretrain")
         c.add_argument("--context", help="kubeconfig context (default: the current one)")
+        c.add_argument(
+            "--namespace",
+            help="must be the training namespace (training.namespace), the only one that "
+            "holds fsx-claim; default: it",
+        )
         if name == "rerun":
             c.add_argument(
                 "--timeout",
@@ -103,12 +108,20 @@ def _not_found(error: Exception) -> bool:
 
 
 def _job(ctx: Context, args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    namespace = ctx.settings.training.namespace
+    asked = getattr(args, "namespace", None)
+    if asked is not None and asked != namespace:
+        raise CliError(
+            f"--namespace {asked}: the training jobs run only in namespace {namespace} "
+            "(training.namespace), which holds the fsx-claim volume and the training "
+            f"policies; the cluster refuses them in namespace {asked} too"
+        )
     jobs = training_jobs(ctx)
     if args.job not in jobs:
         raise CliError(
             f"{args.job!r}: not a training job of the platform; expected one of {sorted(jobs)}"
         )
-    return jobs[args.job], ctx.settings.training.namespace
+    return jobs[args.job], namespace
 
 
 def _read_job(custom: Any, namespace: str, name: str) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from aws_cdk import Fn
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
@@ -99,13 +100,19 @@ def launch_template_data(
         ec2.CfnLaunchTemplate.CapacityReservationSpecificationProperty | None
     ) = None,
     instance_market_options: ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty | None = None,
+    user_data: str | None = None,
+    root_volume_iops: int | None = None,
+    root_volume_throughput: int | None = None,
 ) -> ec2.CfnLaunchTemplate.LaunchTemplateDataProperty:
     """The data of a managed node group's launch template: IMDSv2 only with hop limit 1 (see
-    :data:`IMDS_HOP_LIMIT`), detailed monitoring and an encrypted gp3 root volume, plus what the
-    caller adds (the instance type, network interfaces, placement, capacity). No image, user data or instance
-    profile: EKS supplies AMI, bootstrap and profile."""
+    :data:`IMDS_HOP_LIMIT`), detailed monitoring and an encrypted gp3 root volume, plus what the caller adds (the
+    instance type, network interfaces, placement, capacity, a MIME multi-part ``user_data``
+    that EKS merges with its bootstrap (:mod:`~ml_platform.constructs._user_data`), the root
+    volume's IOPS and throughput in MiB/s; ``None``: gp3's baseline, 3000 and 125). No image
+    or instance profile: EKS supplies AMI, bootstrap and profile."""
     return ec2.CfnLaunchTemplate.LaunchTemplateDataProperty(
         instance_type=instance_type,
+        user_data=Fn.base64(user_data) if user_data is not None else None,
         security_group_ids=list(security_group_ids) if security_group_ids else None,
         network_interfaces=list(network_interfaces) if network_interfaces is not None else None,
         placement=placement,
@@ -127,6 +134,8 @@ def launch_template_data(
                 ebs=ec2.CfnLaunchTemplate.EbsProperty(
                     volume_size=root_volume_gib,
                     volume_type="gp3",
+                    iops=root_volume_iops,
+                    throughput=root_volume_throughput,
                     encrypted=True,
                     delete_on_termination=True,
                 ),
@@ -200,6 +209,23 @@ def reserved_label_problems(labels: Mapping[str, str] | None, prop: str = "label
     return errors
 
 
+FORCE_UPDATE = False
+"""``ForceUpdateEnabled`` of the accelerator node groups. aws-cdk's default (true) makes an
+update (new launch template version, AMI release) terminate nodes whose pods a disruption
+budget protects: both Trainium nodes of a running gang at once. False: such an update fails
+instead, and the nodes are rolled between runs (docs/training.md, "Rolling the nodes between
+runs"). EKS user guide, "Update a managed node group"
+(https://docs.aws.amazon.com/eks/latest/userguide/update-managed-node-group.html)."""
+
+NODE_AUTO_REPAIR = True
+"""``NodeRepairConfig.Enabled`` of every managed node group: EKS replaces or reboots a node
+that the node monitoring agent (add-on ``eks-node-monitoring-agent``, which watches
+accelerated hardware, Neuron included) or the kubelet reports unhealthy. EKS user guide,
+"Enable node auto repair and investigate node health issues"
+(https://docs.aws.amazon.com/eks/latest/userguide/node-health.html). What a repair does to a
+running job: docs/training.md, "Node health and repairs"."""
+
+
 def accelerator_node_group(
     scope: Construct,
     *,
@@ -215,14 +241,19 @@ def accelerator_node_group(
     instance_type: str | None = None,
     capacity_type: eks.CapacityType | None = None,
     nodegroup_name: str | None = None,
+    release_version: str | None = None,
 ) -> eks.Nodegroup:
     """The managed node group ``Resource`` of one accelerator ``kind``: its AMI type, the label
     ``ml-platform/node-role=<kind.node_role>`` after ``labels``, and the ``NoSchedule`` taint
     ``kind.taint_key=true``, so only pods that tolerate it (and ask for the device) land there.
 
+    Updates never force a node out from under a job (:data:`FORCE_UPDATE`), and EKS repairs
+    unhealthy nodes (:data:`NODE_AUTO_REPAIR`).
+
     ``instance_type``: on the node group; ``None`` when the launch template names it (a node
     group rejects an instance type next to one in its template). ``node_role``: ``None`` lets
-    aws-cdk create one; reset it with :func:`configure_node_role`."""
+    aws-cdk create one; reset it with :func:`configure_node_role`. ``release_version``: the
+    EKS AMI release of the nodes; ``None``: EKS's newest at each create or update."""
     return eks.Nodegroup(
         scope,
         "Resource",
@@ -241,4 +272,7 @@ def accelerator_node_group(
         taints=[
             eks.TaintSpec(key=kind.taint_key, value="true", effect=eks.TaintEffect.NO_SCHEDULE)
         ],
+        release_version=release_version,
+        force_update=FORCE_UPDATE,
+        enable_node_auto_repair=NODE_AUTO_REPAIR,
     )

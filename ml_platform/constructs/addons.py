@@ -72,6 +72,14 @@ add-ons that call AWS get their role through Pod Identity:
 https://docs.aws.amazon.com/eks/latest/userguide/add-ons-iam.html)."""
 VPC_CNI_POLICY = "AmazonEKS_CNI_Policy"
 CLOUDWATCH_SERVICE_ACCOUNT = ("amazon-cloudwatch", "cloudwatch-agent")
+NODE_MONITORING_AGENT = "eks-node-monitoring-agent"
+"""The EKS node monitoring agent: node conditions (accelerated hardware, Neuron included;
+kernel, networking, storage, container runtime) that EKS node auto repair acts on
+(https://docs.aws.amazon.com/eks/latest/userguide/node-health.html). Its chart tolerates every
+taint and runs on the host network (aws/eks-node-monitoring-agent v1.7.0,
+charts/eks-node-monitoring-agent: values.yaml ``nodeAgent.tolerations``,
+templates/daemonset.yaml ``hostNetwork``), so it reaches the Trainium and GPU nodes and no
+NetworkPolicy applies to it."""
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 # Warning id of an add-on installed at EKS's default version (no pin): acknowledge it with
 # ``Annotations.of(addons).acknowledge_warning(ADDON_FLOATS_WARNING)`` once reviewed.
@@ -208,6 +216,8 @@ class PlatformAddons(Construct):
       or deletes one. For dynamic provisioning add statements to ``fsx_csi_driver.role``.
     - The CloudWatch agent's role has ``CloudWatchAgentServerPolicy`` (Container Insights,
       including Neuron and EFA metrics).
+    - ``eks-node-monitoring-agent`` (:data:`NODE_MONITORING_AGENT`) reports node health that
+      the node groups' auto repair acts on.
 
     Args:
         cluster: The cluster. Required.
@@ -276,6 +286,7 @@ class PlatformAddons(Construct):
                     "coredns",
                     "aws-fsx-csi-driver",
                     "amazon-cloudwatch-observability",
+                    NODE_MONITORING_AGENT,
                 )
             }
         except ValueError as error:
@@ -384,6 +395,15 @@ class PlatformAddons(Construct):
         )
         self.addons["aws-fsx-csi-driver"] = self.fsx_csi_driver.addon
         self.addons["amazon-cloudwatch-observability"] = self.cloudwatch.addon
+        # A DaemonSet on the host network that calls no AWS API (EKS acts on the node
+        # conditions it sets): no role, and nothing to wait for.
+        self.addons[NODE_MONITORING_AGENT] = eks.Addon(
+            self,
+            "NodeMonitoringAgent",
+            cluster=cluster,
+            addon_name=NODE_MONITORING_AGENT,
+            addon_version=pins[NODE_MONITORING_AGENT],
+        )
 
     def node_dependents(self) -> list[IDependable]:
         """What node groups must wait for: the add-ons that make a node ready."""

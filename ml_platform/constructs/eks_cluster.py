@@ -27,6 +27,10 @@ from ml_platform.constructs._nodegroup import (
     IMDS_HOP_LIMIT as IMDS_HOP_LIMIT,
 )
 from ml_platform.constructs._nodegroup import (
+    NODE_AUTO_REPAIR,
+    launch_template_spec,
+)
+from ml_platform.constructs._nodegroup import (
     NODE_ROLE_POLICIES as NODE_ROLE_POLICIES,
 )
 from ml_platform.constructs._nodegroup import (
@@ -43,9 +47,6 @@ from ml_platform.constructs._nodegroup import (
 )
 from ml_platform.constructs._nodegroup import (
     hardened_launch_template as hardened_launch_template,
-)
-from ml_platform.constructs._nodegroup import (
-    launch_template_spec,
 )
 from ml_platform.constructs._nodegroup import (
     node_role_policies as node_role_policies,
@@ -433,6 +434,7 @@ class TrainingEksCluster(Construct):
             max_size=nodes,
             labels={NODE_ROLE_LABEL: "system"},
             removal_policy=removal_policy,
+            enable_node_auto_repair=NODE_AUTO_REPAIR,
         )
 
     def _acknowledge_findings(self, node_ssm_access: bool) -> None:

@@ -25,10 +25,21 @@ from ml_platform.constructs._nodegroup import (
     size_problems,
 )
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
+from ml_platform.constructs._user_data import efa_node_user_data
 from ml_platform.constructs.nag import acknowledge_controls
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
+from ml_platform.versions import NEURON_AMI_RELEASE_LATEST
 
 ROOT_VOLUME_GIB = limits.ROOT_VOLUME_GIB
+ROOT_VOLUME_IOPS = 16000
+ROOT_VOLUME_THROUGHPUT_MIBPS = 1000
+"""The Trainium root volume's gp3 IOPS and throughput: a new node pulls and unpacks the
+multi-GB training image onto it before the gang can start, at 3000 IOPS and 125 MiB/s with
+gp3's baseline. 1000 MiB/s is gp3's classic maximum and needs at least 4000 IOPS (0.25 MiB/s
+per IOPS); 16000 IOPS is gp3's classic maximum, offered in every region (EBS User Guide,
+"General Purpose SSD volumes",
+https://docs.aws.amazon.com/ebs/latest/userguide/general-purpose.html). Cost: a few tens of
+dollars a month per node beside a trn1.32xlarge's hourly rate."""
 MAX_NODES = limits.TRAINIUM_MAX_NODES
 CAPACITY_BLOCK_DESIRED_WARNING = "ml-platform:capacityBlockDesiredSize"
 
@@ -144,7 +155,13 @@ class EfaLaunchTemplate(Construct):
     has no subnet, no instance-level security groups, no instance profile and no image (EKS
     picks the node group's AMI and writes the bootstrap). IMDSv2 is required with a hop limit
     of 1 (``IMDS_HOP_LIMIT``: pods get credentials from Pod Identity, never the node role);
-    the root volume is encrypted gp3.
+    the root volume is encrypted gp3 at :data:`ROOT_VOLUME_IOPS` IOPS and
+    :data:`ROOT_VOLUME_THROUGHPUT_MIBPS` MiB/s.
+
+    User data (MIME multi-part, merged by EKS with its nodeadm bootstrap): containerd's
+    locked-memory limit raised to unlimited, which EFA needs in every training container
+    (:mod:`~ml_platform.constructs._user_data`). Changing the user data makes a new template
+    version, and the node group replaces its nodes to use it.
 
     Placement: without a reservation, a new ``cluster`` placement group. With
     ``capacity_reservation_id`` no new group: an On-Demand Capacity Reservation serves a
@@ -242,6 +259,9 @@ class EfaLaunchTemplate(Construct):
                     else None
                 ),
                 root_volume_gib=root_volume_gib,
+                root_volume_iops=ROOT_VOLUME_IOPS,
+                root_volume_throughput=ROOT_VOLUME_THROUGHPUT_MIBPS,
+                user_data=efa_node_user_data(),
             ),
         )
         acknowledge_controls(self.resource, {"CT.EC2.PR.9": NO_PUBLIC_IP_REASON})
@@ -307,6 +327,15 @@ class TrainiumNodeGroup(Construct):
             :class:`EfaLaunchTemplate`. Default none / False / none. A Capacity Block sets the
             node group's capacity type to ``CAPACITY_BLOCK``; with ``desired_size`` above 0 it
             warns (EKS updates such a group only at desired size 0).
+        release_version: EKS AMI release of the nodes (``ReleaseVersion``, e.g.
+            ``1.35.6-20260625``): pin the one whose Neuron driver matches the training image
+            (:func:`~ml_platform.versions.neuron_release_version`). Default none: EKS's newest
+            Neuron AMI at each create or update, so a replaced node may get another driver
+            than its peer.
+
+    Updates: ``ForceUpdateEnabled`` false (an update never terminates a node whose pods a
+    disruption budget protects) and node auto repair on
+    (:data:`~ml_platform.constructs._nodegroup.FORCE_UPDATE`, ``NODE_AUTO_REPAIR``).
 
     Create order: the node group waits for every rule of its groups in its stack
     (``DependsOn``), EFA and control-plane rules included, even rules added after it.
@@ -341,10 +370,23 @@ class TrainiumNodeGroup(Construct):
         capacity_block: bool = False,
         placement_group: ec2.IPlacementGroup | None = None,
         extra_security_groups: Sequence[ec2.ISecurityGroup] = (),
+        release_version: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
         errors += capacity_problems(capacity_reservation_id, capacity_block, placement_group)
+        if (
+            release_version is not None
+            and not Token.is_unresolved(release_version)
+            and (
+                release_version == NEURON_AMI_RELEASE_LATEST
+                or not limits.AMI_RELEASE_VERSION.matches(release_version)
+            )
+        ):
+            errors.append(
+                f"release_version={release_version!r}: expected an EKS AMI release version "
+                "such as '1.35.6-20260625' (None: EKS's newest)"
+            )
         sizes = {"min_size": min_size, "desired_size": desired_size, "max_size": max_size}
         errors += size_problems(sizes, MAX_NODES)
         errors += reserved_label_problems(labels)
@@ -385,6 +427,7 @@ class TrainiumNodeGroup(Construct):
             max_size=max_size,
             node_role=self.role,
             labels=labels,
+            release_version=release_version,
         )
         self._wait_for_rules(cluster, security_group)
 

@@ -12,10 +12,17 @@ read-only. Plugin 2.22 (the older raw manifest) had none of the three.
 
 Narrower than the chart (issue review of the upstream defaults):
 
-- Of the host's ``/run`` (containerd and D-Bus sockets among it) only the file the plugin
-  reads is mounted, read-only: ``/run/infa-map.json``, which the Neuron runtime package
-  writes and without which the plugin finds no devices ("open /run/infa-map.json: no such
-  file or directory": aws-neuron/aws-neuron-sdk#180, aws/aws-cdk#29262).
+- Nothing of the host's ``/run`` is mounted (the chart mounts all of it, with no hostPath
+  type: volume ``infa-map``). The plugin's only file there, ``/run/infa-map.json``, is written
+  by the Neuron *runtime* package, which the AL2023 Neuron AMI does not install: the AMI
+  installs the driver and tools only (awslabs/amazon-eks-ami
+  ``templates/al2023/provisioners/install-neuron-driver.sh``), and the plugin finds the
+  devices through the driver without the file ("driver mode": aws-neuron/aws-neuron-sdk
+  issues 180 and 794). A mount of that one file with ``type: File`` (this chart until 2026-12)
+  made the kubelet refuse the volume on every such node: the plugin never started, no node
+  advertised ``aws.amazon.com/neuron`` and the training gang stayed Pending. All of ``/run``,
+  as upstream mounts it, would hand a root container the containerd socket beside the file
+  (connecting to a socket needs no write access to the mount), for a file that is not there.
 - A ValidatingAdmissionPolicy (:data:`POLICY_NAME`) lets the plugin's service account change
   only the annotations of pods on its own node; its ClusterRole alone allows updating any pod
   of the cluster.
@@ -42,7 +49,9 @@ NAME = "neuron-device-plugin"
 NAMESPACE = "kube-system"
 _SELECTOR = {"name": NAME}
 KUBELET_KUBECONFIG = "/etc/kubernetes/kubelet.conf"  # chart value devicePlugin.env KUBECONFIG
-INFA_MAP = "/run/infa-map.json"  # the one file of the host's /run the plugin reads
+INFA_MAP = "/run/infa-map.json"
+"""The runtime package's device map, which the plugin reads when present; not on the AL2023
+Neuron AMI, and not mounted (see the module docstring)."""
 SERVICE_ACCOUNT_USER = f"system:serviceaccount:{NAMESPACE}:{NAME}"
 POLICY_NAME = "neuron-device-plugin-pod-writes"
 NODE_STATUS_POLICY_NAME = "neuron-device-plugin-node-status"
@@ -145,13 +154,10 @@ class NeuronDevicePluginChart(cdk8s.Chart):
                         tolerations=device_plugin_tolerations(),
                         affinity=instance_type_affinity(instance_types),
                         containers=[_plugin_container(image)],
+                        # No hostPath type: a type makes the kubelet check the path and refuse
+                        # the pod when it is missing or of another kind.
                         volumes=[
-                            k8s.Volume(
-                                name=n,
-                                host_path=k8s.HostPathVolumeSource(
-                                    path=p, type="File" if p == INFA_MAP else None
-                                ),
-                            )
+                            k8s.Volume(name=n, host_path=k8s.HostPathVolumeSource(path=p))
                             for n, (p, _) in _HOST_PATHS.items()
                         ],
                     ),
@@ -166,8 +172,6 @@ class NeuronDevicePluginChart(cdk8s.Chart):
 _HOST_PATHS = {
     # kubelet's device-plugin sockets
     "device-plugin": ("/var/lib/kubelet/device-plugins", False),
-    # the device map the Neuron runtime writes; not the rest of /run (sockets)
-    "infa-map": (INFA_MAP, True),
     # the host's Neuron runtime and tools, read-only (chart: volume aws-config)
     "aws-config": ("/opt/aws", True),
 }

@@ -34,7 +34,8 @@ import yaml
 from constructs import Construct
 
 from ml_platform.config import Settings, settings_from_cdk_json
-from ml_platform.k8s_charts.workloads_dataset import DatasetCopyChart
+from ml_platform.image_pins import docker_hub_direct, docker_hub_warning
+from ml_platform.k8s_charts.workloads_dataset import STEP_IMAGES, DatasetCopyChart
 from ml_platform.k8s_charts.workloads_tensorboard import TensorBoardChart
 from ml_platform.training.images import TENSORBOARD_IMAGE
 from ml_platform.training.jobs import TrainingJob, bert_jobs, bert_problems, validate_jobs
@@ -136,6 +137,7 @@ def build_workload_manifests(settings: Settings) -> dict[str, list[dict[str, Any
             region=settings.env.region,
             dataset_sha256=settings.training.dataset_sha256,
             hf_seed_image=settings.training_image_uri,
+            images=settings.image_policy,
         ),
         PRECOMPILE_FILE: VolcanoJobChart(app, "Precompile", job=precompile, **job_props),
         PRETRAIN_FILE: VolcanoJobChart(app, "Pretrain", job=pretrain, **job_props),
@@ -182,7 +184,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(path)
     if settings.training.dataset_sha256 is None:
         print(DATASET_UNPINNED_WARNING, file=sys.stderr)
+    for warning in image_warnings(settings):
+        print(warning, file=sys.stderr)
     return 0
+
+
+def workload_images() -> list[str]:
+    """The pinned public images of the workloads (the dataset Job's steps, TensorBoard);
+    the training jobs run the platform's own image in ECR."""
+    return list(dict.fromkeys([*STEP_IMAGES.values(), TENSORBOARD_IMAGE]))
+
+
+def image_warnings(settings: Settings) -> list[str]:
+    """The warnings synthesis gives for images, for the workloads' images: pinned by tag
+    only, and pulled from Docker Hub directly (no ``images.mirrors`` entry)."""
+    policy = settings.image_policy
+    out = []
+    loose = policy.tag_only(workload_images())
+    if loose:
+        out.append(
+            f"warning: images pinned by tag only: {loose}. Run `mlp images resolve` to record "
+            "their digests."
+        )
+    direct = docker_hub_direct(workload_images(), policy)
+    if direct:
+        out.append(f"warning: {docker_hub_warning(direct)}")
+    return out
 
 
 if __name__ == "__main__":

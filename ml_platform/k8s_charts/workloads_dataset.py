@@ -27,6 +27,7 @@ import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
 from ml_platform.k8s_charts.names import FSX_CLAIM, FSX_MOUNT_PATH
 from ml_platform.k8s_charts.workloads_common import (
     labels,
@@ -53,6 +54,13 @@ TOOLS_DIR = "/opt/dataset-tools"
 STAGING_DIR = f"{FSX_MOUNT_PATH}/.staging"
 TARBALL = f"{STAGING_DIR}/{BERT_DATASET}.tar"
 DONE_MARKER = f"{STAGING_DIR}/{BERT_DATASET}.done"
+STEP_IMAGES = {
+    "prepare": BUSYBOX_IMAGE,
+    "download": AWS_CLI_IMAGE,
+    "extract": DATASET_TOOLS_IMAGE,
+}
+"""The pinned public image of each step (``ml_platform/training/images.py``), before the
+image policy."""
 DATASET_UID = 65532  # an unprivileged user and group of its own (no name needed in the images)
 
 PREPARE_SCRIPT = """\
@@ -98,6 +106,9 @@ class DatasetCopyChart(cdk8s.Chart):
             it computed and warns (no public source states it).
         hf_seed_image: Image with the training script's ``transformers`` (the training image)
             for the ``hf-cache`` step. Default none: no pre-seeding.
+        images: The image policy (mirrors, digests) the pinned public images of the other
+            steps (:data:`STEP_IMAGES`) are pulled through, as every other image of the
+            cluster. Default: the public registries, digests only from public records.
 
     Attributes:
         job: The ``batch/v1`` Job. tools: The ConfigMap with the extract step and the safe
@@ -114,8 +125,10 @@ class DatasetCopyChart(cdk8s.Chart):
         region: str,
         dataset_sha256: str | None = None,
         hf_seed_image: str | None = None,
+        images: ImagePolicy = DEFAULT_POLICY,
     ) -> None:
         super().__init__(scope, construct_id)
+        pulled = {step: images.resolve(image) for step, image in STEP_IMAGES.items()}
         env = [
             k8s.EnvVar(name="DATASET_URI", value=BERT_DATASET_URI),
             k8s.EnvVar(name="TARBALL", value=TARBALL),
@@ -157,12 +170,14 @@ class DatasetCopyChart(cdk8s.Chart):
                             seccomp_profile=k8s.SeccompProfile(type="RuntimeDefault"),
                         ),
                         init_containers=[
-                            _prepare_container(mounts[0]),
-                            _download_container(env, mounts, region, non_root),
+                            _prepare_container(pulled["prepare"], mounts[0]),
+                            _download_container(pulled["download"], env, mounts, region, non_root),
                         ],
                         containers=[
                             *self._hf_seed(hf_seed_image, mounts, non_root),
-                            _extract_container(env, mounts, dataset_sha256, non_root),
+                            _extract_container(
+                                pulled["extract"], env, mounts, dataset_sha256, non_root
+                            ),
                         ],
                         volumes=_volumes(),
                     ),
@@ -193,11 +208,11 @@ class DatasetCopyChart(cdk8s.Chart):
         ]
 
 
-def _prepare_container(data: k8s.VolumeMount) -> k8s.Container:
+def _prepare_container(image: str, data: k8s.VolumeMount) -> k8s.Container:
     """Creates the dataset, staging and Hugging Face folders on FSx, owned by the Job's user."""
     return k8s.Container(
         name="prepare",
-        image=BUSYBOX_IMAGE,
+        image=image,
         command=["/bin/sh", "-c"],
         args=[PREPARE_SCRIPT],
         env=[
@@ -222,6 +237,7 @@ def _prepare_container(data: k8s.VolumeMount) -> k8s.Container:
 
 
 def _download_container(
+    image: str,
     env: list[k8s.EnvVar],
     mounts: list[k8s.VolumeMount],
     region: str,
@@ -230,7 +246,7 @@ def _download_container(
     """Downloads the dataset tarball to the staging folder with the AWS CLI."""
     return k8s.Container(
         name="download",
-        image=AWS_CLI_IMAGE,
+        image=image,
         command=["/bin/sh", "-c"],
         args=[DOWNLOAD_SCRIPT],
         env=[
@@ -245,6 +261,7 @@ def _download_container(
 
 
 def _extract_container(
+    image: str,
     env: list[k8s.EnvVar],
     mounts: list[k8s.VolumeMount],
     dataset_sha256: str | None,
@@ -253,7 +270,7 @@ def _extract_container(
     """Checks and unpacks the tarball with ``dataset_extract.py`` from the tools ConfigMap."""
     return k8s.Container(
         name="extract",
-        image=DATASET_TOOLS_IMAGE,
+        image=image,
         command=["python3", "-I", f"{TOOLS_DIR}/dataset_extract.py"],
         env=[
             *env,

@@ -20,13 +20,20 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IDependable
 
+from ml_platform import limits
 from ml_platform.config import Settings, TrainiumSettings, TritonOnEksSettings
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.trainium import TrainiumNodeGroup
 from ml_platform.instances import GPU, TRAINIUM, AcceleratorKind
 from ml_platform.training.jobs import bert_problems
+from ml_platform.versions import (
+    NEURON_AMI_RELEASE_LATEST,
+    NEURON_STACKS,
+    neuron_release_version,
+)
 
 BERT_NODES_WARNING = "ml-platform:bertNodeCount"
+NEURON_STACK_WARNING = "ml-platform:neuronStackChangedApart"
 
 
 class AcceleratorNodesStack(Stack):
@@ -96,6 +103,11 @@ class TrainiumNodesStack(AcceleratorNodesStack):
             (``cluster.node_ssm_access``). Default true.
         nodes_ready_after: What the nodes need before they can join (the networking add-ons).
             Default nothing.
+        kubernetes_version: The cluster's (``cluster.kubernetes_version``): selects the
+            pinned Neuron AMI release. Default ``1.35``.
+
+    Warns (``ml-platform:neuronStackChangedApart``) when ``trainium.ami_release_version``
+    moves the node image away from the one pinned with the training image's Neuron SDK.
 
     Attributes:
         trainium: The :class:`TrainiumNodeGroup` (also ``nodes``).
@@ -118,9 +130,11 @@ class TrainiumNodesStack(AcceleratorNodesStack):
         nodes_ready_after: Sequence[IDependable] = (),
         lustre_clients: ec2.ISecurityGroup | None = None,
         node_ssm_access: bool = True,
+        kubernetes_version: str = limits.DEFAULT_KUBERNETES_VERSION,
         **kwargs: Any,
     ) -> None:
         self._settings = settings
+        self._kubernetes_version = kubernetes_version
         self._subnet = trainium_subnet
         self._security_group = training_nodes
         self._lustre_clients = lustre_clients
@@ -155,10 +169,34 @@ class TrainiumNodesStack(AcceleratorNodesStack):
             placement_group=placement_group,
             extra_security_groups=[self._lustre_clients] if self._lustre_clients else [],
             ssm_access=self._ssm_access,
+            release_version=self._release_version(),
         )
         return self.trainium
 
+    def _release_version(self) -> str | None:
+        """``trainium.ami_release_version``, or the Neuron stack's release for the cluster's
+        Kubernetes version; ``None`` for ``latest``."""
+        chosen = self._settings.ami_release_version
+        if chosen == NEURON_AMI_RELEASE_LATEST:
+            return None
+        return chosen or neuron_release_version(
+            self._settings.instance_type, self._kubernetes_version
+        )
+
     def _warn(self) -> None:
+        chosen = self._settings.ami_release_version
+        validated = neuron_release_version(self._settings.instance_type, self._kubernetes_version)
+        if chosen is not None and chosen != validated:
+            stack = NEURON_STACKS[self._settings.instance_type]
+            Annotations.of(self).add_warning_v2(
+                NEURON_STACK_WARNING,
+                f"trainium.ami_release_version = {chosen!r}: the Neuron node image and the "
+                f"training image are pinned together ({validated}, AMI release "
+                f"{stack.ami_release} with aws-neuronx-dkms {stack.driver}, the driver of the "
+                f"image's Neuron SDK {stack.sdk}); with another AMI the nodes' Neuron driver "
+                "no longer matches the image's runtime. Remove the setting to use the pinned "
+                "pair, or change both in ml_platform/versions.py (NEURON_STACKS).",
+            )
         # bert_problems reads only the trainium section of the settings it is given.
         for problem in bert_problems(Settings(trainium=self._settings)):
             Annotations.of(self).add_warning_v2(

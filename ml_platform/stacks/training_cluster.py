@@ -22,7 +22,7 @@ from ml_platform.constructs.eks_cluster import TrainingEksCluster, as_icluster
 from ml_platform.constructs.nag import acknowledge_each
 from ml_platform.constructs.storage import import_model_bucket
 from ml_platform.constructs.triton_eks import TritonOnEks
-from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
+from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_docker_hub, warn_tag_only
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
 from ml_platform.k8s_charts.network_policies import (
@@ -30,8 +30,10 @@ from ml_platform.k8s_charts.network_policies import (
     TrainingNetworkPolicyChart,
 )
 from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
+from ml_platform.k8s_charts.training_namespace import TrainingNamespacePolicyChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
 from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
+from ml_platform.training.images import TENSORBOARD_IMAGE
 from ml_platform.versions import (
     NEURON_DEVICE_PLUGIN_IMAGE,
     VOLCANO_HELM_CHART,
@@ -120,6 +122,12 @@ def cluster_charts(
             image=images.resolve(efa_device_plugin_image(values.region)),
         ),
         "VolcanoQueue": VolcanoQueueChart(app, "volcano-queue", queue=values.training.queue),
+        "TrainingNamespacePolicy": TrainingNamespacePolicyChart(
+            app,
+            "training-namespace-policy",
+            namespace=values.training.namespace,
+            queue=values.training.queue,
+        ),
         "TrainingNetworkPolicies": TrainingNetworkPolicyChart(
             app, "training-network-policies", namespace=values.training.namespace
         ),
@@ -241,6 +249,9 @@ class TrainingClusterStack(Stack):
         warn_tag_only(self.manifests["EfaPlugin"], [efa_device_plugin_image(charts.region)], images)
         self.volcano = self._volcano(cluster, volcano_chart_dir, images)
         warn_tag_only(self.volcano, VOLCANO_IMAGES.values(), images)
+        # Volcano's images and the workloads' TensorFlow image (TensorBoard, the dataset
+        # Job's extract step) come from Docker Hub.
+        warn_docker_hub(self.volcano, [*VOLCANO_IMAGES.values(), TENSORBOARD_IMAGE], images)
         self._order_cluster_services()
 
         self.triton: TritonOnEks | None = None

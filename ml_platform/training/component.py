@@ -261,7 +261,8 @@ def _bash_args(
     resume: bool,
     data_shards: str,
 ) -> list[str]:
-    """``bash -c`` arguments: the checks of the prologue, then torchrun (under
+    """``bash -c`` arguments: the checks of the prologue (locked memory, dataset shards,
+    resume), then torchrun (under
     neuron_parallel_compile for a precompile run) exec'd."""
     launcher = [
         "python3", "-m", "torch.distributed.run",
@@ -281,7 +282,7 @@ def _bash_args(
         launcher = ["neuron_parallel_compile", *launcher]
     # bash expands the rendezvous host's env var, as in TorchX's dist.torchrun; the launcher
     # is exec'd, so torchrun still receives the kubelet's SIGTERM.
-    prologue = [f"export {ROOT_COMM_ID}"]
+    prologue = [MEMLOCK_CHECK, f"export {ROOT_COMM_ID}"]
     if data_shards:
         data_dir = _arg_value(script_args, DATA_DIR_ARG) or ""
         prologue.append(shard_check(data_dir, data_shards, nnodes * workers))
@@ -354,6 +355,20 @@ def _set_pod_overlay(role: specs.Role) -> None:
         },
     )
 
+
+MEMLOCK_CHECK = (
+    'memlock=$$(ulimit -l); if [ "$$memlock" != unlimited ]; then echo "ERROR: the '
+    "locked-memory limit of this container (ulimit -l) is $$memlock KiB, not unlimited: EFA "
+    "pins memory for its queues and the Neuron collectives fail or hang without it. The "
+    "Trainium launch template's user data raises containerd's limit (LimitMEMLOCK=infinity); "
+    "a node started without it (another launch template or AMI) needs it too, then new "
+    'nodes (docs/training.md, First-node checks)." >&2; exit 1; fi'
+)
+"""Bash, first in every training pod: stop with a clear message unless ``ulimit -l`` is
+``unlimited``. A container inherits the limit from containerd (AL2023's base runtime spec sets
+only ``RLIMIT_NOFILE``), which :mod:`ml_platform.constructs._user_data` raises on the
+Trainium nodes; without it the run would fail later, in the collectives' init, with a far less
+clear error."""
 
 RESUME_ARGS = '"$${resume[@]}"'
 """The launcher's last argument with ``resume``: :data:`RESUME_FLAG`, or nothing."""

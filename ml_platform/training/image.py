@@ -102,7 +102,8 @@ def image_plan(settings: Settings) -> ImagePlan:
     build = ["docker", "build", "--platform", PLATFORM, "--pull", "--tag", uri]
     for key, value in build_args(settings).items():
         build += ["--build-arg", f"{key}={value}"]
-    # The Dockerfile copies in only sample-requirements.lock: its own folder is the context.
+    # The Dockerfile copies in only sample-requirements.lock and script_patch.py: its own
+    # folder is the context.
     build += ["--file", str(DOCKERFILE), str(DOCKERFILE.parent)]
     return ImagePlan(
         uri=uri,

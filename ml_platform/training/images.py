@@ -6,11 +6,12 @@ reviewed once behaves the same when it is applied again.
 
 from __future__ import annotations
 
-# Last PyTorch/XLA Neuron training DLC (Neuron SDK 2.30; the DLC line stopped at 2.31).
-# Source: REFERENCE.md "Images"; compatible with the AL2023 Neuron AMI's aws-neuronx-dkms 2.29.
-NEURON_TRAINING_BASE_IMAGE = (
-    "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
-)
+from ml_platform.versions import TRN1_NEURON_STACK
+
+# Last PyTorch/XLA Neuron training DLC (Neuron SDK 2.30), pinned beside the AL2023 Neuron AMI
+# release with the same SDK's driver: ml_platform.versions.TRN1_NEURON_STACK has both and
+# their sources.
+NEURON_TRAINING_BASE_IMAGE = TRN1_NEURON_STACK.training_image
 
 # aws-neuron/aws-neuron-samples commit holding torch-neuronx/training/dp_bert_hf_pretrain
 # ("Neuron Release 2.23.0", 2025-05-20, the folder's last change; unchanged at 2026-05 HEAD).
@@ -34,7 +35,8 @@ NEURON_SAMPLES_FILES: dict[str, str] = {
 
 # The sample's requirements.txt at NEURON_SAMPLES_COMMIT, entry by entry (name -> its pin,
 # None where the sample leaves the version open). sample-requirements.lock pins and hashes
-# each; a test keeps the two in step.
+# each; a test keeps the two in step, and another checks this table against the file's text
+# (SAMPLE_REQUIREMENTS_TXT, whose sha256 is the one the build checks).
 SAMPLE_REQUIREMENTS: dict[str, str | None] = {
     "graphviz": None,
     "tensorboard": "2.14",
@@ -46,9 +48,28 @@ SAMPLE_REQUIREMENTS: dict[str, str | None] = {
     "datasets": "2.19.1",
     "sentencepiece": "0.2.0",
     "h5py": None,
-    "requests": "2.32.2",
+    "requests": "2.31.0",
     "huggingface-hub": "0.24.5",
 }
+
+# The exact text of requirements.txt at NEURON_SAMPLES_COMMIT (its sha256 is
+# NEURON_SAMPLES_FILES["requirements.txt"]), read from aws-neuron/aws-neuron-samples at that
+# commit. An earlier table said requests 2.32.2 "as the sample's"; the file pins 2.31.0, and
+# the build's second, unhashed install of this file then downgraded the locked 2.32.2.
+SAMPLE_REQUIREMENTS_TXT = """\
+graphviz
+tensorboard==2.14
+transformers==4.44.0
+evaluate
+pillow
+pytest
+accelerate
+datasets==2.19.1
+sentencepiece==0.2.0
+h5py
+requests==2.31.0
+huggingface-hub==0.24.5
+"""
 
 # AWS CLI v2 on Amazon Linux 2 (no tar inside). Source: ECR Public gallery aws-cli/aws-cli.
 AWS_CLI_IMAGE = "public.ecr.aws/aws-cli/aws-cli:2.36.49"

@@ -25,8 +25,8 @@ from tests.app.test_least_privilege import _pods, emitted_objects
 KUBE_SYSTEM_NEEDS = {
     "aws-efa-k8s-device-plugin": "privileged container and host network (upstream eks-charts "
     "chart: opens /dev/infiniband, registers with the kubelet)",
-    "neuron-device-plugin": "hostPath mounts (the kubelet's device-plugin socket directory, the "
-    "host's /run state and /opt/aws)",
+    "neuron-device-plugin": "hostPath mounts (the kubelet's device-plugin socket directory and "
+    "/opt/aws)",
     "nvidia-device-plugin": "hostPath mount of the kubelet's device-plugin socket directory",
 }
 

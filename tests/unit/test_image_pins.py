@@ -11,10 +11,22 @@ import cdk8s
 import pytest
 
 from ml_platform.config import CONTEXT_KEY, Settings, SettingsError, deep_merge
-from ml_platform.image_pins import PUBLIC_DIGESTS, TAG_ONLY_WARNING, ImagePolicy, ImageReference
+from ml_platform.image_pins import (
+    DOCKER_HUB_WARNING,
+    PUBLIC_DIGESTS,
+    TAG_ONLY_WARNING,
+    ImagePolicy,
+    ImageReference,
+    docker_hub_direct,
+)
 from ml_platform.k8s_charts.triton import TritonChart, TritonChartProps
 from ml_platform.k8s_charts.volcano import volcano_helm_values
-from ml_platform.k8s_charts.workloads import TENSORBOARD_FILE, build_workload_manifests
+from ml_platform.k8s_charts.workloads import (
+    DATASET_FILE,
+    TENSORBOARD_FILE,
+    build_workload_manifests,
+    image_warnings,
+)
 from ml_platform.stacks.training_cluster import cluster_charts
 from ml_platform.versions import NEURON_DEVICE_PLUGIN_IMAGE, efa_device_plugin_image
 from tests.support import SynthesizedPlatform, cdk_json_context
@@ -128,6 +140,57 @@ def test_tensorboard_manifest_pulls_through_the_policy(settings: Settings) -> No
     (container,) = _containers(build_workload_manifests(custom)[TENSORBOARD_FILE])
     assert container["image"] == f"{ECR}/docker-hub/tensorflow/tensorflow:2.20.0@{_d(8)}"
     assert container["imagePullPolicy"] == "IfNotPresent"
+
+
+def test_dataset_job_pulls_every_step_through_the_policy() -> None:
+    """Issue 34, finding 7: the dataset Job's prepare, download and extract images stayed on
+    the public registries by tag whatever images.mirrors and images.digests said."""
+    steps = {
+        "prepare": ("public.ecr.aws/docker/library/busybox:1.37.0", "ecr-public", _d(4)),
+        "download": ("public.ecr.aws/aws-cli/aws-cli:2.36.49", "ecr-public", _d(5)),
+        "extract": ("docker.io/tensorflow/tensorflow:2.20.0", "docker-hub", _d(6)),
+    }
+    custom = _with_images(
+        {"mirrors": MIRRORS, "digests": {image: d for image, _, d in steps.values()}}
+    )
+    images = {
+        c["name"]: c["image"] for c in _containers(build_workload_manifests(custom)[DATASET_FILE])
+    }
+    for step, (image, mirror, digest) in steps.items():
+        assert images[step] == f"{ECR}/{mirror}/{image.split('/', 1)[1]}@{digest}", step
+    # The hf-cache step runs the platform's own training image (ECR): no public registry.
+    assert images["hf-cache"] == custom.training_image_uri
+
+
+def test_the_workloads_warn_about_tag_only_and_docker_hub_images(settings: Settings) -> None:
+    warnings = image_warnings(settings)
+    assert any(
+        "pinned by tag only" in w and "public.ecr.aws/docker/library/busybox:1.37.0" in w
+        for w in warnings
+    )
+    (hub,) = [w for w in warnings if "Docker Hub images pulled directly" in w]
+    assert "docker.io/tensorflow/tensorflow:2.20.0" in hub and "mlp images mirror" in hub
+    mirrored = _with_images({"mirrors": {"docker.io": f"{ECR}/docker-hub"}})
+    assert not [w for w in image_warnings(mirrored) if "Docker Hub" in w]
+
+
+def test_synthesis_warns_while_docker_hub_images_are_pulled_directly(
+    synth: SynthesizedPlatform,
+) -> None:
+    metadata = json.loads(
+        (synth.outdir / f"{synth.stack_name('TrainingCluster')}.metadata.json").read_text()
+    )
+    found = [
+        e["data"]
+        for entries in metadata.values()
+        for e in entries
+        if e["type"] == "aws:cdk:warning" and DOCKER_HUB_WARNING in e["data"]
+    ]
+    (warning,) = found
+    for image in ("docker.io/volcanosh/vc-scheduler:v1.15.1", "docker.io/tensorflow/tensorflow"):
+        assert image in warning
+    policy = ImagePolicy(mirrors={"docker.io": f"{ECR}/docker-hub"})
+    assert docker_hub_direct(["docker.io/volcanosh/vc-scheduler:v1.15.1"], policy) == []
 
 
 def _warnings(synth: SynthesizedPlatform, stack: str) -> dict[str, list[str]]:

@@ -91,15 +91,24 @@ def test_cluster_kubectl_layer_and_addons_are_1_34(k8s134: SynthesizedPlatform) 
 
 
 def test_cfn_lint_finds_nothing(k8s134: SynthesizedPlatform, synth: SynthesizedPlatform) -> None:
-    """Only the TrainingCluster template depends on the Kubernetes version: the other stacks
-    equal the default synthesis's (linted in tests/app), so only it is linted here."""
-    others = ("Network", "Storage", "TrainiumNodes", "GpuNodes")
+    """Only the TrainingCluster template and the Trainium node group's AMI release depend on
+    the Kubernetes version: the other stacks equal the default synthesis's (linted in
+    tests/app), so only those two are linted here."""
+    others = ("Network", "Storage", "GpuNodes")
     for short in others:
         assert normalized(k8s134.template_json(short)) == normalized(synth.template_json(short))
-    assert len(k8s134.template_paths()) == len(others) + 1
-    path = k8s134.outdir / f"{k8s134.stack_name('TrainingCluster')}.template.json"
+    trainium = normalized(k8s134.template_json("TrainiumNodes"))
+    (group,) = [r for r in trainium["Resources"].values() if r["Type"] == "AWS::EKS::Nodegroup"]
+    assert group["Properties"]["ReleaseVersion"] == "1.34.9-20260625"  # the 1.34 Neuron AMI
+    group["Properties"]["ReleaseVersion"] = "1.35.6-20260625"
+    assert trainium == normalized(synth.template_json("TrainiumNodes"))
+    assert len(k8s134.template_paths()) == len(others) + 2
+    paths = [
+        str(k8s134.outdir / f"{k8s134.stack_name(short)}.template.json")
+        for short in ("TrainingCluster", "TrainiumNodes")
+    ]
     ignored = (yaml.safe_load((ROOT / ".cfnlintrc.yaml").read_text()) or {}).get("ignore_checks")
-    config = ManualArgs(templates=[str(path)], regions=["us-west-2"], ignore_checks=ignored or [])
+    config = ManualArgs(templates=paths, regions=["us-west-2"], ignore_checks=ignored or [])
     findings = [f"{m.rule.id} {m.message} ({m.path_string})" for m in lint_by_config(config)]
     assert findings == []
 
@@ -123,8 +132,9 @@ def test_every_manifest_validates_against_kubernetes_1_34(k8s134: SynthesizedPla
     # Storage 3, Neuron plugin 8 (with its 2 ValidatingAdmissionPolicies and bindings), EFA plugin
     # 1, training NetworkPolicies 5, system namespaces 5 (2 namespaces, 3 allow-all policies),
     # Triton device plugin 1 and Triton 10 (no HorizontalPodAutoscaler), workloads 4 (dataset
-    # ConfigMap and Job, TensorBoard Deployment and Service).
-    assert checked == 37
+    # ConfigMap and Job, TensorBoard Deployment and Service), the training-namespace admission
+    # policy and its binding 2.
+    assert checked == 39
 
 
 def test_only_the_kubectl_layer_of_the_chosen_version_is_imported(monkeypatch) -> None:
@@ -148,3 +158,45 @@ def test_only_the_kubectl_layer_of_the_chosen_version_is_imported(monkeypatch) -
     kubectl = [r for r in layers.values() if "kubectl" in r["Properties"].get("Description", "")]
     assert len(kubectl) == 1
     assert kubectl[0]["Properties"]["Description"].startswith("/opt/kubectl/kubectl 1.35.")
+
+
+# --- support dates and the Neuron stack table ------------------------------------------------
+
+
+def test_every_supported_version_has_its_support_dates_and_the_default_lasts_longest() -> None:
+    from datetime import date
+
+    from ml_platform.limits import DEFAULT_KUBERNETES_VERSION
+    from ml_platform.versions import KUBERNETES_SUPPORT, NEXT_KUBERNETES_VERSION_BLOCKER
+
+    assert set(KUBERNETES_SUPPORT) == set(KUBERNETES_VERSIONS)
+    ends = {v: date.fromisoformat(s.standard_support_end) for v, s in KUBERNETES_SUPPORT.items()}
+    # EKS user guide release calendar: 1.34 leaves standard support on 2026-12-02.
+    assert ends["1.34"] == date(2026, 12, 2)
+    assert DEFAULT_KUBERNETES_VERSION == max(ends, key=ends.__getitem__) == "1.35"
+    for support in KUBERNETES_SUPPORT.values():
+        # extended support lasts 12 months after standard support (same page)
+        standard = date.fromisoformat(support.standard_support_end)
+        assert support.extended_support_end == standard.replace(year=standard.year + 1).isoformat()
+    assert NEXT_KUBERNETES_VERSION_BLOCKER.startswith("1.36: Volcano v1.15.1")
+
+
+def test_each_trainium_type_has_one_neuron_stack_whose_parts_agree() -> None:
+    from ml_platform.instances import TRAINIUM_INSTANCES
+    from ml_platform.training.images import NEURON_TRAINING_BASE_IMAGE
+    from ml_platform.versions import NEURON_STACKS, neuron_release_version
+
+    assert set(NEURON_STACKS) == set(TRAINIUM_INSTANCES)
+    for instance_type, stack in NEURON_STACKS.items():
+        # the image's tag names its SDK (the DLC naming: ...-sdk<version>-<os>)
+        assert f"-sdk{stack.sdk}-" in stack.training_image
+        assert set(stack.release_versions) == set(KUBERNETES_VERSIONS)
+        for version, release in stack.release_versions.items():
+            # amazon-eks-ami release versions: <kubernetes patch>-<date of the AMI release>
+            assert release.startswith(f"{version}.")
+            assert release.endswith("-" + stack.ami_release.removeprefix("v"))
+            assert neuron_release_version(instance_type, version) == release
+    # The image the build starts from is the table's.
+    assert NEURON_TRAINING_BASE_IMAGE == NEURON_STACKS["trn1.32xlarge"].training_image
+    with pytest.raises(ValueError, match=r"kubernetes_version='1.36'"):
+        neuron_release_version("trn1.32xlarge", "1.36")

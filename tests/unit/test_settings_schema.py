@@ -139,7 +139,7 @@ def test_null_means_default_in_the_schema_as_in_the_parser() -> None:
 
 def test_reference_lists_every_setting_with_its_default() -> None:
     text = (ROOT / settings_schema.REFERENCE).read_text(encoding="utf-8")
-    assert "| `storage.fsx_throughput_per_tib` | integer | `125` |" in text
+    assert "| `storage.fsx_throughput_per_tib` | integer | `250` |" in text
     assert "one of `125`, `250`, `500`, `1000`" in text
     assert "| `inference.endpoints[].max_instances` | integer | `2` |" in text
     assert "| `cluster.admin_role_arn` | string | none |" in text

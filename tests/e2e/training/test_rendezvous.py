@@ -10,7 +10,9 @@ Volcano Job, changed only where a laptop differs from a Trainium node:
   (the job's headless Service does that on the cluster);
 * the rendezvous port becomes a free one, so parallel test runs cannot collide;
 * the dataset folder becomes a test folder holding as many (empty) shard files as the job has
-  workers, which the command counts before it starts torchrun.
+  workers, which the command counts before it starts torchrun;
+* ``ulimit -l`` answers ``unlimited``, as the Trainium nodes' containerd gives it (this
+  machine's limit cannot be raised; test_resume.py runs the check against the real one).
 
 On one machine both agents see a loopback address and either may host the c10d store (torch
 falls back to a client when the port is taken); on the cluster only the first pod's name is
@@ -36,6 +38,7 @@ from typing import Any
 import pytest
 
 from ml_platform.training.jobs import BERT_DATA_DIR, BERT_SCRIPT
+from tests.e2e.training.test_resume import UNLIMITED_MEMLOCK
 
 NPROC = 2
 TIMEOUT_S = 120  # per phase: a run costs ~20 s of CPU (6 torch imports); slower when loaded
@@ -113,7 +116,9 @@ def local_nodes(job: dict[str, Any], *, script: Path, port: int, data_dir: Path)
         assert line.count(BERT_DATA_DIR) == 3, line  # shard count, its message, --data_dir
         line = line.replace(BERT_DATA_DIR, str(data_dir))
         env = {e["name"]: e["value"] for e in container.get("env", [])}
-        nodes.append(Node(command=["bash", "-c", line], env={**env, **resolved}))
+        nodes.append(
+            Node(command=["bash", "-c", line], env={**env, **resolved, **UNLIMITED_MEMLOCK})
+        )
     return nodes
 
 

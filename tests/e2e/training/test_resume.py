@@ -1,6 +1,12 @@
-"""What the emitted training command does before torchrun, run with bash on CPU: the resume
-check (no checkpoint starts fresh; a checkpoint resumes with the script's --resume_ckpt) and
-the Neuron root communicator on the first pod's name and the reserved port."""
+"""What the emitted training command does before torchrun, run with bash on CPU: the
+locked-memory check, the resume check (no checkpoint starts fresh; a checkpoint resumes with
+the script's --resume_ckpt) and the Neuron root communicator on the first pod's name and the
+reserved port.
+
+This machine's locked-memory limit is not unlimited (and cannot be raised here), as on a node
+whose containerd kept its default. A Trainium node of the platform gives ``unlimited`` (its
+launch template's user data); :data:`UNLIMITED_MEMLOCK` stands in for that, as a bash function
+that shadows the ``ulimit`` builtin (bash imports exported functions from its environment)."""
 
 from __future__ import annotations
 
@@ -18,11 +24,14 @@ from ml_platform.training.component import BOOTSTRAP_PORT
 from ml_platform.training.jobs import BERT_DATA_DIR, BERT_OUTPUT_DIR
 
 FIRST_POD = "bert-pretrain-worker-0-0.bert-pretrain"
+UNLIMITED_MEMLOCK = {"BASH_FUNC_ulimit%%": "() { echo unlimited; }"}
 
 
-def _run(line: str, tmp_path: Path, env: dict[str, str]) -> dict:
+def _run(line: str, tmp_path: Path, env: dict[str, str], *, node_memlock: bool = True) -> dict:
     """Run ``line`` with bash, ``python3`` on PATH being a stand-in that records its argv,
-    environment and parent process, so what torchrun would have received is visible."""
+    environment and parent process, so what torchrun would have received is visible.
+    ``node_memlock``: ``ulimit -l`` answers ``unlimited`` as on a Trainium node of the
+    platform; False: this machine's real limit."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
     record = tmp_path / "launched.json"
@@ -36,7 +45,11 @@ def _run(line: str, tmp_path: Path, env: dict[str, str]) -> dict:
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     proc = subprocess.run(
         ["bash", "-c", line],
-        env={"PATH": f"{bin_dir}:/usr/bin:/bin", **env},
+        env={
+            "PATH": f"{bin_dir}:/usr/bin:/bin",
+            **(UNLIMITED_MEMLOCK if node_memlock else {}),
+            **env,
+        },
         capture_output=True,
         text=True,
         timeout=30,
@@ -150,4 +163,26 @@ def test_too_few_shards_fail_the_pod_at_once_with_a_clear_message(volcano_jobs, 
             "this job: the training script needs at least one shard per worker" in result["stderr"]
         )
     launched = _run(_pretrain_line(volcano_jobs, 0, out, shards=64), tmp_path, {})
+    assert launched["argv"][:2] == ["-m", "torch.distributed.run"]
+
+
+def test_a_limited_locked_memory_stops_the_pod_at_once_with_a_clear_message(volcano_jobs, tmp_path):
+    """Observed: this machine's real ``ulimit -l`` (a number of KiB, as under containerd's
+    default) stops every training command before torchrun, naming the limit and the fix."""
+    limit = subprocess.run(
+        ["bash", "-c", "ulimit -l"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert limit != "unlimited", "this check needs a limited machine; run it unprivileged"
+    out = tmp_path / "output"
+    out.mkdir()
+    for job in ("bert-pretrain", "bert-precompile"):
+        result = _run(_pretrain_line(volcano_jobs, 0, out, job=job), tmp_path, {},
+                      node_memlock=False)  # fmt: skip
+        assert result["code"] == 1 and "argv" not in result  # the launcher never started
+        assert (
+            f"ERROR: the locked-memory limit of this container (ulimit -l) is {limit} KiB, "
+            "not unlimited: EFA pins memory" in result["stderr"]
+        )
+        assert "LimitMEMLOCK=infinity" in result["stderr"]
+    launched = _run(_pretrain_line(volcano_jobs, 0, out), tmp_path, {})
     assert launched["argv"][:2] == ["-m", "torch.distributed.run"]

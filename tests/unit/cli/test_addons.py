@@ -55,6 +55,10 @@ def _eks_offers() -> dict[str, tuple[list[str], str]]:
         ),
         "aws-fsx-csi-driver": (["v1.8.0-eksbuild.2", "v1.10.0-eksbuild.1"], "v1.8.0-eksbuild.2"),
         "coredns": ([PINS["coredns"], "v1.14.4-eksbuild.1"], PINS["coredns"]),
+        "eks-node-monitoring-agent": (
+            [PINS["eks-node-monitoring-agent"]],
+            PINS["eks-node-monitoring-agent"],
+        ),
         "eks-pod-identity-agent": (
             [PINS["eks-pod-identity-agent"]],
             PINS["eks-pod-identity-agent"],

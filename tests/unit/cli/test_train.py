@@ -198,3 +198,20 @@ def test_unknown_job(project, mlp):
         "'bert-large': not a training job of the platform; expected one of "
         "['bert-precompile', 'bert-pretrain']" in result.err
     )
+
+
+def test_another_namespace_is_refused_naming_it(fake_cluster, project, mlp):
+    """The jobs need fsx-claim, which only the training namespace holds; the cluster refuses
+    them elsewhere too (tests/unit/k8s_charts/test_training_namespace.py)."""
+    for command in ("submit", "rerun", "status"):
+        result = mlp(
+            "--cdk-json", project, "train", command, "bert-pretrain", "--namespace", "research"
+        )
+        assert result.code == 1
+        assert (
+            "--namespace research: the training jobs run only in namespace training "
+            "(training.namespace), which holds the fsx-claim volume" in result.err
+        )
+    assert fake_cluster.objects == {}
+    ok = mlp("--cdk-json", project, "train", "submit", "bert-pretrain", "--namespace", "training")
+    assert ok.code == 0, ok.err

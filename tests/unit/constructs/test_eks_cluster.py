@@ -23,6 +23,7 @@ ADDONS = {
     "eks-pod-identity-agent",
     "aws-fsx-csi-driver",
     "amazon-cloudwatch-observability",
+    "eks-node-monitoring-agent",
 }
 
 
@@ -230,6 +231,8 @@ def test_addons_are_pinned_for_the_kubernetes_version(synth: SynthesizedPlatform
     # No AWS source confirms a build of these two: EKS picks its default version.
     assert found["aws-fsx-csi-driver"] is None
     assert found["amazon-cloudwatch-observability"] is None
+    # The node monitoring agent's build of release v1.7.0 (its chart's image tag).
+    assert found["eks-node-monitoring-agent"] == "v1.7.0-eksbuild.1"
 
 
 def test_unconfirmed_addons_can_be_pinned_by_setting() -> None:

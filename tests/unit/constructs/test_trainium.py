@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import email
+import email.message
 import json
+import shutil
+import subprocess
 
 import aws_cdk as cdk
 import pytest
@@ -10,6 +14,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 
 from ml_platform.app import new_app
+from ml_platform.constructs._user_data import MEMLOCK_DROP_IN, MEMLOCK_SCRIPT, MIME_BOUNDARY
 from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
 from tests.support import SynthesizedPlatform
 
@@ -88,14 +93,9 @@ def test_one_efa_interface_per_network_card(
     efa_group, clients = primary["Groups"]
     assert _is_training_sg(efa_group) and _is_lustre_clients(clients)
     assert all(i["Groups"] == [efa_group] for i in efa_only)
-    # Groups sit on the interfaces only; EKS must be free to pick AMI, profile and subnet.
-    for absent in (
-        "SecurityGroupIds",
-        "SecurityGroups",
-        "IamInstanceProfile",
-        "ImageId",
-        "UserData",
-    ):
+    # Groups sit on the interfaces only; EKS must be free to pick AMI, profile and subnet (and
+    # writes the bootstrap: the template's user data is only a MIME part it merges, below).
+    for absent in ("SecurityGroupIds", "SecurityGroups", "IamInstanceProfile", "ImageId"):
         assert absent not in lt
 
 
@@ -138,9 +138,15 @@ def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
     assert root["Ebs"] == {
         "VolumeSize": synth.platform.settings.trainium.root_volume_gib,
         "VolumeType": "gp3",
+        # a new node unpacks the multi-GB training image here: not gp3's 3000 / 125 MiB/s
+        "Iops": 16000,
+        "Throughput": 1000,
         "Encrypted": True,
         "DeleteOnTermination": True,
     }
+    # gp3 (EBS User Guide, "General Purpose SSD volumes"): at most 16000 IOPS and 1000 MiB/s
+    # in every region, and at most 0.25 MiB/s per provisioned IOPS.
+    assert root["Ebs"]["Throughput"] <= root["Ebs"]["Iops"] / 4
     resources = synth.template_json(TRAINIUM_STACK)["Resources"]
     (pg_id,) = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::PlacementGroup"]
     assert resources[pg_id]["Properties"]["Strategy"] == "cluster"
@@ -670,3 +676,120 @@ def test_node_ssm_access_off_reaches_every_node_group(trn1n: SynthesizedPlatform
             assert _policy_names(resources[role_id]) == NODE_POLICIES - {
                 "AmazonSSMManagedInstanceCore"
             }, short
+
+
+# --- locked memory: the launch template's user data -----------------------------------------
+
+
+def _user_data_parts(synth: SynthesizedPlatform) -> list[email.message.Message]:
+    """The MIME parts of the Trainium launch template's user data, parsed by the standard
+    library's MIME parser (as cloud-init parses it)."""
+    lt = _trainium_template(synth)
+    document = email.message_from_string(lt["UserData"]["Fn::Base64"])
+    assert document.get_content_type() == "multipart/mixed"
+    assert document.get_boundary() == MIME_BOUNDARY
+    return [part for part in document.walk() if not part.is_multipart()]
+
+
+def test_user_data_is_one_shell_script_part_that_eks_can_merge(synth: SynthesizedPlatform) -> None:
+    """EKS merges a launch template's user data with its nodeadm NodeConfig only when it is
+    MIME multi-part (EKS user guide, launch templates); a shell-script part runs in
+    cloud-final, before nodeadm-run starts containerd (amazon-eks-ami systemd units)."""
+    (part,) = _user_data_parts(synth)
+    assert part.get_content_type() == "text/x-shellscript"
+    assert part.get_payload() == MEMLOCK_SCRIPT
+
+
+def test_user_data_script_raises_containerds_memlock_then_reloads_and_restarts(
+    synth: SynthesizedPlatform, tmp_path
+) -> None:
+    """Observed: the script, run with bash, writes a drop-in that systemd's own parser
+    (``systemd-analyze verify``) reads without complaint, then reloads systemd and restarts a
+    running containerd, in that order. Changed from the node only: /etc/systemd/system is a
+    folder of the test, and ``systemctl`` a stand-in that records its arguments."""
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.skip("systemd-analyze (systemd) checks the drop-in")
+    (part,) = _user_data_parts(synth)
+    units = tmp_path / "system"
+    script = part.get_payload().replace("/etc/systemd/system", str(units))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    (bin_dir / "systemctl").write_text(f'#!/bin/sh\necho "$*" >> {calls}\n')
+    (bin_dir / "systemctl").chmod(0o755)
+    run = subprocess.run(
+        ["bash", "-c", script],
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert run.returncode == 0, run.stderr
+    assert calls.read_text().splitlines() == ["daemon-reload", "try-restart containerd.service"]
+    drop_in = units / "containerd.service.d" / MEMLOCK_DROP_IN.rsplit("/", 1)[1]
+    assert drop_in.read_text() == "[Service]\nLimitMEMLOCK=infinity\n"
+    # systemd's parser on containerd.service with the drop-in (a stand-in unit file: the
+    # AMI's own has no LimitMEMLOCK, and AL2023's 00-runtime-slice.conf only a Slice).
+    (units / "containerd.service").write_text("[Service]\nExecStart=/usr/bin/containerd\n")
+    verify = subprocess.run(
+        [analyze, "verify", str(units / "containerd.service")],
+        env={"SYSTEMD_UNIT_PATH": f"{units}:", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "LimitMEMLOCK" not in verify.stderr and "drop-in" not in verify.stderr, verify.stderr
+    # ... which does flag a limit it cannot parse, so the check above means something.
+    drop_in.write_text("[Service]\nLimitMEMLOCK=infinty\n")
+    bad = subprocess.run(
+        [analyze, "verify", str(units / "containerd.service")],
+        env={"SYSTEMD_UNIT_PATH": f"{units}:", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Failed to parse resource value" in bad.stderr
+
+
+# --- updates and repairs ---------------------------------------------------------------------
+
+
+def test_node_groups_never_force_an_update_and_repair_themselves(
+    synth: SynthesizedPlatform,
+) -> None:
+    """aws-cdk's default ForceUpdateEnabled (true) terminates nodes a disruption budget
+    protects on any template or AMI change: both Trainium nodes of a running job. Every group
+    has EKS node auto repair on; the accelerator groups never force an update."""
+    groups = {
+        stack: r["Properties"]
+        for stack in (TRAINIUM_STACK, GPU_STACK, "TrainingCluster")
+        for r in synth.template_json(stack)["Resources"].values()
+        if r["Type"] == "AWS::EKS::Nodegroup"
+    }
+    assert set(groups) == {TRAINIUM_STACK, GPU_STACK, "TrainingCluster"}
+    for stack, group in groups.items():
+        assert group["NodeRepairConfig"] == {"Enabled": True}, stack
+    for stack in (TRAINIUM_STACK, GPU_STACK):
+        assert groups[stack]["ForceUpdateEnabled"] is False, stack
+
+
+def test_trainium_node_group_pins_the_neuron_ami_release(synth: SynthesizedPlatform) -> None:
+    group = _trainium_node_group(synth)
+    assert group["ReleaseVersion"] == "1.35.6-20260625"  # NEURON_STACKS, Kubernetes 1.35
+
+
+def test_release_version_prop_is_validated() -> None:
+    app = new_app()
+    stack = cdk.Stack(app, "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c", vpc=vpc)
+    with pytest.raises(ValueError, match=r"release_version='latest': expected an EKS AMI"):
+        TrainiumNodeGroup(
+            stack,
+            "Trn",
+            cluster=cluster,
+            subnet=vpc.private_subnets[0],
+            security_group=ec2.SecurityGroup(stack, "Sg", vpc=vpc),
+            release_version="latest",
+        )

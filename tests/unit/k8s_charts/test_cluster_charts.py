@@ -69,6 +69,7 @@ def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
             "NeuronPlugin",
             "EfaPlugin",
             "VolcanoQueue",
+            "TrainingNamespacePolicy",
             "TrainingNetworkPolicies",
             "SystemNetworkPolicies",
         }
@@ -111,7 +112,8 @@ def test_every_object_validates_against_kubernetes_1_35(copies) -> None:
             checked += 1
     # 8 + the training namespace's 5 NetworkPolicies + the Neuron plugin's 2 admission
     # policies and bindings + the system namespaces' 3 allow-all policies and 2 namespaces
-    assert checked == 22
+    # + the training-namespace admission policy and its binding
+    assert checked == 24
 
 
 def test_validation_catches_a_broken_object(copies) -> None:
@@ -235,7 +237,7 @@ def test_neuron_plugin(deployed) -> None:
     paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
     assert paths == {
         "device-plugin": "/var/lib/kubelet/device-plugins",
-        "infa-map": "/run/infa-map.json",  # not all of /run: test_neuron_policy.py beside this file
+        # nothing of /run: test_neuron_policy.py beside this file
         "aws-config": "/opt/aws",
     }
     (container,) = pod["containers"]
@@ -244,7 +246,6 @@ def test_neuron_plugin(deployed) -> None:
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
     assert mounts == {
         "/var/lib/kubelet/device-plugins": False,
-        "/run/infa-map.json": True,
         "/opt/aws": True,
     }
     env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}

@@ -1,5 +1,5 @@
-"""The Neuron device plugin's narrowing: only /run/infa-map.json of the host's /run, read-only,
-and a ValidatingAdmissionPolicy whose CEL rules are evaluated here (cel-python, a CEL
+"""The Neuron device plugin's narrowing: nothing of the host's /run, no hostPath the kubelet could
+refuse, and a ValidatingAdmissionPolicy whose CEL rules are evaluated here (cel-python, a CEL
 implementation) against the requests the API server would give them: the plugin may change
 annotations of pods on its own node, nothing else."""
 
@@ -41,14 +41,33 @@ def _kind(objects, kind, name=POLICY_NAME) -> dict:
     return obj
 
 
-def test_only_the_device_map_of_run_is_mounted_read_only(objects) -> None:
+# What the AL2023 Neuron AMI has on the host, from its build (taken from the source, not
+# observed): the driver and tools under /opt/aws (awslabs/amazon-eks-ami
+# templates/al2023/provisioners/install-neuron-driver.sh) and the kubelet's plugin folder; not
+# the runtime package that writes /run/infa-map.json.
+AMI_HOST_PATHS = {"/var/lib/kubelet/device-plugins", "/opt/aws"}
+
+
+def test_no_host_path_can_keep_the_plugin_from_starting(objects) -> None:
+    """The kubelet checks a hostPath only when it has a ``type``, and refuses the pod when the
+    check fails (Kubernetes docs, "hostPath volume types"): with no type on any volume, and
+    every path one the AMI has, nothing missing on the node can block the plugin. The old
+    ``/run/infa-map.json`` of ``type: File`` was such a path."""
     pod = _kind(objects, "DaemonSet")["spec"]["template"]["spec"]
     volumes = {v["name"]: v["hostPath"] for v in pod["volumes"]}
-    assert volumes["infa-map"] == {"path": INFA_MAP, "type": "File"}
-    assert all(v["path"] != "/run" for v in volumes.values())
+    assert [v for v in volumes.values() if "type" in v] == []
+    assert {v["path"] for v in volumes.values()} <= AMI_HOST_PATHS
+    assert INFA_MAP not in {v["path"] for v in volumes.values()}
+
+
+def test_nothing_of_the_hosts_run_is_mounted(objects) -> None:
+    """Not /run (the containerd and D-Bus sockets), as the upstream chart mounts it."""
+    pod = _kind(objects, "DaemonSet")["spec"]["template"]["spec"]
+    paths = [v["hostPath"]["path"] for v in pod["volumes"]]
+    assert [p for p in paths if p == "/run" or p.startswith("/run/")] == []
     (container,) = pod["containers"]
     mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
-    assert mounts == {"/var/lib/kubelet/device-plugins": False, INFA_MAP: True, "/opt/aws": True}
+    assert mounts == {"/var/lib/kubelet/device-plugins": False, "/opt/aws": True}
 
 
 def test_policy_and_binding_validate_for_every_supported_version(objects) -> None:

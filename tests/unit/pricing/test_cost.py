@@ -45,6 +45,24 @@ def stacks(synth):
     return read_assembly(synth.outdir)
 
 
+@pytest.fixture(scope="module")
+def lustre_125(synth, tmp_path_factory):
+    """The default cloud assembly's JSON (manifest and templates, not the assets) with the
+    file system at 125 MB/s/TiB, the one Lustre tier the shipped table prices (us-east-1, a
+    third-party figure): the default is 250 since 2026-12, which the table has no source for."""
+    out = tmp_path_factory.mktemp("cdk.out.lustre125")
+    for path in synth.outdir.glob("*.json"):
+        text = path.read_text()
+        if path.name.endswith(".template.json"):
+            template = json.loads(text)
+            for resource in template.get("Resources", {}).values():
+                if resource["Type"] == "AWS::FSx::FileSystem":
+                    resource["Properties"]["LustreConfiguration"]["PerUnitStorageThroughput"] = 125
+            text = json.dumps(template)
+        (out / path.name).write_text(text)
+    return out
+
+
 def _estimate(stacks, region, table=SHIPPED):
     return [estimate_template(s.template, stack=s.name, region=region, table=table) for s in stacks]
 
@@ -141,13 +159,15 @@ def test_default_templates_in_us_east_1(stacks):
     (cluster,) = _item(estimates, "AWS::EKS::Cluster")
     assert cluster.hourly == pytest.approx(0.10)
     (fsx,) = _item(estimates, "AWS::FSx::FileSystem")
-    assert fsx.monthly == pytest.approx(1200 * 0.145)
+    # The default tier is 250 MB/s/TiB (the per-node figure); the shipped table has a
+    # (third-party) us-east-1 price for 125 only: reported missing, not guessed.
+    assert fsx.monthly is None and "250 MB/s/TiB in us-east-1" in fsx.reason
     (nat,) = _item(estimates, "AWS::EC2::NatGateway")
     assert nat.hourly == pytest.approx(0.045)
     (gateway_endpoint,) = _item(estimates, "AWS::EC2::VPCEndpoint")
     assert gateway_endpoint.category == FREE
     # Every priced line names where its price came from and when.
-    for item in (trn, gpu, cluster, fsx, nat):
+    for item in (trn, gpu, cluster, nat):
         assert item.prices and all(p.source.startswith("https://") and p.taken for p in item.prices)
 
 
@@ -177,6 +197,10 @@ def test_a_missing_price_is_reported_missing_and_left_out_of_the_total(stacks):
     assert endpoint.endpoint["variants"][0]["multi_model"] is True
 
 
+TRN_EBS_MONTHLY = 2 * (500 * 0.08 + (16000 - 3000) * 0.005 + (1000 - 125) * 0.04)
+"""The two Trainium root volumes a month: storage, IOPS and throughput above gp3's baseline."""
+
+
 def _ebs_items(estimates):
     return {
         (i.stack, i.logical_id): i
@@ -191,20 +215,24 @@ def test_node_group_root_volumes_are_priced_per_node_at_desired_and_maximum(stac
     volumes = _ebs_items(estimates)
     gp3 = SHIPPED.get(region, "ebs-gp3", "storage").usd
     assert gp3 == 0.08
-    # 2 x 500 GiB Trainium, 2 x 50 GiB system, 1 x 100 GiB GPU.
-    assert sorted(round(i.monthly / gp3) for i in volumes.values()) == [100, 100, 1000]
+    # 2 x 500 GiB Trainium (with 16000 IOPS and 1000 MiB/s: 13000 IOPS x $0.005 and
+    # 875 MiB/s x $0.04 above gp3's baseline, $100 a node, = 1250 GiB-months at $0.08),
+    # 2 x 50 GiB system, 1 x 100 GiB GPU.
+    assert sorted(round(i.monthly / gp3) for i in volumes.values()) == [100, 100, 3500]
     trn = next(i for i in volumes.values() if i.training)
-    assert trn.description == "EBS 500 GiB gp3 per node x 2 (max 2)"
-    assert trn.monthly == pytest.approx(2 * 500 * 0.08) and trn.hourly == pytest.approx(80 / 730)
+    assert trn.description.startswith("EBS 500 GiB gp3")
+    assert trn.monthly == pytest.approx(TRN_EBS_MONTHLY) and trn.hourly == pytest.approx(
+        TRN_EBS_MONTHLY / 730
+    )
     gpu = next(i for i in volumes.values() if i.description.startswith("EBS 100 GiB"))
     assert gpu.description == "EBS 100 GiB gp3 per node x 1 (max 1)"
     assert gpu.monthly == pytest.approx(8.0) and gpu.ceiling_monthly is None
-    assert sum(i.monthly for i in volumes.values()) == pytest.approx(96.0)
+    assert sum(i.monthly for i in volumes.values()) == pytest.approx(16.0 + TRN_EBS_MONTHLY)
     assert all(i.status == OK and i.prices for i in volumes.values())
     # A training run pays for its nodes' volumes too.
     from ml_platform.pricing import training_hourly
 
-    assert training_hourly(estimates)[0] == pytest.approx(43.0 + 80 / 730)
+    assert training_hourly(estimates)[0] == pytest.approx(43.0 + TRN_EBS_MONTHLY / 730)
 
 
 def _launch_template_group(ebs, **nodegroup):
@@ -751,9 +779,10 @@ def test_report_compares_each_multi_model_endpoint_and_prices_a_training_run(sta
         comparison["price"]["source"]
         == SHIPPED.get("us-east-1", SAGEMAKER_HOSTING, "ml.g4dn.4xlarge").source
     )
-    # Two trn1.32xlarge at $21.50/h plus their 2 x 500 GiB gp3 root volumes ($80/month).
-    assert report["training"]["hourly_usd"] == pytest.approx(43.0 + 80 / 730, abs=1e-4)
-    assert report["training"]["run_usd"] == pytest.approx(10 * (43.0 + 80 / 730), abs=0.01)
+    # Two trn1.32xlarge at $21.50/h plus their 2 x 500 GiB gp3 root volumes.
+    hourly = 43.0 + TRN_EBS_MONTHLY / 730
+    assert report["training"]["hourly_usd"] == pytest.approx(hourly, abs=1e-4)
+    assert report["training"]["run_usd"] == pytest.approx(10 * hourly, abs=0.01)
     unknown = build_report(stacks, SHIPPED, region="us-east-1", archives={}, training_hours=None)
     assert (
         unknown["multi_model"] == [] and "archive count unknown" in unknown["multi_model_notes"][0]
@@ -788,10 +817,14 @@ def test_cli_json(synth, capsys):
     )
     report = json.loads(capsys.readouterr().out)
     assert {s["region"] for s in report["stacks"]} == {"us-east-1"}
-    assert report["training"]["run_usd"] == pytest.approx(2 * (43.0 + 80 / 730), abs=0.01)
+    assert report["training"]["run_usd"] == pytest.approx(
+        2 * (43.0 + TRN_EBS_MONTHLY / 730), abs=0.01
+    )
     assert report["unclassified_types"] == []
-    # us-east-1 has a shipped price for everything the default settings deploy.
-    assert report["total"]["complete"] is True and report["total"]["not_counted"] == []
+    # us-east-1 has a shipped price for everything the default settings deploy but the file
+    # system's 250 MB/s/TiB tier (test_cli_json_complete_with_the_priced_lustre_tier).
+    assert report["total"]["complete"] is False
+    assert [n for n in report["total"]["not_counted"] if "Lustre" not in str(n)] == []
     (endpoint,) = [
         r
         for s in report["stacks"]
@@ -811,8 +844,8 @@ def test_cli_json(synth, capsys):
     assert f"({synth.platform.settings.env.region})" in text and "MISSING" in text
 
 
-def test_cli_text_prints_the_source_design_comparison_in_us_east_1(synth, capsys):
-    assert main(["cost", "--cdk-out", str(synth.outdir), "--region", "us-east-1"]) == 0
+def test_cli_text_prints_the_source_design_comparison_in_us_east_1(lustre_125, capsys):
+    assert main(["cost", "--cdk-out", str(lustre_125), "--region", "us-east-1"]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
     assert (
@@ -1177,7 +1210,7 @@ def test_default_region_report_says_exactly_why_the_endpoint_and_lustre_are_not_
             and "mlp cost --refresh" in reason
         )
     assert "ml.g4dn.4xlarge in us-west-2" in missing["AWS::SageMaker::Endpoint"]
-    assert "125 MB/s/TiB in us-west-2" in missing["AWS::FSx::FileSystem"]
+    assert "250 MB/s/TiB in us-west-2" in missing["AWS::FSx::FileSystem"]
     # Every recorded gap is a real one: its region and service lack a price the settings allow.
     for (region, service), why in SHIPPED.gaps.items():
         assert why and any(
@@ -1186,15 +1219,16 @@ def test_default_region_report_says_exactly_why_the_endpoint_and_lustre_are_not_
         ), (region, service)
 
 
-def test_sources_are_marked_third_party_unless_aws_owned(stacks):
+def test_sources_are_marked_third_party_unless_aws_owned(lustre_125):
     from ml_platform.cli.cost import render_text
     from ml_platform.pricing.table import aws_owned
 
+    stacks = read_assembly(lustre_125)
     report = build_report(stacks, SHIPPED, region="us-east-1", archives={}, training_hours=None)
     marked = {s["source"]: s["third_party"] for s in report["sources"]}
     assert marked and all(flag == (not aws_owned(src)) for src, flag in marked.items())
     third = [src for src, flag in marked.items() if flag]
-    assert third  # the Lustre 125 and the EC2 catalogue figures
+    assert third  # the Lustre 125 figure
     text = render_text(report)
     for src in third:
         assert f"{src} (taken 2026-12-01) [third-party: replace with `mlp cost --refresh`]" in text

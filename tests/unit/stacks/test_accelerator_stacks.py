@@ -151,10 +151,16 @@ def test_capacity_block_defaults_min_nodes_to_zero() -> None:
 
 
 def _trainium_stack(trainium: dict):
+    from aws_cdk.assertions import Annotations, Match
+
+    stack = _built_trainium_stack(trainium)
+    return Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("BERT recipe"))
+
+
+def _built_trainium_stack(trainium: dict, kubernetes_version: str = "1.35"):
     import aws_cdk as cdk
     from aws_cdk import aws_ec2 as ec2
     from aws_cdk import aws_eks_v2 as eks
-    from aws_cdk.assertions import Annotations, Match
 
     from ml_platform.app import new_app
     from ml_platform.stacks.accelerators import TrainiumNodesStack
@@ -173,9 +179,10 @@ def _trainium_stack(trainium: dict):
         cluster=cluster,
         trainium_subnet=vpc.private_subnets[0],
         training_nodes=ec2.SecurityGroup(base, "Efa", vpc=vpc),
+        kubernetes_version=kubernetes_version,
         env=env,
     )
-    return Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("BERT recipe"))
+    return stack
 
 
 def test_a_node_count_the_bert_recipe_refuses_warns_at_synth() -> None:
@@ -187,3 +194,68 @@ def test_a_node_count_the_bert_recipe_refuses_warns_at_synth() -> None:
     assert "expected one of [1, 2, 4, 8, 16, 32]" in text
     assert "the BERT training manifests (make synth, dist/k8s) are refused" in text
     assert _trainium_stack({"nodes": 4, "max_nodes": 4, "min_nodes": 4}) == []
+
+
+# --- the Neuron node image, pinned with the training image -----------------------------------
+
+
+def _neuron_warnings(stack) -> list[str]:
+    from aws_cdk.assertions import Annotations, Match
+
+    found = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("neuronStackChangedApart")
+    )
+    return [w.entry.data for w in found]
+
+
+def _release_version(stack) -> str | None:
+    from aws_cdk.assertions import Template
+
+    (group,) = Template.from_stack(stack).find_resources("AWS::EKS::Nodegroup").values()
+    return group["Properties"].get("ReleaseVersion")
+
+
+@pytest.mark.parametrize(
+    ("kubernetes_version", "release"), [("1.35", "1.35.6-20260625"), ("1.34", "1.34.9-20260625")]
+)
+def test_trainium_nodes_get_the_ami_release_of_the_images_neuron_sdk(
+    kubernetes_version: str, release: str
+) -> None:
+    stack = _built_trainium_stack({}, kubernetes_version)
+    assert _release_version(stack) == release
+    assert _neuron_warnings(stack) == []
+
+
+def test_an_ami_release_changed_apart_from_the_image_warns_at_synth() -> None:
+    stack = _built_trainium_stack({"ami_release_version": "1.35.6-20260714"})
+    assert _release_version(stack) == "1.35.6-20260714"
+    (warning,) = _neuron_warnings(stack)
+    assert warning.startswith("trainium.ami_release_version = '1.35.6-20260714': the Neuron")
+    assert "(1.35.6-20260625, AMI release v20260625 with aws-neuronx-dkms 2.28.0.0" in warning
+    assert "Neuron SDK 2.30.0" in warning
+
+
+def test_latest_pins_no_ami_release_and_warns() -> None:
+    stack = _built_trainium_stack({"ami_release_version": "latest"})
+    assert _release_version(stack) is None
+    assert len(_neuron_warnings(stack)) == 1
+
+
+@pytest.mark.parametrize("value", ["1.35", "v20260625", "1.35.6-2026062", "newest"])
+def test_ami_release_version_setting_is_validated(value: str) -> None:
+    with pytest.raises(SettingsError, match=r"trainium\.ami_release_version"):
+        Settings.from_context({"trainium": {"ami_release_version": value}})
+
+
+def test_training_only_is_one_setting_away(tmp_path) -> None:
+    """features.training_only: the training cluster and the Trainium nodes, no SageMaker
+    endpoint, no GPU node group (docs/training.md, "Training only")."""
+    from tests.support import synthesize
+
+    only = synthesize(tmp_path / "cdk.out", {"features": {"training_only": True}}, nag=False)
+    names = sorted(s.stack_name.removeprefix("MlPlatform-") for s in only.platform.stacks)
+    assert names == ["Network", "Storage", "TrainingCluster", "TrainiumNodes"]
+    resources = only.template_json("TrainingCluster")["Resources"].values()
+    assert not [r for r in resources if r["Type"] == "AWS::SageMaker::Endpoint"]
+    groups = [r for r in resources if r["Type"] == "AWS::EKS::Nodegroup"]
+    assert [g["Properties"]["AmiType"] for g in groups] == ["AL2023_x86_64_STANDARD"]

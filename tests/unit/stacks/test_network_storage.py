@@ -216,7 +216,7 @@ def test_lustre_file_system(synth: SynthesizedPlatform) -> None:
                     "FileSystemTypeVersion": "2.15",
                     "StorageCapacity": 1200,
                     "LustreConfiguration": Match.object_like(
-                        {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 125}
+                        {"DeploymentType": "PERSISTENT_2", "PerUnitStorageThroughput": 250}
                     ),
                     "SubnetIds": [Match.object_like({"Fn::ImportValue": Match.any_value()})],
                 }
@@ -420,9 +420,35 @@ def _storage_warnings(overrides: dict, readers: int) -> list[str]:
     ]
 
 
+def _fsx_provider_schema() -> dict:
+    """AWS::FSx::FileSystem's CloudFormation provider schema as cfn-lint ships it."""
+    import os
+
+    import cfnlint
+
+    folder = os.path.join(os.path.dirname(cfnlint.__file__), "data", "schemas", "resources")
+    for name in os.listdir(folder):
+        with open(os.path.join(folder, name), encoding="utf-8") as f:
+            schema = json.load(f)
+        if isinstance(schema, dict) and schema.get("typeName") == "AWS::FSx::FileSystem":
+            return schema
+    raise AssertionError("cfn-lint ships no AWS::FSx::FileSystem schema")
+
+
+def test_the_default_throughput_meets_the_per_node_figure_and_updates_in_place() -> None:
+    """Observed: the default settings' file system (1200 GiB at 250 MB/s/TiB, 293 MB/s) meets
+    117 MB/s for each of the default 2 nodes, so no warning. From the provider schema: neither
+    its throughput nor its capacity is create-only, so raising the default on a deployed
+    file system updates it in place instead of replacing it (and its data)."""
+    assert _storage_warnings({}, 2) == []
+    create_only = _fsx_provider_schema()["createOnlyProperties"]
+    assert not [p for p in create_only if "LustreConfiguration" in p or "StorageCapacity" in p]
+    assert "/properties/FileSystemType" in create_only  # the schema is the one that says so
+
+
 def test_lustre_throughput_below_the_samples_per_node_figure_warns() -> None:
     """1200 GiB at 125 MB/s/TiB is 146 MB/s; the Neuron sample gives each node 117 MB/s."""
-    (text,) = _storage_warnings({}, 2)
+    (text,) = _storage_warnings({"storage": {"fsx_throughput_per_tib": 125}}, 2)
     assert text.startswith(
         "FSx for Lustre gives 146 MB/s (storage.fsx_storage_gib = 1200 at "
         "storage.fsx_throughput_per_tib = 125 MB/s/TiB) for 2 Trainium nodes"

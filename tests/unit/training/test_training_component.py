@@ -13,7 +13,7 @@ from torchx.specs.finder import get_component
 from torchx.specs.overlays import get_overlay
 
 import ml_platform.training.component as component_module
-from ml_platform.training.component import trainium_ddp
+from ml_platform.training.component import MEMLOCK_CHECK, trainium_ddp
 
 COMPONENT_FILE = str(Path(component_module.__file__))
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/ml-platform/training:v1"
@@ -21,13 +21,15 @@ IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/ml-platform/training:v1"
 
 def command(role) -> list[str]:
     """The launcher's command line as bash will split it: the ``exec`` statement that ends
-    ``bash -c <line>``, after the NEURON_RT_ROOT_COMM_ID export (and the resume check)."""
+    ``bash -c <line>``, after the locked-memory check, the NEURON_RT_ROOT_COMM_ID export (and
+    the resume check)."""
     assert role.entrypoint == "bash" and role.args[0] == "-c" and len(role.args) == 2
-    *prologue, launch = role.args[1].split("; ")
-    assert prologue[0] == "export NEURON_RT_ROOT_COMM_ID=$${VC_WORKER_0_HOSTS:-localhost}:48620"
-    argv = shlex.split(launch)
-    assert argv[0] == "exec"
-    return argv[1:]
+    prologue, launch = role.args[1].rsplit("; exec ", 1)
+    assert prologue.startswith(MEMLOCK_CHECK + "; ")
+    assert prologue.removeprefix(MEMLOCK_CHECK + "; ").split("; ")[0] == (
+        "export NEURON_RT_ROOT_COMM_ID=$${VC_WORKER_0_HOSTS:-localhost}:48620"
+    )
+    return shlex.split(launch)
 
 
 def test_passes_torchx_component_linter():

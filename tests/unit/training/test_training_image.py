@@ -173,6 +173,25 @@ def _lock_entries() -> dict[str, tuple[str, list[str]]]:
     return entries
 
 
+def test_sample_requirements_are_exactly_the_samples_file():
+    """The table is the sample's own requirements.txt (its text, whose sha256 the build checks
+    when it fetches the file): the lock must not install another version than the sample's,
+    or the sample's own unhashed install changes it again (requests was 2.32.2 here, 2.31.0
+    in the file)."""
+    import hashlib
+
+    text = images.SAMPLE_REQUIREMENTS_TXT
+    assert (
+        hashlib.sha256(text.encode()).hexdigest() == images.NEURON_SAMPLES_FILES["requirements.txt"]
+    )
+    parsed = {}
+    for line in text.splitlines():
+        name, _, version = line.partition("==")
+        parsed[name] = version or None
+    assert parsed == images.SAMPLE_REQUIREMENTS
+    assert parsed["requests"] == "2.31.0"
+
+
 def test_sample_lock_pins_and_hashes_every_sample_requirement():
     """Each entry of the sample's requirements.txt has one exact pin (the sample's own where it
     has one; PEP 440 `==2.14` is 2.14.0) and sha256 hashes; nothing else is in the lock."""

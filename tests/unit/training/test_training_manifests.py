@@ -22,7 +22,7 @@ from torchx.schedulers import kubernetes_scheduler
 from ml_platform.config import Settings, SettingsError
 from ml_platform.k8s_charts import workloads
 from ml_platform.training import jobs
-from ml_platform.training.component import trainium_ddp
+from ml_platform.training.component import MEMLOCK_CHECK, trainium_ddp
 
 K8S_VERSION = "1.35.0"
 VOLCANO = "batch.volcano.sh/v1alpha1"
@@ -143,7 +143,9 @@ def argv_of(c: dict[str, Any]) -> list[str]:
     ``bash -c <line>``, without the resume arguments (see test_resume.py)."""
     assert c["command"][:2] == ["bash", "-c"] and len(c["command"]) == 3 and "args" not in c
     *prologue, launch = c["command"][2].split("; exec ")
-    assert prologue[0].split("; ")[0] == ROOT_COMM_EXPORT
+    memlock_check = MEMLOCK_CHECK.replace("$$", "$")  # as TorchX renders its `$$` escapes
+    assert prologue[0].startswith(memlock_check + "; ")
+    assert prologue[0].removeprefix(memlock_check + "; ").split("; ")[0] == ROOT_COMM_EXPORT
     argv = shlex.split(launch)
     return argv[:-1] if argv[-1] == RESUME_ARGS else argv
 
