@@ -269,7 +269,7 @@ def mirror_plan(
 ) -> tuple[list[tuple[str, str]], list[str]]:
     """(image, digest) of every image of ``registries`` the platform pulls, and one problem
     per such image without a known digest."""
-    from ml_platform.cli.images import platform_images
+    from ml_platform.pulled_images import platform_images
 
     policy = settings.image_policy
     plan, problems = [], []
