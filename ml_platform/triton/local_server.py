@@ -169,7 +169,9 @@ def find_server_env(env_dir: str | Path) -> ServerEnv:
             f"the bundled tritonserver is a Linux x86_64 binary; this is {sys.platform} "
             f"{platform.machine()}"
         )
-    folder = Path(env_dir)
+    # Resolved: the confined server sees only the folders bound into its root, and a venv
+    # reached through a link (a clone's .venv-triton -> elsewhere) is bound at its real path.
+    folder = Path(env_dir).resolve()
     python = folder / "bin" / "python"
     if not python.exists():
         raise LocalServerError(
