@@ -1,5 +1,5 @@
-"""Every command block of the README and docs/ is either run by a test exactly as shown or
-says why it cannot run here (tests/helpers/doc_blocks.py describes the markers)."""
+"""Every command block of the README, docs/ and examples/ READMEs is either run by a test
+exactly as shown or says why it cannot run here (tests/helpers/doc_blocks.py: the markers)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Every relative link of the README and of docs/*.md resolves: the file or folder exists, and
-an ``#anchor`` names a heading of the target page as GitHub renders it."""
+"""Every relative link of the README, of docs/*.md and of the examples' READMEs resolves: the file
+or folder exists, and an ``#anchor`` names a heading of the target page as GitHub renders it."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def dead_links(page: Path, root: Path) -> list[str]:
     return dead
 
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [ROOT / "README.md", *DOCS, *sorted((ROOT / "examples").glob("**/README.md"))]
 
 
 def test_the_pages_are_there() -> None:
@@ -81,7 +82,7 @@ def test_the_readme_stays_a_guide() -> None:
 def test_the_readme_links_into_every_page_of_docs() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     linked = {m[1].partition("#")[0] for m in _LINK.finditer(_prose(readme))}
-    assert {p.relative_to(ROOT).as_posix() for p in PAGES[1:]} <= linked
+    assert {p.relative_to(ROOT).as_posix() for p in DOCS} <= linked
 
 
 # --- the checker itself -------------------------------------------------------------------

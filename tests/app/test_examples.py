@@ -20,6 +20,8 @@ from tests.support import ROOT, synth_collecting_nag
 
 EXAMPLES = ROOT / "examples"
 NAMES = ("trainium-node-group", "mme-existing-bucket", "fsx-node-security-group")
+#: Examples that are Python programs, not CDK apps; each is run by a test under tests/e2e/.
+PROGRAMS = {"serve-locally": "serve.py"}
 
 
 @dataclass
@@ -66,12 +68,18 @@ def example(request: pytest.FixtureRequest, examples: dict[str, Example]) -> Exa
     return examples[request.param]
 
 
-def test_every_example_is_a_cdk_app_folder() -> None:
+def test_every_example_is_a_cdk_app_folder_or_a_program() -> None:
     for name in NAMES:
         cdk_json = json.loads((EXAMPLES / name / "cdk.json").read_text())
         assert cdk_json["app"] == "python3 app.py"
         assert (EXAMPLES / name / "app.py").read_text().count("def build(app") == 1
-    assert sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()) == sorted(NAMES)
+    for name, program in PROGRAMS.items():
+        assert not (EXAMPLES / name / "cdk.json").exists()
+        assert (EXAMPLES / name / program).read_text().startswith('"""')
+        assert f"examples/{name}/{program}" in (EXAMPLES / name / "README.md").read_text()
+    assert sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir()) == sorted([*NAMES, *PROGRAMS])
+    listed = (EXAMPLES / "README.md").read_text()
+    assert all(f"`{n}/`" in listed or f"]({n}/README.md)" in listed for n in [*NAMES, *PROGRAMS])
 
 
 def test_example_synthesizes_offline_and_passes_cdk_nag(example: Example) -> None:

@@ -1,4 +1,4 @@
-"""The command blocks of the README and docs/, as the tests run them.
+"""The command blocks of the README, docs/ and examples/ READMEs, as the tests run them.
 
 Every fenced ``bash``, ``console`` or ``python`` block of the pages carries a marker on the
 line above it (an HTML comment, invisible on GitHub):
@@ -19,7 +19,12 @@ from pathlib import Path
 
 from tests.support import ROOT
 
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "examples" / "README.md"]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "examples" / "README.md",
+    *sorted((ROOT / "examples").glob("*/README.md")),
+]
 LANGUAGES = ("bash", "console", "python")
 
 # A fence may be indented up to three spaces (inside a list item); it closes at the same indent.
