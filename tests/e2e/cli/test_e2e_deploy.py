@@ -242,23 +242,14 @@ def test_deploy_upload_status_invoke(cdk_cli, moto_server, archives, tmp_path):
     assert invoked["embeddings"][0]["dimension"] == 384
     assert invoked["embeddings"][0]["norm"] == pytest.approx(1.0, abs=1e-5)
 
-    # The settings the block deployed with: its own SETTINGS line, run again and printed.
-    settings_lines = block.text.split("# bootstrap")[0] + 'printf %s "$SETTINGS"'
-    settings = json.loads(
-        _run(["bash", "-euo", "pipefail", "-c", settings_lines], env, project).stdout
-    )
-    _check_alarm_topic_and_redeploy(
-        cdk_cli, client, env, project, settings, outputs[f"{PREFIX}-Inference"], tmp_path
-    )
+    _check_alarm_topic_and_redeploy(cdk_cli, client, env, project, outputs[f"{PREFIX}-Inference"])
 
     total = time.monotonic() - started
     # Reported, not asserted: wall time on a shared 2-core machine says little about the code.
     print(f"e2e: bootstrap+deploy {deployed - started:.1f} s, total {total:.1f} s")
 
 
-def _check_alarm_topic_and_redeploy(
-    cdk_cli, client, env, project, settings, outputs, tmp_path
-) -> None:
+def _check_alarm_topic_and_redeploy(cdk_cli, client, env, project, outputs) -> None:
     """The alarms' topic deploys (encrypted); then the Inference stack's
     teardown and redeploy as docs/serving-sagemaker.md ("Endpoint logs") and the runbook's
     left-behind table describe them, with the default storage.removal_policy (retain): the
@@ -280,11 +271,13 @@ def _check_alarm_topic_and_redeploy(
         return [g["logGroupName"] for g in found]
 
     assert groups() == [group]
-    destroy = [cdk_cli, "destroy", inference, "--force", "--no-notices"]
+    # The cloud assembly the block's deploy synthesized (project/cdk.out, its settings): the
+    # commands below reuse it rather than run the app three more times.
+    assembly = ["--app", project / "cdk.out", "--no-notices"]
+    destroy = [cdk_cli, "destroy", inference, "--force", *assembly]
     deploy = [cdk_cli, "deploy", inference, "--require-approval", "never", "--method=direct"]
-    deploy += ["--no-notices", "--output", tmp_path / "cdk.out2", "--exclusively"]
-    deploy += ["-c", f"ml-platform={json.dumps(settings)}"]
-    _run([*destroy, "-c", f"ml-platform={json.dumps(settings)}"], env, project)
+    deploy += [*assembly, "--exclusively"]
+    _run(destroy, env, project)
     # AWS keeps the group (DeletionPolicy RetainExceptOnCreate, tests/app/test_stateful_ids.py);
     # moto deletes it whatever the policy, so it is put back as AWS leaves it.
     logs.create_log_group(logGroupName=group)
@@ -302,7 +295,7 @@ def _check_alarm_topic_and_redeploy(
         s for s in cloudformation.list_stacks()["StackSummaries"] if s["StackName"] == inference
     ]
     if any(s["StackStatus"] != "DELETE_COMPLETE" for s in left):
-        _run([*destroy, "-c", f"ml-platform={json.dumps(settings)}"], env, project)
+        _run(destroy, env, project)
     _run(deploy, env, project)
     assert groups() == [group]
     stack = client("cloudformation").describe_stacks(StackName=inference)["Stacks"][0]
