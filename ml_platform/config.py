@@ -812,39 +812,20 @@ class Settings(Section):
         # Only the entries set here: the digests `mlp images resolve` recorded may name images
         # of an earlier release.
         problems.extend(_unpulled_digest_problems(settings))
-        resolved = recorded_digests
-        if resolved is None and known_azs is not None:
-            resolved = known_azs.get(IMAGE_DIGESTS_KEY)
-        if resolved is not None:
-            found = validated(
-                dict[str, str],
-                resolved,
-                IMAGE_DIGESTS_KEY,
-                problems,
-                label=IMAGE_DIGESTS_KEY,
-                removed={},
-            )
+        # What `mlp images resolve` and `mlp images mirror` recorded beside the settings;
+        # the settings' own entries win.
+        for member, key, recorded in (
+            ("digests", IMAGE_DIGESTS_KEY, recorded_digests),
+            ("mirrors", IMAGE_MIRRORS_KEY, recorded_mirrors),
+        ):
+            if recorded is None and known_azs is not None:
+                recorded = known_azs.get(key)
+            if recorded is None:
+                continue
+            found = validated(dict[str, str], recorded, key, problems, label=key, removed={})
             if found is not INVALID:
-                images = dataclasses.replace(
-                    settings.images, digests={**found, **settings.images.digests}
-                )
-                settings = dataclasses.replace(settings, images=images)
-        mirrors = recorded_mirrors
-        if mirrors is None and known_azs is not None:
-            mirrors = known_azs.get(IMAGE_MIRRORS_KEY)
-        if mirrors is not None:
-            found_mirrors = validated(
-                dict[str, str],
-                mirrors,
-                IMAGE_MIRRORS_KEY,
-                problems,
-                label=IMAGE_MIRRORS_KEY,
-                removed={},
-            )
-            if found_mirrors is not INVALID:
-                images = dataclasses.replace(
-                    settings.images, mirrors={**found_mirrors, **settings.images.mirrors}
-                )
+                merged = {**found, **getattr(settings.images, member)}
+                images = dataclasses.replace(settings.images, **{member: merged})
                 settings = dataclasses.replace(settings, images=images)
         # Values of the wrong type were replaced by their defaults, so the value checks
         # below still run over everything else and report in the same error.

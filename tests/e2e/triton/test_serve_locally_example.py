@@ -16,10 +16,12 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 
-from ml_platform.triton.local_server import LocalServerError, can_make_namespace, find_server_env
-from tests.e2e.triton.test_try_locally import SERVER_ENV, _clone_like, _reference_embeddings
+from tests.e2e.triton.test_try_locally import (
+    _clone_like,
+    _reference_embeddings,
+    skip_without_local_server,
+)
 from tests.helpers.doc_blocks import doc_block
 from tests.support import ROOT
 
@@ -27,13 +29,7 @@ SENTENCES = ["A cat sits on the mat.", "A dog sleeps."]  # the program's own two
 
 
 def test_serve_locally_example_as_written(tmp_path: Path) -> None:
-    problem = can_make_namespace()
-    if problem:
-        pytest.skip(f"the local Triton server runs only in a private network namespace: {problem}")
-    try:
-        find_server_env(SERVER_ENV)
-    except LocalServerError as error:
-        pytest.skip(f"no local Triton server environment ({error}); `make triton-env` makes it")
+    skip_without_local_server()
     clone = _clone_like(tmp_path / "clone")
     (clone / "examples").symlink_to(ROOT / "examples")
     scratch = tmp_path / "tmp"  # the server's work folder (tempfile) goes here

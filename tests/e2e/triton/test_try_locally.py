@@ -65,7 +65,9 @@ def _reference_embeddings(texts: list[str]) -> np.ndarray:
     return normed
 
 
-def test_readme_try_it_locally_as_written(tmp_path: Path) -> None:
+def skip_without_local_server() -> None:
+    """Skip where the local server cannot run: no private network namespace, or no server
+    environment (`make triton-env`)."""
     problem = can_make_namespace()
     if problem:
         pytest.skip(f"the local Triton server runs only in a private network namespace: {problem}")
@@ -73,6 +75,10 @@ def test_readme_try_it_locally_as_written(tmp_path: Path) -> None:
         find_server_env(SERVER_ENV)
     except LocalServerError as error:
         pytest.skip(f"no local Triton server environment ({error}); `make triton-env` makes it")
+
+
+def test_readme_try_it_locally_as_written(tmp_path: Path) -> None:
+    skip_without_local_server()
     clone = _clone_like(tmp_path / "clone")
 
     built = _bash(doc_block("try-locally-build").text, clone)
