@@ -295,6 +295,10 @@ def request(
         connection.close()
 
 
+#: The longest Unix socket path Linux binds (``sun_path`` is 108 bytes with its NUL).
+MAX_SOCKET_PATH_BYTES = 107
+
+
 class LocalTriton:
     """One server process; start it with :meth:`start`, stop it with :meth:`stop` (by PID)."""
 
@@ -365,6 +369,14 @@ class LocalTriton:
         return list(dict.fromkeys(os.path.abspath(p) for p in paths))
 
     def start(self, timeout: float = START_TIMEOUT) -> None:
+        # Linux keeps a Unix socket's path in 108 bytes with its terminating NUL (unix(7),
+        # sun_path): a deeper work folder would fail later with "AF_UNIX path too long".
+        if len(os.fsencode(self.socket_path)) > MAX_SOCKET_PATH_BYTES:
+            raise LocalServerError(
+                f"work folder {self.workdir} is too deep for the server's socket "
+                f"({len(os.fsencode(self.socket_path))} bytes, at most {MAX_SOCKET_PATH_BYTES}): "
+                "use a shorter one (e.g. a shorter TMPDIR)"
+            )
         self.workdir.mkdir(parents=True, exist_ok=True)
         repository = self.workdir / "empty-repository"
         repository.mkdir(exist_ok=True)

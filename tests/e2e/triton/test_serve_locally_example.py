@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -32,17 +34,21 @@ def test_serve_locally_example_as_written(tmp_path: Path) -> None:
     skip_without_local_server()
     clone = _clone_like(tmp_path / "clone")
     (clone / "examples").symlink_to(ROOT / "examples")
-    scratch = tmp_path / "tmp"  # the server's work folder (tempfile) goes here
-    scratch.mkdir()
-
-    done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", doc_block("serve-locally-example").text],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
-    )
+    # The server's work folder (tempfile) goes here: short, as a user's TMPDIR is (its Unix
+    # socket path must fit 107 bytes; pytest's tmp_path can be deeper).
+    scratch = Path(tempfile.mkdtemp(prefix="mlp-example-"))
+    try:
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", doc_block("serve-locally-example").text],
+            cwd=clone,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(scratch)},
+        )
+        left = list(scratch.iterdir())
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "demo weights, not for production: their answers mean nothing"
@@ -75,4 +81,4 @@ def test_serve_locally_example_as_written(tmp_path: Path) -> None:
         scores.append(float(match[1]))
     assert scores == sorted(scores, reverse=True)
     assert lines[text_at + 7 :] == ["server stopped"]
-    assert list(scratch.iterdir()) == []  # socket, log and unpacked archives removed
+    assert left == []  # socket, log and unpacked archives removed
