@@ -42,6 +42,12 @@ from ml_platform.triton.local_server import (
 )
 from ml_platform.triton.pbtxt import read_pbtxt
 from ml_platform.triton.standins import Mode, Prepared, prepare
+from tests.helpers.confinement import (
+    CONFINED_WRITABLE,
+    mount_options,
+    proc_status,
+    writable_mounts,
+)
 from tests.helpers.triton_support import (
     dali_on_cpu,
     encode_image,
@@ -233,28 +239,16 @@ def _check_confinement(server: LocalTriton) -> None:
         assert os.readlink(f"/proc/{server.server_pid}/ns/{ns}") != os.readlink(
             f"/proc/self/ns/{ns}"
         )
-    status = dict(
-        line.split(":\t", 1)
-        for line in Path(f"/proc/{server.server_pid}/status").read_text().splitlines()
-    )
+    status = proc_status(server.server_pid)
     assert status["NSpid"].split("\t")[-1] == "1"
     uid = "65534" if os.geteuid() == 0 else str(os.geteuid())
     assert status["Uid"].split("\t") == [uid] * 4
     assert (status["CapEff"], status["CapBnd"], status["NoNewPrivs"]) == ("0" * 16, "0" * 16, "1")
     # Its file system: the system's programs, the server env and the work folder's models,
     # read-only; writable only /tmp, /dev/shm and /dev's few devices.
-    mounts = {
-        fields[4]: fields[5].split(",")
-        for fields in (
-            line.split()
-            for line in Path(f"/proc/{server.server_pid}/mountinfo").read_text().splitlines()
-        )
-    }
-    writable = sorted(m for m, options in mounts.items() if "rw" in options)
-    assert writable == sorted(
-        ["/dev", "/dev/full", "/dev/null", "/dev/random", "/dev/shm", "/dev/urandom", "/dev/zero"]
-        + ["/proc", "/tmp"]
-    ), writable
+    mounts = mount_options(server.server_pid)
+    writable = writable_mounts(server.server_pid)
+    assert writable == CONFINED_WRITABLE, writable
     assert mounts[str(server.models_dir)][0] == "ro"
     root = Path(f"/proc/{server.server_pid}/root")
     assert not (root / "etc/shadow").exists() and not (root / "home").exists()

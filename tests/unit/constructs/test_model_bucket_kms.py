@@ -117,3 +117,68 @@ def test_only_the_endpoint_and_triton_roles_use_the_bucket_key(with_keys) -> Non
     }
     outputs = with_keys.template_json("Storage")["Outputs"]
     assert outputs["ModelBucketKeyArn"]["Export"]["Name"] == "MlPlatform-Storage-ModelBucketKeyArn"
+
+
+@pytest.fixture(scope="module")
+def key_and_upload_dir(tmp_path_factory: pytest.TempPathFactory):
+    from ml_platform.cli.archives import version_archive
+    from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
+
+    folder = tmp_path_factory.mktemp("upload")
+    archive = folder / "model_small.tar.gz"
+    write_tar(archive, {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL})
+    version_archive(archive)  # upload_dir takes versioned names, as `mlp models upload` does
+    return synthesize(
+        tmp_path_factory.mktemp("kms-upload"),
+        {"storage": {"model_bucket_kms": True}, "inference": {"upload_dir": str(folder)}},
+    )
+
+
+def test_the_upload_role_gets_exactly_what_sse_kms_puts_need(key_and_upload_dir) -> None:
+    """With the bucket key and an upload_dir, the deploy-time upload's role gets one KMS
+    statement: kms:GenerateDataKey (a data key per object it writes) and kms:Decrypt (S3 needs it
+    to complete a multipart upload, which `aws s3 sync` uses above 8 MiB), on the imported key's
+    ARN and nothing else. Observed: the synthesized Inference template. Taken from AWS: the
+    actions SSE-KMS puts need, S3 user guide "Multipart upload and permissions"
+    (https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html) and "Specifying
+    server-side encryption with AWS KMS" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
+    specifying-kms-encryption.html). The endpoint and Triton roles keep decrypt only."""
+    synthesized = key_and_upload_dir
+    assert synthesized.validation_error is None  # cdk-nag passes with both on
+    template = synthesized.template_json("Inference")
+    key_arn = {"Fn::ImportValue": "MlPlatform-Storage-ModelBucketKeyArn"}
+    (upload_role,) = [
+        k
+        for k, r in _of(template, "AWS::IAM::Role").items()
+        if r["Properties"]
+        .get("Description", "")
+        .startswith("Deploy-time upload of inference.upload_dir")
+    ]
+    kms_statements: dict[str, list[dict]] = {}
+    for policy in _of(template, "AWS::IAM::Policy").values():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"]
+            actions = actions if isinstance(actions, list) else [actions]
+            if any(a.startswith("kms:") for a in actions) or "*" in actions:
+                for role in policy["Properties"]["Roles"]:
+                    kms_statements.setdefault(role["Ref"], []).append(statement)
+    assert kms_statements.pop(upload_role) == [
+        {
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "Effect": "Allow",
+            "Resource": key_arn,
+        }
+    ]
+    assert kms_statements == {
+        "TritonEnsemblesExecutionRoleADDAC302": [
+            {"Action": "kms:Decrypt", "Effect": "Allow", "Resource": key_arn}
+        ]
+    }
+    # Triton's pod role lives in the cluster stack; still decrypt only, and no one else there.
+    (triton,) = [
+        s
+        for p in _of(synthesized.template_json("TrainingCluster"), "AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if "kms:" in json.dumps(s["Action"])
+    ]
+    assert triton == {"Action": "kms:Decrypt", "Effect": "Allow", "Resource": key_arn}
