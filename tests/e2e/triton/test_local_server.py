@@ -400,7 +400,7 @@ def test_every_archive_in_a_real_sagemaker_triton(
             reply = server.load(archive.name, ready.root)
             assert reply.status == 200, (archive.name, reply.text())
             assert server.unload(archive.name).status == 200
-    _check_failed_load(server, tmp_path)
+    _check_failed_load(server)
     results += _check_eviction_answers(server, tmp_path)
     results += _check_log_levels(server, endpoint_filter_pattern)
     results.append(_check_archive_code_is_confined(server, archives, tmp_path))
@@ -504,22 +504,29 @@ def _failing_model(folder: Path, name: str, error: str) -> Path:
     return folder
 
 
-def _check_failed_load(server: LocalTriton, tmp_path: Path) -> None:
-    """A model whose initialize raises: the load answers 400, and the server's log lines
-    about it are exactly the ones the endpoint's metric filter counts."""
-    archive = _failing_model(
-        server.model_folder("broken"), "broken_model", "this model refuses to load"
-    )
+def _failed_load(server: LocalTriton, target: str, name: str, error: str, status: int) -> list[str]:
+    """Load ``target``, whose one Python model ``name`` raises ``error`` in initialize: the
+    load answers ``status`` with the error's text, leaves nothing loaded, and logs lines the
+    load-failure metric filter counts (returned)."""
     before = len(server.log_text().splitlines())
-    reply = server.load("broken-v00000001.tar.gz", archive)
-    assert reply.status == 400 and "refuses to load" in reply.text(), reply.text()
+    reply = server.load(target, _failing_model(server.model_folder(target), name, error))
+    assert reply.status == status, (target, reply.status, reply.text())
+    assert error in reply.text()
     time.sleep(0.2)  # the log line is flushed right after the reply
     lines = server.log_text().splitlines()[before:]
     counted = [line for line in lines if _filter_matches(LOAD_FAILURE_PATTERN, line)]
     assert counted, "\n".join(lines)
-    assert all("broken-v00000001.tar.gz" in line or "broken_model" in line for line in counted)
+    assert server.unload(target).status == 404  # nothing stayed loaded
+    return counted
+
+
+def _check_failed_load(server: LocalTriton) -> None:
+    """A model whose initialize raises: the load answers 400, and the server's log lines
+    about it are exactly the ones the endpoint's metric filter counts."""
+    target, name = "broken-v00000001.tar.gz", "broken_model"
+    counted = _failed_load(server, target, name, "this model refuses to load", 400)
+    assert all(target in line or name in line for line in counted)
     assert any(line.startswith("E") and "model_lifecycle.cc" in line for line in counted), counted
-    assert server.unload("broken-v00000001.tar.gz").status == 404  # nothing stayed loaded
 
 
 #: A CUDA allocation failure as a backend reports it. "out of memory" is CUDA's own text for
@@ -555,19 +562,9 @@ def _check_eviction_answers(server: EndpointTriton, tmp_path: Path) -> list[str]
         ("oom-v00000001.tar.gz", "oom_model", CUDA_OOM_ERROR, 507),
         ("capped-v00000001.tar.gz", "capped_model", GPU_LIMIT_ERROR, 400),
     ):
-        before = len(server.log_text().splitlines())
-        reply = server.load(target, _failing_model(server.model_folder(target), name, error))
-        lines.append(f"{target}: load failing with {error[:40]!r}... answers {reply.status}")
-        assert reply.status == status, (target, reply.status, reply.text())
-        assert error in reply.text()
-        time.sleep(0.2)  # the log line is flushed right after the reply
-        counted = [
-            line
-            for line in server.log_text().splitlines()[before:]
-            if _filter_matches(LOAD_FAILURE_PATTERN, line)
-        ]
-        assert counted and all(target in line and line.startswith("E") for line in counted)
-        assert server.unload(target).status == 404  # nothing stayed loaded
+        counted = _failed_load(server, target, name, error, status)
+        lines.append(f"{target}: load failing with {error[:40]!r}... answers {status}")
+        assert all(target in line and line.startswith("E") for line in counted)
     return lines
 
 
