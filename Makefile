@@ -62,8 +62,15 @@ node_modules/.installed: package.json package-lock.json
 	esac
 	touch $@
 
-install: $(VENV)/.runtime node_modules/.installed
-install-dev: $(VENV)/.dev node_modules/.installed
+# jsii starts Node when the first jsii library is imported, which in a program that imports
+# aws_cdk before ml_platform is too early for the package to choose: a .pth line in the venv
+# sets JSII_NODE to node_modules/.bin/node at every interpreter start (ml_platform/_node.py).
+$(VENV)/.node-pth: $(VENV)/.runtime node_modules/.installed
+	$(PY) -c 'from ml_platform._node import main; raise SystemExit(main())'
+	touch $@
+
+install: $(VENV)/.runtime node_modules/.installed $(VENV)/.node-pth
+install-dev: $(VENV)/.dev node_modules/.installed $(VENV)/.node-pth
 
 ## Synthesize every stack into cdk.out/ and every reviewable Kubernetes manifest into dist/k8s/.
 synth: install

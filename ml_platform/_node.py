@@ -9,6 +9,13 @@ puts that folder first on ``PATH``; this module makes ``mlp``, ``python app.py``
 examples run directly pick the same binary. ``ml_platform/__init__.py`` calls
 :func:`prefer_project_node` before anything imports jsii.
 
+That call comes too late for a program that imports ``aws_cdk`` before ``ml_platform`` (the
+examples, most user apps): jsii has started already. So ``make install`` also writes
+:data:`PTH_NAME` into the project's virtual environment (``ml_platform._node.main``): a
+``.pth`` line, run by Python's ``site`` module at every interpreter start in that environment
+(https://docs.python.org/3/library/site.html), that sets ``JSII_NODE`` to the clone's Node
+unless it is set or the binary is gone. It imports nothing but ``os``.
+
 Supported Node lines (the CDK's supported LTS lines: Node 22 to 2027-10-30, Node 24 to
 2028-10-30, https://docs.aws.amazon.com/cdk/v2/guide/node-versions.html): :data:`SUPPORTED`.
 """
@@ -16,6 +23,8 @@ Supported Node lines (the CDK's supported LTS lines: Node 22 to 2027-10-30, Node
 from __future__ import annotations
 
 import os
+import sys
+import sysconfig
 from pathlib import Path
 
 #: The Node major versions this project supports (package.json pins one of them).
@@ -56,3 +65,37 @@ def _checkout_node() -> Path | None:
     if (_CHECKOUT / "pyproject.toml").is_file() and os.access(candidate, os.X_OK):
         return candidate
     return None
+
+
+PTH_NAME = "ml_platform_node.pth"
+"""The file :func:`write_pth` writes into the environment's ``site-packages``."""
+
+
+def pth_line(node: Path) -> str:
+    """The line of :data:`PTH_NAME` for ``node``: Python executes a ``.pth`` line that starts
+    with ``import``; this one sets ``JSII_NODE`` only while ``node`` is executable and the
+    variable is unset."""
+    path = repr(str(node))
+    return f"import os; os.access({path}, os.X_OK) and os.environ.setdefault('JSII_NODE', {path})\n"
+
+
+def write_pth(site_packages: Path, node: Path) -> Path:
+    """Write :data:`PTH_NAME` for ``node`` into ``site_packages``; returns its path."""
+    target = site_packages / PTH_NAME
+    target.write_text(pth_line(node), encoding="utf-8")
+    return target
+
+
+def main() -> int:
+    """Write :data:`PTH_NAME` for the clone's Node into this
+    interpreter's ``site-packages`` (``make install`` runs it)."""
+    node = _checkout_node()
+    if node is None:
+        print(
+            f"no executable {_CHECKOUT / 'node_modules' / '.bin' / 'node'} in a clone: run npm ci",
+            file=sys.stderr,
+        )
+        return 1
+    target = write_pth(Path(sysconfig.get_path("purelib")), node)
+    print(f"    jsii runs {node} in this environment ({target.name})")
+    return 0

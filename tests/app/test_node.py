@@ -124,3 +124,34 @@ def test_mlp_outside_make_runs_the_pinned_node_and_prints_only_its_answer(
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert "neuron-device-plugin" in done.stdout
+
+
+def test_a_program_importing_aws_cdk_first_runs_the_pinned_node(
+    installed: Path, tmp_path: Path
+) -> None:
+    """An app that imports aws_cdk before ml_platform (the examples, most user apps), run
+    directly with the project's Python from another folder, node_modules/.bin off PATH and
+    JSII_NODE unset: jsii has started before the package could choose, so only the .pth line
+    `make install` writes into the venv (ml_platform._node.PTH_NAME) gets the pinned Node.
+    The system Node here is 20 when written: with it, jsii prints its end-of-life banner."""
+    import sysconfig
+
+    pth = Path(sysconfig.get_path("purelib")) / "ml_platform_node.pth"
+    assert pth.is_file(), f"{pth} is missing: `make install` writes it"
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != str(NODE_BIN))
+    env = {k: v for k, v in os.environ.items() if k not in ("JSII_NODE", "PYTHONPATH")}
+    env["PATH"] = path
+    program = (
+        "import os, aws_cdk; aws_cdk.App(); import ml_platform; print(os.environ['JSII_NODE'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert Path(done.stdout.strip()).resolve() == installed.resolve()

@@ -66,3 +66,28 @@ def test_outside_any_project_the_clone_of_the_package_is_used(
         check=True,
     )
     assert done.stdout.strip() == str(ROOT / "node_modules" / ".bin" / "node")
+
+
+def test_the_pth_line_sets_jsii_node_only_when_unset_and_the_binary_runs(tmp_path: Path) -> None:
+    """The line Python's site module executes: what it does to an environment, by case."""
+    node = _fake_node(tmp_path)
+    line = _node.pth_line(node)
+    assert line.startswith("import ") and line.endswith("\n") and line.count("\n") == 1
+
+    def run(environ: dict[str, str]) -> dict[str, str]:
+        fake_os = type(os)("os")
+        fake_os.__dict__.update(access=os.access, X_OK=os.X_OK, environ=environ)
+        exec(line.replace("import os; ", "", 1), {"os": fake_os})
+        return environ
+
+    assert run({}) == {"JSII_NODE": str(node)}
+    assert run({"JSII_NODE": "/opt/node22/bin/node"}) == {"JSII_NODE": "/opt/node22/bin/node"}
+    node.unlink()
+    assert run({}) == {}
+
+
+def test_write_pth_writes_the_line_under_its_name(tmp_path: Path) -> None:
+    node = _fake_node(tmp_path / "clone")
+    target = _node.write_pth(tmp_path, node)
+    assert target == tmp_path / "ml_platform_node.pth"
+    assert target.read_text() == _node.pth_line(node)
