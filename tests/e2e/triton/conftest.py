@@ -5,18 +5,30 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from ml_platform.triton.export_onnx import main as export_main
 
 
 @pytest.fixture(scope="session")
-def onnx_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """all-MiniLM-L6-v2 exported once with ``python -m ml_platform.triton.export_onnx``."""
-    out = tmp_path_factory.mktemp("onnx") / "model.onnx"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("HF_HUB_OFFLINE", "1")
-        patch.setenv("TRANSFORMERS_OFFLINE", "1")
-        assert export_main(["--out", str(out)]) == 0
+def onnx_encoder(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """all-MiniLM-L6-v2 exported with ``python -m ml_platform.triton.export_onnx`` once per
+    test run, not once per xdist worker (about 11 s of CPU each): the first worker that needs
+    it exports into the run's shared temporary folder under a file lock; the other reads the
+    file. Read-only for its users."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent  # pytest-xdist: each worker's folder sits in the run's one
+    out = shared / "onnx-encoder" / "model.onnx"
+    with FileLock(str(shared / "onnx-encoder.lock")):
+        if not out.exists():
+            out.parent.mkdir(exist_ok=True)
+            partial = out.with_name("partial.onnx")
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setenv("HF_HUB_OFFLINE", "1")
+                patch.setenv("TRANSFORMERS_OFFLINE", "1")
+                assert export_main(["--out", str(partial)]) == 0
+            partial.replace(out)
     return out
 
 
