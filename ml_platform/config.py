@@ -266,7 +266,8 @@ class ClusterSettings(Section):
     its policies are in place; the system namespaces get allow-all policies) or `standard` (a
     new pod talks freely until then)."""
     system_instance_type: str = setting(limits.DEFAULT_SYSTEM_INSTANCE_TYPE)
-    """Instance type of the small system node group (x86_64: the AL2023 standard AMI)."""
+    """Instance type of the small system and training-helper node groups (x86_64: the AL2023
+    standard AMI)."""
     system_nodes: int = setting(limits.DEFAULT_SYSTEM_NODES, limits.SYSTEM_NODES)
     """Nodes in the system node group, spread over the private subnets of every AZ in
     `network.availability_zones`."""
