@@ -251,6 +251,7 @@ def _add_training_cluster(
         legacy_lustre_security_group=(
             storage.lustre.security_group if settings.storage.lustre_legacy_rules else None
         ),
+        trainium_subnet=network.trainium_subnet,
         triton=(
             TritonValues(
                 settings=settings.triton_on_eks,

@@ -266,9 +266,17 @@ class ClusterSettings(Section):
     its policies are in place; the system namespaces get allow-all policies) or `standard` (a
     new pod talks freely until then)."""
     system_instance_type: str = setting(limits.DEFAULT_SYSTEM_INSTANCE_TYPE)
-    """Instance type of the small system node group (x86_64: the AL2023 standard AMI)."""
+    """Instance type of the small system and training-helper node groups (x86_64: the AL2023
+    standard AMI)."""
     system_nodes: int = setting(limits.DEFAULT_SYSTEM_NODES, limits.SYSTEM_NODES)
-    """Nodes in the system node group."""
+    """Nodes in the system node group, spread over the private subnets of every AZ in
+    `network.availability_zones`."""
+    helper_nodes: int = setting(limits.DEFAULT_HELPER_NODES, limits.HELPER_NODES)
+    """Nodes in the training-helper node group: `system_instance_type` nodes with the system
+    label, in `network.trainium_az`'s private subnet only, where FSx for Lustre is. The helper
+    pods that mount FSx (the dataset Job, TensorBoard) are required to run in that AZ, and the
+    system nodes may have none there, so 0 is refused (docs/training.md, "Where the pods
+    run")."""
     fsx_csi_driver_version: str | None = setting(None, limits.ADDON_VERSION)
     """Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version (`mlp
     addons` lists what exists)."""

@@ -211,6 +211,14 @@ ENDPOINT_ACCESS = ("public_and_private", "private")
 # https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
 NETWORK_POLICY_MODES = ("strict", "standard")
 SYSTEM_NODES = Bounds(1, 10)
+# Nodes of the training-helper group (the system-role nodes in the Trainium/FSx AZ). At least 1:
+# the helper pods are required to run in that AZ, and the system nodes may have none there.
+HELPER_NODES = Bounds(
+    1,
+    3,
+    " (the dataset Job and TensorBoard must run in network.trainium_az, where FSx is, and the "
+    "system nodes may have no node there, so 0 would leave them Pending)",
+)
 # EKS: "You can't add IPv6 CIDR blocks to IPv4 clusters"; at most 40 public access CIDRs.
 # https://docs.aws.amazon.com/eks/latest/APIReference/API_VpcConfigRequest.html
 # https://docs.aws.amazon.com/eks/latest/userguide/service-quotas.html
@@ -343,6 +351,7 @@ DEFAULT_ENDPOINT_ACCESS = "private"
 DEFAULT_NETWORK_POLICY_MODE = "strict"
 DEFAULT_SYSTEM_INSTANCE_TYPE = "m6i.large"
 DEFAULT_SYSTEM_NODES = 2
+DEFAULT_HELPER_NODES = 1
 DEFAULT_SUPPORT_TYPE = "EXTENDED"  # EKS's own default upgrade policy
 DEFAULT_TRAINIUM_INSTANCE_TYPE = "trn1.32xlarge"
 DEFAULT_TRAINIUM_NODES = 2  # the tutorial's 2 x 32 NeuronCores

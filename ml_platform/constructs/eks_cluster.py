@@ -59,7 +59,7 @@ from ml_platform.constructs.nag import (
     rendered_resource,
 )
 from ml_platform.constructs.storage import RETAIN
-from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+from ml_platform.k8s_charts.names import NODE_GROUP_LABEL, NODE_ROLE_LABEL, TRAINING_HELPERS
 from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
 
 # The names are the settings' (limits.ENDPOINT_ACCESS), each mapped to its EKS value.
@@ -79,6 +79,7 @@ version of the server. Imported lazily (:func:`kubectl_layer`), so synthesis loa
 EKS_VERSIONS = {"1.34": eks.KubernetesVersion.V1_34, "1.35": eks.KubernetesVersion.V1_35}
 """aws_eks_v2's named version per Kubernetes version."""
 SYSTEM_NODES = limits.SYSTEM_NODES
+HELPER_NODES = limits.HELPER_NODES
 OPEN_TO_WORLD_WARNING = "ml-platform:publicEndpointOpenToWorld"
 ENDPOINT_DOCS = (
     "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html; Security Hub EKS.1 "
@@ -115,6 +116,7 @@ def cluster_problems(
     public_access_cidrs: Sequence[str],
     public_access_from_anywhere: bool,
     system_nodes: int,
+    helper_nodes: int = limits.DEFAULT_HELPER_NODES,
 ) -> list[str]:
     """What is wrong with these :class:`TrainingEksCluster` props (empty when nothing is)."""
     cidrs = list(public_access_cidrs)
@@ -133,6 +135,10 @@ def cluster_problems(
     )
     if system_nodes not in SYSTEM_NODES:
         errors.append(f"system_nodes={system_nodes}: expected {SYSTEM_NODES.text}")
+    if helper_nodes not in HELPER_NODES:
+        errors.append(
+            f"helper_nodes={helper_nodes}: expected {HELPER_NODES.text}{HELPER_NODES.note}"
+        )
     return errors
 
 
@@ -191,7 +197,11 @@ class TrainingEksCluster(Construct):
     - Self-managed add-ons are not bootstrapped: pinned managed add-ons
       (:class:`~ml_platform.constructs.addons.PlatformAddons`) install them.
     - A system node group (AL2023 standard AMI, label ``ml-platform/node-role=system``,
-      encrypted gp3 root, IMDSv2) for CoreDNS, Volcano and helper pods.
+      encrypted gp3 root, IMDSv2) for CoreDNS, Volcano and helper pods, over the private
+      subnets of every AZ.
+    - With ``helper_subnet``, a training-helper node group: the same nodes (launch template,
+      node role, AMI, instance type, label) in that one subnet, the Trainium AZ's, where FSx
+      for Lustre is, so the helper pods that mount it can be required to run there.
 
     Args:
         vpc: The VPC; the control plane ENIs and all nodes use its private subnets. Required.
@@ -214,6 +224,11 @@ class TrainingEksCluster(Construct):
             so a cluster deployed with the old default keeps it only by setting true.
         system_instance_type: Default ``m6i.large``.
         system_nodes: System nodes, 1 to 10. Default 2.
+        helper_subnet: Private subnet of the Trainium (FSx) AZ: the training-helper node
+            group's only subnet. Default none: no such group.
+        helper_nodes: Nodes of the training-helper group (with ``helper_subnet``), 1 to 3:
+            the helper pods must run in that AZ, and the system nodes may have none there.
+            Default 1.
         system_node_security_groups: Further groups of the system nodes besides the cluster
             security group (e.g. the Lustre client group: the helper pods that mount FSx run
             there). Default none.
@@ -232,6 +247,9 @@ class TrainingEksCluster(Construct):
         cluster: The ``eks_v2.Cluster``.
         secrets_key: The KMS key encrypting Kubernetes secrets.
         system_nodes: The system ``eks_v2.Nodegroup``.
+        helper_nodes: The training-helper ``eks_v2.Nodegroup`` (``None`` without
+            ``helper_subnet``).
+        system_node_groups: Both groups of system-role nodes (system, then training-helper).
         admin_access: The ``AccessEntry`` of ``admin_role_arn`` (``None`` without one).
         kubectl_provider_guard: The guard policy (``None`` unless asked for).
     """
@@ -251,6 +269,8 @@ class TrainingEksCluster(Construct):
         bootstrap_creator_admin: bool = False,
         system_instance_type: str = limits.DEFAULT_SYSTEM_INSTANCE_TYPE,
         system_nodes: int = limits.DEFAULT_SYSTEM_NODES,
+        helper_subnet: ec2.ISubnet | None = None,
+        helper_nodes: int = limits.DEFAULT_HELPER_NODES,
         node_ssm_access: bool = True,
         removal_policy: RemovalPolicy | None = None,
         support_type: str = limits.DEFAULT_SUPPORT_TYPE,
@@ -266,6 +286,7 @@ class TrainingEksCluster(Construct):
             public_access_cidrs=cidrs,
             public_access_from_anywhere=public_access_from_anywhere,
             system_nodes=system_nodes,
+            helper_nodes=helper_nodes,
         )
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
@@ -316,6 +337,11 @@ class TrainingEksCluster(Construct):
         self._system_node_group(
             system_instance_type, system_nodes, system_node_security_groups, removal_policy
         )
+        self.helper_nodes: eks.Nodegroup | None = None
+        if helper_subnet is not None:
+            self.helper_nodes = self._helper_node_group(
+                system_instance_type, helper_nodes, helper_subnet, removal_policy
+            )
         self._acknowledge_findings(node_ssm_access)
         self.kubectl_provider_guard: iam.ManagedPolicy | None = (
             self._kubectl_provider_guard() if kubectl_provider_guard else None
@@ -436,6 +462,43 @@ class TrainingEksCluster(Construct):
             removal_policy=removal_policy,
             enable_node_auto_repair=NODE_AUTO_REPAIR,
         )
+
+    def _helper_node_group(
+        self,
+        instance_type: str,
+        nodes: int,
+        subnet: ec2.ISubnet,
+        removal_policy: RemovalPolicy | None,
+    ) -> eks.Nodegroup:
+        """The training-helper node group: system nodes in ``subnet`` (the Trainium AZ's) only.
+
+        FSx for Lustre lives in one AZ; its helper pods (dataset copy, TensorBoard) are required
+        to run there (no cross-AZ traffic or latency), and the system group, spread over every
+        AZ, may have no node in it. Everything but the subnet, the size and a label of its own
+        is the system group's: the same launch template (so the same hardening and security
+        groups), node role (so the same policies and SSM setting), AMI type, instance type,
+        auto-repair and update settings (aws-cdk's defaults, as there)."""
+        return eks.Nodegroup(
+            self,
+            "TrainingHelperNodes",
+            cluster=as_icluster(self.cluster),
+            ami_type=eks.NodegroupAmiType.AL2023_X86_64_STANDARD,
+            instance_types=[ec2.InstanceType(instance_type)],
+            launch_template_spec=launch_template_spec(self.system_launch_template),
+            subnets=ec2.SubnetSelection(subnets=[subnet]),
+            min_size=nodes,
+            desired_size=nodes,
+            max_size=nodes,
+            node_role=self.system_nodes.role,
+            labels={NODE_ROLE_LABEL: "system", NODE_GROUP_LABEL: TRAINING_HELPERS},
+            removal_policy=removal_policy,
+            enable_node_auto_repair=NODE_AUTO_REPAIR,
+        )
+
+    @property
+    def system_node_groups(self) -> list[eks.Nodegroup]:
+        """The node groups of system-role nodes: system, then training-helper (if any)."""
+        return [self.system_nodes, *([self.helper_nodes] if self.helper_nodes else [])]
 
     def _acknowledge_findings(self, node_ssm_access: bool) -> None:
         """cdk-nag findings on roles and functions that aws-cdk or EKS dictate."""

@@ -14,6 +14,9 @@ NEURON_TAINT_KEY = "aws.amazon.com/neuron"  # NoSchedule taint on the Trainium n
 GPU_TAINT_KEY = "nvidia.com/gpu"  # NoSchedule taint on the Triton GPU nodes
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 NODE_ROLE_LABEL = "ml-platform/node-role"  # values: system, trainium, gpu
+# On the training-helper nodes (besides node-role=system): the system-role nodes in the FSx AZ.
+NODE_GROUP_LABEL = "ml-platform/node-group"
+TRAINING_HELPERS = "training-helpers"  # its value there
 
 # Pod Security Admission: namespace labels that make the API server enforce one Pod Security
 # Standards level (privileged, baseline, restricted) on every pod of the namespace.

@@ -21,28 +21,29 @@ def labels(name: str, component: str) -> dict[str, str]:
 
 
 def system_node_selector() -> dict[str, str]:
-    """Helper pods (dataset copy, TensorBoard) run on the system node group."""
+    """Helper pods (dataset copy, TensorBoard) run on system-role nodes (the system and
+    training-helper node groups); :func:`only_in_fsx_zone` narrows them to FSx's AZ."""
     return {NODE_ROLE_LABEL: "system"}
 
 
-def near_fsx_affinity(trainium_az: str) -> k8s.Affinity:
-    """Prefer nodes in the Trainium AZ, where FSx for Lustre lives (no cross-AZ traffic)."""
+def only_in_fsx_zone(trainium_az: str) -> k8s.Affinity:
+    """Require nodes in the Trainium AZ, where FSx for Lustre lives: a helper pod elsewhere
+    would read and write the file system across AZs (cross-AZ traffic, more latency). The
+    training-helper node group (``cluster.helper_nodes``) keeps a system node there, so the
+    pods never wait for one (docs/training.md, "Where the pods run")."""
     return k8s.Affinity(
         node_affinity=k8s.NodeAffinity(
-            preferred_during_scheduling_ignored_during_execution=[
-                k8s.PreferredSchedulingTerm(
-                    weight=100,
-                    preference=k8s.NodeSelectorTerm(
+            required_during_scheduling_ignored_during_execution=k8s.NodeSelector(
+                node_selector_terms=[
+                    k8s.NodeSelectorTerm(
                         match_expressions=[
                             k8s.NodeSelectorRequirement(
-                                key=ZONE_LABEL,
-                                operator="In",
-                                values=[trainium_az],
+                                key=ZONE_LABEL, operator="In", values=[trainium_az]
                             )
                         ]
-                    ),
-                )
-            ]
+                    )
+                ]
+            )
         )
     )
 

@@ -31,7 +31,7 @@ from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
 from ml_platform.k8s_charts.names import FSX_CLAIM, FSX_MOUNT_PATH
 from ml_platform.k8s_charts.workloads_common import (
     labels,
-    near_fsx_affinity,
+    only_in_fsx_zone,
     resources,
     restricted_container_security,
     system_node_selector,
@@ -163,7 +163,7 @@ class DatasetCopyChart(cdk8s.Chart):
                         restart_policy="Never",
                         automount_service_account_token=False,  # no Kubernetes API access
                         node_selector=system_node_selector(),
-                        affinity=near_fsx_affinity(trainium_az),
+                        affinity=only_in_fsx_zone(trainium_az),
                         security_context=k8s.PodSecurityContext(
                             run_as_user=DATASET_UID,
                             run_as_group=DATASET_UID,

@@ -17,7 +17,7 @@ from ml_platform.k8s_charts.names import FSX_CLAIM, FSX_MOUNT_PATH
 from ml_platform.k8s_charts.workloads_common import (
     PART_OF,
     labels,
-    near_fsx_affinity,
+    only_in_fsx_zone,
     resources,
     restricted_container_security,
     system_node_selector,
@@ -71,7 +71,7 @@ class TensorBoardChart(cdk8s.Chart):
                     spec=k8s.PodSpec(
                         automount_service_account_token=False,  # no Kubernetes API access
                         node_selector=system_node_selector(),
-                        affinity=near_fsx_affinity(trainium_az),
+                        affinity=only_in_fsx_zone(trainium_az),
                         security_context=k8s.PodSecurityContext(
                             run_as_non_root=True,
                             run_as_user=UNPRIVILEGED_UID,

@@ -165,6 +165,9 @@ class TrainingClusterStack(Stack):
         charts: What the cluster charts need from the other settings
             (:meth:`ClusterChartValues.from_settings`). Required.
         vpc: The platform VPC. Required.
+        trainium_subnet: Private subnet of the Trainium AZ, where FSx for Lustre is: the
+            training-helper node group (``cluster.helper_nodes``) runs there, so the helper
+            pods that mount the file system have a node in its AZ. Default none: no such group.
         file_system_id, file_system_dns_name, file_system_mount_name: The Lustre file system
             of StorageStack. Required.
         lustre_clients: The file system's client security group
@@ -197,6 +200,7 @@ class TrainingClusterStack(Stack):
         file_system_mount_name: str,
         lustre_clients: ec2.ISecurityGroup | None = None,
         legacy_lustre_security_group: ec2.ISecurityGroup | None = None,
+        trainium_subnet: ec2.ISubnet | None = None,
         triton: TritonValues | None = None,
         volcano_chart_dir: str | None = None,
         **kwargs: Any,
@@ -221,7 +225,7 @@ class TrainingClusterStack(Stack):
                 "deployed by 0.1.0, or false for a new one. CHANGELOG.md, 'Upgrading from 0.1.0', "
                 "lists every setting and step an upgrade from 0.1.0 needs.",
             )
-        self.eks = self._cluster(settings, vpc, lustre_clients)
+        self.eks = self._cluster(settings, vpc, lustre_clients, trainium_subnet)
         if legacy_lustre_security_group is not None:
             self._allow_legacy_lustre_clients(
                 legacy_lustre_security_group, self.eks.cluster_security_group
@@ -273,6 +277,7 @@ class TrainingClusterStack(Stack):
         cfg: ClusterSettings,
         vpc: ec2.IVpc,
         lustre_clients: ec2.ISecurityGroup | None,
+        trainium_subnet: ec2.ISubnet | None,
     ) -> TrainingEksCluster:
         return TrainingEksCluster(
             self,
@@ -287,6 +292,8 @@ class TrainingClusterStack(Stack):
             bootstrap_creator_admin=bool(cfg.bootstrap_creator_admin),
             system_instance_type=cfg.system_instance_type,
             system_nodes=cfg.system_nodes,
+            helper_subnet=trainium_subnet,
+            helper_nodes=cfg.helper_nodes,
             support_type=cfg.support_type,
             system_node_security_groups=[lustre_clients] if lustre_clients is not None else [],
             node_ssm_access=cfg.node_ssm_access,
@@ -303,7 +310,8 @@ class TrainingClusterStack(Stack):
             addon_versions=cfg.addon_versions,
             network_policy_mode=cfg.network_policy_mode,
         )
-        self.eks.system_nodes.node.add_dependency(*addons.node_dependents())
+        for group in self.eks.system_node_groups:
+            group.node.add_dependency(*addons.node_dependents())
         # On a cluster deployed before the VPC CNI had its own role, the system node role loses
         # AmazonEKS_CNI_Policy only after the add-on (and its Pod Identity association) is
         # updated.
@@ -473,7 +481,8 @@ class TrainingClusterStack(Stack):
             )
         # A new system node group (carrying the cluster group) waits for its rules, as it
         # does for every other rule of its groups (tests/app/test_create_order.py).
-        self.eks.system_nodes.node.add_dependency(rules)
+        for group in self.eks.system_node_groups:
+            group.node.add_dependency(rules)
 
 
 def _kubectl_role(cluster: eks.ICluster) -> iam.IRole:

@@ -83,6 +83,13 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
         ({"cluster": {"admin_role_arn": "admin"}}, "cluster.admin_role_arn = 'admin'"),
         ({"cluster": {"system_nodes": 0}}, "cluster.system_nodes = 0"),
         (
+            {"cluster": {"helper_nodes": 0}},
+            "cluster.helper_nodes = 0: expected 1 to 3 (the dataset Job and TensorBoard must "
+            "run in network.trainium_az, where FSx is, and the system nodes may have no node "
+            "there, so 0 would leave them Pending)",
+        ),
+        ({"cluster": {"helper_nodes": 4}}, "cluster.helper_nodes = 4: expected 1 to 3"),
+        (
             {"trainium": {"nodes": 3}},
             "trainium.min_nodes = 2, trainium.nodes = 3, trainium.max_nodes = 2",
         ),

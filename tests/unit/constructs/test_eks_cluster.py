@@ -48,9 +48,10 @@ def test_cluster_is_native_eks_with_managed_node_groups_not_auto_mode(
     assert props["AccessConfig"]["AuthenticationMode"] == "API"
     # Pinned managed add-ons install the networking components instead.
     assert props["BootstrapSelfManagedAddons"] is False
-    # Only the system node group: the Trainium and GPU node groups have stacks of their own.
+    # Only the system and training-helper node groups: the Trainium and GPU node groups have
+    # stacks of their own.
     groups = _resources(synth, "AWS::EKS::Nodegroup").values()
-    assert [g["Properties"]["AmiType"] for g in groups] == ["AL2023_x86_64_STANDARD"]
+    assert [g["Properties"]["AmiType"] for g in groups] == ["AL2023_x86_64_STANDARD"] * 2
     # Nothing Auto Mode or the legacy cluster provider would add.
     assert not _resources(synth, "Custom::AWSCDK-EKS-Cluster")
 
@@ -208,6 +209,7 @@ def test_cluster_construct_validation_reports_every_problem() -> None:
             endpoint_access="public",
             public_access_cidrs=["10.0.0.0/33"],
             system_nodes=0,
+            helper_nodes=0,
         )
     message = str(info.value)
     for expected in (
@@ -216,6 +218,8 @@ def test_cluster_construct_validation_reports_every_problem() -> None:
         "endpoint_access='public'",
         "public_access_cidrs[0] = '10.0.0.0/33': not a CIDR block",
         "system_nodes=0: expected 1 to 10",
+        "helper_nodes=0: expected 1 to 3 (the dataset Job and TensorBoard must run in "
+        "network.trainium_az",
     ):
         assert expected in message
 
@@ -494,8 +498,12 @@ def test_the_vpc_cni_has_its_own_pod_identity_role_created_before_the_add_on(
     ]
     assert addon_id.startswith("AddonsVpcCni") and "Role" not in addon_id  # logical ID kept
     assert {association_id, role_id} <= set(template[addon_id]["DependsOn"])
-    (system_group,) = _resources(synth, "AWS::EKS::Nodegroup").values()
-    node_role_id = system_group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
+    # The system and training-helper groups share one node role.
+    (node_role,) = {
+        json.dumps(g["Properties"]["NodeRole"])
+        for g in _resources(synth, "AWS::EKS::Nodegroup").values()
+    }
+    node_role_id = json.loads(node_role)["Fn::GetAtt"][0]
     assert addon_id in template[node_role_id]["DependsOn"]
 
 
@@ -626,3 +634,117 @@ def test_pinned_add_ons_are_not_reported() -> None:
     (message,) = warnings(one)
     assert ADDON_FLOATS_WARNING in message and "['amazon-cloudwatch-observability']" in message
     assert warnings(both) == []
+
+
+def _groups_by_role(synth: SynthesizedPlatform) -> dict[str, dict]:
+    """The TrainingCluster stack's node groups by ``ml-platform/node-group`` label (``system``
+    for the group without one)."""
+    return {
+        g["Properties"]["Labels"].get("ml-platform/node-group", "system"): g
+        for g in _resources(synth, "AWS::EKS::Nodegroup").values()
+    }
+
+
+def test_training_helper_nodes_are_system_nodes_in_the_trainium_az_only(
+    synth: SynthesizedPlatform,
+) -> None:
+    """Issue 32: the helper pods are required to run in the FSx AZ, and the system group (over
+    every AZ's private subnet) may have no node there, so a group of the same nodes sits in
+    the Trainium AZ's private subnet. Observed: the synthesized templates; the subnet's AZ is
+    read from the Network stack's subnet resource."""
+    settings = synth.platform.settings
+    groups = _groups_by_role(synth)
+    assert set(groups) == {"system", "training-helpers"}
+    system, helpers = groups["system"]["Properties"], groups["training-helpers"]["Properties"]
+
+    # Exactly the Trainium AZ's private subnet, as the Network stack exports it.
+    network = synth.template_json("Network")
+    subnet = synth.platform.network.trainium_subnet
+    subnet_id = cdk.Stack.of(subnet).get_logical_id(subnet.node.default_child)
+    assert network["Resources"][subnet_id]["Properties"]["AvailabilityZone"] == (
+        settings.network.trainium_az
+    )
+    (export,) = [
+        o["Export"]["Name"]
+        for o in network["Outputs"].values()
+        if o["Value"] == {"Ref": subnet_id} and "Export" in o
+    ]
+    assert helpers["Subnets"] == [{"Fn::ImportValue": export}]
+    # The system group keeps every AZ's private subnet, that one included.
+    assert len(system["Subnets"]) == len(settings.network.availability_zones) == 3
+    assert {"Fn::ImportValue": export} in system["Subnets"]
+
+    assert helpers["Labels"] == {
+        "ml-platform/node-role": "system",
+        "ml-platform/node-group": "training-helpers",
+    }
+    assert system["Labels"] == {"ml-platform/node-role": "system"}
+    nodes = settings.cluster.helper_nodes
+    assert nodes == 1
+    assert helpers["ScalingConfig"] == {"MinSize": 1, "DesiredSize": 1, "MaxSize": 1}
+    assert helpers["InstanceTypes"] == [settings.cluster.system_instance_type] == ["m6i.large"]
+    # Everything else is the system group's: launch template (hardening, security groups),
+    # node role, AMI type, auto-repair, update settings, no taints.
+    for key in (
+        "AmiType",
+        "InstanceTypes",
+        "LaunchTemplate",
+        "NodeRole",
+        "NodeRepairConfig",
+        "UpdateConfig",
+        "ForceUpdateEnabled",
+        "CapacityType",
+        "Taints",
+        "ReleaseVersion",
+    ):
+        assert helpers.get(key) == system.get(key), key
+    assert helpers["NodeRepairConfig"] == {"Enabled": True}
+    assert helpers["AmiType"] == "AL2023_x86_64_STANDARD"
+
+    # The shared launch template: IMDSv2 with hop limit 1, encrypted gp3 root, and the Lustre
+    # client group beside the cluster group, so the helper pods can mount FSx.
+    template_id = helpers["LaunchTemplate"]["Id"]["Ref"]
+    data = synth.template_json("TrainingCluster")["Resources"][template_id]["Properties"][
+        "LaunchTemplateData"
+    ]
+    assert data["MetadataOptions"] == {
+        "HttpEndpoint": "enabled",
+        "HttpTokens": "required",
+        "HttpPutResponseHopLimit": 1,
+    }
+    (root,) = data["BlockDeviceMappings"]
+    assert root["Ebs"]["Encrypted"] is True and root["Ebs"]["VolumeType"] == "gp3"
+    assert "LustreClientSecurityGroup" in json.dumps(data["SecurityGroupIds"])
+
+
+def test_training_helper_nodes_wait_like_the_system_nodes(synth: SynthesizedPlatform) -> None:
+    """The helper nodes start after the same add-ons as the system nodes (the VPC CNI before
+    any node), so a helper pod never lands on a node without pod networking."""
+    groups = _groups_by_role(synth)
+    assert set(groups["training-helpers"]["DependsOn"]) == set(groups["system"]["DependsOn"])
+
+
+def test_helper_node_group_only_with_a_subnet_and_its_size_is_checked() -> None:
+    assert _bare_cluster().helper_nodes is None
+    cluster = _bare_cluster(helper_nodes=2, system_nodes=1)
+    assert cluster.system_node_groups == [cluster.system_nodes]
+
+    stack = cdk.Stack(
+        new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
+    )
+    vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
+    subnet = vpc.select_subnets(
+        subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-west-2b"]
+    ).subnets[0]
+    cluster = TrainingEksCluster(stack, "Cluster", vpc=vpc, helper_subnet=subnet, helper_nodes=3)
+    assert cluster.system_node_groups == [cluster.system_nodes, cluster.helper_nodes]
+    (helpers,) = [
+        g["Properties"]
+        for g in Template.from_stack(stack).find_resources("AWS::EKS::Nodegroup").values()
+        if "ml-platform/node-group" in g["Properties"]["Labels"]
+    ]
+    assert helpers["Subnets"] == [stack.resolve(subnet.subnet_id)]
+    assert helpers["ScalingConfig"] == {"MinSize": 3, "DesiredSize": 3, "MaxSize": 3}
+    for bad in (0, 4):
+        with pytest.raises(ValueError, match=rf"helper_nodes={bad}: expected 1 to 3 \(the "):
+            _bare_cluster(helper_nodes=bad)

@@ -9,17 +9,15 @@ from ml_platform.k8s_charts.workloads_tensorboard import TensorBoardChart
 
 
 def _zone(pod_spec: dict) -> list[str]:
+    """The AZs a pod is REQUIRED to run in (issue 32: a preference let the scheduler put a
+    helper pod in another AZ than FSx's); no preferred term is left."""
     terms = pod_spec["affinity"]["nodeAffinity"]
-    required = terms.get("requiredDuringSchedulingIgnoredDuringExecution")
-    if required:
-        (term,) = required["nodeSelectorTerms"]
-        return [v for e in term["matchExpressions"] for v in e["values"]]
-    return [
-        v
-        for t in terms["preferredDuringSchedulingIgnoredDuringExecution"]
-        for e in t["preference"]["matchExpressions"]
-        for v in e["values"]
-    ]
+    assert set(terms) == {"requiredDuringSchedulingIgnoredDuringExecution"}
+    (term,) = terms["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    (expression,) = term["matchExpressions"]
+    assert expression["key"] == "topology.kubernetes.io/zone"
+    assert expression["operator"] == "In"
+    return list(expression["values"])
 
 
 def test_charts_render_from_plain_props() -> None:
@@ -32,7 +30,8 @@ def test_charts_render_from_plain_props() -> None:
     assert tools["kind"] == "ConfigMap" and tools["metadata"]["namespace"] == "research"
     assert job["metadata"]["namespace"] == "research"
     pod = job["spec"]["template"]["spec"]
-    assert "us-east-1f" in _zone(pod)
+    assert _zone(pod) == ["us-east-1f"]
+    assert pod["nodeSelector"] == {"ml-platform/node-role": "system"}
     env = {
         e["name"]: e.get("value")
         for c in pod["containers"] + pod.get("initContainers", [])
@@ -41,4 +40,6 @@ def test_charts_render_from_plain_props() -> None:
     assert env["AWS_REGION"] == "us-east-1"
     deployment = next(o for o in board.to_json() if o["kind"] == "Deployment")
     assert deployment["metadata"]["namespace"] == "research"
-    assert "us-east-1f" in _zone(deployment["spec"]["template"]["spec"])
+    board_pod = deployment["spec"]["template"]["spec"]
+    assert _zone(board_pod) == ["us-east-1f"]
+    assert board_pod["nodeSelector"] == {"ml-platform/node-role": "system"}

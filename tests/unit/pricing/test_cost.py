@@ -217,8 +217,8 @@ def test_node_group_root_volumes_are_priced_per_node_at_desired_and_maximum(stac
     assert gp3 == 0.08
     # 2 x 500 GiB Trainium (with 16000 IOPS and 1000 MiB/s: 13000 IOPS x $0.005 and
     # 875 MiB/s x $0.04 above gp3's baseline, $100 a node, = 1250 GiB-months at $0.08),
-    # 2 x 50 GiB system, 1 x 100 GiB GPU.
-    assert sorted(round(i.monthly / gp3) for i in volumes.values()) == [100, 100, 3500]
+    # 2 x 50 GiB system, 1 x 50 GiB training helper, 1 x 100 GiB GPU.
+    assert sorted(round(i.monthly / gp3) for i in volumes.values()) == [50, 100, 100, 3500]
     trn = next(i for i in volumes.values() if i.training)
     assert trn.description.startswith("EBS 500 GiB gp3")
     assert trn.monthly == pytest.approx(TRN_EBS_MONTHLY) and trn.hourly == pytest.approx(
@@ -227,7 +227,8 @@ def test_node_group_root_volumes_are_priced_per_node_at_desired_and_maximum(stac
     gpu = next(i for i in volumes.values() if i.description.startswith("EBS 100 GiB"))
     assert gpu.description == "EBS 100 GiB gp3 per node x 1 (max 1)"
     assert gpu.monthly == pytest.approx(8.0) and gpu.ceiling_monthly is None
-    assert sum(i.monthly for i in volumes.values()) == pytest.approx(16.0 + TRN_EBS_MONTHLY)
+    # 8 system + 4 training helper + 8 GPU.
+    assert sum(i.monthly for i in volumes.values()) == pytest.approx(20.0 + TRN_EBS_MONTHLY)
     assert all(i.status == OK and i.prices for i in volumes.values())
     # A training run pays for its nodes' volumes too.
     from ml_platform.pricing import training_hourly

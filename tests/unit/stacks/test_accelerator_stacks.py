@@ -24,9 +24,10 @@ def _node_groups(synth: SynthesizedPlatform, short: str) -> list[dict]:
 def test_each_accelerator_node_group_has_its_own_stack(synth: SynthesizedPlatform) -> None:
     for short, ami in NODE_STACKS.items():
         assert [g["AmiType"] for g in _node_groups(synth, short)] == [ami]
+    # The system and training-helper groups (docs/training.md, "Where the pods run").
     assert [g["AmiType"] for g in _node_groups(synth, "TrainingCluster")] == [
         "AL2023_x86_64_STANDARD"
-    ]
+    ] * 2
 
 
 def test_node_stacks_depend_on_the_cluster_stack_never_the_reverse(
@@ -258,4 +259,5 @@ def test_training_only_is_one_setting_away(tmp_path) -> None:
     resources = only.template_json("TrainingCluster")["Resources"].values()
     assert not [r for r in resources if r["Type"] == "AWS::SageMaker::Endpoint"]
     groups = [r for r in resources if r["Type"] == "AWS::EKS::Nodegroup"]
-    assert [g["Properties"]["AmiType"] for g in groups] == ["AL2023_x86_64_STANDARD"]
+    # The system and training-helper groups: the helpers' group exists with training.
+    assert [g["Properties"]["AmiType"] for g in groups] == ["AL2023_x86_64_STANDARD"] * 2

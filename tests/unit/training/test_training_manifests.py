@@ -523,6 +523,55 @@ def test_tensorboard_is_private_unprivileged_and_reads_the_output(manifests):
     assert set(c["resources"]["requests"]) == {"cpu", "memory"}
 
 
+def _pod_specs(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The pod specs of a Job, Deployment or Volcano Job (none for other kinds)."""
+    spec = doc.get("spec", {})
+    if "tasks" in spec:
+        return [task["template"]["spec"] for task in spec["tasks"]]
+    return [spec["template"]["spec"]] if "template" in spec else []
+
+
+def test_every_pod_mounting_fsx_runs_only_in_the_trainium_az(manifests, settings):
+    """Issue 32: FSx for Lustre lives in network.trainium_az. Helper pods (system-role nodes)
+    are REQUIRED there, not preferred; the Trainium pods reach it through their nodes, whose
+    group has only that AZ's subnet (tests/unit/constructs/test_trainium.py)."""
+    az = settings.network.trainium_az
+    helpers = trainium = 0
+    for doc in all_docs(manifests):
+        for pod in _pod_specs(doc):
+            claims = {
+                v["persistentVolumeClaim"]["claimName"]
+                for v in pod.get("volumes", [])
+                if "persistentVolumeClaim" in v
+            }
+            if "fsx-claim" not in claims:
+                continue
+            selector = pod["nodeSelector"]
+            if selector.get("node.kubernetes.io/instance-type") == settings.trainium.instance_type:
+                trainium += 1
+                continue
+            helpers += 1
+            assert selector == {"ml-platform/node-role": "system"}, doc["metadata"]["name"]
+            assert pod["affinity"] == {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "topology.kubernetes.io/zone",
+                                        "operator": "In",
+                                        "values": [az],
+                                    }
+                                ]
+                            }
+                        ]
+                    }
+                }
+            }, doc["metadata"]["name"]
+    assert (helpers, trainium) == (2, 4)  # dataset Job, TensorBoard; 2 jobs x 2 tasks
+
+
 # --- determinism, files, snapshot ----------------------------------------------------
 
 
