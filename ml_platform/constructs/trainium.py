@@ -321,7 +321,8 @@ class TrainiumNodeGroup(Construct):
         node_role: Node IAM role. Default: a new role with the EKS worker and ECR pull-only
             policies (no CNI policy: the VPC CNI has its own Pod Identity role), plus SSM
             managed instance with ``ssm_access``.
-        ssm_access: ``AmazonSSMManagedInstanceCore`` on the default node role. Default true.
+        ssm_access: ``AmazonSSMManagedInstanceCore`` on the default node role (break-glass
+            Session Manager access). Default false.
         nodegroup_name: Default: CloudFormation picks one.
         capacity_reservation_id / capacity_block / placement_group: See
             :class:`EfaLaunchTemplate`. Default none / False / none. A Capacity Block sets the
@@ -364,7 +365,7 @@ class TrainiumNodeGroup(Construct):
         root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB,
         labels: Mapping[str, str] | None = None,
         node_role: iam.IRole | None = None,
-        ssm_access: bool = True,
+        ssm_access: bool = False,
         nodegroup_name: str | None = None,
         capacity_reservation_id: str | None = None,
         capacity_block: bool = False,
