@@ -88,6 +88,9 @@ def test_one_efa_interface_per_network_card(
     assert sum(i["InterfaceType"] == "efa-only" for i in interfaces) == cards
     assert all(i["DeleteOnTermination"] is True for i in interfaces)
     assert all("SubnetId" not in i for i in interfaces)
+    # No public address on eth0, said explicitly (Control Tower CT.EC2.PR.9); left unset on the
+    # efa-only interfaces, which take no IP address (the acknowledgment says why).
+    assert [i.get("AssociatePublicIpAddress") for i in interfaces] == [False] + [None] * cards
     # The EFA group on every interface; the Lustre client group on the primary (IP) one only.
     primary, *efa_only = interfaces
     efa_group, clients = primary["Groups"]
@@ -713,6 +716,28 @@ def test_a_trainium_node_group_built_alone_has_no_ssm_policy() -> None:
         for ssm, g in groups.items()
     }
     assert arns == {None: NODE_POLICY_ARNS, True: [*NODE_POLICY_ARNS, SSM_POLICY_ARN]}
+
+
+def test_the_public_ip_field_is_documented_for_eth0_as_the_template_sets_it() -> None:
+    """Taken from cfn-lint's bundled provider schema of AWS::EC2::LaunchTemplate (AWS's own):
+    AssociatePublicIpAddress is a boolean documented for eth0 (device index 0), and efa-only
+    interfaces support no IP address, which is why only the primary interface carries it."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    from ml_platform.constructs.trainium import NO_PUBLIC_IP_REASON, PRIMARY_PUBLIC_IP
+
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(
+        "us-west-2", "AWS::EC2::LaunchTemplate"
+    ).schema
+    interface = schema["definitions"]["NetworkInterface"]["properties"]
+    public_ip = interface["AssociatePublicIpAddress"]
+    assert public_ip["type"] == "boolean"
+    assert public_ip["description"].startswith("Associates a public IPv4 address with eth0 ")
+    device, kind = interface["DeviceIndex"], interface["InterfaceType"]
+    assert "primary network interface has a device index of 0" in device["description"]
+    assert "EFA-only network interfaces do not support IP addresses" in kind["description"]
+    assert PRIMARY_PUBLIC_IP is False
+    assert "false on the primary interface" in NO_PUBLIC_IP_REASON
 
 
 # --- locked memory: the launch template's user data -----------------------------------------
