@@ -229,8 +229,9 @@ class ClusterSettings(Section):
     Default none: only the stack's kubectl provider can use the API. `mlp azs` writes the role
     named with `--admin-role-arn` or `--admin-role-mine`."""
     endpoint_access: str = setting(limits.DEFAULT_ENDPOINT_ACCESS, OneOf(limits.ENDPOINT_ACCESS))
-    """`private`: the Kubernetes API answers inside the VPC only (reach it through Session
-    Manager port forwarding); or `public_and_private`."""
+    """`private`: the Kubernetes API answers inside the VPC only (reach it from a VPN or peered
+    network, with `mlp azs --public-access-mine`, or break-glass through Session Manager with
+    `cluster.node_ssm_access`); or `public_and_private`."""
     public_access_cidrs: tuple[str, ...] = setting(
         (), maxItems=MAX_PUBLIC_ACCESS_CIDRS, uniqueItems=True
     )
@@ -254,10 +255,11 @@ class ClusterSettings(Section):
     Session Manager sessions on the cluster's nodes. Both are cluster-admin (or root on a
     node): attach the policy (or its statements in a permissions boundary or SCP) to every
     role that is not a cluster administrator (docs/security.md)."""
-    node_ssm_access: bool = setting(True)
+    node_ssm_access: bool = setting(False)
     """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
-    forwarding to the nodes (break-glass debugging of EFA and Neuron, the way to a private API
-    endpoint). Whoever may start a session on a node gets root there: allow
+    forwarding to the nodes. Break-glass: turn it on to debug EFA or Neuron on a node or to
+    reach a private API endpoint through a node, deploy (an in-place update of the node roles),
+    and set it back afterwards. Whoever may start a session on a node gets root there: allow
     `ssm:StartSession` to administrators only (docs/security.md, residual risks)."""
     network_policy_mode: str = setting(
         limits.DEFAULT_NETWORK_POLICY_MODE, OneOf(limits.NETWORK_POLICY_MODES)

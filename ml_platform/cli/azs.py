@@ -460,9 +460,18 @@ def _print_access(admin_role: str | None, admin_note: str, cluster: dict[str, An
     else:
         print(f"cluster admin: none: {admin_note}")
     if cluster.get("endpoint_access", "private") == "private":
+        # Session Manager reaches the nodes only while their roles carry the SSM policy, which
+        # is break-glass and off by default (cluster.node_ssm_access).
+        ssm = (
+            "Session Manager port forwarding through a node: on (cluster.node_ssm_access)"
+            if cluster.get("node_ssm_access") is True
+            else "break-glass: Session Manager port forwarding after setting "
+            "cluster.node_ssm_access: true and deploying"
+        )
         print(
-            "API endpoint: private (reach it through Session Manager port forwarding, see "
-            "docs/security.md#cluster-access; --public-access-mine opens it to your address only)"
+            "API endpoint: private (reach it from the VPC, a VPN or a peered network; "
+            f"--public-access-mine opens it to your address only; {ssm}; "
+            "see docs/security.md#cluster-access)"
         )
     else:
         print(

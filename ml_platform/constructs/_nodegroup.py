@@ -25,7 +25,9 @@ from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
 ROOT_DEVICE = "/dev/xvda"  # root device of the AL2023 EKS AMIs
 
 SSM_NODE_POLICY = "AmazonSSMManagedInstanceCore"
-"""Session Manager on the nodes: debug EFA and Neuron on a node without SSH or open ports."""
+"""Session Manager on the nodes, break-glass only (off by default: whoever may start a session
+gets root on the node): debug EFA and Neuron on a node without SSH or open ports, or forward a
+port to a private API endpoint (docs/security.md, "Cluster access")."""
 NODE_ROLE_POLICIES = ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
 """AWS managed policies every EKS worker node role carries.
 
@@ -43,19 +45,20 @@ NODE_ROLE_REASONS = {
     "on the node role for nodes to join the cluster.",
     "AmazonEC2ContainerRegistryPullOnly": "Nodes pull images (EKS add-ons, the training "
     "image) from ECR; pull only, the narrowest AWS-maintained ECR policy.",
-    SSM_NODE_POLICY: "Session Manager access to the nodes (AWS-maintained policy, the setting "
-    "cluster.node_ssm_access), the way to debug EFA and Neuron on a node without SSH keys or "
-    "inbound ports and to forward a port to the private API endpoint.",
+    SSM_NODE_POLICY: "Break-glass Session Manager access to the nodes (AWS-maintained policy, "
+    "off by default; the setting cluster.node_ssm_access turns it on while needed): debug EFA "
+    "and Neuron on a node without SSH keys or inbound ports, or forward a port to the private "
+    "API endpoint.",
 }
 
 
-def node_role_policies(ssm_access: bool = True) -> tuple[str, ...]:
+def node_role_policies(ssm_access: bool = False) -> tuple[str, ...]:
     """The AWS managed policies of a node role: :data:`NODE_ROLE_POLICIES`, plus
-    :data:`SSM_NODE_POLICY` with ``ssm_access``."""
+    :data:`SSM_NODE_POLICY` with ``ssm_access`` (default false: break-glass only)."""
     return NODE_ROLE_POLICIES + ((SSM_NODE_POLICY,) if ssm_access else ())
 
 
-def acknowledge_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
+def acknowledge_node_role(role: iam.IRole, ssm_access: bool = False) -> None:
     """Acknowledge the AWS managed policies every EKS worker node role carries."""
     acknowledge_each(
         role,
@@ -66,7 +69,7 @@ def acknowledge_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
     )
 
 
-def configure_node_role(role: iam.IRole, ssm_access: bool = True) -> None:
+def configure_node_role(role: iam.IRole, ssm_access: bool = False) -> None:
     """Set the managed policies of a node role aws-cdk created to :func:`node_role_policies`
     (aws-cdk's default node role has the worker, CNI and ECR ReadOnly policies), and
     acknowledge them.
@@ -173,7 +176,7 @@ def launch_template_spec(template: ec2.CfnLaunchTemplate) -> eks.LaunchTemplateS
 
 
 def new_node_role(
-    scope: Construct, construct_id: str, *, description: str, ssm_access: bool = True
+    scope: Construct, construct_id: str, *, description: str, ssm_access: bool = False
 ) -> iam.Role:
     """A node role of its own (EC2 trust) with :func:`node_role_policies`, acknowledged."""
     role = iam.Role(

@@ -232,8 +232,9 @@ class TrainingEksCluster(Construct):
         system_node_security_groups: Further groups of the system nodes besides the cluster
             security group (e.g. the Lustre client group: the helper pods that mount FSx run
             there). Default none.
-        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on the system node role. Default
-            true.
+        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on the system node role: Session
+            Manager, break-glass only (root on the node for whoever may start a session).
+            Default false.
         kubectl_provider_guard: Create :attr:`kubectl_provider_guard`, a managed policy that
             denies invoking or changing aws-cdk's kubectl provider (cluster-admin) to all but
             CloudFormation and the provider framework, to attach to non-administrators.
@@ -271,7 +272,7 @@ class TrainingEksCluster(Construct):
         system_nodes: int = limits.DEFAULT_SYSTEM_NODES,
         helper_subnet: ec2.ISubnet | None = None,
         helper_nodes: int = limits.DEFAULT_HELPER_NODES,
-        node_ssm_access: bool = True,
+        node_ssm_access: bool = False,
         removal_policy: RemovalPolicy | None = None,
         support_type: str = limits.DEFAULT_SUPPORT_TYPE,
         system_node_security_groups: Sequence[ec2.ISecurityGroup] = (),

@@ -45,7 +45,8 @@ class GpuNodeGroup(Construct):
         nodes: Desired nodes. Default 1. min_nodes: Default ``nodes``. max_nodes: Default 2.
         subnets: Subnets of the nodes. Default: the VPC's private subnets with egress.
         labels: Extra node labels. Default none.
-        ssm_access: ``AmazonSSMManagedInstanceCore`` on the node role. Default true.
+        ssm_access: ``AmazonSSMManagedInstanceCore`` on the node role (break-glass Session
+            Manager access). Default false.
 
     Attributes:
         launch_template: The ``CfnLaunchTemplate``.
@@ -65,7 +66,7 @@ class GpuNodeGroup(Construct):
         max_nodes: int = 2,
         subnets: ec2.SubnetSelection | None = None,
         labels: Mapping[str, str] | None = None,
-        ssm_access: bool = True,
+        ssm_access: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         low = nodes if min_nodes is None else min_nodes

@@ -44,16 +44,23 @@ MAX_NODES = limits.TRAINIUM_MAX_NODES
 CAPACITY_BLOCK_DESIRED_WARNING = "ml-platform:capacityBlockDesiredSize"
 
 
+PRIMARY_PUBLIC_IP = False
+"""``AssociatePublicIpAddress`` of the primary interface (card 0, device index 0), set
+explicitly (Control Tower CT.EC2.PR.9). EC2 documents the field for eth0 only ("Associates a
+public IPv4 address with eth0 for a new network interface": AWS::EC2::LaunchTemplate
+NetworkInterface, in cfn-lint's bundled provider schema and the CloudFormation reference,
+https://docs.aws.amazon.com/AWSCloudFormation/latest/TemplateReference/aws-properties-ec2-launchtemplate-networkinterface.html)."""
+
 NO_PUBLIC_IP_REASON = (
-    "No interface gets a public address without AssociatePublicIpAddress: the node subnets are "
-    "private (MapPublicIpOnLaunch false), EC2 assigns public IPv4 addresses only to instances "
-    "launched with a single network interface, and the EFA-only interfaces take no IP address "
-    "at all. The field is documented for eth0 only; whether EC2 accepts it on the efa-only "
-    "interfaces of other network cards could not be verified without launching, so it is "
-    "left unset rather than risk a node group that cannot launch."
+    "AssociatePublicIpAddress is false on the primary interface (card 0, device index 0, eth0), "
+    "the only one EC2 documents the field for. It stays unset on the efa-only interfaces: they "
+    "take no IP address at all (EC2: efa-only interfaces do not support IP addresses), the node "
+    "subnets are private (MapPublicIpOnLaunch false), and whether EC2 accepts the field on the "
+    "efa-only interfaces of other network cards could not be verified without launching, so it "
+    "is left unset rather than risk a node group that cannot launch."
 )
-"""Why the EFA launch template leaves ``AssociatePublicIpAddress`` unset (Control Tower
-CT.EC2.PR.9 asks it false on every interface)."""
+"""Why the EFA launch template still has a CT.EC2.PR.9 finding (Control Tower asks the field
+false on every interface): it is unset on the efa-only interfaces."""
 
 
 def efa_network_interfaces(
@@ -72,12 +79,14 @@ def efa_network_interfaces(
     interfaces off the primary interface and needs VPC CNI 1.18.5 or later (pinned: 1.21).
 
     ``primary_group_ids`` go on the primary interface only, after ``group_ids``: groups for IP
-    traffic such as the Lustre client group (EFA-only interfaces carry no IP traffic).
+    traffic such as the Lustre client group (EFA-only interfaces carry no IP traffic). The
+    primary interface also says ``AssociatePublicIpAddress: false`` (:data:`PRIMARY_PUBLIC_IP`);
+    the efa-only ones leave it unset (:data:`NO_PUBLIC_IP_REASON`).
     """
     groups = list(group_ids)
 
     def interface(
-        card: int, device: int, kind: str, extra: Sequence[str] = ()
+        card: int, device: int, kind: str, extra: Sequence[str] = (), public_ip: bool | None = None
     ) -> ec2.CfnLaunchTemplate.NetworkInterfaceProperty:
         return ec2.CfnLaunchTemplate.NetworkInterfaceProperty(
             network_card_index=card,
@@ -85,11 +94,12 @@ def efa_network_interfaces(
             interface_type=kind,
             groups=[*groups, *extra],
             delete_on_termination=True,
+            associate_public_ip_address=public_ip,
         )
 
     return [
-        # ENA primary: the node's IP address
-        interface(0, 0, "interface", primary_group_ids),
+        # ENA primary (eth0): the node's IP address, never a public one
+        interface(0, 0, "interface", primary_group_ids, public_ip=PRIMARY_PUBLIC_IP),
         interface(0, 1, "efa-only"),
         *(interface(card, 0, "efa-only") for card in range(1, efa_devices)),
     ]
@@ -321,7 +331,8 @@ class TrainiumNodeGroup(Construct):
         node_role: Node IAM role. Default: a new role with the EKS worker and ECR pull-only
             policies (no CNI policy: the VPC CNI has its own Pod Identity role), plus SSM
             managed instance with ``ssm_access``.
-        ssm_access: ``AmazonSSMManagedInstanceCore`` on the default node role. Default true.
+        ssm_access: ``AmazonSSMManagedInstanceCore`` on the default node role (break-glass
+            Session Manager access). Default false.
         nodegroup_name: Default: CloudFormation picks one.
         capacity_reservation_id / capacity_block / placement_group: See
             :class:`EfaLaunchTemplate`. Default none / False / none. A Capacity Block sets the
@@ -364,7 +375,7 @@ class TrainiumNodeGroup(Construct):
         root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB,
         labels: Mapping[str, str] | None = None,
         node_role: iam.IRole | None = None,
-        ssm_access: bool = True,
+        ssm_access: bool = False,
         nodegroup_name: str | None = None,
         capacity_reservation_id: str | None = None,
         capacity_block: bool = False,

@@ -100,7 +100,7 @@ class TrainiumNodesStack(AcceleratorNodesStack):
         lustre_clients: The file system's client security group
             (``LustreStorage.client_security_group``), so the nodes can mount it. Default none.
         node_ssm_access: ``AmazonSSMManagedInstanceCore`` on the node role
-            (``cluster.node_ssm_access``). Default true.
+            (``cluster.node_ssm_access``), break-glass Session Manager access. Default false.
         nodes_ready_after: What the nodes need before they can join (the networking add-ons).
             Default nothing.
         kubernetes_version: The cluster's (``cluster.kubernetes_version``): selects the
@@ -129,7 +129,7 @@ class TrainiumNodesStack(AcceleratorNodesStack):
         training_nodes: ec2.ISecurityGroup,
         nodes_ready_after: Sequence[IDependable] = (),
         lustre_clients: ec2.ISecurityGroup | None = None,
-        node_ssm_access: bool = True,
+        node_ssm_access: bool = False,
         kubernetes_version: str = limits.DEFAULT_KUBERNETES_VERSION,
         **kwargs: Any,
     ) -> None:
@@ -212,7 +212,7 @@ class GpuNodesStack(AcceleratorNodesStack):
     Args:
         settings: The ``triton_on_eks`` settings. Required.
         cluster: The cluster. Required.
-        node_ssm_access: As for :class:`TrainiumNodesStack`. Default true.
+        node_ssm_access: As for :class:`TrainiumNodesStack`. Default false.
         nodes_ready_after: As for :class:`TrainiumNodesStack`. Default nothing.
 
     Attributes:
@@ -232,7 +232,7 @@ class GpuNodesStack(AcceleratorNodesStack):
         settings: TritonOnEksSettings,
         cluster: eks.ICluster,
         nodes_ready_after: Sequence[IDependable] = (),
-        node_ssm_access: bool = True,
+        node_ssm_access: bool = False,
         **kwargs: Any,
     ) -> None:
         self._settings = settings

@@ -13,8 +13,9 @@ CAPACITY_BLOCK = "cr-02168da1478b509e0"
 @pytest.fixture(scope="session")
 def trn1n(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
     """The app with the Trainium node group changed: trn1n.32xlarge in a Capacity Block,
-    scaling down to zero, and no Session Manager policy on the node roles (cdk-nag off: the
-    default synthesis already runs it over the same constructs)."""
+    scaling down to zero, and the break-glass Session Manager policy on the node roles
+    (``cluster.node_ssm_access: true``; cdk-nag off: the default synthesis already runs it over
+    the same constructs, and tests/unit/constructs/test_gpu_nodes.py over a role with SSM)."""
     return synthesize(
         tmp_path_factory.mktemp("cdk.out.trn1n"),
         {
@@ -23,7 +24,7 @@ def trn1n(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
                 "capacity_block_id": CAPACITY_BLOCK,
                 "min_nodes": 0,
             },
-            "cluster": {"node_ssm_access": False},
+            "cluster": {"node_ssm_access": True},
         },
         nag=False,
     )

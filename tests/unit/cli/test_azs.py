@@ -376,11 +376,29 @@ def test_a_rerun_keeps_the_admin_role_an_earlier_run_wrote(aws, project, mlp):
 def test_endpoint_stays_private_without_the_public_options(aws, project, mlp):
     result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
     assert result.code == 0, result.err
-    assert "API endpoint: private (reach it through Session Manager port forwarding" in result.out
+    # Node SSM access is off by default (break-glass): the line must not promise Session
+    # Manager as the way in, and names the setting that turns it on.
+    assert (
+        "API endpoint: private (reach it from the VPC, a VPN or a peered network; "
+        "--public-access-mine opens it to your address only; break-glass: Session Manager port "
+        "forwarding after setting cluster.node_ssm_access: true and deploying; see "
+        "docs/security.md#cluster-access)\n"
+    ) in result.out
     written = _written(project)
     assert "cluster" not in written
     cluster = settings_from_cdk_json(str(project)).cluster
     assert (cluster.endpoint_access, cluster.public_access_cidrs) == ("private", ())
+    assert cluster.node_ssm_access is False
+
+
+def test_private_endpoint_line_says_session_manager_is_on_when_the_setting_is(aws, project, mlp):
+    _customise(project, cluster={"node_ssm_access": True})
+    result = mlp("--cdk-json", project, "azs", "--admin-role-mine")
+    assert result.code == 0, result.err
+    assert (
+        "--public-access-mine opens it to your address only; Session Manager port forwarding "
+        "through a node: on (cluster.node_ssm_access); see docs/security.md#cluster-access)\n"
+    ) in result.out
 
 
 @pytest.fixture

@@ -511,9 +511,15 @@ def test_ssm_on_node_roles_follows_the_setting() -> None:
     from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 
     names = {}
-    for ssm in (True, False):
-        cluster = _bare_cluster(node_ssm_access=ssm)
-        GpuNodeGroup(cluster, "Gpu", cluster=cluster.cluster, ssm_access=ssm)
+    for ssm in (True, False, None):  # None: the constructs' defaults, which are off
+        given = {} if ssm is None else {"node_ssm_access": ssm}
+        cluster = _bare_cluster(**given)
+        GpuNodeGroup(
+            cluster,
+            "Gpu",
+            cluster=cluster.cluster,
+            **({} if ssm is None else {"ssm_access": ssm}),
+        )
         roles = [
             r
             for r in Template.from_stack(cdk.Stack.of(cluster))
@@ -532,6 +538,7 @@ def test_ssm_on_node_roles_follows_the_setting() -> None:
         ]
     base = ["AmazonEC2ContainerRegistryPullOnly", "AmazonEKSWorkerNodePolicy"]
     assert names[False] == [base, base]
+    assert names[None] == [base, base]
     assert names[True] == [sorted([*base, "AmazonSSMManagedInstanceCore"])] * 2
 
 

@@ -42,7 +42,8 @@ def _base(app: cdk.App, name: str = "S") -> tuple[cdk.Stack, ec2.Vpc, eks.IClust
 
 
 class Built:
-    """One stack with three GPU node groups: defaults, everything set, SSM off."""
+    """One stack with three GPU node groups: defaults (no SSM), everything set (SSM on, the
+    break-glass setting), SSM off explicitly."""
 
     def __init__(self, app: cdk.App | None = None, *, synth: bool = True) -> None:
         self.app = app or new_app()
@@ -59,6 +60,7 @@ class Built:
             max_nodes=5,
             subnets=ec2.SubnetSelection(subnets=[vpc.private_subnets[1]]),
             labels={"team": "search"},
+            ssm_access=True,
         )
         self.no_ssm = GpuNodeGroup(self.stack, "NoSsm", cluster=cluster, ssm_access=False)
         self.resources: dict[str, Any] = (
@@ -134,7 +136,7 @@ def test_node_group_ami_label_taint_sizes_and_subnets(built: Built) -> None:
 
 def test_node_roles_trust_ec2_and_carry_exactly_the_node_policies(built: Built) -> None:
     expected = {
-        built.default: [*WORKER_POLICIES, SSM_POLICY],
+        built.default: WORKER_POLICIES,  # Session Manager is break-glass: off by default
         built.custom: [*WORKER_POLICIES, SSM_POLICY],
         built.no_ssm: WORKER_POLICIES,
     }
@@ -157,8 +159,8 @@ def test_node_roles_trust_ec2_and_carry_exactly_the_node_policies(built: Built) 
 
 def test_cdk_nag_finds_nothing_unacknowledged_on_the_node_groups(tmp_path: Any) -> None:
     """The managed policies on the node roles are AwsSolutions-IAM4 findings; each carries its
-    reason (the node-group building block acknowledges them). Without the reasons the same
-    synthesis fails, so the check is live."""
+    reason (the node-group building block acknowledges them), the SSM policy's included
+    (``custom`` has it). Without the reasons the same synthesis fails, so the check is live."""
     from cdk_nag import AwsSolutionsChecks
 
     from ml_platform.constructs import _nodegroup
@@ -179,7 +181,7 @@ def test_cdk_nag_finds_nothing_unacknowledged_on_the_node_groups(tmp_path: Any) 
 
     app = nagged("bare")
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_nodegroup, "acknowledge_node_role", lambda role, ssm_access=True: None)
+        patch.setattr(_nodegroup, "acknowledge_node_role", lambda role, ssm_access=False: None)
         build(app)
     failure = synth_collecting_nag(app)
     assert failure is not None and "AwsSolutions-IAM4" in failure

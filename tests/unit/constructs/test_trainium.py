@@ -88,6 +88,9 @@ def test_one_efa_interface_per_network_card(
     assert sum(i["InterfaceType"] == "efa-only" for i in interfaces) == cards
     assert all(i["DeleteOnTermination"] is True for i in interfaces)
     assert all("SubnetId" not in i for i in interfaces)
+    # No public address on eth0, said explicitly (Control Tower CT.EC2.PR.9); left unset on the
+    # efa-only interfaces, which take no IP address (the acknowledgment says why).
+    assert [i.get("AssociatePublicIpAddress") for i in interfaces] == [False] + [None] * cards
     # The EFA group on every interface; the Lustre client group on the primary (IP) one only.
     primary, *efa_only = interfaces
     efa_group, clients = primary["Groups"]
@@ -175,40 +178,43 @@ def test_node_group_is_neuron_ami_in_the_trainium_subnet_tainted_and_sized(
     }
 
 
-def _policy_names(role: dict) -> set[str]:
-    arns = role["Properties"]["ManagedPolicyArns"]
-    for arn in arns:
-        parts = arn["Fn::Join"][1]
-        assert parts[0] == "arn:" and parts[2].startswith(":iam::aws:policy/"), arn
-    return {a["Fn::Join"][1][-1].rsplit("/", 1)[-1] for a in arns}
+def _policy_arn(name: str) -> dict:
+    """An AWS managed policy's ARN as aws-cdk writes it (partition from the stack)."""
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{name}"]]}
 
 
-NODE_POLICIES = {
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEC2ContainerRegistryPullOnly",
-    "AmazonSSMManagedInstanceCore",
-}
+NODE_POLICY_ARNS = [
+    _policy_arn("AmazonEKSWorkerNodePolicy"),
+    _policy_arn("AmazonEC2ContainerRegistryPullOnly"),
+]
+SSM_POLICY_ARN = _policy_arn("AmazonSSMManagedInstanceCore")
 
 
-def test_node_roles_have_worker_ecr_pull_and_ssm_policies_and_no_cni(
+def _node_role_arns(synth: SynthesizedPlatform) -> dict[str, list]:
+    """Each node group's role's managed policy ARNs, by stack, for the three node groups
+    (Trainium, system, GPU)."""
+    out = {}
+    for short in (TRAINIUM_STACK, GPU_STACK, "TrainingCluster"):
+        resources = synth.template_json(short)["Resources"]
+        groups = [g for g in resources.values() if g["Type"] == "AWS::EKS::Nodegroup"]
+        # The training cluster's system and training-helper groups share the system role.
+        (role_id,) = {g["Properties"]["NodeRole"]["Fn::GetAtt"][0] for g in groups}
+        out[short] = resources[role_id]["Properties"]["ManagedPolicyArns"]
+    return out
+
+
+def test_node_roles_have_worker_and_ecr_pull_only_no_ssm_no_cni(
     synth: SynthesizedPlatform,
 ) -> None:
-    """Every node group's role, Trainium, system and GPU: no AmazonEKS_CNI_Policy (the VPC
-    CNI has a Pod Identity role of its own), ECR pull only, SSM (cluster.node_ssm_access, on
-    by default) lets operators debug EFA and Neuron on a node without SSH."""
-    templates = {
-        short: synth.template_json(short)["Resources"]
-        for short in {TRAINIUM_STACK, GPU_STACK, "TrainingCluster"}
+    """By default every node group's role (Trainium, system, GPU) has exactly the worker and
+    ECR pull-only policies: no AmazonEKS_CNI_Policy (the VPC CNI has a Pod Identity role of its
+    own) and no AmazonSSMManagedInstanceCore (Session Manager is break-glass, off until
+    cluster.node_ssm_access turns it on)."""
+    assert _node_role_arns(synth) == {
+        TRAINIUM_STACK: NODE_POLICY_ARNS,
+        GPU_STACK: NODE_POLICY_ARNS,
+        "TrainingCluster": NODE_POLICY_ARNS,
     }
-    seen = 0
-    for resources in templates.values():
-        for group in resources.values():
-            if group["Type"] != "AWS::EKS::Nodegroup":
-                continue
-            role_id = group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
-            assert _policy_names(resources[role_id]) == NODE_POLICIES
-            seen += 1
-    assert seen == 4  # Trainium, GPU, system and training-helper (the system role, shared)
 
 
 def _rules(synth: SynthesizedPlatform, stack: str, rtype: str) -> list[dict]:
@@ -666,16 +672,73 @@ def test_capacity_block_with_nodes_warns_why() -> None:
     assert "only at desired size 0" in text and "40 minutes before the block ends" in text
 
 
-def test_node_ssm_access_off_reaches_every_node_group(trn1n: SynthesizedPlatform) -> None:
-    for short in (TRAINIUM_STACK, GPU_STACK, "TrainingCluster"):
-        resources = trn1n.template_json(short)["Resources"]
-        groups = [g for g in resources.values() if g["Type"] == "AWS::EKS::Nodegroup"]
-        assert groups, short
-        for group in groups:
-            role_id = group["Properties"]["NodeRole"]["Fn::GetAtt"][0]
-            assert _policy_names(resources[role_id]) == NODE_POLICIES - {
-                "AmazonSSMManagedInstanceCore"
-            }, short
+def test_node_ssm_access_on_gives_every_node_role_exactly_the_ssm_policy(
+    trn1n: SynthesizedPlatform,
+) -> None:
+    """Break-glass: cluster.node_ssm_access: true adds AmazonSSMManagedInstanceCore, and only
+    it, to the Trainium, system and GPU node roles (an in-place update of each role)."""
+    with_ssm = [*NODE_POLICY_ARNS, SSM_POLICY_ARN]
+    assert _node_role_arns(trn1n) == {
+        TRAINIUM_STACK: with_ssm,
+        GPU_STACK: with_ssm,
+        "TrainingCluster": with_ssm,
+    }
+
+
+def test_a_trainium_node_group_built_alone_has_no_ssm_policy() -> None:
+    """The construct is secure by default too: its own node role gets no Session Manager
+    policy unless ssm_access=True."""
+    from aws_cdk.assertions import Template
+
+    stack, vpc, sg = _stack()
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack,
+        "Cluster",
+        cluster_name="c",
+        vpc=vpc,
+        cluster_security_group_id="sg-0123456789abcdef0",
+    )
+    groups = {
+        ssm: TrainiumNodeGroup(
+            stack,
+            f"Trn{ssm}",
+            cluster=cluster,
+            subnet=vpc.private_subnets[0],
+            security_group=sg,
+            **({} if ssm is None else {"ssm_access": ssm}),
+        )
+        for ssm in (None, True)
+    }
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    arns = {
+        ssm: resources[stack.resolve(g.role.node.default_child.logical_id)]["Properties"][
+            "ManagedPolicyArns"
+        ]
+        for ssm, g in groups.items()
+    }
+    assert arns == {None: NODE_POLICY_ARNS, True: [*NODE_POLICY_ARNS, SSM_POLICY_ARN]}
+
+
+def test_the_public_ip_field_is_documented_for_eth0_as_the_template_sets_it() -> None:
+    """Taken from cfn-lint's bundled provider schema of AWS::EC2::LaunchTemplate (AWS's own):
+    AssociatePublicIpAddress is a boolean documented for eth0 (device index 0), and efa-only
+    interfaces support no IP address, which is why only the primary interface carries it."""
+    from cfnlint.schema import PROVIDER_SCHEMA_MANAGER
+
+    from ml_platform.constructs.trainium import NO_PUBLIC_IP_REASON, PRIMARY_PUBLIC_IP
+
+    schema = PROVIDER_SCHEMA_MANAGER.get_resource_schema(
+        "us-west-2", "AWS::EC2::LaunchTemplate"
+    ).schema
+    interface = schema["definitions"]["NetworkInterface"]["properties"]
+    public_ip = interface["AssociatePublicIpAddress"]
+    assert public_ip["type"] == "boolean"
+    assert public_ip["description"].startswith("Associates a public IPv4 address with eth0 ")
+    device, kind = interface["DeviceIndex"], interface["InterfaceType"]
+    assert "primary network interface has a device index of 0" in device["description"]
+    assert "EFA-only network interfaces do not support IP addresses" in kind["description"]
+    assert PRIMARY_PUBLIC_IP is False
+    assert "false on the primary interface" in NO_PUBLIC_IP_REASON
 
 
 # --- locked memory: the launch template's user data -----------------------------------------

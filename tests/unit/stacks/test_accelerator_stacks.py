@@ -261,3 +261,23 @@ def test_training_only_is_one_setting_away(tmp_path) -> None:
     groups = [r for r in resources if r["Type"] == "AWS::EKS::Nodegroup"]
     # The system and training-helper groups: the helpers' group exists with training.
     assert [g["Properties"]["AmiType"] for g in groups] == ["AL2023_x86_64_STANDARD"] * 2
+
+
+def test_node_stacks_built_alone_have_no_session_manager_policy() -> None:
+    """TrainiumNodesStack's node_ssm_access defaults to false (secure by default, as the
+    setting): its node role carries exactly the worker and ECR pull-only policies."""
+    from aws_cdk.assertions import Template
+
+    stack = _built_trainium_stack({})
+    roles = [
+        r["Properties"]["ManagedPolicyArns"]
+        for r in Template.from_stack(stack).find_resources("AWS::IAM::Role").values()
+        if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+        == {"Service": "ec2.amazonaws.com"}
+    ]
+    assert roles == [
+        [
+            {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":iam::aws:policy/{name}"]]}
+            for name in ("AmazonEKSWorkerNodePolicy", "AmazonEC2ContainerRegistryPullOnly")
+        ]
+    ]
