@@ -81,6 +81,14 @@ BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
 # Source: Docker Hub tensorflow/tensorflow, release 2.20.0.
 TENSORBOARD_IMAGE = "docker.io/tensorflow/tensorflow:2.20.0"
 
+# The dataset Job's hf-cache step (ml_platform/training/hf_seed.py): the official Python image,
+# slim (Debian, pip included), from ECR Public (no Docker Hub pull limit). Python 3.12 as the
+# training image's (py312), so the step's wheels are cp312 like sample-requirements.lock's.
+# Tag from docker-library/official-images `library/python` at 37079fb3 (2026-08-21):
+# "Tags: 3.12.14-slim-trixie, 3.12-slim-trixie, 3.12.14-slim, 3.12-slim" (amd64 among its
+# architectures); ECR Public's docker/library mirrors the Docker official images.
+HF_SEED_IMAGE = "public.ecr.aws/docker/library/python:3.12.14-slim"
+
 # python3 for the dataset Job's extract step (standard library only): the TensorBoard image,
 # which the system nodes pull anyway, rather than one more image to pin.
 DATASET_TOOLS_IMAGE = TENSORBOARD_IMAGE
