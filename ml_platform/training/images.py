@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ml_platform.versions import TRN1_NEURON_STACK
 
-# Last PyTorch/XLA Neuron training DLC (Neuron SDK 2.30), pinned beside the AL2023 Neuron AMI
-# release with the same SDK's driver: ml_platform.versions.TRN1_NEURON_STACK has both and
-# their sources.
+# The PyTorch/XLA Neuron training DLC of the last SDK that supports XLA training (Neuron
+# 2.29.1), pinned beside the AL2023 Neuron AMI release with the same SDK's driver:
+# ml_platform.versions.TRN1_NEURON_STACK has both and their sources.
 NEURON_TRAINING_BASE_IMAGE = TRN1_NEURON_STACK.training_image
 
 # aws-neuron/aws-neuron-samples commit holding torch-neuronx/training/dp_bert_hf_pretrain
