@@ -26,6 +26,11 @@ its shards), ``pytorch_model.bin``, ``pytorch_model.bin.index.json`` (and its sh
 ``prepare_inputs_for_generation`` nor ``generate``, so ``can_generate()`` is false. With PEFT
 installed transformers also looks for ``adapter_config.json``, tolerating its absence (offline
 too), so it is not fetched.
+
+The step also writes the cache-version marker ``hub/version.txt`` (``1``) that transformers
+4.44.0 writes at import (``utils/hub.py``, ``cache_version_file``): without it every training
+process would, at ``import transformers``, warn that offline loads "will fail", scan the cache
+for the pre-4.22 layout and race to write the marker on the shared file system.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from pathlib import Path
 
 REQUIREMENTS_FILE = "hf-seed-requirements.lock"
 """The hash-pinned requirements of step 1, beside this file."""
+CACHE_VERSION = ("version.txt", "1")
+"""transformers 4.44.0's marker of the current cache layout, in ``HF_HUB_CACHE``."""
 REVISION = "main"
 """The revision ``from_pretrained`` loads by default (transformers 4.44.0)."""
 CONFIG_NAME = "config.json"
@@ -117,6 +124,11 @@ def main() -> int:
         return path
 
     files = seed(model, download, EntryNotFoundError)
+    from huggingface_hub.constants import HF_HUB_CACHE
+
+    marker = Path(HF_HUB_CACHE, CACHE_VERSION[0])
+    if not marker.is_file():
+        marker.write_text(CACHE_VERSION[1], encoding="utf-8")
     print(f"hf-cache: seeded {model}@{REVISION} in {os.environ['HF_HOME']}: {files}")
     return 0
 

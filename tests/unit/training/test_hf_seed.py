@@ -8,7 +8,10 @@ the lock's pins and hashes are compared with sample-requirements.lock. Taken fro
 which files transformers 4.44.0 reads (its ``modeling_utils.py``, cited in hf_seed.py), the
 Requires-Dist of huggingface-hub 0.24.5 and requests 2.31.0, and the wheel hashes pip picks on
 CPython 3.12 x86_64 (both observed once with a real ``pip download --require-hashes`` from
-PyPI: 12 wheels, 2.1 MB; too networky for every run).
+PyPI: 12 wheels, 2.1 MB; too networky for every run). Once by hand against a local stand-in
+for the Hub (HF_ENDPOINT): the old step (transformers 4.44.0 ``from_pretrained``) and this one
+requested the same two files and left the same cache tree, which transformers 4.44.0 then
+loaded with HF_HUB_OFFLINE=1 and no request.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ def hf_hub_download(repo_id, filename, *, revision=None, **kwargs):
     return str(path)
 """
 FAKE_UTILS = "class EntryNotFoundError(OSError):\n    pass\n"
+FAKE_CONSTANTS = "import os\n\nHF_HUB_CACHE = os.path.join(os.environ['HF_HOME'], 'hub')\n"
 
 # bert-large-uncased's files on the Hub: not verified from a source here (the model card does
 # not list them); the step does not depend on the list, only on which of the names it asks for
@@ -91,6 +95,7 @@ def _run_step(
     (packages / "huggingface_hub").mkdir(parents=True)
     (packages / "huggingface_hub" / "__init__.py").write_text(FAKE_HUB)
     (packages / "huggingface_hub" / "utils.py").write_text(FAKE_UTILS)
+    (packages / "huggingface_hub" / "constants.py").write_text(FAKE_CONSTANTS)
     monkeypatch.setenv("HF_MODEL", "bert-large-uncased")
     monkeypatch.setenv("HF_SEED_PACKAGES", str(packages))
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
@@ -144,6 +149,8 @@ def test_downloads_exactly_what_from_pretrained_reads(tmp_path, monkeypatch, cap
         ("bert-large-uncased", "model.safetensors", "main", {}),
     ]
     assert "seeded bert-large-uncased@main" in capsys.readouterr().out
+    # transformers 4.44.0's cache-layout marker, as its own import writes it.
+    assert (tmp_path / "hf_home" / "hub" / "version.txt").read_text() == "1"
 
 
 def test_falls_back_as_transformers_does(tmp_path, monkeypatch):
