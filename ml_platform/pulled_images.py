@@ -18,6 +18,7 @@ def platform_images(settings: Any) -> list[str]:
         AWS_CLI_IMAGE,
         BUSYBOX_IMAGE,
         DATASET_TOOLS_IMAGE,
+        HF_SEED_IMAGE,
         NEURON_TRAINING_BASE_IMAGE,
         TENSORBOARD_IMAGE,
     )
@@ -34,10 +35,11 @@ def platform_images(settings: Any) -> list[str]:
             efa_device_plugin_image(settings.env.region),
             *VOLCANO_IMAGES.values(),
             TENSORBOARD_IMAGE,
-            # The dataset Job's steps (prepare, download, extract).
+            # The dataset Job's steps (prepare, download, extract, hf-cache).
             BUSYBOX_IMAGE,
             AWS_CLI_IMAGE,
             DATASET_TOOLS_IMAGE,
+            HF_SEED_IMAGE,
             # The base of the training image (`make image` builds FROM it by this digest).
             NEURON_TRAINING_BASE_IMAGE,
         ]

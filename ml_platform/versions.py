@@ -129,25 +129,35 @@ class NeuronStack:
 
 
 TRN1_NEURON_STACK = NeuronStack(
-    # Trn1's end state: the last Neuron PyTorch/XLA training container, Neuron 2.30.0, whose
-    # torch-neuronx 2.9.0.2.14 is unchanged since Neuron 2.29.0 (component release notes
-    # index, v2.30.0). Neuron's statements: "Starting with Neuron Release 2.30.0, PyTorch/XLA
-    # is no longer supported for training" (announce-no-support-pytorch-xla-training.html)
-    # and torch-neuronx is not included from 2.32.0 (archive/frameworks/torch); the native
-    # TorchNeuron backend covers Trn2/Trn3 only (release-notes/components/torchneuron.html),
-    # all under https://awsdocs-neuron.readthedocs-hosted.com/en/latest/. So no later SDK runs
-    # this stack; the 2.29 DLC would be the last one inside Neuron's support window.
-    sdk="2.30.0",
+    # Trn1's end state: the last Neuron SDK that supports PyTorch/XLA training. Neuron's
+    # statement (announce-no-support-pytorch-xla-training, 2026-05-20): "Starting with Neuron
+    # Release 2.30.0, PyTorch/XLA is no longer supported for training workloads on Trainium";
+    # PyTorch 2.9 was the last XLA-based version for training. torch-neuronx (XLA) is not
+    # shipped from 2.32.0 (archive/frameworks/torch), and the native TorchNeuron backend covers
+    # Trn2/Trn3 only (release-notes/components/torchneuron.html); pages under
+    # https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/announcements/neuron2.x/
+    # and .../en/latest/. So the stack is 2.29.1 (2026-05-01, the last 2.29 patch:
+    # release-notes/prev/2.29.1.rst), not 2.30.0, which no longer supports XLA training.
+    sdk="2.29.1",
+    # aws-neuron/deep-learning-containers README.md (HEAD 2be9ed1, 2026-08-17): PyTorch 2.9.0
+    # training, "Neuron 2.29.1", trn1, 3.12 (py312), this image. Its Dockerfile at tag 2.29.1
+    # (pytorch/training/2.9.0/Dockerfile.neuronx) installs torch-neuronx 2.9.0.2.13.26312
+    # (2.30.0's: 2.9.0.2.14.27725) on the same Python 3.12.11 and torch 2.9.0, so the sample's
+    # cp312 lock holds.
     training_image=(
-        "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+        "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04"
     ),
-    # Neuron 2.30.0 (2026-05-21) release content, Trn1 packages: aws-neuronx-dkms-2.28.0.0.
-    driver="2.28.0.0",
-    # awslabs/amazon-eks-ami CHANGELOG.md, "AMI Release v20260625": AL2023_x86_64_NEURON with
-    # aws-neuronx-dkms 2.28.0.0-dkms, the last release with that driver (v20260714 moved to
-    # 2.29.0.0, Neuron 2.31's); release versions 1.35.6-20260625 and 1.34.9-20260625.
-    ami_release="v20260625",
-    release_versions={"1.35": "1.35.6-20260625", "1.34": "1.34.9-20260625"},
+    # Neuron 2.29.1 release content (release-notes/releasecontent.rst renders
+    # src/helperscripts/n2-manifest.json; at aws-neuron-sdk commit 6616e998, "Release notes for
+    # patch release 2.29.1"): neuron_version 2.29.1, trn1: aws-neuronx-dkms 2.27.4.0,
+    # torch-neuronx 2.9.0.2.13.26312 (2.29.0's driver too).
+    driver="2.27.4.0",
+    # awslabs/amazon-eks-ami CHANGELOG.md, "AMI Release v20260505": AL2023_x86_64_NEURON with
+    # aws-neuronx-dkms 2.27.4.0-dkms for Kubernetes 1.35 and 1.34, the last release with that
+    # driver (v20260409 to v20260505 carry it; v20260610 moved to 2.28.0.0, Neuron 2.30's);
+    # release versions 1.35.4-20260505 and 1.34.7-20260505.
+    ami_release="v20260505",
+    release_versions={"1.35": "1.35.4-20260505", "1.34": "1.34.7-20260505"},
 )
 
 NEURON_STACKS: dict[str, NeuronStack] = {

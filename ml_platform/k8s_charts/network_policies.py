@@ -12,7 +12,8 @@ https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.ht
 - training namespace (:class:`TrainingNetworkPolicyChart`): the TorchX workers talk to each
   other (torchrun's c10d rendezvous on the first pod, the Neuron runtime's collective setup);
   the workers and the dataset job reach HTTPS on public addresses only (the dataset from S3,
-  model hubs); TensorBoard only resolves names. Nothing outside the namespace may connect in.
+  model hubs, PyPI for the hf-cache step); TensorBoard only resolves names. Nothing outside
+  the namespace may connect in.
   EFA traffic (SRD) and the Lustre client (in the node's kernel) bypass the pod IP stack these
   policies filter.
 - triton namespace (:func:`triton_policies`): Triton's HTTP and gRPC ports only from

@@ -136,7 +136,7 @@ def build_workload_manifests(settings: Settings) -> dict[str, list[dict[str, Any
             **placement,
             region=settings.env.region,
             dataset_sha256=settings.training.dataset_sha256,
-            hf_seed_image=settings.training_image_uri,
+            seed_hf_cache=True,  # the training pods read the Hub offline
             images=settings.image_policy,
         ),
         PRECOMPILE_FILE: VolcanoJobChart(app, "Precompile", job=precompile, **job_props),

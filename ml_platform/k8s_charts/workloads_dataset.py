@@ -1,6 +1,6 @@
 """Chart: the Job that copies the BERT pretraining dataset onto FSx for Lustre.
 
-Three steps in one pod, only the first as root:
+Four steps in one pod, only the first as root:
 
 1. ``prepare`` (BusyBox, root with ``CAP_CHOWN`` only): creates ``/data/datasets``, the
    staging folder and the Hugging Face cache and hands them to the dataset user. The Lustre file system's root directory
@@ -13,10 +13,13 @@ Three steps in one pod, only the first as root:
    (warns with the computed digest when it is not set: no public source states it), unpacks
    into ``/data/datasets/<name>``, apart from the compile and Hugging Face caches, and writes
    a marker. Applied again, the Job finds the marker and exits at once.
-4. ``hf-cache`` (the training image, non-root; with ``hf_seed_image``): pre-seeds the shared
-   Hugging Face cache (``/data/hf_home``) with the model the script loads, by the script's own
-   call (``BertForPreTraining.from_pretrained``), so the training pods read it offline
-   (``HF_HUB_OFFLINE=1``) instead of every node fetching it through the NAT gateway.
+4. ``hf-cache`` (a slim Python image, non-root; with ``seed_hf_cache``):
+   ``ml_platform/training/hf_seed.py`` from the same ConfigMap pre-seeds the shared Hugging
+   Face cache (``/data/hf_home``) with the files the script's
+   ``BertForPreTraining.from_pretrained`` reads, so the training pods read them offline
+   (``HF_HUB_OFFLINE=1``) instead of every node fetching them through the NAT gateway. It
+   installs huggingface-hub from PyPI, hash-pinned (``hf-seed-requirements.lock``), rather
+   than pulling the multi-GB training image onto a system node for one download.
 """
 
 from __future__ import annotations
@@ -36,9 +39,14 @@ from ml_platform.k8s_charts.workloads_common import (
     restricted_container_security,
     system_node_selector,
 )
-from ml_platform.training import dataset_extract
+from ml_platform.training import dataset_extract, hf_seed
 from ml_platform.training.component import HF_CACHE_DIR
-from ml_platform.training.images import AWS_CLI_IMAGE, BUSYBOX_IMAGE, DATASET_TOOLS_IMAGE
+from ml_platform.training.images import (
+    AWS_CLI_IMAGE,
+    BUSYBOX_IMAGE,
+    DATASET_TOOLS_IMAGE,
+    HF_SEED_IMAGE,
+)
 from ml_platform.training.jobs import (
     BERT_DATA_DIR,
     BERT_DATASET,
@@ -58,6 +66,7 @@ STEP_IMAGES = {
     "prepare": BUSYBOX_IMAGE,
     "download": AWS_CLI_IMAGE,
     "extract": DATASET_TOOLS_IMAGE,
+    "hf-cache": HF_SEED_IMAGE,
 }
 """The pinned public image of each step (``ml_platform/training/images.py``), before the
 image policy."""
@@ -69,12 +78,7 @@ mkdir -p "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"
 chown "$DATASET_UID:$DATASET_UID" "$DATASETS_DIR" "$STAGING_DIR" "$HF_HOME"
 """
 
-# The script's own model load, so the cache gets exactly the files its transformers reads.
-HF_SEED_SCRIPT = (
-    "from transformers import BertForPreTraining; "
-    f"BertForPreTraining.from_pretrained({BERT_HF_MODEL!r}); "
-    f"print('Hugging Face cache seeded: {BERT_HF_MODEL} in {HF_CACHE_DIR}')"
-)
+HF_SEED_PACKAGES = "/tmp/hf-seed-packages"  # the hf-cache step's pip --target (emptyDir)
 
 DOWNLOAD_SCRIPT = """\
 set -eu
@@ -88,10 +92,16 @@ mv "$TARBALL.part" "$TARBALL"
 
 
 def tools_files() -> dict[str, str]:
-    """The ConfigMap's files: the extract step and the safe extractor it imports."""
+    """The ConfigMap's files: the extract step and the safe extractor it imports; the
+    hf-cache step and its hash-pinned requirements (package files, read, no network)."""
+    seed = Path(hf_seed.__file__)
     return {
         "dataset_extract.py": Path(dataset_extract.__file__).read_text(encoding="utf-8"),
         "archive_safety.py": Path(archive_safety.__file__).read_text(encoding="utf-8"),
+        "hf_seed.py": seed.read_text(encoding="utf-8"),
+        hf_seed.REQUIREMENTS_FILE: seed.with_name(hf_seed.REQUIREMENTS_FILE).read_text(
+            encoding="utf-8"
+        ),
     }
 
 
@@ -104,15 +114,15 @@ class DatasetCopyChart(cdk8s.Chart):
         region: Region of the dataset bucket client. Required.
         dataset_sha256: SHA-256 the tarball must have. Default none: the Job prints the digest
             it computed and warns (no public source states it).
-        hf_seed_image: Image with the training script's ``transformers`` (the training image)
-            for the ``hf-cache`` step. Default none: no pre-seeding.
-        images: The image policy (mirrors, digests) the pinned public images of the other
-            steps (:data:`STEP_IMAGES`) are pulled through, as every other image of the
-            cluster. Default: the public registries, digests only from public records.
+        seed_hf_cache: Whether the ``hf-cache`` step pre-seeds the Hugging Face cache the
+            training pods read offline. Default true.
+        images: The image policy (mirrors, digests) the pinned public images of the steps
+            (:data:`STEP_IMAGES`) are pulled through, as every other image of the cluster.
+            Default: the public registries, digests only from public records.
 
     Attributes:
         job: The ``batch/v1`` Job. tools: The ConfigMap with the extract step and the safe
-            extractor.
+            extractor, the hf-cache step and its requirements.
     """
 
     def __init__(
@@ -124,7 +134,7 @@ class DatasetCopyChart(cdk8s.Chart):
         trainium_az: str,
         region: str,
         dataset_sha256: str | None = None,
-        hf_seed_image: str | None = None,
+        seed_hf_cache: bool = True,
         images: ImagePolicy = DEFAULT_POLICY,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -174,7 +184,11 @@ class DatasetCopyChart(cdk8s.Chart):
                             _download_container(pulled["download"], env, mounts, region, non_root),
                         ],
                         containers=[
-                            *self._hf_seed(hf_seed_image, mounts, non_root),
+                            *(
+                                [_hf_seed_container(pulled["hf-cache"], mounts, non_root)]
+                                if seed_hf_cache
+                                else []
+                            ),
                             _extract_container(
                                 pulled["extract"], env, mounts, dataset_sha256, non_root
                             ),
@@ -185,27 +199,30 @@ class DatasetCopyChart(cdk8s.Chart):
             ),
         )
 
-    @staticmethod
-    def _hf_seed(
-        image: str | None, mounts: list[k8s.VolumeMount], security: k8s.SecurityContext
-    ) -> list[k8s.Container]:
-        if image is None:
-            return []
-        return [
-            k8s.Container(
-                name="hf-cache",
-                image=image,
-                command=["python3", "-c", HF_SEED_SCRIPT],
-                env=[
-                    k8s.EnvVar(name="HF_HOME", value=HF_CACHE_DIR),
-                    k8s.EnvVar(name="HOME", value="/tmp"),
-                ],
-                # The model is loaded once (1.3 GB of weights) to fetch what the script reads.
-                resources=resources("500m", "2Gi", "6Gi"),
-                security_context=security,
-                volume_mounts=mounts,
-            )
-        ]
+
+def _hf_seed_container(
+    image: str, mounts: list[k8s.VolumeMount], security: k8s.SecurityContext
+) -> k8s.Container:
+    """Seeds the Hugging Face cache with ``hf_seed.py`` from the tools ConfigMap."""
+    return k8s.Container(
+        name="hf-cache",
+        image=image,
+        command=["python3", "-I", f"{TOOLS_DIR}/hf_seed.py"],
+        env=[
+            k8s.EnvVar(name="HF_HOME", value=HF_CACHE_DIR),
+            k8s.EnvVar(name="HF_MODEL", value=BERT_HF_MODEL),
+            k8s.EnvVar(name="HF_SEED_PACKAGES", value=HF_SEED_PACKAGES),
+            # pip and huggingface-hub write only under /tmp (emptyDir) and HF_HOME (FSx).
+            k8s.EnvVar(name="HOME", value="/tmp"),
+        ],
+        # 12 wheels (2.1 MB) and a streamed download of the weights (1.3 GB, to FSx).
+        resources=resources("250m", "256Mi", "1Gi"),
+        security_context=security,
+        volume_mounts=[
+            *mounts,
+            k8s.VolumeMount(name="tools", mount_path=TOOLS_DIR, read_only=True),
+        ],
+    )
 
 
 def _prepare_container(image: str, data: k8s.VolumeMount) -> k8s.Container:

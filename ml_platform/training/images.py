@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from ml_platform.versions import TRN1_NEURON_STACK
 
-# Last PyTorch/XLA Neuron training DLC (Neuron SDK 2.30), pinned beside the AL2023 Neuron AMI
-# release with the same SDK's driver: ml_platform.versions.TRN1_NEURON_STACK has both and
-# their sources.
+# The PyTorch/XLA Neuron training DLC of the last SDK that supports XLA training (Neuron
+# 2.29.1), pinned beside the AL2023 Neuron AMI release with the same SDK's driver:
+# ml_platform.versions.TRN1_NEURON_STACK has both and their sources.
 NEURON_TRAINING_BASE_IMAGE = TRN1_NEURON_STACK.training_image
 
 # aws-neuron/aws-neuron-samples commit holding torch-neuronx/training/dp_bert_hf_pretrain
@@ -80,6 +80,14 @@ BUSYBOX_IMAGE = "public.ecr.aws/docker/library/busybox:1.37.0"
 # TensorFlow CPU image; its pip tensorflow ships the `tensorboard` command.
 # Source: Docker Hub tensorflow/tensorflow, release 2.20.0.
 TENSORBOARD_IMAGE = "docker.io/tensorflow/tensorflow:2.20.0"
+
+# The dataset Job's hf-cache step (ml_platform/training/hf_seed.py): the official Python image,
+# slim (Debian, pip included), from ECR Public (no Docker Hub pull limit). Python 3.12 as the
+# training image's (py312), so the step's wheels are cp312 like sample-requirements.lock's.
+# Tag from docker-library/official-images `library/python` at 37079fb3 (2026-08-21):
+# "Tags: 3.12.14-slim-trixie, 3.12-slim-trixie, 3.12.14-slim, 3.12-slim" (amd64 among its
+# architectures); ECR Public's docker/library mirrors the Docker official images.
+HF_SEED_IMAGE = "public.ecr.aws/docker/library/python:3.12.14-slim"
 
 # python3 for the dataset Job's extract step (standard library only): the TensorBoard image,
 # which the system nodes pull anyway, rather than one more image to pin.

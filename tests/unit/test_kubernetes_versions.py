@@ -99,8 +99,8 @@ def test_cfn_lint_finds_nothing(k8s134: SynthesizedPlatform, synth: SynthesizedP
         assert normalized(k8s134.template_json(short)) == normalized(synth.template_json(short))
     trainium = normalized(k8s134.template_json("TrainiumNodes"))
     (group,) = [r for r in trainium["Resources"].values() if r["Type"] == "AWS::EKS::Nodegroup"]
-    assert group["Properties"]["ReleaseVersion"] == "1.34.9-20260625"  # the 1.34 Neuron AMI
-    group["Properties"]["ReleaseVersion"] = "1.35.6-20260625"
+    assert group["Properties"]["ReleaseVersion"] == "1.34.7-20260505"  # the 1.34 Neuron AMI
+    group["Properties"]["ReleaseVersion"] = "1.35.4-20260505"
     assert trainium == normalized(synth.template_json("TrainiumNodes"))
     assert len(k8s134.template_paths()) == len(others) + 2
     paths = [

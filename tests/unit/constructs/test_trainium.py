@@ -839,7 +839,7 @@ def test_node_groups_never_force_an_update_and_repair_themselves(
 
 def test_trainium_node_group_pins_the_neuron_ami_release(synth: SynthesizedPlatform) -> None:
     group = _trainium_node_group(synth)
-    assert group["ReleaseVersion"] == "1.35.6-20260625"  # NEURON_STACKS, Kubernetes 1.35
+    assert group["ReleaseVersion"] == "1.35.4-20260505"  # NEURON_STACKS, Kubernetes 1.35
 
 
 def test_release_version_prop_is_validated() -> None:

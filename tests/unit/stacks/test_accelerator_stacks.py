@@ -217,7 +217,7 @@ def _release_version(stack) -> str | None:
 
 
 @pytest.mark.parametrize(
-    ("kubernetes_version", "release"), [("1.35", "1.35.6-20260625"), ("1.34", "1.34.9-20260625")]
+    ("kubernetes_version", "release"), [("1.35", "1.35.4-20260505"), ("1.34", "1.34.7-20260505")]
 )
 def test_trainium_nodes_get_the_ami_release_of_the_images_neuron_sdk(
     kubernetes_version: str, release: str
@@ -232,8 +232,8 @@ def test_an_ami_release_changed_apart_from_the_image_warns_at_synth() -> None:
     assert _release_version(stack) == "1.35.6-20260714"
     (warning,) = _neuron_warnings(stack)
     assert warning.startswith("trainium.ami_release_version = '1.35.6-20260714': the Neuron")
-    assert "(1.35.6-20260625, AMI release v20260625 with aws-neuronx-dkms 2.28.0.0" in warning
-    assert "Neuron SDK 2.30.0" in warning
+    assert "(1.35.4-20260505, AMI release v20260505 with aws-neuronx-dkms 2.27.4.0" in warning
+    assert "Neuron SDK 2.29.1" in warning
 
 
 def test_latest_pins_no_ami_release_and_warns() -> None:

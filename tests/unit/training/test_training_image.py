@@ -49,7 +49,7 @@ def test_dockerfile_starts_from_the_base_image_pinned_by_digest(pinned, settings
     assert re.search(r"^ARG BASE_IMAGE$", DOCKERFILE, re.MULTILINE)
     assert "FROM ${BASE_IMAGE}" in DOCKERFILE
     assert images.NEURON_TRAINING_BASE_IMAGE == (
-        "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.30.0-ubuntu24.04"
+        "public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.29.1-ubuntu24.04"
     )
     assert image.build_args(pinned)["BASE_IMAGE"] == (
         f"{images.NEURON_TRAINING_BASE_IMAGE}@{BASE_DIGEST}"

@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import cdk8s
 import jsonschema
 import kubernetes_validate
 import pytest
@@ -445,7 +446,12 @@ def test_dataset_job_copies_the_public_tarball_idempotently(manifests, settings)
     assert env_of(extract)["DATASET_SHA256"] == ""  # cdk.json pins none: the Job warns
     # The extract step and the safe extractor come from the manifest's own ConfigMap.
     assert tools["metadata"]["name"] == "bert-dataset-tools"
-    assert set(tools["data"]) == {"dataset_extract.py", "archive_safety.py"}
+    assert set(tools["data"]) == {
+        "dataset_extract.py",
+        "archive_safety.py",
+        "hf_seed.py",
+        "hf-seed-requirements.lock",
+    }
     assert {"name": "tools", "configMap": {"name": "bert-dataset-tools"}} in pod["volumes"]
 
 
@@ -481,17 +487,58 @@ def test_dataset_job_runs_as_root_only_to_hand_over_its_folders(manifests):
         assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
 
 
-def test_dataset_job_pre_seeds_the_hugging_face_cache(manifests, settings):
-    """The model the script loads, fetched once by the script's own call with the training
-    image's transformers into the cache every training pod reads offline."""
-    _, job = manifests["training-dataset.yaml"]
-    hf_cache, _ = job["spec"]["template"]["spec"]["containers"]
-    assert hf_cache["image"] == settings.training_image_uri
-    assert hf_cache["command"][:2] == ["python3", "-c"]
-    assert "BertForPreTraining.from_pretrained('bert-large-uncased')" in hf_cache["command"][2]
-    assert env_of(hf_cache)["HF_HOME"] == "/data/hf_home"
-    # ... the same name the pinned script loads:
+def test_dataset_job_pre_seeds_the_hugging_face_cache_from_a_small_image(manifests, settings):
+    """Issue 32: the hf-cache step ran the training image (the multi-GB Neuron DLC) on a
+    system node for one download. It now runs hf_seed.py from the tools ConfigMap on the
+    pinned slim Python image, non-root on a read-only root, writing only to /tmp (emptyDir)
+    and the cache on FSx that every training pod reads offline."""
+    from ml_platform.k8s_charts.network_policies import TrainingNetworkPolicyChart
+    from ml_platform.training import hf_seed
+
+    tools, job = manifests["training-dataset.yaml"]
+    pod = job["spec"]["template"]["spec"]
+    hf_cache, _ = pod["containers"]
+    assert hf_cache["image"] == "public.ecr.aws/docker/library/python:3.12.14-slim"
+    assert hf_cache["image"] != settings.training_image_uri
+    assert hf_cache["command"] == ["python3", "-I", "/opt/dataset-tools/hf_seed.py"]
+    assert env_of(hf_cache) == {
+        "HF_HOME": "/data/hf_home",  # the training pods' HF_HOME (HF_CACHE_DIR)
+        "HF_MODEL": "bert-large-uncased",  # the script's from_pretrained name
+        "HF_SEED_PACKAGES": "/tmp/hf-seed-packages",
+        "HOME": "/tmp",
+    }
     assert jobs.BERT_HF_MODEL == "bert-large-uncased"
+    assert hf_cache["resources"] == {
+        "requests": {"cpu": "250m", "memory": "256Mi"},
+        "limits": {"memory": "1Gi"},
+    }
+    assert hf_cache["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+    }
+    assert pod["securityContext"]["runAsUser"] == 65532
+    mounts = {m["mountPath"]: m for m in hf_cache["volumeMounts"]}
+    assert set(mounts) == {"/data", "/tmp", "/opt/dataset-tools"}
+    assert mounts["/opt/dataset-tools"]["readOnly"] is True
+    assert {"name": "tmp", "emptyDir": {}} in pod["volumes"]
+    # The step and its lock ship in the manifest's own ConfigMap, as read from the package.
+    lock = Path(hf_seed.__file__).with_name("hf-seed-requirements.lock")
+    assert tools["data"]["hf_seed.py"] == Path(hf_seed.__file__).read_text()
+    assert tools["data"]["hf-seed-requirements.lock"] == lock.read_text()
+    # PyPI and the Hub are HTTPS on public addresses, which the dataset pods may reach.
+    (policy,) = [
+        p
+        for p in TrainingNetworkPolicyChart(cdk8s.App(), "p", namespace="training").to_json()
+        if p["metadata"]["name"] == "allow-https-dataset"
+    ]
+    assert policy["spec"]["podSelector"]["matchLabels"].items() <= (
+        job["spec"]["template"]["metadata"]["labels"].items()
+    )
+    (rule,) = policy["spec"]["egress"]
+    assert rule["ports"] == [{"port": 443, "protocol": "TCP"}]
+    assert rule["to"][0]["ipBlock"]["cidr"] == "0.0.0.0/0"
 
 
 def test_a_pinned_dataset_digest_reaches_the_job():
