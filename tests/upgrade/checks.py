@@ -22,6 +22,13 @@ change CloudFormation refuses, or that loses data or traffic on the way:
   stack): CloudFormation creates the new one first, and EC2 refuses a duplicate rule.
 * ``name-taken``: a new resource's fixed name is one the old templates use without creating
   it (so it exists outside the stack): the create fails with "already exists".
+* ``release-pinned``: a managed node group that had no ``ReleaseVersion`` (EKS gave it the
+  newest AMI of its create day, or of its last update) now names one, or names an earlier one
+  than before. EKS refuses to move a node group to an earlier AMI ("You cannot roll back a node
+  group to an earlier Kubernetes version or AMI version", EKS API reference,
+  ``UpdateNodegroupVersion``), so whenever the group already runs a newer release the update
+  fails and the stack rolls back. From a template alone the running release is unknown: a
+  pinned release is a finding unless it only moves forward from an earlier pin.
 
 Each finding has a stable id (``kind location detail``) for the upgrade guide to accept.
 Resources and exports are compared by logical ID and by what a reference resolves to
@@ -91,6 +98,7 @@ def breaking_changes(old: Templates, new: Templates, region: str = "us-west-2") 
         *_resources(old, new, region),
         *_rules(old, new),
         *_names_taken(old, new, region),
+        *_release_pins(old, new),
     ]
     return sorted(set(findings), key=lambda f: f.id)
 
@@ -315,3 +323,27 @@ def normalized_template(template: Mapping[str, Any]) -> dict[str, Any]:
     for resource in resources.values():
         resource.pop("Metadata", None)
     return out
+
+
+# --- node group AMI releases ---------------------------------------------------------------
+
+
+def _release_key(release: str) -> tuple[int, ...]:
+    """``1.35.4-20260505`` -> (1, 35, 4, 20260505): EKS release versions order this way (the
+    Kubernetes patch, then the AMI's build date)."""
+    return tuple(int(part) for part in re.split(r"[.-]", release) if part.isdigit())
+
+
+def _release_pins(old: Templates, new: Templates) -> Iterator[Finding]:
+    for stack, template in old.items():
+        new_resources = new.get(stack, {}).get("Resources", {})
+        for logical_id, resource in template.get("Resources", {}).items():
+            after = new_resources.get(logical_id)
+            if resource.get("Type") != "AWS::EKS::Nodegroup" or after is None:
+                continue
+            before = resource.get("Properties", {}).get("ReleaseVersion")
+            now = after.get("Properties", {}).get("ReleaseVersion")
+            if not isinstance(now, str) or now == before:
+                continue
+            if not isinstance(before, str) or _release_key(now) < _release_key(before):
+                yield Finding("release-pinned", f"{stack}/{logical_id}", f"ReleaseVersion {now}")

@@ -190,3 +190,41 @@ def test_the_release_script_writes_a_normalized_baseline_once(
     assert (folder / "SOURCE").read_text() == "commit test\n"
     with pytest.raises(SystemExit, match="exists: a release's baseline is not rewritten"):
         upgrade_baseline.write(synth.outdir, "9.9.9", "again")
+
+
+def _node_group(release: str | None) -> dict[str, Any]:
+    properties: dict[str, Any] = {"ClusterName": "c", "NodeRole": "r", "Subnets": ["s"]}
+    if release is not None:
+        properties["ReleaseVersion"] = release
+    return {
+        "Nodes": {"Resources": {"Trn": {"Type": "AWS::EKS::Nodegroup", "Properties": properties}}}
+    }
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "found"),
+    [
+        # No pin before: the group runs the newest AMI of its day, likely newer than any pin.
+        (None, "1.35.4-20260505", ["release-pinned Nodes/Trn ReleaseVersion 1.35.4-20260505"]),
+        # An earlier release than the pinned one: EKS refuses the rollback.
+        (
+            "1.35.6-20260625",
+            "1.35.4-20260505",
+            ["release-pinned Nodes/Trn ReleaseVersion 1.35.4-20260505"],
+        ),
+        (
+            "1.35.4-20260505",
+            "1.35.4-20260410",
+            ["release-pinned Nodes/Trn ReleaseVersion 1.35.4-20260410"],
+        ),
+        # Forward from a pin, unchanged, or unpinned: EKS moves forward or leaves it.
+        ("1.35.4-20260505", "1.35.6-20260625", []),
+        ("1.35.4-20260505", "1.35.4-20260505", []),
+        ("1.35.4-20260505", None, []),
+        (None, None, []),
+    ],
+)
+def test_a_node_group_pinned_to_a_release_it_may_be_past(
+    before: str | None, after: str | None, found: list[str]
+) -> None:
+    assert _ids(_node_group(before), _node_group(after)) == found
