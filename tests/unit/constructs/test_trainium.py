@@ -402,6 +402,17 @@ def _stack() -> tuple[cdk.Stack, ec2.Vpc, ec2.SecurityGroup]:
     return stack, vpc, ec2.SecurityGroup(stack, "Nodes", vpc=vpc)
 
 
+def _imported_cluster(stack: cdk.Stack, vpc: ec2.Vpc) -> eks.ICluster:
+    """An existing cluster, as a user's app imports one."""
+    return eks.Cluster.from_cluster_attributes(
+        stack,
+        "Cluster",
+        cluster_name="c",
+        vpc=vpc,
+        cluster_security_group_id="sg-0123456789abcdef0",
+    )
+
+
 def test_launch_template_validation_reports_every_problem() -> None:
     stack, _, sg = _stack()
     with pytest.raises(ValueError) as info:
@@ -426,13 +437,7 @@ def test_launch_template_validation_reports_every_problem() -> None:
 
 def test_node_group_validation_reports_every_problem_before_creating_anything() -> None:
     stack, vpc, sg = _stack()
-    cluster = eks.Cluster.from_cluster_attributes(
-        stack,
-        "Cluster",
-        cluster_name="c",
-        vpc=vpc,
-        cluster_security_group_id="sg-0123456789abcdef0",
-    )
+    cluster = _imported_cluster(stack, vpc)
     with pytest.raises(ValueError) as info:
         TrainiumNodeGroup(
             stack,
@@ -515,13 +520,7 @@ def test_capacity_reservation_and_capacity_block_in_the_launch_template() -> Non
     from aws_cdk.assertions import Template
 
     stack, vpc, sg = _stack()
-    cluster = eks.Cluster.from_cluster_attributes(
-        stack,
-        "Cluster",
-        cluster_name="c",
-        vpc=vpc,
-        cluster_security_group_id="sg-0123456789abcdef0",
-    )
+    cluster = _imported_cluster(stack, vpc)
     odcr = EfaLaunchTemplate(
         stack, "Odcr", security_groups=[sg], capacity_reservation_id="cr-0123456789abcdef0"
     )
@@ -643,13 +642,7 @@ def test_capacity_block_with_nodes_warns_why() -> None:
     from aws_cdk.assertions import Match
 
     stack, vpc, sg = _stack()
-    cluster = eks.Cluster.from_cluster_attributes(
-        stack,
-        "Cluster",
-        cluster_name="c",
-        vpc=vpc,
-        cluster_security_group_id="sg-0123456789abcdef0",
-    )
+    cluster = _imported_cluster(stack, vpc)
     for name, desired in (("AtZero", 0), ("Running", 2)):
         TrainiumNodeGroup(
             stack,
@@ -691,13 +684,7 @@ def test_a_trainium_node_group_built_alone_has_no_ssm_policy() -> None:
     from aws_cdk.assertions import Template
 
     stack, vpc, sg = _stack()
-    cluster = eks.Cluster.from_cluster_attributes(
-        stack,
-        "Cluster",
-        cluster_name="c",
-        vpc=vpc,
-        cluster_security_group_id="sg-0123456789abcdef0",
-    )
+    cluster = _imported_cluster(stack, vpc)
     groups = {
         ssm: TrainiumNodeGroup(
             stack,
