@@ -65,7 +65,7 @@ node_modules/.installed: package.json package-lock.json
 # jsii starts Node when the first jsii library is imported, which in a program that imports
 # aws_cdk before ml_platform is too early for the package to choose: a .pth line in the venv
 # sets JSII_NODE to node_modules/.bin/node at every interpreter start (ml_platform/_node.py).
-$(VENV)/.node-pth: $(VENV)/.runtime node_modules/.installed
+$(VENV)/.node-pth: $(VENV)/.runtime node_modules/.installed ml_platform/_node.py
 	$(PY) -c 'from ml_platform._node import main; raise SystemExit(main())'
 	touch $@
 

@@ -13,8 +13,10 @@ That call comes too late for a program that imports ``aws_cdk`` before ``ml_plat
 examples, most user apps): jsii has started already. So ``make install`` also writes
 :data:`PTH_NAME` into the project's virtual environment (``ml_platform._node.main``): a
 ``.pth`` line, run by Python's ``site`` module at every interpreter start in that environment
-(https://docs.python.org/3/library/site.html), that sets ``JSII_NODE`` to the clone's Node
-unless it is set or the binary is gone. It imports nothing but ``os``.
+(https://docs.python.org/3/library/site.html), that runs :func:`prefer_project_node` of this
+file unless ``JSII_NODE`` is set: the same choice as the package's import, made before any
+program's first import. It loads this one file, not the package (which reads pyproject.toml),
+and does nothing once the package is uninstalled.
 
 Supported Node lines (the CDK's supported LTS lines: Node 22 to 2027-10-30, Node 24 to
 2028-10-30, https://docs.aws.amazon.com/cdk/v2/guide/node-versions.html): :data:`SUPPORTED`.
@@ -71,24 +73,30 @@ PTH_NAME = "ml_platform_node.pth"
 """The file :func:`write_pth` writes into the environment's ``site-packages``."""
 
 
-def pth_line(node: Path) -> str:
-    """The line of :data:`PTH_NAME` for ``node``: Python executes a ``.pth`` line that starts
-    with ``import``; this one sets ``JSII_NODE`` only while ``node`` is executable and the
-    variable is unset."""
-    path = repr(str(node))
-    return f"import os; os.access({path}, os.X_OK) and os.environ.setdefault('JSII_NODE', {path})\n"
+def pth_line() -> str:
+    """The line of :data:`PTH_NAME`. Python's ``site`` module executes a ``.pth`` line that
+    starts with ``import``: unless ``JSII_NODE`` is set, this one finds ``ml_platform`` without
+    importing it, loads this file on its own and calls :func:`prefer_project_node`."""
+    return (
+        "import importlib.util as u, os; "
+        "s = 'JSII_NODE' not in os.environ and u.find_spec('ml_platform'); "
+        "f = s and u.spec_from_file_location('_ml_platform_node_pth', "
+        "os.path.join(s.submodule_search_locations[0], '_node.py')); "
+        "m = f and u.module_from_spec(f); "
+        "m and (f.loader.exec_module(m), m.prefer_project_node())\n"
+    )
 
 
-def write_pth(site_packages: Path, node: Path) -> Path:
-    """Write :data:`PTH_NAME` for ``node`` into ``site_packages``; returns its path."""
+def write_pth(site_packages: Path) -> Path:
+    """Write :data:`PTH_NAME` into ``site_packages``; returns its path."""
     target = site_packages / PTH_NAME
-    target.write_text(pth_line(node), encoding="utf-8")
+    target.write_text(pth_line(), encoding="utf-8")
     return target
 
 
 def main() -> int:
-    """Write :data:`PTH_NAME` for the clone's Node into this
-    interpreter's ``site-packages`` (``make install`` runs it)."""
+    """Write :data:`PTH_NAME` into this interpreter's ``site-packages`` (``make install`` runs
+    it); fails while the clone has no Node (``npm ci`` first)."""
     node = _checkout_node()
     if node is None:
         print(
@@ -96,6 +104,6 @@ def main() -> int:
             file=sys.stderr,
         )
         return 1
-    target = write_pth(Path(sysconfig.get_path("purelib")), node)
-    print(f"    jsii runs {node} in this environment ({target.name})")
+    target = write_pth(Path(sysconfig.get_path("purelib")))
+    print(f"    {target.name}: jsii runs the project's Node ({node}) in this environment")
     return 0

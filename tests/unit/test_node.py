@@ -68,26 +68,43 @@ def test_outside_any_project_the_clone_of_the_package_is_used(
     assert done.stdout.strip() == str(ROOT / "node_modules" / ".bin" / "node")
 
 
-def test_the_pth_line_sets_jsii_node_only_when_unset_and_the_binary_runs(tmp_path: Path) -> None:
-    """The line Python's site module executes: what it does to an environment, by case."""
-    node = _fake_node(tmp_path)
-    line = _node.pth_line(node)
+def _run_pth_line(cwd: Path, jsii_node: str | None) -> str:
+    """What JSII_NODE is after the .pth line runs in a fresh interpreter started without the
+    site module (so no installed .pth runs first), in ``cwd``."""
+    env = {k: v for k, v in os.environ.items() if k != "JSII_NODE"}
+    env["PYTHONPATH"] = str(ROOT)
+    if jsii_node is not None:
+        env["JSII_NODE"] = jsii_node
+    program = f"import os; exec({_node.pth_line()!r}); print(os.environ.get('JSII_NODE'))"
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", program],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stderr == ""
+    return done.stdout.strip()
+
+
+def test_the_pth_line_makes_the_same_choice_as_the_package(tmp_path: Path) -> None:
+    """The nearest node_modules/.bin/node of the working directory; a JSII_NODE already set
+    is kept; and the line does not import the package (it loads _node.py alone)."""
+    node = _fake_node(tmp_path / "app")
+    line = _node.pth_line()
     assert line.startswith("import ") and line.endswith("\n") and line.count("\n") == 1
-
-    def run(environ: dict[str, str]) -> dict[str, str]:
-        fake_os = type(os)("os")
-        fake_os.__dict__.update(access=os.access, X_OK=os.X_OK, environ=environ)
-        exec(line.replace("import os; ", "", 1), {"os": fake_os})
-        return environ
-
-    assert run({}) == {"JSII_NODE": str(node)}
-    assert run({"JSII_NODE": "/opt/node22/bin/node"}) == {"JSII_NODE": "/opt/node22/bin/node"}
-    node.unlink()
-    assert run({}) == {}
+    assert _run_pth_line(tmp_path / "app", None) == str(node)
+    assert _run_pth_line(tmp_path / "app", "/opt/node22/bin/node") == "/opt/node22/bin/node"
+    # Outside any project: the clone's Node, as the package's own import picks it.
+    if (ROOT / "node_modules" / ".bin" / "node").exists():
+        (tmp_path / "elsewhere").mkdir()
+        assert _run_pth_line(tmp_path / "elsewhere", None) == str(
+            ROOT / "node_modules" / ".bin" / "node"
+        )
 
 
 def test_write_pth_writes_the_line_under_its_name(tmp_path: Path) -> None:
-    node = _fake_node(tmp_path / "clone")
-    target = _node.write_pth(tmp_path, node)
+    target = _node.write_pth(tmp_path)
     assert target == tmp_path / "ml_platform_node.pth"
-    assert target.read_text() == _node.pth_line(node)
+    assert target.read_text() == _node.pth_line()
