@@ -103,23 +103,27 @@ def test_the_cdk_cli_finds_the_pinned_node_on_path(installed: Path) -> None:
     assert done.stderr == ""
 
 
+def _run_outside(args: list[str], cwd: Path, **env_vars: str) -> subprocess.CompletedProcess[str]:
+    """This Python with ``args`` in ``cwd``, as a user's shell would start it outside make:
+    node_modules/.bin off PATH, JSII_NODE and PYTHONPATH unset (``env_vars`` added)."""
+    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != str(NODE_BIN))
+    env = {k: v for k, v in os.environ.items() if k not in ("JSII_NODE", "PYTHONPATH")}
+    env.update(PATH=path, **env_vars)
+    return subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
 def test_mlp_outside_make_runs_the_pinned_node_and_prints_only_its_answer(
     installed: Path, tmp_path: Path
 ) -> None:
     """`mlp images list` (it loads jsii) from another folder, with node_modules/.bin taken
     off PATH and JSII_NODE unset: the package picks the clone's Node itself, so whatever
     the system Node is (20 on this machine when written), no banner reaches stderr."""
-    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != str(NODE_BIN))
-    env = {k: v for k, v in os.environ.items() if k != "JSII_NODE"}
-    env.update(PATH=path, PYTHONPATH=str(ROOT))
-    done = subprocess.run(
-        [sys.executable, "-m", "ml_platform.cli", "--cdk-json", str(ROOT / "cdk.json")]
-        + ["images", "list"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = _run_outside(
+        ["-m", "ml_platform.cli", "--cdk-json", str(ROOT / "cdk.json"), "images", "list"],
+        tmp_path,
+        PYTHONPATH=str(ROOT),
     )
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
@@ -138,20 +142,10 @@ def test_a_program_importing_aws_cdk_first_runs_the_pinned_node(
 
     pth = Path(sysconfig.get_path("purelib")) / "ml_platform_node.pth"
     assert pth.is_file(), f"{pth} is missing: `make install` writes it"
-    path = os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if p != str(NODE_BIN))
-    env = {k: v for k, v in os.environ.items() if k not in ("JSII_NODE", "PYTHONPATH")}
-    env["PATH"] = path
     program = (
         "import os, aws_cdk; aws_cdk.App(); import ml_platform; print(os.environ['JSII_NODE'])"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", program],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    done = _run_outside(["-c", program], tmp_path)  # the package as installed, no PYTHONPATH
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert Path(done.stdout.strip()).resolve() == installed.resolve()
