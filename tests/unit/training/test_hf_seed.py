@@ -28,6 +28,7 @@ from packaging.requirements import Requirement
 
 from ml_platform.k8s_charts.workloads_dataset import HF_SEED_PACKAGES, tools_files
 from ml_platform.training import hf_seed
+from tests.unit.training.test_training_image import lock_entries
 
 LOCK = Path(hf_seed.__file__).with_name(hf_seed.REQUIREMENTS_FILE)
 SAMPLE_LOCK = Path(hf_seed.__file__).with_name("sample-requirements.lock")
@@ -192,21 +193,6 @@ def test_no_weights_is_a_clear_failure():
         hf_seed.seed("bert-large-uncased", download, KeyError)
 
 
-def _entries(path: Path) -> dict[str, tuple[str, list[str]]]:
-    entries: dict[str, tuple[str, list[str]]] = {}
-    current = ""
-    for line in path.read_text().splitlines():
-        if line.startswith("#"):
-            continue
-        match = re.match(r"([a-z0-9][a-z0-9._-]*)==(\S+)", line)
-        if match:
-            current = match[1]
-            entries[current] = (match[2], [])
-        for digest in re.findall(r"--hash=sha256:([0-9a-f]{64})", line):
-            entries[current][1].append(digest)
-    return entries
-
-
 # Requires-Dist (no extras, non-Windows) of the two packages the step needs, from the wheels'
 # METADATA (huggingface_hub-0.24.5.dist-info, requests-2.31.0.dist-info); the other ten have
 # none on Linux.
@@ -225,7 +211,7 @@ REQUIRES = {
 
 
 def test_lock_is_huggingface_hub_and_exactly_its_dependencies():
-    entries = _entries(LOCK)
+    entries = lock_entries(LOCK)
     wanted = {"huggingface-hub"} | {Requirement(r).name for rs in REQUIRES.values() for r in rs}
     assert set(entries) == wanted and len(entries) == 12
     for requirements in REQUIRES.values():
@@ -240,7 +226,7 @@ def test_lock_is_huggingface_hub_and_exactly_its_dependencies():
 def test_lock_shares_the_samples_pins_and_hashes():
     """The step installs the huggingface-hub the training image has (the sample's pin), so the
     cache is written by the same release that reads it offline."""
-    ours, sample = _entries(LOCK), _entries(SAMPLE_LOCK)
+    ours, sample = lock_entries(LOCK), lock_entries(SAMPLE_LOCK)
     assert ours["huggingface-hub"] == sample["huggingface-hub"]
     assert ours["huggingface-hub"][0] == "0.24.5"
     assert ours["requests"] == sample["requests"]
@@ -250,7 +236,7 @@ def test_lock_has_the_wheels_pip_picks_on_cpython_312_x86_64():
     """Observed with ``pip download --require-hashes --no-deps --only-binary=:all:
     --platform manylinux_2_17_x86_64 --python-version 3.12 -r hf-seed-requirements.lock``
     from PyPI: the two compiled wheels pip picks, sha256 of the downloaded files."""
-    entries = _entries(LOCK)
+    entries = lock_entries(LOCK)
     picked = {
         "pyyaml": "80bab7bfc629882493af4aa31a4cfa43a4c57c83813253626916b8c7ada83476",
         "charset-normalizer": "4e594135de17ab3866138f496755f302b72157d115086d100c3f19370839dd3a",

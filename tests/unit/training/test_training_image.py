@@ -160,10 +160,13 @@ def test_image_adds_no_rendezvous_client():
 LOCK = Path(image.__file__).with_name("sample-requirements.lock")
 
 
-def _lock_entries() -> dict[str, tuple[str, list[str]]]:
+def lock_entries(path: Path = LOCK) -> dict[str, tuple[str, list[str]]]:
+    """A hash lock's entries: name -> (pinned version, its sha256 hashes); comments skipped."""
     entries: dict[str, tuple[str, list[str]]] = {}
-    current = None
-    for line in LOCK.read_text().splitlines():
+    current = ""
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            continue
         match = re.match(r"([a-z0-9][a-z0-9._-]*)==(\S+)", line)
         if match:
             current = match[1]
@@ -195,7 +198,7 @@ def test_sample_requirements_are_exactly_the_samples_file():
 def test_sample_lock_pins_and_hashes_every_sample_requirement():
     """Each entry of the sample's requirements.txt has one exact pin (the sample's own where it
     has one; PEP 440 `==2.14` is 2.14.0) and sha256 hashes; nothing else is in the lock."""
-    entries = _lock_entries()
+    entries = lock_entries()
     assert set(entries) == set(images.SAMPLE_REQUIREMENTS)
     for name, pinned in images.SAMPLE_REQUIREMENTS.items():
         version, hashes = entries[name]
