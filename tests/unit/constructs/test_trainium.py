@@ -782,23 +782,21 @@ def test_user_data_script_raises_containerds_memlock_then_reloads_and_restarts(
     # systemd's parser on containerd.service with the drop-in (a stand-in unit file: the
     # AMI's own has no LimitMEMLOCK, and AL2023's 00-runtime-slice.conf only a Slice).
     (units / "containerd.service").write_text("[Service]\nExecStart=/usr/bin/containerd\n")
-    verify = subprocess.run(
-        [analyze, "verify", str(units / "containerd.service")],
-        env={"SYSTEMD_UNIT_PATH": f"{units}:", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert "LimitMEMLOCK" not in verify.stderr and "drop-in" not in verify.stderr, verify.stderr
+
+    def verify() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [analyze, "verify", str(units / "containerd.service")],
+            env={"SYSTEMD_UNIT_PATH": f"{units}:", "PATH": "/usr/bin:/bin"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    ok = verify()
+    assert "LimitMEMLOCK" not in ok.stderr and "drop-in" not in ok.stderr, ok.stderr
     # ... which does flag a limit it cannot parse, so the check above means something.
     drop_in.write_text("[Service]\nLimitMEMLOCK=infinty\n")
-    bad = subprocess.run(
-        [analyze, "verify", str(units / "containerd.service")],
-        env={"SYSTEMD_UNIT_PATH": f"{units}:", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    bad = verify()
     assert "Failed to parse resource value" in bad.stderr
 
 
