@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import os
 import sys
-import sysconfig
 from pathlib import Path
 
 #: The Node major versions this project supports (package.json pins one of them).
@@ -97,6 +96,8 @@ def write_pth(site_packages: Path) -> Path:
 def main() -> int:
     """Write :data:`PTH_NAME` into this interpreter's ``site-packages`` (``make install`` runs
     it); fails while the clone has no Node (``npm ci`` first)."""
+    import sysconfig  # here, not at the top: the .pth loads this file at every interpreter start
+
     node = _checkout_node()
     if node is None:
         print(
