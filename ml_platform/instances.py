@@ -19,20 +19,59 @@ from ml_platform.k8s_charts.names import (
 
 @dataclass(frozen=True)
 class TrainiumInstance:
-    """One Trainium instance type: its accelerators and network cards."""
+    """One Trainium instance type: its accelerators, network cards and what they imply for a
+    training job. Every other module reads these rows instead of testing for a family.
+
+    Attributes:
+        name: The EC2 instance type.
+        neuron_devices: Trainium chips, the ``aws.amazon.com/neuron`` resource.
+        neuron_cores: NeuronCores the Neuron runtime shows at :attr:`lnc_default`: one
+            training worker (torchrun rank) each, so the default ``nproc_per_node``.
+        efa_interfaces: Network cards; one EFA interface per card.
+        vcpus: vCPUs, for pod sizing.
+        memory_gib: Memory in GiB, for pod sizing.
+        physical_cores_per_device: Physical NeuronCores of one chip.
+        lnc_default: Logical NeuronCore size: physical cores the runtime groups into one
+            (``NEURON_LOGICAL_NC_CONFIG``, the compiler's ``--logical-nc-config``); 1 on Trn1.
+        compiler_target: The Neuron compiler's ``--target`` for this hardware (trn1n has
+            Trn1's chip; only its network differs).
+        ultraserver_instances: Instances joined by NeuronLink in one UltraServer; 1 when the
+            type is not sold as an UltraServer.
+    """
 
     name: str
-    neuron_devices: int  # Trainium chips, the `aws.amazon.com/neuron` resource
-    neuron_cores: int  # two NeuronCores per chip; one training worker each
-    efa_interfaces: int  # network cards; one EFA interface per card
+    neuron_devices: int
+    neuron_cores: int
+    efa_interfaces: int
     vcpus: int
     memory_gib: int
+    physical_cores_per_device: int
+    lnc_default: int
+    compiler_target: str
+    ultraserver_instances: int = 1
+
+    @property
+    def physical_neuron_cores(self) -> int:
+        """Physical NeuronCores of the instance (``neuron_cores`` x ``lnc_default``)."""
+        return self.neuron_devices * self.physical_cores_per_device
 
 
+# Devices, cores, vCPUs, memory and network cards: EC2 DescribeInstanceTypes (`NeuronInfo`,
+# `VCpuInfo`, `MemoryInfo`, `NetworkInfo.MaximumNetworkCards` / `EfaInfo`), as moto ships it;
+# tests/unit/test_instances.py compares every row with that data. LNC defaults and compiler
+# targets: Neuron's "Logical NeuronCore configuration" and neuronx-cc pages (sources beside
+# the rows).
 TRAINIUM_INSTANCES: dict[str, TrainiumInstance] = {
     # trn1.2xlarge has no EFA and a single chip: not a distributed-training node.
-    "trn1.32xlarge": TrainiumInstance("trn1.32xlarge", 16, 32, 8, 128, 512),
-    "trn1n.32xlarge": TrainiumInstance("trn1n.32xlarge", 16, 32, 16, 128, 512),
+    "trn1.32xlarge": TrainiumInstance("trn1.32xlarge", 16, 32, 8, 128, 512, 2, 1, "trn1"),
+    "trn1n.32xlarge": TrainiumInstance("trn1n.32xlarge", 16, 32, 16, 128, 512, 2, 1, "trn1"),
+    # Trainium2: 8 physical NeuronCores per chip, grouped in pairs by default (LNC=2), so 64
+    # logical cores per instance. trn2.3xlarge (one chip, one network card) is left out as
+    # trn1.2xlarge is. trn2u is the same instance sold as part of a 4-instance UltraServer.
+    "trn2.48xlarge": TrainiumInstance("trn2.48xlarge", 16, 64, 16, 192, 2048, 8, 2, "trn2"),
+    "trn2u.48xlarge": TrainiumInstance(
+        "trn2u.48xlarge", 16, 64, 16, 192, 2048, 8, 2, "trn2", ultraserver_instances=4
+    ),
 }
 
 # Single-GPU instance families that SageMaker multi-model endpoints on GPU accept.
