@@ -59,7 +59,10 @@ def test_precompile_without_a_step_bound(settings, pretrain):
 
 def test_precompile_accepts_the_equals_form_of_the_step_bound(settings, pretrain):
     job = dataclasses.replace(
-        pretrain, precompile=True, resume=False, script_args=bert_args(2, 32) + ("--steps_this_run=10",)
+        pretrain,
+        precompile=True,
+        resume=False,
+        script_args=bert_args(2, 32) + ("--steps_this_run=10",),
     )
     validate_jobs(settings, [job])
 
