@@ -747,6 +747,21 @@ def test_cli_writes_one_yaml_file_per_concern(tmp_path: Path, cdk_json: Path, ma
         assert list(yaml.safe_load_all(text)) == docs
 
 
+def test_cli_renders_trn2_jobs_when_cdk_json_says_trn2(
+    tmp_path: Path, cdk_json: Path, trn2_manifests
+):
+    context = json.loads(cdk_json.read_text())["context"]
+    context["ml-platform"] = {"trainium": {"instance_type": "trn2.48xlarge"}}
+    cdk_json.write_text(json.dumps({"context": context}))
+    out = tmp_path / "k8s"
+    assert workloads.main(["--out", str(out), "--cdk-json", str(cdk_json)]) == 0
+    for name in ("training-precompile.yaml", "training-pretrain.yaml"):
+        (job,) = yaml.safe_load_all((out / name).read_text())
+        assert job == trn2_manifests[name][0]
+        pod = job["spec"]["tasks"][0]["template"]["spec"]
+        assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "trn2.48xlarge"}
+
+
 def test_cli_reports_invalid_settings(tmp_path: Path, capsys):
     cdk_json = tmp_path / "cdk.json"
     cdk_json.write_text(json.dumps({"context": {"ml-platform": {"trainium": {"nodes": "two"}}}}))
