@@ -138,8 +138,9 @@ HEADROOM_SHARE = 16
 kubelet reserve, the eviction threshold, the DaemonSets (CNI, kube-proxy, device plugins, FSx
 CSI, monitoring) and the memory the kernel keeps (the node's capacity is below the instance's
 memory). On trn1.32xlarge (128 vCPUs, 512 GiB) that is the 8 vCPUs and 32 GiB the jobs always
-left; on trn2.48xlarge (192 vCPUs, 2 TiB) 12 vCPUs and 128 GiB. A fixed 32 GiB would not hold
-there: what the kernel keeps grows with memory. What the AL2023 nodes reserve
+left; on trn2.48xlarge (192 vCPUs, 2 TiB) 12 vCPUs and 128 GiB, as the kernel's share grows with
+the memory it manages (a Trn2 node's Capacity and Allocatable, ``kubectl describe node``, are
+the check; none was at hand). What the AL2023 nodes reserve
 (awslabs/amazon-eks-ami@v20260505:nodeadm/internal/kubelet/config.go,
 ``withDefaultReservedResources``): kube-reserved CPU 6% of the first core, 1% of the second,
 0.5% of the next two, 0.25% of the rest (390m on 128 vCPUs, 550m on 192); kube-reserved memory
@@ -147,11 +148,13 @@ there: what the kernel keeps grows with memory. What the AL2023 nodes reserve
 instance-info.jsonl (trn1.32xlarge 5 x 49 + 2 = 247: 2,972 MiB; trn2.48xlarge 2 x 49 + 2 = 100:
 1,355 MiB); evictionHard memory.available 100 MiB."""
 
-# The Neuron compiler's and runtime's defaults are Trn1's: neuronx-cc documents no default
-# --target (torch-neuronx passes the platform it runs on, `get_platform_target()`, PyTorch
-# Neuron programming guide), and --logical-nc-config "Only available on trn2; Default: 2"
-# (aws-neuron-sdk@v2.29.1:compiler/neuronx-cc/api-reference-guide/index.rst). Trn1 pods get no
-# compiler setting, as before; other hardware names its target and LNC, the runtime's
+# What Trn1 pods have always run with needs no setting: neuronx-cc documents no default
+# --target, and torch-neuronx compiles for the platform it runs on (its compile commands on
+# Trn1 read `neuronx-cc compile --target=trn1 ...`: tutorials/training/analyze_for_training.rst;
+# `torch_neuronx.utils.get_platform_target()`, PyTorch Neuron programming guide); LNC is a
+# Trn2/Trn3 setting, --logical-nc-config "Only available on trn2; Default: 2"
+# (aws-neuron-sdk@v2.29.1:compiler/neuronx-cc/api-reference-guide/index.rst). Trn1 pods stay
+# as they were; other hardware names its target and LNC explicitly, the runtime's
 # NEURON_LOGICAL_NC_CONFIG included, which must equal the compiler's ("AWS Neuron currently
 # doesn't support setting the compiler flag to a different LNC configuration than the Neuron
 # Runtime environment variable", about-neuron/arch/neuron-features/logical-neuroncore-config.rst).
