@@ -131,8 +131,9 @@ def test_trn1n_uses_sixteen_efa_interfaces():
 # --- Trn2: workers, compiler target and LNC, pod size, all from the instance row ------------
 
 
-def test_trn2_runs_one_worker_per_logical_neuroncore_with_its_target_and_lnc():
-    (role,) = trainium_ddp(script="t.py", image=IMAGE, instance_type="trn2.48xlarge").roles
+@pytest.mark.parametrize("instance_type", ["trn2.48xlarge", "trn2u.48xlarge"])
+def test_trn2_runs_one_worker_per_logical_neuroncore_with_its_target_and_lnc(instance_type):
+    (role,) = trainium_ddp(script="t.py", image=IMAGE, instance_type=instance_type).roles
     argv = command(role)
     # 16 chips x 8 physical cores, grouped in pairs at Trn2's default LNC=2: 64 workers.
     assert argv[argv.index("--nproc_per_node") + 1] == "64"
@@ -141,7 +142,7 @@ def test_trn2_runs_one_worker_per_logical_neuroncore_with_its_target_and_lnc():
         "--cache_dir=/data/neuron_cache/default_${replica_id} --target=trn2 --logical-nc-config=2"
     )
     assert role.resource.devices == {"aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 16}
-    assert role.resource.capabilities == {"node.kubernetes.io/instance-type": "trn2.48xlarge"}
+    assert role.resource.capabilities == {"node.kubernetes.io/instance-type": instance_type}
     # 192 vCPUs and 2048 GiB less 1/16 each.
     assert (role.resource.cpu, role.resource.memMB) == (180, 1920 * 1024)
 
@@ -173,13 +174,14 @@ def _kube_reserved(vcpus: int, max_pods: int) -> tuple[float, float]:
 
 
 # maxPods = default ENIs x (IPv4 per ENI - 1) + 2, from the same release's instance-info.jsonl
-# (trn1.32xlarge and trn1n.32xlarge 5 x 50, trn2.48xlarge 2 x 50; trn2u is not listed and is
-# taken to be trn2's hardware).
+# (trn1.32xlarge and trn1n.32xlarge 5 x 50, trn2.48xlarge 2 x 50). trn2u.48xlarge is not listed
+# there (nor at v20260724): nodeadm asks EC2, or falls back to the kubelet's 110
+# (eni_max_pods.go, defaultMaxPods); 110 is taken, the larger.
 MAX_PODS = {
     "trn1.32xlarge": 247,
     "trn1n.32xlarge": 247,
     "trn2.48xlarge": 100,
-    "trn2u.48xlarge": 100,
+    "trn2u.48xlarge": 110,
 }
 
 
@@ -189,7 +191,7 @@ def test_headroom_covers_the_kubelet_reserve_with_room_for_daemonsets(instance_t
     cpu, memory_gib = node_headroom(instance)
     reserved_cpu, reserved_gib = _kube_reserved(instance.vcpus, MAX_PODS[instance_type])
     # At least 7 vCPUs and 28 GiB stay for DaemonSets and the kernel's share once the kubelet
-    # has its reserve (on Trn1: 8 - 0.39 vCPUs and 32 - 2.9 GiB).
+    # has its reserve (on Trn1: 8 - 0.39 vCPUs and 32 - 3 GiB).
     assert cpu - reserved_cpu > 7 and memory_gib - reserved_gib > 28
 
 
