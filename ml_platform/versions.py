@@ -128,6 +128,19 @@ class NeuronStack:
     release_versions: Mapping[str, str]
 
 
+# Trn2 runs the BERT job on this same stack. The sample is PyTorch/XLA code (torch_xla,
+# xm.xla_device()), and XLA training ends at 2.29.x whatever the instance; TorchNeuron
+# (native), the training backend Neuron supports on Trn2/Trn3 after it, would need a native
+# training script, not this sample (docs/training.md, "Trn2"). 2.29.1 covers Trn2: its release content
+# (src/helperscripts/n2-manifest.json at aws-neuron-sdk 6616e998) lists torch-neuronx
+# 2.9.0.2.13.26312, neuronx-cc 2.24.8799.0 and aws-neuronx-dkms 2.27.4.0 for trn1, inf2, trn2
+# and trn3 (libneuronxla 2.2.16408.0 lists only trn1 and inf2 there, though torch-neuronx
+# needs it on Trn2 too: a gap only a Trn2 node can settle); the 2.29.0 release notes
+# (release-notes/prev/2.29.0.rst) give torch-neuronx "Supports: Inf2, Trn1 / Trn1n, Trn2,
+# Trn3"; and aws-neuron/deep-learning-containers README.md (HEAD 2be9ed1) lists this training
+# image for "trn1,trn2,trn3,inf2". The pinned sample runs on trn2 since aws-neuron-samples
+# dfa8b5a/d6e1754 (2024-12), ancestors of its pinned commit
+# (ml_platform.training.images.NEURON_SAMPLES_COMMIT).
 TRN1_NEURON_STACK = NeuronStack(
     # Trn1's end state: the last Neuron SDK that supports PyTorch/XLA training. Neuron's
     # statement (announce-no-support-pytorch-xla-training, 2026-05-20): "Starting with Neuron

@@ -133,12 +133,33 @@ HF_CACHE_DIR = f"{FSX_MOUNT_PATH}/hf_home"
 STEPS_ARG = "--steps_this_run"
 """Script argument that bounds a run; precompilation needs it (it traces every step)."""
 
-CPU_HEADROOM = 8
-"""vCPUs left per node for the kubelet reserve and the DaemonSets (CNI, device plugins,
-FSx CSI, monitoring): the pod asks for the rest."""
+HEADROOM_SHARE = 16
+"""The pod asks for all of a node's vCPUs and memory but 1/16 of each, which is left for the
+kubelet reserve, the eviction threshold, the DaemonSets (CNI, kube-proxy, device plugins, FSx
+CSI, monitoring) and the memory the kernel keeps (the node's capacity is below the instance's
+memory). On trn1.32xlarge (128 vCPUs, 512 GiB) that is the 8 vCPUs and 32 GiB the jobs always
+left; on trn2.48xlarge (192 vCPUs, 2 TiB) 12 vCPUs and 128 GiB, as the kernel's share grows with
+the memory it manages (a Trn2 node's Capacity and Allocatable, ``kubectl describe node``, are
+the check; none was at hand). What the AL2023 nodes reserve
+(awslabs/amazon-eks-ami@v20260505:nodeadm/internal/kubelet/config.go,
+``withDefaultReservedResources``): kube-reserved CPU 6% of the first core, 1% of the second,
+0.5% of the next two, 0.25% of the rest (390m on 128 vCPUs, 550m on 192); kube-reserved memory
+11 MiB x maxPods + 255 MiB, maxPods = ENIs x (IPv4 addresses per ENI - 1) + 2 from the AMI's
+instance-info.jsonl (trn1.32xlarge 5 x 49 + 2 = 247: 2,972 MiB; trn2.48xlarge 2 x 49 + 2 = 100:
+1,355 MiB); evictionHard memory.available 100 MiB."""
 
-MEMORY_HEADROOM_GIB = 32
-"""Memory left per node for the same reasons."""
+# What Trn1 pods have always run with needs no setting: neuronx-cc documents no default
+# --target, and torch-neuronx compiles for the platform it runs on (its compile commands on
+# Trn1 read `neuronx-cc compile --target=trn1 ...`: tutorials/training/analyze_for_training.rst;
+# `torch_neuronx.utils.get_platform_target()`, PyTorch Neuron programming guide); LNC is a
+# Trn2/Trn3 setting, --logical-nc-config "Only available on trn2; Default: 2"
+# (aws-neuron-sdk@v2.29.1:compiler/neuronx-cc/api-reference-guide/index.rst). Trn1 pods stay
+# as they were; other hardware names its target and LNC explicitly, the runtime's
+# NEURON_LOGICAL_NC_CONFIG included, which must equal the compiler's ("AWS Neuron currently
+# doesn't support setting the compiler flag to a different LNC configuration than the Neuron
+# Runtime environment variable", about-neuron/arch/neuron-features/logical-neuroncore-config.rst).
+TRN1_COMPILER_DEFAULTS = ("trn1", 1)
+"""(``--target``, LNC) that need no setting: every Trn1 row's."""
 
 CACHE_SET_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
 NAME_PATTERN = re.compile(r"^[a-z]([-a-z0-9]{0,28}[a-z0-9])?$")
@@ -175,8 +196,11 @@ def trainium_ddp(
         script: Training script in the image's working directory (or an absolute path).
         image: Training image URI (the one ``make image`` pushes).
         nnodes: Trainium nodes (pods); each pod takes a whole node.
-        nproc_per_node: Workers per node; default: every NeuronCore of the instance type.
-        instance_type: Trainium instance type of the nodes (trn1.32xlarge or trn1n.32xlarge).
+        nproc_per_node: Workers per node; default: every NeuronCore of the instance type at
+            its default logical NeuronCore size (32 on Trn1, 64 on Trn2).
+        instance_type: Trainium instance type of the nodes (a row of
+            ``ml_platform.instances.TRAINIUM_INSTANCES``). Trn2 pods also get its compiler
+            target and LNC (:func:`compiler_settings`).
         precompile: Run under neuron_parallel_compile to fill the compile cache; the
             script arguments must bound the run with --steps_this_run.
         cacheset: Name of the Neuron compile cache set under /data/neuron_cache; use the
@@ -237,7 +261,7 @@ def trainium_ddp(
             resume=resume,
             data_shards=data_shards,
         ),
-        env=_worker_env(cacheset, hf_offline),
+        env=_worker_env(cacheset, hf_offline, instance),
         num_replicas=nnodes,
         resource=_whole_node(instance, instance_type),
         max_retries=max_retries,
@@ -293,9 +317,11 @@ def _bash_args(
     return ["-c", "; ".join([*prologue, f"exec {line}"])]
 
 
-def _worker_env(cacheset: str, hf_offline: bool) -> dict[str, str]:
-    """The workers' environment: EFA, the Neuron runtime, the compile and Hugging Face caches."""
+def _worker_env(cacheset: str, hf_offline: bool, instance: TrainiumInstance) -> dict[str, str]:
+    """The workers' environment: EFA, the Neuron runtime and compiler (:func:`compiler_settings`),
+    the compile and Hugging Face caches."""
     replica = specs.macros.replica_id
+    lnc_env, compiler_flags = compiler_settings(instance)
     env = {
         "CCOM_SOCKET_IFNAME": "eth0",
         "FI_PROVIDER": "efa",
@@ -304,7 +330,10 @@ def _worker_env(cacheset: str, hf_offline: bool) -> dict[str, str]:
         "NEURON_RT_RESET_CORES": "1",
         "XLA_TRANSFER_SEED_ASYNC": "1",
         **NEURON_RUNTIME_ENV,
-        "NEURON_CC_FLAGS": f"--cache_dir={FSX_MOUNT_PATH}/neuron_cache/{cacheset}_{replica}",
+        **lnc_env,
+        "NEURON_CC_FLAGS": " ".join(
+            [f"--cache_dir={FSX_MOUNT_PATH}/neuron_cache/{cacheset}_{replica}", *compiler_flags]
+        ),
         # HF_HOME replaces the deprecated TRANSFORMERS_CACHE (transformers v5 drops it). One
         # cache for every pod (/data is mounted with flock, so concurrent downloads wait on one
         # another); the dataset Job pre-seeds it (HF_CACHE_DIR).
@@ -317,13 +346,32 @@ def _worker_env(cacheset: str, hf_offline: bool) -> dict[str, str]:
     return env
 
 
+def compiler_settings(instance: TrainiumInstance) -> tuple[dict[str, str], list[str]]:
+    """The runtime environment and ``NEURON_CC_FLAGS`` flags that select ``instance``'s compiler
+    target and logical NeuronCore size; none where they are :data:`TRN1_COMPILER_DEFAULTS`."""
+    if (instance.compiler_target, instance.lnc_default) == TRN1_COMPILER_DEFAULTS:
+        return {}, []
+    lnc = str(instance.lnc_default)
+    return (
+        {"NEURON_LOGICAL_NC_CONFIG": lnc},
+        [f"--target={instance.compiler_target}", f"--logical-nc-config={lnc}"],
+    )
+
+
+def node_headroom(instance: TrainiumInstance) -> tuple[int, int]:
+    """vCPUs and GiB of memory a training pod leaves on a node of ``instance``
+    (:data:`HEADROOM_SHARE`)."""
+    return instance.vcpus // HEADROOM_SHARE, instance.memory_gib // HEADROOM_SHARE
+
+
 def _whole_node(instance: TrainiumInstance, instance_type: str) -> specs.Resource:
-    """A whole node of ``instance_type``: its CPUs and memory less the headroom, every
-    Trainium device and every EFA interface."""
+    """A whole node of ``instance_type``: its CPUs and memory less the headroom
+    (:func:`node_headroom`), every Trainium device and every EFA interface."""
+    cpu_headroom, memory_headroom_gib = node_headroom(instance)
     return specs.Resource(
-        cpu=instance.vcpus - CPU_HEADROOM,
+        cpu=instance.vcpus - cpu_headroom,
         gpu=0,
-        memMB=(instance.memory_gib - MEMORY_HEADROOM_GIB) * 1024,
+        memMB=(instance.memory_gib - memory_headroom_gib) * 1024,
         # The renderer turns this capability into a nodeSelector.
         capabilities={INSTANCE_TYPE_LABEL: instance_type},
         # Whole node: every Trainium chip and every EFA interface. `neurondevice`, which

@@ -34,45 +34,72 @@ BERT_DATA_DIR = f"{DATASETS_DIR}/{BERT_DATASET}"
 BERT_OUTPUT_DIR = f"{FSX_MOUNT_PATH}/output"  # checkpoints and TensorBoard event files
 # Phase-1 recipe of the maintained sample's run script (full bf16: the script casts the model
 # itself; FP32 optimizer state): 16 sequences per worker, 32 accumulation micro-steps on one
-# 32-NeuronCore node, i.e. a global batch of 16,384 sequences, the batch its learning rate is
-# tuned for. Across nodes the script divides the micro-steps by the node count
-# (GRAD_ACCUM_USTEPS/WORLD_SIZE_JOB) to keep that global batch:
+# 32-NeuronCore trn1.32xlarge, i.e. a global batch of 16,384 sequences. Across nodes the script
+# divides the micro-steps by the node count (GRAD_ACCUM_USTEPS/WORLD_SIZE_JOB) to keep that
+# global batch:
 # https://github.com/aws-neuron/aws-neuron-samples/blob/dd0e71f0041f9eb4a5fd3e070df5638d48a67285/torch-neuronx/training/dp_bert_hf_pretrain/run_dp_bert_large_hf_pretrain_bf16_s128.sh
+# On Trn2 the same script (its trn2 support came in dfa8b5a and d6e1754, 2024-12, ancestors
+# of that commit) starts one worker per NeuronCore neuron-ls shows (64 on a trn2.48xlarge at
+# LNC=2: Neuron's "Logical NeuronCore configuration" page) but keeps 16 x 32, which would
+# double the global batch; the recipe's batch is 16,384 ("gradient accumulation microsteps of
+# 32 to maintain global batch size of 16384 for phase 1", Neuron's BERT pretraining tutorial,
+# aws-neuron-sdk@v2.29.1:frameworks/torch/torch-neuronx/tutorials/training/bert.rst), so the
+# micro-steps follow from the workers instead: 16,384 / (nodes x workers per node x 16).
 BERT_HF_MODEL = "bert-large-uncased"
 """The Hub model the script builds its configuration from (``get_model``:
 ``BertForPreTraining.from_pretrained('bert-large-uncased')``, same source as BERT_SCRIPT)."""
 BERT_SHARDS = "*_training_*.hdf5"
 """The script's glob of training shards in --data_dir (``glob(data_dir + "/*_training_*.hdf5")``)."""
 BERT_BATCH_SIZE = 16
-BERT_NODE_GRAD_ACCUM_USTEPS = 32
+"""Sequences per worker and micro-step (``--batch_size``)."""
+BERT_GLOBAL_BATCH = 16_384
+"""Sequences per optimizer step over every worker, the batch the recipe's learning rate is set for."""
 BERT_PRECOMPILE_STEPS = 10
 BERT_CACHE_SET = "bert-large"  # shared by precompile and training so training reuses graphs
 
 
-def bert_grad_accum_usteps(nodes: int) -> int:
-    """Accumulation micro-steps per worker that keep the sample's global batch on ``nodes``."""
-    return max(1, BERT_NODE_GRAD_ACCUM_USTEPS // nodes)
+def bert_grad_accum_usteps(nodes: int, workers_per_node: int) -> int:
+    """Accumulation micro-steps per worker that keep :data:`BERT_GLOBAL_BATCH` on ``nodes``
+    nodes of ``workers_per_node`` workers (at least 1; :func:`bert_problems` reports the
+    counts that do not divide it)."""
+    return max(1, BERT_GLOBAL_BATCH // (nodes * workers_per_node * BERT_BATCH_SIZE))
 
 
-def bert_args(nodes: int) -> tuple[str, ...]:
-    """Arguments of the BERT script for a job on ``nodes`` whole nodes."""
+def bert_args(nodes: int, workers_per_node: int) -> tuple[str, ...]:
+    """Arguments of the BERT script for a job on ``nodes`` whole nodes of
+    ``workers_per_node`` workers each."""
     return (
         "--batch_size", str(BERT_BATCH_SIZE),
-        "--grad_accum_usteps", str(bert_grad_accum_usteps(nodes)),
+        "--grad_accum_usteps", str(bert_grad_accum_usteps(nodes, workers_per_node)),
         "--data_dir", BERT_DATA_DIR,
         "--output_dir", BERT_OUTPUT_DIR,
     )  # fmt: skip
 
 
 def bert_problems(settings: Settings) -> list[str]:
-    """Problems of the BERT recipe on the configured node count (none: empty)."""
+    """Problems of the BERT recipe on the configured nodes (none: empty): the global batch
+    must be a whole number of micro-steps of every worker's batch."""
+    instance = TRAINIUM_INSTANCES.get(settings.trainium.instance_type)
+    if instance is None:  # the settings report an unknown instance type themselves
+        return []
     nodes = bert_nodes(settings)
-    if BERT_NODE_GRAD_ACCUM_USTEPS % nodes:
-        allowed = [n for n in range(1, 65) if BERT_NODE_GRAD_ACCUM_USTEPS % n == 0]
+    workers = instance.neuron_cores
+    per_step = workers * BERT_BATCH_SIZE  # sequences of one node's micro-step
+    if BERT_GLOBAL_BATCH % per_step:
         return [
-            f"trainium.nodes = {nodes}: the BERT recipe keeps its global batch of 16,384 "
-            f"sequences by dividing {BERT_NODE_GRAD_ACCUM_USTEPS} accumulation micro-steps "
-            f"by the node count; expected one of {allowed}"
+            f"trainium.instance_type = {instance.name!r}: its {workers} workers x "
+            f"{BERT_BATCH_SIZE} sequences do not divide the BERT recipe's global batch of "
+            f"{BERT_GLOBAL_BATCH:,} sequences"
+        ]
+    # Micro-steps one node would need alone: the node count must divide them.
+    node_steps = BERT_GLOBAL_BATCH // per_step
+    if node_steps % nodes:
+        allowed = [n for n in range(1, node_steps + 1) if node_steps % n == 0]
+        return [
+            f"trainium.nodes = {nodes}: the BERT recipe keeps its global batch of "
+            f"{BERT_GLOBAL_BATCH:,} sequences by dividing {node_steps} accumulation "
+            f"micro-steps ({workers} workers per {instance.name} x {BERT_BATCH_SIZE} "
+            f"sequences each) by the node count; expected one of {allowed}"
         ]
     return []
 
@@ -208,13 +235,14 @@ def validate_jobs(
 def bert_jobs(settings: Settings) -> tuple[TrainingJob, TrainingJob]:
     """The tutorial's two jobs on the configured node group: precompile, then pretrain.
 
-    Both use every node (:func:`bert_nodes`) and every NeuronCore, share one compile cache
-    set, and keep the recipe's global batch (:func:`bert_grad_accum_usteps`; check
-    :func:`bert_problems` for node counts that cannot).
+    Both use every node (:func:`bert_nodes`) and every NeuronCore of the instance type, share
+    one compile cache set, and keep the recipe's global batch (:func:`bert_grad_accum_usteps`;
+    check :func:`bert_problems` for node counts that cannot).
     """
     trn = settings.trainium
     nodes = bert_nodes(settings)
-    args = bert_args(nodes)
+    # Every NeuronCore of the instance (at its default LNC) runs one worker.
+    args = bert_args(nodes, TRAINIUM_INSTANCES[trn.instance_type].neuron_cores)
     precompile = TrainingJob(
         name="bert-precompile",
         script=BERT_SCRIPT,

@@ -16,6 +16,10 @@ Volcano Job, changed only where a laptop differs from a Trainium node:
 * ``ulimit -l`` answers ``unlimited``, as the Trainium nodes' containerd gives it (this
   machine's limit cannot be raised; test_resume.py runs the check against the real one).
 
+The same runs once for the job rendered for one trn2.48xlarge node (64 workers there, 2 here),
+so Trn2's command line executes too and its workers' LNC and compiler settings are checked
+(about 8 s: one agent and two workers import torch).
+
 On one machine both agents see a loopback address and either may host the c10d store (torch
 falls back to a client when the port is taken); on the cluster only the first pod's name is
 its own. Everything else (backend, run id, node count, env, bash expansion) is the manifest's.
@@ -57,7 +61,9 @@ total = torch.tensor([float(rank + 1)])
 dist.all_reduce(total)
 out = os.path.join(os.environ["RDZV_TEST_OUT"], f"rank-{rank}.json")
 with open(out + ".tmp", "w") as f:
-    json.dump({"rank": rank, "world": world, "sum": total.item(), "pid": os.getpid()}, f)
+    json.dump({"rank": rank, "world": world, "sum": total.item(), "pid": os.getpid(),
+               "lnc": os.environ.get("NEURON_LOGICAL_NC_CONFIG"),
+               "cc_flags": os.environ.get("NEURON_CC_FLAGS")}, f)
 os.replace(out + ".tmp", out)
 if os.environ.get("RDZV_TEST_HOLD"):  # stay "mid-run" until killed
     time.sleep(TIMEOUT)
@@ -100,8 +106,11 @@ class Node:
     env: dict[str, str]
 
 
-def local_nodes(job: dict[str, Any], *, script: Path, port: int, data_dir: Path) -> list[Node]:
-    """Every task's container command and env, localized as the module docstring says."""
+def local_nodes(
+    job: dict[str, Any], *, script: Path, port: int, data_dir: Path, nproc: int = NPROC
+) -> list[Node]:
+    """Every task's container command and env, localized as the module docstring says
+    (``nproc`` workers per node)."""
     svc = volcano_svc_env(job)
     resolved = {k: re.sub(r"[^,]+", "127.0.0.1", v) if k.endswith("_HOSTS") else v
                 for k, v in svc.items()}  # fmt: skip
@@ -113,7 +122,7 @@ def local_nodes(job: dict[str, Any], *, script: Path, port: int, data_dir: Path)
         line = argv[2]
         script_arg = rf"(?<= ){re.escape(BERT_SCRIPT)}(?= )"
         line, n_script = re.subn(script_arg, shlex.quote(str(script)), line)
-        line, n_nproc = re.subn(r"--nproc_per_node \d+", f"--nproc_per_node {NPROC}", line)
+        line, n_nproc = re.subn(r"--nproc_per_node \d+", f"--nproc_per_node {nproc}", line)
         line, n_port = re.subn(r"(--rdzv_endpoint \S+:)\d+", rf"\g<1>{port}", line)
         assert (n_script, n_nproc, n_port) == (1, 1, 1), line
         assert line.count(BERT_DATA_DIR) == 3, line  # shard count, its message, --data_dir
@@ -279,3 +288,62 @@ def test_rendezvous_forms_again_on_rerun_and_after_a_volcano_restart(cluster: Cl
     assert cluster.wait() == [0, 0], cluster.stderr()[-4000:]
     _assert_group_formed(out, cluster)
     assert "Traceback" not in cluster.stderr()
+
+
+# --- Trn2: the same command line, rendered for trn2.48xlarge --------------------------------
+
+TRN2_NPROC = 2  # of the 64 a trn2.48xlarge runs: two local ranks form a real group
+
+
+@pytest.fixture(scope="module")
+def trn2_single_node_job() -> dict[str, Any]:
+    """The pretraining Volcano Job rendered for one trn2.48xlarge node, by the manifests' own
+    code path (settings, bert_jobs, TorchX, the chart)."""
+    from ml_platform.config import Settings
+    from ml_platform.k8s_charts.workloads import PRETRAIN_FILE, build_workload_manifests
+
+    settings = Settings.from_context(
+        {
+            "trainium": {
+                "instance_type": "trn2.48xlarge",
+                "nodes": 1,
+                "min_nodes": 1,
+                "max_nodes": 1,
+            }
+        }
+    )
+    (job,) = build_workload_manifests(settings)[PRETRAIN_FILE]
+    return job
+
+
+def test_the_trn2_command_line_runs_under_torchrun(trn2_single_node_job, tmp_path: Path):
+    """One trn2 node's pod: its bash line (memlock and shard checks, root communicator, resume
+    check, torchrun with the job's rendezvous) runs, and its workers see Trn2's LNC and
+    compiler target."""
+    job = trn2_single_node_job
+    (task,) = job["spec"]["tasks"]
+    (container,) = task["template"]["spec"]["containers"]
+    assert "--nproc_per_node 64" in container["command"][2]
+    assert "--grad_accum_usteps 16" in container["command"][2]  # 16,384 / (64 x 16)
+    script = tmp_path / "gloo_all_reduce.py"
+    script.write_text(GLOO_SCRIPT)
+    data_dir = tmp_path / "dataset"
+    data_dir.mkdir()
+    for i in range(64):  # one per worker of the rendered job (1 node x 64)
+        (data_dir / f"wikicorpus_en_training_{i}.hdf5").write_bytes(b"")
+    (node,) = local_nodes(
+        job, script=script, port=_free_port(), data_dir=data_dir, nproc=TRN2_NPROC
+    )
+    cluster = Cluster([node], tmp_path)
+    try:
+        out = cluster.start()
+        assert cluster.wait() == [0], cluster.stderr()[-4000:]
+    finally:
+        cluster.kill()
+    ranks = _ranks(out, expected=TRN2_NPROC)
+    assert [(r["rank"], r["world"], r["sum"]) for r in ranks] == [(0, 2, 3.0), (1, 2, 3.0)]
+    for r in ranks:
+        assert r["lnc"] == "2"
+        assert r["cc_flags"] == (
+            "--cache_dir=/data/neuron_cache/bert-large_0 --target=trn2 --logical-nc-config=2"
+        )

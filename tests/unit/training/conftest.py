@@ -22,6 +22,11 @@ def trn1n_settings() -> Settings:
     return Settings.from_context({"trainium": {"instance_type": "trn1n.32xlarge"}})
 
 
+@pytest.fixture(scope="session")
+def trn2_settings() -> Settings:
+    return Settings.from_context({"trainium": {"instance_type": "trn2.48xlarge"}})
+
+
 @pytest.fixture
 def cdk_json(tmp_path: Path, settings: Settings) -> Path:
     """A cdk.json with default settings and the AZ context they need."""
@@ -39,6 +44,11 @@ def manifests(settings: Settings) -> dict[str, list[dict[str, Any]]]:
 @pytest.fixture(scope="session")
 def trn1n_manifests(trn1n_settings: Settings) -> dict[str, list[dict[str, Any]]]:
     return build_workload_manifests(trn1n_settings)
+
+
+@pytest.fixture(scope="session")
+def trn2_manifests(trn2_settings: Settings) -> dict[str, list[dict[str, Any]]]:
+    return build_workload_manifests(trn2_settings)
 
 
 def _volcano_jobs(manifests: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -62,3 +72,11 @@ def trn1n_volcano_jobs(
 ) -> dict[str, dict[str, Any]]:
     """Every Volcano Job of the trn1n manifests, by name."""
     return _volcano_jobs(trn1n_manifests)
+
+
+@pytest.fixture(scope="session")
+def trn2_volcano_jobs(
+    trn2_manifests: dict[str, list[dict[str, Any]]],
+) -> dict[str, dict[str, Any]]:
+    """Every Volcano Job of the trn2.48xlarge manifests, by name."""
+    return _volcano_jobs(trn2_manifests)

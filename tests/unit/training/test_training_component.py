@@ -13,7 +13,8 @@ from torchx.specs.finder import get_component
 from torchx.specs.overlays import get_overlay
 
 import ml_platform.training.component as component_module
-from ml_platform.training.component import MEMLOCK_CHECK, trainium_ddp
+from ml_platform.instances import TRAINIUM_INSTANCES
+from ml_platform.training.component import MEMLOCK_CHECK, node_headroom, trainium_ddp
 
 COMPONENT_FILE = str(Path(component_module.__file__))
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/ml-platform/training:v1"
@@ -125,3 +126,75 @@ def test_rdzv_port_is_checked():
 def test_trn1n_uses_sixteen_efa_interfaces():
     (role,) = trainium_ddp(script="t.py", image=IMAGE, instance_type="trn1n.32xlarge").roles
     assert role.resource.devices["vpc.amazonaws.com/efa"] == 16
+
+
+# --- Trn2: workers, compiler target and LNC, pod size, all from the instance row ------------
+
+
+@pytest.mark.parametrize("instance_type", ["trn2.48xlarge", "trn2u.48xlarge"])
+def test_trn2_runs_one_worker_per_logical_neuroncore_with_its_target_and_lnc(instance_type):
+    (role,) = trainium_ddp(script="t.py", image=IMAGE, instance_type=instance_type).roles
+    argv = command(role)
+    # 16 chips x 8 physical cores, grouped in pairs at Trn2's default LNC=2: 64 workers.
+    assert argv[argv.index("--nproc_per_node") + 1] == "64"
+    assert role.env["NEURON_LOGICAL_NC_CONFIG"] == "2"
+    assert role.env["NEURON_CC_FLAGS"] == (
+        "--cache_dir=/data/neuron_cache/default_${replica_id} --target=trn2 --logical-nc-config=2"
+    )
+    assert role.resource.devices == {"aws.amazon.com/neuron": 16, "vpc.amazonaws.com/efa": 16}
+    assert role.resource.capabilities == {"node.kubernetes.io/instance-type": instance_type}
+    # 192 vCPUs and 2048 GiB less 1/16 each.
+    assert (role.resource.cpu, role.resource.memMB) == (180, 1920 * 1024)
+
+
+@pytest.mark.parametrize("instance_type", ["trn1.32xlarge", "trn1n.32xlarge"])
+def test_trn1_gets_no_compiler_setting_and_its_old_headroom(instance_type):
+    """Trn1 is the compiler's and runtime's default: its pods are as they were."""
+    (role,) = trainium_ddp(script="t.py", image=IMAGE, instance_type=instance_type).roles
+    assert "NEURON_LOGICAL_NC_CONFIG" not in role.env
+    assert role.env["NEURON_CC_FLAGS"] == "--cache_dir=/data/neuron_cache/default_${replica_id}"
+    assert (role.resource.cpu, role.resource.memMB) == (128 - 8, (512 - 32) * 1024)
+
+
+def test_trn2_workers_are_bounded_by_its_logical_neuroncores():
+    with pytest.raises(ValueError, match=r"nproc_per_node = 65: expected 1 to 64 \(NeuronCores"):
+        trainium_ddp(script="t.py", image=IMAGE, instance_type="trn2.48xlarge", nproc_per_node=65)
+
+
+def _kube_reserved(vcpus: int, max_pods: int) -> tuple[float, float]:
+    """vCPUs and GiB the AL2023 node reserves for the kubelet and the eviction threshold, by
+    nodeadm's rule (awslabs/amazon-eks-ami@v20260505:nodeadm/internal/kubelet/config.go:
+    getCPUMillicoresToReserve, getMemoryMebibytesToReserve, evictionHard memory.available)."""
+    millicores = vcpus * 1000
+    bands = [(0, 1000, 600), (1000, 2000, 100), (2000, 4000, 50), (4000, millicores, 25)]
+    cpu_m = sum(
+        (min(millicores, hi) - lo) * pct // 10000 for lo, hi, pct in bands if millicores > lo
+    )
+    return cpu_m / 1000, (11 * max_pods + 255 + 100) / 1024
+
+
+# maxPods = default ENIs x (IPv4 per ENI - 1) + 2, from the same release's instance-info.jsonl
+# (trn1.32xlarge and trn1n.32xlarge 5 x 50, trn2.48xlarge 2 x 50). trn2u.48xlarge is not listed
+# there (nor at v20260724): nodeadm asks EC2, or falls back to the kubelet's 110
+# (eni_max_pods.go, defaultMaxPods); 110 is taken, the larger.
+MAX_PODS = {
+    "trn1.32xlarge": 247,
+    "trn1n.32xlarge": 247,
+    "trn2.48xlarge": 100,
+    "trn2u.48xlarge": 110,
+}
+
+
+@pytest.mark.parametrize("instance_type", sorted(MAX_PODS))
+def test_headroom_covers_the_kubelet_reserve_with_room_for_daemonsets(instance_type):
+    instance = TRAINIUM_INSTANCES[instance_type]
+    cpu, memory_gib = node_headroom(instance)
+    reserved_cpu, reserved_gib = _kube_reserved(instance.vcpus, MAX_PODS[instance_type])
+    # At least 7 vCPUs and 28 GiB stay for DaemonSets and the kernel's share once the kubelet
+    # has its reserve (on Trn1: 8 - 0.39 vCPUs and 32 - 3 GiB).
+    assert cpu - reserved_cpu > 7 and memory_gib - reserved_gib > 28
+
+
+def test_kube_reserved_rule_gives_the_numbers_the_component_quotes():
+    assert _kube_reserved(128, 247) == (0.39, 3072 / 1024)  # trn1: 390m, 2,972 + 100 MiB
+    assert _kube_reserved(192, 100) == (0.55, 1455 / 1024)  # trn2: 550m, 1,355 + 100 MiB

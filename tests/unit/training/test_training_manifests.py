@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import re
 import shlex
@@ -171,14 +172,14 @@ def test_everything_is_namespaced_in_the_training_namespace(manifests, settings)
         assert doc["metadata"]["namespace"] == settings.training.namespace
 
 
-@pytest.mark.parametrize("which", ["manifests", "trn1n_manifests"])
+@pytest.mark.parametrize("which", ["manifests", "trn1n_manifests", "trn2_manifests"])
 def test_core_objects_validate_against_kubernetes_1_35_strict(which, request):
     for doc in all_docs(request.getfixturevalue(which)):
         if doc["apiVersion"] != VOLCANO:
             kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
 
 
-@pytest.mark.parametrize("which", ["volcano_jobs", "trn1n_volcano_jobs"])
+@pytest.mark.parametrize("which", ["volcano_jobs", "trn1n_volcano_jobs", "trn2_volcano_jobs"])
 def test_volcano_jobs_fit_the_volcano_crd(which, request):
     for job in request.getfixturevalue(which).values():
         jsonschema.validate(job, VOLCANO_JOB_SCHEMA)
@@ -266,10 +267,24 @@ def test_neuron_recipe_of_the_pinned_sample(name, volcano_jobs):
         assert c["ports"] == [{"containerPort": 29500, "name": "c10d"}]
 
 
-@pytest.mark.parametrize(("nodes", "accum"), [(1, 32), (2, 16), (4, 8), (8, 4), (32, 1)])
-def test_grad_accumulation_keeps_the_recipe_global_batch(nodes, accum):
+@pytest.mark.parametrize(
+    ("instance_type", "nodes", "accum"),
+    [
+        *[("trn1.32xlarge", n, a) for n, a in [(1, 32), (2, 16), (4, 8), (8, 4), (32, 1)]],
+        # 64 workers per trn2.48xlarge: half the micro-steps of Trn1's 32 for the same batch.
+        *[("trn2.48xlarge", n, a) for n, a in [(1, 16), (2, 8), (4, 4), (8, 2), (16, 1)]],
+    ],
+)
+def test_grad_accumulation_keeps_the_recipe_global_batch(instance_type, nodes, accum):
     settings = Settings.from_context(
-        {"trainium": {"nodes": nodes, "min_nodes": nodes, "max_nodes": nodes}}
+        {
+            "trainium": {
+                "instance_type": instance_type,
+                "nodes": nodes,
+                "min_nodes": nodes,
+                "max_nodes": nodes,
+            }
+        }
     )
     assert jobs.bert_problems(settings) == []
     for job in jobs.bert_jobs(settings):
@@ -285,6 +300,33 @@ def test_grad_accumulation_needs_a_node_count_dividing_the_recipe():
     expected = r"trainium.nodes = 3: .*expected one of \[1, 2, 4, 8, 16, 32\]"
     with pytest.raises(ValueError, match=expected):
         workloads.build_workload_manifests(settings)
+
+
+def test_trn2_grad_accumulation_allows_half_the_node_counts():
+    """32 trn2 nodes would need half a micro-step each: refused, with what Trn2 allows."""
+    settings = Settings.from_context(
+        {"trainium": {"instance_type": "trn2.48xlarge", "nodes": 32, "max_nodes": 32}}
+    )
+    expected = (
+        "trainium.nodes = 32: the BERT recipe keeps its global batch of 16,384 sequences by "
+        "dividing 16 accumulation micro-steps (64 workers per trn2.48xlarge x 16 sequences "
+        "each) by the node count; expected one of [1, 2, 4, 8, 16]"
+    )
+    assert jobs.bert_problems(settings) == [expected]
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        workloads.build_workload_manifests(settings)
+
+
+def test_a_worker_count_that_does_not_divide_the_global_batch_is_refused(monkeypatch):
+    from ml_platform.instances import TRAINIUM_INSTANCES
+
+    odd = dataclasses.replace(TRAINIUM_INSTANCES["trn2.48xlarge"], neuron_cores=48)
+    monkeypatch.setitem(TRAINIUM_INSTANCES, "trn2.48xlarge", odd)
+    settings = Settings.from_context({"trainium": {"instance_type": "trn2.48xlarge"}})
+    assert jobs.bert_problems(settings) == [
+        "trainium.instance_type = 'trn2.48xlarge': its 48 workers x 16 sequences do not "
+        "divide the BERT recipe's global batch of 16,384 sequences"
+    ]
 
 
 TORCHRUN = [
@@ -362,6 +404,74 @@ def test_trn1n_nodes_get_all_sixteen_efa_interfaces(trn1n_volcano_jobs):
             assert c["resources"]["limits"]["aws.amazon.com/neuron"] == "16"
         pod = job["spec"]["tasks"][0]["template"]["spec"]
         assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "trn1n.32xlarge"}
+
+
+TRN2_ENV = {
+    "CCOM_SOCKET_IFNAME": "eth0",
+    "FI_PROVIDER": "efa",
+    "FI_EFA_USE_DEVICE_RDMA": "1",
+    "FI_EFA_FORK_SAFE": "1",
+    "NEURON_RT_RESET_CORES": "1",
+    "XLA_TRANSFER_SEED_ASYNC": "1",
+    "NEURON_RT_EXEC_TIMEOUT": "600",
+    "NEURON_RT_STOCHASTIC_ROUNDING_SEED": "0",
+    "BUCKET_CAP_MB": "512",
+    # Trn2's default LNC, for the runtime and the compiler alike, and its compiler target.
+    "NEURON_LOGICAL_NC_CONFIG": "2",
+    "NEURON_CC_FLAGS": "--cache_dir=/data/neuron_cache/bert-large_{i} --target=trn2 "
+    "--logical-nc-config=2",
+    "HF_HOME": "/data/hf_home",
+    "HF_HUB_OFFLINE": "1",
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "extra"), [("bert-pretrain", []), ("bert-precompile", ["--steps_this_run", "10"])]
+)
+def test_trn2_jobs_run_64_workers_per_node_with_the_trn2_compiler(
+    name, extra, trn2_volcano_jobs, trn2_settings
+):
+    job = trn2_volcano_jobs[name]
+    assert [t["replicas"] for t in job["spec"]["tasks"]] == [1, 1]
+    for i, (task, endpoint) in enumerate(zip(job["spec"]["tasks"], ENDPOINTS, strict=True)):
+        pod = task["template"]["spec"]
+        c = container(job, i)
+        assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "trn2.48xlarge"}
+        # Every chip and every EFA interface; 192 vCPUs and 2048 GiB less 1/16 each (TorchX
+        # writes memMB as M and requests 100m and 1024 M less than the limits).
+        assert c["resources"] == {
+            "limits": {
+                "cpu": "180000m",
+                "memory": f"{1920 * 1024}M",
+                "aws.amazon.com/neuron": "16",
+                "vpc.amazonaws.com/efa": "16",
+            },
+            "requests": {"cpu": "179900m", "memory": f"{1920 * 1024 - 1024}M"},
+        }
+        env = env_of(c)
+        assert env.pop("TORCHX_IMAGE") == trn2_settings.training_image_uri
+        assert env.pop("TORCHX_RANK0_HOST", None) == ("localhost" if i == 0 else None)
+        expected = {k: v.format(i=i) for k, v in TRN2_ENV.items()}
+        assert env == expected
+        # 2 nodes x 64 workers x 16 sequences x 8 micro-steps = the recipe's 16,384.
+        launcher = ["neuron_parallel_compile"] if name == "bert-precompile" else []
+        bert_args = [*BERT_ARGS]
+        bert_args[bert_args.index("--grad_accum_usteps") + 1] = "8"
+        assert argv_of(c) == [
+            *launcher,
+            *TORCHRUN,
+            "--rdzv_endpoint", endpoint,
+            "--rdzv_id", name,
+            "--nnodes", "2", "--nproc_per_node", "64", "--tee", "3",
+            *bert_args,
+            *extra,
+        ]  # fmt: skip
+        # Every worker needs a dataset shard: 128 of them.
+        assert "fewer than the 128 workers of this job" in c["command"][2]
+
+
+def test_trn2_volcano_jobs_snapshot(trn2_volcano_jobs, snapshot):
+    assert trn2_volcano_jobs == snapshot(extension_class=JSONSnapshotExtension)
 
 
 def test_rank0_pods_carry_the_labels_the_readme_selects_on(volcano_jobs):
@@ -635,6 +745,21 @@ def test_cli_writes_one_yaml_file_per_concern(tmp_path: Path, cdk_json: Path, ma
         text = (out / name).read_text()
         assert text.startswith("# Generated by")
         assert list(yaml.safe_load_all(text)) == docs
+
+
+def test_cli_renders_trn2_jobs_when_cdk_json_says_trn2(
+    tmp_path: Path, cdk_json: Path, trn2_manifests
+):
+    context = json.loads(cdk_json.read_text())["context"]
+    context["ml-platform"] = {"trainium": {"instance_type": "trn2.48xlarge"}}
+    cdk_json.write_text(json.dumps({"context": context}))
+    out = tmp_path / "k8s"
+    assert workloads.main(["--out", str(out), "--cdk-json", str(cdk_json)]) == 0
+    for name in ("training-precompile.yaml", "training-pretrain.yaml"):
+        (job,) = yaml.safe_load_all((out / name).read_text())
+        assert job == trn2_manifests[name][0]
+        pod = job["spec"]["tasks"][0]["template"]["spec"]
+        assert pod["nodeSelector"] == {"node.kubernetes.io/instance-type": "trn2.48xlarge"}
 
 
 def test_cli_reports_invalid_settings(tmp_path: Path, capsys):

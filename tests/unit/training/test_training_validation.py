@@ -59,7 +59,10 @@ def test_precompile_without_a_step_bound(settings, pretrain):
 
 def test_precompile_accepts_the_equals_form_of_the_step_bound(settings, pretrain):
     job = dataclasses.replace(
-        pretrain, precompile=True, resume=False, script_args=bert_args(2) + ("--steps_this_run=10",)
+        pretrain,
+        precompile=True,
+        resume=False,
+        script_args=bert_args(2, 32) + ("--steps_this_run=10",),
     )
     validate_jobs(settings, [job])
 
@@ -74,8 +77,8 @@ def test_instance_type_the_cluster_does_not_have(settings, pretrain):
 
 
 def test_unknown_instance_type(settings, pretrain):
-    job = dataclasses.replace(pretrain, instance_type="trn2.48xlarge")
-    with pytest.raises(ValueError, match=r"instance_type = 'trn2.48xlarge': expected one of"):
+    job = dataclasses.replace(pretrain, instance_type="trn3.48xlarge")
+    with pytest.raises(ValueError, match=r"instance_type = 'trn3.48xlarge': expected one of"):
         validate_jobs(settings, [job])
 
 
