@@ -7,6 +7,7 @@ import email.message
 import json
 import shutil
 import subprocess
+from collections import Counter
 
 import aws_cdk as cdk
 import pytest
@@ -15,7 +16,13 @@ from aws_cdk import aws_eks_v2 as eks
 
 from ml_platform.app import new_app
 from ml_platform.constructs._user_data import MEMLOCK_DROP_IN, MEMLOCK_SCRIPT, MIME_BOUNDARY
-from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
+from ml_platform.constructs.trainium import (
+    EfaLaunchTemplate,
+    TrainiumNodeGroup,
+    efa_network_interfaces,
+)
+from ml_platform.instances import TRAINIUM_INSTANCES
+from tests.helpers.ec2_types import describe_instance_types
 from tests.support import SynthesizedPlatform
 
 TRAINING_SG_EXPORT = "TrainingNodes"  # part of the Network stack's export name of the node SG
@@ -69,6 +76,7 @@ def _is_cluster_sg(value: dict) -> bool:
     [
         ("synth", "trn1.32xlarge", 8),
         ("trn1n", "trn1n.32xlarge", 16),
+        ("trn2", "trn2.48xlarge", 16),
     ],
 )
 def test_one_efa_interface_per_network_card(
@@ -102,7 +110,7 @@ def test_one_efa_interface_per_network_card(
         assert absent not in lt
 
 
-@pytest.mark.parametrize("fixture", ["synth", "trn1n"])
+@pytest.mark.parametrize("fixture", ["synth", "trn1n", "trn2"])
 def test_pods_request_exactly_the_efa_devices_a_node_has(
     request: pytest.FixtureRequest, fixture: str
 ) -> None:
@@ -120,7 +128,7 @@ def test_pods_request_exactly_the_efa_devices_a_node_has(
     assert (
         efa_devices
         == instance.efa_interfaces
-        == {"trn1.32xlarge": 8, "trn1n.32xlarge": 16}[lt["InstanceType"]]
+        == {"trn1.32xlarge": 8, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}[lt["InstanceType"]]
     )
     (role,) = trainium_ddp(
         script="train.py", image="example.com/train:1", instance_type=lt["InstanceType"]
@@ -128,9 +136,37 @@ def test_pods_request_exactly_the_efa_devices_a_node_has(
     assert role.resource.devices[EFA_RESOURCE] == efa_devices
 
 
+@pytest.mark.parametrize("instance_type", sorted(TRAINIUM_INSTANCES))
+def test_the_interfaces_fit_the_network_cards_ec2_describes(instance_type: str) -> None:
+    """Every row's launch template interfaces against EC2's DescribeInstanceTypes (moto): each
+    card takes the interfaces put on it and their type, the instance its total, and every EFA
+    interface EC2 allows is used. trn2: card 0 takes 2 interfaces (ENA + efa-only), so the
+    layout is the most that card allows; 17 of 32 interfaces in all."""
+    network = describe_instance_types([instance_type])[instance_type]["NetworkInfo"]
+    cards = {c["NetworkCardIndex"]: c for c in network["NetworkCards"]}
+    interfaces = efa_network_interfaces(TRAINIUM_INSTANCES[instance_type].efa_interfaces, ["sg"])
+    for i in interfaces:
+        card = cards[i.network_card_index]
+        assert i.interface_type in card["InterfaceTypes"], (instance_type, i.network_card_index)
+    per_card = Counter(i.network_card_index for i in interfaces)
+    assert sorted(per_card) == sorted(cards)  # every card used
+    for index, used in per_card.items():
+        assert used <= cards[index]["MaximumNetworkInterfaces"], (instance_type, index)
+    assert len(interfaces) <= network["MaximumNetworkInterfaces"]
+    efa = [i for i in interfaces if i.interface_type in ("efa", "efa-only")]
+    assert len(efa) == network["EfaInfo"]["MaximumEfaInterfaces"]
+    # The primary (ENA) interface is card 0's default one (EC2: DefaultNetworkCardIndex).
+    assert (interfaces[0].network_card_index, interfaces[0].device_index) == (
+        network["DefaultNetworkCardIndex"],
+        0,
+    )
+
+
+@pytest.mark.parametrize("fixture", ["synth", "trn2"])
 def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
-    synth: SynthesizedPlatform,
+    request: pytest.FixtureRequest, fixture: str
 ) -> None:
+    synth = request.getfixturevalue(fixture)
     lt = _trainium_template(synth)
     assert lt["MetadataOptions"] == {
         "HttpEndpoint": "enabled",
@@ -156,9 +192,11 @@ def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
     assert lt["Placement"] == {"GroupName": {"Fn::GetAtt": [pg_id, "GroupName"]}}
 
 
+@pytest.mark.parametrize("fixture", ["synth", "trn2"])
 def test_node_group_is_neuron_ami_in_the_trainium_subnet_tainted_and_sized(
-    synth: SynthesizedPlatform,
+    request: pytest.FixtureRequest, fixture: str
 ) -> None:
+    synth = request.getfixturevalue(fixture)
     group = _trainium_node_group(synth)
     settings = synth.platform.settings
     assert "InstanceTypes" not in group  # the launch template carries it
@@ -822,8 +860,11 @@ def test_node_groups_never_force_an_update_and_repair_themselves(
         assert groups[stack]["ForceUpdateEnabled"] is False, stack
 
 
-def test_trainium_node_group_pins_the_neuron_ami_release(synth: SynthesizedPlatform) -> None:
-    group = _trainium_node_group(synth)
+@pytest.mark.parametrize("fixture", ["synth", "trn2"])
+def test_trainium_node_group_pins_the_neuron_ami_release(
+    request: pytest.FixtureRequest, fixture: str
+) -> None:
+    group = _trainium_node_group(request.getfixturevalue(fixture))
     assert group["ReleaseVersion"] == "1.35.4-20260505"  # NEURON_STACKS, Kubernetes 1.35
 
 
