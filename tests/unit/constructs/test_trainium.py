@@ -611,21 +611,30 @@ def test_capacity_validation_names_the_prop() -> None:
         EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], capacity_block=True)
 
 
-def test_placement_group_only_without_a_reservation_or_the_reservations_own() -> None:
+@pytest.mark.parametrize("instance_type", ["trn1.32xlarge", "trn2.48xlarge", "trn2u.48xlarge"])
+def test_placement_group_only_without_a_reservation_or_the_reservations_own(
+    instance_type: str,
+) -> None:
     """An ODCR serves a cluster placement group only if it was created in it, and a Capacity
     Block places its instances itself (EC2 user guide cr-cpg; eksctl#7949;
-    aws-parallelcluster#6311): no new placement group next to a reservation."""
+    aws-parallelcluster#6311): no new placement group next to a reservation, whatever the
+    Trainium type (Trn2 is sold largely through Capacity Blocks and reservations)."""
     from aws_cdk.assertions import Template
 
     stack, _, sg = _stack()
-    EfaLaunchTemplate(stack, "OnDemand", security_groups=[sg])
+    EfaLaunchTemplate(stack, "OnDemand", security_groups=[sg], instance_type=instance_type)
     EfaLaunchTemplate(
-        stack, "Odcr", security_groups=[sg], capacity_reservation_id="cr-0123456789abcdef0"
+        stack,
+        "Odcr",
+        security_groups=[sg],
+        instance_type=instance_type,
+        capacity_reservation_id="cr-0123456789abcdef0",
     )
     EfaLaunchTemplate(
         stack,
         "Block",
         security_groups=[sg],
+        instance_type=instance_type,
         capacity_reservation_id="cr-02168da1478b509e0",
         capacity_block=True,
     )
@@ -633,6 +642,7 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own() ->
         stack,
         "OdcrInItsGroup",
         security_groups=[sg],
+        instance_type=instance_type,
         capacity_reservation_id="cr-0123456789abcdef0",
         placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg", "odcr-pg"),
     )
@@ -642,6 +652,11 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own() ->
         for k, r in resources.items()
         if r["Type"] == "AWS::EC2::LaunchTemplate"
     }
+    assert {
+        r["Properties"]["LaunchTemplateData"]["InstanceType"]
+        for r in resources.values()
+        if r["Type"] == "AWS::EC2::LaunchTemplate"
+    } == {instance_type}
     (new_group,) = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::PlacementGroup"]
     assert new_group.startswith("OnDemandPlacementGroup")
     by_name = {
@@ -663,6 +678,7 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own() ->
             stack,
             "BlockInGroup",
             security_groups=[sg],
+            instance_type=instance_type,
             capacity_reservation_id="cr-02168da1478b509e0",
             capacity_block=True,
             placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg2", "pg"),
