@@ -898,3 +898,28 @@ def test_release_version_prop_is_validated() -> None:
             security_group=ec2.SecurityGroup(stack, "Sg", vpc=vpc),
             release_version="latest",
         )
+
+
+def test_trn2_nodes_differ_from_trn1_only_by_instance_type_and_interfaces(
+    synth: SynthesizedPlatform, trn2: SynthesizedPlatform
+) -> None:
+    """The Trainium nodes stack of a trn2.48xlarge app is the trn1.32xlarge one with the
+    launch template's instance type and its 16 EFA interfaces instead of 8: same placement
+    group, node group, AMI release, role, rules, volume and user data (the row is the only
+    difference; no Trn2 special case elsewhere)."""
+    from tests.support import normalized
+
+    trn1_stack = normalized(synth.template_json(TRAINIUM_STACK))
+    trn2_stack = normalized(trn2.template_json(TRAINIUM_STACK))
+    (lt_id,) = [
+        k for k, r in trn1_stack["Resources"].items() if r["Type"] == "AWS::EC2::LaunchTemplate"
+    ]
+    expected = json.loads(json.dumps(trn1_stack))
+    data = expected["Resources"][lt_id]["Properties"]["LaunchTemplateData"]
+    primary, card0_efa, other = data["NetworkInterfaces"][:3]
+    assert data["InstanceType"] == "trn1.32xlarge" and len(data["NetworkInterfaces"]) == 9
+    data["InstanceType"] = "trn2.48xlarge"
+    data["NetworkInterfaces"] = [primary, card0_efa] + [
+        {**other, "NetworkCardIndex": card} for card in range(1, 16)
+    ]
+    assert trn2_stack == expected
