@@ -459,8 +459,8 @@ def test_launch_template_validation_reports_every_problem() -> None:
         )
     message = str(info.value)
     assert (
-        "instance_type='p4d.24xlarge': expected one of ['trn1.32xlarge', 'trn1n.32xlarge']"
-        in message
+        "instance_type='p4d.24xlarge': expected one of ['trn1.32xlarge', 'trn1n.32xlarge', "
+        "'trn2.48xlarge', 'trn2u.48xlarge']" in message
     )
     assert "root_volume_gib=50: expected 100 to 16384" in message
     assert "security_groups=[]" in message
