@@ -112,11 +112,14 @@ _CUSTOM = re.compile(r"^Custom::")
 # Instance families that make a node group a training node group (Trainium, GPU trainers):
 # trn1, trn1n, trn2, trn2u (the UltraServer variant), p4d, p5e, ...
 _TRAINING_FAMILIES = re.compile(r"^(trn\d+[nu]?|p\d+[a-z]*)\.")
-# A Capacity Block bills a reservation fee up front, at purchase, plus an hourly operating
-# system fee, not the on-demand rate (https://aws.amazon.com/ec2/capacityblocks/pricing/).
+# A Capacity Block's price is charged up front, at purchase: EC2 API reference,
+# CapacityBlockOffering.upfrontFee ("The total price to be paid up front",
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlockOffering.html) and the
+# EC2 User Guide ("The price of a Capacity Block offering is charged up front",
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-extend.html).
 CAPACITY_BLOCK_NOTE = (
-    "Capacity Block: billed as the block's up-front reservation fee (and an operating system "
-    "fee while instances run), not this on-demand rate"
+    "Capacity Block: its price is charged up front at purchase (the offering's upfront fee), "
+    "not this on-demand rate"
 )
 
 

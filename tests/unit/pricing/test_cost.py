@@ -328,7 +328,7 @@ def test_a_capacity_block_node_group_says_the_on_demand_rate_is_not_its_bill():
     )
     group, plain = _group_line(block), _group_line(on_demand)
     assert group.hourly == plain.hourly == pytest.approx(2 * 21.5)
-    assert "Capacity Block: billed as the block's up-front reservation fee" in group.reason
+    assert "Capacity Block: its price is charged up front at purchase" in group.reason
     assert "Capacity Block" not in plain.reason
 
 
