@@ -977,6 +977,23 @@ def _product(sku: str, usd: str, usagetype: str = "USE1-BoxUsage:trn1.32xlarge")
     )
 
 
+def test_refresh_asks_for_trn2_and_a_found_price_replaces_the_gap():
+    """`mlp cost --refresh` queries the Price List API for every Trainium row, Trn2 included;
+    a price it finds is used and the shipped gap's reason goes with it."""
+    from ml_platform.pricing.refresh import queries
+
+    ec2 = {q.key: q for q in queries() if q.service == EC2}
+    for t in TRN2_UNPRICED:
+        assert ec2[t].filters["instanceType"] == t
+        assert ec2[t].filters["operatingSystem"] == "Linux"
+    found = PriceTable()
+    found.add(Price("us-east-2", EC2, "trn2.48xlarge", 1.0, "hour", "test", "2026-12-02"))
+    merged = SHIPPED.overlay(found)
+    assert merged.get("us-east-2", EC2, "trn2.48xlarge").usd == 1.0
+    assert ("us-east-2", EC2) not in merged.gaps
+    assert ("us-west-2", EC2) in merged.gaps  # other regions keep their reason
+
+
 def test_refresh_rebuilds_from_get_products_and_keeps_missing_prices_missing():
     client = boto3.client(
         "pricing", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
