@@ -347,7 +347,11 @@ class TrainiumSettings(Section):
     instance_type: str = setting(
         limits.DEFAULT_TRAINIUM_INSTANCE_TYPE, OneOf(tuple(sorted(TRAINIUM_INSTANCES)))
     )
-    """`trn1.32xlarge` (8 EFA interfaces) or `trn1n.32xlarge` (16)."""
+    """`trn1.32xlarge` (8 EFA interfaces, 32 NeuronCores), `trn1n.32xlarge` (16 EFA
+    interfaces), `trn2.48xlarge` (Trainium2: 16 EFA interfaces, 64 NeuronCores at the default
+    logical-core size 2) or `trn2u.48xlarge` (the same instance as part of a 4-instance
+    UltraServer; see docs/training.md). `network.trainium_az` must offer it (`mlp azs
+    --instance-type` finds one)."""
     nodes: int = setting(limits.DEFAULT_TRAINIUM_NODES, minimum=0)
     """Desired node count (the tutorial's 2 x 32 NeuronCores): `0 <= min_nodes <= nodes <=
     max_nodes <= 64`, `max_nodes >= 1`."""

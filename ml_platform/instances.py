@@ -57,17 +57,27 @@ class TrainiumInstance:
 
 
 # Devices, cores, vCPUs, memory and network cards: EC2 DescribeInstanceTypes (`NeuronInfo`,
-# `VCpuInfo`, `MemoryInfo`, `NetworkInfo.MaximumNetworkCards` / `EfaInfo`), as moto ships it;
-# tests/unit/test_instances.py compares every row with that data. LNC defaults and compiler
-# targets: Neuron's "Logical NeuronCore configuration" and neuronx-cc pages (sources beside
-# the rows).
+# `VCpuInfo`, `MemoryInfo`, `NetworkInfo.MaximumNetworkCards` / `EfaInfo`), as moto 5.2.5 ships
+# it (moto/ec2/resources/instance_types.json.gz); tests/unit/test_instances.py compares every
+# row with that data. LNC defaults, compiler targets and the UltraServer size come from the
+# Neuron docs, aws-neuron/aws-neuron-sdk@81ce03ae (2026-08-21), beside the rows.
 TRAINIUM_INSTANCES: dict[str, TrainiumInstance] = {
     # trn1.2xlarge has no EFA and a single chip: not a distributed-training node.
+    # LNC 1: "LNC applies only to Trn2 and Trn3 instances"
+    # (about-neuron/arch/neuron-features/logical-neuroncore-config.rst). Target `trn1`: the
+    # chip's (compiler/neuronx-cc/api-reference-guide/index.rst, `--target`: inf2, trn1,
+    # trn1n, trn2). neuronx-cc also has a `trn1n` target (release-notes/components/
+    # compiler.rst, 2.5.0.28); the trn1n row keeps `trn1`, the target of its chip.
     "trn1.32xlarge": TrainiumInstance("trn1.32xlarge", 16, 32, 8, 128, 512, 2, 1, "trn1"),
     "trn1n.32xlarge": TrainiumInstance("trn1n.32xlarge", 16, 32, 16, 128, 512, 2, 1, "trn1"),
-    # Trainium2: 8 physical NeuronCores per chip, grouped in pairs by default (LNC=2), so 64
-    # logical cores per instance. trn2.3xlarge (one chip, one network card) is left out as
-    # trn1.2xlarge is. trn2u is the same instance sold as part of a 4-instance UltraServer.
+    # Trainium2: 8 physical NeuronCores per chip, grouped in pairs by default, so 64 logical
+    # cores per instance: "LNC can only be set to 1 or 2 ... On Trn2 ... LNC=2 (default)"
+    # (logical-neuroncore-config.rst); `--logical-nc-config` "Default: 2" on trn2 and
+    # `--target trn2` (compiler/neuronx-cc/api-reference-guide/index.rst). trn2.3xlarge (one
+    # chip, one network card) is left out as trn1.2xlarge is. trn2u is the same instance sold
+    # as part of an UltraServer: "A Trn2 UltraServer comprises four trn2u.48xlarge instances
+    # ... a total of 64 Trainium2 chips" (about-neuron/arch/neuron-hardware/trn2-arch.rst).
+    # EC2 gives trn2u no NeuronInfo; the same page gives both types 16 Trainium2 chips.
     "trn2.48xlarge": TrainiumInstance("trn2.48xlarge", 16, 64, 16, 192, 2048, 8, 2, "trn2"),
     "trn2u.48xlarge": TrainiumInstance(
         "trn2u.48xlarge", 16, 64, 16, 192, 2048, 8, 2, "trn2", ultraserver_instances=4

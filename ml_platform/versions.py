@@ -176,6 +176,10 @@ TRN1_NEURON_STACK = NeuronStack(
 NEURON_STACKS: dict[str, NeuronStack] = {
     "trn1.32xlarge": TRN1_NEURON_STACK,
     "trn1n.32xlarge": TRN1_NEURON_STACK,
+    # Trn2 trains the XLA-based sample, so the same 2.29.1 stack; see the rationale above
+    # TRN1_NEURON_STACK.
+    "trn2.48xlarge": TRN1_NEURON_STACK,
+    "trn2u.48xlarge": TRN1_NEURON_STACK,
 }
 """The :class:`NeuronStack` of each Trainium instance type
 (:data:`~ml_platform.instances.TRAINIUM_INSTANCES`), one row per type."""

@@ -319,7 +319,9 @@ class TrainingDashboard(Construct):
 
     Neuron and EFA series appear once the ``amazon-cloudwatch-observability`` add-on runs
     with enhanced observability and accelerated-compute metrics
-    (:data:`~ml_platform.constructs.addons.ADDON_CONFIGURATION`).
+    (:data:`~ml_platform.constructs.addons.ADDON_CONFIGURATION`). They are searched per node,
+    so the dashboard holds for every Trainium type (Trn1 and Trn2 alike) without naming one:
+    it carries no instance type, NeuronCore or EFA count.
 
     Args:
         cluster_name: The EKS cluster. Required.

@@ -73,8 +73,9 @@ def efa_network_interfaces(
     the primary interface (card 0, device index 0) is ENA; card 0, which supports EFA, gets an
     ``efa-only`` interface at device index 1; every other card an ``efa-only`` interface at
     device index 0. EFA-only interfaces take no IP address (SRD runs over MAC addresses), so a
-    trn1.32xlarge node uses one VPC address instead of 8 and still has 8 EFA devices (trn1n:
-    16). The EKS user guide ("Run machine learning training on Amazon EKS with Elastic Fabric
+    trn1.32xlarge node uses one VPC address instead of 8 and still has 8 EFA devices (trn1n and
+    trn2: 16; trn2's cards take 2 interfaces each, so card 0's ENA + efa-only pair is its
+    maximum). The EKS user guide ("Run machine learning training on Amazon EKS with Elastic Fabric
     Adapter", https://docs.aws.amazon.com/eks/latest/userguide/node-efa.html) keeps EFA-only
     interfaces off the primary interface and needs VPC CNI 1.18.5 or later (pinned: 1.21).
 
@@ -196,7 +197,7 @@ class EfaLaunchTemplate(Construct):
         extra_security_groups: Groups on the primary (IP) interface only, without the EFA
             rules (e.g. the Lustre client group). Default none.
         efa_interfaces: EFA devices. Default: one per network card of the instance type
-            (8 on trn1.32xlarge, 16 on trn1n.32xlarge).
+            (8 on trn1.32xlarge, 16 on trn1n.32xlarge and the trn2 types).
         root_volume_gib: Root volume size, 100 to 16384. Default 500.
         placement_group: Placement group of the instances. Default: a new ``cluster`` group
             without a reservation, none with one (see Placement above).

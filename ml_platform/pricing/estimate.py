@@ -109,8 +109,18 @@ USAGE_TYPES: dict[str, str] = {
 # Custom resources (``Custom::*``) run their provider function, which bills by use.
 _CUSTOM = re.compile(r"^Custom::")
 
-# Instance families that make a node group a training node group (Trainium, GPU trainers).
-_TRAINING_FAMILIES = re.compile(r"^(trn\d+n?|p\d+[a-z]*)\.")
+# Instance families that make a node group a training node group (Trainium, GPU trainers):
+# trn1, trn1n, trn2, trn2u (the UltraServer variant), p4d, p5e, ...
+_TRAINING_FAMILIES = re.compile(r"^(trn\d+[nu]?|p\d+[a-z]*)\.")
+# A Capacity Block's price is charged up front, at purchase: EC2 API reference,
+# CapacityBlockOffering.upfrontFee ("The total price to be paid up front",
+# https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityBlockOffering.html) and the
+# EC2 User Guide ("The price of a Capacity Block offering is charged up front",
+# https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-extend.html).
+CAPACITY_BLOCK_NOTE = (
+    "Capacity Block: its price is charged up front at purchase (the offering's upfront fee), "
+    "not this on-demand rate"
+)
 
 
 class Unresolvable(Exception):
@@ -569,15 +579,19 @@ def _nodegroup(
     volumes = _nodegroup_volumes(t, table, item, props, desired, maximum)
     if any(p is None for p in prices):
         absent = [x for x, p in zip(types, prices, strict=True) if p is None]
-        item.status, item.reason = MISSING, f"no {EC2} price for {', '.join(absent)} in {t.region}"
+        item.status = MISSING
+        item.reason = table.missing_reason(t.region, EC2, ", ".join(absent))
         return [item, volumes]
     # With several instance types the bill depends on which launch: count the dearest.
     price = max((p for p in prices if p is not None), key=lambda p: p.usd)
     notes = []
     if len(types) > 1:
         notes.append(f"priced at the dearest of {len(types)} instance types")
-    if str(t.resolve(props.get("CapacityType", "ON_DEMAND"))) == "SPOT":
+    capacity_type = str(t.resolve(props.get("CapacityType", "ON_DEMAND")))
+    if capacity_type == "SPOT":
         notes.append("on-demand price shown; Spot bills less")
+    elif capacity_type == "CAPACITY_BLOCK":
+        notes.append(CAPACITY_BLOCK_NOTE)
     notes.append("EBS volumes on their own line")
     item.reason = "; ".join(notes)
     return [_hourly_item(item, price, desired, "", maximum), volumes]

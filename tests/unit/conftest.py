@@ -1,5 +1,7 @@
 """Fixtures of the training-cluster tests: the session's default synthesis (tests/conftest.py)
-plus one synthesis with trn1n.32xlarge (and the optional capacity settings)."""
+plus one synthesis with trn1n.32xlarge (and the optional capacity settings) and one with
+trn2.48xlarge. Session fixtures are built on first use only, so a run that asks for neither
+does not pay for them."""
 
 from __future__ import annotations
 
@@ -26,5 +28,17 @@ def trn1n(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
             },
             "cluster": {"node_ssm_access": True},
         },
+        nag=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def trn2(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
+    """The app with ``trainium.instance_type: trn2.48xlarge`` and every other setting as in
+    cdk.json (On-Demand, so a new cluster placement group). cdk-nag off, as for ``trn1n``: the
+    default synthesis runs it over the same constructs."""
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.trn2"),
+        {"trainium": {"instance_type": "trn2.48xlarge"}},
         nag=False,
     )

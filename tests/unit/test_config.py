@@ -150,7 +150,8 @@ def test_broken_cdk_json_stops_synthesis_with_one_message(tmp_path) -> None:
     """What `cdk synth` runs (app.py with the CLI's context) fails before building anything."""
     context = cdk_json_context()
     context["ml-platform"]["storage"]["fsx_storage_gib"] = -1200
-    context["ml-platform"]["trainium"]["instance_type"] = "trn2.48xlarge"
+    # trn1.2xlarge exists but has no EFA: not a Trainium node type of the platform
+    context["ml-platform"]["trainium"]["instance_type"] = "trn1.2xlarge"
     env = {**os.environ, "CDK_CONTEXT_JSON": json.dumps(context), "CDK_OUTDIR": str(tmp_path)}
     result = subprocess.run(
         [sys.executable, str(ROOT / "app.py")], env=env, capture_output=True, text=True, cwd=ROOT
@@ -158,6 +159,6 @@ def test_broken_cdk_json_stops_synthesis_with_one_message(tmp_path) -> None:
     assert result.returncode == 1
     assert "Invalid 'ml-platform' settings (2 problems)" in result.stderr
     assert "storage.fsx_storage_gib = -1200" in result.stderr
-    assert "trainium.instance_type = 'trn2.48xlarge'" in result.stderr
+    assert "trainium.instance_type = 'trn1.2xlarge'" in result.stderr
     assert "Traceback" not in result.stderr
     assert not list(tmp_path.glob("*.template.json"))

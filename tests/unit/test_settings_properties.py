@@ -145,6 +145,7 @@ TRICKY_STRINGS = [
     "m7g.large",
     "c7i.4xlarge",
     "trn1n.32xlarge",
+    "trn2u.48xlarge",
     "ml.g5.xlarge",
     "g5.xlarge",
     "p4d.24xlarge",

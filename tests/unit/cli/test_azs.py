@@ -474,3 +474,51 @@ def test_a_world_open_cidr_is_refused_before_writing(aws, project, mlp):
     assert result.code == 1
     assert "cluster.public_access_cidrs[0] = '0.0.0.0/0': opens the Kubernetes API" in result.err
     assert not project.with_name("cdk.context.json").exists()
+
+
+def test_trn2_is_found_in_us_east_2_and_written_with_its_az(aws, project, mlp):
+    """moto's us-east-2 (EC2 DescribeInstanceTypeOfferings as moto 5.2.5 ships it) offers
+    trn2.48xlarge in use2-az1, use2-az2 and use2-az3, trn1.32xlarge only in use2-az3."""
+    result = mlp(
+        "--cdk-json", project, "--region", "us-east-2", "azs", "--admin-role-mine",
+        "--instance-type", "trn2.48xlarge", "--az-id", "use2-az2",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert (
+        "trn2.48xlarge in us-east-2 (account 123456789012) is offered in: use2-az1 (us-east-2a), "
+        "use2-az2 (us-east-2b), use2-az3 (us-east-2c)" in result.out
+    )
+    written = _written(project)
+    assert written["env"]["region"] == "us-east-2"
+    assert written["trainium"]["instance_type"] == "trn2.48xlarge"
+    assert written["network"]["trainium_az"] == "us-east-2b"
+    settings = settings_from_cdk_json(str(project))
+    assert settings.trainium.instance_type == "trn2.48xlarge"
+    assert settings.network.trainium_az == "us-east-2b"
+
+
+def test_trn2_from_the_settings_is_looked_up_too(aws, project, mlp):
+    _customise(project, trainium={"instance_type": "trn2.48xlarge"})
+    result = mlp("--cdk-json", project, "--region", "us-east-2", "azs", "--admin-role-mine")
+    assert result.code == 0, result.err
+    assert _written(project)["network"]["trainium_az"] == "us-east-2a"  # use2-az1, first id
+
+
+def test_trn2u_where_no_az_offers_it_is_refused_and_nothing_written(aws, project, mlp):
+    """moto offers trn2u.48xlarge in ap-south-2 only."""
+    before = project.read_text()
+    result = mlp(
+        "--cdk-json", project, "azs", "--admin-role-mine", "--instance-type", "trn2u.48xlarge"
+    )
+    assert result.code == 1
+    assert result.err.strip() == (
+        "mlp: error: trn2u.48xlarge is not offered in any available AZ of us-west-2"
+    )
+    assert project.read_text() == before
+    result = mlp(
+        "--cdk-json", project, "--region", "ap-south-2", "azs", "--admin-role-mine",
+        "--instance-type", "trn2u.48xlarge",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    assert "aps2-az1 (ap-south-2a), aps2-az2 (ap-south-2b), aps2-az3 (ap-south-2c)" in result.out
+    assert settings_from_cdk_json(str(project)).trainium.instance_type == "trn2u.48xlarge"

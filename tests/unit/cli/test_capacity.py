@@ -165,3 +165,74 @@ def test_an_unknown_reservation(ec2, project, mlp):
     result = mlp("--cdk-json", project, "capacity")
     assert result.code == 1
     assert ODCR in result.err
+
+
+def _in_us_east_2(project, **trainium) -> None:
+    """Settings for Trn2 where EC2 offers it (moto: trn2.48xlarge in us-east-2a/b/c)."""
+    data = json.loads(project.read_text())
+    context = data["context"]
+    context["availability-zones:account=123456789012:region=us-east-2"] = [
+        "us-east-2a",
+        "us-east-2b",
+        "us-east-2c",
+    ]
+    context[CONTEXT_KEY] = deep_merge(
+        context[CONTEXT_KEY],
+        {
+            "env": {"region": "us-east-2"},
+            "network": {
+                "availability_zones": ["us-east-2a", "us-east-2b"],
+                "trainium_az": "us-east-2b",
+            },
+            "trainium": trainium,
+        },
+    )
+    project.write_text(json.dumps(data))
+
+
+def test_a_trn2_capacity_block_is_checked_as_trn1s_are(ec2, project, mlp):
+    _in_us_east_2(project, instance_type="trn2.48xlarge", capacity_block_id=BLOCK)
+    end = dt.datetime(2026, 12, 9, 11, 30, tzinfo=dt.UTC)
+    entry = _reservation(
+        BLOCK,
+        InstanceType="trn2.48xlarge",
+        AvailabilityZone="us-east-2b",
+        ReservationType="capacity-block",
+        EndDate=end,
+    )
+    _expect(ec2, BLOCK, entry)
+    result = mlp("--cdk-json", project, "capacity")
+    assert result.code == 0, result.out
+    assert f"{BLOCK} (capacity block): active, trn2.48xlarge x 4 (4 available) in us-east-2b" in (
+        result.out
+    )
+    # The same block against a trn2u setting: another instance type, reported as such.
+    _in_us_east_2(project, instance_type="trn2u.48xlarge", capacity_block_id=BLOCK)
+    _expect(ec2, BLOCK, entry)
+    result = mlp("--cdk-json", project, "capacity", "--json")
+    assert result.code == 1
+    assert json.loads(result.out)["problems"] == [
+        f"{BLOCK}: instance type 'trn2.48xlarge', but trainium.instance_type is 'trn2u.48xlarge'"
+    ]
+
+
+def test_a_trn2_odcr_made_in_a_placement_group_needs_that_group(ec2, project, mlp):
+    """No new placement group next to a reservation holds for Trn2 too: the ODCR's own group
+    must be named, or it serves no instance."""
+    _in_us_east_2(project, instance_type="trn2.48xlarge", capacity_reservation_id=ODCR)
+    _expect(
+        ec2,
+        ODCR,
+        _reservation(
+            ODCR,
+            InstanceType="trn2.48xlarge",
+            AvailabilityZone="us-east-2b",
+            PlacementGroupArn="arn:aws:ec2:us-east-2:123456789012:placement-group/trn2-pg",
+        ),
+    )
+    result = mlp("--cdk-json", project, "capacity", "--json")
+    assert result.code == 1
+    assert json.loads(result.out)["problems"] == [
+        f"{ODCR}: created in placement group 'trn2-pg'; set trainium.placement_group to "
+        "'trn2-pg' (it serves no instance outside that group)"
+    ]

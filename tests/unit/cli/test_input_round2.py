@@ -21,7 +21,7 @@ def test_azs_refuses_a_type_that_is_not_trainium(aws, project, mlp):
     assert result.code == 1
     assert result.err.strip() == (
         "mlp: error: --instance-type p4d.24xlarge: not a Trainium node type this platform runs; "
-        "expected one of trn1.32xlarge, trn1n.32xlarge"
+        "expected one of trn1.32xlarge, trn1n.32xlarge, trn2.48xlarge, trn2u.48xlarge"
     )
     assert not project.with_name("cdk.context.json").exists()
 

@@ -230,3 +230,20 @@ def test_the_cloudwatch_add_on_collects_enhanced_and_accelerated_metrics(
     assert kubernetes == {"enhanced_container_insights": True, "accelerated_compute_metrics": True}
     # No tolerations override: the chart's default (operator Exists) covers the Neuron taint.
     assert "tolerations" not in config
+
+
+def test_the_training_dashboard_is_the_same_for_trn2(
+    synth: SynthesizedPlatform, trn2: SynthesizedPlatform
+) -> None:
+    """Neuron and EFA series are SEARCHes per node (ClusterName, InstanceId, NodeName), with no
+    instance type, NeuronCore or EFA count in them, so a trn2.48xlarge cluster gets every
+    widget a trn1.32xlarge cluster gets; every metric stays in AWS's documented lists."""
+    trn1_template = synth.template_json("TrainingCluster")
+    trn2_template = trn2.template_json("TrainingCluster")
+    assert problems(trn2_template) == []
+    assert TRAINING_METRICS <= all_metrics(trn2_template)
+    (trn1_body,) = dashboard_bodies(trn1_template).values()
+    (trn2_body,) = dashboard_bodies(trn2_template).values()
+    assert trn2_body == trn1_body
+    text = json.dumps(trn2_body)
+    assert "trn1" not in text and "trn2" not in text

@@ -7,6 +7,7 @@ import email.message
 import json
 import shutil
 import subprocess
+from collections import Counter
 
 import aws_cdk as cdk
 import pytest
@@ -15,7 +16,13 @@ from aws_cdk import aws_eks_v2 as eks
 
 from ml_platform.app import new_app
 from ml_platform.constructs._user_data import MEMLOCK_DROP_IN, MEMLOCK_SCRIPT, MIME_BOUNDARY
-from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
+from ml_platform.constructs.trainium import (
+    EfaLaunchTemplate,
+    TrainiumNodeGroup,
+    efa_network_interfaces,
+)
+from ml_platform.instances import TRAINIUM_INSTANCES
+from tests.helpers.ec2_types import describe_instance_types
 from tests.support import SynthesizedPlatform
 
 TRAINING_SG_EXPORT = "TrainingNodes"  # part of the Network stack's export name of the node SG
@@ -69,6 +76,7 @@ def _is_cluster_sg(value: dict) -> bool:
     [
         ("synth", "trn1.32xlarge", 8),
         ("trn1n", "trn1n.32xlarge", 16),
+        ("trn2", "trn2.48xlarge", 16),
     ],
 )
 def test_one_efa_interface_per_network_card(
@@ -102,7 +110,7 @@ def test_one_efa_interface_per_network_card(
         assert absent not in lt
 
 
-@pytest.mark.parametrize("fixture", ["synth", "trn1n"])
+@pytest.mark.parametrize("fixture", ["synth", "trn1n", "trn2"])
 def test_pods_request_exactly_the_efa_devices_a_node_has(
     request: pytest.FixtureRequest, fixture: str
 ) -> None:
@@ -120,7 +128,7 @@ def test_pods_request_exactly_the_efa_devices_a_node_has(
     assert (
         efa_devices
         == instance.efa_interfaces
-        == {"trn1.32xlarge": 8, "trn1n.32xlarge": 16}[lt["InstanceType"]]
+        == {"trn1.32xlarge": 8, "trn1n.32xlarge": 16, "trn2.48xlarge": 16}[lt["InstanceType"]]
     )
     (role,) = trainium_ddp(
         script="train.py", image="example.com/train:1", instance_type=lt["InstanceType"]
@@ -128,9 +136,37 @@ def test_pods_request_exactly_the_efa_devices_a_node_has(
     assert role.resource.devices[EFA_RESOURCE] == efa_devices
 
 
+@pytest.mark.parametrize("instance_type", sorted(TRAINIUM_INSTANCES))
+def test_the_interfaces_fit_the_network_cards_ec2_describes(instance_type: str) -> None:
+    """Every row's launch template interfaces against EC2's DescribeInstanceTypes (moto): each
+    card takes the interfaces put on it and their type, the instance its total, and every EFA
+    interface EC2 allows is used. trn2: card 0 takes 2 interfaces (ENA + efa-only), so the
+    layout is the most that card allows; 17 of 32 interfaces in all."""
+    network = describe_instance_types([instance_type])[instance_type]["NetworkInfo"]
+    cards = {c["NetworkCardIndex"]: c for c in network["NetworkCards"]}
+    interfaces = efa_network_interfaces(TRAINIUM_INSTANCES[instance_type].efa_interfaces, ["sg"])
+    for i in interfaces:
+        card = cards[i.network_card_index]
+        assert i.interface_type in card["InterfaceTypes"], (instance_type, i.network_card_index)
+    per_card = Counter(i.network_card_index for i in interfaces)
+    assert sorted(per_card) == sorted(cards)  # every card used
+    for index, used in per_card.items():
+        assert used <= cards[index]["MaximumNetworkInterfaces"], (instance_type, index)
+    assert len(interfaces) <= network["MaximumNetworkInterfaces"]
+    efa = [i for i in interfaces if i.interface_type in ("efa", "efa-only")]
+    assert len(efa) == network["EfaInfo"]["MaximumEfaInterfaces"]
+    # The primary (ENA) interface is card 0's default one (EC2: DefaultNetworkCardIndex).
+    assert (interfaces[0].network_card_index, interfaces[0].device_index) == (
+        network["DefaultNetworkCardIndex"],
+        0,
+    )
+
+
+@pytest.mark.parametrize("fixture", ["synth", "trn2"])
 def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
-    synth: SynthesizedPlatform,
+    request: pytest.FixtureRequest, fixture: str
 ) -> None:
+    synth = request.getfixturevalue(fixture)
     lt = _trainium_template(synth)
     assert lt["MetadataOptions"] == {
         "HttpEndpoint": "enabled",
@@ -156,9 +192,11 @@ def test_launch_template_imdsv2_encrypted_gp3_and_cluster_placement(
     assert lt["Placement"] == {"GroupName": {"Fn::GetAtt": [pg_id, "GroupName"]}}
 
 
+@pytest.mark.parametrize("fixture", ["synth", "trn2"])
 def test_node_group_is_neuron_ami_in_the_trainium_subnet_tainted_and_sized(
-    synth: SynthesizedPlatform,
+    request: pytest.FixtureRequest, fixture: str
 ) -> None:
+    synth = request.getfixturevalue(fixture)
     group = _trainium_node_group(synth)
     settings = synth.platform.settings
     assert "InstanceTypes" not in group  # the launch template carries it
@@ -421,8 +459,8 @@ def test_launch_template_validation_reports_every_problem() -> None:
         )
     message = str(info.value)
     assert (
-        "instance_type='p4d.24xlarge': expected one of ['trn1.32xlarge', 'trn1n.32xlarge']"
-        in message
+        "instance_type='p4d.24xlarge': expected one of ['trn1.32xlarge', 'trn1n.32xlarge', "
+        "'trn2.48xlarge', 'trn2u.48xlarge']" in message
     )
     assert "root_volume_gib=50: expected 100 to 16384" in message
     assert "security_groups=[]" in message
@@ -573,21 +611,30 @@ def test_capacity_validation_names_the_prop() -> None:
         EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], capacity_block=True)
 
 
-def test_placement_group_only_without_a_reservation_or_the_reservations_own() -> None:
+@pytest.mark.parametrize("instance_type", ["trn1.32xlarge", "trn2.48xlarge", "trn2u.48xlarge"])
+def test_placement_group_only_without_a_reservation_or_the_reservations_own(
+    instance_type: str,
+) -> None:
     """An ODCR serves a cluster placement group only if it was created in it, and a Capacity
     Block places its instances itself (EC2 user guide cr-cpg; eksctl#7949;
-    aws-parallelcluster#6311): no new placement group next to a reservation."""
+    aws-parallelcluster#6311): no new placement group next to a reservation, whatever the
+    Trainium type (Trn2 is sold largely through Capacity Blocks and reservations)."""
     from aws_cdk.assertions import Template
 
     stack, _, sg = _stack()
-    EfaLaunchTemplate(stack, "OnDemand", security_groups=[sg])
+    EfaLaunchTemplate(stack, "OnDemand", security_groups=[sg], instance_type=instance_type)
     EfaLaunchTemplate(
-        stack, "Odcr", security_groups=[sg], capacity_reservation_id="cr-0123456789abcdef0"
+        stack,
+        "Odcr",
+        security_groups=[sg],
+        instance_type=instance_type,
+        capacity_reservation_id="cr-0123456789abcdef0",
     )
     EfaLaunchTemplate(
         stack,
         "Block",
         security_groups=[sg],
+        instance_type=instance_type,
         capacity_reservation_id="cr-02168da1478b509e0",
         capacity_block=True,
     )
@@ -595,6 +642,7 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own() ->
         stack,
         "OdcrInItsGroup",
         security_groups=[sg],
+        instance_type=instance_type,
         capacity_reservation_id="cr-0123456789abcdef0",
         placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg", "odcr-pg"),
     )
@@ -604,6 +652,11 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own() ->
         for k, r in resources.items()
         if r["Type"] == "AWS::EC2::LaunchTemplate"
     }
+    assert {
+        r["Properties"]["LaunchTemplateData"]["InstanceType"]
+        for r in resources.values()
+        if r["Type"] == "AWS::EC2::LaunchTemplate"
+    } == {instance_type}
     (new_group,) = [k for k, r in resources.items() if r["Type"] == "AWS::EC2::PlacementGroup"]
     assert new_group.startswith("OnDemandPlacementGroup")
     by_name = {
@@ -625,6 +678,7 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own() ->
             stack,
             "BlockInGroup",
             security_groups=[sg],
+            instance_type=instance_type,
             capacity_reservation_id="cr-02168da1478b509e0",
             capacity_block=True,
             placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg2", "pg"),
@@ -822,8 +876,11 @@ def test_node_groups_never_force_an_update_and_repair_themselves(
         assert groups[stack]["ForceUpdateEnabled"] is False, stack
 
 
-def test_trainium_node_group_pins_the_neuron_ami_release(synth: SynthesizedPlatform) -> None:
-    group = _trainium_node_group(synth)
+@pytest.mark.parametrize("fixture", ["synth", "trn2"])
+def test_trainium_node_group_pins_the_neuron_ami_release(
+    request: pytest.FixtureRequest, fixture: str
+) -> None:
+    group = _trainium_node_group(request.getfixturevalue(fixture))
     assert group["ReleaseVersion"] == "1.35.4-20260505"  # NEURON_STACKS, Kubernetes 1.35
 
 
@@ -841,3 +898,28 @@ def test_release_version_prop_is_validated() -> None:
             security_group=ec2.SecurityGroup(stack, "Sg", vpc=vpc),
             release_version="latest",
         )
+
+
+def test_trn2_nodes_differ_from_trn1_only_by_instance_type_and_interfaces(
+    synth: SynthesizedPlatform, trn2: SynthesizedPlatform
+) -> None:
+    """The Trainium nodes stack of a trn2.48xlarge app is the trn1.32xlarge one with the
+    launch template's instance type and its 16 EFA interfaces instead of 8: same placement
+    group, node group, AMI release, role, rules, volume and user data (the row is the only
+    difference; no Trn2 special case elsewhere)."""
+    from tests.support import normalized
+
+    trn1_stack = normalized(synth.template_json(TRAINIUM_STACK))
+    trn2_stack = normalized(trn2.template_json(TRAINIUM_STACK))
+    (lt_id,) = [
+        k for k, r in trn1_stack["Resources"].items() if r["Type"] == "AWS::EC2::LaunchTemplate"
+    ]
+    expected = json.loads(json.dumps(trn1_stack))
+    data = expected["Resources"][lt_id]["Properties"]["LaunchTemplateData"]
+    primary, card0_efa, other = data["NetworkInterfaces"][:3]
+    assert data["InstanceType"] == "trn1.32xlarge" and len(data["NetworkInterfaces"]) == 9
+    data["InstanceType"] = "trn2.48xlarge"
+    data["NetworkInterfaces"] = [primary, card0_efa] + [
+        {**other, "NetworkCardIndex": card} for card in range(1, 16)
+    ]
+    assert trn2_stack == expected

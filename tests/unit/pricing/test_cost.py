@@ -284,6 +284,68 @@ def test_gp3_iops_and_throughput_above_the_baseline_bill_on_top():
     assert volumes.monthly == pytest.approx(16.0) and [p.key for p in volumes.prices] == ["storage"]
 
 
+def _group_line(estimate):
+    """The node group's own line (its volumes have another)."""
+    (line,) = [
+        i
+        for i in _item([estimate], "AWS::EKS::Nodegroup")
+        if i.description.startswith("node group")
+    ]
+    return line
+
+
+def _trainium_group(instance_type: str, **nodegroup):
+    template = _launch_template_group({"VolumeType": "gp3", "VolumeSize": 500}, **nodegroup)
+    template["Resources"]["Lt"]["Properties"]["LaunchTemplateData"]["InstanceType"] = instance_type
+    return template
+
+
+@pytest.mark.parametrize("instance_type", ["trn2.48xlarge", "trn2u.48xlarge"])
+def test_a_trn2_node_group_is_training_and_missing_with_the_tables_reason(instance_type):
+    from ml_platform.pricing import training_hourly
+
+    estimate = estimate_template(
+        _trainium_group(instance_type), stack="S", region="us-east-2", table=SHIPPED
+    )
+    group = _group_line(estimate)
+    assert group.training  # trn2u too: the training line of the report counts it
+    assert group.status == MISSING and group.hourly is None
+    assert group.reason == SHIPPED.missing_reason("us-east-2", EC2, instance_type)
+    assert "no On-Demand price found" in group.reason
+    hourly, unknown = training_hourly([estimate])
+    assert group in unknown and hourly == pytest.approx(500 * 0.08 * 2 / 730)  # volumes only
+
+
+def test_a_capacity_block_node_group_says_the_on_demand_rate_is_not_its_bill():
+    block = estimate_template(
+        _trainium_group("trn1.32xlarge", CapacityType="CAPACITY_BLOCK"),
+        stack="S",
+        region="us-east-1",
+        table=SHIPPED,
+    )
+    on_demand = estimate_template(
+        _trainium_group("trn1.32xlarge"), stack="S", region="us-east-1", table=SHIPPED
+    )
+    group, plain = _group_line(block), _group_line(on_demand)
+    assert group.hourly == plain.hourly == pytest.approx(2 * 21.5)
+    assert "Capacity Block: its price is charged up front at purchase" in group.reason
+    assert "Capacity Block" not in plain.reason
+
+
+def test_mlp_cost_over_a_trn2_synthesis(trn2, capsys):
+    """The whole app with trn2.48xlarge: its node group is MISSING with the reason, never $0."""
+    assert main(["cost", "--cdk-out", str(trn2.outdir), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    (group,) = [
+        r
+        for s in report["stacks"]
+        for r in s["resources"]
+        if r["description"].startswith("node group trn2.48xlarge")
+    ]
+    assert group["status"] == "missing" and group.get("hourly_usd") is None
+    assert "no ec2 price for trn2.48xlarge in us-west-2 in the price table: " in group["reason"]
+
+
 def test_volumes_the_table_cannot_price_are_missing_or_unknown_never_zero():
     gp2 = estimate_template(
         _launch_template_group({"VolumeType": "gp2", "VolumeSize": 100}),
@@ -587,6 +649,10 @@ def test_unresolvable_values_are_unknown_not_zero():
     assert {i.logical_id for i in estimate.incomplete} == {"ByParam", "ByName", "Fsx", "Elsewhere"}
 
 
+# Trn2 has no On-Demand price in any source found (prices.json's ec2 gaps say which were read).
+TRN2_UNPRICED = ("trn2.48xlarge", "trn2u.48xlarge")
+
+
 def test_shipped_table_prices_every_ec2_type_the_settings_allow_in_the_trainium_regions():
     from ml_platform.config import ClusterSettings
     from ml_platform.instances import EKS_GPU_INSTANCES, TRAINIUM_INSTANCES
@@ -594,15 +660,26 @@ def test_shipped_table_prices_every_ec2_type_the_settings_allow_in_the_trainium_
     wanted = (
         set(TRAINIUM_INSTANCES) | set(EKS_GPU_INSTANCES) | {ClusterSettings().system_instance_type}
     )
+    assert set(TRN2_UNPRICED) <= wanted
     for region in ("us-east-1", "us-east-2", "us-west-2"):
         missing = sorted(t for t in wanted if SHIPPED.get(region, EC2, t) is None)
-        assert missing == [], f"{region}: no shipped price for {missing}"
+        assert missing == list(TRN2_UNPRICED), f"{region}: no shipped price for {missing}"
+        # ... and the report says why, naming the types and the sources searched.
+        for t in TRN2_UNPRICED:
+            why = SHIPPED.missing_reason(region, EC2, t)
+            assert why.startswith(f"no ec2 price for {t} in {region} in the price table: ")
+            assert "trn2.48xlarge, trn2u.48xlarge: no On-Demand price found" in why
+            assert "skypilot-catalog/blob/00148f2a" in why and "mlp cost --refresh" in why
 
 
 _NO_SOURCE = "no citable public source found on 2026-12-01 (mlp cost --refresh fetches it)"
 _NO_HOSTING_SOURCE = (
     "no citable public source for SageMaker real-time inference prices in "
     "this region found on 2026-12-01 (mlp cost --refresh fetches it)"
+)
+_NO_TRN2_SOURCE = (
+    "no On-Demand price in the open-source files built from the Price List API; Capacity "
+    "Blocks price at purchase (mlp cost --refresh fetches one if the API has it)"
 )
 # Prices the settings can ask for that the shipped table lacks, each with the reason. The test
 # below fails both ways: a missing price not listed here, and a listed one that is now shipped.
@@ -625,9 +702,11 @@ KNOWN_MISSING: dict[str, dict[tuple[str, str], str]] = {
             )
         },
         **{(FSX_LUSTRE_PERSISTENT2, t): _NO_SOURCE for t in ("125", "250", "500", "1000")},
+        **{(EC2, t): _NO_TRN2_SOURCE for t in TRN2_UNPRICED},
     },
     "us-east-1": {
         (SAGEMAKER_HOSTING, "ml.g5.16xlarge"): _NO_SOURCE,
+        **{(EC2, t): _NO_TRN2_SOURCE for t in TRN2_UNPRICED},
         **{(FSX_LUSTRE_PERSISTENT2, t): _NO_SOURCE for t in ("250", "500", "1000")},
     },
 }
@@ -656,8 +735,8 @@ def _allowed_prices() -> set[tuple[str, str]]:
 @pytest.mark.parametrize("region", [Settings().env.region, "us-east-1"])
 def test_every_price_the_settings_allow_is_shipped_or_listed_with_a_reason(region):
     allowed = _allowed_prices()
-    # 2 Trainium + 15 GPU + 1 system EC2 types, 11 SageMaker MME GPU types, 4 Lustre tiers.
-    assert len(allowed) == 18 + 11 + 4
+    # 4 Trainium + 15 GPU + 1 system EC2 types, 11 SageMaker MME GPU types, 4 Lustre tiers.
+    assert len(allowed) == 20 + 11 + 4
     missing = {k for k in allowed if SHIPPED.get(region, *k) is None}
     listed = KNOWN_MISSING[region]
     assert sorted(missing - set(listed)) == [], f"{region}: unlisted missing prices"
@@ -896,6 +975,23 @@ def _product(sku: str, usd: str, usagetype: str = "USE1-BoxUsage:trn1.32xlarge")
             },
         }
     )
+
+
+def test_refresh_asks_for_trn2_and_a_found_price_replaces_the_gap():
+    """`mlp cost --refresh` queries the Price List API for every Trainium row, Trn2 included;
+    a price it finds is used and the shipped gap's reason goes with it."""
+    from ml_platform.pricing.refresh import queries
+
+    ec2 = {q.key: q for q in queries() if q.service == EC2}
+    for t in TRN2_UNPRICED:
+        assert ec2[t].filters["instanceType"] == t
+        assert ec2[t].filters["operatingSystem"] == "Linux"
+    found = PriceTable()
+    found.add(Price("us-east-2", EC2, "trn2.48xlarge", 1.0, "hour", "test", "2026-12-02"))
+    merged = SHIPPED.overlay(found)
+    assert merged.get("us-east-2", EC2, "trn2.48xlarge").usd == 1.0
+    assert ("us-east-2", EC2) not in merged.gaps
+    assert ("us-west-2", EC2) in merged.gaps  # other regions keep their reason
 
 
 def test_refresh_rebuilds_from_get_products_and_keeps_missing_prices_missing():
