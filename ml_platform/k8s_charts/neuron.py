@@ -35,16 +35,20 @@ Components of the chart, and which are on:
   (``autoscaling:SetInstanceHealth``:
   https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-neuron-problem-detector-and-recovery-irsa.html),
   a second repairer acting on the same nodes; its detector runs privileged.
-- **Monitor: not in the chart at 1.10.0** (its values have no monitor component). The
-  ``amazon-cloudwatch-observability`` add-on runs neuron-monitor on the Neuron nodes
-  (``ml_platform.constructs.addons``).
+- **Monitor: not in the chart at 1.10.0** (its values have no ``monitor`` key; the
+  repository's ``templates/monitor-exporter-daemonset.yaml``, at commit 5c70d9d4, belongs to
+  another version). The ``amazon-cloudwatch-observability`` add-on runs neuron-monitor on the
+  Neuron nodes (``ml_platform.constructs.addons``).
 - **DRA driver and UltraServer operator: off.** EKS recommends the Neuron DRA driver for new
   clusters on Kubernetes 1.34+ (https://docs.aws.amazon.com/eks/latest/userguide/device-management-neuron.html),
   and it cannot run beside the device plugin (the same page; the chart refuses both). The jobs
-  request extended resources as TorchX renders them, and Volcano 1.15.1 does not yet count
-  ResourceClaims in queue usage (volcano-sh/volcano issue 4400, open) and has an open bug with
-  ResourceClaimTemplates in vcjobs (issue 5119). The device plugin "remains supported" (the
-  EKS page); revisit when Volcano's DRA support covers vcjobs.
+  request extended resources as TorchX renders them (pytorch/torchx
+  ``torchx/schedulers/kubernetes_scheduler.py``, ``role_to_pod``: a role's devices become
+  container limits; no ResourceClaims), and Volcano's DRA support (released in v1.12) is incomplete for gang jobs:
+  ResourceClaims are not counted in queue usage (volcano-sh/volcano issue 4400) and vcjob pods
+  using a ResourceClaimTemplate do not start (issue 5119), both open when last read here. The
+  device plugin "remains supported" (the EKS page); revisit when Volcano's DRA support covers
+  vcjobs.
 
 The hardening the platform added to the hand-written plugin is kept through the chart's values:
 
@@ -64,7 +68,7 @@ The hardening the platform added to the hand-written plugin is kept through the 
 - Only the Trainium instance types of the settings (``devicePlugin.affinity``, given
   explicitly instead of the chart's list of every Neuron type), not Fargate, hybrid or Auto
   Mode nodes; it tolerates the Neuron taint and ``CriticalAddonsOnly`` only (the chart's
-  SageMaker HyperPod toleration is dropped).
+  toleration of SageMaker's ``sagemaker.amazonaws.com/node-health-status`` taint is dropped).
 - Two ValidatingAdmissionPolicies (:class:`NeuronDevicePluginPolicyChart`, a cdk8s chart the
   stack applies before the release) bound to the chart's service account
   (:data:`SERVICE_ACCOUNT_USER`): its pod writes only to annotations of pods on its own node,
