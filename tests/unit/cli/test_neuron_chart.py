@@ -264,6 +264,49 @@ def test_only_volcano_leaves_neurons_chart_alone(registry, tmp_path, capsys) -> 
     assert "127.0.0.1:9/index.yaml" in capsys.readouterr().err
 
 
+def test_fetch_without_only_fetches_both_charts(registry, tmp_path, capsys) -> None:
+    """The default: Volcano's chart from its Helm repository and Neuron's from the registry."""
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler
+
+    volcano = _tgz({"volcano/Chart.yaml": b"apiVersion: v2\nname: volcano\nversion: 1.15.1\n"})
+    root = tmp_path / "helm-repo"
+    root.mkdir()
+    (root / "volcano-1.15.1.tgz").write_bytes(volcano)
+    (root / "index.yaml").write_text(
+        "apiVersion: v1\nentries:\n  volcano:\n  - name: volcano\n    version: 1.15.1\n"
+        f"    digest: {hashlib.sha256(volcano).hexdigest()}\n    urls:\n    - volcano-1.15.1.tgz\n"
+    )
+    handler = partial(SimpleHTTPRequestHandler, directory=str(root))
+    handler.log_message = lambda *a: None  # type: ignore[attr-defined]
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    manifest = registry.publish(CHART)
+    project = tmp_path / "project"
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("ml_platform.versions.NEURON_HELM_CHART_MANIFEST_DIGEST", manifest)
+            patch.setattr("ml_platform.versions.NEURON_HELM_CHART_SHA256", None)
+            patch.setattr(
+                "ml_platform.versions.VOLCANO_HELM_CHART_SHA256",
+                hashlib.sha256(volcano).hexdigest(),
+            )
+            code = main(
+                [
+                    *("--cdk-json", str(project / "cdk.json"), "charts", "fetch"),
+                    *("--repository", f"http://127.0.0.1:{server.server_address[1]}"),
+                    *("--registry", registry.url),
+                ]
+            )
+    finally:
+        server.shutdown()
+        server.server_close()
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    assert (project / ".charts/volcano-1.15.1/Chart.yaml").is_file()
+    assert (project / DEST / "Chart.yaml").read_text() == CHART_YAML
+
+
 @pytest.fixture(scope="module")
 def with_chart(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
     """The app (inference off, to stay quick) with the fetched Neuron chart, cdk-nag on."""
