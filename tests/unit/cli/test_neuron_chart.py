@@ -24,6 +24,7 @@ from tests.support import SynthesizedPlatform, cdk_json_context, synth_collectin
 
 CHART_YAML = "apiVersion: v2\nname: neuron-helm-chart\nversion: 1.10.0\nappVersion: 1.10.0\n"
 TOKEN = "anonymous-pull-token"
+VOLCANO_CHART_YAML = "apiVersion: v2\nname: volcano\nversion: 1.15.1\n"
 
 
 def _tgz(members: dict[str, bytes]) -> bytes:
@@ -309,7 +310,9 @@ def test_fetch_without_only_fetches_both_charts(registry, tmp_path, capsys) -> N
 
 @pytest.fixture(scope="module")
 def with_chart(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
-    """The app (inference off, to stay quick) with the fetched Neuron chart, cdk-nag on."""
+    """The app (inference off, to stay quick) with the fetched Neuron chart and a Volcano
+    chart folder (both charts shipped as assets, as after a full `mlp charts fetch`), cdk-nag
+    on."""
     from ml_platform.app import build_platform, new_app, settings_from_app
     from ml_platform.cli.charts import fetch_oci_chart
     from ml_platform.config import CONTEXT_KEY, deep_merge
@@ -328,7 +331,12 @@ def with_chart(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> 
     context[CONTEXT_KEY] = deep_merge(context[CONTEXT_KEY], {"features": {"inference": False}})
     outdir = tmp_path_factory.mktemp("cdk.out.neuron")
     app = new_app(outdir=str(outdir), context=context)
-    platform = build_platform(app, settings_from_app(app), neuron_chart_dir=str(chart))
+    volcano = tmp_path_factory.mktemp("volcano") / "volcano-1.15.1"
+    volcano.mkdir()
+    (volcano / "Chart.yaml").write_text(VOLCANO_CHART_YAML)
+    platform = build_platform(
+        app, settings_from_app(app), volcano_chart_dir=str(volcano), neuron_chart_dir=str(chart)
+    )
     return SynthesizedPlatform(
         platform=platform, outdir=outdir, validation_error=synth_collecting_nag(app)
     )
@@ -369,7 +377,7 @@ def test_the_stack_deploys_the_verified_chart_as_an_asset(with_chart: Synthesize
         if a["source"].get("packaging") == "zip"
     ]
     charts = [f / "Chart.yaml" for f in folders if (f / "Chart.yaml").is_file()]
-    assert [c.read_text() for c in charts] == [CHART_YAML]
+    assert sorted(c.read_text() for c in charts) == sorted([CHART_YAML, VOLCANO_CHART_YAML])
     assert not any(NEURON_CHART_BY_VERSION_WARNING in w for w in _metadata_warnings(with_chart))
 
 
