@@ -6,7 +6,7 @@ from pathlib import Path
 
 from ml_platform.app import build_platform, new_app, settings_from_app
 from ml_platform.config import SettingsError, context_file_problems, shadowed_settings
-from ml_platform.versions import volcano_chart_dir
+from ml_platform.versions import neuron_chart_dir, volcano_chart_dir
 
 
 def main() -> None:
@@ -32,13 +32,16 @@ def main() -> None:
         sys.exit(1)
     # `-c ml-platform:nag=false` skips cdk-nag (e.g. for quick iterations); tests always run it.
     nag = str(app.node.try_get_context("ml-platform:nag")).lower() != "false"
-    # Volcano's chart as `mlp charts fetch` verified and unpacked it, when it has been run.
-    chart = volcano_chart_dir(Path(__file__).resolve().parent)
+    # Volcano's and Neuron's charts as `mlp charts fetch` verified and unpacked them, when it
+    # has been run.
+    root = Path(__file__).resolve().parent
+    volcano, neuron = volcano_chart_dir(root), neuron_chart_dir(root)
     build_platform(
         app,
         settings,
         nag=nag,
-        volcano_chart_dir=str(chart) if (chart / "Chart.yaml").is_file() else None,
+        volcano_chart_dir=str(volcano) if (volcano / "Chart.yaml").is_file() else None,
+        neuron_chart_dir=str(neuron) if (neuron / "Chart.yaml").is_file() else None,
     )
     app.synth()
 

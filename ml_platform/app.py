@@ -121,7 +121,12 @@ def annotate_costs(stacks: list[cdk.Stack]) -> None:
 
 
 def build_platform(
-    app: cdk.App, settings: Settings, *, nag: bool = True, volcano_chart_dir: str | None = None
+    app: cdk.App,
+    settings: Settings,
+    *,
+    nag: bool = True,
+    volcano_chart_dir: str | None = None,
+    neuron_chart_dir: str | None = None,
 ) -> Platform:
     """Add every stack the settings ask for to ``app``.
 
@@ -131,6 +136,7 @@ def build_platform(
         volcano_chart_dir: Volcano's verified chart folder (``mlp charts fetch``), deployed as
             the chart's asset. Default none: fetched from the Helm repository by version at
             deploy time, with a synth warning. ``app.py`` passes the folder when it exists.
+        neuron_chart_dir: The same for Neuron's chart (the Neuron device plugin).
     """
     env = cdk.Environment(account=settings.env.account, region=settings.env.region)
     prefix = settings.env.stack_prefix
@@ -160,7 +166,7 @@ def build_platform(
             platform.inference_stacks.append(stack)
         platform.inference = platform.inference_stacks[0]
     if settings.features.training_cluster:
-        _add_training_cluster(platform, volcano_chart_dir, env)
+        _add_training_cluster(platform, volcano_chart_dir, neuron_chart_dir, env)
     for each in platform.stacks:
         cdk.Tags.of(each).add("project", "cdk-ml-platform")
     if settings.cost_annotations:
@@ -228,7 +234,10 @@ def _storage_stack(
 
 
 def _add_training_cluster(
-    platform: Platform, volcano_chart_dir: str | None, env: cdk.Environment
+    platform: Platform,
+    volcano_chart_dir: str | None,
+    neuron_chart_dir: str | None,
+    env: cdk.Environment,
 ) -> None:
     """The cluster's stack and, in stacks of their own, its accelerator node groups."""
     app, settings, network, storage = (
@@ -264,6 +273,7 @@ def _add_training_cluster(
             else None
         ),
         volcano_chart_dir=volcano_chart_dir,
+        neuron_chart_dir=neuron_chart_dir,
         env=env,
         description="cdk-ml-platform: EKS training cluster with Trainium nodes over EFA",
     )

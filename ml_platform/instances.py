@@ -148,8 +148,11 @@ class AcceleratorKind:
             https://docs.aws.amazon.com/eks/latest/APIReference/API_CreateNodegroup.html).
         taint_key: Key of the ``NoSchedule`` taint on the nodes; pods tolerate it to land there.
         resource: The extended resource the device plugin advertises and pods request.
-        device_plugin_chart: The cdk8s chart of that device plugin, as ``module:Class``
-            (named, not imported: settings and the CLI load this module without cdk8s).
+        device_plugin_chart: Where the device plugin's pod comes from, as ``module:name``
+            (named, not imported: settings and the CLI load this module without cdk8s): a
+            cdk8s chart class (its DaemonSet), or for a plugin installed from its vendor's Helm
+            chart the function of that chart's values (``devicePlugin`` placement and
+            tolerations).
         instance_types: The instance types a node group of this kind accepts.
     """
 
@@ -169,7 +172,7 @@ TRAINIUM = AcceleratorKind(
     ami_type="AL2023_x86_64_NEURON",
     taint_key=NEURON_TAINT_KEY,
     resource=NEURON_RESOURCE,
-    device_plugin_chart="ml_platform.k8s_charts.neuron:NeuronDevicePluginChart",
+    device_plugin_chart="ml_platform.k8s_charts.neuron:neuron_helm_values",
     instance_types=frozenset(TRAINIUM_INSTANCES),
 )
 # The AL2023 NVIDIA AMI has the NVIDIA driver and container toolkit; NVIDIA's device plugin

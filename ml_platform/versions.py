@@ -210,8 +210,36 @@ def neuron_release_version(instance_type: str, kubernetes_version: str) -> str:
 
 
 # --- Images and charts applied by the platform ----------------------------------------------
-# neuron-helm-charts 1.10.0 (`helm show values`): devicePlugin.image.tag. Its RBAC, env and
-# mounts are matched in ml_platform/k8s_charts/neuron.py.
+# Neuron's Kubernetes components come from Neuron's own Helm chart, an OCI artifact on ECR
+# Public (Neuron's install command: `helm upgrade --install neuron-helm-chart
+# oci://public.ecr.aws/neuron/neuron-helm-chart`,
+# https://awsdocs-neuron.readthedocs-hosted.com/en/latest/containers/tutorials/k8s-neuron-problem-detector-and-recovery.html;
+# sources:
+# https://github.com/aws-neuron/neuron-helm-charts). Version 1.10.0 is the release whose
+# `devicePlugin.image.tag` is 2.32.0.0: `helm show values ... --version 1.10.0` as a public
+# record prints it (sirzzang/sirzzang.github.io@d7607fa7142df4ebce7b55b1b17cc9c5d542ca62:
+# _posts/2026-09-11-Kubernetes-LLM-Serving-Optimization-08-02-02-Neuron-Device-Exposure.md).
+NEURON_HELM_REGISTRY = "public.ecr.aws"
+NEURON_HELM_CHART = "neuron-helm-chart"
+NEURON_HELM_OCI_REPOSITORY = f"neuron/{NEURON_HELM_CHART}"
+NEURON_HELM_REPOSITORY = f"oci://{NEURON_HELM_REGISTRY}/{NEURON_HELM_OCI_REPOSITORY}"
+NEURON_HELM_CHART_VERSION = "1.10.0"
+# Digest of the OCI manifest that tag 1.10.0 names, as `helm pull` printed it ("Pulled:
+# public.ecr.aws/neuron/neuron-helm-chart:1.10.0 / Digest: sha256:ed5d8f73...", the same
+# record as above). Helm prints the manifest's digest there, not the archive's
+# (helm/helm@dc761caf007ed297dbdc8d36a7a9f62be5c97663:pkg/registry/client.go, Pull:
+# `result.Manifest.Digest`); the manifest names the chart archive (its layer) by SHA-256, so
+# `mlp charts fetch` checks manifest -> layer digest -> archive bytes.
+NEURON_HELM_CHART_MANIFEST_DIGEST = (
+    "sha256:ed5d8f73b7a05d3a1edf17b2bfaf277ea995ad1c65b115fa8ba2c7b4dc649346"
+)
+# SHA-256 of the chart archive itself (neuron-helm-chart-1.10.0.tgz): no public source found
+# states it, so none is claimed here. `mlp charts fetch` records the archive digest it verified
+# through the manifest (.charts/neuron-helm-chart-1.10.0.sha256) and requires that record on
+# every later fetch; pin the recorded value here to require it everywhere.
+NEURON_HELM_CHART_SHA256: str | None = None
+# The chart's devicePlugin.image at 1.10.0 (`helm show values`, the record above). The values
+# the platform gives the chart are in ml_platform/k8s_charts/neuron.py.
 NEURON_DEVICE_PLUGIN_IMAGE = "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0"
 
 # aws/eks-charts stable/aws-efa-k8s-device-plugin 0.5.30: appVersion (image tag).
@@ -231,6 +259,12 @@ def volcano_chart_dir(project: Path) -> Path:
     """Where ``mlp charts fetch`` unpacks the pinned Volcano chart for ``project`` (the folder
     of cdk.json), and where synthesis looks for it."""
     return project / CHARTS_DIR / f"{VOLCANO_HELM_CHART}-{VOLCANO_HELM_CHART_VERSION}"
+
+
+def neuron_chart_dir(project: Path) -> Path:
+    """Where ``mlp charts fetch`` unpacks Neuron's pinned chart for ``project`` (the folder of
+    cdk.json), and where synthesis looks for it."""
+    return project / CHARTS_DIR / f"{NEURON_HELM_CHART}-{NEURON_HELM_CHART_VERSION}"
 
 
 # The images chart 1.15.1 runs with its default components (values.yaml `basic.*_image_name`

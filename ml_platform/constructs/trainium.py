@@ -2,7 +2,7 @@
 
 The node group is built with ``eks_v2.Nodegroup`` directly. ``Cluster.add_nodegroup_capacity``
 would also apply aws-cdk's bundled Neuron device plugin manifest (which crash-loops); the
-platform ships its own plugin (:mod:`ml_platform.k8s_charts.neuron`).
+platform installs the plugin from Neuron's own Helm chart (:mod:`ml_platform.k8s_charts.neuron`).
 """
 
 from __future__ import annotations

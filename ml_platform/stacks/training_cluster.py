@@ -23,19 +23,22 @@ from ml_platform.constructs.nag import acknowledge_each
 from ml_platform.constructs.storage import import_model_bucket
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_docker_hub, warn_tag_only
+from ml_platform.k8s_charts import neuron as neuron_chart
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
 from ml_platform.k8s_charts.network_policies import (
     SystemNetworkPolicyChart,
     TrainingNetworkPolicyChart,
 )
-from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
 from ml_platform.k8s_charts.training_namespace import TrainingNamespacePolicyChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
 from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
 from ml_platform.training.images import TENSORBOARD_IMAGE
 from ml_platform.versions import (
     NEURON_DEVICE_PLUGIN_IMAGE,
+    NEURON_HELM_CHART,
+    NEURON_HELM_CHART_VERSION,
+    NEURON_HELM_REPOSITORY,
     VOLCANO_HELM_CHART,
     VOLCANO_HELM_CHART_VERSION,
     VOLCANO_HELM_REPOSITORY,
@@ -47,6 +50,7 @@ from ml_platform.versions import (
 NO_CLUSTER_ADMIN_WARNING = "ml-platform:noClusterAdmin"
 BOOTSTRAP_CREATOR_ADMIN_WARNING = "ml-platform:bootstrapCreatorAdmin"
 VOLCANO_CHART_BY_VERSION_WARNING = "ml-platform:volcanoChartByVersion"
+NEURON_CHART_BY_VERSION_WARNING = "ml-platform:neuronChartByVersion"
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,7 @@ class ClusterChartValues:
     Attributes:
         training: The ``training`` settings (namespace, Volcano queue).
         trainium_instance_type: Instance type of the Trainium nodes (the device plugins'
-            node affinity).
+            node affinity, :meth:`neuron_helm_values`).
         fsx_storage_gib: The file system's size (the PersistentVolume's capacity).
         region: The stack's region (the EFA device plugin's regional image).
         images: Digests and mirrors of every image the cluster pulls. Default: none.
@@ -78,6 +82,10 @@ class ClusterChartValues:
             region=settings.env.region,
             images=settings.image_policy,
         )
+
+    def neuron_helm_values(self) -> dict[str, Any]:
+        """Values of Neuron's Helm release: its device plugin on the Trainium nodes."""
+        return neuron_chart.neuron_helm_values([self.trainium_instance_type], images=self.images)
 
 
 def cluster_charts(
@@ -109,11 +117,9 @@ def cluster_charts(
             mount_name=file_system_mount_name,
             storage_gib=values.fsx_storage_gib,
         ),
-        "NeuronPlugin": NeuronDevicePluginChart(
-            app,
-            "neuron-device-plugin",
-            instance_types=instance_types,
-            image=images.resolve(NEURON_DEVICE_PLUGIN_IMAGE),
+        # The Neuron device plugin itself is a Helm release (TrainingClusterStack._neuron).
+        "NeuronPluginPolicies": neuron_chart.NeuronDevicePluginPolicyChart(
+            app, "neuron-device-plugin-policies"
         ),
         "EfaPlugin": EfaDevicePluginChart(
             app,
@@ -185,6 +191,8 @@ class TrainingClusterStack(Stack):
             unpacked it (``Chart.yaml`` at its root): deployed from the stack's asset bucket.
             Default none: the kubectl handler fetches the chart from the Helm repository by
             version at deploy time, and synthesis warns.
+        neuron_chart_dir: The same for Neuron's chart (the Neuron device plugin). Default
+            none: fetched from its OCI repository by version at deploy time, with a warning.
     """
 
     def __init__(
@@ -203,6 +211,7 @@ class TrainingClusterStack(Stack):
         trainium_subnet: ec2.ISubnet | None = None,
         triton: TritonValues | None = None,
         volcano_chart_dir: str | None = None,
+        neuron_chart_dir: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -249,7 +258,8 @@ class TrainingClusterStack(Stack):
             name: cluster.add_cdk8s_chart(name, chart) for name, chart in self.charts.items()
         }
         images = charts.images
-        warn_tag_only(self.manifests["NeuronPlugin"], [NEURON_DEVICE_PLUGIN_IMAGE], images)
+        self.neuron = self._neuron(cluster, neuron_chart_dir, charts)
+        warn_tag_only(self.neuron, [NEURON_DEVICE_PLUGIN_IMAGE], images)
         warn_tag_only(self.manifests["EfaPlugin"], [efa_device_plugin_image(charts.region)], images)
         self.volcano = self._volcano(cluster, volcano_chart_dir, images)
         warn_tag_only(self.volcano, VOLCANO_IMAGES.values(), images)
@@ -333,8 +343,10 @@ class TrainingClusterStack(Stack):
         self.volcano.node.add_dependency(system_policies)
         for name in ("coredns", "aws-fsx-csi-driver", "amazon-cloudwatch-observability"):
             self.addons.addons[name].node.add_dependency(system_policies)
-        for name in ("NeuronPlugin", "EfaPlugin"):
+        for name in ("NeuronPluginPolicies", "EfaPlugin"):
             self.manifests[name].node.add_dependency(system_policies)
+        # The plugin never runs without the policies that narrow its service account.
+        self.neuron.node.add_dependency(system_policies, self.manifests["NeuronPluginPolicies"])
 
     def _triton(self, triton: TritonValues, images: ImagePolicy) -> TritonOnEks:
         cfg = triton.settings
@@ -389,42 +401,97 @@ class TrainingClusterStack(Stack):
         self, cluster: eks.ICluster, chart_dir: str | None, images: ImagePolicy
     ) -> eks.HelmChart:
         """Volcano's Helm release, from the verified chart asset when there is one."""
-        values = volcano_helm_values(images=images)
-        if chart_dir is None:
-            chart = cluster.add_helm_chart(
-                "Volcano",
-                repository=VOLCANO_HELM_REPOSITORY,
-                chart=VOLCANO_HELM_CHART,
-                version=VOLCANO_HELM_CHART_VERSION,
-                release="volcano",
-                namespace=VOLCANO_NAMESPACE,
-                create_namespace=True,
-                values=values,
-                wait=True,
-            )
-            Annotations.of(chart).add_warning_v2(
+        return self._helm_release(
+            cluster,
+            "Volcano",
+            chart_dir=chart_dir,
+            chart_dir_prop="volcano_chart_dir",
+            repository=VOLCANO_HELM_REPOSITORY,
+            chart=VOLCANO_HELM_CHART,
+            version=VOLCANO_HELM_CHART_VERSION,
+            release="volcano",
+            namespace=VOLCANO_NAMESPACE,
+            values=volcano_helm_values(images=images),
+            warning=(
                 VOLCANO_CHART_BY_VERSION_WARNING,
                 f"Volcano's Helm chart {VOLCANO_HELM_CHART_VERSION} is fetched from "
                 f"{VOLCANO_HELM_REPOSITORY} by version at deploy time, unverified (its hooks run "
                 "with cluster-admin). Run `mlp charts fetch` to verify it against its pinned "
                 "SHA-256 and ship it as the chart's asset.",
+            ),
+        )
+
+    def _neuron(
+        self, cluster: eks.ICluster, chart_dir: str | None, charts: ClusterChartValues
+    ) -> eks.HelmChart:
+        """Neuron's Helm release (the Neuron device plugin), from the verified chart asset when
+        there is one. In kube-system, beside 0.1.0's hand-written plugin under other names."""
+        return self._helm_release(
+            cluster,
+            "Neuron",
+            chart_dir=chart_dir,
+            chart_dir_prop="neuron_chart_dir",
+            repository=NEURON_HELM_REPOSITORY,
+            chart=NEURON_HELM_CHART,
+            version=NEURON_HELM_CHART_VERSION,
+            release=neuron_chart.RELEASE,
+            namespace=neuron_chart.RELEASE_NAMESPACE,
+            values=charts.neuron_helm_values(),
+            warning=(
+                NEURON_CHART_BY_VERSION_WARNING,
+                f"Neuron's Helm chart {NEURON_HELM_CHART_VERSION} is fetched from "
+                f"{NEURON_HELM_REPOSITORY} by version at deploy time, unverified (the kubectl "
+                "handler installs it with cluster-admin). Run `mlp charts fetch` to verify it "
+                "against its pinned digest and ship it as the chart's asset.",
+            ),
+        )
+
+    def _helm_release(
+        self,
+        cluster: eks.ICluster,
+        construct_id: str,
+        *,
+        chart_dir: str | None,
+        chart_dir_prop: str,
+        repository: str,
+        chart: str,
+        version: str,
+        release: str,
+        namespace: str,
+        values: dict[str, Any],
+        warning: tuple[str, str],
+    ) -> eks.HelmChart:
+        """A Helm release from the verified chart folder (``mlp charts fetch``) as an asset, or
+        else from ``repository`` by ``version`` with the ``warning`` (id, message)."""
+        if chart_dir is None:
+            helm_chart = cluster.add_helm_chart(
+                construct_id,
+                repository=repository,
+                chart=chart,
+                version=version,
+                release=release,
+                namespace=namespace,
+                create_namespace=True,
+                values=values,
+                wait=True,
             )
-            return chart
+            Annotations.of(helm_chart).add_warning_v2(*warning)
+            return helm_chart
         if not Path(chart_dir, "Chart.yaml").is_file():
             raise ValueError(
-                f"{self.node.path}: volcano_chart_dir={chart_dir!r}: no Chart.yaml there; run "
+                f"{self.node.path}: {chart_dir_prop}={chart_dir!r}: no Chart.yaml there; run "
                 "`mlp charts fetch`"
             )
         # The kubectl handler downloads the asset (the folder, zipped), unzips it and runs helm
         # on that folder (get_chart_asset_from_url in aws-cdk's
         # https://github.com/aws/aws-cdk/blob/main/packages/@aws-cdk/custom-resource-handlers/lib/aws-eks-v2/kubectl-handler/helm/__init__.py);
         # HelmChart grants the handler's role read on the asset bucket.
-        asset = s3_assets.Asset(self, "VolcanoChart", path=chart_dir)
-        chart = cluster.add_helm_chart(
-            "Volcano",
+        asset = s3_assets.Asset(self, f"{construct_id}Chart", path=chart_dir)
+        helm_chart = cluster.add_helm_chart(
+            construct_id,
             chart_asset=asset,
-            release="volcano",
-            namespace=VOLCANO_NAMESPACE,
+            release=release,
+            namespace=namespace,
             create_namespace=True,
             values=values,
             wait=True,
@@ -436,18 +503,18 @@ class TrainingClusterStack(Stack):
             {
                 f"AwsSolutions-IAM5[Resource::{objects}]": (
                     "aws-cdk's HelmChart grants the kubectl handler read on the CDK asset "
-                    "bucket's objects, to download the verified Volcano chart asset."
+                    "bucket's objects, to download the verified Helm chart assets."
                 ),
                 **{
                     f"AwsSolutions-IAM5[Action::{action}]": (
                         "Part of aws-cdk's read grant (Bucket.grantRead) on the CDK asset "
-                        "bucket, for the verified Volcano chart asset."
+                        "bucket, for the verified Helm chart assets."
                     )
                     for action in ("s3:GetObject*", "s3:GetBucket*", "s3:List*")
                 },
             },
         )
-        return chart
+        return helm_chart
 
     def _allow_legacy_lustre_clients(
         self, lustre: ec2.ISecurityGroup, clients: ec2.ISecurityGroup

@@ -21,12 +21,12 @@ from tests.app.test_least_privilege import _pods, emitted_objects
 
 # kube-system is not the platform's: Kubernetes creates it without Pod Security labels, which
 # leaves it privileged (https://kubernetes.io/docs/concepts/security/pod-security-admission/,
-# "no policy" for unlabeled namespaces), as the node-level plugins there need.
+# "no policy" for unlabeled namespaces), as the node-level plugins there need. The Neuron device
+# plugin runs there too (hostPath mounts of the kubelet's device-plugin directory and /opt/aws),
+# from Neuron's Helm chart, which this repository cannot render (ml_platform/k8s_charts/neuron.py).
 KUBE_SYSTEM_NEEDS = {
     "aws-efa-k8s-device-plugin": "privileged container and host network (upstream eks-charts "
     "chart: opens /dev/infiniband, registers with the kubelet)",
-    "neuron-device-plugin": "hostPath mounts (the kubelet's device-plugin socket directory and "
-    "/opt/aws)",
     "nvidia-device-plugin": "hostPath mount of the kubelet's device-plugin socket directory",
 }
 

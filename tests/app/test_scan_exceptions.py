@@ -125,7 +125,6 @@ def test_a_new_tag_only_image_or_a_lost_digest_fails_the_scan(emitted, settings)
         "Deployment.triton.triton",
         "Deployment.training.tensorboard",
         "DaemonSet.kube-system.nvidia-device-plugin",
-        "DaemonSet.kube-system.neuron-device-plugin",
         "DaemonSet.kube-system.aws-efa-k8s-device-plugin",
     } <= pinned
     _, stale = scan.compare(_findings(tag_only - pinned), exceptions)

@@ -42,15 +42,15 @@ def test_each_node_stack_builds_its_kind(
 
 
 def _plugin_pod_spec(kind: AcceleratorKind) -> dict[str, Any]:
+    """The plugin pod's placement: its cdk8s chart's DaemonSet, or the ``devicePlugin`` values
+    of the vendor's Helm chart, which its DaemonSet template copies (Neuron's)."""
     module, name = kind.device_plugin_chart.split(":")
-    chart_class = getattr(importlib.import_module(module), name)
-    assert issubclass(chart_class, cdk8s.Chart)
-    props: dict[str, Any] = (
-        {"instance_types": sorted(kind.instance_types)} if kind is TRAINIUM else {}
-    )
-    chart = chart_class(cdk8s.App(), "plugin", **props)
-    (daemon_set,) = [o for o in chart.to_json() if o["kind"] == "DaemonSet"]
-    return dict(daemon_set["spec"]["template"]["spec"])
+    source = getattr(importlib.import_module(module), name)
+    if isinstance(source, type) and issubclass(source, cdk8s.Chart):
+        chart = source(cdk8s.App(), "plugin")
+        (daemon_set,) = [o for o in chart.to_json() if o["kind"] == "DaemonSet"]
+        return dict(daemon_set["spec"]["template"]["spec"])
+    return dict(source(sorted(kind.instance_types))["devicePlugin"])
 
 
 @pytest.mark.parametrize("kind", [TRAINIUM, GPU], ids=lambda k: k.node_role)

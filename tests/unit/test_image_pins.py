@@ -27,7 +27,7 @@ from ml_platform.k8s_charts.workloads import (
     build_workload_manifests,
     image_warnings,
 )
-from ml_platform.stacks.training_cluster import cluster_charts
+from ml_platform.stacks.training_cluster import ClusterChartValues, cluster_charts
 from ml_platform.versions import NEURON_DEVICE_PLUGIN_IMAGE, efa_device_plugin_image
 from tests.support import SynthesizedPlatform, cdk_json_context
 
@@ -93,14 +93,16 @@ def test_cluster_charts_pull_through_the_policy(settings: Settings) -> None:
         file_system_dns_name="fs.example",
         file_system_mount_name="abcd",
     )
-    (neuron,) = _containers(list(charts["NeuronPlugin"].to_json()))
     (efa_container,) = _containers(list(charts["EfaPlugin"].to_json()))
-    assert (
-        neuron["image"] == f"{ECR}/ecr-public/neuron/neuron-device-plugin:2.32.0.0@{neuron_digest}"
+    # The Neuron plugin is a Helm release: its image as Neuron's chart writes it,
+    # "<repository>:<tag>" (templates/_helpers.tpl, neuron-device-plugin.fullimage).
+    neuron = ClusterChartValues.from_settings(custom).neuron_helm_values()["devicePlugin"]
+    assert f"{neuron['image']['repository']}:{neuron['image']['tag']}" == (
+        f"{ECR}/ecr-public/neuron/neuron-device-plugin:2.32.0.0@{neuron_digest}"
     )
     # ECR images (the EKS registry) have no mirror setting: digest only.
     assert efa_container["image"] == f"{efa}@{efa_digest}"
-    assert {neuron["imagePullPolicy"], efa_container["imagePullPolicy"]} == {"IfNotPresent"}
+    assert {neuron["image"]["pullPolicy"], efa_container["imagePullPolicy"]} == {"IfNotPresent"}
 
 
 def test_volcano_values_take_the_mirror_and_digests() -> None:
@@ -211,7 +213,7 @@ def _warnings(synth: SynthesizedPlatform, stack: str) -> dict[str, list[str]]:
 def test_synthesis_warns_about_each_image_pinned_by_tag_only(synth: SynthesizedPlatform) -> None:
     warned = _warnings(synth, "TrainingCluster")
     by_construct = {path.rsplit("/", 1)[-1]: messages for path, messages in warned.items()}
-    neuron, efa, triton = (by_construct[k] for k in ("NeuronPlugin", "EfaPlugin", "Triton"))
+    neuron, efa, triton = (by_construct[k] for k in ("chart-Neuron", "EfaPlugin", "Triton"))
     assert NEURON_DEVICE_PLUGIN_IMAGE in neuron[0]
     assert "eks/aws-efa-k8s-device-plugin:v0.5.20" in efa[0]
     for image in (

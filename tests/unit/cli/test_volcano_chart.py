@@ -77,7 +77,10 @@ def _fetch(project: Path, repo: Repo, capsys: pytest.CaptureFixture[str]) -> tup
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("ml_platform.versions.VOLCANO_HELM_CHART_SHA256", SHA)
         code = main(
-            ["--cdk-json", str(project / "cdk.json"), "charts", "fetch", "--repository", repo.url]
+            [
+                *("--cdk-json", str(project / "cdk.json"), "charts", "fetch"),
+                *("--only", "volcano", "--repository", repo.url),
+            ]
         )
     captured = capsys.readouterr()
     return code, captured.out + captured.err
@@ -118,7 +121,10 @@ def test_fetch_refuses_an_unsafe_archive(repo, tmp_path, capsys) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr("ml_platform.versions.VOLCANO_HELM_CHART_SHA256", sha)
         code = main(
-            ["--cdk-json", str(tmp_path / "cdk.json"), "charts", "fetch", "--repository", repo.url]
+            [
+                *("--cdk-json", str(tmp_path / "cdk.json"), "charts", "fetch"),
+                *("--only", "volcano", "--repository", repo.url),
+            ]
         )
     assert code == 1
     assert "name climbs out with '..'" in capsys.readouterr().err
@@ -165,7 +171,11 @@ def _metadata_warnings(synth: SynthesizedPlatform) -> list[str]:
 def test_the_stack_deploys_the_verified_chart_as_an_asset(with_chart: SynthesizedPlatform) -> None:
     assert with_chart.validation_error is None
     resources = with_chart.template_json("TrainingCluster")["Resources"]
-    (chart,) = [r for r in resources.values() if r["Type"] == "Custom::AWSCDK-EKS-HelmChart"]
+    (chart,) = [
+        r
+        for r in resources.values()
+        if r["Type"] == "Custom::AWSCDK-EKS-HelmChart" and r["Properties"]["Release"] == "volcano"
+    ]
     props = chart["Properties"]
     assert "ChartAssetURL" in props
     assert not {"Repository", "Chart", "Version"} & set(props)

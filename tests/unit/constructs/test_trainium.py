@@ -426,7 +426,8 @@ def test_no_neuron_plugin_from_aws_cdk_in_the_construct_tree(synth: SynthesizedP
     # aws-cdk adds its bundled plugin as the cluster child "NeuronDevicePlugin".
     cluster = synth.platform.training_cluster.eks.cluster
     assert cluster.node.try_find_child("NeuronDevicePlugin") is None
-    assert cluster.node.try_find_child("NeuronPlugin") is not None  # the platform's own
+    # The platform's: Neuron's Helm chart (add_helm_chart's child "chart-<id>").
+    assert cluster.node.try_find_child("chart-Neuron") is not None
 
 
 # --- construct-level validation ------------------------------------------------------------

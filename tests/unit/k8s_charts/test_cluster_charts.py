@@ -3,6 +3,7 @@ valid for Kubernetes 1.35, and placed as the design says."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -11,11 +12,15 @@ import cdk8s
 import kubernetes_validate
 import pytest
 
+from ml_platform.instances import TRAINIUM_INSTANCES
+from ml_platform.k8s_charts import neuron
 from ml_platform.k8s_charts.fsx_storage import TrainingStorageChart
-from ml_platform.k8s_charts.neuron import NeuronDevicePluginChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart
+from ml_platform.stacks.training_cluster import ClusterChartValues
 from ml_platform.versions import (
+    KUBERNETES_VERSIONS,
     NEURON_DEVICE_PLUGIN_IMAGE,
+    NEURON_HELM_CHART_VERSION,
     VOLCANO_HELM_CHART_VERSION,
     efa_device_plugin_image,
 )
@@ -66,7 +71,7 @@ def test_every_chart_is_applied_once_and_complete(deployed, copies) -> None:
         == set(copies)
         == {
             "Storage",
-            "NeuronPlugin",
+            "NeuronPluginPolicies",
             "EfaPlugin",
             "VolcanoQueue",
             "TrainingNamespacePolicy",
@@ -110,14 +115,16 @@ def test_every_object_validates_against_kubernetes_1_35(copies) -> None:
                 continue  # a CRD object: checked against Volcano's schema below
             kubernetes_validate.validate(obj, KUBERNETES, strict=True)
             checked += 1
-    # 8 + the training namespace's 5 NetworkPolicies + the Neuron plugin's 2 admission
+    # 4 + the training namespace's 5 NetworkPolicies + the Neuron plugin's 2 admission
     # policies and bindings + the system namespaces' 3 allow-all policies and 2 namespaces
-    # + the training-namespace admission policy and its binding
-    assert checked == 24
+    # + the training-namespace admission policy and its binding (the Neuron plugin's own
+    # objects come from its Helm chart)
+    assert checked == 20
 
 
 def test_validation_catches_a_broken_object(copies) -> None:
-    broken = json.loads(json.dumps(copies["NeuronPlugin"][3]))
+    (daemon_set,) = [o for o in copies["EfaPlugin"] if o["kind"] == "DaemonSet"]
+    broken = json.loads(json.dumps(daemon_set))
     broken["spec"]["replica"] = 1
     with pytest.raises(kubernetes_validate.ValidationError):
         kubernetes_validate.validate(broken, KUBERNETES, strict=True)
@@ -153,14 +160,16 @@ def test_namespaces_are_set_per_object(deployed, synth: SynthesizedPlatform) -> 
 # --- aws-cdk's own Neuron plugin is not applied -------------------------------------------
 
 
-def test_only_the_platform_neuron_plugin_is_applied(synth: SynthesizedPlatform) -> None:
-    daemon_sets = []
+def test_only_neurons_chart_installs_a_neuron_plugin(synth: SynthesizedPlatform) -> None:
+    """Neither aws-cdk's bundled plugin nor a hand-written one: no manifest of any stack holds a
+    Neuron plugin DaemonSet; the only plugin is the Helm release of Neuron's chart."""
+    releases = []
     for path in synth.template_paths():
         text = path.read_text()
         for marker in AWS_CDK_NEURON_PLUGIN_MARKERS:
             assert marker not in text, (path.name, marker)
         template = json.loads(text)
-        daemon_sets += [
+        assert [
             o
             for o in all_objects(template)
             if o["kind"] == "DaemonSet"
@@ -168,11 +177,18 @@ def test_only_the_platform_neuron_plugin_is_applied(synth: SynthesizedPlatform) 
                 c["image"].startswith(NEURON_PLUGIN_REPO)
                 for c in o["spec"]["template"]["spec"]["containers"]
             )
+        ] == []
+        releases += [
+            r["Properties"]
+            for r in template["Resources"].values()
+            if r["Type"] == HELM_CHART and r["Properties"].get("Chart") == "neuron-helm-chart"
         ]
-    (plugin,) = daemon_sets
-    assert (
-        plugin["spec"]["template"]["spec"]["containers"][0]["image"] == NEURON_DEVICE_PLUGIN_IMAGE
-    )
+    (release,) = releases
+    assert json.loads(release["Values"])["devicePlugin"]["image"] == {
+        "repository": NEURON_PLUGIN_REPO,
+        "tag": NEURON_DEVICE_PLUGIN_IMAGE.rsplit(":", 1)[1],
+        "pullPolicy": "IfNotPresent",
+    }
 
 
 # --- device plugins -----------------------------------------------------------------------
@@ -198,62 +214,139 @@ def _instance_types(pod: dict[str, Any]) -> list[str]:
     return types["values"]
 
 
-def test_neuron_plugin(deployed) -> None:
-    objects = deployed["NeuronPlugin"]
-    kinds = {o["kind"]: o for o in objects}
-    assert set(kinds) == {
-        "ServiceAccount",
-        "ClusterRole",
-        "ClusterRoleBinding",
-        "DaemonSet",
-        "ValidatingAdmissionPolicy",
-        "ValidatingAdmissionPolicyBinding",
-    }
-    rules = {
-        (tuple(r["apiGroups"]), tuple(r["resources"])): set(r["verbs"])
-        for r in kinds["ClusterRole"]["rules"]
-    }
-    assert rules == {
-        (("",), ("nodes",)): {"get", "list", "watch"},
-        (("",), ("nodes/status",)): {"patch", "update"},
-        (("",), ("pods",)): {"get", "list", "watch", "update", "patch"},
-        (("",), ("events",)): {"create", "patch"},
-        (("",), ("nodes/proxy",)): {"get", "list"},  # neuron-helm-charts 1.10.0
-    }
-    binding = kinds["ClusterRoleBinding"]
-    assert binding["roleRef"]["name"] == kinds["ClusterRole"]["metadata"]["name"]
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": "neuron-device-plugin", "namespace": "kube-system"}
+def _helm_release(template: dict[str, Any], chart: str) -> tuple[str, dict[str, Any]]:
+    ((logical_id, props),) = [
+        (k, r["Properties"])
+        for k, r in template["Resources"].items()
+        if r["Type"] == HELM_CHART and r["Properties"].get("Chart") == chart
     ]
-    assert kinds["DaemonSet"]["metadata"]["namespace"] == "kube-system"
-    pod = _pod(objects)
-    assert pod["serviceAccountName"] == "neuron-device-plugin"
-    assert pod["priorityClassName"] == "system-node-critical"
-    assert {(t["key"], t.get("effect")) for t in pod["tolerations"]} == {
-        ("CriticalAddonsOnly", None),
-        ("aws.amazon.com/neuron", "NoSchedule"),
+    return logical_id, props
+
+
+def test_neuron_helm_release(synth: SynthesizedPlatform) -> None:
+    """Neuron's chart by version from its OCI repository (no chart fetched here), in
+    kube-system as release ``neuron``, waiting for its DaemonSet."""
+    template = synth.template_json("TrainingCluster")
+    release_id, props = _helm_release(template, "neuron-helm-chart")
+    assert {
+        k: v for k, v in props.items() if k not in ("ServiceToken", "ClusterName", "Values")
+    } == {
+        "Release": "neuron",
+        "Chart": "neuron-helm-chart",
+        "Repository": "oci://public.ecr.aws/neuron/neuron-helm-chart",
+        "Version": NEURON_HELM_CHART_VERSION,
+        "Namespace": "kube-system",
+        "CreateNamespace": True,
+        "Wait": True,
     }
-    assert _instance_types(pod) == ["trn1.32xlarge"]
-    paths = {v["name"]: v["hostPath"]["path"] for v in pod["volumes"]}
-    assert paths == {
-        "device-plugin": "/var/lib/kubelet/device-plugins",
-        # nothing of /run: test_neuron_policy.py beside this file
-        "aws-config": "/opt/aws",
+    assert NEURON_HELM_CHART_VERSION == "1.10.0"
+    assert json.loads(props["Values"]) == NEURON_VALUES
+    # The policies and the system namespaces' NetworkPolicies exist before the plugin runs.
+    depends = template["Resources"][release_id]["DependsOn"]
+    assert {re.sub(r"[0-9A-F]{8}$", "", d) for d in depends} >= {
+        "ClusterNeuronPluginPolicies",
+        "ClusterSystemNetworkPolicies",
     }
-    (container,) = pod["containers"]
-    assert container["image"] == NEURON_DEVICE_PLUGIN_IMAGE
-    assert container["image"] == "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0"
-    mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
-    assert mounts == {
-        "/var/lib/kubelet/device-plugins": False,
-        "/opt/aws": True,
+
+
+# The values, exactly: every key is one the chart 1.10.0 reads (templates/_helpers.tpl,
+# templates/device-plugin/*.yaml; its values as `helm show values` prints them).
+NEURON_VALUES = {
+    "neuronInstances": ["trn1.32xlarge"],
+    "devicePlugin": {
+        "enabled": True,
+        "nameOverride": "neuron-device-plugin",
+        # Not 0.1.0's "neuron-device-plugin": those objects are deleted only after the release
+        # is installed, and Helm does not adopt objects it did not create.
+        "fullnameOverride": "ml-platform-neuron-device-plugin",
+        "namespaceOverride": "kube-system",
+        "serviceAccount": {"create": True, "name": "ml-platform-neuron-device-plugin"},
+        "image": {
+            "repository": "public.ecr.aws/neuron/neuron-device-plugin",
+            "tag": "2.32.0.0",
+            "pullPolicy": "IfNotPresent",
+        },
+        "priorityClassName": "system-node-critical",
+        "tolerations": [
+            {"key": "CriticalAddonsOnly", "operator": "Exists"},
+            {"key": "aws.amazon.com/neuron", "operator": "Exists", "effect": "NoSchedule"},
+        ],
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {
+                                    "key": "node.kubernetes.io/instance-type",
+                                    "operator": "In",
+                                    "values": ["trn1.32xlarge"],
+                                },
+                                {
+                                    "key": "eks.amazonaws.com/compute-type",
+                                    "operator": "NotIn",
+                                    "values": ["fargate", "hybrid", "auto"],
+                                },
+                            ]
+                        }
+                    ]
+                }
+            }
+        },
+        "env": [
+            {"name": "KUBECONFIG", "value": "/etc/kubernetes/kubelet.conf"},
+            {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+        ],
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        # The chart's lists mount all of the host's /run (volume infa-map); these replace them.
+        "volumes": [
+            {"name": "device-plugin", "hostPath": {"path": "/var/lib/kubelet/device-plugins"}},
+            {"name": "aws-config", "hostPath": {"path": "/opt/aws"}},
+        ],
+        "volumeMounts": [
+            {"name": "device-plugin", "mountPath": "/var/lib/kubelet/device-plugins"},
+            {"name": "aws-config", "mountPath": "/opt/aws", "readOnly": True},
+        ],
+    },
+    "scheduler": {"enabled": False},
+    "npd": {"enabled": False},
+    "draDriver": {"enabled": False},
+    "ultraserverOperator": {"enabled": False},
+}
+
+
+def test_the_neuron_plugins_pod_spec_is_valid_kubernetes() -> None:
+    """The pieces of the values that land in the chart's DaemonSet pod as they are
+    (tolerations, affinity, env, resources, securityContext, volumes, volumeMounts) make a
+    pod spec that validates for every supported version."""
+    plugin = neuron.neuron_helm_values(["trn1.32xlarge"])["devicePlugin"]
+    image = f"{plugin['image']['repository']}:{plugin['image']['tag']}"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "kube-system"},
+        "spec": {
+            "serviceAccountName": plugin["serviceAccount"]["name"],
+            "priorityClassName": plugin["priorityClassName"],
+            "tolerations": plugin["tolerations"],
+            "affinity": plugin["affinity"],
+            "containers": [
+                {
+                    "name": "neuron-device-plugin",
+                    "image": image,
+                    "imagePullPolicy": plugin["image"]["pullPolicy"],
+                    "env": plugin["env"],
+                    "resources": plugin["resources"],
+                    "securityContext": plugin["securityContext"],
+                    "volumeMounts": plugin["volumeMounts"],
+                }
+            ],
+            "volumes": plugin["volumes"],
+        },
     }
-    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
-    assert env == {
-        "KUBECONFIG": "/etc/kubernetes/kubelet.conf",
-        "NODE_NAME": {"fieldRef": {"fieldPath": "spec.nodeName"}},
-    }
-    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    for version in KUBERNETES_VERSIONS:
+        kubernetes_validate.validate(pod, f"{version}.0", strict=True)
 
 
 def test_efa_plugin(deployed, synth: SynthesizedPlatform) -> None:
@@ -295,22 +388,36 @@ def test_efa_image_comes_from_the_regional_eks_registry() -> None:
 
 
 def test_trn1n_moves_both_device_plugins_to_trn1n(trn1n: SynthesizedPlatform) -> None:
+    template = trn1n.template_json("TrainingCluster")
     deployed = {}
-    for objects in manifests_by_id(trn1n.template_json("TrainingCluster")).values():
+    for objects in manifests_by_id(template).values():
         for obj in objects:
             if obj["kind"] == "DaemonSet":
                 deployed[obj["metadata"]["name"]] = obj["spec"]["template"]["spec"]
-    assert _instance_types(deployed["neuron-device-plugin"]) == ["trn1n.32xlarge"]
+    _, release = _helm_release(template, "neuron-helm-chart")
+    values = json.loads(release["Values"])
+    assert _instance_types(values["devicePlugin"]) == ["trn1n.32xlarge"]
+    assert values["neuronInstances"] == ["trn1n.32xlarge"]
     assert _instance_types(deployed["aws-efa-k8s-device-plugin"]) == ["trn1n.32xlarge"]
+
+
+@pytest.mark.parametrize("instance_type", sorted(TRAINIUM_INSTANCES))
+def test_the_neuron_plugin_runs_on_every_trainium_type(instance_type: str, settings) -> None:
+    """Trn2 and Trn2u as well as Trn1: the plugin's placement is the settings' type."""
+    values = dataclasses.replace(
+        ClusterChartValues.from_settings(settings), trainium_instance_type=instance_type
+    ).neuron_helm_values()
+    assert _instance_types(values["devicePlugin"]) == [instance_type]
+    assert values["neuronInstances"] == [instance_type]
 
 
 # --- Volcano, storage ---------------------------------------------------------------
 
 
 def test_volcano_helm_chart(synth: SynthesizedPlatform) -> None:
-    resources = synth.template_json("TrainingCluster")["Resources"]
-    ((chart_id, chart),) = [(k, r) for k, r in resources.items() if r["Type"] == HELM_CHART]
-    props = chart["Properties"]
+    template = synth.template_json("TrainingCluster")
+    resources = template["Resources"]
+    chart_id, props = _helm_release(template, "volcano")
     assert {
         k: props[k] for k in ("Repository", "Chart", "Version", "Namespace", "CreateNamespace")
     } == {
@@ -441,8 +548,8 @@ def test_fsx_volume_and_claim(copies, synth: SynthesizedPlatform) -> None:
 
 def test_chart_validation() -> None:
     app = cdk8s.App()
-    with pytest.raises(ValueError, match=r"instance_types=\[\]"):
-        NeuronDevicePluginChart(app, "n", instance_types=[])
+    with pytest.raises(ValueError, match=r"instance_types=\[\]: expected at least one"):
+        neuron.neuron_helm_values([])
     with pytest.raises(ValueError, match=r"weight=0: expected 1 to 65535"):
         VolcanoQueueChart(app, "q", queue="q", weight=0)
     with pytest.raises(ValueError, match=r"storage_gib=0"):

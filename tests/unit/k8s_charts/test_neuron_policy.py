@@ -1,5 +1,5 @@
-"""The Neuron device plugin's narrowing: nothing of the host's /run, no hostPath the kubelet could
-refuse, and a ValidatingAdmissionPolicy whose CEL rules are evaluated here (cel-python, a CEL
+"""The Neuron device plugin's narrowing, kept through the values of Neuron's Helm chart: nothing
+of the host's /run, no hostPath the kubelet could refuse, and a ValidatingAdmissionPolicy whose CEL rules are evaluated here (cel-python, a CEL
 implementation) against the requests the API server would give them: the plugin may change
 annotations of pods on its own node, nothing else."""
 
@@ -19,16 +19,22 @@ from ml_platform.k8s_charts.neuron import (
     POD_WRITE_RULES,
     POLICY_NAME,
     SERVICE_ACCOUNT_USER,
-    NeuronDevicePluginChart,
+    NeuronDevicePluginPolicyChart,
+    neuron_helm_values,
 )
 from ml_platform.versions import KUBERNETES_VERSIONS
 
 
 @pytest.fixture(scope="module")
 def objects() -> list[dict]:
-    return NeuronDevicePluginChart(
-        cdk8s.App(), "neuron", instance_types=["trn1.32xlarge"]
-    ).to_json()
+    return NeuronDevicePluginPolicyChart(cdk8s.App(), "neuron").to_json()
+
+
+@pytest.fixture(scope="module")
+def plugin() -> dict:
+    """The chart's devicePlugin values; its DaemonSet template copies volumes and mounts as
+    they are (templates/device-plugin/device-plugin-daemonset.yaml: toYaml of each list)."""
+    return neuron_helm_values(["trn1.32xlarge"])["devicePlugin"]
 
 
 def _kind(objects, kind, name=POLICY_NAME) -> dict:
@@ -48,25 +54,26 @@ def _kind(objects, kind, name=POLICY_NAME) -> dict:
 AMI_HOST_PATHS = {"/var/lib/kubelet/device-plugins", "/opt/aws"}
 
 
-def test_no_host_path_can_keep_the_plugin_from_starting(objects) -> None:
+def test_no_host_path_can_keep_the_plugin_from_starting(plugin) -> None:
     """The kubelet checks a hostPath only when it has a ``type``, and refuses the pod when the
     check fails (Kubernetes docs, "hostPath volume types"): with no type on any volume, and
     every path one the AMI has, nothing missing on the node can block the plugin. The old
     ``/run/infa-map.json`` of ``type: File`` was such a path."""
-    pod = _kind(objects, "DaemonSet")["spec"]["template"]["spec"]
-    volumes = {v["name"]: v["hostPath"] for v in pod["volumes"]}
+    volumes = {v["name"]: v["hostPath"] for v in plugin["volumes"]}
     assert [v for v in volumes.values() if "type" in v] == []
     assert {v["path"] for v in volumes.values()} <= AMI_HOST_PATHS
     assert INFA_MAP not in {v["path"] for v in volumes.values()}
 
 
-def test_nothing_of_the_hosts_run_is_mounted(objects) -> None:
-    """Not /run (the containerd and D-Bus sockets), as the upstream chart mounts it."""
-    pod = _kind(objects, "DaemonSet")["spec"]["template"]["spec"]
-    paths = [v["hostPath"]["path"] for v in pod["volumes"]]
+def test_nothing_of_the_hosts_run_is_mounted(plugin) -> None:
+    """Not /run (the containerd and D-Bus sockets), as the upstream chart mounts it: the values
+    give both lists whole, so the chart's volume ``infa-map`` is gone from each (Helm replaces
+    a list of the chart's values with the user's)."""
+    paths = [v["hostPath"]["path"] for v in plugin["volumes"]]
     assert [p for p in paths if p == "/run" or p.startswith("/run/")] == []
-    (container,) = pod["containers"]
-    mounts = {m["mountPath"]: m.get("readOnly", False) for m in container["volumeMounts"]}
+    assert "infa-map" not in {v["name"] for v in plugin["volumes"]}
+    assert "infa-map" not in {m["name"] for m in plugin["volumeMounts"]}
+    mounts = {m["mountPath"]: m.get("readOnly", False) for m in plugin["volumeMounts"]}
     assert mounts == {"/var/lib/kubelet/device-plugins": False, "/opt/aws": True}
 
 
@@ -89,7 +96,9 @@ def test_policy_and_binding_validate_for_every_supported_version(objects) -> Non
     ]
     (condition,) = spec["matchConditions"]
     assert condition["expression"] == f"request.userInfo.username == '{SERVICE_ACCOUNT_USER}'"
-    assert SERVICE_ACCOUNT_USER == "system:serviceaccount:kube-system:neuron-device-plugin"
+    assert SERVICE_ACCOUNT_USER == (
+        "system:serviceaccount:kube-system:ml-platform-neuron-device-plugin"
+    )
     assert [v["expression"] for v in spec["validations"]] == [
         e for e, _ in POD_WRITE_RULES.values()
     ]
@@ -107,11 +116,12 @@ def test_policy_and_binding_validate_for_every_supported_version(objects) -> Non
         "policyName": NODE_STATUS_POLICY_NAME,
         "validationActions": ["Deny", "Audit"],
     }
-    # The binding's subject is the plugin's own service account, bound in the ClusterRoleBinding.
-    subjects = _kind(objects, "ClusterRoleBinding")["subjects"]
-    assert subjects == [
-        {"kind": "ServiceAccount", "name": "neuron-device-plugin", "namespace": "kube-system"}
-    ]
+    # The user matched is the service account the chart creates and binds
+    # (templates/device-plugin/device-plugin-rbac.yaml: serviceAccount.name in the plugin's
+    # namespace, namespaceOverride).
+    values = neuron_helm_values(["trn1.32xlarge"])["devicePlugin"]
+    assert values["serviceAccount"] == {"create": True, "name": SERVICE_ACCOUNT_USER.split(":")[-1]}
+    assert values["namespaceOverride"] == SERVICE_ACCOUNT_USER.split(":")[2]
 
 
 # --- the CEL rules, evaluated -----------------------------------------------------------------
