@@ -42,9 +42,15 @@ MIRROR = re.compile(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+([.
 # Digests stated by a public source. Volcano v1.15.1's three images as a public deployment
 # record lists them running (linux/amd64, the system nodes' architecture):
 # https://github.com/csmVIc/kube-scheduling-perf/blob/b2fd509cabfd837e34fe9439d5855c32c531c710/CLUSTER_DEPLOYMENT_RECORD.md
-# (section 11). `mlp images resolve` checks them against Docker Hub and records what the
-# registry answers; no other pinned image has a digest stated in a public source found.
+# (section 11). The Neuron device plugin 2.32.0.0 as a public record shows it running from
+# Neuron's chart 1.10.0 on an EKS node (`kubectl describe pod`, "Image ID"):
+# https://github.com/sirzzang/sirzzang.github.io/blob/d7607fa7142df4ebce7b55b1b17cc9c5d542ca62/_posts/2026-09-11-Kubernetes-LLM-Serving-Optimization-08-02-02-Neuron-Device-Exposure.md
+# `mlp images resolve` checks them against their registries and records what each answers; no
+# other pinned image has a digest stated in a public source found.
 PUBLIC_DIGESTS: dict[str, str] = {
+    "public.ecr.aws/neuron/neuron-device-plugin:2.32.0.0": (
+        "sha256:64d7473b547bec24d3683adeba5d98a17be1929b263e99695607c7e31270faf8"
+    ),
     "docker.io/volcanosh/vc-scheduler:v1.15.1": (
         "sha256:e79dc85279b5fd2c5e431571b4683f819ff0dfeacdf230fca49e6ce1f4509ae1"
     ),

@@ -62,8 +62,10 @@ def test_policy_adds_digest_and_mirror_and_keeps_the_tag() -> None:
     assert policy.resolve(tensorboard) == f"{ECR}/docker-hub/tensorflow/tensorflow:2.20.0@{_d(1)}"
     # Unknown digest: the mirror only; an image of a registry with no mirror: unchanged.
     assert policy.resolve("quay.io/coreos/etcd:v3.5.33") == "quay.io/coreos/etcd:v3.5.33"
+    # No setting: the digest a public source states (PUBLIC_DIGESTS), behind the mirror.
     assert policy.resolve(NEURON_DEVICE_PLUGIN_IMAGE) == (
-        f"{ECR}/ecr-public/" + NEURON_DEVICE_PLUGIN_IMAGE.split("/", 1)[1]
+        f"{ECR}/ecr-public/neuron/neuron-device-plugin:2.32.0.0@sha256:"
+        "64d7473b547bec24d3683adeba5d98a17be1929b263e99695607c7e31270faf8"
     )
     # A digest in the pin itself is kept (and wins).
     pinned = f"nvcr.io/nvidia/k8s-device-plugin:v0.20.0@{_d(2)}"
@@ -213,8 +215,10 @@ def _warnings(synth: SynthesizedPlatform, stack: str) -> dict[str, list[str]]:
 def test_synthesis_warns_about_each_image_pinned_by_tag_only(synth: SynthesizedPlatform) -> None:
     warned = _warnings(synth, "TrainingCluster")
     by_construct = {path.rsplit("/", 1)[-1]: messages for path, messages in warned.items()}
-    neuron, efa, triton = (by_construct[k] for k in ("chart-Neuron", "EfaPlugin", "Triton"))
-    assert NEURON_DEVICE_PLUGIN_IMAGE in neuron[0]
+    # The Neuron plugin's digest is public (PUBLIC_DIGESTS): no warning for it.
+    assert "chart-Neuron" not in by_construct
+    assert not any(NEURON_DEVICE_PLUGIN_IMAGE in m for ms in warned.values() for m in ms)
+    efa, triton = (by_construct[k] for k in ("EfaPlugin", "Triton"))
     assert "eks/aws-efa-k8s-device-plugin:v0.5.20" in efa[0]
     for image in (
         "nvcr.io/nvidia/tritonserver:25.09-py3",
@@ -224,7 +228,7 @@ def test_synthesis_warns_about_each_image_pinned_by_tag_only(synth: SynthesizedP
         assert image in triton[0]
     # Volcano's three images have public digests: no warning on its chart.
     assert not any("volcano" in path.lower() for path in warned)
-    assert "mlp images resolve" in neuron[0]
+    assert "mlp images resolve" in efa[0]
 
 
 @pytest.mark.parametrize(

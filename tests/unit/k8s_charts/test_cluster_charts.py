@@ -39,6 +39,8 @@ from tests.support import SynthesizedPlatform
 
 KUBERNETES = "1.35.0"
 NEURON_PLUGIN_REPO = "public.ecr.aws/neuron/neuron-device-plugin"
+# As the public record shows it pulled (ml_platform.image_pins.PUBLIC_DIGESTS).
+NEURON_PLUGIN_DIGEST = "sha256:64d7473b547bec24d3683adeba5d98a17be1929b263e99695607c7e31270faf8"
 # What aws-cdk's own bundled Neuron plugin manifest is recognizable by.
 AWS_CDK_NEURON_PLUGIN_MARKERS = (
     "neuron-device-plugin-daemonset",
@@ -186,7 +188,8 @@ def test_only_neurons_chart_installs_a_neuron_plugin(synth: SynthesizedPlatform)
     (release,) = releases
     assert json.loads(release["Values"])["devicePlugin"]["image"] == {
         "repository": NEURON_PLUGIN_REPO,
-        "tag": NEURON_DEVICE_PLUGIN_IMAGE.rsplit(":", 1)[1],
+        # The digest a public source states rides in the tag (PUBLIC_DIGESTS).
+        "tag": NEURON_DEVICE_PLUGIN_IMAGE.rsplit(":", 1)[1] + "@" + NEURON_PLUGIN_DIGEST,
         "pullPolicy": "IfNotPresent",
     }
 
@@ -263,7 +266,7 @@ NEURON_VALUES = {
         "serviceAccount": {"create": True, "name": "ml-platform-neuron-device-plugin"},
         "image": {
             "repository": "public.ecr.aws/neuron/neuron-device-plugin",
-            "tag": "2.32.0.0",
+            "tag": f"2.32.0.0@{NEURON_PLUGIN_DIGEST}",
             "pullPolicy": "IfNotPresent",
         },
         "priorityClassName": "system-node-critical",
