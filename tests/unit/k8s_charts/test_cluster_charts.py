@@ -390,8 +390,14 @@ def test_efa_image_comes_from_the_regional_eks_registry() -> None:
         )
 
 
-def test_trn1n_moves_both_device_plugins_to_trn1n(trn1n: SynthesizedPlatform) -> None:
-    template = trn1n.template_json("TrainingCluster")
+@pytest.mark.parametrize(
+    ("platform", "instance_type"), [("trn1n", "trn1n.32xlarge"), ("trn2", "trn2.48xlarge")]
+)
+def test_the_instance_type_moves_both_device_plugins(
+    platform: str, instance_type: str, request: pytest.FixtureRequest
+) -> None:
+    """The whole app with another Trainium type: both plugins follow it, nothing else."""
+    template = request.getfixturevalue(platform).template_json("TrainingCluster")
     deployed = {}
     for objects in manifests_by_id(template).values():
         for obj in objects:
@@ -399,9 +405,12 @@ def test_trn1n_moves_both_device_plugins_to_trn1n(trn1n: SynthesizedPlatform) ->
                 deployed[obj["metadata"]["name"]] = obj["spec"]["template"]["spec"]
     _, release = _helm_release(template, "neuron-helm-chart")
     values = json.loads(release["Values"])
-    assert _instance_types(values["devicePlugin"]) == ["trn1n.32xlarge"]
-    assert values["neuronInstances"] == ["trn1n.32xlarge"]
-    assert _instance_types(deployed["aws-efa-k8s-device-plugin"]) == ["trn1n.32xlarge"]
+    assert _instance_types(values["devicePlugin"]) == [instance_type]
+    assert values["neuronInstances"] == [instance_type]
+    assert _instance_types(deployed["aws-efa-k8s-device-plugin"]) == [instance_type]
+    # Apart from the type, the same release values as the default app's.
+    default = json.loads(json.dumps(NEURON_VALUES).replace("trn1.32xlarge", instance_type))
+    assert values == default
 
 
 @pytest.mark.parametrize("instance_type", sorted(TRAINIUM_INSTANCES))
