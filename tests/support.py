@@ -47,6 +47,15 @@ class SynthesizedPlatform:
     def template_paths(self) -> list[Path]:
         return sorted(self.outdir.glob("*.template.json"))
 
+    def warnings(self, short: str) -> dict[str, list[str]]:
+        """The synthesis warnings of stack ``short``, by construct path (its metadata file)."""
+        path = self.outdir / f"{self.stack_name(short)}.metadata.json"
+        return {
+            construct: [str(e["data"]) for e in entries if e["type"] == "aws:cdk:warning"]
+            for construct, entries in json.loads(path.read_text()).items()
+            if any(e["type"] == "aws:cdk:warning" for e in entries)
+        }
+
     def nag_report(self) -> dict[str, Any]:
         path = self.outdir / "validation-report.json"
         return json.loads(path.read_text()) if path.exists() else {"pluginReports": []}
