@@ -67,15 +67,25 @@ def synthesize(
     *,
     nag: bool = True,
     control_tower: bool = False,
+    volcano_chart_dir: str | None = None,
+    neuron_chart_dir: str | None = None,
 ) -> SynthesizedPlatform:
     """Synthesize the app as `cdk synth` would, with ``overrides`` merged into the
     ``ml-platform`` context of cdk.json. ``control_tower``: also run AWS Control Tower's
-    proactive controls (tests/helpers/control_tower.py); their verdict joins cdk-nag's."""
+    proactive controls (tests/helpers/control_tower.py); their verdict joins cdk-nag's.
+    ``volcano_chart_dir``, ``neuron_chart_dir``: verified chart folders (``mlp charts fetch``),
+    as ``app.py`` passes them."""
     context = cdk_json_context()
     if overrides:
         context[CONTEXT_KEY] = deep_merge(context.get(CONTEXT_KEY, {}), overrides)
     app = new_app(outdir=str(outdir), context=context)
-    platform = build_platform(app, settings_from_app(app), nag=nag)
+    platform = build_platform(
+        app,
+        settings_from_app(app),
+        nag=nag,
+        volcano_chart_dir=volcano_chart_dir,
+        neuron_chart_dir=neuron_chart_dir,
+    )
     if control_tower:
         from tests.helpers.control_tower import ControlTowerChecks
 

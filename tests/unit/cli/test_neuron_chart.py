@@ -20,7 +20,7 @@ import pytest
 from ml_platform.cli.main import main
 from ml_platform.stacks.training_cluster import NEURON_CHART_BY_VERSION_WARNING
 from ml_platform.versions import NEURON_HELM_OCI_REPOSITORY
-from tests.support import SynthesizedPlatform, cdk_json_context, synth_collecting_nag
+from tests.support import SynthesizedPlatform, cdk_json_context, synthesize
 
 CHART_YAML = "apiVersion: v2\nname: neuron-helm-chart\nversion: 1.10.0\nappVersion: 1.10.0\n"
 TOKEN = "anonymous-pull-token"
@@ -313,9 +313,7 @@ def with_chart(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> 
     """The app (inference off, to stay quick) with the fetched Neuron chart and a Volcano
     chart folder (both charts shipped as assets, as after a full `mlp charts fetch`), cdk-nag
     on."""
-    from ml_platform.app import build_platform, new_app, settings_from_app
     from ml_platform.cli.charts import fetch_oci_chart
-    from ml_platform.config import CONTEXT_KEY, deep_merge
 
     manifest = registry.publish(CHART)
     chart, _ = fetch_oci_chart(
@@ -327,18 +325,14 @@ def with_chart(registry: Registry, tmp_path_factory: pytest.TempPathFactory) -> 
         "neuron-helm-chart",
         tmp_path_factory.mktemp("project") / DEST,
     )
-    context = cdk_json_context()
-    context[CONTEXT_KEY] = deep_merge(context[CONTEXT_KEY], {"features": {"inference": False}})
-    outdir = tmp_path_factory.mktemp("cdk.out.neuron")
-    app = new_app(outdir=str(outdir), context=context)
     volcano = tmp_path_factory.mktemp("volcano") / "volcano-1.15.1"
     volcano.mkdir()
     (volcano / "Chart.yaml").write_text(VOLCANO_CHART_YAML)
-    platform = build_platform(
-        app, settings_from_app(app), volcano_chart_dir=str(volcano), neuron_chart_dir=str(chart)
-    )
-    return SynthesizedPlatform(
-        platform=platform, outdir=outdir, validation_error=synth_collecting_nag(app)
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.neuron"),
+        {"features": {"inference": False}},
+        volcano_chart_dir=str(volcano),
+        neuron_chart_dir=str(chart),
     )
 
 

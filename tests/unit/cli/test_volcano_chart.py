@@ -19,7 +19,7 @@ import pytest
 
 from ml_platform.cli.main import main
 from ml_platform.stacks.training_cluster import VOLCANO_CHART_BY_VERSION_WARNING
-from tests.support import SynthesizedPlatform, cdk_json_context, synth_collecting_nag
+from tests.support import SynthesizedPlatform, cdk_json_context, synthesize
 
 CHART_YAML = "apiVersion: v2\nname: volcano\nversion: 1.15.1\nappVersion: v1.15.1\n"
 
@@ -134,9 +134,7 @@ def test_fetch_refuses_an_unsafe_archive(repo, tmp_path, capsys) -> None:
 @pytest.fixture(scope="module")
 def with_chart(repo: Repo, tmp_path_factory: pytest.TempPathFactory) -> SynthesizedPlatform:
     """The app (inference off, to stay quick) with the fetched chart, cdk-nag on."""
-    from ml_platform.app import build_platform, new_app, settings_from_app
     from ml_platform.cli.charts import fetch_chart
-    from ml_platform.config import CONTEXT_KEY, deep_merge
 
     repo.publish(CHART, SHA)
     chart = fetch_chart(
@@ -146,13 +144,10 @@ def with_chart(repo: Repo, tmp_path_factory: pytest.TempPathFactory) -> Synthesi
         SHA,
         tmp_path_factory.mktemp("project") / ".charts" / "volcano-1.15.1",
     )
-    context = cdk_json_context()
-    context[CONTEXT_KEY] = deep_merge(context[CONTEXT_KEY], {"features": {"inference": False}})
-    outdir = tmp_path_factory.mktemp("cdk.out.chart")
-    app = new_app(outdir=str(outdir), context=context)
-    platform = build_platform(app, settings_from_app(app), volcano_chart_dir=str(chart))
-    return SynthesizedPlatform(
-        platform=platform, outdir=outdir, validation_error=synth_collecting_nag(app)
+    return synthesize(
+        tmp_path_factory.mktemp("cdk.out.chart"),
+        {"features": {"inference": False}},
+        volcano_chart_dir=str(chart),
     )
 
 
