@@ -231,14 +231,22 @@ def _assert_group_formed(out: Path, cluster: Cluster) -> None:
     ], cluster.stderr()[-4000:]
 
 
-@pytest.fixture
-def cluster(volcano_jobs, tmp_path: Path) -> Iterator[Cluster]:
+def _script_and_shards(tmp_path: Path, shards: int) -> tuple[Path, Path]:
+    """The all-reduce script the pods run, and a dataset folder of ``shards`` empty shards
+    named as the BERT script globs them."""
     script = tmp_path / "gloo_all_reduce.py"
     script.write_text(GLOO_SCRIPT)
     data_dir = tmp_path / "dataset"
     data_dir.mkdir()
-    for i in range(64):  # one per worker of the rendered job (2 nodes x 32)
+    for i in range(shards):
         (data_dir / f"wikicorpus_en_training_{i}.hdf5").write_bytes(b"")
+    return script, data_dir
+
+
+@pytest.fixture
+def cluster(volcano_jobs, tmp_path: Path) -> Iterator[Cluster]:
+    # One shard per worker of the rendered job (2 nodes x 32).
+    script, data_dir = _script_and_shards(tmp_path, 64)
     nodes = local_nodes(
         volcano_jobs["bert-pretrain"], script=script, port=_free_port(), data_dir=data_dir
     )
@@ -325,12 +333,8 @@ def test_the_trn2_command_line_runs_under_torchrun(trn2_single_node_job, tmp_pat
     (container,) = task["template"]["spec"]["containers"]
     assert "--nproc_per_node 64" in container["command"][2]
     assert "--grad_accum_usteps 16" in container["command"][2]  # 16,384 / (64 x 16)
-    script = tmp_path / "gloo_all_reduce.py"
-    script.write_text(GLOO_SCRIPT)
-    data_dir = tmp_path / "dataset"
-    data_dir.mkdir()
-    for i in range(64):  # one per worker of the rendered job (1 node x 64)
-        (data_dir / f"wikicorpus_en_training_{i}.hdf5").write_bytes(b"")
+    # One shard per worker of the rendered job (1 node x 64).
+    script, data_dir = _script_and_shards(tmp_path, 64)
     (node,) = local_nodes(
         job, script=script, port=_free_port(), data_dir=data_dir, nproc=TRN2_NPROC
     )
