@@ -56,6 +56,15 @@ class SynthesizedPlatform:
             if any(e["type"] == "aws:cdk:warning" for e in entries)
         }
 
+    def asset_folders(self, short: str) -> list[Path]:
+        """The folders stack ``short`` ships as zipped file assets (its assets manifest)."""
+        path = self.outdir / f"{self.stack_name(short)}.assets.json"
+        return [
+            self.outdir / a["source"]["path"]
+            for a in json.loads(path.read_text())["files"].values()
+            if a["source"].get("packaging") == "zip"
+        ]
+
     def nag_report(self) -> dict[str, Any]:
         path = self.outdir / "validation-report.json"
         return json.loads(path.read_text()) if path.exists() else {"pluginReports": []}

@@ -354,14 +354,7 @@ def test_the_stack_deploys_the_verified_chart_as_an_asset(with_chart: Synthesize
     assert json.loads(props["Values"])["devicePlugin"]["fullnameOverride"] == (
         "ml-platform-neuron-device-plugin"
     )
-    assets = json.loads(
-        (with_chart.outdir / f"{with_chart.stack_name('TrainingCluster')}.assets.json").read_text()
-    )["files"]
-    folders = [
-        with_chart.outdir / a["source"]["path"]
-        for a in assets.values()
-        if a["source"].get("packaging") == "zip"
-    ]
+    folders = with_chart.asset_folders("TrainingCluster")
     charts = [f / "Chart.yaml" for f in folders if (f / "Chart.yaml").is_file()]
     assert sorted(c.read_text() for c in charts) == sorted([CHART_YAML, VOLCANO_CHART_YAML])
     assert not any(NEURON_CHART_BY_VERSION_WARNING in w for w in _metadata_warnings(with_chart))

@@ -168,14 +168,7 @@ def test_the_stack_deploys_the_verified_chart_as_an_asset(with_chart: Synthesize
     assert not {"Repository", "Chart", "Version"} & set(props)
     assert json.loads(props["Values"])["basic"]["image_pull_policy"] == "IfNotPresent"
     # The asset is the chart folder, Chart.yaml at its root (the handler installs from it).
-    assets = json.loads(
-        (with_chart.outdir / f"{with_chart.stack_name('TrainingCluster')}.assets.json").read_text()
-    )["files"]
-    folders = [
-        with_chart.outdir / a["source"]["path"]
-        for a in assets.values()
-        if a["source"].get("packaging") == "zip"
-    ]
+    folders = with_chart.asset_folders("TrainingCluster")
     charts = [f / "Chart.yaml" for f in folders if (f / "Chart.yaml").is_file()]
     assert [c.read_text() for c in charts] == [CHART_YAML]
     assert not any(VOLCANO_CHART_BY_VERSION_WARNING in w for w in _metadata_warnings(with_chart))
