@@ -101,8 +101,8 @@ class Platform:
 
 def annotate_costs(stacks: list[cdk.Stack]) -> None:
     """An info annotation on each stack with its estimated on-demand cost (shipped prices)."""
-    from ml_platform.pricing import PriceTable, estimate_template
-    from ml_platform.pricing.assembly import template_in_memory
+    from ml_platform_pricing import PriceTable, estimate_template
+    from ml_platform_pricing.assembly import template_in_memory
 
     table = PriceTable.load()
     for stack in stacks:

@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-NOT_AT_SYNTH = ("torchx", "urllib.request", "boto3", "botocore", "ml_platform.cli.aws")
+NOT_AT_SYNTH = ("torchx", "urllib.request", "boto3", "botocore", "ml_platform_cli.aws")
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:

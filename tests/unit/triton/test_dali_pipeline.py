@@ -23,9 +23,9 @@ import pytest
 from PIL import Image
 
 import ml_platform
-from ml_platform.cli.main import main
 from ml_platform.triton import TensorFormat, dali_pipeline_source
 from ml_platform.triton.ensembles import DALI_PIPELINE_SOURCE
+from ml_platform_cli.main import main
 from tests.helpers.triton_support import (
     dali_on_cpu,
     encode_image,

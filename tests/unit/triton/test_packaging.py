@@ -186,7 +186,7 @@ def test_packaging_is_byte_identical(artifacts: Artifacts, tmp_path: Path) -> No
 # Runs `mlp models package` from a copy of the package: nothing but the copy's own code.
 _PACKAGE_FROM_CHECKOUT = """
 import sys
-from ml_platform.cli.main import main
+from ml_platform_cli.main import main
 sys.exit(main(["models", "package", "--out", sys.argv[1], "--inception-onnx", sys.argv[2],
                "--inception-labels", sys.argv[3], "--encoder", sys.argv[4]]))
 """
