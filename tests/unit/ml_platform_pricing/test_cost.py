@@ -1195,7 +1195,8 @@ def test_annotate_costs_puts_the_estimate_on_each_stack(tmp_path):
     import aws_cdk as cdk
     from aws_cdk import aws_ec2 as ec2
 
-    from ml_platform.app import annotate_costs, new_app
+    from ml_platform.app import new_app
+    from ml_platform_pricing.annotate import annotate_costs
 
     app = new_app(outdir=str(tmp_path))
     stack = cdk.Stack(app, "Nat", env=cdk.Environment(account="123456789012", region="us-east-1"))
