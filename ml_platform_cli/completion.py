@@ -15,7 +15,11 @@ from ml_platform_cli.aws import Context, Subcommands, doc_summary
 SHELLS = ("bash", "zsh", "tcsh")
 
 
-def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
+def add_parser(
+    sub: Subcommands, parents: list[argparse.ArgumentParser], *, root: argparse.ArgumentParser
+) -> None:
+    """``root`` is mlp's whole parser (what the script completes), handed in by
+    :func:`ml_platform_cli.main.build_parser` so that this module does not import main back."""
     p = sub.add_parser(
         "completion",
         parents=parents,
@@ -23,19 +27,17 @@ def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None
         description=doc_summary(__doc__),
     )
     p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
-    p.set_defaults(run=run)
+    p.set_defaults(run=run, root_parser=root)
 
 
-def script(shell: str) -> str:
-    """The completion script of ``mlp`` for ``shell``."""
+def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script of ``parser`` (mlp's) for ``shell``."""
     import shtab
 
-    from ml_platform_cli.main import build_parser
-
-    text: str = shtab.complete(build_parser(), shell=shell)
+    text: str = shtab.complete(parser, shell=shell)
     return text
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
-    print(script(args.shell))
+    print(script(args.root_parser, args.shell))
     return 0

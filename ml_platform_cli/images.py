@@ -29,30 +29,22 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import urllib.error
-import urllib.parse
 import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from ml_platform.image_pins import DIGEST, PUBLIC_DIGESTS, ImageReference
 from ml_platform.pulled_images import platform_images
 from ml_platform.regions import parse_ecr_registry
 from ml_platform_cli.aws import CliError, Context, Subcommands, doc_summary, error_message, one_line
-
-# Where each public registry's API is (Docker Hub's is not at its image-name host).
-REGISTRY_ENDPOINTS = {"docker.io": "https://registry-1.docker.io"}
-# Index and single-platform manifests, OCI and Docker: the registry answers with the kind the
-# tag names, and its digest is the one a pull by tag resolves to.
-MANIFEST_TYPES = (
-    "application/vnd.oci.image.index.v1+json",
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-    "application/vnd.oci.image.manifest.v1+json",
-    "application/vnd.docker.distribution.manifest.v2+json",
+from ml_platform_cli.registry import (
+    MANIFEST_TYPES,
+    Fetch,
+    bearer_token,
+    open_url,
+    registry_endpoints,
 )
-_CHALLENGE_PARAM = re.compile(r'(\w+)="([^"]*)"')
-TIMEOUT = 30
 
 
 def add_parser(sub: Subcommands, parents: list[argparse.ArgumentParser]) -> None:
@@ -103,30 +95,7 @@ def run_list(ctx: Context, args: argparse.Namespace) -> int:
     return 0
 
 
-Fetch = Callable[[urllib.request.Request], Any]
-
-
-def _open(request: urllib.request.Request) -> Any:
-    return urllib.request.urlopen(request, timeout=TIMEOUT)
-
-
-def _bearer_token(challenge: str, fetch: Fetch) -> str | None:
-    """The anonymous token a ``WWW-Authenticate: Bearer realm=...,service=...,scope=...``
-    challenge offers (the registry token protocol)."""
-    if not challenge.lower().startswith("bearer "):
-        return None
-    params = dict(_CHALLENGE_PARAM.findall(challenge))
-    realm = params.pop("realm", None)
-    if not realm:
-        return None
-    url = f"{realm}?{urllib.parse.urlencode(params)}" if params else realm
-    with fetch(urllib.request.Request(url, headers={"Accept": "application/json"})) as response:
-        body = json.loads(response.read().decode("utf-8"))
-    token: str | None = body.get("token") or body.get("access_token")
-    return token
-
-
-def registry_digest(ref: ImageReference, base_url: str, fetch: Fetch = _open) -> str:
+def registry_digest(ref: ImageReference, base_url: str, fetch: Fetch = open_url) -> str:
     """The digest ``ref``'s tag names at the registry API at ``base_url`` (OCI distribution
     ``HEAD /v2/<name>/manifests/<tag>``, anonymous bearer token on a 401 challenge)."""
     url = f"{base_url.rstrip('/')}/v2/{ref.repository}/manifests/{ref.tag}"
@@ -140,7 +109,7 @@ def registry_digest(ref: ImageReference, base_url: str, fetch: Fetch = _open) ->
         except urllib.error.HTTPError as error:
             challenge = error.headers.get("WWW-Authenticate", "") if error.headers else ""
             if error.code == 401 and attempt == 1:
-                token = _bearer_token(challenge, fetch)
+                token = bearer_token(challenge, fetch)
                 if token:
                     headers["Authorization"] = f"Bearer {token}"
                     continue
@@ -178,18 +147,8 @@ def ecr_digest(ref: ImageReference, ecr: Any) -> str:
     return digest
 
 
-def _endpoints(values: list[str]) -> dict[str, str]:
-    out = dict(REGISTRY_ENDPOINTS)
-    for value in values:
-        registry, sep, url = value.partition("=")
-        if not sep or not url.startswith(("https://", "http://")):
-            raise CliError(f"--endpoint {value!r}: expected REGISTRY=https://HOST[:PORT]")
-        out[registry] = url
-    return out
-
-
 def resolve_all(
-    images: list[str], ctx: Context, endpoints: Mapping[str, str], fetch: Fetch = _open
+    images: list[str], ctx: Context, endpoints: Mapping[str, str], fetch: Fetch = open_url
 ) -> tuple[dict[str, str], list[str]]:
     """``tag -> digest`` for each image that resolved, and one problem line per other one."""
     found: dict[str, str] = {}
@@ -213,7 +172,7 @@ def resolve_all(
 def run_resolve(ctx: Context, args: argparse.Namespace) -> int:
     from ml_platform.config import IMAGE_DIGESTS_KEY, ImageSettings
 
-    endpoints = _endpoints(args.endpoint)
+    endpoints = registry_endpoints(args.endpoint)
     settings = ctx.settings  # validates cdk.json (and cdk.context.json) first
     images = platform_images(settings)
     found, problems = resolve_all(images, ctx, endpoints)

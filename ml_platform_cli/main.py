@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_parser(commands, [shared])
     train.add_parser(commands, [shared])
     cost.add_parser(commands, [shared])
-    completion.add_parser(commands, [shared])
+    completion.add_parser(commands, [shared], root=parser)
     return parser
 
 

@@ -34,13 +34,20 @@ import json
 import re
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ml_platform.image_pins import DIGEST, MIRRORABLE_REGISTRIES, ImageReference
 from ml_platform.regions import ecr_registry
 from ml_platform_cli.aws import CliError, Context, error_message, one_line
+from ml_platform_cli.registry import (
+    MANIFEST_TYPES,
+    Fetch,
+    bearer_token,
+    open_url,
+    registry_endpoints,
+)
 
 # An ECR repository name prefix (CreateRepository repositoryName, without the last part).
 PREFIX = re.compile(r"[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*")
@@ -53,8 +60,6 @@ INDEX_TYPES = (
     "application/vnd.oci.image.index.v1+json",
     "application/vnd.docker.distribution.manifest.list.v2+json",
 )
-
-Fetch = Callable[[urllib.request.Request], Any]
 
 
 @dataclass(frozen=True)
@@ -72,8 +77,6 @@ class Registry:
     a 401 challenge, as ``mlp images resolve`` does), checking every body against its digest."""
 
     def __init__(self, base_url: str, repository: str, fetch: Fetch) -> None:
-        from ml_platform_cli.images import MANIFEST_TYPES
-
         self._base = base_url.rstrip("/")
         self._repository = repository
         self._fetch = fetch
@@ -81,8 +84,6 @@ class Registry:
         self._token: str | None = None
 
     def _get(self, path: str, accept: str | None = None) -> Any:
-        from ml_platform_cli.images import _bearer_token
-
         url = f"{self._base}/v2/{self._repository}/{path}"
         for attempt in (1, 2):
             headers = {"Accept": accept} if accept else {}
@@ -94,7 +95,7 @@ class Registry:
                 challenge = error.headers.get("WWW-Authenticate", "") if error.headers else ""
                 if error.code == 401 and attempt == 1:
                     try:
-                        self._token = _bearer_token(challenge, self._fetch)
+                        self._token = bearer_token(challenge, self._fetch)
                     except (urllib.error.URLError, OSError, ValueError) as token_error:
                         raise CliError(f"{url}: no anonymous token ({token_error})") from None
                     if self._token:
@@ -286,15 +287,13 @@ def mirror_plan(
 
 
 def run_mirror(ctx: Context, args: argparse.Namespace, fetch: Fetch | None = None) -> int:
-    from ml_platform_cli.images import _endpoints, _open
-
     registries = tuple(args.registry or DEFAULT_REGISTRIES)
     if len(args.prefix) > 100 or not PREFIX.fullmatch(args.prefix):
         raise CliError(
             f"--prefix {args.prefix!r}: expected lower-case letters, digits and '.', '_', '-', "
             "'/' between them (an ECR repository name prefix)"
         )
-    endpoints = _endpoints(args.endpoint)
+    endpoints = registry_endpoints(args.endpoint)
     settings = ctx.settings
     plan, problems = mirror_plan(settings, registries)
     if problems:
@@ -315,7 +314,7 @@ def run_mirror(ctx: Context, args: argparse.Namespace, fetch: Fetch | None = Non
         copied = copy_image(
             image,
             digest,
-            registry=Registry(base, ref.repository, fetch or _open),
+            registry=Registry(base, ref.repository, fetch or open_url),
             ecr=ecr,
             repository=f"{args.prefix}/{ref.repository}",
         )

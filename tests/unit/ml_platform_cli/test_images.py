@@ -16,7 +16,8 @@ import pytest
 from botocore.stub import Stubber
 
 from ml_platform.config import IMAGE_DIGESTS_KEY, Settings, settings_from_cdk_json
-from ml_platform_cli.images import MANIFEST_TYPES, platform_images
+from ml_platform_cli.images import platform_images
+from ml_platform_cli.registry import MANIFEST_TYPES
 
 TOKEN = "stub-token"
 
