@@ -281,6 +281,10 @@ def render_text(report: dict[str, Any]) -> str:
         if usage:
             types = sorted({r["type"].split("::", 1)[1] for r in usage})
             lines.append(f"  usage-based (not estimated): {', '.join(types)}")
+        unpriced = [r for r in stack["resources"] if r["category"] == "unclassified"]
+        if unpriced:
+            types = sorted({r["type"] for r in unpriced})
+            lines.append(f"  unpriced (type unknown to the estimator): {', '.join(types)}")
         free = [r for r in stack["resources"] if r["category"] == "free"]
         lines.append(f"  free: {len(free)} resources")
         lines.append("")
@@ -290,7 +294,10 @@ def render_text(report: dict[str, Any]) -> str:
         f"(730 h), up to {_money(total['ceiling_monthly_usd'])}/month at the maxima"
     )
     if not total["complete"]:
-        lines.append("Not counted in the totals (missing price or unknown value):")
+        why = "missing price or unknown value"
+        if report["unclassified_types"]:
+            why = "missing price, unknown value or unpriced type"
+        lines.append(f"Not counted in the totals ({why}):")
         lines += [f"  {name}" for name in total["not_counted"]]
     if total["not_estimated"]:
         lines.append("Not estimated (charges the templates imply but do not fix):")
@@ -315,7 +322,10 @@ def render_text(report: dict[str, Any]) -> str:
             text += f" (not counted: {', '.join(training['not_counted'])})"
         lines.append(text)
     if report["unclassified_types"]:
-        lines.append("Unclassified resource types: " + ", ".join(report["unclassified_types"]))
+        lines.append(
+            "Unpriced resource types (the estimator has no rule for them; their resources are "
+            "not counted): " + ", ".join(report["unclassified_types"])
+        )
     if report["sources"]:
         lines.append("Prices from:")
         lines += [
