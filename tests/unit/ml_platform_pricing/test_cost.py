@@ -32,6 +32,7 @@ from ml_platform_pricing import (
 from ml_platform_pricing.assembly import read_assembly, template_in_memory
 from ml_platform_pricing.refresh import Query, rebuild
 from ml_platform_pricing.table import EC2, FSX_LUSTRE_PERSISTENT2, SAGEMAKER_HOSTING
+from tests.support import cdk_json_context
 
 ROOT = Path(__file__).resolve().parents[3]
 SHIPPED = PriceTable.load()
@@ -1217,6 +1218,41 @@ def test_annotate_costs_puts_the_estimate_on_each_stack(tmp_path):
         "Estimated on-demand cost of Nat in us-east-1: $0.05/hour, $36.50/month (730 h)"
     ]
     assert infos("Agnostic") == ["No cost estimate for Agnostic: the stack has no region"]
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_app_py_annotates_the_platform_s_stacks_when_the_setting_is_on(tmp_path, monkeypatch, on):
+    # The library's build_platform never imports the estimator: the project's app.py wires it.
+    import runpy
+    from types import SimpleNamespace
+
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+
+    import ml_platform.app
+
+    real_new_app = ml_platform.app.new_app
+
+    def new_app():
+        context = cdk_json_context()  # the repository's settings and AZ names, plus the switch
+        context["ml-platform"] = {**context["ml-platform"], "cost_annotations": on}
+        return real_new_app(context=context, outdir=str(tmp_path / "out"))
+
+    def build_platform(app, settings, **kwargs):  # one small stack instead of the platform
+        env = cdk.Environment(account="123456789012", region="us-east-1")
+        stack = cdk.Stack(app, "Nat", env=env)
+        eip = ec2.CfnEIP(stack, "Eip")
+        ec2.CfnNatGateway(stack, "Nat", subnet_id="subnet-1", allocation_id=eip.attr_allocation_id)
+        return SimpleNamespace(stacks=[stack])
+
+    monkeypatch.setattr(ml_platform.app, "new_app", new_app)
+    monkeypatch.setattr(ml_platform.app, "build_platform", build_platform)
+    monkeypatch.chdir(tmp_path)  # no cdk.json here: nothing for app.py to cross-check
+    runpy.run_path(str(ROOT / "app.py"), run_name="__main__")
+    artifact = cdk.cx_api.CloudAssembly(str(tmp_path / "out")).get_stack_by_name("Nat")
+    infos = [m.entry.data for m in artifact.messages if m.entry.type == "aws:cdk:info"]
+    expected = "Estimated on-demand cost of Nat in us-east-1: $0.05/hour, $36.50/month (730 h)"
+    assert infos == ([expected] if on else [])
 
 
 def test_cost_doc_shows_the_real_output_for_the_default_settings(synth, capsys):
