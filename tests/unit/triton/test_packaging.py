@@ -196,15 +196,19 @@ def test_archives_are_identical_across_checkouts(artifacts: Artifacts, tmp_path:
     """The same commit checked out in two places builds byte-identical archives, the image
     archive included (a serialized DALI pipeline embedded its defining file's path)."""
     import ml_platform
+    import ml_platform_cli
+    import ml_platform_pricing
 
     built = []
     for checkout in ("checkout-a", "somewhere/else/checkout-b"):
         root = tmp_path / checkout
-        shutil.copytree(
-            Path(ml_platform.__file__).parent,
-            root / "ml_platform",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
+        # the library and the tooling beside it (`mlp models package` is the CLI's)
+        for top_level in (ml_platform, ml_platform_cli, ml_platform_pricing):
+            shutil.copytree(
+                Path(top_level.__file__).parent,
+                root / top_level.__name__,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
         out = tmp_path / f"out-{len(built)}"
         result = subprocess.run(
             [
