@@ -80,6 +80,13 @@ def run(argv: list[str], context: dict, cwd: Path = ROOT) -> tuple[float, float]
         return elapsed
 
 
+def run_empty(app: Path, validation: bool) -> tuple[float, float]:
+    """(wall, CPU) seconds of the empty app ``app`` (:data:`EMPTY_APP`), built-in validation
+    on or off, run outside the project with no context (see the module's docstring)."""
+    argv = [sys.executable, str(app), "default" if validation else "no-cfn-validation"]
+    return run(argv, {}, Path(tempfile.gettempdir()))
+
+
 def _compile(root: Path) -> None:
     """Write the bytecode of ``root``'s app and package first. A synth writes it on its first
     run, but not where PYTHONDONTWRITEBYTECODE is set (as on this machine): each timed run
@@ -151,16 +158,14 @@ def main() -> None:
     before = "whole platform, baseline"
     if baseline is not None:
         rows[before] = []
-    # The empty apps: no project, no context (see the module's docstring).
-    bare = Path(tempfile.gettempdir())
     try:
         for _ in range(args.runs):
-            rows[names[0]].append(run([sys.executable, empty.name, "default"], {}, bare))
+            rows[names[0]].append(run_empty(Path(empty.name), validation=True))
             rows[names[2]].append(run([sys.executable, str(ROOT / "app.py")], context))
             if baseline is not None:
                 app = [sys.executable, str(baseline / "app.py")]
                 rows[before].append(run(app, base_context, baseline))
-            rows[names[1]].append(run([sys.executable, empty.name, "no-cfn-validation"], {}, bare))
+            rows[names[1]].append(run_empty(Path(empty.name), validation=False))
         for _ in range(args.cli_runs):
             rows[names[3]].append(
                 run_cli(f"{sys.executable} {empty.name} no-cfn-validation", not args.no_nag)
