@@ -36,6 +36,7 @@ from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, SHA256_METADATA, parse_ref
 from ml_platform.triton.ensembles import ARCHIVE_MODELS
+from ml_platform.triton.releases import triton_image
 
 NAME = "triton"
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
@@ -84,11 +85,6 @@ def server_command(args: Sequence[str], *, grpc: bool) -> list[str]:
         f"exec tritonserver {' '.join(shlex.quote(a) for a in args)} {' '.join(restricted)}"
     )
     return ["sh", "-ec", script]
-
-
-def triton_image(version: str) -> str:
-    """NGC's Triton image of the same release as SageMaker's container (same backends)."""
-    return f"nvcr.io/nvidia/tritonserver:{version}-py3"
 
 
 def _archive_file(archive: str) -> str:

@@ -21,9 +21,9 @@ import io
 import os
 import shutil
 import tarfile
-from collections.abc import Iterator
 from pathlib import Path
 
+from ml_platform.triton._archive_read import MAX_CONFIG_BYTES, read_member, root_configs
 from ml_platform.triton.archive_meta import METADATA_FILE, metadata_bytes
 from ml_platform.triton.archive_safety import open_archive
 from ml_platform.triton.checker import check_ensemble, find_ensemble_problems
@@ -185,9 +185,6 @@ def package(
     return out
 
 
-MAX_CONFIG_BYTES = 1 << 20  # a config.pbtxt is a few KiB; refuse to read anything huge
-
-
 def archive_problems(path: str | Path) -> list[str]:
     """Why the archive at ``path`` cannot be served by a multi-model endpoint (empty when it
     can): its name must be a valid ``TargetModel``; it must hold exactly one
@@ -201,11 +198,11 @@ def archive_problems(path: str | Path) -> list[str]:
     ensembles, models, ensemble_folders = [], [], []
     try:
         with open_archive(path, "r:gz") as tar:
-            for folder, member in _root_configs(tar):
+            for folder, member in root_configs(tar):
                 if member.size > MAX_CONFIG_BYTES:
                     problems.append(f"{member.name}: {member.size} bytes, too large for a config")
                     continue
-                text = _read_member(tar, member).decode("utf-8", errors="replace")
+                text = read_member(tar, member).decode("utf-8", errors="replace")
                 try:
                     config = parse_pbtxt(text)
                 except Exception as error:  # protobuf's ParseError
@@ -242,11 +239,11 @@ def archive_gpu_target(path: str | Path) -> tuple[str | None, list[str]]:
     targets: dict[str, str | None] = {}
     try:
         with open_archive(path, "r:gz") as tar:
-            for folder, member in _root_configs(tar):
+            for folder, member in root_configs(tar):
                 if member.size > MAX_CONFIG_BYTES:
                     continue  # archive_problems reports it
                 try:
-                    config = parse_pbtxt(_read_member(tar, member).decode("utf-8"))
+                    config = parse_pbtxt(read_member(tar, member).decode("utf-8"))
                 except Exception:  # protobuf's ParseError; archive_problems reports it
                     continue
                 if config.platform == "tensorrt_plan" or config.backend == "tensorrt":
@@ -273,22 +270,6 @@ def archive_gpu_target(path: str | Path) -> tuple[str | None, list[str]]:
             f"{named or 'no GPU'}: expected a name ending in _{_suffix_of(gpu)}"
         )
     return gpu, problems
-
-
-def _root_configs(tar: tarfile.TarFile) -> Iterator[tuple[str, tarfile.TarInfo]]:
-    """The ``<model>/config.pbtxt`` files at the archive's root, with their model folder."""
-    for member in tar:
-        parts = member.name.removeprefix("./").split("/")
-        if len(parts) == 2 and parts[1] == "config.pbtxt" and member.isfile():
-            yield parts[0], member
-
-
-def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
-    """The bytes of a regular file of ``tar`` (what ``_root_configs`` yields)."""
-    handle = tar.extractfile(member)
-    if handle is None:  # extractfile gives None only for what is not a file
-        raise ValueError(f"{member.name}: not a regular file")
-    return handle.read()
 
 
 def _suffix_of(gpu: str) -> str:
