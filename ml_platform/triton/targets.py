@@ -29,7 +29,6 @@ from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
 __all__ = [
     "GPU_PARAMETER",
     "GPU_TARGETS",
-    "IMAGE_LOGICAL",
     "TEXT_ONNX_LOGICAL",
     "TEXT_TRT_LOGICAL",
     "ServingSettings",
@@ -52,7 +51,6 @@ GPU_TARGETS: dict[str, str] = {
 #: The TensorRT model's config parameter that records its GPU target.
 GPU_PARAMETER = "gpu_target"
 
-IMAGE_LOGICAL = "model_tf_dali"
 TEXT_TRT_LOGICAL = "model_trt_python"
 TEXT_ONNX_LOGICAL = "model_onnx_python"
 
