@@ -42,6 +42,11 @@ from ml_platform.sagemaker_images import (
 from ml_platform.triton.archive_names import parse_refs
 from ml_platform.triton.kinds import ARCHIVE_MODELS, archive_models
 
+__all__ = [
+    "ROLLOUT_OUTAGE_WARNING",
+    "TritonOnEks",
+]
+
 
 def _dns_label_problem(value: str) -> str | None:
     """What Kubernetes accepts as a namespace or service account name: an RFC 1123 label, the
@@ -83,8 +88,8 @@ class TritonOnEks(Construct):
             Triton pods get their credentials through it, so they are created after it. Pass
             ``None`` only when the agent is installed outside this app. Required.
         models: Models Triton loads (explicit model control), ensembles first. Default: the
-            models the built-in archives hold (``ARCHIVE_MODELS``); required when an archive is
-            not one of them.
+            models the built-in archives hold (by their kind, :mod:`ml_platform.triton.kinds`);
+            required when an archive is not one of them.
         model_prefix: Key prefix of the archives, ending in ``/``, for a plain bucket.
             Default: the bucket construct's prefix, ``models/`` for a plain bucket.
         triton_version: NGC Triton release, the same as the SageMaker container's. Default

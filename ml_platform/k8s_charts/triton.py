@@ -43,6 +43,26 @@ from ml_platform.triton.archive_names import (
 from ml_platform.triton.kinds import BUILT_IN_ARCHIVES, archive_models
 from ml_platform.triton.releases import triton_image
 
+__all__ = [
+    "ARCHIVE_DIR",
+    "GRPC_PORT",
+    "HTTP_PORT",
+    "MAX_ARCHIVE_BYTES",
+    "METRICS_PORT",
+    "MODEL_DIR",
+    "NAME",
+    "RESTRICTED_APIS",
+    "RESTRICTED_HEADER",
+    "TRITON_UID",
+    "TritonChart",
+    "TritonChartProps",
+    "fetch_command",
+    "models_to_load",
+    "server_command",
+    "triton_image",
+    "unpack_command",
+]
+
 NAME = "triton"
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
 TRITON_UID = 1000  # the triton-server user of NVIDIA's image

@@ -34,6 +34,19 @@ from ml_platform.triton.releases import (
 if TYPE_CHECKING:
     from ml_platform.triton.spec import EnsembleSpec
 
+__all__ = [
+    "EXECUTION_ENV_KEY",
+    "METADATA_FILE",
+    "METADATA_FORMAT",
+    "S3_METADATA",
+    "TENSORRT_PARAMETER",
+    "ArchiveFacts",
+    "metadata_bytes",
+    "read_archive_facts",
+    "release_problems",
+    "spec_facts",
+]
+
 #: The record's file name inside the ensemble folder.
 METADATA_FILE = "mlp-archive.json"
 METADATA_FORMAT = 1

@@ -1,0 +1,146 @@
+"""The table of ensemble kinds says what each builder builds, and the settings, the EKS chart
+and the CLI (package, invoke, serve) take their kinds from it."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from ml_platform.cli import invoke, package
+from ml_platform.config import Settings
+from ml_platform.k8s_charts.triton import models_to_load
+from ml_platform.triton.archive_names import archive_file, logical_problem
+from ml_platform.triton.kinds import (
+    ARCHIVE_MODELS,
+    BUILT_IN_ARCHIVES,
+    IMAGE,
+    KINDS,
+    TEXT,
+    EnsembleKind,
+    archive_models,
+    kind_named,
+    kind_of_archive,
+    kind_of_ensemble,
+)
+from ml_platform.triton.spec import EnsembleSpec
+from ml_platform.triton.targets import GPU_TARGETS, text_logical_name
+from tests.helpers.triton_support import MINILM_DIR, TENSORRT, Artifacts, write_artifacts
+
+
+@pytest.fixture(scope="module")
+def artifacts(tmp_path_factory: pytest.TempPathFactory) -> Artifacts:
+    return write_artifacts(tmp_path_factory.mktemp("kinds"))
+
+
+def _built(kind: EnsembleKind, artifacts: Artifacts) -> list[EnsembleSpec]:
+    """What the kind's builder builds from the fake artifacts: each variant of the kind."""
+    if kind is IMAGE:
+        return [kind.builder(classifier_path=artifacts.classifier, labels_path=artifacts.labels)]
+    onnx = kind.builder(
+        tokenizer_dir=MINILM_DIR, encoder_path=artifacts.onnx, encoder_format="onnx"
+    )
+    plans = [
+        kind.builder(
+            tokenizer_dir=MINILM_DIR,
+            encoder_path=artifacts.plan,
+            gpu_target=gpu,
+            tensorrt_version=TENSORRT,
+        )
+        for gpu in GPU_TARGETS
+    ]
+    return [onnx, *plans]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_each_row_describes_what_its_builder_builds(
+    kind: EnsembleKind, artifacts: Artifacts
+) -> None:
+    specs = _built(kind, artifacts)
+    assert sorted(spec.archive_filename for spec in specs) == sorted(
+        archive_file(logical) for logical in kind.logical_names
+    )
+    for spec in specs:
+        assert (spec.name, tuple(m.name for m in spec.models)) == (kind.ensemble, kind.steps)
+        assert [(t.name, t.dtype) for t in spec.inputs] == [(kind.input.name, kind.input.dtype)]
+        assert [t.name for t in spec.outputs] == [kind.output.name]
+        assert ARCHIVE_MODELS[spec.archive_filename] == kind.models
+        assert kind_of_ensemble(spec.name) is kind
+
+
+def test_every_logical_name_is_valid_and_belongs_to_one_kind() -> None:
+    names = [logical for kind in KINDS for logical in kind.logical_names]
+    assert sorted(names) == list(BUILT_IN_ARCHIVES)
+    assert [n for n in names if logical_problem(n)] == []
+    assert len(set(names)) == len(names)
+    assert {kind.name for kind in KINDS} == {"image", "text"}
+    assert len({kind.ensemble for kind in KINDS}) == len(KINDS)  # serve tells them apart
+
+
+def test_the_text_kind_has_one_archive_per_gpu_target_and_the_onnx_one() -> None:
+    assert set(TEXT.logical_names) == {text_logical_name(None)} | {
+        text_logical_name(gpu) for gpu in GPU_TARGETS
+    }
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_lookups_by_reference_and_name(kind: EnsembleKind) -> None:
+    for logical in kind.logical_names:
+        assert kind_of_archive(logical) is kind
+        assert kind_of_archive(f"{logical}@v0123abcd") is kind
+        assert archive_models(logical) == kind.models
+    assert kind_named(kind.name) is kind
+    assert kind.default_archive in kind.logical_names
+    assert kind.eks_default in kind.logical_names
+
+
+def test_lookups_of_what_no_kind_builds() -> None:
+    assert kind_of_archive("my_own_archive") is None
+    assert kind_of_archive("Not A Reference") is None
+    assert archive_models("model_tf_dali.tar.gz") is None  # a file name, not a reference
+    assert kind_of_ensemble("my_ensemble") is None
+    with pytest.raises(
+        ValueError, match=r"ensemble kind 'audio': expected one of \['image', 'text'\]"
+    ):
+        kind_named("audio")
+
+
+def test_the_settings_serve_one_archive_of_each_kind_by_default() -> None:
+    settings = Settings.from_context({})
+    for archives in (settings.inference.endpoints[0].archives, settings.triton_on_eks.archives):
+        assert [kind_of_archive(a) for a in archives] == list(KINDS)
+    assert models_to_load(settings.triton_on_eks.archives) == [
+        model for kind in KINDS for model in kind.models
+    ]
+
+
+def _subparser(module: object, name: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser()
+    sub = parser.add_subparsers()
+    module.add_parser(sub, [])  # type: ignore[attr-defined]
+    found: argparse.ArgumentParser = sub.choices[name]
+    return found
+
+
+def test_package_offers_each_kind_with_its_flag_group() -> None:
+    parser = _subparser(package, "package")
+    (ensemble,) = [a for a in parser._actions if a.dest == "ensemble"]
+    assert list(ensemble.choices or ()) == [*(k.name for k in KINDS), "all"]
+    titles = [group.title for group in parser._action_groups]
+    assert [k.cli.package_group for k in KINDS] == [t for t in titles if t and "ensemble (" in t]
+
+
+def test_invoke_takes_each_kind_by_its_flag(tmp_path: Path) -> None:
+    parser = _subparser(invoke, "invoke")
+    image = tmp_path / "x.jpg"
+    image.write_bytes(b"\xff\xd8")
+    assert parser.parse_args(["--image", str(image)]).image == image
+    assert parser.parse_args(["--text", "a", "--text", "b"]).text == ["a", "b"]
+    for kind in KINDS:
+        assert f"--{kind.name}" in parser.format_help()
+    inputs, outputs = invoke.kind_tensors(TEXT, ["a", "b"])
+    assert [(t.name(), t.datatype(), t.shape()) for t in inputs] == [("INPUT0", "BYTES", [2, 1])]
+    assert [o.name() for o in outputs] == [TEXT.output.name]
+    inputs, _ = invoke.kind_tensors(IMAGE, b"\xff\xd8\xff")
+    assert [(t.name(), t.datatype(), t.shape()) for t in inputs] == [("INPUT", "UINT8", [1, 3])]
