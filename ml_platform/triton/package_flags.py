@@ -191,7 +191,7 @@ def _three_floats(text: str) -> tuple[float, float, float]:
 
 
 def _image_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | None:
-    from ml_platform.triton import image_ensemble
+    from ml_platform.triton import ensembles
 
     missing = _missing(args, ("inception_onnx", "inception_labels"))
     if missing:
@@ -200,7 +200,7 @@ def _image_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec |
     try:
         from ml_platform.triton.ensembles import DALI_NUM_THREADS
 
-        return image_ensemble(
+        return ensembles.image_ensemble(
             classifier_path=args.inception_onnx,
             labels_path=args.inception_labels,
             mean=args.mean,
@@ -228,7 +228,7 @@ _IMAGE_PHRASES = {
 
 
 def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | None:
-    from ml_platform.triton import text_ensemble
+    from ml_platform.triton import ensembles
 
     tokenizer: Path | None = args.tokenizer_dir or default_tokenizer_dir()
     missing = _missing(args, ("encoder",))
@@ -287,7 +287,7 @@ def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | 
             )
             return None
     try:
-        return text_ensemble(
+        return ensembles.text_ensemble(
             tokenizer_dir=tokenizer,
             encoder_path=args.encoder,
             encoder_format=encoder_format,
