@@ -108,7 +108,7 @@ lint: install-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 
-## mypy --strict over ml_platform/ (configuration and its short ignore list: pyproject.toml).
+## mypy --strict over ml_platform/, ml_platform_cli/ and ml_platform_pricing/ (configuration and its short ignore list: pyproject.toml).
 typecheck: install-dev
 	$(VENV)/bin/mypy
 

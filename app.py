@@ -36,13 +36,18 @@ def main() -> None:
     # has been run.
     root = Path(__file__).resolve().parent
     volcano, neuron = volcano_chart_dir(root), neuron_chart_dir(root)
-    build_platform(
+    platform = build_platform(
         app,
         settings,
         nag=nag,
         volcano_chart_dir=str(volcano) if (volcano / "Chart.yaml").is_file() else None,
         neuron_chart_dir=str(neuron) if (neuron / "Chart.yaml").is_file() else None,
     )
+    if settings.cost_annotations:
+        # The estimator is tooling, outside the construct library: imported only when asked for.
+        from ml_platform_pricing.annotate import annotate_costs
+
+        annotate_costs(platform.stacks)
     app.synth()
 
 

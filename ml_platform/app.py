@@ -99,27 +99,6 @@ class Platform:
         return [s for s in (self.network, self.storage, *optional) if s is not None]
 
 
-def annotate_costs(stacks: list[cdk.Stack]) -> None:
-    """An info annotation on each stack with its estimated on-demand cost (shipped prices)."""
-    from ml_platform.pricing import PriceTable, estimate_template
-    from ml_platform.pricing.assembly import template_in_memory
-
-    table = PriceTable.load()
-    for stack in stacks:
-        if cdk.Token.is_unresolved(stack.region):
-            cdk.Annotations.of(stack).add_info(
-                f"No cost estimate for {stack.stack_name}: the stack has no region"
-            )
-            continue
-        estimate = estimate_template(
-            template_in_memory(stack, priced_only=True),
-            stack=stack.stack_name,
-            region=stack.region,
-            table=table,
-        )
-        cdk.Annotations.of(stack).add_info(estimate.summary())
-
-
 def build_platform(
     app: cdk.App,
     settings: Settings,
@@ -169,8 +148,6 @@ def build_platform(
         _add_training_cluster(platform, volcano_chart_dir, neuron_chart_dir, env)
     for each in platform.stacks:
         cdk.Tags.of(each).add("project", "cdk-ml-platform")
-    if settings.cost_annotations:
-        annotate_costs(platform.stacks)
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return platform

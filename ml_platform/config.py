@@ -780,7 +780,7 @@ class Settings(Section):
     images: ImageSettings = field(default_factory=ImageSettings)
     cost_annotations: bool = setting(False)
     """`cdk synth` adds an info annotation with each stack's estimated monthly on-demand cost
-    (`ml_platform.pricing`)."""
+    (the project's app.py calls `ml_platform_pricing.annotate.annotate_costs`)."""
 
     @classmethod
     def from_context(

@@ -63,7 +63,7 @@ def add_latency(events, seconds: float) -> None:
 
 
 def package(folder: Path, count: int, tag: str) -> tuple[list[Path], float]:
-    from ml_platform.cli.archives import version_archive
+    from ml_platform_cli.archives import version_archive
     from tests.helpers.cli import ENSEMBLE, MODEL  # the CLI tests' minimal valid ensemble
 
     folder.mkdir(parents=True)
@@ -101,8 +101,8 @@ def storage_stack(cloudformation, prefix: str) -> str:
 
 def mlp(latency: float, *argv: str) -> tuple[float, str]:
     """Run ``mlp`` in this process (stdout captured, stderr not a terminal); seconds, stdout."""
-    from ml_platform.cli import main as cli
-    from ml_platform.cli.aws import Context
+    from ml_platform_cli import main as cli
+    from ml_platform_cli.aws import Context
 
     original = Context.session
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SETUP_TOOLS = {"pip", "setuptools", "wheel"}
+TOP_LEVEL = ("ml_platform", "ml_platform_cli", "ml_platform_pricing")
 
 
 def _run(*args: str | Path, **kwargs) -> subprocess.CompletedProcess:
@@ -53,6 +54,11 @@ def check_archives(dist: Path) -> Path:
         wheel_names = archive.namelist()
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in wheel_names), "wheel: LICENSE"
     assert not [n for n in wheel_names if n.startswith("tests/")], "wheel carries tests"
+    # One distribution, three top-level packages: the construct library and, beside it, the
+    # tooling (the CLI with the local server; the cost estimator with its price table).
+    packages = {n.split("/", 1)[0] for n in wheel_names if n.endswith("/__init__.py")}
+    assert packages == set(TOP_LEVEL), f"wheel packages: {sorted(packages)}"
+    assert "ml_platform_pricing/prices.json" in wheel_names, "wheel: no price table"
     return wheel
 
 
@@ -90,6 +96,8 @@ def main() -> int:
             f"core install differs from requirements-core.txt: extra "
             f"{sorted(installed - expected)}, missing {sorted(expected - installed)}"
         )
+        # The estimator needs nothing beyond the core (cost_annotations runs it at synth).
+        _run(python, "-c", "import ml_platform_pricing.annotate", cwd=work)
         for example in sorted((ROOT / "examples").glob("*/app.py")):
             context = json.loads((example.parent / "cdk.json").read_text())["context"]
             outdir = work / "out" / example.parent.name

@@ -24,13 +24,14 @@ from pathlib import Path
 import numpy as np
 import tritonclient.http as triton_http
 
-from ml_platform.cli.archives import version_archive
-from ml_platform.cli.package import default_tokenizer_dir
 from ml_platform.triton import find_ensemble_problems, image_ensemble, package, text_ensemble
 from ml_platform.triton.archive_safety import check_archive
 from ml_platform.triton.demo_models import SEQ_LEN, write_demo_inputs
 from ml_platform.triton.ensembles import IMAGE_INPUT, IMAGE_OUTPUT, TEXT_INPUT, TEXT_OUTPUT
-from ml_platform.triton.local_server import (
+from ml_platform.triton.spec import EnsembleSpec
+from ml_platform.triton.standins import prepare
+from ml_platform_cli.archives import version_archive
+from ml_platform_cli.local_server import (
     DEFAULT_SERVER_ENV,
     LocalServerError,
     LocalTriton,
@@ -38,8 +39,7 @@ from ml_platform.triton.local_server import (
     find_server_env,
     new_workdir,
 )
-from ml_platform.triton.spec import EnsembleSpec
-from ml_platform.triton.standins import prepare
+from ml_platform_cli.package import default_tokenizer_dir
 
 SENTENCES = ["A cat sits on the mat.", "A dog sleeps."]
 

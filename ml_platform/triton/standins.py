@@ -1,6 +1,6 @@
 """Stand-ins for the local server: an unpacked archive made loadable by a CPU-only Triton.
 
-The local server (:mod:`ml_platform.triton.local_server`) bundles the Python backend only.
+The local server (:mod:`ml_platform_cli.local_server`) bundles the Python backend only.
 Each model of an archive is classified by its config's backend/platform:
 
 * ``python`` and the ensemble itself run for real;

@@ -69,7 +69,12 @@ def test_no_dict_literal_carries_struct_fields_in_ml_platform() -> None:
     """Every dict literal (or dict(...) call) given as an argument in the modules of
     ml_platform/ that import jsii libraries is checked
     against the snake_case fields of the structs of the jsii modules ml_platform imports."""
-    files = sorted((ROOT / "ml_platform").rglob("*.py"))
+    # the tooling beside the library too (the estimator reads CDK stacks at synth time)
+    files = sorted(
+        path
+        for package in ("ml_platform", "ml_platform_cli", "ml_platform_pricing")
+        for path in (ROOT / package).rglob("*.py")
+    )
     trees = [ast.parse(path.read_text(), str(path)) for path in files]
     for name in _jsii_modules(trees):
         try:

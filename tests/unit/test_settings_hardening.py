@@ -359,7 +359,7 @@ def test_a_bad_triton_version_is_reported_once() -> None:
 def test_upload_dir_refuses_unversioned_names_and_versions_that_are_not_the_content(
     tmp_path: Path,
 ) -> None:
-    from ml_platform.cli.archives import version_archive
+    from ml_platform_cli.archives import version_archive
     from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     files = {"ensemble/config.pbtxt": ENSEMBLE, "encoder/config.pbtxt": MODEL}

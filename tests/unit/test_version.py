@@ -14,7 +14,7 @@ import pytest
 from packaging.version import Version
 
 import ml_platform
-from ml_platform.cli.main import main
+from ml_platform_cli.main import main
 from tests.support import ROOT
 
 

@@ -61,7 +61,8 @@ STATEFUL_TYPES = frozenset(
     }
 )
 """Resources whose replacement or removal loses data or in-resource state (the platform's own
-stateful types of tests/app/test_stateful_ids.py, plus common ones a user's app may add).
+stateful types, whose logical IDs tests/app/test_stateful_ids.py pins, plus common ones a
+user's app may add).
 An endpoint config is left out: it holds no data, and an unnamed one is replaced on every
 change by design (the endpoint moves to the new config)."""
 

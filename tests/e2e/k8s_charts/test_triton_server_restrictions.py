@@ -34,7 +34,7 @@ def _tritonserver() -> Path:
     if spec is not None and spec.origin is not None:
         binary = Path(spec.origin).parent / "tritonserver" / "bin" / "tritonserver"
     else:
-        from ml_platform.triton.local_server import LocalServerError, find_server_env
+        from ml_platform_cli.local_server import LocalServerError, find_server_env
 
         try:
             binary = find_server_env(SERVER_ENV).tritonserver

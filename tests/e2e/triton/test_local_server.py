@@ -22,7 +22,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ml_platform.cli.invoke import (
+from ml_platform.constructs.sagemaker_mme import LOAD_FAILURE_PATTERN
+from ml_platform.triton.pbtxt import read_pbtxt
+from ml_platform.triton.standins import Mode, Prepared, prepare
+from ml_platform_cli.invoke import (
     IMAGE_OUTPUT,
     TEXT_OUTPUT,
     content_type,
@@ -31,17 +34,14 @@ from ml_platform.cli.invoke import (
     text_request,
     top_k,
 )
-from ml_platform.cli.main import main as mlp
-from ml_platform.constructs.sagemaker_mme import LOAD_FAILURE_PATTERN
-from ml_platform.triton.local_server import (
+from ml_platform_cli.local_server import (
     SAGEMAKER_MME_FLAGS,
     LocalServerError,
     LocalTriton,
     can_make_namespace,
     find_server_env,
 )
-from ml_platform.triton.pbtxt import read_pbtxt
-from ml_platform.triton.standins import Mode, Prepared, prepare
+from ml_platform_cli.main import main as mlp
 from tests.helpers.confinement import (
     CONFINED_WRITABLE,
     mount_options,
@@ -621,7 +621,7 @@ def test_mlp_models_serve_local_and_mlp_invoke_local(
     import subprocess
     import sys
 
-    from ml_platform.cli.serve import STATE_FILE
+    from ml_platform_cli.serve import STATE_FILE
 
     folder = tmp_path / "archives"
     fake = write_artifacts(tmp_path / "inputs")  # a stand-in plan: small, quick to package
@@ -649,7 +649,7 @@ def test_mlp_models_serve_local_and_mlp_invoke_local(
         [
             sys.executable,
             "-m",
-            "ml_platform.cli.main",
+            "ml_platform_cli.main",
             "models",
             "serve",
             "--local",

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from ml_platform.triton.local_server import (
+from ml_platform_cli.local_server import (
     LocalTriton,
     ServerEnv,
     can_make_namespace,

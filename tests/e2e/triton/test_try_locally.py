@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ml_platform.triton.local_server import LocalServerError, can_make_namespace, find_server_env
+from ml_platform_cli.local_server import LocalServerError, can_make_namespace, find_server_env
 from tests.helpers.doc_blocks import doc_block
 from tests.support import ROOT
 
@@ -51,9 +51,9 @@ def _bash(text: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _reference_embeddings(texts: list[str]) -> np.ndarray:
-    from ml_platform.cli.package import default_tokenizer_dir
     from ml_platform.triton.demo_models import HIDDEN, SEQ_LEN, TABLE_ROWS
     from ml_platform.triton.wordpiece import WordPieceTokenizer
+    from ml_platform_cli.package import default_tokenizer_dir
 
     tokenizer_dir = default_tokenizer_dir()
     assert tokenizer_dir is not None

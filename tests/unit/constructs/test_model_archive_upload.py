@@ -17,7 +17,7 @@ ENV = cdk.Environment(account="111122223333", region="eu-west-1")
 
 
 def _folder(tmp_path: Path) -> Path:
-    from ml_platform.cli.archives import version_archive
+    from ml_platform_cli.archives import version_archive
     from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     path = tmp_path / "model_small.tar.gz"

@@ -121,7 +121,7 @@ def test_only_the_endpoint_and_triton_roles_use_the_bucket_key(with_keys) -> Non
 
 @pytest.fixture(scope="module")
 def key_and_upload_dir(tmp_path_factory: pytest.TempPathFactory):
-    from ml_platform.cli.archives import version_archive
+    from ml_platform_cli.archives import version_archive
     from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     folder = tmp_path_factory.mktemp("upload")

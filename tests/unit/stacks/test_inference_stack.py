@@ -368,7 +368,7 @@ def _inference_stack(upload_dir: str | None):
 
 
 def test_upload_dir_adds_a_deploy_time_upload_before_the_endpoint(tmp_path) -> None:
-    from ml_platform.cli.archives import version_archive
+    from ml_platform_cli.archives import version_archive
     from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     version_archive(

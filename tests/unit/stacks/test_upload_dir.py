@@ -23,7 +23,7 @@ from ml_platform.stacks.inference import (
 
 
 def _archive(folder: Path, name: str) -> Path:
-    from ml_platform.cli.archives import version_archive
+    from ml_platform_cli.archives import version_archive
     from tests.helpers.cli import ENSEMBLE, MODEL, write_tar
 
     path = folder / name

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from ml_platform.cli.archives import version_archive
 from ml_platform.config import Settings, SettingsError
 from ml_platform.triton import package, text_ensemble
 from ml_platform.triton.archive_meta import (
@@ -19,6 +18,7 @@ from ml_platform.triton.archive_meta import (
     read_archive_facts,
     release_problems,
 )
+from ml_platform_cli.archives import version_archive
 from tests.helpers.triton_support import MINILM_DIR, TENSORRT, fake_conda_pack, write_artifacts
 
 

@@ -23,9 +23,9 @@ import pytest
 from PIL import Image
 
 import ml_platform
-from ml_platform.cli.main import main
 from ml_platform.triton import TensorFormat, dali_pipeline_source
 from ml_platform.triton.ensembles import DALI_PIPELINE_SOURCE
+from ml_platform_cli.main import main
 from tests.helpers.triton_support import (
     dali_on_cpu,
     encode_image,
@@ -360,10 +360,15 @@ def test_package_ships_the_pipeline_as_python(tmp_path: Path, capsys) -> None:
 def test_dali_stays_out_of_synthesis_and_the_cli_import_path() -> None:
     """Nothing in the package imports DALI: only the shipped dali.py does, in the container,
     and the local server's DALI stand-in, in the server's own venv."""
-    package_root = Path(ml_platform.__file__).parent
+    root = Path(ml_platform.__file__).parent.parent
     importers = set()
-    for path in sorted(package_root.rglob("*.py")):
-        _, _, imports = dali_api_used(path.read_text("utf-8"))
-        if any(name and name.split(".")[:2] == ["nvidia", "dali"] for name in imports):
-            importers.add(path.relative_to(package_root).as_posix())
-    assert importers == {"triton/assets/dali/dali.py", "triton/assets/standins/dali_model.py"}
+    # the library and the tooling beside it (the CLI and the local server's host side)
+    for package in ("ml_platform", "ml_platform_cli", "ml_platform_pricing"):
+        for path in sorted((root / package).rglob("*.py")):
+            _, _, imports = dali_api_used(path.read_text("utf-8"))
+            if any(name and name.split(".")[:2] == ["nvidia", "dali"] for name in imports):
+                importers.add(path.relative_to(root).as_posix())
+    assert importers == {
+        "ml_platform/triton/assets/dali/dali.py",
+        "ml_platform/triton/assets/standins/dali_model.py",
+    }

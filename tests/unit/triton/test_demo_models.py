@@ -11,8 +11,8 @@ import numpy as np
 import onnxruntime as ort
 from PIL import Image
 
-from ml_platform.cli.main import main as mlp
 from ml_platform.triton import demo_models as demo
+from ml_platform_cli.main import main as mlp
 
 
 def test_the_encoder_looks_tokens_up_in_its_table_and_pools_over_the_mask() -> None:

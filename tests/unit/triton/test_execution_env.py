@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from ml_platform.cli.main import main
 from ml_platform.sagemaker_images import TRITON_VERSIONS
 from ml_platform.triton import EncoderFormat, text_ensemble
 from ml_platform.triton.execution_env import execution_env_problems
 from ml_platform.triton.releases import numpy_pin, stub_accepts_numpy2, stub_python
+from ml_platform_cli.main import main
 from tests.helpers.triton_support import MINILM_DIR, fake_conda_pack, write_artifacts
 
 

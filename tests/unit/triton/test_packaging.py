@@ -186,7 +186,7 @@ def test_packaging_is_byte_identical(artifacts: Artifacts, tmp_path: Path) -> No
 # Runs `mlp models package` from a copy of the package: nothing but the copy's own code.
 _PACKAGE_FROM_CHECKOUT = """
 import sys
-from ml_platform.cli.main import main
+from ml_platform_cli.main import main
 sys.exit(main(["models", "package", "--out", sys.argv[1], "--inception-onnx", sys.argv[2],
                "--inception-labels", sys.argv[3], "--encoder", sys.argv[4]]))
 """
@@ -196,15 +196,19 @@ def test_archives_are_identical_across_checkouts(artifacts: Artifacts, tmp_path:
     """The same commit checked out in two places builds byte-identical archives, the image
     archive included (a serialized DALI pipeline embedded its defining file's path)."""
     import ml_platform
+    import ml_platform_cli
+    import ml_platform_pricing
 
     built = []
     for checkout in ("checkout-a", "somewhere/else/checkout-b"):
         root = tmp_path / checkout
-        shutil.copytree(
-            Path(ml_platform.__file__).parent,
-            root / "ml_platform",
-            ignore=shutil.ignore_patterns("__pycache__"),
-        )
+        # the library and the tooling beside it (`mlp models package` is the CLI's)
+        for top_level in (ml_platform, ml_platform_cli, ml_platform_pricing):
+            shutil.copytree(
+                Path(top_level.__file__).parent,
+                root / top_level.__name__,
+                ignore=shutil.ignore_patterns("__pycache__"),
+            )
         out = tmp_path / f"out-{len(built)}"
         result = subprocess.run(
             [
