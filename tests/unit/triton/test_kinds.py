@@ -109,3 +109,29 @@ def test_the_settings_serve_one_archive_of_each_kind_by_default() -> None:
     assert models_to_load(settings.triton_on_eks.archives) == [
         model for kind in KINDS for model in kind.models
     ]
+
+
+def test_the_table_is_data_below_the_settings_and_the_cli() -> None:
+    """Layers read top-down: the settings import the table, so it must not import them (nor the
+    constructs, the CLI, CDK or protobuf); a fresh interpreter shows what it loads."""
+    import subprocess
+    import sys
+
+    layers_above = (
+        "ml_platform.config",
+        "ml_platform.constructs",
+        "ml_platform.stacks",
+        "ml_platform_cli",
+        "aws_cdk",
+        "cdk8s",
+        "google.protobuf",
+        "tritonclient",
+    )
+    code = (
+        "import sys, ml_platform.triton.kinds; "
+        f"print(sorted(m for m in sys.modules if m.startswith({layers_above!r})))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]"
