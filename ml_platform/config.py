@@ -54,7 +54,7 @@ from ml_platform.sagemaker_images import (
 )
 from ml_platform.stack_outputs import endpoint_name_clashes
 from ml_platform.triton.archive_names import ArchiveRef, parse_ref, ref_problems
-from ml_platform.triton.ensembles import (
+from ml_platform.triton.kinds import (
     BUILT_IN_ARCHIVES,
     DEFAULT_EKS_ARCHIVES,
     DEFAULT_ENDPOINT_ARCHIVES,

@@ -1,6 +1,6 @@
 """Every image the platform pulls, for ``mlp images`` and the check of ``images.digests``.
 
-Imports the charts' and training's image constants; :mod:`ml_platform.config` imports it only
+Imports the image constants of the charts, training and the Triton releases; :mod:`ml_platform.config` imports it only
 when ``images.digests`` is set.
 """
 
@@ -9,11 +9,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+__all__ = ["images_digests_may_pin", "platform_images"]
+
 
 def platform_images(settings: Any) -> list[str]:
     """Every image the platform pulls with ``settings``, as pinned (tag, sometimes a digest)."""
     from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE
-    from ml_platform.k8s_charts.triton import triton_image
     from ml_platform.training.images import (
         AWS_CLI_IMAGE,
         BUSYBOX_IMAGE,
@@ -22,6 +23,7 @@ def platform_images(settings: Any) -> list[str]:
         NEURON_TRAINING_BASE_IMAGE,
         TENSORBOARD_IMAGE,
     )
+    from ml_platform.triton.releases import triton_image
     from ml_platform.versions import (
         NEURON_DEVICE_PLUGIN_IMAGE,
         VOLCANO_IMAGES,

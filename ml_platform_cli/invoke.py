@@ -18,16 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ml_platform.triton.ensembles import (
-    IMAGE_INPUT,
-    IMAGE_INPUT_TYPE,
-    IMAGE_OUTPUT,
-    TEXT_INPUT,
-    TEXT_INPUT_TYPE,
-    TEXT_MAX_BATCH_SIZE,
-    TEXT_OUTPUT,
-)
-from ml_platform.triton.spec import DataType
+from ml_platform.triton.kinds import IMAGE, KINDS, TEXT, EnsembleKind
 from ml_platform_cli.aws import (
     CliError,
     Context,
@@ -47,12 +38,38 @@ if TYPE_CHECKING:
 
     NDArray = np.ndarray[Any, Any]
 
-# The ensembles' tensors (ml_platform.triton.ensembles) in tritonclient's dtype names, which
-# call Triton's STRING type BYTES.
-_CLIENT_DTYPE = {DataType.STRING: "BYTES"}
-IMAGE_DTYPE = _CLIENT_DTYPE.get(IMAGE_INPUT_TYPE, IMAGE_INPUT_TYPE.value)
-TEXT_DTYPE = _CLIENT_DTYPE.get(TEXT_INPUT_TYPE, TEXT_INPUT_TYPE.value)
-TEXT_MAX_BATCH = TEXT_MAX_BATCH_SIZE  # max_batch_size of the text ensemble
+__all__ = [
+    "IMAGE_DTYPE",
+    "IMAGE_INPUT",
+    "IMAGE_OUTPUT",
+    "TEXT_DTYPE",
+    "TEXT_INPUT",
+    "TEXT_MAX_BATCH",
+    "TEXT_OUTPUT",
+    "add_parser",
+    "content_type",
+    "default_model",
+    "embedding_summary",
+    "image_request",
+    "image_tensors",
+    "infer_on_triton",
+    "invoke_with_retry",
+    "is_model_not_ready",
+    "kind_tensors",
+    "parse_response",
+    "request_body",
+    "run",
+    "text_request",
+    "text_tensors",
+    "timeout_seconds",
+    "top_k",
+    "triton_address",
+]
+
+# The built-in ensembles' tensors (the table of kinds), in tritonclient's dtype names.
+IMAGE_INPUT, IMAGE_OUTPUT, IMAGE_DTYPE = IMAGE.input.name, IMAGE.output.name, IMAGE.client_dtype
+TEXT_INPUT, TEXT_OUTPUT, TEXT_DTYPE = TEXT.input.name, TEXT.output.name, TEXT.client_dtype
+TEXT_MAX_BATCH = TEXT.cli.max_request  # max_batch_size of the text ensemble
 TRITON_CONTENT_TYPE = "application/vnd.sagemaker-triton.binary+json;json-header-size={}"
 _HEADER_SIZE = re.compile(r"json-header-size=(\d+)")
 READ_TIMEOUT = 70  # seconds; a first request may wait for the archive to load
@@ -97,23 +114,19 @@ def add_parser(
         description=doc_summary(__doc__),
     )
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--image", type=Path, help="encoded image (JPEG/PNG) for the image ensemble")
-    what.add_argument(
-        "--text", action="append", help="sentence for the text ensemble (repeat for a batch)"
-    )
+    for kind in KINDS:
+        if kind.cli.invoke_input == "file":
+            what.add_argument(f"--{kind.name}", type=Path, help=kind.cli.invoke_help)
+        else:
+            what.add_argument(f"--{kind.name}", action="append", help=kind.cli.invoke_help)
     p.add_argument("--endpoint", help="endpoint name (default: the first endpoint in the settings)")
-    from ml_platform.triton.ensembles import IMAGE_ARCHIVE
-    from ml_platform.triton.targets import TEXT_ONNX_LOGICAL
-
-    image = IMAGE_ARCHIVE.removesuffix(".tar.gz")
+    defaults = "; ".join(kind.cli.default_help for kind in KINDS)
     target = p.add_mutually_exclusive_group()
     target.add_argument(
         "--model",
         metavar="NAME[@VERSION]",
         help="archive to call: a logical name (its newest version under the "
-        f"model prefix) or NAME@VERSION (default: {image} for --image; for --text "
-        "the first text archive of the endpoint's settings that has been uploaded, "
-        f"else {TEXT_ONNX_LOGICAL}, what packaging an ONNX encoder builds)",
+        f"model prefix) or NAME@VERSION (default: {defaults})",
     )
     target.add_argument(
         "--target-model", help="exact TargetModel (archive key under the prefix), not resolved"
@@ -156,26 +169,29 @@ def _http() -> ModuleType:
     return module
 
 
-def image_tensors(image: bytes) -> tuple[list[Any], list[Any]]:
-    """Triton inputs and requested outputs for the image ensemble: one encoded image."""
+def kind_tensors(kind: EnsembleKind, value: bytes | list[str]) -> tuple[list[Any], list[Any]]:
+    """Triton inputs and requested outputs for an ensemble of ``kind``: the bytes of one
+    encoded file, or a batch of sentences (:attr:`KindCli.invoke_input`)."""
     import numpy as np
 
     http = _http()
-    data = np.frombuffer(image, dtype=np.uint8).reshape(1, -1)
-    tensor = http.InferInput(IMAGE_INPUT, list(data.shape), IMAGE_DTYPE)
+    if isinstance(value, bytes):
+        data = np.frombuffer(value, dtype=np.uint8).reshape(1, -1)
+    else:
+        data = np.array([[s.encode("utf-8")] for s in value], dtype=np.object_)
+    tensor = http.InferInput(kind.input.name, list(data.shape), kind.client_dtype)
     tensor.set_data_from_numpy(data, binary_data=True)
-    return [tensor], [http.InferRequestedOutput(IMAGE_OUTPUT, binary_data=True)]
+    return [tensor], [http.InferRequestedOutput(kind.output.name, binary_data=True)]
+
+
+def image_tensors(image: bytes) -> tuple[list[Any], list[Any]]:
+    """Triton inputs and requested outputs for the image ensemble: one encoded image."""
+    return kind_tensors(IMAGE, image)
 
 
 def text_tensors(sentences: list[str]) -> tuple[list[Any], list[Any]]:
     """Triton inputs and requested outputs for the text ensemble: a batch of sentences."""
-    import numpy as np
-
-    http = _http()
-    data = np.array([[s.encode("utf-8")] for s in sentences], dtype=np.object_)
-    tensor = http.InferInput(TEXT_INPUT, list(data.shape), TEXT_DTYPE)
-    tensor.set_data_from_numpy(data, binary_data=True)
-    return [tensor], [http.InferRequestedOutput(TEXT_OUTPUT, binary_data=True)]
+    return kind_tensors(TEXT, sentences)
 
 
 def request_body(inputs: list[Any], outputs: list[Any]) -> tuple[bytes, int | None]:
@@ -460,90 +476,89 @@ def _resolve(ctx: Context, model: str) -> str:
     return key
 
 
-def is_text_archive(logical: str) -> bool:
-    """Whether a logical archive name is a text ensemble's (a TensorRT plan's or ONNX's)."""
-    from ml_platform.triton.targets import TEXT_ONNX_LOGICAL, TEXT_TRT_LOGICAL
-
-    return logical == TEXT_ONNX_LOGICAL or logical.startswith(f"{TEXT_TRT_LOGICAL}_")
-
-
-def default_text_model(ctx: Context, endpoint: str) -> str:
-    """What ``--text`` calls without ``--model``: the first text archive the endpoint's
-    settings list (the first endpoint's, for one not in the settings) that has a version under
-    the prefix, else the ONNX text archive if it has one. A newcomer's first text archive is the ONNX one (no TensorRT needed), while the
-    default settings name the T4 plan's."""
-    from ml_platform.triton.targets import TEXT_ONNX_LOGICAL
+def default_model(ctx: Context, endpoint: str, kind: EnsembleKind) -> str:
+    """What ``--<kind>`` calls without ``--model``: the kind's default archive, or, for a kind
+    with an :attr:`~ml_platform.triton.kinds.KindCli.uploaded_default`, the first archive of
+    that kind the endpoint's settings list (the first endpoint's, for one not in the settings)
+    that has a version under the prefix, else that default if it has one."""
+    from ml_platform.triton.kinds import kind_of_archive
     from ml_platform_cli.archives import list_archives, model_location
 
+    fallback = kind.cli.uploaded_default
+    if fallback is None:
+        return kind.default_archive
     endpoints = ctx.settings.inference.endpoints
     # An endpoint outside the settings (moto names its own) is taken for the first one's.
     configured = next((e for e in endpoints if e.name == endpoint), endpoints[0])
     wanted = [r.logical for r in configured.archive_refs]
-    candidates = [n for n in wanted if is_text_archive(n)]
-    candidates += [] if TEXT_ONNX_LOGICAL in candidates else [TEXT_ONNX_LOGICAL]
+    candidates = [n for n in wanted if kind_of_archive(n) is kind]
+    candidates += [] if fallback in candidates else [fallback]
     bucket, prefix = model_location(ctx)
     uploaded = {a.ref.logical for a in list_archives(ctx.client("s3"), bucket, prefix) if a.ref}
     for name in candidates:
         if name in uploaded:
             return name
     raise CliError(
-        f"no text archive under s3://{bucket}/{prefix} (looked for {', '.join(candidates)}): "
-        "package one (mlp models package --ensemble text --encoder model.onnx) and upload "
+        f"no {kind.name} archive under s3://{bucket}/{prefix} (looked for "
+        f"{', '.join(candidates)}): package one ({kind.cli.package_example}) and upload "
         "it (mlp models upload), or pass --model"
     )
 
 
+def _request(kind: EnsembleKind, args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
+    """The request of ``--<kind>``, checked."""
+    value = getattr(args, kind.name)
+    flag = f"--{kind.name}"
+    if kind.cli.invoke_input == "file":
+        try:
+            data = value.read_bytes()
+        except OSError as error:
+            raise CliError(f"{flag} {value}: {error.strerror}") from None
+        if not data:
+            raise CliError(f"{flag} {value}: the file is empty")
+        return kind_tensors(kind, data)
+    if len(value) > kind.cli.max_request:
+        raise CliError(
+            f"{flag} given {len(value)} times; the ensemble takes at most "
+            f"{kind.cli.max_request} sentences per request"
+        )
+    return kind_tensors(kind, value)
+
+
 def run(ctx: Context, args: argparse.Namespace) -> int:
-    from ml_platform.triton import (
-        ARCHIVE_MODELS,
-        IMAGE_ARCHIVE,
-        TEXT_ARCHIVE,
-        validate_target_model,
-    )
-    from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
+    from ml_platform.triton import validate_target_model
+    from ml_platform.triton.archive_names import archive_file
+    from ml_platform.triton.kinds import ARCHIVE_MODELS
 
     local = args.local is not None  # the local server needs no settings
     endpoint = None if local else args.endpoint or ctx.settings.inference.endpoints[0].name
-    if args.image is not None:
-        try:
-            image = args.image.read_bytes()
-        except OSError as error:
-            raise CliError(f"--image {args.image}: {error.strerror}") from None
-        if not image:
-            raise CliError(f"--image {args.image}: the file is empty")
-        default, output = IMAGE_ARCHIVE, IMAGE_OUTPUT
-        inputs, outputs = image_tensors(image)
+    kind = next(k for k in KINDS if getattr(args, k.name) is not None)
+    inputs, outputs = _request(kind, args)
+    output = kind.output.name
+    labels: list[str] = []
+    if kind.cli.reply == "classes":
         if args.top_k < 1:
             raise CliError("--top-k must be at least 1")
         labels = _read_labels(args.labels)
-    else:
-        if len(args.text) > TEXT_MAX_BATCH:
-            raise CliError(
-                f"--text given {len(args.text)} times; the ensemble takes at most "
-                f"{TEXT_MAX_BATCH} sentences per request"
-            )
-        default, output = TEXT_ARCHIVE, TEXT_OUTPUT
-        inputs, outputs = text_tensors(args.text)
-    model = args.model or default.removesuffix(ARCHIVE_SUFFIX)
+    model = args.model or kind.default_archive
 
     started = time.monotonic()
     if args.local is not None:
-        kind = "image" if args.image is not None else "text"
-        target = _local_target(args.local, args.model, args.target_model, kind)
+        target = _local_target(args.local, args.model, args.target_model, kind.name)
         endpoint, attempts = f"local server ({args.local})", 1
         array = _invoke_local(args.local, target, inputs, outputs, output)
     elif args.triton_url:
         # Triton on EKS serves the archive's models by name: no S3 resolution.
-        archive = args.target_model or _logical(model) + ARCHIVE_SUFFIX
-        if archive not in ARCHIVE_MODELS:
+        archive = args.target_model or archive_file(_logical(model))
+        models = ARCHIVE_MODELS.get(archive)
+        if models is None:
             raise CliError(f"--triton-url needs a known archive, got {archive!r}")
         endpoint, attempts, target = args.triton_url, 1, archive
-        ensemble = ARCHIVE_MODELS[archive][0]  # the archive's ensemble
-        array = infer_on_triton(args.triton_url, ensemble, inputs, outputs, output)
+        array = infer_on_triton(args.triton_url, models[0], inputs, outputs, output)
     else:
-        if not (args.target_model or args.model or args.image):
+        if not (args.target_model or args.model):
             assert endpoint is not None
-            model = default_text_model(ctx, endpoint)
+            model = default_model(ctx, endpoint, kind)
         target = args.target_model or _resolve(ctx, model)
         problem = validate_target_model(target)
         if problem:
@@ -551,19 +566,20 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         assert endpoint is not None  # not --local: the endpoint came from the settings
         array, attempts = _invoke_sagemaker(ctx, args, endpoint, target, inputs, outputs, output)
     elapsed = time.monotonic() - started
-    if args.image is None and (array.ndim != 2 or array.shape[0] != len(args.text)):
-        raise CliError(f"expected {len(args.text)} embeddings, got an array of shape {array.shape}")
+    sentences = getattr(args, kind.name)
+    if kind.cli.reply == "embeddings" and (array.ndim != 2 or array.shape[0] != len(sentences)):
+        raise CliError(f"expected {len(sentences)} embeddings, got an array of shape {array.shape}")
     report: dict[str, Any] = {
         "endpoint": endpoint,
         "target_model": target,
         "attempts": attempts,
         "seconds": round(elapsed, 3),
     }
-    if args.image is not None:
+    if kind.cli.reply == "classes":
         report["classes"] = top_k(array[0], args.top_k, labels)
     else:
         report["embeddings"] = [
-            embedding_summary(s, v) for s, v in zip(args.text, array, strict=True)
+            embedding_summary(s, v) for s, v in zip(sentences, array, strict=True)
         ]
     if args.json:
         print(json.dumps(report, indent=2))

@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING, Any
 from ml_platform_cli.aws import CliError, Context, Subcommands, doc_summary
 
 if TYPE_CHECKING:
+    from ml_platform.triton.kinds import EnsembleKind
     from ml_platform.triton.standins import Prepared
+
+__all__ = ["ENV_VARIABLE", "STATE_FILE", "add_parser", "read_state", "run", "state_path"]
 
 STATE_FILE = ".mlp-local-triton.json"
 ENV_VARIABLE = "MLP_TRITON_ENV"
@@ -91,16 +94,14 @@ def _server_env_dir(args: argparse.Namespace) -> Path:
     return Path(os.environ.get(ENV_VARIABLE) or DEFAULT_SERVER_ENV)
 
 
-def _input_kind(prepared: Prepared) -> str | None:
-    """``"text"`` or ``"image"`` by the ensemble's first input (STRING or UINT8)."""
+def _kind(prepared: Prepared) -> EnsembleKind | None:
+    """The kind of the archive's ensemble, looked up by its name in the table of kinds (``None``
+    for an ensemble this repository does not build, or one that cannot run here)."""
     if prepared.ensemble is None:
         return None
-    from tritonclient.grpc import model_config_pb2 as mc
+    from ml_platform.triton.kinds import kind_of_ensemble
 
-    from ml_platform.triton.pbtxt import read_pbtxt
-
-    dtype = read_pbtxt(prepared.root / prepared.ensemble).input[0].data_type
-    return {mc.TYPE_STRING: "text", mc.TYPE_UINT8: "image"}.get(dtype)
+    return kind_of_ensemble(prepared.ensemble)
 
 
 def run(ctx: Context, args: argparse.Namespace) -> int:
@@ -149,6 +150,7 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
         signal.signal(number, lambda *_: stop.set())
     try:
         loaded: dict[str, dict[str, Any]] = {}
+        kinds: dict[str, EnsembleKind | None] = {}
         failures = 0
         for archive in archives:
             ready = prepare(
@@ -166,7 +168,9 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
                 failures += 1
                 print(f"  failed to load (HTTP {reply.status}): {reply.text()[:2000]}", flush=True)
                 continue
-            loaded[archive.name] = {"complete": ready.complete, "kind": _input_kind(ready)}
+            kind = _kind(ready)
+            kinds[archive.name] = kind
+            loaded[archive.name] = {"complete": ready.complete, "kind": kind and kind.name}
             print(
                 "  loaded"
                 + (
@@ -184,8 +188,12 @@ def run(ctx: Context, args: argparse.Namespace) -> int:
             "archives": loaded,
         }
         state_path(folder).write_text(json.dumps(state, indent=2), encoding="utf-8")
-        kinds = {info["kind"] for info in loaded.values() if info["complete"]}
-        example = "--image IMAGE.jpg" if kinds == {"image"} else "--text 'hello'"
+        from ml_platform.triton.kinds import TEXT
+
+        runnable = {kinds[name] for name, info in loaded.items() if info["complete"]}
+        # One kind runs end to end: its example; otherwise the text one.
+        only = runnable.pop() if len(runnable) == 1 else None
+        example = (only or TEXT).cli.invoke_example
         print(
             f"ready: {len(loaded)} of {len(archives)} archives loaded"
             + (f", {failures} failed" if failures else "")

@@ -39,8 +39,13 @@ from ml_platform.sagemaker_images import (
     UNPATCHED_TRITON_WARNING,
     triton_release_warning,
 )
-from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, parse_refs
-from ml_platform.triton.ensembles import ARCHIVE_MODELS
+from ml_platform.triton.archive_names import parse_refs
+from ml_platform.triton.kinds import ARCHIVE_MODELS, archive_models
+
+__all__ = [
+    "ROLLOUT_OUTAGE_WARNING",
+    "TritonOnEks",
+]
 
 
 def _dns_label_problem(value: str) -> str | None:
@@ -83,8 +88,8 @@ class TritonOnEks(Construct):
             Triton pods get their credentials through it, so they are created after it. Pass
             ``None`` only when the agent is installed outside this app. Required.
         models: Models Triton loads (explicit model control), ensembles first. Default: the
-            models the built-in archives hold (``ARCHIVE_MODELS``); required when an archive is
-            not one of them.
+            models the built-in archives hold (by their kind, :mod:`ml_platform.triton.kinds`);
+            required when an archive is not one of them.
         model_prefix: Key prefix of the archives, ending in ``/``, for a plain bucket.
             Default: the bucket construct's prefix, ``models/`` for a plain bucket.
         triton_version: NGC Triton release, the same as the SageMaker container's. Default
@@ -253,11 +258,9 @@ class TritonOnEks(Construct):
             )
         refs, problems = parse_refs("archives", archives)
         errors += problems
-        # reference -> the ARCHIVE_MODELS key of its logical name
-        files = {
-            a: f"{r.logical}{ARCHIVE_SUFFIX}" for a, r in zip(archives, refs, strict=True) if r
-        }
-        unknown = [a for a in archives if files.get(a) not in ARCHIVE_MODELS]
+        # reference -> the models of its kind (None: not a built-in archive)
+        built_in = {a: archive_models(r.logical) for a, r in zip(archives, refs, strict=True) if r}
+        unknown = [a for a in archives if built_in.get(a) is None]
         load = list(models or [])
         if models is None:
             if unknown:
@@ -266,7 +269,7 @@ class TritonOnEks(Construct):
                     f"({sorted(ARCHIVE_MODELS)}); name the models Triton should load"
                 )
             else:
-                load = [m for a in archives for m in ARCHIVE_MODELS[files[a]]]
+                load = [m for a in archives for m in built_in[a] or ()]
         elif not load:
             errors.append("models=[]: expected at least one model name")
         clashes = sorted({m for m in load if load.count(m) > 1})

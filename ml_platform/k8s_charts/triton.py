@@ -3,7 +3,7 @@
 Triton reads a model repository of folders, not the ``.tar.gz`` archives SageMaker takes, so
 two init containers fetch the configured archives from the model bucket (AWS CLI, with the
 service account's Pod Identity role) and unpack them into the repository volume. The models
-to load come from the same table the archives are built from (``ARCHIVE_MODELS``).
+to load come from the same table the archives are built from (:mod:`ml_platform.triton.kinds`).
 
 Unpacking runs ``ml_platform/triton/archive_safety.py`` itself with the Triton image's
 ``python3``: it refuses ``..``/absolute names, links, device files, files outside the model
@@ -34,8 +34,34 @@ from ml_platform.k8s_charts.network_policies import triton_policies
 from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
-from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, SHA256_METADATA, parse_ref
-from ml_platform.triton.ensembles import ARCHIVE_MODELS
+from ml_platform.triton.archive_names import (
+    ARCHIVE_SUFFIX,
+    SHA256_METADATA,
+    archive_file,
+    parse_ref,
+)
+from ml_platform.triton.kinds import BUILT_IN_ARCHIVES, archive_models
+from ml_platform.triton.releases import triton_image
+
+__all__ = [
+    "ARCHIVE_DIR",
+    "GRPC_PORT",
+    "HTTP_PORT",
+    "MAX_ARCHIVE_BYTES",
+    "METRICS_PORT",
+    "MODEL_DIR",
+    "NAME",
+    "RESTRICTED_APIS",
+    "RESTRICTED_HEADER",
+    "TRITON_UID",
+    "TritonChart",
+    "TritonChartProps",
+    "fetch_command",
+    "models_to_load",
+    "server_command",
+    "triton_image",
+    "unpack_command",
+]
 
 NAME = "triton"
 HTTP_PORT, GRPC_PORT, METRICS_PORT = 8000, 8001, 8002
@@ -86,33 +112,17 @@ def server_command(args: Sequence[str], *, grpc: bool) -> list[str]:
     return ["sh", "-ec", script]
 
 
-def triton_image(version: str) -> str:
-    """NGC's Triton image of the same release as SageMaker's container (same backends)."""
-    return f"nvcr.io/nvidia/tritonserver:{version}-py3"
-
-
-def _archive_file(archive: str) -> str:
-    """``model_tf_dali`` or ``model_tf_dali@v1a2b3c4d`` -> its ``ARCHIVE_MODELS`` key."""
-    return f"{parse_ref(archive).logical}{ARCHIVE_SUFFIX}"
-
-
 def models_to_load(archives: Sequence[str]) -> list[str]:
     """Model names Triton loads for ``archives`` (references ``NAME`` or ``NAME@vXXXXXXXX``
     of the archives this repository builds), ensembles first; unknown archives raise."""
-    known = sorted(a.removesuffix(ARCHIVE_SUFFIX) for a in ARCHIVE_MODELS)
-    unknown = []
-    for a in archives:
-        try:
-            if _archive_file(a) not in ARCHIVE_MODELS:
-                unknown.append(a)
-        except ValueError:
-            unknown.append(a)
+    models = [archive_models(a) for a in archives]
+    unknown = [a for a, m in zip(archives, models, strict=True) if m is None]
     if unknown:
         raise ValueError(
-            f"archives={unknown!r}: expected references to archives among {known} "
-            "(NAME or NAME@vXXXXXXXX)"
+            f"archives={unknown!r}: expected references to archives among "
+            f"{list(BUILT_IN_ARCHIVES)} (NAME or NAME@vXXXXXXXX)"
         )
-    names = [m for a in archives for m in ARCHIVE_MODELS[_archive_file(a)]]
+    names = [name for m in models for name in m or ()]
     clashes = sorted({n for n in names if names.count(n) > 1})
     if clashes:
         raise ValueError(f"archives={list(archives)!r}: model names {clashes} appear twice")
@@ -143,7 +153,7 @@ def fetch_command(
     sees archives whose full content is what the upload recorded.
     """
     ref = parse_ref(archive)
-    target = shlex.quote(f"{archive_dir}/{ref.logical}{ARCHIVE_SUFFIX}")
+    target = shlex.quote(f"{archive_dir}/{archive_file(ref.logical)}")
     if ref.version is not None:
         resolve = f"key={shlex.quote(prefix + ref.key)}"
     else:
@@ -441,7 +451,9 @@ def _init_containers(props: TritonChartProps) -> list[k8s.Container]:
             # release listed; https://docs.nvidia.com/deeplearning/triton-
             # inference-server/release-notes/) runs the safety module.
             image=props.images.resolve(triton_image(props.triton_version)),
-            command=unpack_command([f"{ARCHIVE_DIR}/{_archive_file(a)}" for a in props.archives]),
+            command=unpack_command(
+                [f"{ARCHIVE_DIR}/{archive_file(parse_ref(a).logical)}" for a in props.archives]
+            ),
             env=[k8s.EnvVar(name="PYTHONDONTWRITEBYTECODE", value="1")],
             volume_mounts=volume_mounts_init,
             security_context=drop_all,

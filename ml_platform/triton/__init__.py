@@ -23,7 +23,6 @@ if TYPE_CHECKING:  # the names below, for type checkers and IDEs
         find_ensemble_problems,
     )
     from ml_platform.triton.ensembles import (
-        ARCHIVE_MODELS,
         IMAGE_ARCHIVE,
         TEXT_ARCHIVE,
         EncoderFormat,
@@ -32,6 +31,7 @@ if TYPE_CHECKING:  # the names below, for type checkers and IDEs
         read_classifier,
         text_ensemble,
     )
+    from ml_platform.triton.kinds import ARCHIVE_MODELS, KINDS, EnsembleKind
     from ml_platform.triton.pbtxt import parse_pbtxt, read_pbtxt, to_model_config, to_pbtxt
     from ml_platform.triton.repository import (
         package,
@@ -54,14 +54,16 @@ if TYPE_CHECKING:  # the names below, for type checkers and IDEs
 # Exports load on first use (PEP 562), so importing one light module of this package
 # (e.g. target_model, used by settings validation) does not load protobuf and tritonclient.
 _EXPORTS = {
-    "ARCHIVE_MODELS": "ml_platform.triton.ensembles",
+    "ARCHIVE_MODELS": "ml_platform.triton.kinds",
     "DataType": "ml_platform.triton.spec",
     "EncoderFormat": "ml_platform.triton.ensembles",
+    "EnsembleKind": "ml_platform.triton.kinds",
     "EnsembleSpec": "ml_platform.triton.spec",
     "EnsembleStep": "ml_platform.triton.spec",
     "EnsembleValidationError": "ml_platform.triton.checker",
     "IMAGE_ARCHIVE": "ml_platform.triton.ensembles",
     "InstanceKind": "ml_platform.triton.spec",
+    "KINDS": "ml_platform.triton.kinds",
     "LATEST_VERSION": "ml_platform.triton.spec",
     "ModelFile": "ml_platform.triton.spec",
     "ModelSpec": "ml_platform.triton.spec",
@@ -97,10 +99,12 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ARCHIVE_MODELS",
     "IMAGE_ARCHIVE",
+    "KINDS",
     "LATEST_VERSION",
     "TEXT_ARCHIVE",
     "DataType",
     "EncoderFormat",
+    "EnsembleKind",
     "EnsembleSpec",
     "EnsembleStep",
     "EnsembleValidationError",

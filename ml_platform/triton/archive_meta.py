@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ml_platform.triton._archive_read import MAX_CONFIG_BYTES, read_member, root_configs
 from ml_platform.triton.releases import (
     backends_problem,
     release_key,
@@ -32,6 +33,19 @@ from ml_platform.triton.releases import (
 
 if TYPE_CHECKING:
     from ml_platform.triton.spec import EnsembleSpec
+
+__all__ = [
+    "EXECUTION_ENV_KEY",
+    "METADATA_FILE",
+    "METADATA_FORMAT",
+    "S3_METADATA",
+    "TENSORRT_PARAMETER",
+    "ArchiveFacts",
+    "metadata_bytes",
+    "read_archive_facts",
+    "release_problems",
+    "spec_facts",
+]
 
 #: The record's file name inside the ensemble folder.
 METADATA_FILE = "mlp-archive.json"
@@ -137,7 +151,6 @@ def read_archive_facts(path: str | Path) -> ArchiveFacts:
     Unreadable parts are left out (the archive checks report them)."""
     from ml_platform.triton.archive_safety import open_archive
     from ml_platform.triton.pbtxt import parse_pbtxt
-    from ml_platform.triton.repository import MAX_CONFIG_BYTES, _read_member, _root_configs
 
     backends: set[str] = set()
     tensorrt: str | None = None
@@ -154,15 +167,15 @@ def read_archive_facts(path: str | Path) -> ArchiveFacts:
                     and member.size <= MAX_CONFIG_BYTES
                 ):
                     try:
-                        loaded = json.loads(_read_member(tar, member))
+                        loaded = json.loads(read_member(tar, member))
                     except ValueError:
                         loaded = None
                     record = loaded if isinstance(loaded, dict) else {}
-            for _folder, member in _root_configs(tar):
+            for _folder, member in root_configs(tar):
                 if member.size > MAX_CONFIG_BYTES:
                     continue
                 try:
-                    config = parse_pbtxt(_read_member(tar, member).decode("utf-8"))
+                    config = parse_pbtxt(read_member(tar, member).decode("utf-8"))
                 except Exception:  # protobuf's ParseError; archive_problems reports it
                     continue
                 kind = config.platform or config.backend

@@ -23,6 +23,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+__all__ = [
+    "ARCHIVE_SUFFIX",
+    "SHA256_METADATA",
+    "VERSION_LENGTH",
+    "ArchiveRef",
+    "archive_file",
+    "content_version",
+    "logical_problem",
+    "parse_key",
+    "parse_ref",
+    "parse_refs",
+    "ref_problems",
+    "shown_versioned",
+    "unversioned_name_problem",
+    "version_mismatch_problem",
+    "versioned_key",
+]
+
 ARCHIVE_SUFFIX = ".tar.gz"
 #: The object metadata key (``x-amz-meta-sha256``) in which ``mlp models upload`` records an
 #: archive's full SHA-256, and which the Triton-on-EKS fetch verifies the download against.
@@ -36,6 +54,17 @@ _KEY_RE = re.compile(
     rf"^(?P<logical>{_LOGICAL})-(?P<version>{_VERSION}){re.escape(ARCHIVE_SUFFIX)}$"
 )
 _REF_RE = re.compile(rf"^(?P<logical>{_LOGICAL})(?:@(?P<version>{_VERSION}))?$")
+
+
+def archive_file(logical: str) -> str:
+    """The file an unversioned archive is built as, before packaging versions it:
+    ``<logical>.tar.gz``."""
+    return f"{logical}{ARCHIVE_SUFFIX}"
+
+
+def shown_versioned(logical: str) -> str:
+    """How help texts show the versioned file of ``logical``: ``<logical>-v<version>.tar.gz``."""
+    return f"{logical}-v<version>{ARCHIVE_SUFFIX}"
 
 
 def content_version(data: bytes | Path) -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ml_platform.triton.archive_meta import TENSORRT_PARAMETER
+from ml_platform.triton.archive_names import archive_file
 from ml_platform.triton.spec import (
     DataType,
     EnsembleSpec,
@@ -37,13 +38,63 @@ from ml_platform.triton.spec import (
 from ml_platform.triton.targets import (
     GPU_PARAMETER,
     GPU_TARGETS,
-    IMAGE_LOGICAL,
     TEXT_ONNX_LOGICAL,
     text_logical_name,
 )
 
 if TYPE_CHECKING:
     import onnx
+
+__all__ = [
+    "ASSETS",
+    "DALI_MAX_THREADS",
+    "DALI_MODEL_FILE",
+    "DALI_MODEL_NAME",
+    "DALI_NUM_THREADS",
+    "DALI_PIPELINE_SOURCE",
+    "DEFAULT_HIDDEN_SIZE",
+    "DEFAULT_MAX_SEQ_LEN",
+    "ENCODER_INPUTS",
+    "ENCODER_MODEL_NAME",
+    "ENCODER_OUTPUTS",
+    "EXECUTION_ENV_FILE",
+    "EXECUTION_ENV_PARAMETER",
+    "IMAGE_ARCHIVE",
+    "IMAGE_ENSEMBLE_NAME",
+    "IMAGE_INPUT",
+    "IMAGE_INPUT_TYPE",
+    "IMAGE_LOGICAL",
+    "IMAGE_OUTPUT",
+    "IMAGE_SIZE",
+    "INCEPTION_CLASS_COUNTS",
+    "INCEPTION_LABELS_FILE",
+    "INCEPTION_MODEL_NAME",
+    "MAX_QUEUE_DELAY_MICROSECONDS",
+    "MAX_SEQ_LEN_SOURCES",
+    "POOLING_SOURCE",
+    "POSTPROCESS_MODEL_NAME",
+    "PREPROCESS_MODEL_NAME",
+    "TEXT_ARCHIVE",
+    "TEXT_ENSEMBLE_NAME",
+    "TEXT_INPUT",
+    "TEXT_INPUT_TYPE",
+    "TEXT_MAX_BATCH_SIZE",
+    "TEXT_ONNX_ARCHIVE",
+    "TEXT_OUTPUT",
+    "TEXT_TRT_ARCHIVES",
+    "TF_SLIM_MEAN",
+    "TF_SLIM_STD",
+    "TOKENIZER_FILES",
+    "WORDPIECE_SOURCE",
+    "ClassifierInterface",
+    "EncoderFormat",
+    "dali_pipeline_source",
+    "encoder_max_seq_len",
+    "image_ensemble",
+    "read_classifier",
+    "text_encoder_problems",
+    "text_ensemble",
+]
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 POOLING_SOURCE = Path(__file__).resolve().parent / "pooling.py"
@@ -57,12 +108,15 @@ DALI_NUM_THREADS = 4
 #: Most threads a pipeline may ask for (the g4dn.16xlarge has 64 vCPUs).
 DALI_MAX_THREADS = 64
 
+#: Logical name of the image ensemble's archive (the source design's, kept for clients and
+#: grants).
+IMAGE_LOGICAL = "model_tf_dali"
 #: Archive (``TargetModel``) of the image ensemble.
-IMAGE_ARCHIVE = f"{IMAGE_LOGICAL}.tar.gz"
+IMAGE_ARCHIVE = archive_file(IMAGE_LOGICAL)
 #: Archive of the text ensemble with an ONNX encoder (runs on any GPU).
-TEXT_ONNX_ARCHIVE = f"{TEXT_ONNX_LOGICAL}.tar.gz"
+TEXT_ONNX_ARCHIVE = archive_file(TEXT_ONNX_LOGICAL)
 #: Archives of the text ensemble with a TensorRT plan, one per GPU target.
-TEXT_TRT_ARCHIVES = {gpu: f"{text_logical_name(gpu)}.tar.gz" for gpu in GPU_TARGETS}
+TEXT_TRT_ARCHIVES = {gpu: archive_file(text_logical_name(gpu)) for gpu in GPU_TARGETS}
 #: The text archive of the default SageMaker endpoint (ml.g4dn: T4).
 TEXT_ARCHIVE = TEXT_TRT_ARCHIVES["t4"]
 
@@ -690,7 +744,7 @@ def text_ensemble(
                 ),
             ),
         ),
-        archive_name=f"{text_logical_name(gpu_target if tensorrt else None)}.tar.gz",
+        archive_name=archive_file(text_logical_name(gpu_target if tensorrt else None)),
         triton_release=triton_version,
     )
 
@@ -891,25 +945,3 @@ def _postprocess_model(
         parameters={"EXECUTION_ENV_PATH": EXECUTION_ENV_PARAMETER} if env_file else {},
         files=tuple(files),
     )
-
-
-# The models each archive of the source design holds, ensemble first. Triton on EKS loads
-# exactly these (explicit model control), so SageMaker and EKS serve the same definitions;
-# tests check this table against the specs that image_ensemble/text_ensemble build.
-_TEXT_MODELS = (
-    TEXT_ENSEMBLE_NAME,
-    PREPROCESS_MODEL_NAME,
-    ENCODER_MODEL_NAME,
-    POSTPROCESS_MODEL_NAME,
-)
-ARCHIVE_MODELS: dict[str, tuple[str, ...]] = {
-    IMAGE_ARCHIVE: (IMAGE_ENSEMBLE_NAME, DALI_MODEL_NAME, INCEPTION_MODEL_NAME),
-    TEXT_ONNX_ARCHIVE: _TEXT_MODELS,
-    **{archive: _TEXT_MODELS for archive in TEXT_TRT_ARCHIVES.values()},
-}
-#: The logical names of the archives this repository builds (``model_tf_dali`` ...).
-BUILT_IN_ARCHIVES = tuple(sorted(name.removesuffix(".tar.gz") for name in ARCHIVE_MODELS))
-#: The archives a SageMaker endpoint serves by default: both ensembles, the text one for T4.
-DEFAULT_ENDPOINT_ARCHIVES = (IMAGE_LOGICAL, TEXT_ARCHIVE.removesuffix(".tar.gz"))
-#: What Triton on EKS serves by default: both ensembles, the text one with its ONNX encoder.
-DEFAULT_EKS_ARCHIVES = (IMAGE_LOGICAL, TEXT_ONNX_LOGICAL)

@@ -46,6 +46,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = [
+    "NUMPY2_FIRST_RELEASE",
+    "PATCHED_TRITON_RELEASE",
+    "STUB_PYTHON",
+    "TENSORFLOW_LAST_RELEASE",
+    "TRITON_CVES",
+    "TRITON_RELEASES",
+    "TritonRelease",
+    "backends_problem",
+    "has_tensorflow_backend",
+    "numpy_pin",
+    "release_key",
+    "stub_accepts_numpy2",
+    "stub_python",
+    "tensorrt_of",
+    "tensorrt_problem",
+    "triton_image",
+]
+
 #: (first release, stub Python) in release order: each applies until the next one starts.
 STUB_PYTHON: tuple[tuple[str, str], ...] = (("23.05", "3.10"), ("24.11", "3.12"))
 #: The first release whose stub handles numpy 2 (python_backend PR 384).
@@ -57,6 +76,12 @@ TENSORFLOW_LAST_RELEASE = "25.02"
 #: https://nvidia.custhelp.com/app/answers/detail/a_id/5687
 TRITON_CVES = ("CVE-2025-23319", "CVE-2025-23320", "CVE-2025-23334")
 PATCHED_TRITON_RELEASE = "25.07"
+
+
+def triton_image(version: str) -> str:
+    """NGC's Triton image of ``version``: the same release as SageMaker's container, so the same
+    backends (Triton on EKS runs it; ``mlp images`` lists it)."""
+    return f"nvcr.io/nvidia/tritonserver:{version}-py3"
 
 
 def release_key(release: str) -> tuple[int, int]:

@@ -17,6 +17,21 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
+from ml_platform.triton.archive_names import archive_file
+
+__all__ = [
+    "LATEST_VERSION",
+    "DataType",
+    "EnsembleSpec",
+    "EnsembleStep",
+    "FrozenMap",
+    "InstanceKind",
+    "ModelFile",
+    "ModelSpec",
+    "TensorFormat",
+    "TensorSpec",
+]
+
 # Triton names a model by its folder; keep names portable across file systems and S3.
 _MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _RELEASE = re.compile(r"^[0-9]{2}\.(0[1-9]|1[0-2])$")
@@ -352,7 +367,7 @@ class EnsembleSpec:
     @property
     def archive_filename(self) -> str:
         """``archive_name`` or ``"<name>.tar.gz"``."""
-        return self.archive_name or f"{self.name}.tar.gz"
+        return self.archive_name or archive_file(self.name)
 
     def model(self, name: str) -> ModelSpec | None:
         """The first model called ``name``, or ``None``."""

@@ -20,13 +20,24 @@ ONNX classifier despite the source design's name) hold no plan and run on any GP
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import Protocol
 
 from ml_platform.instances import instance_gpu
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX
 
-if TYPE_CHECKING:
-    from ml_platform.config import Settings
+__all__ = [
+    "GPU_PARAMETER",
+    "GPU_TARGETS",
+    "TEXT_ONNX_LOGICAL",
+    "TEXT_TRT_LOGICAL",
+    "ServingSettings",
+    "archive_gpu",
+    "gpu_problem",
+    "logical_name",
+    "serving_problems",
+    "text_logical_name",
+]
 
 #: GPU targets: name suffix -> the GPU (as ``instances.instance_gpu`` names it).
 GPU_TARGETS: dict[str, str] = {
@@ -40,7 +51,6 @@ GPU_TARGETS: dict[str, str] = {
 #: The TensorRT model's config parameter that records its GPU target.
 GPU_PARAMETER = "gpu_target"
 
-IMAGE_LOGICAL = "model_tf_dali"
 TEXT_TRT_LOGICAL = "model_trt_python"
 TEXT_ONNX_LOGICAL = "model_onnx_python"
 
@@ -104,7 +114,46 @@ def _suffix_hint(gpu: str | None) -> str:
     return f"mlp models package --gpu-target {suffix} -> {TEXT_TRT_LOGICAL}_{suffix}"
 
 
-def serving_problems(entry: str, plan_gpu: str | None, settings: Settings) -> list[str]:
+# What serving_problems reads of the settings, as protocols: this data module stays below
+# ml_platform.config (which imports it), and any Settings fits.
+class _Endpoint(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def instance_type(self) -> str: ...
+    @property
+    def archives(self) -> Sequence[str]: ...
+
+
+class _Inference(Protocol):
+    @property
+    def endpoints(self) -> Sequence[_Endpoint]: ...
+
+
+class _Eks(Protocol):
+    @property
+    def archives(self) -> Sequence[str]: ...
+    @property
+    def gpu_instance_type(self) -> str: ...
+
+
+class _Features(Protocol):
+    @property
+    def triton_on_eks(self) -> bool: ...
+
+
+class ServingSettings(Protocol):
+    """The parts of :class:`~ml_platform.config.Settings` that say where archives are served."""
+
+    @property
+    def inference(self) -> _Inference: ...
+    @property
+    def triton_on_eks(self) -> _Eks: ...
+    @property
+    def features(self) -> _Features: ...
+
+
+def serving_problems(entry: str, plan_gpu: str | None, settings: ServingSettings) -> list[str]:
     """Why the endpoints and the EKS node group that ``settings`` (a
     :class:`~ml_platform.config.Settings`) give archive ``entry`` cannot serve its plan
     for ``plan_gpu`` (read from the archive's config)."""

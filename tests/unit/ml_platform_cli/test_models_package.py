@@ -234,9 +234,9 @@ def test_refuses_missing_options(tmp_path, mlp):
 
 def test_refuses_a_miswired_ensemble(tmp_path, mlp, monkeypatch):
     """The ensemble checks run before anything is written; their findings are listed."""
-    import ml_platform.triton as triton
+    from ml_platform.triton import ensembles
 
-    real = triton.text_ensemble
+    real = ensembles.text_ensemble
 
     def miswired(**kwargs):
         spec = real(**kwargs)
@@ -244,7 +244,7 @@ def test_refuses_a_miswired_ensemble(tmp_path, mlp, monkeypatch):
         steps[1] = dataclasses.replace(steps[1], output_map={"output": "embeddings"})
         return dataclasses.replace(spec, steps=tuple(steps))
 
-    monkeypatch.setattr(triton, "text_ensemble", miswired)
+    monkeypatch.setattr(ensembles, "text_ensemble", miswired)
     inputs = write_inputs(tmp_path / "in")
     result = mlp(
         "models",
