@@ -608,11 +608,11 @@ def _delete_provider_role_arn(scope: Construct) -> str:
 
 
 def model_prefix_problems(model_prefix: str) -> list[str]:
-    """The settings' rule for the archives' prefix (:data:`ml_platform.limits.MODEL_PREFIX`),
+    """The settings' rule for the archives' prefix (:func:`ml_platform.limits.model_prefix_ok`),
     worded with the construct prop's name: what each construct that takes a prefix checks."""
     if limits.model_prefix_ok(model_prefix):
         return []
-    return [f"model_prefix={model_prefix!r}: {limits.MODEL_PREFIX.message}"]
+    return [f"model_prefix={model_prefix!r}: {limits.MODEL_PREFIX_TEXT}"]
 
 
 def _check_prefix(scope: Construct, model_prefix: str) -> None:

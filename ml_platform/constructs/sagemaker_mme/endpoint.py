@@ -401,8 +401,12 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 f"model_load_gpu_limit_percent={model_load_gpu_limit_percent!r}: expected a whole "
                 "number from 1 to 100 (100, the default: no cap)"
             )
-        if not Token.is_unresolved(log_verbose):
-            errors += limits.TRITON_LOG_VERBOSE.problems("log_verbose", log_verbose)
+        if not Token.is_unresolved(log_verbose) and (
+            isinstance(log_verbose, bool) or not isinstance(log_verbose, int) or log_verbose < 0
+        ):
+            errors.append(
+                f"log_verbose = {limits.shown(log_verbose)}: {limits.TRITON_LOG_VERBOSE_TEXT}"
+            )
         errors += extra
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
