@@ -23,12 +23,14 @@ from ml_platform.instances import EKS_GPU_INSTANCES, GPU
 MAX_GPU_NODES = limits.GPU_MAX_NODES
 
 
-def gpu_node_problems(instance_type: str, min_nodes: int, nodes: int, max_nodes: int) -> list[str]:
+def gpu_node_problems(
+    instance_type: str, min_size: int, desired_size: int, max_size: int
+) -> list[str]:
     """What is wrong with these GPU node group props (empty when nothing is)."""
     out = []
     if instance_type not in EKS_GPU_INSTANCES:
         out.append(f"instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}")
-    sizes = {"min_nodes": min_nodes, "nodes": nodes, "max_nodes": max_nodes}
+    sizes = {"min_size": min_size, "desired_size": desired_size, "max_size": max_size}
     return out + size_problems(sizes, MAX_GPU_NODES)
 
 
@@ -42,7 +44,8 @@ class GpuNodeGroup(Construct):
         cluster: The cluster. Required.
         instance_type: A type of :data:`~ml_platform.instances.EKS_GPU_INSTANCES`. Default
             ``g5.2xlarge``.
-        nodes: Desired nodes. Default 1. min_nodes: Default ``nodes``. max_nodes: Default 2.
+        desired_size: Desired nodes. Default 1. min_size: Default ``desired_size``.
+        max_size: Default 2. (aws-cdk's ``Nodegroup`` names, as :class:`TrainiumNodeGroup`.)
         subnets: Subnets of the nodes. Default: the VPC's private subnets with egress.
         labels: Extra node labels. Default none.
         ssm_access: ``AmazonSSMManagedInstanceCore`` on the node role (break-glass Session
@@ -61,16 +64,16 @@ class GpuNodeGroup(Construct):
         *,
         cluster: eks.ICluster,
         instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE,
-        nodes: int = limits.DEFAULT_GPU_NODES,
-        min_nodes: int | None = None,
-        max_nodes: int = 2,
+        desired_size: int = limits.DEFAULT_GPU_NODES,
+        min_size: int | None = None,
+        max_size: int = 2,
         subnets: ec2.SubnetSelection | None = None,
         labels: Mapping[str, str] | None = None,
         ssm_access: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        low = nodes if min_nodes is None else min_nodes
-        errors = gpu_node_problems(instance_type, low, nodes, max_nodes)
+        low = desired_size if min_size is None else min_size
+        errors = gpu_node_problems(instance_type, low, desired_size, max_size)
         errors += reserved_label_problems(labels)
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
@@ -83,8 +86,8 @@ class GpuNodeGroup(Construct):
             launch_template=launch_template_spec(self.launch_template),
             subnets=subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
             min_size=low,
-            desired_size=nodes,
-            max_size=max_nodes,
+            desired_size=desired_size,
+            max_size=max_size,
             labels=labels,
         )
         # aws-cdk made the role (``NodeGroupRole``); reset its policies in place.
