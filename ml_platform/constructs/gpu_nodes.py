@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -23,15 +24,36 @@ from ml_platform.instances import EKS_GPU_INSTANCES, GPU
 MAX_GPU_NODES = limits.GPU_MAX_NODES
 
 
-def gpu_node_problems(
-    instance_type: str, min_size: int, desired_size: int, max_size: int
-) -> list[str]:
-    """What is wrong with these GPU node group props (empty when nothing is)."""
-    out = []
-    if instance_type not in EKS_GPU_INSTANCES:
-        out.append(f"instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}")
-    sizes = {"min_size": min_size, "desired_size": desired_size, "max_size": max_size}
-    return out + size_problems(sizes, MAX_GPU_NODES)
+@dataclass(frozen=True, kw_only=True)
+class GpuNodeGroupProps:
+    """The value props of :class:`GpuNodeGroup` (described there) and every rule they follow,
+    in :meth:`problems`: the construct checks them once, through this object."""
+
+    instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE
+    desired_size: int = limits.DEFAULT_GPU_NODES
+    min_size: int | None = None
+    max_size: int = 2
+    labels: Mapping[str, str] | None = None
+    ssm_access: bool = False
+
+    @property
+    def resolved_min_size(self) -> int:
+        """``min_size``, or ``desired_size`` when it is not given."""
+        return self.desired_size if self.min_size is None else self.min_size
+
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop."""
+        out = []
+        if self.instance_type not in EKS_GPU_INSTANCES:
+            out.append(
+                f"instance_type={self.instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}"
+            )
+        sizes = {
+            "min_size": self.resolved_min_size,
+            "desired_size": self.desired_size,
+            "max_size": self.max_size,
+        }
+        return out + size_problems(sizes, MAX_GPU_NODES) + reserved_label_problems(self.labels)
 
 
 class GpuNodeGroup(Construct):
@@ -72,9 +94,16 @@ class GpuNodeGroup(Construct):
         ssm_access: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        low = desired_size if min_size is None else min_size
-        errors = gpu_node_problems(instance_type, low, desired_size, max_size)
-        errors += reserved_label_problems(labels)
+        #: The value props, as checked.
+        self.props = GpuNodeGroupProps(
+            instance_type=instance_type,
+            desired_size=desired_size,
+            min_size=min_size,
+            max_size=max_size,
+            labels=labels,
+            ssm_access=ssm_access,
+        )
+        errors = self.props.problems()
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         self.launch_template = hardened_launch_template(self, "LaunchTemplate", root_volume_gib=100)
@@ -85,7 +114,7 @@ class GpuNodeGroup(Construct):
             instance_type=instance_type,
             launch_template=launch_template_spec(self.launch_template),
             subnets=subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-            min_size=low,
+            min_size=self.props.resolved_min_size,
             desired_size=desired_size,
             max_size=max_size,
             labels=labels,
