@@ -1,75 +1,147 @@
 """How :mod:`ml_platform.config` reads JSON-like context with pydantic v2 and words its errors.
 
-pydantic checks the types of the settings dataclasses (strict leaves: no ``"2"`` for 2, no 1 for
-``true``; lists for tuples; no unknown keys; ``null`` drops to the default). Its errors become
-the settings' own messages: the dotted key, the value and what is allowed. A value of the
-wrong type is dropped and the rest validated again, so its field keeps its default and every
-value check still runs over everything else, reporting in the same error.
+pydantic does the checking, in one pass: the types of the settings dataclasses (strict leaves:
+no ``"2"`` for 2, no 1 for ``true``; JSON arrays for tuples; no unknown keys; ``null`` drops to
+the default), each field's constraints (``Annotated`` with pydantic's own ``Interval``,
+``StringConstraints``, ``Literal`` and ``AfterValidator``, fed by the data in
+:mod:`ml_platform.limits`), then each section's cross-field ``problems()`` once its fields are
+valid. :func:`validated` turns its errors into the settings' own messages (the one formatter):
+the dotted key, the value and what is allowed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import types
 import typing
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterator, Mapping
+from typing import Annotated, Any, ClassVar, Literal
 
-from ml_platform.limits import shown
+import annotated_types
+from pydantic import AfterValidator, StringConstraints, model_validator
+from pydantic_core import PydanticCustomError, core_schema
+
+from ml_platform.limits import IntRange, TextFormat, shown
 
 if typing.TYPE_CHECKING:
-    from pydantic import GetCoreSchemaHandler
-    from pydantic_core import CoreSchema
+    from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 
 INVALID: Any = object()
-"""What :func:`validated` returns when the root itself has the wrong type."""
-_MAX_PASSES = 50
+"""What :func:`validated` returns when the value does not validate."""
+
+#: pydantic error types of a value of the right type that a constraint refuses; every other
+#: error type (``int_type``, ``dataclass_type`` ...) is a value of the wrong type.
+_VALUE_ERRORS = frozenset(
+    {
+        "greater_than",
+        "greater_than_equal",
+        "less_than",
+        "less_than_equal",
+        "literal_error",
+        "string_pattern_mismatch",
+        "string_too_long",
+        "string_too_short",
+        "value_error",
+    }
+)
 
 
 class Section:
     """Base of the settings dataclasses: how pydantic reads them (a JSON object, no unknown
-    keys, nulls dropped, no coercion of the leaves). Each field's docstring is its description:
-    :func:`json_schema` reads them (the parser does not: finding them re-parses the module)."""
+    keys, no coercion of the leaves) and checks them (a section's ``problems()``,
+    its cross-field rules, once every field is valid). Each field's docstring is its
+    description: :func:`json_schema` reads them (the parser does not: finding them re-parses
+    the module)."""
 
     __pydantic_config__: ClassVar[dict[str, object]] = {"strict": True, "extra": "forbid"}
 
-    @classmethod
+    @model_validator(mode="after")
+    def _cross_field(self) -> Any:
+        check: Callable[[], list[str]] | None = getattr(self, "problems", None)
+        found = check() if check is not None else []
+        if found:  # worded in full by problems(): the formatter passes them on
+            raise PydanticCustomError("settings", "{problems}", {"problems": found})
+        return self
+
+
+@dataclasses.dataclass(frozen=True)
+class Allowed:
+    """``Annotated`` metadata: what a setting's error says after ``key = value:`` when a
+    constraint refuses its value."""
+
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class OneOf:
+    """``Annotated`` metadata: pydantic's ``Literal`` of ``values`` (its check and the JSON
+    Schema's ``enum``) after the field's own strict type, so ``true`` is not ``1``; for value
+    sets that are data (``limits``, the version tables) rather than spelled in the type."""
+
+    values: tuple[object, ...]
+
     def __get_pydantic_core_schema__(
-        cls, source: type[Any], handler: GetCoreSchemaHandler
-    ) -> CoreSchema:
-        from pydantic_core import core_schema
+        self, source: type[Any], handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        literal = handler.generate_schema(Literal[self.values])
+        return core_schema.chain_schema([handler(source), literal])
 
-        schema = handler(source)
-        _lax_containers(schema)
-        names = frozenset(f.name for f in dataclasses.fields(source))
-        return core_schema.no_info_before_validator_function(_drop_nulls(names), schema)
-
-
-def _drop_nulls(names: frozenset[str]) -> Callable[[Any], Any]:
-    """null means "not set": the field keeps its default. One rule for every source: jsii drops
-    null members of cdk.json's context before the app sees them, so ``-c`` and the CLI's own
-    reading of cdk.json must treat them the same way. (An unknown key is reported, null or not.)
-    """
-
-    def drop(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {k: v for k, v in value.items() if v is not None or k not in names}
-        return value
-
-    return drop
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {**handler(schema), "enum": list(self.values)}
 
 
-def _lax_containers(node: object) -> None:
-    """Let lists stand for tuples and JSON objects for sections; the leaves stay strict."""
-    if isinstance(node, dict):
-        if node.get("type") in ("dataclass", "tuple"):
-            node["strict"] = False
-        for inner in node.values():
-            _lax_containers(inner)
-    elif isinstance(node, list):
-        for inner in node:
-            _lax_containers(inner)
+@dataclasses.dataclass(frozen=True)
+class Between(annotated_types.GroupedMetadata):
+    """``Annotated`` metadata: ``Interval(ge=low, le=high)`` of an :class:`IntRange`, its
+    message ``expected low to high`` with the range's note."""
+
+    range: IntRange
+
+    def __iter__(self) -> Iterator[object]:
+        yield annotated_types.Interval(ge=self.range.low, le=self.range.high)
+        yield Allowed(f"expected {self.range.text}{self.range.note}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Matches(annotated_types.GroupedMetadata):
+    """``Annotated`` metadata: pydantic's ``StringConstraints`` of a :class:`TextFormat`
+    (whole-value ``pattern``, ``max_length``), its message ``expected <what it is>``."""
+
+    format: TextFormat
+
+    def __iter__(self) -> Iterator[object]:
+        yield from StringConstraints(
+            pattern=json_pattern(self.format.regex), max_length=self.format.max_length
+        )
+        yield Allowed(f"expected {self.format.expected}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Satisfies(annotated_types.GroupedMetadata):
+    """``Annotated`` metadata: an ``AfterValidator`` refusing what ``ok`` rejects, with its
+    message."""
+
+    ok: Callable[[Any], bool]
+    text: str
+
+    def __iter__(self) -> Iterator[object]:
+        def check(value: Any) -> Any:
+            if not self.ok(value):
+                raise ValueError(self.text)
+            return value
+
+        yield AfterValidator(check)
+        yield Allowed(self.text)
+
+
+def json_pattern(regex: typing.Pattern[str]) -> str:
+    """``regex`` as a ``pattern`` that must match the whole value (JSON Schema and pydantic
+    patterns match anywhere)."""
+    return f"^(?:{regex.pattern})$"
 
 
 @functools.cache
@@ -98,72 +170,101 @@ def json_schema(tp: Any) -> dict[str, Any]:
 def validated(
     tp: Any, value: Any, prefix: str, problems: list[str], *, label: str, removed: Mapping[str, str]
 ) -> Any:
-    """``value`` as ``tp`` (:data:`INVALID` if its root has the wrong type). Each type problem
-    is recorded under its dotted key (starting with ``prefix``; ``label`` names the root) and the
-    offending value dropped. ``removed``: keys that no longer exist, with what to do instead."""
+    """``value`` as ``tp``, or :data:`INVALID` with every problem pydantic found recorded under
+    its dotted key (starting with ``prefix``; ``label`` names the root). The value is read as
+    JSON, what the context is: arrays stand for tuples, objects for sections, and the leaves stay
+    strict. ``removed``: keys that no longer exist, with what to do instead."""
     from pydantic import ValidationError
 
-    for _ in range(_MAX_PASSES):
-        try:
-            return adapter(tp).validate_python(value)
-        except ValidationError as error:
-            errors = error.errors(include_url=False)
-        for e in errors:
-            problem = _type_problem(tp, value, prefix, e["type"], e["loc"], label, removed)
-            if problem not in problems:
-                problems.append(problem)
-        drops = {_walk(tp, e["loc"], prefix)[2] for e in errors}
-        if () in drops:
-            return INVALID
-        for path in sorted(drops, key=len, reverse=True):  # inner values first
-            value = _without(value, path)
-    return INVALID  # pragma: no cover (each pass drops at least one value)
+    try:
+        return adapter(tp).validate_json(json.dumps(_without_nulls(tp, value), default=repr))
+    except ValidationError as error:
+        for e in error.errors(include_url=False):
+            for problem in _problems(tp, e, prefix, label, removed):
+                if problem not in problems:
+                    problems.append(problem)
+    return INVALID
 
 
-def _walk(tp: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any, tuple[Any, ...]]:
-    """Along pydantic's error location ``loc`` in ``tp``: the dotted key, the type expected
-    there (``None`` for an unknown key) and the path of the value to drop (the innermost
-    object member: a bad list item takes its list with it)."""
-    key = prefix
-    drop: tuple[Any, ...] = ()
-    for i, part in enumerate(loc):
-        if part == "[key]":  # a mapping's key of the wrong type: its entry is dropped
-            break
-        tp = _without_none(tp)
-        if typing.get_origin(tp) is tuple:
-            key, tp = f"{key}[{part}]", typing.get_args(tp)[0]
-            continue
-        key, drop = (f"{key}.{part}" if key else str(part)), loc[: i + 1]
-        if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-            tp = _hints(tp).get(str(part))
-        else:
-            tp = typing.get_args(tp)[1] if typing.get_origin(tp) is dict else None
-    return key, tp, drop
+def _without_nulls(tp: Any, value: Any) -> Any:
+    """``value`` without the null members of its sections. null means "not set": the field
+    keeps its default. One rule for every source: jsii drops null members of cdk.json's context
+    before the app sees them, so ``-c`` and the CLI's own reading of cdk.json must treat them
+    the same way. (An unknown key is reported, null or not; null in a list is an error.)"""
+    base = _unwrap(tp)[0]
+    if isinstance(base, type) and dataclasses.is_dataclass(base) and isinstance(value, Mapping):
+        hints = _hints(base)
+        return {
+            k: _without_nulls(hints.get(k), v)
+            for k, v in value.items()
+            if v is not None or k not in hints
+        }
+    if typing.get_origin(base) is tuple and isinstance(value, list | tuple):
+        return [_without_nulls(typing.get_args(base)[0], v) for v in value]
+    return value
 
 
-def _type_problem(
-    tp: Any,
-    value: Any,
-    prefix: str,
-    kind: str,
-    loc: tuple[int | str, ...],
-    label: str,
-    removed: Mapping[str, str],
-) -> str:
-    key, expected, _ = _walk(tp, loc, prefix)
+def _problems(
+    tp: Any, error: Any, prefix: str, label: str, removed: Mapping[str, str]
+) -> list[str]:
+    """One pydantic error in the settings' words."""
+    kind, loc, got = error["type"], tuple(error["loc"]), error["input"]
+    if kind == "settings":  # a section's cross-field rules, worded by its problems()
+        return list(error["ctx"]["problems"])
+    key, expected = _walk(tp, loc, prefix)
     if kind == "unexpected_keyword_argument" or expected is None:
         if key in removed:
-            return f"{key}: removed: {removed[key]}"
-        owner = _walk(tp, loc[:-1], prefix)[1]
-        return f"{key}: unknown setting; known: {[f.name for f in dataclasses.fields(owner)]}"
-    got = value
-    for part in loc[:-1] if loc and loc[-1] == "[key]" else loc:  # a bad key: show its value
-        got = got[part]
-    return f"{key or label} = {shown(got)}: expected {_describe(expected)}"
+            return [f"{key}: removed: {removed[key]}"]
+        owner = _unwrap(_walk(tp, loc[:-1], prefix)[1])[0]
+        return [f"{key}: unknown setting; known: {[f.name for f in dataclasses.fields(owner)]}"]
+    base, metadata = _unwrap(expected)
+    if kind not in _VALUE_ERRORS:
+        return [f"{key or label} = {shown(got)}: expected {_describe(base)}"]
+    texts = [m.text for m in metadata if isinstance(m, Allowed)]
+    choices = [m.values for m in metadata if isinstance(m, OneOf)]
+    if texts:
+        allowed = texts[-1]
+    elif choices:
+        allowed = f"expected one of {list(choices[0])}"
+    else:
+        allowed = error["msg"].removeprefix("Value error, ")
+    return [f"{key or label} = {shown(got)}: {allowed}"]
+
+
+def _walk(tp: Any, loc: tuple[int | str, ...], prefix: str) -> tuple[str, Any]:
+    """Along pydantic's error location ``loc`` in ``tp``: the dotted key and the type expected
+    there (``None`` for an unknown key)."""
+    key = prefix
+    for part in loc:
+        base = _unwrap(tp)[0]
+        if isinstance(part, int):  # a list item (JSON object keys are strings)
+            key = f"{key}[{part}]"
+            tp = typing.get_args(base)[0] if typing.get_origin(base) is tuple else None
+            continue
+        key = f"{key}.{part}" if key else part
+        if isinstance(base, type) and dataclasses.is_dataclass(base):
+            tp = _hints(base).get(part)
+        else:
+            tp = typing.get_args(base)[1] if typing.get_origin(base) is dict else None
+    return key, tp
+
+
+def _unwrap(tp: Any) -> tuple[Any, list[object]]:
+    """``X`` and its ``Annotated`` metadata (grouped metadata spread out) for ``X | None`` or
+    ``Annotated[X, ...]``."""
+    if typing.get_origin(tp) in (typing.Union, types.UnionType):
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    metadata: list[object] = []
+    if typing.get_origin(tp) is Annotated:
+        for item in tp.__metadata__:
+            grouped = isinstance(item, annotated_types.GroupedMetadata)
+            metadata += list(typing.cast(Any, item)) if grouped else [item]
+        tp = typing.get_args(tp)[0]
+    return tp, metadata
 
 
 def _describe(tp: Any) -> str:
-    tp = _without_none(tp)
+    tp = _unwrap(tp)[0]
     if typing.get_origin(tp) is tuple:
         return f"a list of {_describe(typing.get_args(tp)[0])}"
     if typing.get_origin(tp) is dict:
@@ -173,37 +274,8 @@ def _describe(tp: Any) -> str:
     return {str: "a string", int: "an integer", bool: "true or false"}.get(tp, str(tp))
 
 
-def _without_none(tp: Any) -> Any:
-    """``X`` for ``X | None``."""
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    return args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) else tp
-
-
 @functools.cache
 def _hints(tp: Any) -> dict[str, Any]:
-    """Type hints of a settings dataclass (resolving hints is slow)."""
-    return typing.get_type_hints(tp)
-
-
-def _without(value: Any, path: tuple[Any, ...]) -> Any:
-    """A copy of the JSON-like ``value`` without the member at ``path``."""
-    head, rest = path[0], path[1:]
-    if isinstance(value, Mapping):
-        if not rest:
-            return {k: v for k, v in value.items() if k != head}
-        return {**value, head: _without(value[head], rest)}
-    items = list(value)
-    items[head] = _without(items[head], rest)
-    return items
-
-
-def field_problems(section: object, prefix: str) -> list[str]:
-    """What the ``rule`` in each field's metadata finds wrong with its value (``None`` is
-    never checked: it means the setting is not set)."""
-    out: list[str] = []
-    # Any: every settings section is a dataclass, which `object` cannot tell mypy.
-    for f in dataclasses.fields(typing.cast(Any, section)):
-        rule, value = f.metadata.get("rule"), getattr(section, f.name)
-        if rule is not None and value is not None:
-            out += rule.problems(f"{prefix}{f.name}", value)
-    return out
+    """Type hints of a settings dataclass, with their ``Annotated`` metadata (resolving hints
+    is slow)."""
+    return typing.get_type_hints(tp, include_extras=True)

@@ -6,10 +6,11 @@ This module is the only place where CDK context becomes values. ``app.py`` calls
 default, so an empty context synthesizes; every field is checked, and all problems are
 reported together in one :class:`SettingsError`.
 
-Each setting is declared once: a dataclass field with its default, its rule (``limits``) and
-its docstring. pydantic checks the types (:mod:`ml_platform._settings_parse`), the rules and the
-``problems()`` methods the values; ``schemas/ml-platform.schema.json`` and
-``docs/configuration.md`` are generated from the same fields (``make schema``).
+Each setting is declared once: a dataclass field with its default, its constraints (pydantic's,
+in its ``Annotated`` type, from the data in ``limits``) and its docstring. pydantic checks them
+in one pass, then each section's cross-field ``problems()`` (:mod:`ml_platform._settings_parse`);
+``schemas/ml-platform.schema.json`` and ``docs/configuration.md`` are generated from the same
+fields (``make schema``).
 """
 
 from __future__ import annotations
@@ -17,10 +18,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
+
+import annotated_types
 
 from ml_platform import limits
-from ml_platform._settings_parse import INVALID, Section, field_problems, validated
+from ml_platform._settings_parse import (
+    INVALID,
+    Allowed,
+    Between,
+    Matches,
+    OneOf,
+    Satisfies,
+    Section,
+    json_pattern,
+    validated,
+)
 from ml_platform.ec2_instance_types import instance_type_problem
 from ml_platform.image_pins import (
     DIGEST,
@@ -32,16 +45,7 @@ from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
 )
-from ml_platform.limits import (
-    FSX_THROUGHPUTS,
-    MAX_PUBLIC_ACCESS_CIDRS,
-    Bounds,
-    Check,
-    Each,
-    OneOf,
-    Rule,
-    shown,
-)
+from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, IntRange, shown
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
@@ -98,30 +102,29 @@ class SettingsError(ValueError):
 T = TypeVar("T")
 
 
-def setting(default: T, rule: Rule | None = None, /, **schema: object) -> T:
-    """A settings field: its default, the rule its value follows and what the JSON Schema adds
-    for editors (``minItems`` ...). Its docstring, the string below it, is its description.
+def setting(default: T, /, **schema: object) -> T:
+    """A settings field: its default and what the JSON Schema adds for editors (``minItems``
+    ...) beyond its type's constraints. Its docstring, the string below it, is its description.
     Typed as the default, so type checkers see a field with a default."""
-    extra = {**(rule.json_schema if rule else {}), **schema}
-    return field(default=default, metadata={"rule": rule, "json_schema_extra": extra or None})
+    return field(default=default, metadata={"json_schema_extra": schema or None})
 
 
 @dataclass(frozen=True)
 class EnvironmentSettings(Section):
     """Where the stacks deploy."""
 
-    account: str = setting("123456789012", limits.ACCOUNT_ID)
+    account: Annotated[str, Matches(limits.ACCOUNT_ID)] = setting("123456789012")
     """AWS account id. The default is a placeholder that lets `cdk synth` run without
     credentials; set your own before `cdk deploy`."""
     region: str = setting("us-west-2", enum=sorted(REGIONS))
     """AWS region (the default offers Trainium): one of the regions of botocore's partition
     data, pinned in `ml_platform/regions.py`."""
-    stack_prefix: str = setting("MlPlatform", limits.STACK_PREFIX)
+    stack_prefix: Annotated[str, Matches(limits.STACK_PREFIX)] = setting("MlPlatform")
     """Prefix of every stack name."""
 
     def problems(self) -> list[str]:
         problem = region_problem("env.region", self.region)
-        return field_problems(self, "env.") + ([problem] if problem else [])
+        return [problem] if problem else []
 
 
 @dataclass(frozen=True)
@@ -141,7 +144,7 @@ class NetworkSettings(Section):
     and FSx live there. `mlp azs` finds it."""
     nat_gateways: int = setting(limits.DEFAULT_NAT_GATEWAYS, minimum=1)
     """NAT gateways, up to one per AZ (1 saves cost; one per AZ survives an AZ outage)."""
-    flow_log_retention_days: int = setting(90, limits.LOG_RETENTION)
+    flow_log_retention_days: Annotated[int, OneOf(limits.LOG_RETENTION_DAYS)] = setting(90)
     """Days VPC flow logs are kept."""
     restrict_default_security_group: bool = setting(True)
     """Remove every rule of the VPC's default security group (Security Hub EC2.2) with
@@ -164,25 +167,31 @@ class NetworkSettings(Section):
                 f"network.nat_gateways = {self.nat_gateways}: expected 1 to {len(azs)} "
                 "(one per AZ at most)"
             )
-        return out + field_problems(self, "network.")
+        return out
 
 
 @dataclass(frozen=True)
 class StorageSettings(Section):
     """Stateful storage: FSx for Lustre, the training image registry and the model bucket."""
 
-    removal_policy: str = setting("retain", OneOf(REMOVAL_POLICIES))
+    removal_policy: Annotated[str, OneOf(REMOVAL_POLICIES)] = setting("retain")
     """`retain` keeps FSx (with its security groups, the VPC and the Trainium subnet), bucket
     and registry when the stack is deleted (`RetainExceptOnCreate`: a failed first create
     removes them, so the retry does not fail on the registry's fixed name); `destroy` deletes
     them (data is lost)."""
-    fsx_storage_gib: int = setting(limits.DEFAULT_FSX_STORAGE_GIB, limits.FSX_STORAGE_GIB)
+    fsx_storage_gib: Annotated[
+        int,
+        annotated_types.Interval(ge=limits.FSX_SMALLEST_GIB, le=limits.FSX_MAX_GIB),
+        Satisfies(limits.fsx_storage_ok, limits.FSX_STORAGE_TEXT),
+    ] = setting(limits.DEFAULT_FSX_STORAGE_GIB)
     """Lustre capacity (PERSISTENT_2): 1200 or a multiple of 2400 GiB, up to 2400000."""
-    fsx_throughput_per_tib: int = setting(
-        limits.DEFAULT_FSX_THROUGHPUT_PER_TIB, OneOf(FSX_THROUGHPUTS)
+    fsx_throughput_per_tib: Annotated[int, OneOf(FSX_THROUGHPUTS)] = setting(
+        limits.DEFAULT_FSX_THROUGHPUT_PER_TIB
     )
     """Lustre throughput, MB/s per TiB."""
-    ecr_max_images: int = setting(limits.DEFAULT_ECR_MAX_IMAGES, limits.ECR_MAX_IMAGES)
+    ecr_max_images: Annotated[int, Between(limits.ECR_MAX_IMAGES)] = setting(
+        limits.DEFAULT_ECR_MAX_IMAGES
+    )
     """Images the training repository keeps before expiring the oldest."""
     lustre_legacy_rules: bool = setting(False)
     """Upgrading from release 0.1.0: keep its Lustre rules, which open the file system to the
@@ -191,7 +200,11 @@ class StorageSettings(Section):
     the running nodes lose /data until their replacements exist (CHANGELOG.md, 0.2.0). Set
     true for the upgrade, and false again once every node carries the client group; the next
     release drops the rules. Default false: only the client group reaches the file system."""
-    model_prefix: str = setting(limits.DEFAULT_MODEL_PREFIX, limits.MODEL_PREFIX)
+    model_prefix: Annotated[
+        str,
+        annotated_types.MaxLen(limits.MODEL_PREFIX_MAX),
+        Satisfies(limits.model_prefix_ok, limits.MODEL_PREFIX_TEXT),
+    ] = setting(limits.DEFAULT_MODEL_PREFIX)
     """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
     segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
     model_bucket_kms: bool = setting(False)
@@ -205,30 +218,33 @@ class StorageSettings(Section):
     AES256. ECR's `EncryptionConfiguration` is create-only and the repository has a fixed
     name: on a deployed repository the change fails, so set it only before the first deploy
     (or delete the repository and push the image again)."""
-    archive_publishers: tuple[str, ...] | None = setting(None, Each(limits.PRINCIPAL_ARN))
+    archive_publishers: tuple[Annotated[str, Matches(limits.PRINCIPAL_ARN)], ...] | None = setting(
+        None
+    )
     """ARNs of the IAM roles or users that may write and delete archives under the prefix; the
     bucket policy refuses every other principal (archives are code the endpoints run), and
     every put without `If-None-Match`. Default: `cluster.admin_role_arn` (`mlp azs` records
     it); the deploy-time upload's role is added with `inference.upload_dir`."""
-
-    def problems(self) -> list[str]:
-        return field_problems(self, "storage.")
 
 
 @dataclass(frozen=True)
 class ClusterSettings(Section):
     """The EKS cluster that runs training (and optionally Triton)."""
 
-    name: str = setting("ml-platform", limits.RESOURCE_NAME)
+    name: Annotated[str, Matches(limits.RESOURCE_NAME)] = setting("ml-platform")
     """EKS cluster name."""
-    kubernetes_version: str = setting(limits.DEFAULT_KUBERNETES_VERSION, OneOf(KUBERNETES_VERSIONS))
+    kubernetes_version: Annotated[str, OneOf(KUBERNETES_VERSIONS)] = setting(
+        limits.DEFAULT_KUBERNETES_VERSION
+    )
     """Kubernetes version: the ones Volcano 1.15 supports, each with its own kube-proxy and
     CoreDNS pins (`ml_platform/versions.py`) and kubectl Lambda layer."""
-    admin_role_arn: str | None = setting(None, pattern=limits.json_pattern(limits.ROLE_ARN))
+    admin_role_arn: str | None = setting(None, pattern=json_pattern(limits.ROLE_ARN))
     """IAM role (in `env.region`'s partition) given cluster-admin by an EKS access entry.
     Default none: only the stack's kubectl provider can use the API. `mlp azs` writes the role
     named with `--admin-role-arn` or `--admin-role-mine`."""
-    endpoint_access: str = setting(limits.DEFAULT_ENDPOINT_ACCESS, OneOf(limits.ENDPOINT_ACCESS))
+    endpoint_access: Annotated[str, OneOf(limits.ENDPOINT_ACCESS)] = setting(
+        limits.DEFAULT_ENDPOINT_ACCESS
+    )
     """`private`: the Kubernetes API answers inside the VPC only (reach it from a VPN or peered
     network, with `mlp azs --public-access-mine`, or break-glass through Session Manager with
     `cluster.node_ssm_access`); or `public_and_private`."""
@@ -261,8 +277,8 @@ class ClusterSettings(Section):
     reach a private API endpoint through a node, deploy (an in-place update of the node roles),
     and set it back afterwards. Whoever may start a session on a node gets root there: allow
     `ssm:StartSession` to administrators only (docs/security.md, residual risks)."""
-    network_policy_mode: str = setting(
-        limits.DEFAULT_NETWORK_POLICY_MODE, OneOf(limits.NETWORK_POLICY_MODES)
+    network_policy_mode: Annotated[str, OneOf(limits.NETWORK_POLICY_MODES)] = setting(
+        limits.DEFAULT_NETWORK_POLICY_MODE
     )
     """The VPC CNI's NetworkPolicy enforcing mode: `strict` (a new pod is default-deny until
     its policies are in place; the system namespaces get allow-all policies) or `standard` (a
@@ -270,22 +286,28 @@ class ClusterSettings(Section):
     system_instance_type: str = setting(limits.DEFAULT_SYSTEM_INSTANCE_TYPE)
     """Instance type of the small system and training-helper node groups (x86_64: the AL2023
     standard AMI)."""
-    system_nodes: int = setting(limits.DEFAULT_SYSTEM_NODES, limits.SYSTEM_NODES)
+    system_nodes: Annotated[int, Between(limits.SYSTEM_NODES)] = setting(
+        limits.DEFAULT_SYSTEM_NODES
+    )
     """Nodes in the system node group, spread over the private subnets of every AZ in
     `network.availability_zones`."""
-    helper_nodes: int = setting(limits.DEFAULT_HELPER_NODES, limits.HELPER_NODES)
+    helper_nodes: Annotated[int, Between(limits.HELPER_NODES)] = setting(
+        limits.DEFAULT_HELPER_NODES
+    )
     """Nodes in the training-helper node group: `system_instance_type` nodes with the system
     label, in `network.trainium_az`'s private subnet only, where FSx for Lustre is. The helper
     pods that mount FSx (the dataset Job, TensorBoard) are required to run in that AZ, and the
     system nodes may have none there, so 0 is refused (docs/training.md, "Where the pods
     run")."""
-    fsx_csi_driver_version: str | None = setting(None, limits.ADDON_VERSION)
+    fsx_csi_driver_version: Annotated[str, Matches(limits.ADDON_VERSION)] | None = setting(None)
     """Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version (`mlp
     addons` lists what exists)."""
-    cloudwatch_observability_version: str | None = setting(None, limits.ADDON_VERSION)
+    cloudwatch_observability_version: Annotated[str, Matches(limits.ADDON_VERSION)] | None = (
+        setting(None)
+    )
     """Version of the `amazon-cloudwatch-observability` add-on. Default none: EKS's default
     version."""
-    support_type: str = setting(limits.DEFAULT_SUPPORT_TYPE, OneOf(EKS_SUPPORT_TYPES))
+    support_type: Annotated[str, OneOf(EKS_SUPPORT_TYPES)] = setting(limits.DEFAULT_SUPPORT_TYPE)
     """The cluster's upgrade policy: `EXTENDED` (EKS's own default: a version past standard
     support keeps running at the extended-support rate, which `mlp cost` reports) or
     `STANDARD` (EKS upgrades the control plane then)."""
@@ -299,8 +321,8 @@ class ClusterSettings(Section):
         }
         return {name: version for name, version in chosen.items() if version is not None}
 
-    def problems(self, region: str | None = None) -> list[str]:
-        out = field_problems(self, "cluster.") + self._admin_role_problems(region)
+    def problems(self) -> list[str]:
+        out = self._admin_role_problems()
         instance = limits.INSTANCE_TYPE.fullmatch(self.system_instance_type)
         if not instance:
             out.append(
@@ -323,16 +345,19 @@ class ClusterSettings(Section):
             "cluster.",
         )
 
-    def _admin_role_problems(self, region: str | None) -> list[str]:
-        if self.admin_role_arn is None:
+    def _admin_role_problems(self) -> list[str]:
+        if self.admin_role_arn is None or limits.ROLE_ARN.fullmatch(self.admin_role_arn):
             return []
-        arn = limits.ROLE_ARN.fullmatch(self.admin_role_arn)
-        if not arn:
-            return [
-                f"cluster.admin_role_arn = {shown(self.admin_role_arn)}: expected an IAM role ARN "
-                "(arn:<partition>:iam::<12-digit account>:role/<name>)"
-            ]
-        if region is not None and arn.group(1) != partition_of(region):
+        return [
+            f"cluster.admin_role_arn = {shown(self.admin_role_arn)}: expected an IAM role ARN "
+            "(arn:<partition>:iam::<12-digit account>:role/<name>)"
+        ]
+
+    def partition_problems(self, region: str) -> list[str]:
+        """``admin_role_arn`` (well-formed: :meth:`problems`) in another partition than
+        ``region``'s."""
+        arn = limits.ROLE_ARN.fullmatch(self.admin_role_arn or "")
+        if arn and arn.group(1) != partition_of(region):
             return [
                 f"cluster.admin_role_arn = {shown(self.admin_role_arn)}: partition {shown(arn.group(1))} "
                 f"differs from env.region {shown(region)}'s {shown(partition_of(region))}"
@@ -344,8 +369,8 @@ class ClusterSettings(Section):
 class TrainiumSettings(Section):
     """The Trainium node group (stack ``<prefix>-TrainiumNodes``)."""
 
-    instance_type: str = setting(
-        limits.DEFAULT_TRAINIUM_INSTANCE_TYPE, OneOf(tuple(sorted(TRAINIUM_INSTANCES)))
+    instance_type: Annotated[str, OneOf(tuple(sorted(TRAINIUM_INSTANCES)))] = setting(
+        limits.DEFAULT_TRAINIUM_INSTANCE_TYPE
     )
     """`trn1.32xlarge` (8 EFA interfaces, 32 NeuronCores), `trn1n.32xlarge` (16 EFA
     interfaces), `trn2.48xlarge` (Trainium2: 16 EFA interfaces, 64 NeuronCores at the default
@@ -362,21 +387,27 @@ class TrainiumSettings(Section):
         limits.DEFAULT_TRAINIUM_NODES, minimum=1, maximum=limits.TRAINIUM_MAX_NODES
     )
     """Most nodes."""
-    root_volume_gib: int = setting(limits.DEFAULT_ROOT_VOLUME_GIB, limits.ROOT_VOLUME_GIB)
+    root_volume_gib: Annotated[int, Between(limits.ROOT_VOLUME_GIB)] = setting(
+        limits.DEFAULT_ROOT_VOLUME_GIB
+    )
     """Encrypted gp3 root volume size."""
-    capacity_reservation_id: str | None = setting(None, limits.CAPACITY_RESERVATION_ID)
+    capacity_reservation_id: Annotated[str, Matches(limits.CAPACITY_RESERVATION_ID)] | None = (
+        setting(None)
+    )
     """An On-Demand Capacity Reservation (`cr-...`) the nodes launch into. The launch template
     then names no new placement group: an ODCR serves a cluster placement group only if it was
     created in it."""
-    capacity_block_id: str | None = setting(None, limits.CAPACITY_RESERVATION_ID)
+    capacity_block_id: Annotated[str, Matches(limits.CAPACITY_RESERVATION_ID)] | None = setting(
+        None
+    )
     """A Capacity Block for ML (`cr-...`) the nodes launch into (market type `capacity-block`,
     node group capacity type `CAPACITY_BLOCK`). At most one of the two. A Capacity Block
     places its instances itself: no placement group."""
-    placement_group: str | None = setting(None, pattern=limits.json_pattern(limits.PLACEMENT_GROUP))
+    placement_group: str | None = setting(None, pattern=json_pattern(limits.PLACEMENT_GROUP))
     """Name of the cluster placement group `capacity_reservation_id` was created in. Default
     none: a new cluster placement group without a reservation, no placement group with one.
     Not with `capacity_block_id`."""
-    ami_release_version: str | None = setting(None, limits.AMI_RELEASE_VERSION)
+    ami_release_version: Annotated[str, Matches(limits.AMI_RELEASE_VERSION)] | None = setting(None)
     """EKS AL2023 Neuron AMI release of the nodes (node group `ReleaseVersion`). Default: the
     release whose Neuron driver is the one of the training image's Neuron SDK, for
     `cluster.kubernetes_version` (`NEURON_STACKS` in `ml_platform/versions.py`). `latest`
@@ -389,7 +420,7 @@ class TrainiumSettings(Section):
             object.__setattr__(self, "min_nodes", default)
 
     def problems(self) -> list[str]:
-        out = field_problems(self, "trainium.")
+        out = []
         low, most = self.min_nodes or 0, limits.TRAINIUM_MAX_NODES
         if not limits.node_counts_ok(low, self.nodes, self.max_nodes, most):
             out.append(
@@ -431,22 +462,24 @@ class TrainiumSettings(Section):
 class TrainingSettings(Section):
     """Where the training workloads run on the cluster."""
 
-    namespace: str = setting("training", pattern=limits.json_pattern(limits.K8S_NAME))
+    namespace: str = setting("training", pattern=json_pattern(limits.K8S_NAME))
     """Kubernetes namespace of the jobs, the FSx claim and TensorBoard; the stack creates (and
     deletes) it, so not one owned by Kubernetes, Volcano or another part of the platform."""
-    queue: str = setting("training", pattern=limits.json_pattern(limits.K8S_NAME))
+    queue: str = setting("training", pattern=json_pattern(limits.K8S_NAME))
     """Volcano queue the jobs are submitted to; not Volcano's own `default` or `root`."""
-    image_repository: str = setting("ml-platform/training", limits.IMAGE_REPOSITORY)
+    image_repository: Annotated[str, Matches(limits.IMAGE_REPOSITORY)] = setting(
+        "ml-platform/training"
+    )
     """Name of the ECR repository of the training image."""
-    image_tag: str = setting("bert-pretrain-v1", limits.IMAGE_TAG)
+    image_tag: Annotated[str, Matches(limits.IMAGE_TAG)] = setting("bert-pretrain-v1")
     """Tag of the training image in the ECR repository (tags are immutable)."""
-    dataset_sha256: str | None = setting(None, limits.SHA256)
+    dataset_sha256: Annotated[str, Matches(limits.SHA256)] | None = setting(None)
     """SHA-256 the BERT dataset tarball must have; the dataset Job refuses another. Default
     none: no public source states it, so the Job prints the digest of its first download and
     warns; pin that value."""
 
     def problems(self) -> list[str]:
-        out = field_problems(self, "training.")
+        out = []
         for key, reserved in (
             ("namespace", limits.RESERVED_NAMESPACES),
             ("queue", limits.RESERVED_QUEUES),
@@ -466,34 +499,37 @@ class TrainingSettings(Section):
 class EndpointSettings(Section):
     """One SageMaker multi-model endpoint serving Triton ensembles."""
 
-    name: str = setting("triton-ensembles", limits.ENDPOINT_NAME)
+    name: Annotated[str, Matches(limits.ENDPOINT_NAME)] = setting("triton-ensembles")
     """Endpoint name: unique regardless of case, and no two names may map to one construct id
     (`triton-ensembles`, `tritonEnsembles`, `triton--ensembles`)."""
-    instance_type: str = setting(
-        limits.DEFAULT_ENDPOINT_INSTANCE_TYPE,
-        Check(
-            SAGEMAKER_MME_GPU_INSTANCES.__contains__,
-            f"multi-model endpoints on GPU support {sorted(SAGEMAKER_MME_GPU_INSTANCES)}",
-            {"enum": sorted(SAGEMAKER_MME_GPU_INSTANCES)},
-        ),
-    )
+    instance_type: Annotated[
+        str,
+        OneOf(tuple(sorted(SAGEMAKER_MME_GPU_INSTANCES))),
+        Allowed(f"multi-model endpoints on GPU support {sorted(SAGEMAKER_MME_GPU_INSTANCES)}"),
+    ] = setting(limits.DEFAULT_ENDPOINT_INSTANCE_TYPE)
     """A single-GPU instance type that multi-model endpoints on GPU support (the default: T4,
     as in the source design)."""
     initial_instances: int = setting(
-        limits.DEFAULT_INITIAL_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
+        limits.DEFAULT_INITIAL_INSTANCES,
+        minimum=limits.ENDPOINT_INSTANCES.low,
+        maximum=limits.ENDPOINT_INSTANCES.high,
     )
     """Instances at creation: `1 <= min_instances <= initial_instances <= max_instances <=
     100`."""
     min_instances: int = setting(
-        limits.DEFAULT_MIN_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
+        limits.DEFAULT_MIN_INSTANCES,
+        minimum=limits.ENDPOINT_INSTANCES.low,
+        maximum=limits.ENDPOINT_INSTANCES.high,
     )
     """Fewest instances autoscaling keeps."""
     max_instances: int = setting(
-        limits.DEFAULT_MAX_INSTANCES, **limits.ENDPOINT_INSTANCES.json_schema
+        limits.DEFAULT_MAX_INSTANCES,
+        minimum=limits.ENDPOINT_INSTANCES.low,
+        maximum=limits.ENDPOINT_INSTANCES.high,
     )
     """Most instances autoscaling adds."""
-    invocations_per_instance: int = setting(
-        limits.DEFAULT_INVOCATIONS_PER_INSTANCE, limits.INVOCATIONS_PER_INSTANCE
+    invocations_per_instance: Annotated[int, Between(limits.INVOCATIONS_PER_INSTANCE)] = setting(
+        limits.DEFAULT_INVOCATIONS_PER_INSTANCE
     )
     """Scaling target for SageMakerVariantInvocationsPerInstance (per minute)."""
     archives: tuple[str, ...] = setting(DEFAULT_ENDPOINT_ARCHIVES, minItems=1, uniqueItems=True)
@@ -508,8 +544,10 @@ class EndpointSettings(Section):
     def archive_refs(self) -> tuple[ArchiveRef, ...]:
         return tuple(parse_ref(a) for a in self.archives)
 
-    def problems(self, where: str) -> list[str]:
-        out = field_problems(self, f"{where}.")
+    def problems_at(self, where: str) -> list[str]:
+        """The endpoint's cross-field problems, under its key ``where`` (checked by
+        :class:`InferenceSettings`, which knows the endpoint's index)."""
+        out = []
         most = limits.ENDPOINT_INSTANCES.high
         if not limits.endpoint_counts_ok(
             self.min_instances, self.initial_instances, self.max_instances
@@ -531,7 +569,7 @@ class EndpointSettings(Section):
 class InferenceSettings(Section):
     """Triton on SageMaker multi-model endpoints."""
 
-    triton_version: str = setting(DEFAULT_TRITON_VERSION, OneOf(TRITON_VERSIONS))
+    triton_version: Annotated[str, OneOf(TRITON_VERSIONS)] = setting(DEFAULT_TRITON_VERSION)
     """Tag of SageMaker's Triton container (`<ver>-py3`); Triton on EKS runs the same release
     from NGC. The default is patched against NVIDIA's August 2025 bulletin
     (CVE-2025-23319/23320/23334, fixed in 25.07); why it is not 26.05:
@@ -548,19 +586,21 @@ class InferenceSettings(Section):
     content as `mlp models upload` requires, safe to unpack, servable and loadable by
     `triton_version` (backends, a plan's TensorRT, an execution environment's Python). Default
     none (`mlp models upload` does it)."""
-    inference_ami_version: str = setting(
-        DEFAULT_INFERENCE_AMI_VERSION, OneOf(INFERENCE_AMI_VERSIONS)
+    inference_ami_version: Annotated[str, OneOf(INFERENCE_AMI_VERSIONS)] = setting(
+        DEFAULT_INFERENCE_AMI_VERSION
     )
     """The endpoint instances' AMI (NVIDIA driver and CUDA). The default (driver 580, CUDA
     13.0) runs the CUDA 13 of releases from 25.08 natively and every older release too. A
     535/550 AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused."""
-    alarm_topic_arn: str | None = setting(None, limits.SNS_TOPIC_ARN)
+    alarm_topic_arn: Annotated[str, Matches(limits.SNS_TOPIC_ARN)] | None = setting(None)
     """An existing SNS topic every endpoint alarm notifies (alarm and OK), in `env.region`
     (CloudWatch refuses a topic in another region) and `env.region`'s partition. Its policy must
     let `cloudwatch.amazonaws.com` publish, and its KMS key (if any) let CloudWatch use it.
     Default none: each inference stack creates its own KMS-encrypted topic, which only
     CloudWatch alarms of the account may publish to, over TLS only."""
-    alarm_emails: tuple[str, ...] = setting((), Each(limits.EMAIL_ADDRESS), uniqueItems=True)
+    alarm_emails: tuple[Annotated[str, Matches(limits.EMAIL_ADDRESS)], ...] = setting(
+        (), uniqueItems=True
+    )
     """Email addresses subscribed to the stack's own alarm topic (each confirms the
     subscription from the mail AWS sends). Default none: subscribe yourself to the topic named
     in the stack's `AlarmTopicArn` output. Not with `alarm_topic_arn` (subscribe to your own
@@ -573,15 +613,17 @@ class InferenceSettings(Section):
     it (SageMaker refuses that update otherwise): a small Lambda-backed custom resource per
     endpoint deregisters the target before the endpoint moves and registers it again after.
     False: no Lambda; an instance-type change then needs SageMaker's manual steps."""
-    log_retention_days: int = setting(365, limits.LOG_RETENTION)
+    log_retention_days: Annotated[int, OneOf(limits.LOG_RETENTION_DAYS)] = setting(365)
     """Days each endpoint's log group `/aws/sagemaker/Endpoints/<name>` keeps the container
     logs (the stack creates the group, KMS-encrypted)."""
-    triton_log_verbose: int = setting(0, limits.TRITON_LOG_VERBOSE)
+    triton_log_verbose: Annotated[
+        int, annotated_types.Ge(0), Allowed(limits.TRITON_LOG_VERBOSE_TEXT)
+    ] = setting(0)
     """Triton's `--log-verbose` level on the endpoints (the SageMaker container's
     `SAGEMAKER_TRITON_LOG_VERBOSE`). 0: off (the container's own default logs every
     request)."""
-    model_load_gpu_limit_percent: int = setting(
-        limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT, limits.MODEL_LOAD_GPU_LIMIT_PERCENT
+    model_load_gpu_limit_percent: Annotated[int, Between(limits.MODEL_LOAD_GPU_LIMIT_PERCENT)] = (
+        setting(limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT)
     )
     """Opt-in cap on model loads: Triton refuses to load another model once the GPU's memory
     use passes this share (`--model-load-gpu-limit`, through the container's
@@ -592,7 +634,7 @@ class InferenceSettings(Section):
     synthesis warns about it (`ml-platform:modelLoadGpuLimitBlocksEviction`). 1 to 100."""
 
     def problems(self) -> list[str]:
-        out = field_problems(self, "inference.")
+        out = []
         ami_problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
         if ami_problem:
             out.append(
@@ -617,7 +659,7 @@ class InferenceSettings(Section):
             [(f"inference.endpoints[{i}].name", e.name) for i, e in enumerate(self.endpoints)]
         )
         for i, endpoint in enumerate(self.endpoints):
-            out.extend(endpoint.problems(f"inference.endpoints[{i}]"))
+            out.extend(endpoint.problems_at(f"inference.endpoints[{i}]"))
         if self.alarm_topic_arn is not None and self.alarm_emails:
             out.append(
                 f"inference.alarm_emails = {list(self.alarm_emails)!r} with "
@@ -636,11 +678,13 @@ class InferenceSettings(Section):
 class TritonOnEksSettings(Section):
     """Triton served from the EKS cluster on a GPU node group."""
 
-    gpu_instance_type: str = setting(
-        limits.DEFAULT_GPU_INSTANCE_TYPE, OneOf(tuple(sorted(EKS_GPU_INSTANCES)))
+    gpu_instance_type: Annotated[str, OneOf(tuple(sorted(EKS_GPU_INSTANCES)))] = setting(
+        limits.DEFAULT_GPU_INSTANCE_TYPE
     )
     """Single-GPU EC2 instance type of the GPU node group."""
-    gpu_nodes: int = setting(limits.DEFAULT_GPU_NODES, Bounds(1, limits.GPU_MAX_NODES))
+    gpu_nodes: Annotated[int, Between(IntRange(1, limits.GPU_MAX_NODES))] = setting(
+        limits.DEFAULT_GPU_NODES
+    )
     """GPU nodes: the node group's desired and maximum size (nothing in the platform scales
     it)."""
     min_gpu_nodes: int | None = setting(None, minimum=0, maximum=limits.GPU_MAX_NODES)
@@ -666,7 +710,7 @@ class TritonOnEksSettings(Section):
         return tuple(parse_ref(a) for a in self.archives)
 
     def problems(self) -> list[str]:
-        out = field_problems(self, "triton_on_eks.")
+        out = []
         if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
             out.append(
                 f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
@@ -755,7 +799,7 @@ class FeatureSettings(Section):
             object.__setattr__(self, "triton_on_eks", False)
 
     def problems(self) -> list[str]:
-        out = field_problems(self, "features.")
+        out = []
         if self.training_only and not self.training_cluster:
             out.append(
                 "features.training_only = true with features.training_cluster = false: a "
@@ -841,8 +885,9 @@ class Settings(Section):
                 merged = {**found, **getattr(settings.images, member)}
                 images = dataclasses.replace(settings.images, **{member: merged})
                 settings = dataclasses.replace(settings, images=images)
-        # Values of the wrong type were replaced by their defaults, so the value checks
-        # below still run over everything else and report in the same error.
+                # The section's own entries passed as pydantic read them; these join them here.
+                problems.extend(p for p in settings.images.problems() if p not in problems)
+        # The rules that span sections, once every section is valid.
         problems.extend(settings._problems(known_azs))
         if problems:
             raise SettingsError(problems)
@@ -874,16 +919,8 @@ class Settings(Section):
 
     def _problems(self, context: Mapping[str, Any] | None) -> list[str]:
         out: list[str] = []
-        out += self.env.problems()
-        out += self.network.problems()
-        out += self.storage.problems()
-        out += self.cluster.problems(self.env.region)
-        out += self.trainium.problems()
-        out += self.training.problems()
-        out += self.inference.problems()
-        out += self.triton_on_eks.problems()
-        out += self.images.problems()
-        out += self.features.problems()
+        # Each section's own problems() ran as pydantic validated it; these rules span them.
+        out += self.cluster.partition_problems(self.env.region)
         if (
             self.features.inference
             and self.env.region in REGIONS

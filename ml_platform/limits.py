@@ -2,17 +2,17 @@
 settings (:mod:`ml_platform.config`), the constructs and the CLI check, each written once, here.
 
 No CDK imports (the settings, the CLI and the JSON Schema generator load this module without
-aws-cdk-lib). Each rule is data or a predicate; the callers word their own messages (a
-setting's dotted key, or a construct prop's name).
+aws-cdk-lib, and without pydantic). Each rule is data (numbers, tuples, regexes, with the texts
+messages use) or a predicate: :mod:`ml_platform.config` hands them to pydantic's constraints,
+the constructs check their props with them.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any
 
 #: Longest value an error message repeats whole (``repr`` characters).
 MAX_SHOWN = 200
@@ -32,19 +32,9 @@ def shown(value: Any, limit: int = MAX_SHOWN) -> str:
     return f"{text[:keep]}[...]{text[-keep:]} ({size} {unit})"
 
 
-class Rule(Protocol):
-    """One value's rule: what is wrong with a value (worded with its setting's key) and what the
-    JSON Schema of ``cdk.json`` says about it, from the same data."""
-
-    def problems(self, key: str, value: Any) -> list[str]: ...
-
-    @property
-    def json_schema(self) -> dict[str, object]: ...
-
-
 @dataclass(frozen=True)
-class Bounds:
-    """An inclusive range of integers."""
+class IntRange:
+    """An inclusive range of integers; ``note`` is what messages add after it."""
 
     low: int
     high: int
@@ -58,39 +48,12 @@ class Bounds:
         """``'1 to 1000'``: how messages state the range."""
         return f"{self.low} to {self.high}"
 
-    def problems(self, key: str, value: Any) -> list[str]:
-        return [] if value in self else [f"{key} = {value}: expected {self.text}{self.note}"]
-
-    @property
-    def json_schema(self) -> dict[str, object]:
-        return {"minimum": self.low, "maximum": self.high}
-
 
 @dataclass(frozen=True)
-class OneOf:
-    """A value from a fixed set (listed in this order in messages and the schema)."""
-
-    values: tuple[object, ...]
-
-    def problems(self, key: str, value: Any) -> list[str]:
-        allowed = list(self.values)
-        return [] if value in allowed else [f"{key} = {shown(value)}: expected one of {allowed}"]
-
-    @property
-    def json_schema(self) -> dict[str, object]:
-        return {"enum": list(self.values)}
-
-
-def json_pattern(regex: re.Pattern[str]) -> str:
-    """``regex`` as a JSON Schema ``pattern`` that must match the whole value (JSON Schema
-    patterns match anywhere)."""
-    return f"^(?:{regex.pattern})$"
-
-
-@dataclass(frozen=True)
-class Pattern:
+class TextFormat:
     """Text that matches ``regex`` in full (``$`` would accept a trailing newline), spelled in
-    ASCII classes (``\\d`` and ``\\w`` match other scripts' digits and letters)."""
+    ASCII classes (``\\d`` and ``\\w`` match other scripts' digits and letters); ``expected``
+    is how messages describe it."""
 
     regex: re.Pattern[str]
     expected: str
@@ -99,46 +62,6 @@ class Pattern:
     def matches(self, value: str) -> bool:
         too_long = self.max_length is not None and len(value) > self.max_length
         return not too_long and self.regex.fullmatch(value) is not None
-
-    def problems(self, key: str, value: Any) -> list[str]:
-        return [] if self.matches(value) else [f"{key} = {shown(value)}: expected {self.expected}"]
-
-    @property
-    def json_schema(self) -> dict[str, object]:
-        schema: dict[str, object] = {"pattern": json_pattern(self.regex)}
-        if self.max_length is not None:
-            schema["maxLength"] = self.max_length
-        return schema
-
-
-@dataclass(frozen=True)
-class Check:
-    """A value ``ok`` accepts; ``message`` says what is allowed."""
-
-    ok: Callable[[Any], bool]
-    message: str
-    schema: Mapping[str, object] = field(default_factory=dict)
-
-    def problems(self, key: str, value: Any) -> list[str]:
-        return [] if self.ok(value) else [f"{key} = {shown(value)}: {self.message}"]
-
-    @property
-    def json_schema(self) -> dict[str, object]:
-        return dict(self.schema)
-
-
-@dataclass(frozen=True)
-class Each:
-    """Every item of a list follows ``rule`` (each problem names its ``key[i]``)."""
-
-    rule: Rule
-
-    def problems(self, key: str, value: Any) -> list[str]:
-        return [p for i, item in enumerate(value) for p in self.rule.problems(f"{key}[{i}]", item)]
-
-    @property
-    def json_schema(self) -> dict[str, object]:
-        return {"items": self.rule.json_schema}
 
 
 def node_counts_ok(min_nodes: int, nodes: int, max_nodes: int, most: int) -> bool:
@@ -170,22 +93,18 @@ def fsx_storage_ok(gib: int) -> bool:
     return gib == FSX_SMALLEST_GIB or (0 < gib <= FSX_MAX_GIB and gib % FSX_STEP_GIB == 0)
 
 
-FSX_STORAGE_GIB = Check(
-    fsx_storage_ok,
-    f"PERSISTENT_2 Lustre takes 1200 or a multiple of 2400 GiB (up to {FSX_MAX_GIB})",
-    {"minimum": FSX_SMALLEST_GIB, "maximum": FSX_MAX_GIB},
-)
+FSX_STORAGE_TEXT = f"PERSISTENT_2 Lustre takes 1200 or a multiple of 2400 GiB (up to {FSX_MAX_GIB})"
 
 
 # -- ECR ------------------------------------------------------------------------------------
-ECR_MAX_IMAGES = Bounds(1, 1000)  # images a lifecycle rule keeps
+ECR_MAX_IMAGES = IntRange(1, 1000)  # images a lifecycle rule keeps
 
 # -- S3 model prefix --------------------------------------------------------------------------
 # S3 object keys are at most 1024 bytes; the prefix keeps room for the archive names:
 # https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html
 MODEL_PREFIX_MAX = 512
 _PREFIX_SEGMENT = re.compile(r"[A-Za-z0-9._-]+")
-_PREFIX_TEXT = (
+MODEL_PREFIX_TEXT = (
     "expected a relative S3 key prefix ending in '/' of segments made of letters, digits and "
     f"'._-' (none empty, '.' or '..'), at most {MODEL_PREFIX_MAX} characters, e.g. 'models/'"
 )
@@ -202,18 +121,15 @@ def model_prefix_ok(prefix: str) -> bool:
     )
 
 
-MODEL_PREFIX = Check(model_prefix_ok, _PREFIX_TEXT, {"maxLength": MODEL_PREFIX_MAX})
-
-
 # -- EKS ------------------------------------------------------------------------------------
 ENDPOINT_ACCESS = ("public_and_private", "private")
 # The VPC CNI's NetworkPolicy enforcing modes:
 # https://docs.aws.amazon.com/eks/latest/userguide/cni-network-policy-configure.html
 NETWORK_POLICY_MODES = ("strict", "standard")
-SYSTEM_NODES = Bounds(1, 10)
+SYSTEM_NODES = IntRange(1, 10)
 # Nodes of the training-helper group (the system-role nodes in the Trainium/FSx AZ). At least 1:
 # the helper pods are required to run in that AZ, and the system nodes may have none there.
-HELPER_NODES = Bounds(
+HELPER_NODES = IntRange(
     1,
     3,
     " (the dataset Job and TensorBoard must run in network.trainium_az, where FSx is, and the "
@@ -299,17 +215,17 @@ def public_access_problems(
 # -- Node groups ----------------------------------------------------------------------------
 TRAINIUM_MAX_NODES = 64
 GPU_MAX_NODES = 20
-ROOT_VOLUME_GIB = Bounds(100, 16384)  # gp3: up to 16 TiB
+ROOT_VOLUME_GIB = IntRange(100, 16384)  # gp3: up to 16 TiB
 # EC2 capacity reservation ids (On-Demand Capacity Reservations and Capacity Blocks), fullmatch:
 # https://docs.aws.amazon.com/AWSEC2/latest/APIReference/API_CapacityReservation.html
 # EKS node group ReleaseVersion of an AL2023 AMI: `<kubernetes>-<YYYYMMDD>`, e.g.
 # 1.35.6-20260625 (amazon-eks-ami CHANGELOG.md "Release version"), or `latest` (no pin).
-AMI_RELEASE_VERSION = Pattern(
+AMI_RELEASE_VERSION = TextFormat(
     re.compile(r"latest|1\.[0-9]{1,2}\.[0-9]{1,3}-20[0-9]{6}"),
     "an EKS AMI release version such as '1.35.6-20260625', or 'latest'",
 )
 
-CAPACITY_RESERVATION_ID = Pattern(
+CAPACITY_RESERVATION_ID = TextFormat(
     re.compile(r"cr-[0-9a-f]{8}([0-9a-f]{9})?"),
     "a capacity reservation id such as 'cr-0123456789abcdef0'",
 )
@@ -317,13 +233,13 @@ CAPACITY_RESERVATION_ID = Pattern(
 # -- SageMaker ------------------------------------------------------------------------------
 # CreateEndpoint API reference, EndpointName: ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}
 # https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_CreateEndpoint.html
-ENDPOINT_NAME = Pattern(
+ENDPOINT_NAME = TextFormat(
     re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"),
     "letters, digits and '-', at most 63",
     max_length=63,  # the pattern alone lets repeated '-' run past 63 characters
 )
-MODEL_LOAD_GPU_LIMIT_PERCENT = Bounds(1, 100, " (100, the default: no cap)")
-ENDPOINT_INSTANCES = Bounds(1, 100)  # an endpoint variant's instance counts
+MODEL_LOAD_GPU_LIMIT_PERCENT = IntRange(1, 100, " (100, the default: no cap)")
+ENDPOINT_INSTANCES = IntRange(1, 100)  # an endpoint variant's instance counts
 
 
 def endpoint_counts_ok(min_instances: int, initial: int, max_instances: int) -> bool:
@@ -368,14 +284,16 @@ DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT = 100  # no cap: a full GPU answers 507 and
 
 
 # -- Value formats and reserved names -------------------------------------------------------
-ACCOUNT_ID = Pattern(re.compile(r"[0-9]{12}"), "a 12-digit AWS account id")
-STACK_PREFIX = Pattern(
+ACCOUNT_ID = TextFormat(re.compile(r"[0-9]{12}"), "a 12-digit AWS account id")
+STACK_PREFIX = TextFormat(
     re.compile(r"[A-Za-z][A-Za-z0-9]{0,40}"),
     "letters and digits, starting with a letter, at most 41 characters",
 )
-RESOURCE_NAME = Pattern(re.compile(r"[a-z][a-z0-9-]{0,39}"), "lower-case letters, digits and '-'")
+RESOURCE_NAME = TextFormat(
+    re.compile(r"[a-z][a-z0-9-]{0,39}"), "lower-case letters, digits and '-'"
+)
 ROLE_ARN = re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]{1,512}")
-PRINCIPAL_ARN = Pattern(
+PRINCIPAL_ARN = TextFormat(
     re.compile(r"arn:(aws[a-z-]*):iam::[0-9]{12}:(role|user)/[A-Za-z0-9+=,.@_/-]{1,512}"),
     "an IAM role or user ARN (arn:aws:iam::<account>:role/<name> or ...:user/<name>)",
 )
@@ -383,36 +301,33 @@ K8S_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")  # RFC 1123 label, 
 # The pattern aws-cdk-lib's ec2.InstanceType parses (aws-ec2/lib/instance-types.ts); a name
 # it cannot parse fails deep in jsii. Group 3 holds the capability letters ('g': Graviton).
 INSTANCE_TYPE = re.compile(r"([a-z]+)([0-9]{1,2})([a-z-]*)\.([a-z0-9-]+)")
-IMAGE_REPOSITORY = Pattern(
+IMAGE_REPOSITORY = TextFormat(
     re.compile(r"[a-z0-9]+([._/-][a-z0-9]+)*"),
     "an ECR repository name (lower-case letters, digits, '._/-')",
     max_length=256,
 )
-IMAGE_TAG = Pattern(re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"), "a Docker image tag")
-SHA256 = Pattern(re.compile(r"[0-9a-f]{64}"), "a SHA-256 of 64 lower-case hex digits")
-SNS_TOPIC_ARN = Pattern(
+IMAGE_TAG = TextFormat(re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"), "a Docker image tag")
+SHA256 = TextFormat(re.compile(r"[0-9a-f]{64}"), "a SHA-256 of 64 lower-case hex digits")
+SNS_TOPIC_ARN = TextFormat(
     re.compile(r"arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}"),
     "an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)",
 )
 # An SNS email subscription's endpoint: one address, no display name (Subscribe API, Endpoint
 # for the email protocol). Deliberately plain: SNS itself sends the confirmation mail.
-EMAIL_ADDRESS = Pattern(
+EMAIL_ADDRESS = TextFormat(
     re.compile(r"[A-Za-z0-9._%+'-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"),
     "an email address such as 'ops@example.com'",
     max_length=254,
 )
-ADDON_VERSION = Pattern(
+ADDON_VERSION = TextFormat(
     re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-eksbuild\.[0-9]+"),
     "an EKS add-on version such as 'v1.9.0-eksbuild.1'",
 )
 PLACEMENT_GROUP = re.compile(r"[ -~]{1,255}")  # EC2 CreatePlacementGroup: up to 255 ASCII
-INVOCATIONS_PER_INSTANCE = Bounds(1, 100_000)  # an endpoint's scaling target, per instance a minute
-LOG_RETENTION = OneOf(LOG_RETENTION_DAYS)
-TRITON_LOG_VERBOSE = Check(
-    lambda level: isinstance(level, int) and not isinstance(level, bool) and level >= 0,
-    "expected a level >= 0 (0 is off)",
-    {"minimum": 0},
-)  # Triton's --log-verbose
+INVOCATIONS_PER_INSTANCE = IntRange(
+    1, 100_000
+)  # an endpoint's scaling target, per instance a minute
+TRITON_LOG_VERBOSE_TEXT = "expected a level >= 0 (0 is off)"  # Triton's --log-verbose
 
 # Namespaces Kubernetes, Volcano or the platform's own charts own. The Storage chart creates
 # (and on stack deletion deletes) training.namespace, so it must never be one of these.

@@ -85,6 +85,9 @@ def cdk_json_schema() -> dict[str, Any]:
 def _allowed(prop: dict[str, Any]) -> str:
     """What a property's schema allows, in words (enum, range, pattern, lengths)."""
     parts = []
+    for branch in prop.get("anyOf", []):  # an optional setting: its constraints sit with its type
+        if branch.get("type") not in ("null", "array") and "$ref" not in branch:
+            prop = {**branch, **prop}
     if "enum" in prop:
         prop = {**prop, "enum": [v for v in prop["enum"] if v is not None]}
     if "enum" in prop and len(prop["enum"]) > _MAX_LISTED:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -23,13 +24,36 @@ from ml_platform.instances import EKS_GPU_INSTANCES, GPU
 MAX_GPU_NODES = limits.GPU_MAX_NODES
 
 
-def gpu_node_problems(instance_type: str, min_nodes: int, nodes: int, max_nodes: int) -> list[str]:
-    """What is wrong with these GPU node group props (empty when nothing is)."""
-    out = []
-    if instance_type not in EKS_GPU_INSTANCES:
-        out.append(f"instance_type={instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}")
-    sizes = {"min_nodes": min_nodes, "nodes": nodes, "max_nodes": max_nodes}
-    return out + size_problems(sizes, MAX_GPU_NODES)
+@dataclass(frozen=True, kw_only=True)
+class GpuNodeGroupProps:
+    """The value props of :class:`GpuNodeGroup` (described there) and every rule they follow,
+    in :meth:`problems`: the construct checks them once, through this object."""
+
+    instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE
+    desired_size: int = limits.DEFAULT_GPU_NODES
+    min_size: int | None = None
+    max_size: int = 2
+    labels: Mapping[str, str] | None = None
+    ssm_access: bool = False
+
+    @property
+    def resolved_min_size(self) -> int:
+        """``min_size``, or ``desired_size`` when it is not given."""
+        return self.desired_size if self.min_size is None else self.min_size
+
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop."""
+        out = []
+        if self.instance_type not in EKS_GPU_INSTANCES:
+            out.append(
+                f"instance_type={self.instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}"
+            )
+        sizes = {
+            "min_size": self.resolved_min_size,
+            "desired_size": self.desired_size,
+            "max_size": self.max_size,
+        }
+        return out + size_problems(sizes, MAX_GPU_NODES) + reserved_label_problems(self.labels)
 
 
 class GpuNodeGroup(Construct):
@@ -42,7 +66,8 @@ class GpuNodeGroup(Construct):
         cluster: The cluster. Required.
         instance_type: A type of :data:`~ml_platform.instances.EKS_GPU_INSTANCES`. Default
             ``g5.2xlarge``.
-        nodes: Desired nodes. Default 1. min_nodes: Default ``nodes``. max_nodes: Default 2.
+        desired_size: Desired nodes. Default 1. min_size: Default ``desired_size``.
+        max_size: Default 2. (aws-cdk's ``Nodegroup`` names, as :class:`TrainiumNodeGroup`.)
         subnets: Subnets of the nodes. Default: the VPC's private subnets with egress.
         labels: Extra node labels. Default none.
         ssm_access: ``AmazonSSMManagedInstanceCore`` on the node role (break-glass Session
@@ -61,17 +86,24 @@ class GpuNodeGroup(Construct):
         *,
         cluster: eks.ICluster,
         instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE,
-        nodes: int = limits.DEFAULT_GPU_NODES,
-        min_nodes: int | None = None,
-        max_nodes: int = 2,
+        desired_size: int = limits.DEFAULT_GPU_NODES,
+        min_size: int | None = None,
+        max_size: int = 2,
         subnets: ec2.SubnetSelection | None = None,
         labels: Mapping[str, str] | None = None,
         ssm_access: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        low = nodes if min_nodes is None else min_nodes
-        errors = gpu_node_problems(instance_type, low, nodes, max_nodes)
-        errors += reserved_label_problems(labels)
+        #: The value props, as checked.
+        self.props = GpuNodeGroupProps(
+            instance_type=instance_type,
+            desired_size=desired_size,
+            min_size=min_size,
+            max_size=max_size,
+            labels=labels,
+            ssm_access=ssm_access,
+        )
+        errors = self.props.problems()
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         self.launch_template = hardened_launch_template(self, "LaunchTemplate", root_volume_gib=100)
@@ -82,9 +114,9 @@ class GpuNodeGroup(Construct):
             instance_type=instance_type,
             launch_template=launch_template_spec(self.launch_template),
             subnets=subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-            min_size=low,
-            desired_size=nodes,
-            max_size=max_nodes,
+            min_size=self.props.resolved_min_size,
+            desired_size=desired_size,
+            max_size=max_size,
             labels=labels,
         )
         # aws-cdk made the role (``NodeGroupRole``); reset its policies in place.

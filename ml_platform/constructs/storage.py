@@ -608,11 +608,11 @@ def _delete_provider_role_arn(scope: Construct) -> str:
 
 
 def model_prefix_problems(model_prefix: str) -> list[str]:
-    """The settings' rule for the archives' prefix (:data:`ml_platform.limits.MODEL_PREFIX`),
+    """The settings' rule for the archives' prefix (:func:`ml_platform.limits.model_prefix_ok`),
     worded with the construct prop's name: what each construct that takes a prefix checks."""
     if limits.model_prefix_ok(model_prefix):
         return []
-    return [f"model_prefix={model_prefix!r}: {limits.MODEL_PREFIX.message}"]
+    return [f"model_prefix={model_prefix!r}: {limits.MODEL_PREFIX_TEXT}"]
 
 
 def _check_prefix(scope: Construct, model_prefix: str) -> None:
@@ -712,8 +712,10 @@ class LustreStorage(LustreStorageBase):
         subnet: The one subnet (the Trainium AZ's private subnet). Required.
         clients: Further security groups (or other ``IConnectable``) allowed to mount the file
             system. Default none (:attr:`client_security_group` only).
-        storage_capacity_gib: 1200 or a multiple of 2400 up to 2400000. Default 1200.
-        throughput_per_tib: 125, 250, 500 or 1000 MB/s per TiB. Default 125.
+        storage_capacity_gib: 1200 or a multiple of 2400 up to 2400000 (aws-cdk's
+            ``LustreFileSystem`` refuses other sizes). Default 1200.
+        throughput_per_tib: 125, 250, 500 or 1000 MB/s per TiB (aws-cdk refuses others).
+            Default 250.
         kms_key: Customer-managed key encrypting the data at rest. Default: an AWS-owned key.
         removal_policy: Of the file system, its security groups and their rules. Default
             :data:`RETAIN` (RetainExceptOnCreate).
@@ -742,21 +744,9 @@ class LustreStorage(LustreStorageBase):
         kms_key: kms.IKey | None = None,
         removal_policy: RemovalPolicy = RETAIN,
     ) -> None:
+        # Capacity and throughput are not checked here: aws-cdk's LustreFileSystem refuses what
+        # PERSISTENT_2 does not take (the settings check them too, with their upper bound).
         super().__init__(scope, construct_id)
-        errors = []
-        if not Token.is_unresolved(storage_capacity_gib) and not limits.fsx_storage_ok(
-            storage_capacity_gib
-        ):
-            errors.append(
-                f"storage_capacity_gib={storage_capacity_gib}: expected 1200 or a multiple of "
-                "2400 up to 2400000"
-            )
-        if throughput_per_tib not in limits.FSX_THROUGHPUTS:
-            errors.append(
-                f"throughput_per_tib={throughput_per_tib}: expected 125, 250, 500 or 1000"
-            )
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         self._removal_policy = removal_policy
         self.security_group = ec2.SecurityGroup(
             self,

@@ -8,6 +8,7 @@ platform installs the plugin from Neuron's own Helm chart (:mod:`ml_platform.k8s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import Annotations, Token
 from aws_cdk import aws_ec2 as ec2
@@ -302,6 +303,53 @@ def _capacity_reservation(
     )
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainiumNodeGroupProps:
+    """The value props of :class:`TrainiumNodeGroup` (described there) and every rule they
+    follow, in :meth:`problems`: the construct checks them once, through this object."""
+
+    instance_type: str = limits.DEFAULT_TRAINIUM_INSTANCE_TYPE
+    min_size: int = limits.DEFAULT_TRAINIUM_NODES
+    desired_size: int = limits.DEFAULT_TRAINIUM_NODES
+    max_size: int = limits.DEFAULT_TRAINIUM_NODES
+    efa_interfaces: int | None = None
+    root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB
+    labels: Mapping[str, str] | None = None
+    capacity_reservation_id: str | None = None
+    capacity_block: bool = False
+    placement_group: ec2.IPlacementGroup | None = None
+    release_version: str | None = None
+
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop."""
+        errors = launch_template_problems(
+            self.instance_type, self.efa_interfaces, self.root_volume_gib
+        )
+        errors += capacity_problems(
+            self.capacity_reservation_id, self.capacity_block, self.placement_group
+        )
+        if (
+            self.release_version is not None
+            and not Token.is_unresolved(self.release_version)
+            and (
+                self.release_version == NEURON_AMI_RELEASE_LATEST
+                or not limits.AMI_RELEASE_VERSION.matches(self.release_version)
+            )
+        ):
+            errors.append(
+                f"release_version={self.release_version!r}: expected an EKS AMI release version "
+                "such as '1.35.6-20260625' (None: EKS's newest)"
+            )
+        sizes = {
+            "min_size": self.min_size,
+            "desired_size": self.desired_size,
+            "max_size": self.max_size,
+        }
+        errors += size_problems(sizes, MAX_NODES)
+        errors += reserved_label_problems(self.labels)
+        return errors
+
+
 class TrainiumNodeGroup(Construct):
     """EKS managed node group of Trainium instances in one subnet, with every EFA interface.
 
@@ -385,23 +433,21 @@ class TrainiumNodeGroup(Construct):
         release_version: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
-        errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
-        errors += capacity_problems(capacity_reservation_id, capacity_block, placement_group)
-        if (
-            release_version is not None
-            and not Token.is_unresolved(release_version)
-            and (
-                release_version == NEURON_AMI_RELEASE_LATEST
-                or not limits.AMI_RELEASE_VERSION.matches(release_version)
-            )
-        ):
-            errors.append(
-                f"release_version={release_version!r}: expected an EKS AMI release version "
-                "such as '1.35.6-20260625' (None: EKS's newest)"
-            )
-        sizes = {"min_size": min_size, "desired_size": desired_size, "max_size": max_size}
-        errors += size_problems(sizes, MAX_NODES)
-        errors += reserved_label_problems(labels)
+        #: The value props, as checked.
+        self.props = TrainiumNodeGroupProps(
+            instance_type=instance_type,
+            min_size=min_size,
+            desired_size=desired_size,
+            max_size=max_size,
+            efa_interfaces=efa_interfaces,
+            root_volume_gib=root_volume_gib,
+            labels=labels,
+            capacity_reservation_id=capacity_reservation_id,
+            capacity_block=capacity_block,
+            placement_group=placement_group,
+            release_version=release_version,
+        )
+        errors = self.props.problems()
         if errors:
             raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         if capacity_block:

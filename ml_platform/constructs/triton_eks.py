@@ -190,8 +190,8 @@ class TritonOnEks(Construct):
                 "GpuNodes",
                 cluster=cluster,
                 instance_type=gpu_instance_type,
-                nodes=gpu_nodes,
-                max_nodes=gpu_nodes,
+                desired_size=gpu_nodes,
+                max_size=gpu_nodes,
                 subnets=subnets,
                 labels=node_labels,
             )

@@ -248,10 +248,10 @@ class GpuNodesStack(AcceleratorNodesStack):
             "Gpu",
             cluster=cluster,
             instance_type=triton.gpu_instance_type,
-            nodes=triton.gpu_nodes,
-            min_nodes=triton.min_gpu_nodes,
+            desired_size=triton.gpu_nodes,
+            min_size=triton.min_gpu_nodes,
             # Nothing grows the group (docs/serving-eks.md, "Sizing, not autoscaling"): max = desired.
-            max_nodes=triton.gpu_nodes,
+            max_size=triton.gpu_nodes,
             ssm_access=self._ssm_access,
         )
         return self.gpu

@@ -22,6 +22,7 @@ from ml_platform.constructs.sagemaker_mme.endpoint import (
     NO_ALARM_TOPIC_WARNING,
     SINGLE_INSTANCE_WARNING,
     TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
     container_environment,
     model_load_environment,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "EndpointMetrics",
     "EndpointScaling",
     "TritonMultiModelEndpoint",
+    "TritonMultiModelEndpointProps",
     "container_environment",
     "endpoint_log_group_name",
     "model_load_environment",

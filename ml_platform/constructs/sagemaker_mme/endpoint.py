@@ -4,6 +4,7 @@ endpoint config and endpoint; scaling, alarms and grants come from their own mod
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from aws_cdk import Annotations, CustomResource, RemovalPolicy, Stack, Token
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -127,6 +128,98 @@ SINGLE_INSTANCE_WARNING = "ml-platform:endpointSingleInstance"
 ENDPOINT_NAME = limits.ENDPOINT_NAME.regex  # CreateEndpoint's EndpointName
 
 
+@dataclass(frozen=True, kw_only=True)
+class TritonMultiModelEndpointProps:
+    """The value props of :class:`TritonMultiModelEndpoint` (described there) and every rule
+    they follow, in :meth:`problems`: the construct checks them once, through this object."""
+
+    endpoint_name: str
+    archives: Sequence[str | ArchiveRef]
+    instance_type: str = limits.DEFAULT_ENDPOINT_INSTANCE_TYPE
+    initial_instances: int = limits.DEFAULT_INITIAL_INSTANCES
+    min_instances: int = limits.DEFAULT_MIN_INSTANCES
+    max_instances: int = limits.DEFAULT_MAX_INSTANCES
+    invocations_per_instance: int = limits.DEFAULT_INVOCATIONS_PER_INSTANCE
+    triton_version: str = DEFAULT_TRITON_VERSION
+    image_uri: str | None = None
+    inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION
+    network_isolation: bool = True
+    instance_type_changes: bool = True
+    log_verbose: int = 0
+    model_load_gpu_limit_percent: int = DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT
+
+    @property
+    def archive_refs(self) -> list[ArchiveRef]:
+        """``archives`` parsed (those :meth:`problems` finds no fault with)."""
+        refs, _ = parse_refs("archives", self.archives)
+        return [r for r in refs if r is not None]
+
+    def problems(self, *, region: str, model_prefix: str) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop, the
+        value and what is allowed; ``region`` is the stack's, ``model_prefix`` the one the
+        endpoint reads."""
+        errors: list[str] = []
+        if self.instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
+            errors.append(
+                f"instance_type={self.instance_type!r}: multi-model endpoints on GPU support "
+                f"{sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
+            )
+        if not limits.endpoint_counts_ok(
+            self.min_instances, self.initial_instances, self.max_instances
+        ):
+            errors.append(
+                f"min_instances={self.min_instances}, initial_instances={self.initial_instances}, "
+                f"max_instances={self.max_instances}: expected 1 <= min <= initial <= max <= "
+                f"{limits.ENDPOINT_INSTANCES.high}"
+            )
+        if not Token.is_unresolved(self.endpoint_name) and not limits.ENDPOINT_NAME.matches(
+            self.endpoint_name
+        ):
+            errors.append(
+                f"endpoint_name={self.endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
+                "starting and ending with a letter or digit"
+            )
+        errors += parse_refs("archives", self.archives)[1]
+        errors += model_prefix_problems(model_prefix)
+        if self.image_uri is None and Token.is_unresolved(region):
+            errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
+        elif self.image_uri is None:
+            problem = triton_region_problem(region, self.triton_version)
+            if problem:
+                errors.append(f"triton_version={self.triton_version!r}: {problem}")
+        if self.inference_ami_version not in INFERENCE_AMI_VERSIONS:
+            errors.append(
+                f"inference_ami_version={self.inference_ami_version!r}: expected one of "
+                f"{list(INFERENCE_AMI_VERSIONS)}"
+            )
+        elif self.image_uri is None:
+            problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
+            if problem:
+                errors.append(f"inference_ami_version={self.inference_ami_version!r}: {problem}")
+        if self.image_uri is None:
+            problem = compute_capability_problem(self.triton_version, self.instance_type)
+            if problem:
+                errors.append(f"instance_type={self.instance_type!r}: {problem}")
+        if (
+            isinstance(self.model_load_gpu_limit_percent, bool)
+            or not isinstance(self.model_load_gpu_limit_percent, int)
+            or self.model_load_gpu_limit_percent not in limits.MODEL_LOAD_GPU_LIMIT_PERCENT
+        ):
+            errors.append(
+                f"model_load_gpu_limit_percent={self.model_load_gpu_limit_percent!r}: expected a whole "
+                "number from 1 to 100 (100, the default: no cap)"
+            )
+        if not Token.is_unresolved(self.log_verbose) and (
+            isinstance(self.log_verbose, bool)
+            or not isinstance(self.log_verbose, int)
+            or self.log_verbose < 0
+        ):
+            errors.append(
+                f"log_verbose = {limits.shown(self.log_verbose)}: {limits.TRITON_LOG_VERBOSE_TEXT}"
+            )
+        return errors
+
+
 class TritonMultiModelEndpoint(EndpointMetrics, Construct):
     """Triton on a SageMaker multi-model endpoint (GPU), with scaling and alarms.
 
@@ -236,22 +329,27 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
         model_prefix, prefix_problem = archive_prefix(bucket, model_prefix)
-        refs = self._validate(
-            region=region,
+        #: The value props, as checked.
+        self.props = TritonMultiModelEndpointProps(
             endpoint_name=endpoint_name,
             archives=archives,
-            model_prefix=model_prefix,
             instance_type=instance_type,
             initial_instances=initial_instances,
             min_instances=min_instances,
             max_instances=max_instances,
+            invocations_per_instance=invocations_per_instance,
             triton_version=triton_version,
             image_uri=image_uri,
             inference_ami_version=inference_ami_version,
+            network_isolation=network_isolation,
+            instance_type_changes=instance_type_changes,
             log_verbose=log_verbose,
             model_load_gpu_limit_percent=model_load_gpu_limit_percent,
-            extra=[prefix_problem] if prefix_problem else [],
         )
+        errors = self.props.problems(region=region, model_prefix=model_prefix)
+        errors += [prefix_problem] if prefix_problem else []
+        if errors:
+            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
         warning = triton_release_warning(triton_version) if image_uri is None else None
         if warning:
             Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
@@ -286,7 +384,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         # What dashboards draw the metrics against (ml_platform/constructs/dashboards.py).
         self.invocations_per_instance = invocations_per_instance
         self.min_instances, self.max_instances = min_instances, max_instances
-        self.archives: tuple[ArchiveRef, ...] = tuple(refs)
+        self.archives: tuple[ArchiveRef, ...] = tuple(self.props.archive_refs)
         self.image_uri = image_uri or triton_image_uri(region, triton_version)
         #: The model bucket (``bucket`` itself, or a bucket construct over a plain bucket).
         self.model_bucket: ModelArtifactBucketBase = (
@@ -330,83 +428,6 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         self.scaling_policy: CustomResource | None = scaling.scaling_policy
         self.load_failure_filter: logs.CfnMetricFilter = add_load_failure_filter(self)
         self.alarms: dict[str, cloudwatch.Alarm] = add_alarms(self, alarm_topic)
-
-    def _validate(
-        self,
-        *,
-        region: str,
-        endpoint_name: str,
-        archives: Sequence[str | ArchiveRef],
-        model_prefix: str,
-        instance_type: str,
-        initial_instances: int,
-        min_instances: int,
-        max_instances: int,
-        triton_version: str,
-        image_uri: str | None,
-        inference_ami_version: str,
-        log_verbose: int,
-        model_load_gpu_limit_percent: int,
-        extra: list[str],
-    ) -> list[ArchiveRef]:
-        """The archive references, once every prop is checked (all problems in one
-        ``ValueError``)."""
-        errors: list[str] = []
-        if instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
-            errors.append(
-                f"instance_type={instance_type!r}: multi-model endpoints on GPU support "
-                f"{sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
-            )
-        if not limits.endpoint_counts_ok(min_instances, initial_instances, max_instances):
-            errors.append(
-                f"min_instances={min_instances}, initial_instances={initial_instances}, "
-                f"max_instances={max_instances}: expected 1 <= min <= initial <= max <= "
-                f"{limits.ENDPOINT_INSTANCES.high}"
-            )
-        if not Token.is_unresolved(endpoint_name) and not limits.ENDPOINT_NAME.matches(
-            endpoint_name
-        ):
-            errors.append(
-                f"endpoint_name={endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
-                "starting and ending with a letter or digit"
-            )
-        refs, problems = parse_refs("archives", archives)
-        errors += problems
-        errors += model_prefix_problems(model_prefix)
-        if image_uri is None and Token.is_unresolved(region):
-            errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
-        elif image_uri is None:
-            problem = triton_region_problem(region, triton_version)
-            if problem:
-                errors.append(f"triton_version={triton_version!r}: {problem}")
-        if inference_ami_version not in INFERENCE_AMI_VERSIONS:
-            errors.append(
-                f"inference_ami_version={inference_ami_version!r}: expected one of "
-                f"{list(INFERENCE_AMI_VERSIONS)}"
-            )
-        elif image_uri is None:
-            problem = inference_ami_problem(triton_version, inference_ami_version)
-            if problem:
-                errors.append(f"inference_ami_version={inference_ami_version!r}: {problem}")
-        if image_uri is None:
-            problem = compute_capability_problem(triton_version, instance_type)
-            if problem:
-                errors.append(f"instance_type={instance_type!r}: {problem}")
-        if (
-            isinstance(model_load_gpu_limit_percent, bool)
-            or not isinstance(model_load_gpu_limit_percent, int)
-            or model_load_gpu_limit_percent not in limits.MODEL_LOAD_GPU_LIMIT_PERCENT
-        ):
-            errors.append(
-                f"model_load_gpu_limit_percent={model_load_gpu_limit_percent!r}: expected a whole "
-                "number from 1 to 100 (100, the default: no cap)"
-            )
-        if not Token.is_unresolved(log_verbose):
-            errors += limits.TRITON_LOG_VERBOSE.problems("log_verbose", log_verbose)
-        errors += extra
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
-        return [r for r in refs if r is not None]  # all parsed: no problems above
 
     def _add_log_group(
         self,

@@ -65,3 +65,29 @@ def test_an_imported_role_is_referenced_as_is() -> None:
     template = Template.from_stack(stack)
     assert not [k for k in template.find_resources("AWS::IAM::Role") if "Execution" in k]
     template.has_resource_properties("AWS::SageMaker::Model", {"ExecutionRoleArn": arn})
+
+
+def test_the_props_object_holds_every_rule_and_reports_them_at_once() -> None:
+    """The rules live with the props: checked without building anything, all at once, and the
+    construct keeps the props it checked."""
+    from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpointProps
+
+    bad = TritonMultiModelEndpointProps(
+        endpoint_name="bad_name",
+        archives=["../x"],
+        min_instances=3,
+        max_instances=2,
+        instance_type="ml.p4d.24xlarge",
+    )
+    found = bad.problems(region="us-east-1", model_prefix="models/")
+    assert [p.split("=", 1)[0].strip() for p in found] == [
+        "instance_type",
+        "min_instances",
+        "endpoint_name",
+        "archives[0]",
+    ]
+    good = TritonMultiModelEndpointProps(endpoint_name="ok", archives=["model_tf_dali"])
+    assert good.problems(region="us-east-1", model_prefix="models/") == []
+    stack, bucket = _stack()
+    mme = TritonMultiModelEndpoint(stack, "Mme", bucket=bucket, endpoint_name="ok", archives=["a"])
+    assert mme.props.endpoint_name == "ok" and mme.props.min_instances == 1

@@ -18,12 +18,24 @@ def test_bad_props_are_reported_together_under_their_own_names() -> None:
             "Gpu",
             cluster=None,
             instance_type="p9.large",
-            nodes=3,
-            max_nodes=2,
+            desired_size=3,
+            max_size=2,
             labels={"ml-platform/node-role": "x"},
         )
     message = str(raised.value)
     assert message.startswith("S/Gpu: instance_type='p9.large': expected one of [")
     assert "gpu_instance_type" not in message
-    assert "min_nodes/nodes/max_nodes=3/3/2" in message
+    assert "min_size/desired_size/max_size=3/3/2" in message
     assert "labels: 'ml-platform/node-role' is set by this construct" in message
+
+
+def test_the_props_object_holds_the_rules_and_the_construct_keeps_it() -> None:
+    from ml_platform.constructs.gpu_nodes import GpuNodeGroupProps
+
+    bad = GpuNodeGroupProps(instance_type="p9.large", desired_size=3, max_size=2)
+    assert [p.split("=", 1)[0] for p in bad.problems()] == [
+        "instance_type",
+        "min_size/desired_size/max_size",
+    ]
+    assert GpuNodeGroupProps(desired_size=0, min_size=0, max_size=1).problems() == []
+    assert GpuNodeGroupProps(desired_size=3, max_size=4).resolved_min_size == 3

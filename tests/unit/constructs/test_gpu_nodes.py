@@ -55,9 +55,9 @@ class Built:
             "Custom",
             cluster=cluster,
             instance_type="g6.xlarge",
-            nodes=3,
-            min_nodes=0,
-            max_nodes=5,
+            desired_size=3,
+            min_size=0,
+            max_size=5,
             subnets=ec2.SubnetSelection(subnets=[vpc.private_subnets[1]]),
             labels={"team": "search"},
             ssm_access=True,
@@ -117,7 +117,7 @@ def test_node_group_ami_label_taint_sizes_and_subnets(built: Built) -> None:
     assert default["Taints"] == [
         {"Key": "nvidia.com/gpu", "Value": "true", "Effect": "NO_SCHEDULE"}
     ]
-    # min_nodes defaults to nodes.
+    # min_size defaults to desired_size.
     assert default["ScalingConfig"] == {"MinSize": 1, "DesiredSize": 1, "MaxSize": 2}
     private = [built.stack.resolve(s.subnet_id) for s in built.vpc.private_subnets]
     assert default["Subnets"] == private
@@ -195,15 +195,15 @@ def test_bad_props_are_reported_together_before_anything_is_created() -> None:
             "Gpu",
             cluster=cluster,
             instance_type="p9.large",
-            nodes=3,
-            max_nodes=2,
+            desired_size=3,
+            max_size=2,
             labels={"ml-platform/node-role": "x"},
         )
     message = str(raised.value)
     assert message.startswith("S/Gpu: instance_type='p9.large': expected one of ['g4dn.")
     assert (
-        "min_nodes/nodes/max_nodes=3/3/2: expected 0 <= min_nodes <= nodes <= max_nodes <= 20 "
-        "and max_nodes >= 1" in message
+        "min_size/desired_size/max_size=3/3/2: expected 0 <= min_size <= desired_size <= "
+        "max_size <= 20 and max_size >= 1" in message
     )
     assert message.endswith("labels: 'ml-platform/node-role' is set by this construct")
     assert stack.node.find_child("Gpu").node.children == []
@@ -212,10 +212,10 @@ def test_bad_props_are_reported_together_before_anything_is_created() -> None:
 @pytest.mark.parametrize(
     ("props", "expected"),
     [
-        ({"nodes": 21, "max_nodes": 21}, "min_nodes/nodes/max_nodes=21/21/21"),
-        ({"nodes": 0, "max_nodes": 0}, "min_nodes/nodes/max_nodes=0/0/0"),
-        ({"nodes": 1, "min_nodes": 2}, "min_nodes/nodes/max_nodes=2/1/2"),
-        ({"nodes": 1, "min_nodes": -1}, "min_nodes/nodes/max_nodes=-1/1/2"),
+        ({"desired_size": 21, "max_size": 21}, "min_size/desired_size/max_size=21/21/21"),
+        ({"desired_size": 0, "max_size": 0}, "min_size/desired_size/max_size=0/0/0"),
+        ({"desired_size": 1, "min_size": 2}, "min_size/desired_size/max_size=2/1/2"),
+        ({"desired_size": 1, "min_size": -1}, "min_size/desired_size/max_size=-1/1/2"),
         ({"instance_type": "g5.48xlarge"}, "instance_type='g5.48xlarge'"),
         ({"instance_type": "ml.g5.2xlarge"}, "instance_type='ml.g5.2xlarge'"),
     ],
@@ -228,8 +228,8 @@ def test_each_bad_prop_is_refused(props: dict[str, Any], expected: str) -> None:
 
 def test_scale_to_zero_and_the_largest_group_are_accepted() -> None:
     stack, _, cluster = _base(new_app())
-    low = GpuNodeGroup(stack, "Low", cluster=cluster, nodes=0, min_nodes=0, max_nodes=1)
-    high = GpuNodeGroup(stack, "High", cluster=cluster, nodes=20, max_nodes=20)
+    low = GpuNodeGroup(stack, "Low", cluster=cluster, desired_size=0, min_size=0, max_size=1)
+    high = GpuNodeGroup(stack, "High", cluster=cluster, desired_size=20, max_size=20)
     resources = Template.from_stack(stack).to_json()["Resources"]
     sizes = {
         name: resources[stack.resolve(g.node_group.node.default_child.logical_id)]["Properties"][

@@ -924,3 +924,25 @@ def test_trn2_nodes_differ_from_trn1_only_by_instance_type_and_interfaces(
         {**other, "NetworkCardIndex": card} for card in range(1, 16)
     ]
     assert trn2_stack == expected
+
+
+def test_the_props_object_holds_every_rule_and_reports_them_at_once() -> None:
+    """TrainiumNodeGroup's rules live with its props: checked without building anything."""
+    from ml_platform.constructs.trainium import TrainiumNodeGroupProps
+
+    bad = TrainiumNodeGroupProps(
+        instance_type="trn1.2xlarge",
+        min_size=3,
+        desired_size=2,
+        capacity_block=True,
+        release_version="latest",
+        labels={"ml-platform/node-role": "x"},
+    )
+    assert [p.split("=", 1)[0].split(":", 1)[0] for p in bad.problems()] == [
+        "instance_type",
+        "capacity_block",
+        "release_version",
+        "min_size/desired_size/max_size",
+        "labels",
+    ]
+    assert TrainiumNodeGroupProps().problems() == []

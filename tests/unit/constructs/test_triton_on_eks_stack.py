@@ -308,15 +308,15 @@ def test_the_device_plugin_is_shared_per_cluster_across_stacks_not_across_apps()
 )
 def test_every_construct_taking_a_prefix_applies_the_settings_rule(prefix: str) -> None:
     """The bucket, the endpoint and TritonOnEks refuse what inference.model_prefix refuses
-    (limits.MODEL_PREFIX): before, they only checked a leading and a trailing '/'."""
+    (limits.model_prefix_ok): before, they only checked a leading and a trailing '/'."""
 
     from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
     from ml_platform.constructs.storage import ModelArtifactBucket
-    from ml_platform.limits import MODEL_PREFIX
+    from ml_platform.limits import MODEL_PREFIX_TEXT, model_prefix_ok
 
-    assert MODEL_PREFIX.problems("inference.model_prefix", prefix)
+    assert not model_prefix_ok(prefix)
     stack, cluster, bucket = _cluster_and_bucket()
-    expected = re.escape(f"model_prefix={prefix!r}: {MODEL_PREFIX.message}")
+    expected = re.escape(f"model_prefix={prefix!r}: {MODEL_PREFIX_TEXT}")
     with pytest.raises(ValueError, match=expected):
         ModelArtifactBucket(stack, "Models", model_prefix=prefix)
     with pytest.raises(ValueError, match=expected):

@@ -324,16 +324,13 @@ def test_construct_validation_reports_all_problems() -> None:
         new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
     )
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
-    with pytest.raises(ValueError, match=r"storage_capacity_gib=1000.*throughput_per_tib=200"):
+    # Lustre's sizes are aws-cdk's LustreFileSystem's to check (jsii raises its error).
+    with pytest.raises(RuntimeError, match=r"storageCapacity must be 1,200, 2,400.*got 1000"):
         LustreStorage(
-            stack,
-            "Fs",
-            vpc=vpc,
-            subnet=vpc.private_subnets[0],
-            clients=[],
-            storage_capacity_gib=1000,
-            throughput_per_tib=200,
+            stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], storage_capacity_gib=1000
         )
+    with pytest.raises(RuntimeError, match=r"perUnitStorageThroughput must be 125, 250.*got: 200"):
+        LustreStorage(stack, "Fs2", vpc=vpc, subnet=vpc.private_subnets[0], throughput_per_tib=200)
     with pytest.raises(ValueError, match=r"availability_zones=\['a'\].*trainium_az='b'"):
         PlatformVpc(stack, "Bad", availability_zones=["a"], trainium_az="b")
     with pytest.raises(ValueError, match="model_prefix='/x'"):
