@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Set
 from dataclasses import dataclass
 
-from ml_platform.k8s_charts.names import (
+from ml_platform.k8s_names import (
     GPU_RESOURCE,
     GPU_TAINT_KEY,
     NEURON_RESOURCE,

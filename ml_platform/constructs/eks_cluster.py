@@ -59,7 +59,7 @@ from ml_platform.constructs.nag import (
     rendered_resource,
 )
 from ml_platform.constructs.storage import RETAIN
-from ml_platform.k8s_charts.names import NODE_GROUP_LABEL, NODE_ROLE_LABEL, TRAINING_HELPERS
+from ml_platform.k8s_names import NODE_GROUP_LABEL, NODE_ROLE_LABEL, TRAINING_HELPERS
 from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
 
 # The names are the settings' (limits.ENDPOINT_ACCESS), each mapped to its EKS value.

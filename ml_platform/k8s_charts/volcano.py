@@ -14,7 +14,7 @@ import cdk8s
 from constructs import Construct
 
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
-from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+from ml_platform.k8s_names import NODE_ROLE_LABEL
 from ml_platform.versions import VOLCANO_IMAGE_REGISTRY, VOLCANO_IMAGES
 
 QUEUE_API_VERSION = "scheduling.volcano.sh/v1beta1"

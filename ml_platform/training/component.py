@@ -40,7 +40,7 @@ import torchx.specs as specs
 from torchx.specs.overlays import set_overlay
 
 from ml_platform.instances import TRAINIUM_INSTANCES, TrainiumInstance
-from ml_platform.k8s_charts.names import (
+from ml_platform.k8s_names import (
     EFA_RESOURCE,
     FSX_CLAIM,
     FSX_MOUNT_PATH,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from ml_platform.config import Settings
 from ml_platform.instances import TRAINIUM_INSTANCES
-from ml_platform.k8s_charts.names import FSX_MOUNT_PATH
+from ml_platform.k8s_names import FSX_MOUNT_PATH
 
 if TYPE_CHECKING:
     from torchx.specs import AppDef

@@ -421,13 +421,22 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             model_load_gpu_limit_percent=model_load_gpu_limit_percent,
         )
         scaling = add_scaling(
-            self, instance_type=instance_type, instance_type_changes=instance_type_changes
+            self,
+            endpoint=self.endpoint,
+            endpoint_name=endpoint_name,
+            min_instances=min_instances,
+            max_instances=max_instances,
+            invocations_per_instance=invocations_per_instance,
+            instance_type=instance_type,
+            instance_type_changes=instance_type_changes,
         )
         self.scalable_target: appscaling.ScalableTarget = scaling.scalable_target
         self.scaling_guard: CustomResource | None = scaling.scaling_guard
         self.scaling_policy: CustomResource | None = scaling.scaling_policy
-        self.load_failure_filter: logs.CfnMetricFilter = add_load_failure_filter(self)
-        self.alarms: dict[str, cloudwatch.Alarm] = add_alarms(self, alarm_topic)
+        self.load_failure_filter: logs.CfnMetricFilter = add_load_failure_filter(
+            self, endpoint_name=endpoint_name, log_group=self.log_group
+        )
+        self.alarms: dict[str, cloudwatch.Alarm] = add_alarms(self, self, alarm_topic)
 
     def _add_log_group(
         self,
