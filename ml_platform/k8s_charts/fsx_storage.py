@@ -9,6 +9,10 @@ the chart and resolve in the cluster's manifest resource.
 
 from __future__ import annotations
 
+__all__ = [
+    "TrainingStorageChart",
+]
+
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct

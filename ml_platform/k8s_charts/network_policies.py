@@ -29,6 +29,12 @@ so no pod reaches the Kubernetes API, the kubelets, other nodes or IMDS over it.
 
 from __future__ import annotations
 
+__all__ = [
+    "TRITON_CLIENT_LABEL",
+    "SystemNetworkPolicyChart",
+    "TrainingNetworkPolicyChart",
+]
+
 from collections.abc import Sequence
 
 import cdk8s

@@ -92,6 +92,11 @@ and cannot be imported"); with other names nothing collides (CHANGELOG.md, "Upgr
 
 from __future__ import annotations
 
+__all__ = [
+    "NeuronDevicePluginPolicyChart",
+    "neuron_helm_values",
+]
+
 from collections.abc import Sequence
 from typing import Any
 

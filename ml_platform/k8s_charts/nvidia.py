@@ -6,6 +6,10 @@ without it no pod can request ``nvidia.com/gpu``.
 
 from __future__ import annotations
 
+__all__ = [
+    "NvidiaDevicePluginChart",
+]
+
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct

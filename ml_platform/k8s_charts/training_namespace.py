@@ -18,6 +18,10 @@ works for custom resources too, and ``request.namespace`` is the namespace of th
 
 from __future__ import annotations
 
+__all__ = [
+    "TrainingNamespacePolicyChart",
+]
+
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct

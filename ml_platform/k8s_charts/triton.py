@@ -23,8 +23,8 @@ from cdk8s_plus_35 import k8s
 from constructs import Construct
 
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
+from ml_platform.k8s_charts._workloads_common import resources
 from ml_platform.k8s_charts.network_policies import triton_policies
-from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.k8s_names import (
     GPU_RESOURCE,
     GPU_TAINT_KEY,

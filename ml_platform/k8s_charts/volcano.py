@@ -7,6 +7,11 @@ cdk8s object applied after the chart, once the CRD exists.
 
 from __future__ import annotations
 
+__all__ = [
+    "VolcanoQueueChart",
+    "volcano_helm_values",
+]
+
 from collections.abc import Mapping
 from typing import Any
 

@@ -24,6 +24,10 @@ Four steps in one pod, only the first as root:
 
 from __future__ import annotations
 
+__all__ = [
+    "DatasetCopyChart",
+]
+
 from pathlib import Path
 
 import cdk8s
@@ -31,7 +35,7 @@ from cdk8s_plus_35 import k8s
 from constructs import Construct
 
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
-from ml_platform.k8s_charts.workloads_common import (
+from ml_platform.k8s_charts._workloads_common import (
     labels,
     only_in_fsx_zone,
     resources,

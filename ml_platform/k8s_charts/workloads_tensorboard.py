@@ -9,11 +9,15 @@ world-readable.
 
 from __future__ import annotations
 
+__all__ = [
+    "TensorBoardChart",
+]
+
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.workloads_common import (
+from ml_platform.k8s_charts._workloads_common import (
     PART_OF,
     labels,
     only_in_fsx_zone,

@@ -33,6 +33,13 @@ Keep this module free of ``from __future__ import annotations``: TorchX reads th
 parameter annotations at run time to build its argument parser.
 """
 
+__all__ = [
+    "HEADROOM_SHARE",
+    "component_problems",
+    "node_headroom",
+    "trainium_ddp",
+]
+
 import re
 import shlex
 

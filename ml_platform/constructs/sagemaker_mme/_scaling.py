@@ -1,6 +1,6 @@
 """The endpoint's autoscaling: a scalable target and its invocations-per-instance
 target-tracking policy, registered around instance-type changes when asked
-(:mod:`ml_platform.constructs.endpoint_scaling`)."""
+(:mod:`ml_platform.constructs._endpoint_scaling`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from aws_cdk import aws_applicationautoscaling as appscaling
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from ml_platform.constructs.endpoint_scaling import (
+from ml_platform.constructs._endpoint_scaling import (
     RESOURCE_TYPE,
     SCALING_TAG_KEY,
     EndpointScalingProvider,
@@ -69,7 +69,7 @@ def add_scaling(
         return EndpointScaling(scalable_target, None, None)
     # SageMaker refuses an update that changes the instance type of an autoscaled
     # variant: the custom resources deregister the target before the endpoint moves
-    # and register it, with the policy, after (endpoint_scaling.py).
+    # and register it, with the policy, after (_endpoint_scaling.py).
     provider = EndpointScalingProvider.of(scope)
     provider.serve(endpoint_name, VARIANT_NAME)
     properties = {
