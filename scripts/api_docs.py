@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -65,6 +66,18 @@ def build(output_directory: Path, modules: list[str]) -> list[str]:
     ]
 
 
+def rendered_names(output_directory: Path) -> tuple[int, int]:
+    """How many names the pages document: module-level ones (pdoc gives each a ``<section>``)
+    and class members (a ``classattr`` block each). A module's ``__all__`` decides which of its
+    names pdoc renders, so this is the size of the public API as the reference shows it."""
+    sections = members = 0
+    for page in output_directory.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        sections += len(re.findall(r'<section id="', text))
+        members += len(re.findall(r'class="classattr"', text))
+    return sections, members
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: python scripts/api_docs.py OUTPUT_DIR PACKAGE...", file=sys.stderr)
@@ -74,7 +87,11 @@ def main(argv: list[str]) -> int:
     for line in found:
         print(f"pdoc warning: {line}", file=sys.stderr)
     pages = sum(1 for _ in Path(argv[0]).rglob("*.html"))
-    print(f"{pages} pages in {argv[0]}/, {len(found)} pdoc warning(s)")
+    names, members = rendered_names(Path(argv[0]))
+    print(
+        f"{pages} pages in {argv[0]}/ documenting {names} names and {members} class members, "
+        f"{len(found)} pdoc warning(s)"
+    )
     return 1 if found else 0
 
 
