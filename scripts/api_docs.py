@@ -52,13 +52,18 @@ def specs_for(modules: list[str]) -> list[str]:
     return specs
 
 
+#: pdoc's spec that drops, from the modules collected so far, every one with a name part starting
+#: with ``_``: pdoc walks all of a package's submodules, ``_`` ones included.
+PRIVATE_MODULES = r"!.*\._"
+
+
 def build(output_directory: Path, modules: list[str]) -> list[str]:
     """Render ``modules`` (and their public submodules) into ``output_directory``; return
     the warnings pdoc gave, one line each."""
     pdoc.render.configure(docformat="google")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pdoc.pdoc(*modules, output_directory=output_directory)
+        pdoc.pdoc(*modules, PRIVATE_MODULES, output_directory=output_directory)
     return [
         f"{w.filename}:{w.lineno}: {w.message}"
         for w in caught
