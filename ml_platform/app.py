@@ -10,8 +10,8 @@ import aws_cdk as cdk
 
 from ml_platform._cdk_nag import AwsSolutionsChecks
 from ml_platform.config import CONTEXT_KEY, Settings
+from ml_platform.constructs._model_upload import upload_role_name
 from ml_platform.constructs.eks_cluster import as_icluster
-from ml_platform.constructs.model_upload import upload_role_name
 from ml_platform.stack_outputs import (
     TRAINING_CLUSTER_STACK,
     endpoint_groups,

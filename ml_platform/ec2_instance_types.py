@@ -8,6 +8,12 @@ Data only, no imports: the settings check instance types without boto3 or aws-cd
 
 from __future__ import annotations
 
+__all__ = [
+    "FAMILIES",
+    "SOURCE",
+    "instance_type_problem",
+]
+
 #: Source of the table (see the module docstring).
 SOURCE = "botocore 1.44.8, ec2 2016-11-15 service model, shape InstanceType"
 

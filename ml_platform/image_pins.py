@@ -19,6 +19,21 @@ https://kubernetes.io/docs/concepts/containers/images/#image-names
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_POLICY",
+    "DIGEST",
+    "DOCKER_HUB_WARNING",
+    "MIRRORABLE_REGISTRIES",
+    "PUBLIC_DIGESTS",
+    "TAG_ONLY_WARNING",
+    "ImagePolicy",
+    "ImageReference",
+    "docker_hub_direct",
+    "docker_hub_warning",
+    "warn_docker_hub",
+    "warn_tag_only",
+]
+
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass

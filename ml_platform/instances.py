@@ -6,10 +6,23 @@ SageMaker multi-model endpoint GPU support list (REFERENCE.md).
 
 from __future__ import annotations
 
+__all__ = [
+    "ACCELERATORS",
+    "EKS_GPU_INSTANCES",
+    "GPU",
+    "SAGEMAKER_MME_GPU_INSTANCES",
+    "TRAINIUM",
+    "TRAINIUM_INSTANCES",
+    "AcceleratorKind",
+    "TrainiumInstance",
+    "instance_compute_capability",
+    "instance_gpu",
+]
+
 from collections.abc import Set
 from dataclasses import dataclass
 
-from ml_platform.k8s_charts.names import (
+from ml_platform.k8s_names import (
     GPU_RESOURCE,
     GPU_TAINT_KEY,
     NEURON_RESOURCE,

@@ -11,6 +11,16 @@ botocore upgrade that adds a region fails the suite until the region is added he
 
 from __future__ import annotations
 
+__all__ = [
+    "DNS_SUFFIXES",
+    "REGIONS",
+    "SOURCE_BOTOCORE_VERSION",
+    "ecr_registry",
+    "parse_ecr_registry",
+    "partition_of",
+    "region_problem",
+]
+
 import re
 
 from ml_platform.limits import shown

@@ -13,6 +13,25 @@ and ships is in :mod:`ml_platform.triton.releases`.
 
 from __future__ import annotations
 
+__all__ = [
+    "DEFAULT_INFERENCE_AMI_VERSION",
+    "DEFAULT_TRITON_VERSION",
+    "INFERENCE_AMI_VERSIONS",
+    "SDK_SOURCE",
+    "TRITON_REGISTRIES",
+    "TRITON_REPOSITORY",
+    "TRITON_VERSIONS",
+    "UNPATCHED_TRITON_WARNING",
+    "InferenceAmi",
+    "SdkSource",
+    "compute_capability_problem",
+    "inference_ami_problem",
+    "triton_account",
+    "triton_image_uri",
+    "triton_region_problem",
+    "triton_release_warning",
+]
+
 import json
 from dataclasses import dataclass
 from importlib import resources

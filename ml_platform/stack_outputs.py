@@ -3,6 +3,19 @@ the outputs carrying dashboard URLs. No aws-cdk import: the CLI loads this."""
 
 from __future__ import annotations
 
+__all__ = [
+    "ENDPOINTS_DASHBOARD_OUTPUT",
+    "ENDPOINTS_PER_STACK",
+    "INFERENCE_FIXED_IDS",
+    "STACK_RESOURCE_LIMIT",
+    "TRAINING_CLUSTER_STACK",
+    "TRAINING_DASHBOARD_OUTPUT",
+    "endpoint_construct_id",
+    "endpoint_groups",
+    "endpoint_name_clashes",
+    "inference_stack_short",
+]
+
 import re
 from collections.abc import Sequence
 from typing import TypeVar

@@ -8,6 +8,45 @@ pin before raising it, e.g. ``aws eks describe-addon-versions --addon-name cored
 
 from __future__ import annotations
 
+__all__ = [
+    "CHARTS_DIR",
+    "DEFAULT_EKS_REGISTRY_ACCOUNT",
+    "EFA_DEVICE_PLUGIN_REPOSITORY",
+    "EFA_DEVICE_PLUGIN_TAG",
+    "EKS_ADDON_VERSIONS",
+    "EKS_REGISTRY_ACCOUNTS",
+    "EKS_SUPPORT_TYPES",
+    "KUBERNETES_SUPPORT",
+    "KUBERNETES_VERSIONS",
+    "NEURON_AMI_RELEASE_LATEST",
+    "NEURON_DEVICE_PLUGIN_IMAGE",
+    "NEURON_HELM_CHART",
+    "NEURON_HELM_CHART_MANIFEST_DIGEST",
+    "NEURON_HELM_CHART_SHA256",
+    "NEURON_HELM_CHART_VERSION",
+    "NEURON_HELM_OCI_REPOSITORY",
+    "NEURON_HELM_REGISTRY",
+    "NEURON_HELM_REPOSITORY",
+    "NEURON_STACKS",
+    "NEXT_KUBERNETES_VERSION_BLOCKER",
+    "TRN1_NEURON_STACK",
+    "VOLCANO_HELM_CHART",
+    "VOLCANO_HELM_CHART_SHA256",
+    "VOLCANO_HELM_CHART_VERSION",
+    "VOLCANO_HELM_REPOSITORY",
+    "VOLCANO_IMAGES",
+    "VOLCANO_IMAGE_REGISTRY",
+    "VOLCANO_NAMESPACE",
+    "KubernetesSupport",
+    "NeuronStack",
+    "addon_version",
+    "efa_device_plugin_image",
+    "eks_registry",
+    "neuron_chart_dir",
+    "neuron_release_version",
+    "volcano_chart_dir",
+]
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -51,18 +52,35 @@ def specs_for(modules: list[str]) -> list[str]:
     return specs
 
 
+#: pdoc's spec that drops, from the modules collected so far, every one with a name part starting
+#: with ``_``: pdoc walks all of a package's submodules, ``_`` ones included.
+PRIVATE_MODULES = r"!.*\._"
+
+
 def build(output_directory: Path, modules: list[str]) -> list[str]:
     """Render ``modules`` (and their public submodules) into ``output_directory``; return
     the warnings pdoc gave, one line each."""
     pdoc.render.configure(docformat="google")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        pdoc.pdoc(*modules, output_directory=output_directory)
+        pdoc.pdoc(*modules, PRIVATE_MODULES, output_directory=output_directory)
     return [
         f"{w.filename}:{w.lineno}: {w.message}"
         for w in caught
         if Path(w.filename).resolve().is_relative_to(Path(pdoc.__file__).resolve().parent)
     ]
+
+
+def rendered_names(output_directory: Path) -> tuple[int, int]:
+    """How many names the pages document: module-level ones (pdoc gives each a ``<section>``)
+    and class members (a ``classattr`` block each). A module's ``__all__`` decides which of its
+    names pdoc renders, so this is the size of the public API as the reference shows it."""
+    sections = members = 0
+    for page in output_directory.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        sections += len(re.findall(r'<section id="', text))
+        members += len(re.findall(r'class="classattr"', text))
+    return sections, members
 
 
 def main(argv: list[str]) -> int:
@@ -74,7 +92,11 @@ def main(argv: list[str]) -> int:
     for line in found:
         print(f"pdoc warning: {line}", file=sys.stderr)
     pages = sum(1 for _ in Path(argv[0]).rglob("*.html"))
-    print(f"{pages} pages in {argv[0]}/, {len(found)} pdoc warning(s)")
+    names, members = rendered_names(Path(argv[0]))
+    print(
+        f"{pages} pages in {argv[0]}/ documenting {names} names and {members} class members, "
+        f"{len(found)} pdoc warning(s)"
+    )
     return 1 if found else 0
 
 

@@ -18,9 +18,9 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ml_platform import limits
-from ml_platform.constructs.nag import acknowledge_each, aws_managed_policy, managed_policy_finding
+from ml_platform.constructs._nag import acknowledge_each, aws_managed_policy, managed_policy_finding
 from ml_platform.instances import AcceleratorKind
-from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+from ml_platform.k8s_names import NODE_ROLE_LABEL
 
 ROOT_DEVICE = "/dev/xvda"  # root device of the AL2023 EKS AMIs
 

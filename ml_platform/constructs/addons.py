@@ -6,6 +6,13 @@ credentials. Service-account roles trust ``pods.eks.amazonaws.com`` only.
 
 from __future__ import annotations
 
+__all__ = [
+    "ADDON_FLOATS_WARNING",
+    "NETWORK_POLICY_MODES",
+    "PlatformAddons",
+    "PodIdentityAddon",
+]
+
 from collections.abc import Mapping, Sequence
 
 from aws_cdk import Annotations
@@ -14,7 +21,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IDependable
 
 from ml_platform import limits
-from ml_platform.constructs.nag import acknowledge, aws_managed_policy, managed_policy_finding
+from ml_platform.constructs._nag import acknowledge, aws_managed_policy, managed_policy_finding
 from ml_platform.versions import addon_version
 
 # The VPC CNI enforces NetworkPolicies only with its network policy agent switched on, and in

@@ -21,6 +21,14 @@ Where each metric comes from:
 
 from __future__ import annotations
 
+__all__ = [
+    "ClusterMetrics",
+    "EndpointDashboard",
+    "TrainingDashboard",
+    "dashboard_url",
+    "nat_gateway_metric",
+]
+
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 

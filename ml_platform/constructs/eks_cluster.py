@@ -4,6 +4,13 @@ secrets, and a small system node group for cluster services."""
 
 from __future__ import annotations
 
+__all__ = [
+    "OPEN_TO_WORLD_WARNING",
+    "TrainingEksCluster",
+    "as_icluster",
+    "kubectl_layer",
+]
+
 import importlib
 import ipaddress
 import json
@@ -21,6 +28,13 @@ from constructs import Construct
 from ml_platform import limits
 from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
+from ml_platform.constructs._nag import (
+    acknowledge,
+    acknowledge_controls,
+    acknowledge_each,
+    managed_policy_finding,
+    rendered_resource,
+)
 
 # Re-exported: the node-group building block's names that lived here (public module).
 from ml_platform.constructs._nodegroup import (
@@ -51,15 +65,8 @@ from ml_platform.constructs._nodegroup import (
 from ml_platform.constructs._nodegroup import (
     node_role_policies as node_role_policies,
 )
-from ml_platform.constructs.nag import (
-    acknowledge,
-    acknowledge_controls,
-    acknowledge_each,
-    managed_policy_finding,
-    rendered_resource,
-)
 from ml_platform.constructs.storage import RETAIN
-from ml_platform.k8s_charts.names import NODE_GROUP_LABEL, NODE_ROLE_LABEL, TRAINING_HELPERS
+from ml_platform.k8s_names import NODE_GROUP_LABEL, NODE_ROLE_LABEL, TRAINING_HELPERS
 from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
 
 # The names are the settings' (limits.ENDPOINT_ACCESS), each mapped to its EKS value.

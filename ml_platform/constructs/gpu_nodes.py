@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "GpuNodeGroup",
+    "GpuNodeGroupProps",
+]
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "PlatformVpc",
+    "TrainingNodeSecurityGroup",
+]
+
 import re
 from collections.abc import Sequence
 
@@ -15,6 +20,7 @@ from constructs import Construct
 from ml_platform import limits
 from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
+from ml_platform.constructs._nag import acknowledge_controls
 from ml_platform.constructs._security_groups import (
     EFA_SELF_DESCRIPTION as EFA_SELF_DESCRIPTION,
 )
@@ -24,7 +30,6 @@ from ml_platform.constructs._security_groups import (
 from ml_platform.constructs._security_groups import (
     allow_efa_within as allow_efa_within,  # re-exported: the public name of the EFA rules
 )
-from ml_platform.constructs.nag import acknowledge_controls
 from ml_platform.constructs.storage import RETAIN
 
 DATASET_BUCKET = "neuron-s3"

@@ -6,6 +6,17 @@ keeps the id ``Resource`` for its main child so logical IDs never change silentl
 
 from __future__ import annotations
 
+__all__ = [
+    "ImportedLustreStorage",
+    "ImportedModelArtifactBucket",
+    "LustreStorage",
+    "LustreStorageBase",
+    "ModelArtifactBucket",
+    "ModelArtifactBucketBase",
+    "TrainingImageRepository",
+    "fsx_metric",
+]
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,12 +43,12 @@ from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
-from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
-from ml_platform.constructs.nag import (
+from ml_platform.constructs._nag import (
     acknowledge_controls,
     acknowledge_each,
     managed_policy_finding,
 )
+from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure).

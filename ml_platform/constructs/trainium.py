@@ -7,6 +7,13 @@ platform installs the plugin from Neuron's own Helm chart (:mod:`ml_platform.k8s
 
 from __future__ import annotations
 
+__all__ = [
+    "CAPACITY_BLOCK_DESIRED_WARNING",
+    "EfaLaunchTemplate",
+    "TrainiumNodeGroup",
+    "TrainiumNodeGroupProps",
+]
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -18,6 +25,7 @@ from constructs import Construct
 
 from ml_platform import limits
 from ml_platform.constructs._create_order import after_security_group_rules
+from ml_platform.constructs._nag import acknowledge_controls
 from ml_platform.constructs._nodegroup import (
     accelerator_node_group,
     launch_template_data,
@@ -27,7 +35,6 @@ from ml_platform.constructs._nodegroup import (
 )
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
 from ml_platform.constructs._user_data import efa_node_user_data
-from ml_platform.constructs.nag import acknowledge_controls
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
 from ml_platform.versions import NEURON_AMI_RELEASE_LATEST
 

@@ -8,6 +8,11 @@ its own: the manifests there depend on the cluster stack, never the other way ro
 
 from __future__ import annotations
 
+__all__ = [
+    "ROLLOUT_OUTAGE_WARNING",
+    "TritonOnEks",
+]
+
 from collections.abc import Mapping, Sequence
 
 import cdk8s
@@ -19,11 +24,11 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct, IDependable
 
 from ml_platform import limits
+from ml_platform.constructs._nag import acknowledge, rendered_resource
 from ml_platform.constructs._nodegroup import reserved_label_problems
 from ml_platform.constructs._per_app import key_of, registry
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
-from ml_platform.constructs.nag import acknowledge, rendered_resource
 from ml_platform.constructs.storage import (
     ModelArtifactBucket,
     ModelArtifactBucketBase,

@@ -6,6 +6,10 @@ affinity, and it tolerates the Trainium nodes' Neuron taint.
 
 from __future__ import annotations
 
+__all__ = [
+    "EfaDevicePluginChart",
+]
+
 from collections.abc import Sequence
 
 import cdk8s

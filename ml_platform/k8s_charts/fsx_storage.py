@@ -9,11 +9,15 @@ the chart and resolve in the cluster's manifest resource.
 
 from __future__ import annotations
 
+__all__ = [
+    "TrainingStorageChart",
+]
+
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.names import FSX_CLAIM, NAMESPACE_POD_SECURITY, pod_security_labels
+from ml_platform.k8s_names import FSX_CLAIM, NAMESPACE_POD_SECURITY, pod_security_labels
 
 FSX_CSI_DRIVER = "fsx.csi.aws.com"
 _PART_OF = {"app.kubernetes.io/part-of": "ml-platform"}

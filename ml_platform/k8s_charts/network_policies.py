@@ -29,13 +29,19 @@ so no pod reaches the Kubernetes API, the kubelets, other nodes or IMDS over it.
 
 from __future__ import annotations
 
+__all__ = [
+    "TRITON_CLIENT_LABEL",
+    "SystemNetworkPolicyChart",
+    "TrainingNetworkPolicyChart",
+]
+
 from collections.abc import Sequence
 
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.names import SYSTEM_NAMESPACE_POD_SECURITY, pod_security_labels
+from ml_platform.k8s_names import SYSTEM_NAMESPACE_POD_SECURITY, pod_security_labels
 from ml_platform.versions import VOLCANO_NAMESPACE
 
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"  # set by Kubernetes on every namespace
@@ -292,7 +298,7 @@ def triton_policies(
 
 def _system_pod_security(namespace: str) -> dict[str, str] | None:
     """Pod Security labels of a system namespace this chart creates
-    (:data:`~ml_platform.k8s_charts.names.SYSTEM_NAMESPACE_POD_SECURITY`); none for others."""
+    (:data:`~ml_platform.k8s_names.SYSTEM_NAMESPACE_POD_SECURITY`); none for others."""
     level = SYSTEM_NAMESPACE_POD_SECURITY.get(namespace)
     if level is None:
         return None

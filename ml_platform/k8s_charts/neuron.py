@@ -92,6 +92,11 @@ and cannot be imported"); with other names nothing collides (CHANGELOG.md, "Upgr
 
 from __future__ import annotations
 
+__all__ = [
+    "NeuronDevicePluginPolicyChart",
+    "neuron_helm_values",
+]
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -100,7 +105,7 @@ from cdk8s_plus_35 import k8s
 from constructs import Construct
 
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, ImageReference
-from ml_platform.k8s_charts.names import INSTANCE_TYPE_LABEL, NEURON_TAINT_KEY
+from ml_platform.k8s_names import INSTANCE_TYPE_LABEL, NEURON_TAINT_KEY
 from ml_platform.versions import NEURON_DEVICE_PLUGIN_IMAGE
 
 RELEASE = "neuron"

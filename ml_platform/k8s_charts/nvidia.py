@@ -6,11 +6,15 @@ without it no pod can request ``nvidia.com/gpu``.
 
 from __future__ import annotations
 
+__all__ = [
+    "NvidiaDevicePluginChart",
+]
+
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.names import GPU_TAINT_KEY, NODE_ROLE_LABEL
+from ml_platform.k8s_names import GPU_TAINT_KEY, NODE_ROLE_LABEL
 
 # Source: NVIDIA/k8s-device-plugin releases (v0.20.0), image on NGC.
 NVIDIA_DEVICE_PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"

@@ -18,11 +18,15 @@ works for custom resources too, and ``request.namespace`` is the namespace of th
 
 from __future__ import annotations
 
+__all__ = [
+    "TrainingNamespacePolicyChart",
+]
+
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.names import FSX_CLAIM
+from ml_platform.k8s_names import FSX_CLAIM
 
 POLICY_NAME = "ml-platform-training-namespace"
 VOLCANO_JOBS = ("batch.volcano.sh", "v1alpha1", "jobs")

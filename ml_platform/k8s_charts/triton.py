@@ -23,15 +23,15 @@ from cdk8s_plus_35 import k8s
 from constructs import Construct
 
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
-from ml_platform.k8s_charts.names import (
+from ml_platform.k8s_charts._workloads_common import resources
+from ml_platform.k8s_charts.network_policies import triton_policies
+from ml_platform.k8s_names import (
     GPU_RESOURCE,
     GPU_TAINT_KEY,
     NAMESPACE_POD_SECURITY,
     NODE_ROLE_LABEL,
     pod_security_labels,
 )
-from ml_platform.k8s_charts.network_policies import triton_policies
-from ml_platform.k8s_charts.workloads_common import resources
 from ml_platform.training.images import AWS_CLI_IMAGE
 from ml_platform.triton import archive_safety
 from ml_platform.triton.archive_names import (

@@ -7,6 +7,11 @@ cdk8s object applied after the chart, once the CRD exists.
 
 from __future__ import annotations
 
+__all__ = [
+    "VolcanoQueueChart",
+    "volcano_helm_values",
+]
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +19,7 @@ import cdk8s
 from constructs import Construct
 
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
-from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+from ml_platform.k8s_names import NODE_ROLE_LABEL
 from ml_platform.versions import VOLCANO_IMAGE_REGISTRY, VOLCANO_IMAGES
 
 QUEUE_API_VERSION = "scheduling.volcano.sh/v1beta1"

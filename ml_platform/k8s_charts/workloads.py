@@ -23,6 +23,13 @@ Command line (``make synth`` runs it)::
 
 from __future__ import annotations
 
+__all__ = [
+    "VolcanoJobChart",
+    "build_workload_manifests",
+    "main",
+    "write_workload_manifests",
+]
+
 import argparse
 import sys
 from collections.abc import Sequence

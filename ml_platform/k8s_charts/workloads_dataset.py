@@ -24,6 +24,10 @@ Four steps in one pod, only the first as root:
 
 from __future__ import annotations
 
+__all__ = [
+    "DatasetCopyChart",
+]
+
 from pathlib import Path
 
 import cdk8s
@@ -31,14 +35,14 @@ from cdk8s_plus_35 import k8s
 from constructs import Construct
 
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy
-from ml_platform.k8s_charts.names import FSX_CLAIM, FSX_MOUNT_PATH
-from ml_platform.k8s_charts.workloads_common import (
+from ml_platform.k8s_charts._workloads_common import (
     labels,
     only_in_fsx_zone,
     resources,
     restricted_container_security,
     system_node_selector,
 )
+from ml_platform.k8s_names import FSX_CLAIM, FSX_MOUNT_PATH
 from ml_platform.training import dataset_extract, hf_seed
 from ml_platform.training.component import HF_CACHE_DIR
 from ml_platform.training.images import (

@@ -9,12 +9,15 @@ world-readable.
 
 from __future__ import annotations
 
+__all__ = [
+    "TensorBoardChart",
+]
+
 import cdk8s
 from cdk8s_plus_35 import k8s
 from constructs import Construct
 
-from ml_platform.k8s_charts.names import FSX_CLAIM, FSX_MOUNT_PATH
-from ml_platform.k8s_charts.workloads_common import (
+from ml_platform.k8s_charts._workloads_common import (
     PART_OF,
     labels,
     only_in_fsx_zone,
@@ -22,6 +25,7 @@ from ml_platform.k8s_charts.workloads_common import (
     restricted_container_security,
     system_node_selector,
 )
+from ml_platform.k8s_names import FSX_CLAIM, FSX_MOUNT_PATH
 from ml_platform.training.images import TENSORBOARD_IMAGE
 from ml_platform.training.jobs import BERT_OUTPUT_DIR
 

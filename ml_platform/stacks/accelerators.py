@@ -12,6 +12,14 @@ construct and which settings section.
 
 from __future__ import annotations
 
+__all__ = [
+    "BERT_NODES_WARNING",
+    "NEURON_STACK_WARNING",
+    "AcceleratorNodesStack",
+    "GpuNodesStack",
+    "TrainiumNodesStack",
+]
+
 from collections.abc import Sequence
 from typing import Any, ClassVar
 

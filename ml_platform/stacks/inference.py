@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "ALARM_TOPIC_OUTPUT",
+    "InferenceStack",
+]
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,24 +16,14 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ml_platform.config import EndpointSettings, InferenceSettings
+from ml_platform.constructs._model_upload import ModelArchiveUpload
 from ml_platform.constructs.alarm_topic import AlarmTopic
 from ml_platform.constructs.dashboards import EndpointDashboard
-from ml_platform.constructs.model_upload import (  # noqa: F401  (re-exported: the app and tests use them)
-    LAMBDA_MAX_EPHEMERAL_MIB,
-    UPLOAD_DIR_MAX_BYTES,
-    ModelArchiveUpload,
-    archives_fingerprint,
-    deployment_sizing,
-    upload_role_name,
-)
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.constructs.storage import ModelArtifactBucket, import_model_bucket
-from ml_platform.stack_outputs import (  # noqa: F401  (re-exported: tests and the app use them)
+from ml_platform.stack_outputs import (
     ENDPOINTS_DASHBOARD_OUTPUT,
-    ENDPOINTS_PER_STACK,
-    STACK_RESOURCE_LIMIT,
     endpoint_construct_id,
-    endpoint_groups,
 )
 from ml_platform.stacks.network import _retention
 

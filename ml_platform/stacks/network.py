@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "NetworkStack",
+]
+
 from typing import Any
 
 from aws_cdk import CfnOutput, CfnResource, Stack

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+__all__ = [
+    "LUSTRE_MBPS_PER_NODE",
+    "LUSTRE_THROUGHPUT_WARNING",
+    "StorageStack",
+]
+
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,7 +70,7 @@ class StorageStack(Stack):
         """``archive_publishers``: principal ARNs that may write archives;
         ``bucket_administrators``: those that may change the model bucket's configuration
         (besides the deploys); ``upload_role_name``:
-        the deploy-time upload's role (:func:`ml_platform.stacks.inference.upload_role_name`),
+        the deploy-time upload's role (:func:`ml_platform.constructs._model_upload.upload_role_name`),
         named so its ARN is known here without a reference to the inference stack.
         ``legacy_lustre_clients``: groups the file system stays open to besides its client
         group: release 0.1.0's Trainium node group, kept with ``storage.lustre_legacy_rules``

@@ -3,6 +3,17 @@ plugins, Volcano, the FSx volume). The accelerator node groups are in stacks of 
 
 from __future__ import annotations
 
+__all__ = [
+    "BOOTSTRAP_CREATOR_ADMIN_WARNING",
+    "NEURON_CHART_BY_VERSION_WARNING",
+    "NO_CLUSTER_ADMIN_WARNING",
+    "VOLCANO_CHART_BY_VERSION_WARNING",
+    "ClusterChartValues",
+    "TrainingClusterStack",
+    "TritonValues",
+    "cluster_charts",
+]
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,10 +27,10 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from ml_platform.config import ClusterSettings, Settings, TrainingSettings, TritonOnEksSettings
+from ml_platform.constructs._nag import acknowledge_each
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster, as_icluster
-from ml_platform.constructs.nag import acknowledge_each
 from ml_platform.constructs.storage import import_model_bucket
 from ml_platform.constructs.triton_eks import TritonOnEks
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_docker_hub, warn_tag_only

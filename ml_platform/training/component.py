@@ -33,6 +33,13 @@ Keep this module free of ``from __future__ import annotations``: TorchX reads th
 parameter annotations at run time to build its argument parser.
 """
 
+__all__ = [
+    "HEADROOM_SHARE",
+    "component_problems",
+    "node_headroom",
+    "trainium_ddp",
+]
+
 import re
 import shlex
 
@@ -40,7 +47,7 @@ import torchx.specs as specs
 from torchx.specs.overlays import set_overlay
 
 from ml_platform.instances import TRAINIUM_INSTANCES, TrainiumInstance
-from ml_platform.k8s_charts.names import (
+from ml_platform.k8s_names import (
     EFA_RESOURCE,
     FSX_CLAIM,
     FSX_MOUNT_PATH,

@@ -19,6 +19,13 @@ so the 12-hour token does not stay on disk.
 
 from __future__ import annotations
 
+__all__ = [
+    "ImagePlan",
+    "image_plan",
+    "main",
+    "publish",
+]
+
 import argparse
 import shlex
 import subprocess

@@ -6,6 +6,20 @@ reviewed once behaves the same when it is applied again.
 
 from __future__ import annotations
 
+__all__ = [
+    "AWS_CLI_IMAGE",
+    "BUSYBOX_IMAGE",
+    "DATASET_TOOLS_IMAGE",
+    "HF_SEED_IMAGE",
+    "NEURON_SAMPLES_COMMIT",
+    "NEURON_SAMPLES_DIR",
+    "NEURON_SAMPLES_FILES",
+    "NEURON_TRAINING_BASE_IMAGE",
+    "SAMPLE_REQUIREMENTS",
+    "SAMPLE_REQUIREMENTS_TXT",
+    "TENSORBOARD_IMAGE",
+]
+
 from ml_platform.versions import TRN1_NEURON_STACK
 
 # The PyTorch/XLA Neuron training DLC of the last SDK that supports XLA training (Neuron

@@ -7,13 +7,27 @@ against the ``trainium`` settings before anything is rendered.
 
 from __future__ import annotations
 
+__all__ = [
+    "BERT_DATASET_URI",
+    "BERT_DATA_DIR",
+    "BERT_HF_MODEL",
+    "BERT_OUTPUT_DIR",
+    "DATASETS_DIR",
+    "TrainingJob",
+    "bert_args",
+    "bert_jobs",
+    "bert_nodes",
+    "bert_problems",
+    "validate_jobs",
+]
+
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ml_platform.config import Settings
 from ml_platform.instances import TRAINIUM_INSTANCES
-from ml_platform.k8s_charts.names import FSX_MOUNT_PATH
+from ml_platform.k8s_names import FSX_MOUNT_PATH
 
 if TYPE_CHECKING:
     from torchx.specs import AppDef

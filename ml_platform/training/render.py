@@ -7,6 +7,14 @@ difference.
 
 from __future__ import annotations
 
+__all__ = [
+    "TRAINING_SECURITY_CONTEXT",
+    "VOLCANO_API_VERSION",
+    "harden_containers",
+    "normalize_volcano_job",
+    "render_volcano_job",
+]
+
 import copy
 import re
 import warnings

@@ -1,5 +1,5 @@
 """The rule of ``inference.upload_dir``: a folder of built archives that the deploy-time upload
-(:class:`ml_platform.constructs.model_upload.ModelArchiveUpload`) may put under the model
+(:class:`ml_platform.constructs._model_upload.ModelArchiveUpload`) may put under the model
 prefix. No CDK imports; the heavy checks import what they need only when the folder holds
 archives."""
 

@@ -81,6 +81,30 @@ def test_a_clean_package_builds(tmp_path: Path) -> None:
     assert "0 pdoc warning(s)" in done.stdout
 
 
+def test_private_modules_get_no_page(tmp_path: Path) -> None:
+    src = _package(tmp_path, '"""Fine."""\n')
+    (src / "docpkg" / "_helper.py").write_text('"""Private."""\n\n\ndef f() -> None:\n    pass\n')
+    done = _run(src, tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "docpkg" / "mod.html").exists()
+    assert not (tmp_path / "out" / "docpkg" / "_helper.html").exists()
+
+
+def test_the_build_counts_only_the_names_in_a_modules_all(tmp_path: Path) -> None:
+    source = (
+        '"""Two functions, one public."""\n\n__all__ = ["shown"]\n\n\n'
+        "class Shown:\n    pass\n\n\n"
+        'def shown() -> None:\n    """Doc."""\n\n\n'
+        'def left_out() -> None:\n    """Doc."""\n'
+    )
+    done = _run(_package(tmp_path, source), tmp_path / "out")
+    assert done.returncode == 0, done.stderr
+    assert "documenting 1 names and 0 class members" in done.stdout
+    page = (tmp_path / "out" / "docpkg" / "mod.html").read_text()
+    assert '<section id="shown"' in page
+    assert '<section id="left_out"' not in page and '<section id="Shown"' not in page
+
+
 def test_a_pdoc_warning_fails_the_build(tmp_path: Path) -> None:
     source = '"""Broken."""\n\n\ndef f(x: "NoSuchName") -> None:\n    """Doc."""\n'
     done = _run(_package(tmp_path, source), tmp_path / "out")

@@ -21,7 +21,7 @@ from aws_cdk import aws_kms as kms
 
 from ml_platform.app import new_app
 from ml_platform.constructs._kms import restrict_grants
-from ml_platform.constructs.nag import CONTROL_RULES, GUARD_PLUGIN
+from ml_platform.constructs._nag import CONTROL_RULES, GUARD_PLUGIN
 from tests.helpers.control_tower import PENDING, ControlTowerChecks, bundle, rules_dir
 from tests.support import SynthesizedPlatform
 

@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from ml_platform.k8s_charts.names import (
+from ml_platform.k8s_names import (
     NAMESPACE_POD_SECURITY,
     PSA_LABEL_PREFIX,
     PSA_VERSION,

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from cfnlint.api import ManualArgs, lint, lint_by_config
 
-from ml_platform.constructs.nag import GUARD_PLUGIN
+from ml_platform.constructs._nag import GUARD_PLUGIN
 from tests.support import ROOT, SynthesizedPlatform
 
 

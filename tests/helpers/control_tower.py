@@ -11,7 +11,7 @@ acknowledgment could reach. This plugin runs the same binary with the same rules
 every resource under ``/Resources/<logical id>`` that a failing rule's checks name.
 
 Accepted findings are acknowledged next to the resource they concern
-(:func:`ml_platform.constructs.nag.acknowledge_controls`): aws-cdk suppresses them and lists them,
+(:func:`ml_platform.constructs._nag.acknowledge_controls`): aws-cdk suppresses them and lists them,
 with their reasons, under ``suppressedViolations`` in ``validation-report.json``.
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 import aws_cdk as cdk
 import jsii
 
-from ml_platform.constructs.nag import GUARD_PLUGIN
+from ml_platform.constructs._nag import GUARD_PLUGIN
 
 _RESOURCE = re.compile(r"^/Resources/([^/]+)")
 _ARCH = {"x86_64": "x86_64", "AMD64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}

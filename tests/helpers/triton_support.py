@@ -30,7 +30,7 @@ def serve_script_flags(environment: dict[str, str], gpus: int = 0) -> list[str]:
     ``--log-info=<v>``, ``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT`` -> ``--model-load-gpu-limit
     <i>:<v>`` for each of ``nvidia-smi -L``'s GPUs, ``SAGEMAKER_TRITON_ADDITIONAL_ARGS``
     appended unquoted (split at whitespace)."""
-    from ml_platform.constructs.sagemaker_mme import (
+    from ml_platform.constructs.sagemaker_mme.endpoint import (
         ADDITIONAL_ARGS_ENV,
         LOG_INFO_ENV,
         LOG_VERBOSE_ENV,

@@ -16,7 +16,7 @@ from aws_cdk.assertions import Template
 from ml_platform.app import new_app
 from ml_platform.constructs.trainium import TrainiumNodeGroup
 from ml_platform.instances import ACCELERATORS, GPU, TRAINIUM, AcceleratorKind
-from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+from ml_platform.k8s_names import NODE_ROLE_LABEL
 from ml_platform.stacks.accelerators import GpuNodesStack, TrainiumNodesStack
 from tests.support import SynthesizedPlatform
 

@@ -18,22 +18,22 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ml_platform import limits
-from ml_platform.constructs.nag import acknowledge
-from ml_platform.constructs.sagemaker_mme.alarms import add_alarms, add_load_failure_filter
-from ml_platform.constructs.sagemaker_mme.grants import (
+from ml_platform.constructs._nag import acknowledge
+from ml_platform.constructs.sagemaker_mme._alarms import add_alarms, add_load_failure_filter
+from ml_platform.constructs.sagemaker_mme._grants import (
     grant_image_pull,
     grant_logs_and_metrics,
     grant_registry_token,
     invoke_grant,
     sagemaker_trust_conditions,
 )
-from ml_platform.constructs.sagemaker_mme.log_group import (
+from ml_platform.constructs.sagemaker_mme._log_group import (
     endpoint_log_group_arns,
     endpoint_log_group_name,
     shared_log_key,
 )
+from ml_platform.constructs.sagemaker_mme._scaling import add_scaling
 from ml_platform.constructs.sagemaker_mme.metrics import VARIANT_NAME, EndpointMetrics
-from ml_platform.constructs.sagemaker_mme.scaling import add_scaling
 from ml_platform.constructs.storage import (
     ModelArtifactBucket,
     ModelArtifactBucketBase,
@@ -53,6 +53,15 @@ from ml_platform.sagemaker_images import (
     triton_release_warning,
 )
 from ml_platform.triton.archive_names import ArchiveRef, parse_refs
+
+__all__ = [
+    "DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT",
+    "MODEL_LOAD_GPU_LIMIT_WARNING",
+    "NO_ALARM_TOPIC_WARNING",
+    "SINGLE_INSTANCE_WARNING",
+    "TritonMultiModelEndpoint",
+    "TritonMultiModelEndpointProps",
+]
 
 # The SageMaker Triton container's start script turns these variables into tritonserver flags
 # (triton-inference-server/server docker/sagemaker/serve, r23.12 to r25.09):
@@ -295,8 +304,8 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         model_bucket: The bucket construct read through (``bucket``, or one over a plain
             bucket). role: The execution role. model / endpoint_config / endpoint: The Cfn
             resources. log_group, log_key: The endpoint's logs. scalable_target,
-            scaling_guard, scaling_policy: Its scaling (:mod:`.scaling`). load_failure_filter,
-            alarms: Its alarms by metric name (:mod:`.alarms`).
+            scaling_guard, scaling_policy: Its scaling. load_failure_filter, alarms: Its alarms
+            by metric name.
     """
 
     def __init__(
@@ -421,13 +430,22 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             model_load_gpu_limit_percent=model_load_gpu_limit_percent,
         )
         scaling = add_scaling(
-            self, instance_type=instance_type, instance_type_changes=instance_type_changes
+            self,
+            endpoint=self.endpoint,
+            endpoint_name=endpoint_name,
+            min_instances=min_instances,
+            max_instances=max_instances,
+            invocations_per_instance=invocations_per_instance,
+            instance_type=instance_type,
+            instance_type_changes=instance_type_changes,
         )
         self.scalable_target: appscaling.ScalableTarget = scaling.scalable_target
         self.scaling_guard: CustomResource | None = scaling.scaling_guard
         self.scaling_policy: CustomResource | None = scaling.scaling_policy
-        self.load_failure_filter: logs.CfnMetricFilter = add_load_failure_filter(self)
-        self.alarms: dict[str, cloudwatch.Alarm] = add_alarms(self, alarm_topic)
+        self.load_failure_filter: logs.CfnMetricFilter = add_load_failure_filter(
+            self, endpoint_name=endpoint_name, log_group=self.log_group
+        )
+        self.alarms: dict[str, cloudwatch.Alarm] = add_alarms(self, self, alarm_topic)
 
     def _add_log_group(
         self,

@@ -9,6 +9,8 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 
 from ml_platform.constructs._periods import FIVE_MINUTES
 
+__all__ = ["LOAD_FAILURE_NAMESPACE", "VARIANT_NAME", "EndpointMetrics"]
+
 VARIANT_NAME = "AllTraffic"
 LOAD_FAILURE_NAMESPACE = "MlPlatform/Triton"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ml_platform.constructs.sagemaker_mme import LOAD_FAILURE_PATTERN
+from ml_platform.constructs.sagemaker_mme._alarms import LOAD_FAILURE_PATTERN
 from ml_platform.triton.pbtxt import read_pbtxt
 from ml_platform.triton.standins import Mode, Prepared, prepare
 from ml_platform_cli.invoke import (
@@ -553,7 +553,7 @@ def _check_eviction_answers(server: EndpointTriton, tmp_path: Path) -> list[str]
     makes a backend fail with such a CUDA text, and that the core refuses a capped load with
     that exact text before any backend runs (the Python model raises both texts here in its
     stead). The endpoint's environment sets no cap, so a full GPU takes the 507 path."""
-    from ml_platform.constructs.sagemaker_mme import MODEL_LOAD_GPU_LIMIT_ENV
+    from ml_platform.constructs.sagemaker_mme.endpoint import MODEL_LOAD_GPU_LIMIT_ENV
 
     assert MODEL_LOAD_GPU_LIMIT_ENV not in server.endpoint_environment
     assert not [f for f in server.endpoint_flags if f.startswith("--model-load-gpu-limit")]
@@ -590,7 +590,7 @@ def _check_log_levels(server: EndpointTriton, pattern: str) -> list[str]:
     archive was invoked: no INFO line (the front end's "Invoking SageMaker TargetModel" line
     per request, server src/sagemaker_server.cc, is gone) and no verbose line, while every
     failed load above left its ERROR line, the only lines the metric filter counts."""
-    from ml_platform.constructs.sagemaker_mme import LOG_INFO_ENV, LOG_VERBOSE_ENV
+    from ml_platform.constructs.sagemaker_mme.endpoint import LOG_INFO_ENV, LOG_VERBOSE_ENV
 
     assert server.endpoint_environment[LOG_INFO_ENV] == "false"
     assert server.endpoint_environment[LOG_VERBOSE_ENV] == "0"

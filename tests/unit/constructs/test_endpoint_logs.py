@@ -10,13 +10,13 @@ from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
-from ml_platform.constructs.sagemaker_mme import (
+from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme.endpoint import (
     ADDITIONAL_ARGS_ENV,
     DALI_RELEASE_AFTER_UNLOAD,
     LOG_INFO_ENV,
     LOG_VERBOSE_ENV,
     MODEL_LOAD_GPU_LIMIT_ENV,
-    TritonMultiModelEndpoint,
 )
 from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 

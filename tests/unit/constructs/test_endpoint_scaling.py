@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 from ml_platform.app import new_app
-from ml_platform.constructs.endpoint_scaling import HANDLER_DIR, RESOURCE_TYPE
+from ml_platform.constructs._endpoint_scaling import HANDLER_DIR, RESOURCE_TYPE
 from ml_platform.constructs.endpoint_scaling_handler import index as handler
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from tests.support import SynthesizedPlatform

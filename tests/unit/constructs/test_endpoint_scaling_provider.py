@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
-from ml_platform.constructs.endpoint_scaling import (
+from ml_platform.constructs._endpoint_scaling import (
     HANDLER_DIR,
     PROVIDER_ID,
     SCALING_TAG_KEY,

@@ -164,7 +164,7 @@ def test_cdk_nag_finds_nothing_unacknowledged_on_the_node_groups(tmp_path: Any) 
     from cdk_nag import AwsSolutionsChecks
 
     from ml_platform.constructs import _nodegroup
-    from ml_platform.constructs.nag import acknowledge
+    from ml_platform.constructs._nag import acknowledge
 
     def nagged(name: str) -> cdk.App:
         app = new_app(outdir=str(tmp_path / name))

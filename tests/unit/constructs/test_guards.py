@@ -11,10 +11,10 @@ from aws_cdk.assertions import Match, Template
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
 from ml_platform.constructs.sagemaker_mme import (
-    LOAD_FAILURE_NAMESPACE,
     MODEL_LOAD_GPU_LIMIT_WARNING,
     TritonMultiModelEndpoint,
 )
+from ml_platform.constructs.sagemaker_mme.metrics import LOAD_FAILURE_NAMESPACE
 from ml_platform.sagemaker_images import (
     TRITON_REGISTRIES,
     triton_image_uri,

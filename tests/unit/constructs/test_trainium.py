@@ -118,7 +118,7 @@ def test_pods_request_exactly_the_efa_devices_a_node_has(
     EFA devices the launch template gives a node: the efa-only interfaces; the ENA primary
     has no EFA device."""
     from ml_platform.instances import TRAINIUM_INSTANCES
-    from ml_platform.k8s_charts.names import EFA_RESOURCE
+    from ml_platform.k8s_names import EFA_RESOURCE
     from ml_platform.training.component import trainium_ddp
 
     synth = request.getfixturevalue(fixture)

@@ -284,7 +284,7 @@ def _policy_chars(template: dict, stack: cdk.Stack, role: iam.Role) -> int:
 
 
 def test_grant_invoke_stays_within_iam_policy_limits() -> None:
-    from ml_platform.constructs.sagemaker_mme import GRANT_POLICY_BUDGET
+    from ml_platform.constructs.sagemaker_mme._grants import GRANT_POLICY_BUDGET
 
     many = [f"ensemble_{i:04d}" for i in range(1000)]
     endpoint, stack = endpoint_in("us-west-2", archives=many)

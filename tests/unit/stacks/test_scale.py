@@ -12,7 +12,7 @@ import pytest
 import yaml
 from cfnlint.api import ManualArgs, lint_by_config
 
-from ml_platform.stacks.inference import ENDPOINTS_PER_STACK, STACK_RESOURCE_LIMIT
+from ml_platform.stack_outputs import ENDPOINTS_PER_STACK, STACK_RESOURCE_LIMIT
 from tests.support import ROOT, SynthesizedPlatform, synthesize
 
 ENDPOINTS = 60

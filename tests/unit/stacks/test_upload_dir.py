@@ -13,13 +13,13 @@ from cdk_nag import AwsSolutionsChecks
 
 from ml_platform.app import new_app
 from ml_platform.config import InferenceSettings
-from ml_platform.stacks.inference import (
+from ml_platform.constructs._model_upload import (
     UPLOAD_DIR_MAX_BYTES,
-    InferenceStack,
     archives_fingerprint,
     deployment_sizing,
     upload_role_name,
 )
+from ml_platform.stacks.inference import InferenceStack
 
 
 def _archive(folder: Path, name: str) -> Path:

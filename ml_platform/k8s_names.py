@@ -1,4 +1,28 @@
-"""Names and resource keys shared by the cluster charts, the workloads and the tests."""
+"""Kubernetes names and resource keys shared by the cluster charts, the training jobs, the
+instance table and the tests.
+
+A data module below all of them: :mod:`ml_platform.instances` and :mod:`ml_platform.training`
+read these strings without importing the chart package, which imports them in turn."""
+
+__all__ = [
+    "EFA_RESOURCE",
+    "FSX_CLAIM",
+    "FSX_MOUNT_PATH",
+    "GPU_RESOURCE",
+    "GPU_TAINT_KEY",
+    "INSTANCE_TYPE_LABEL",
+    "NAMESPACE_POD_SECURITY",
+    "NEURONCORE_RESOURCE",
+    "NEURON_RESOURCE",
+    "NEURON_TAINT_KEY",
+    "NODE_GROUP_LABEL",
+    "NODE_ROLE_LABEL",
+    "PSA_LABEL_PREFIX",
+    "PSA_VERSION",
+    "SYSTEM_NAMESPACE_POD_SECURITY",
+    "TRAINING_HELPERS",
+    "pod_security_labels",
+]
 
 FSX_CLAIM = "fsx-claim"  # the ReadWriteMany claim the training pods mount at /data
 FSX_MOUNT_PATH = "/data"

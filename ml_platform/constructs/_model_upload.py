@@ -11,7 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3_deployment as s3deploy
 from constructs import Construct
 
-from ml_platform.constructs.nag import (
+from ml_platform.constructs._nag import (
     acknowledge,
     acknowledge_each,
     aws_managed_policy,

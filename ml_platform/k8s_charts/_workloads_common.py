@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cdk8s_plus_35 import k8s
 
-from ml_platform.k8s_charts.names import NODE_ROLE_LABEL
+from ml_platform.k8s_names import NODE_ROLE_LABEL
 
 PART_OF = "ml-platform"
 ZONE_LABEL = "topology.kubernetes.io/zone"

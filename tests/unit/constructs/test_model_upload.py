@@ -10,7 +10,7 @@ import pytest
 from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
-from ml_platform.constructs import ModelArchiveUpload
+from ml_platform.constructs._model_upload import ModelArchiveUpload
 from ml_platform.constructs.storage import ModelArtifactBucket
 
 ENV = cdk.Environment(account="111122223333", region="eu-west-1")

@@ -12,7 +12,7 @@ from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from ml_platform.constructs.nag import acknowledge_each, rendered_resource
+from ml_platform.constructs._nag import acknowledge_each, rendered_resource
 from ml_platform.sagemaker_images import TRITON_REPOSITORY, triton_account
 from ml_platform.triton.archive_names import ARCHIVE_SUFFIX, ArchiveRef, parse_ref
 

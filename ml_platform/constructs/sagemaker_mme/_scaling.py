@@ -1,24 +1,22 @@
 """The endpoint's autoscaling: a scalable target and its invocations-per-instance
 target-tracking policy, registered around instance-type changes when asked
-(:mod:`ml_platform.constructs.endpoint_scaling`)."""
+(:mod:`ml_platform.constructs._endpoint_scaling`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aws_cdk import CustomResource, Duration, Tags
 from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
 
-from ml_platform.constructs.endpoint_scaling import (
+from ml_platform.constructs._endpoint_scaling import (
     RESOURCE_TYPE,
     SCALING_TAG_KEY,
     EndpointScalingProvider,
 )
 from ml_platform.constructs.sagemaker_mme.metrics import VARIANT_NAME
-
-if TYPE_CHECKING:
-    from ml_platform.constructs.sagemaker_mme.endpoint import TritonMultiModelEndpoint
 
 SCALE_IN_COOLDOWN = Duration.minutes(10)  # loading models on a new instance is slow
 SCALE_OUT_COOLDOWN = Duration.minutes(2)
@@ -36,25 +34,34 @@ class EndpointScaling:
 
 
 def add_scaling(
-    endpoint: TritonMultiModelEndpoint, *, instance_type: str, instance_type_changes: bool
+    scope: Construct,
+    *,
+    endpoint: sagemaker.CfnEndpoint,
+    endpoint_name: str,
+    min_instances: int,
+    max_instances: int,
+    invocations_per_instance: int,
+    instance_type: str,
+    instance_type_changes: bool,
 ) -> EndpointScaling:
-    """Scale ``endpoint``'s variant between its min and max instances on invocations per
-    instance."""
-    endpoint_name = endpoint.endpoint_name
+    """Scale ``endpoint``'s variant between ``min_instances`` and ``max_instances`` on
+    invocations per instance; the resources go in ``scope`` (the endpoint construct). Taking
+    the values, not the endpoint class, keeps this module below :mod:`.endpoint`, which
+    imports it."""
     scalable_target = appscaling.ScalableTarget(
-        endpoint,
+        scope,
         "Scaling",
         service_namespace=appscaling.ServiceNamespace.SAGEMAKER,
         resource_id=f"endpoint/{endpoint_name}/variant/{VARIANT_NAME}",
         scalable_dimension="sagemaker:variant:DesiredInstanceCount",
-        min_capacity=endpoint.min_instances,
-        max_capacity=endpoint.max_instances,
+        min_capacity=min_instances,
+        max_capacity=max_instances,
     )
-    scalable_target.node.add_dependency(endpoint.endpoint)
+    scalable_target.node.add_dependency(endpoint)
     if not instance_type_changes:
         scalable_target.scale_to_track_metric(
             "InvocationsPerInstance",
-            target_value=endpoint.invocations_per_instance,
+            target_value=invocations_per_instance,
             predefined_metric=appscaling.PredefinedMetric.SAGEMAKER_VARIANT_INVOCATIONS_PER_INSTANCE,
             scale_in_cooldown=SCALE_IN_COOLDOWN,
             scale_out_cooldown=SCALE_OUT_COOLDOWN,
@@ -62,17 +69,17 @@ def add_scaling(
         return EndpointScaling(scalable_target, None, None)
     # SageMaker refuses an update that changes the instance type of an autoscaled
     # variant: the custom resources deregister the target before the endpoint moves
-    # and register it, with the policy, after (endpoint_scaling.py).
-    provider = EndpointScalingProvider.of(endpoint)
+    # and register it, with the policy, after (_endpoint_scaling.py).
+    provider = EndpointScalingProvider.of(scope)
     provider.serve(endpoint_name, VARIANT_NAME)
     properties = {
         "EndpointName": endpoint_name,
         "VariantName": VARIANT_NAME,
         "InstanceType": instance_type,
-        "MinCapacity": endpoint.min_instances,
-        "MaxCapacity": endpoint.max_instances,
+        "MinCapacity": min_instances,
+        "MaxCapacity": max_instances,
         "PolicyName": f"{endpoint_name}-invocations-per-instance",
-        "TargetValue": endpoint.invocations_per_instance,
+        "TargetValue": invocations_per_instance,
         "ScaleInCooldown": SCALE_IN_COOLDOWN.to_seconds(),
         "ScaleOutCooldown": SCALE_OUT_COOLDOWN.to_seconds(),
         "TagKey": SCALING_TAG_KEY,
@@ -82,15 +89,15 @@ def add_scaling(
     # target it creates (an in-place update on existing targets).
     Tags.of(scalable_target).add(SCALING_TAG_KEY, provider.tag_value)
     scaling_guard = CustomResource(
-        endpoint,
+        scope,
         "ScalingGuard",
         service_token=provider.service_token,
         resource_type=RESOURCE_TYPE,
         properties={**properties, "Phase": "before"},
     )
-    endpoint.endpoint.node.add_dependency(scaling_guard)
+    endpoint.node.add_dependency(scaling_guard)
     scaling_policy = CustomResource(
-        endpoint,
+        scope,
         "ScalingPolicy",
         service_token=provider.service_token,
         resource_type=RESOURCE_TYPE,

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
+from constructs import Construct
 
-from ml_platform.constructs.sagemaker_mme.metrics import LOAD_FAILURE_NAMESPACE
-
-if TYPE_CHECKING:
-    from ml_platform.constructs.sagemaker_mme.endpoint import TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme.metrics import LOAD_FAILURE_NAMESPACE, EndpointMetrics
 
 #: CloudWatch Logs filter pattern of the load-failure metric: the quoted phrase matches log
 #: events that contain it, case-sensitively (CloudWatch Logs user guide, "Filter pattern syntax
@@ -21,8 +17,11 @@ if TYPE_CHECKING:
 LOAD_FAILURE_PATTERN = '"failed to load"'
 
 
-def add_load_failure_filter(endpoint: TritonMultiModelEndpoint) -> logs.CfnMetricFilter:
-    """The metric filter counting Triton's "failed to load" lines in the endpoint's log group.
+def add_load_failure_filter(
+    scope: Construct, *, endpoint_name: str, log_group: logs.ILogGroup
+) -> logs.CfnMetricFilter:
+    """The metric filter (in ``scope``, the endpoint construct) counting Triton's "failed to
+    load" lines in the endpoint's ``log_group``.
 
     Triton logs "failed to load '<model>' version <n>: <reason>" when a model of an
     archive cannot load (triton-inference-server/core, src/model_lifecycle.cc). SageMaker's
@@ -30,14 +29,14 @@ def add_load_failure_filter(endpoint: TritonMultiModelEndpoint) -> logs.CfnMetri
     drops on eviction), so a metric filter on the endpoint's log group counts those lines.
     It references the stack's log group, so CloudFormation creates it after the group."""
     return logs.CfnMetricFilter(
-        endpoint,
+        scope,
         "ModelLoadFailures",
-        log_group_name=endpoint.log_group.log_group_name,
+        log_group_name=log_group.log_group_name,
         filter_pattern=logs.FilterPattern.literal(LOAD_FAILURE_PATTERN).log_pattern_string,
         metric_transformations=[
             logs.CfnMetricFilter.MetricTransformationProperty(
                 metric_namespace=LOAD_FAILURE_NAMESPACE,
-                metric_name=f"{endpoint.endpoint_name}-ModelLoadFailures",
+                metric_name=f"{endpoint_name}-ModelLoadFailures",
                 metric_value="1",
                 default_value=0,
             )
@@ -50,14 +49,16 @@ GPU_MEMORY_ALARM_PERCENT = 95
 
 
 def add_alarms(
-    endpoint: TritonMultiModelEndpoint, alarm_topic: sns.ITopic | None
+    scope: Construct, metrics: EndpointMetrics, alarm_topic: sns.ITopic | None
 ) -> dict[str, cloudwatch.Alarm]:
-    """The endpoint's alarms by metric name, each notifying ``alarm_topic`` (alarm and OK)
-    when one is given (the inference stack always gives one)."""
-    endpoint_name = endpoint.endpoint_name
+    """The alarms (in ``scope``, the endpoint construct) on the endpoint's ``metrics``, by
+    metric name, each notifying ``alarm_topic`` (alarm and OK) when one is given (the inference
+    stack always gives one). Taking the metrics, not the endpoint class, keeps this module
+    below :mod:`.endpoint`, which imports it."""
+    endpoint_name = metrics.endpoint_name
     alarms = {
-        "ModelLoadFailures": endpoint.metric_model_load_failures().create_alarm(
-            endpoint,
+        "ModelLoadFailures": metrics.metric_model_load_failures().create_alarm(
+            scope,
             "ModelLoadFailureAlarm",
             threshold=1,
             evaluation_periods=1,
@@ -68,8 +69,8 @@ def add_alarms(
         ),
         # Both metrics exist only while something happens (a load; an instance): no data is
         # no problem, so neither alarm sits in INSUFFICIENT_DATA on a quiet endpoint.
-        "ModelLoadingWaitTime": endpoint.metric_model_loading_wait_time().create_alarm(
-            endpoint,
+        "ModelLoadingWaitTime": metrics.metric_model_loading_wait_time().create_alarm(
+            scope,
             "ModelLoadingWaitAlarm",
             # Microseconds: requests waited over 30 s on average for a model to load.
             threshold=30_000_000,
@@ -82,8 +83,8 @@ def add_alarms(
         # answers 507 so SageMaker evicts (docs/serving-sagemaker.md, "GPU memory and
         # eviction"): a full GPU alone is normal. Sustained above GPU_MEMORY_ALARM_PERCENT for
         # 15 minutes, every new load evicts; with the load-wait alarm, the instance thrashes.
-        "GPUMemoryUtilization": endpoint.metric_gpu_memory_utilization().create_alarm(
-            endpoint,
+        "GPUMemoryUtilization": metrics.metric_gpu_memory_utilization().create_alarm(
+            scope,
             "GpuMemoryAlarm",
             threshold=GPU_MEMORY_ALARM_PERCENT,
             evaluation_periods=3,
@@ -91,8 +92,8 @@ def add_alarms(
             alarm_description=f"{endpoint_name}: GPU memory over {GPU_MEMORY_ALARM_PERCENT}% "
             "for 15 min: loads evict models",
         ),
-        "Invocation5XXErrors": endpoint.metric_invocation_5xx_errors().create_alarm(
-            endpoint,
+        "Invocation5XXErrors": metrics.metric_invocation_5xx_errors().create_alarm(
+            scope,
             "Invocation5xxAlarm",
             threshold=1,
             evaluation_periods=1,

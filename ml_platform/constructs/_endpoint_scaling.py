@@ -22,7 +22,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from ml_platform.constructs._l1 import default_child
-from ml_platform.constructs.nag import (
+from ml_platform.constructs._nag import (
     acknowledge,
     acknowledge_controls,
     acknowledge_each,
