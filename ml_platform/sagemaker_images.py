@@ -40,6 +40,7 @@ from typing import Any
 from ml_platform.instances import instance_compute_capability
 from ml_platform.regions import ecr_registry
 from ml_platform.triton.releases import (  # noqa: F401 - re-exported: the per-release facts
+    DEFAULT_TRITON_VERSION,
     PATCHED_TRITON_RELEASE,
     TENSORFLOW_LAST_RELEASE,
     TRITON_CVES,
@@ -101,12 +102,6 @@ def _bundled_registries() -> dict[str, dict[str, str]]:
 TRITON_REGISTRIES: dict[str, dict[str, str]] = _bundled_registries()
 #: Releases SageMaker publishes, oldest first.
 TRITON_VERSIONS = tuple(TRITON_REGISTRIES)
-# The default: the newest release whose facts are all known here (26.05's TensorRT is not;
-# docs/serving-sagemaker.md "The Triton release" gives the comparison with 26.05). It is
-# patched against the August 2025 bulletin, runs the image ensemble's dali.py with DALI
-# 1.51.2, and its stub is Python 3.12 (Ubuntu 24.04) like every release from 24.11. Its CUDA 13
-# needs driver 575+ natively: DEFAULT_INFERENCE_AMI_VERSION has 580.
-DEFAULT_TRITON_VERSION = "25.09"
 #: Annotation id of the synth-time warning for an unpatched release (acknowledge it with
 #: ``Annotations.of(scope).acknowledge_warning(...)`` once the risk is accepted).
 UNPATCHED_TRITON_WARNING = "ml-platform:triton-unpatched-release"

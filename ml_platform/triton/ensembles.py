@@ -681,7 +681,7 @@ def text_ensemble(
             ``execution_env_path`` and ``tensorrt_version`` checks use it, and, when given,
             it is recorded in the archive (:mod:`~ml_platform.triton.archive_meta`).
             Default: the SageMaker endpoint's default
-            (:data:`~ml_platform.sagemaker_images.DEFAULT_TRITON_VERSION`) for the checks;
+            (:data:`~ml_platform.triton.releases.DEFAULT_TRITON_VERSION`) for the checks;
             nothing recorded.
         tensorrt_version: The TensorRT version that built the plan (``trtexec --version``);
             required for a plan, not allowed for ONNX. A plan loads only under that TensorRT,
@@ -756,8 +756,7 @@ def _tensorrt_version_errors(
     tensorrt: bool, tensorrt_version: str | None, triton_version: str | None
 ) -> list[str]:
     """What is wrong with ``tensorrt_version`` for this encoder and release."""
-    from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
-    from ml_platform.triton.releases import tensorrt_of, tensorrt_problem
+    from ml_platform.triton.releases import DEFAULT_TRITON_VERSION, tensorrt_of, tensorrt_problem
 
     release = triton_version or DEFAULT_TRITON_VERSION
     if not tensorrt:
@@ -837,8 +836,8 @@ def _execution_env(
     ``triton_version``'s stub (``None`` without one)."""
     if path is None:
         return None
-    from ml_platform.sagemaker_images import DEFAULT_TRITON_VERSION
     from ml_platform.triton.execution_env import execution_env_problems
+    from ml_platform.triton.releases import DEFAULT_TRITON_VERSION
 
     env = _existing_file(path, parameter)
     release = triton_version or DEFAULT_TRITON_VERSION

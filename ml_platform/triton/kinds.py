@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ml_platform.triton import ensembles
+import ml_platform.triton.ensembles as ensembles
 from ml_platform.triton.archive_names import archive_file, parse_ref, shown_versioned
 from ml_platform.triton.package_flags import IMAGE_PACKAGING, TEXT_PACKAGING, PackageFlags
 from ml_platform.triton.spec import DataType, EnsembleSpec, TensorSpec

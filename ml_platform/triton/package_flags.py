@@ -191,7 +191,7 @@ def _three_floats(text: str) -> tuple[float, float, float]:
 
 
 def _image_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | None:
-    from ml_platform.triton import ensembles
+    import ml_platform.triton.ensembles as ensembles
 
     missing = _missing(args, ("inception_onnx", "inception_labels"))
     if missing:
@@ -228,7 +228,7 @@ _IMAGE_PHRASES = {
 
 
 def _text_spec(args: argparse.Namespace, problems: list[str]) -> EnsembleSpec | None:
-    from ml_platform.triton import ensembles
+    import ml_platform.triton.ensembles as ensembles
 
     tokenizer: Path | None = args.tokenizer_dir or default_tokenizer_dir()
     missing = _missing(args, ("encoder",))

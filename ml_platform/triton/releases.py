@@ -47,6 +47,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "DEFAULT_TRITON_VERSION",
     "NUMPY2_FIRST_RELEASE",
     "PATCHED_TRITON_RELEASE",
     "STUB_PYTHON",
@@ -156,6 +157,16 @@ TRITON_RELEASES: dict[str, TritonRelease] = {
     "25.09": TritonRelease(13, 7.5, "1.51.2", "10.13.3"),
     "26.05": TritonRelease(13, 7.5, "2.1.0", None),
 }
+
+
+# The default: the newest release whose facts are all known here (26.05's TensorRT is not;
+# docs/serving-sagemaker.md "The Triton release" gives the comparison with 26.05). It is
+# patched against the August 2025 bulletin, runs the image ensemble's dali.py with DALI
+# 1.51.2, and its stub is Python 3.12 (Ubuntu 24.04) like every release from 24.11. Its CUDA 13
+# needs driver 575+ natively: sagemaker_images.DEFAULT_INFERENCE_AMI_VERSION has 580. Here with
+# the release facts, not in sagemaker_images, because the archive builders check against it when
+# no release is named (and sagemaker_images reads this module).
+DEFAULT_TRITON_VERSION = "25.09"
 
 
 def tensorrt_of(release: str) -> str | None:
