@@ -1,12 +1,15 @@
 """How :mod:`ml_platform.config` reads JSON-like context with pydantic v2 and words its errors.
 
-pydantic does the checking, in one pass: the types of the settings dataclasses (strict leaves:
-no ``"2"`` for 2, no 1 for ``true``; JSON arrays for tuples; no unknown keys; ``null`` drops to
-the default), each field's constraints (``Annotated`` with pydantic's own ``Interval``,
-``StringConstraints``, ``Literal`` and ``AfterValidator``, fed by the data in
-:mod:`ml_platform.limits`), then each section's cross-field ``problems()`` once its fields are
-valid. :func:`validated` turns its errors into the settings' own messages (the one formatter):
-the dotted key, the value and what is allowed.
+pydantic does the checking, in one pass per top-level section (:func:`validated_members`, so a
+bad section hides none of the others' problems): the types of the settings dataclasses (strict
+leaves: no ``"2"`` for 2, no 1 for ``true``; JSON arrays for tuples; no unknown keys; ``null``
+drops to the default), each field's constraints (``Annotated`` with pydantic's own
+``Interval``, ``StringConstraints``, ``Literal`` and ``AfterValidator``, fed by the data in
+:mod:`ml_platform.limits`), then each section's cross-field ``problems()``: a model validator
+in ``after`` mode, which pydantic runs only once every field of the section is valid, so a bad
+field hides its section's cross-field rules (not another section's). :func:`validated` turns
+the errors into the settings' own messages (the one formatter): the dotted key, the value and
+what is allowed.
 """
 
 from __future__ import annotations
@@ -154,6 +157,13 @@ def adapter(tp: Any) -> Any:
     return TypeAdapter(tp, config={"strict": True})
 
 
+def member_adapters(tp: Any) -> None:
+    """Build pydantic's validator of each member of the dataclass ``tp``: the ones
+    :func:`validated_members` uses (ahead of time, on a thread: :mod:`ml_platform._cdk_nag`)."""
+    for f in dataclasses.fields(tp):
+        adapter(_hints(tp)[f.name])
+
+
 def json_schema(tp: Any) -> dict[str, Any]:
     """The JSON Schema of ``tp``, with each field's docstring as its description."""
     from pydantic import TypeAdapter
@@ -184,6 +194,33 @@ def validated(
                 if problem not in problems:
                     problems.append(problem)
     return INVALID
+
+
+def validated_members(
+    tp: Any, value: Any, problems: list[str], *, label: str, removed: Mapping[str, str]
+) -> Any:
+    """The members of ``value``, a JSON object for the dataclass ``tp``, each validated on its
+    own by :func:`validated` (one pydantic pass per member, under its own key), so a bad member
+    hides nothing the others report, and what reads only valid members can still run. Returns
+    the members set (null is not set), each its value or :data:`INVALID`, in ``tp``'s field
+    order; :data:`INVALID` when ``value`` is not an object. Unknown members follow, reported by
+    pydantic (``extra="forbid"``) from the object of them alone, as one pass over the whole
+    object words and orders them."""
+    if not isinstance(value, Mapping):
+        validated(tp, value, "", problems, label=label, removed=removed)  # "expected an object"
+        return INVALID
+    hints = _hints(tp)
+    members = {
+        f.name: validated(
+            hints[f.name], value[f.name], f.name, problems, label=label, removed=removed
+        )
+        for f in dataclasses.fields(tp)
+        if value.get(f.name) is not None
+    }
+    unknown = {k: v for k, v in value.items() if k not in hints}
+    if unknown:
+        validated(tp, unknown, "", problems, label=label, removed=removed)
+    return members
 
 
 def _without_nulls(tp: Any, value: Any) -> Any:
