@@ -85,6 +85,18 @@ def test_a_bad_section_hides_no_problem_of_the_others() -> None:
     ]
 
 
+def test_an_unknown_key_hides_no_cross_field_rule_of_its_section() -> None:
+    # An unknown key sets no field: the endpoint's and the section's rules still run after it.
+    endpoint = {"min_instances": 3, "max_instances": 2, "bogus": 1}
+    assert problems({"inference": {"endpoints": [endpoint]}}) == [
+        "inference.endpoints[0].bogus: unknown setting; known: ['name', 'instance_type', "
+        "'initial_instances', 'min_instances', 'max_instances', 'invocations_per_instance', "
+        "'archives']",
+        "inference.endpoints[0].min_instances = 3, inference.endpoints[0].initial_instances = 1, "
+        "inference.endpoints[0].max_instances = 2: expected 1 <= min <= initial <= max <= 100",
+    ]
+
+
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
