@@ -3,8 +3,8 @@
 Importing ``cdk_nag`` makes jsii's Node process load cdk-nag's assembly: about 0.1 s in which
 this process only waits for Node's answer, with the GIL released. What synthesis needs next is
 Python work of about the same length: importing :mod:`ml_platform.config` and building
-pydantic's validator of :class:`~ml_platform.config.Settings` (:func:`_settings_parse.adapter`
-caches it). A thread does that work inside the wait, so pydantic (which #25 brought in) adds
+pydantic's validators of the sections of :class:`~ml_platform.config.Settings`
+(:func:`_settings_parse.member_adapters`; :func:`_settings_parse.adapter` caches them). A thread does that work inside the wait, so pydantic (which #25 brought in) adds
 next to nothing to ``cdk synth``; ``make bench`` measures it.
 
 The thread is joined before this module's import returns, so nothing runs after it. It only
@@ -20,10 +20,10 @@ import threading
 
 def _build_settings_parser() -> None:
     try:
-        from ml_platform._settings_parse import adapter
+        from ml_platform._settings_parse import member_adapters
         from ml_platform.config import Settings
 
-        adapter(Settings)
+        member_adapters(Settings)
     except Exception:  # rebuilt, and raised, in the main thread
         pass
 

@@ -1,12 +1,15 @@
 """How :mod:`ml_platform.config` reads JSON-like context with pydantic v2 and words its errors.
 
-pydantic does the checking, in one pass: the types of the settings dataclasses (strict leaves:
-no ``"2"`` for 2, no 1 for ``true``; JSON arrays for tuples; no unknown keys; ``null`` drops to
-the default), each field's constraints (``Annotated`` with pydantic's own ``Interval``,
-``StringConstraints``, ``Literal`` and ``AfterValidator``, fed by the data in
-:mod:`ml_platform.limits`), then each section's cross-field ``problems()`` once its fields are
-valid. :func:`validated` turns its errors into the settings' own messages (the one formatter):
-the dotted key, the value and what is allowed.
+pydantic does the checking, in one pass per top-level section (:func:`validated_members`, so a
+bad section hides none of the others' problems): the types of the settings dataclasses (strict
+leaves: no ``"2"`` for 2, no 1 for ``true``; JSON arrays for tuples; no unknown keys; ``null``
+drops to the default), each field's constraints (``Annotated`` with pydantic's own
+``Interval``, ``StringConstraints``, ``Literal`` and ``AfterValidator``, fed by the data in
+:mod:`ml_platform.limits`), then each section's cross-field ``problems()``: a model validator
+in ``after`` mode, which pydantic runs only once every field of the section is valid, so a bad
+field hides its section's cross-field rules (not another section's). :func:`validated` turns
+the errors into the settings' own messages (the one formatter): the dotted key, the value and
+what is allowed.
 """
 
 from __future__ import annotations
@@ -154,6 +157,13 @@ def adapter(tp: Any) -> Any:
     return TypeAdapter(tp, config={"strict": True})
 
 
+def member_adapters(tp: Any) -> None:
+    """Build pydantic's validator of each member of the dataclass ``tp``: the ones
+    :func:`validated_members` uses (ahead of time, on a thread: :mod:`ml_platform._cdk_nag`)."""
+    for f in dataclasses.fields(tp):
+        adapter(_hints(tp)[f.name])
+
+
 def json_schema(tp: Any) -> dict[str, Any]:
     """The JSON Schema of ``tp``, with each field's docstring as its description."""
     from pydantic import TypeAdapter
@@ -173,35 +183,81 @@ def validated(
     """``value`` as ``tp``, or :data:`INVALID` with every problem pydantic found recorded under
     its dotted key (starting with ``prefix``; ``label`` names the root). The value is read as
     JSON, what the context is: arrays stand for tuples, objects for sections, and the leaves stay
-    strict. ``removed``: keys that no longer exist, with what to do instead."""
+    strict. Unknown keys (:func:`_known`) are reported after the fields' problems and before the
+    cross-field rules'; they do not make the value invalid. ``removed``: keys that no longer exist, with what to do instead."""
     from pydantic import ValidationError
 
+    unknown: list[tuple[str, Any]] = []
+    known = _known(tp, value, prefix, unknown)
+    fields: list[str] = []
+    rules: list[str] = []  # the sections' cross-field rules: last, as they run last
     try:
-        return adapter(tp).validate_json(json.dumps(_without_nulls(tp, value), default=repr))
+        result = adapter(tp).validate_json(json.dumps(known, default=repr))
     except ValidationError as error:
+        result = INVALID
         for e in error.errors(include_url=False):
-            for problem in _problems(tp, e, prefix, label, removed):
-                if problem not in problems:
-                    problems.append(problem)
-    return INVALID
+            found = _problems(tp, e, prefix, label, removed)
+            (rules if e["type"] == "settings" else fields).extend(found)
+    found = [*fields, *(_unknown(key, owner, removed) for key, owner in unknown), *rules]
+    problems.extend(p for p in dict.fromkeys(found) if p not in problems)
+    return result
 
 
-def _without_nulls(tp: Any, value: Any) -> Any:
-    """``value`` without the null members of its sections. null means "not set": the field
-    keeps its default. One rule for every source: jsii drops null members of cdk.json's context
-    before the app sees them, so ``-c`` and the CLI's own reading of cdk.json must treat them
-    the same way. (An unknown key is reported, null or not; null in a list is an error.)"""
+def validated_members(
+    tp: Any, value: Any, problems: list[str], *, label: str, removed: Mapping[str, str]
+) -> Any:
+    """The members of ``value``, a JSON object for the dataclass ``tp``, each validated on its
+    own by :func:`validated` (one pydantic pass per member, under its own key), so a bad member
+    hides nothing the others report, and what reads only valid members can still run. Returns
+    the members set (null is not set), each its value or :data:`INVALID`, in ``tp``'s field
+    order; :data:`INVALID` when ``value`` is not an object. Unknown members are reported after
+    the others."""
+    if not isinstance(value, Mapping):
+        validated(tp, value, "", problems, label=label, removed=removed)  # "expected an object"
+        return INVALID
+    hints = _hints(tp)
+    members = {
+        f.name: validated(
+            hints[f.name], value[f.name], f.name, problems, label=label, removed=removed
+        )
+        for f in dataclasses.fields(tp)
+        if value.get(f.name) is not None
+    }
+    problems += [_unknown(k, tp, removed) for k in value if k not in hints]
+    return members
+
+
+def _known(tp: Any, value: Any, key: str, unknown: list[tuple[str, Any]]) -> Any:
+    """``value`` without the null members of its sections and without their unknown keys,
+    which go to ``unknown`` as (dotted key, section type).
+
+    null means "not set": the field keeps its default. One rule for every source: jsii drops
+    null members of cdk.json's context before the app sees them, so ``-c`` and the CLI's own
+    reading of cdk.json must treat them the same way (null in a list is an error). An unknown
+    key is set aside here, null or not, rather than left to pydantic's ``extra="forbid"`` (which
+    still gives the JSON Schema its ``additionalProperties: false``): it sets no field, but
+    pydantic would then run none of its section's cross-field rules."""
     base = _unwrap(tp)[0]
     if isinstance(base, type) and dataclasses.is_dataclass(base) and isinstance(value, Mapping):
-        hints = _hints(base)
-        return {
-            k: _without_nulls(hints.get(k), v)
-            for k, v in value.items()
-            if v is not None or k not in hints
-        }
+        hints, out = _hints(base), {}
+        for k, v in value.items():
+            where = f"{key}.{k}" if key else k
+            if k not in hints:
+                unknown.append((where, base))
+            elif v is not None:
+                out[k] = _known(hints[k], v, where, unknown)
+        return out
     if typing.get_origin(base) is tuple and isinstance(value, list | tuple):
-        return [_without_nulls(typing.get_args(base)[0], v) for v in value]
+        item = typing.get_args(base)[0]
+        return [_known(item, v, f"{key}[{i}]", unknown) for i, v in enumerate(value)]
     return value
+
+
+def _unknown(key: str, owner: Any, removed: Mapping[str, str]) -> str:
+    """The problem of the unknown key ``key`` of the section type ``owner``."""
+    if key in removed:
+        return f"{key}: removed: {removed[key]}"
+    return f"{key}: unknown setting; known: {[f.name for f in dataclasses.fields(owner)]}"
 
 
 def _problems(
@@ -212,11 +268,8 @@ def _problems(
     if kind == "settings":  # a section's cross-field rules, worded by its problems()
         return list(error["ctx"]["problems"])
     key, expected = _walk(tp, loc, prefix)
-    if kind == "unexpected_keyword_argument" or expected is None:
-        if key in removed:
-            return [f"{key}: removed: {removed[key]}"]
-        owner = _unwrap(_walk(tp, loc[:-1], prefix)[1])[0]
-        return [f"{key}: unknown setting; known: {[f.name for f in dataclasses.fields(owner)]}"]
+    if kind == "unexpected_keyword_argument" or expected is None:  # :func:`_known` sets them aside
+        return [_unknown(key, _unwrap(_walk(tp, loc[:-1], prefix)[1])[0], removed)]
     base, metadata = _unwrap(expected)
     if kind not in _VALUE_ERRORS:
         return [f"{key or label} = {shown(got)}: expected {_describe(base)}"]

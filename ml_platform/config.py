@@ -7,8 +7,11 @@ default, so an empty context synthesizes; every field is checked, and all proble
 reported together in one :class:`SettingsError`.
 
 Each setting is declared once: a dataclass field with its default, its constraints (pydantic's,
-in its ``Annotated`` type, from the data in ``limits``) and its docstring. pydantic checks them
-in one pass, then each section's cross-field ``problems()`` (:mod:`ml_platform._settings_parse`);
+in its ``Annotated`` type, from the data in ``limits``) and its docstring. pydantic checks each
+section in one pass, then its cross-field ``problems()`` (:mod:`ml_platform._settings_parse`);
+the rules that span sections run when the sections they read are valid
+(``_CROSS_SECTION_RULES``), so a bad section hides neither the other sections' problems nor
+the rules that do not read it;
 ``schemas/ml-platform.schema.json`` and ``docs/configuration.md`` are generated from the same
 fields (``make schema``).
 """
@@ -16,7 +19,7 @@ fields (``make schema``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar
 
@@ -33,6 +36,7 @@ from ml_platform._settings_parse import (
     Section,
     json_pattern,
     validated,
+    validated_members,
 )
 from ml_platform.ec2_instance_types import instance_type_problem
 from ml_platform.image_pins import (
@@ -857,19 +861,23 @@ class Settings(Section):
             values = _json_object_or_problem(values, CONTEXT_KEY, problems)
             if problems:
                 raise SettingsError(problems)
-        settings: Settings = validated(
+        # Each section on its own, so a bad one hides none of the others' problems.
+        members = validated_members(
             cls,
             values if values is not None else {},
-            "",
             problems,
             label=CONTEXT_KEY,
             removed=REMOVED_SETTINGS,
         )
-        if settings is INVALID:
+        if members is INVALID:
             raise SettingsError(problems)
-        # Only the entries set here: the digests `mlp images resolve` recorded may name images
-        # of an earlier release.
-        problems.extend(_unpulled_digest_problems(settings))
+        invalid = {name for name, member in members.items() if member is INVALID}
+        # An invalid section keeps its default here, a stand-in that no rule below reads.
+        settings = cls(**{name: m for name, m in members.items() if m is not INVALID})
+        if not invalid:  # which images are pulled depends on every section
+            # Only the entries set here: the digests `mlp images resolve` recorded may name
+            # images of an earlier release.
+            problems.extend(_unpulled_digest_problems(settings))
         # What `mlp images resolve` and `mlp images mirror` recorded beside the settings;
         # the settings' own entries win.
         for member, key, recorded in (
@@ -881,14 +889,15 @@ class Settings(Section):
             if recorded is None:
                 continue
             found = validated(dict[str, str], recorded, key, problems, label=key, removed={})
-            if found is not INVALID:
+            if found is not INVALID and "images" not in invalid:
                 merged = {**found, **getattr(settings.images, member)}
                 images = dataclasses.replace(settings.images, **{member: merged})
                 settings = dataclasses.replace(settings, images=images)
                 # The section's own entries passed as pydantic read them; these join them here.
                 problems.extend(p for p in settings.images.problems() if p not in problems)
-        # The rules that span sections, once every section is valid.
-        problems.extend(settings._problems(known_azs))
+        for reads, rule in _CROSS_SECTION_RULES:
+            if not reads & invalid:
+                problems.extend(rule(settings, known_azs))
         if problems:
             raise SettingsError(problems)
         return settings
@@ -917,59 +926,96 @@ class Settings(Section):
         """The CDK context key holding this account's AZ names for the region."""
         return f"availability-zones:account={self.env.account}:region={self.env.region}"
 
-    def _problems(self, context: Mapping[str, Any] | None) -> list[str]:
-        out: list[str] = []
-        # Each section's own problems() ran as pydantic validated it; these rules span them.
-        out += self.cluster.partition_problems(self.env.region)
-        if (
-            self.features.inference
-            and self.env.region in REGIONS
-            and self.inference.triton_version in TRITON_VERSIONS
-        ):
-            problem = triton_region_problem(self.env.region, self.inference.triton_version)
-            if problem:
-                out.append(
-                    f"env.region = {shown(self.env.region)} with inference.triton_version: {problem}"
-                )
-        topic = self.inference.alarm_topic_arn
-        if self.features.inference and topic and limits.SNS_TOPIC_ARN.matches(topic):
-            problem = alarm_topic_problem(topic, self.env.region)
-            if problem:
-                out.append(f"inference.alarm_topic_arn = {shown(topic)}: {problem}")
-        # With an unknown region, its AZs and context key would only repeat that problem.
-        known_region = self.env.region in REGIONS
-        for az in self.network.availability_zones if known_region else ():
-            if not az.startswith(self.env.region):
-                out.append(
-                    f"network.availability_zones: {shown(az)} is not in env.region {shown(self.env.region)}"
-                )
-        if self.features.inference and not self.inference.endpoints:
-            out.append(
-                "inference.endpoints = []: expected at least one endpoint with "
-                "features.inference = true (or set features.inference to false)"
-            )
-        if self.features.triton_on_eks and not self.features.training_cluster:
-            out.append(
-                "features.triton_on_eks = true needs features.training_cluster = true "
-                "(Triton on EKS runs on the training cluster)"
-            )
-        if context is not None and known_region:
-            key = self.availability_zones_context_key
-            seeded = context.get(key)
-            if not isinstance(seeded, list):
-                out.append(
-                    f"env.account = {shown(self.env.account)}, env.region = {shown(self.env.region)}: "
-                    f"context {shown(key)} is missing: add this account's AZ names to cdk.json "
-                    "(or run `mlp azs`) so synthesis needs no AWS lookup"
-                )
-            else:
-                for az in self.network.availability_zones:
-                    if az not in seeded:
-                        out.append(
-                            f"network.availability_zones: {shown(az)} is not among the AZs in context "
-                            f"{shown(key)} ({shown(seeded)})"
-                        )
-        return out
+
+_Context = Mapping[str, Any] | None
+"""All CDK context (``known_azs`` of :meth:`Settings.from_context`), or ``None``."""
+
+
+def _admin_role_partition(settings: Settings, context: _Context) -> list[str]:
+    return settings.cluster.partition_problems(settings.env.region)
+
+
+def _triton_in_region(settings: Settings, context: _Context) -> list[str]:
+    region, version = settings.env.region, settings.inference.triton_version
+    if settings.features.inference and region in REGIONS and version in TRITON_VERSIONS:
+        problem = triton_region_problem(region, version)
+        if problem:
+            return [f"env.region = {shown(region)} with inference.triton_version: {problem}"]
+    return []
+
+
+def _alarm_topic_in_region(settings: Settings, context: _Context) -> list[str]:
+    topic = settings.inference.alarm_topic_arn
+    if settings.features.inference and topic and limits.SNS_TOPIC_ARN.matches(topic):
+        problem = alarm_topic_problem(topic, settings.env.region)
+        if problem:
+            return [f"inference.alarm_topic_arn = {shown(topic)}: {problem}"]
+    return []
+
+
+def _azs_in_region(settings: Settings, context: _Context) -> list[str]:
+    region = settings.env.region
+    if region not in REGIONS:  # its AZs would only repeat that problem
+        return []
+    return [
+        f"network.availability_zones: {shown(az)} is not in env.region {shown(region)}"
+        for az in settings.network.availability_zones
+        if not az.startswith(region)
+    ]
+
+
+def _endpoints_with_inference(settings: Settings, context: _Context) -> list[str]:
+    if settings.features.inference and not settings.inference.endpoints:
+        return [
+            "inference.endpoints = []: expected at least one endpoint with "
+            "features.inference = true (or set features.inference to false)"
+        ]
+    return []
+
+
+def _triton_on_eks_needs_cluster(settings: Settings, context: _Context) -> list[str]:
+    if settings.features.triton_on_eks and not settings.features.training_cluster:
+        return [
+            "features.triton_on_eks = true needs features.training_cluster = true "
+            "(Triton on EKS runs on the training cluster)"
+        ]
+    return []
+
+
+def _azs_in_context(settings: Settings, context: _Context) -> list[str]:
+    env = settings.env
+    if context is None or env.region not in REGIONS:  # an unknown region has no context key
+        return []
+    key = settings.availability_zones_context_key
+    seeded = context.get(key)
+    if not isinstance(seeded, list):
+        return [
+            f"env.account = {shown(env.account)}, env.region = {shown(env.region)}: "
+            f"context {shown(key)} is missing: add this account's AZ names to cdk.json "
+            "(or run `mlp azs`) so synthesis needs no AWS lookup"
+        ]
+    return [
+        f"network.availability_zones: {shown(az)} is not among the AZs in context "
+        f"{shown(key)} ({shown(seeded)})"
+        for az in settings.network.availability_zones
+        if az not in seeded
+    ]
+
+
+#: The rules that span sections (or, for features, run after its own), in the order they
+#: report, each with the sections it reads: :meth:`Settings.from_context` runs a rule when
+#: those sections are valid, so a bad value elsewhere hides none of its problems.
+_CROSS_SECTION_RULES: tuple[
+    tuple[frozenset[str], Callable[[Settings, _Context], list[str]]], ...
+] = (
+    (frozenset({"cluster", "env"}), _admin_role_partition),
+    (frozenset({"features", "inference", "env"}), _triton_in_region),
+    (frozenset({"features", "inference", "env"}), _alarm_topic_in_region),
+    (frozenset({"network", "env"}), _azs_in_region),
+    (frozenset({"features", "inference"}), _endpoints_with_inference),
+    (frozenset({"features"}), _triton_on_eks_needs_cluster),
+    (frozenset({"env", "network"}), _azs_in_context),
+)
 
 
 def alarm_topic_problem(topic_arn: str, region: str) -> str | None:

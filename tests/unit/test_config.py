@@ -58,6 +58,45 @@ def test_type_errors_and_value_errors_are_reported_together() -> None:
     assert any(p.startswith("storage.fsx_throughput_per_tib = 300") for p in found)
 
 
+def test_a_bad_section_hides_no_problem_of_the_others() -> None:
+    # Each section is validated on its own, and a rule that spans sections runs when the
+    # sections it reads are valid: a bad Trainium count hides neither the alarm topic in
+    # another region (inference with env) nor the cluster Triton on EKS needs (features).
+    topic = "arn:aws:sns:us-east-1:123456789012:alarms"
+    in_region = (
+        f"inference.alarm_topic_arn = {topic!r}: the topic is in 'us-east-1', the alarms in "
+        "env.region 'us-west-2': CloudWatch alarms notify only SNS topics of their own region; "
+        "expected a topic in 'us-west-2'"
+    )
+    needs_cluster = (
+        "features.triton_on_eks = true needs features.training_cluster = true (Triton on EKS "
+        "runs on the training cluster)"
+    )
+    inference = {"alarm_topic_arn": topic}
+    features = {"training_cluster": False}
+    assert problems(
+        {"trainium": {"nodes": "two"}, "inference": inference, "features": features}
+    ) == ["trainium.nodes = 'two': expected an integer", in_region, needs_cluster]
+    # A rule that reads the bad section does not run: the default region standing in for
+    # env would report the topic against 'us-west-2'.
+    assert problems({"env": {"region": 5}, "inference": inference, "features": features}) == [
+        "env.region = 5: expected a string",
+        needs_cluster,
+    ]
+
+
+def test_an_unknown_key_hides_no_cross_field_rule_of_its_section() -> None:
+    # An unknown key sets no field: the endpoint's and the section's rules still run after it.
+    endpoint = {"min_instances": 3, "max_instances": 2, "bogus": 1}
+    assert problems({"inference": {"endpoints": [endpoint]}}) == [
+        "inference.endpoints[0].bogus: unknown setting; known: ['name', 'instance_type', "
+        "'initial_instances', 'min_instances', 'max_instances', 'invocations_per_instance', "
+        "'archives']",
+        "inference.endpoints[0].min_instances = 3, inference.endpoints[0].initial_instances = 1, "
+        "inference.endpoints[0].max_instances = 2: expected 1 <= min <= initial <= max <= 100",
+    ]
+
+
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
