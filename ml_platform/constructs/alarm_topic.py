@@ -14,6 +14,7 @@ from constructs import Construct
 
 from ml_platform import limits
 from ml_platform.constructs._kms import restrict_grants
+from ml_platform.constructs._props import raise_problems
 
 __all__ = ["CLOUDWATCH_KEY_ACTIONS", "AlarmTopic", "AlarmTopicProps"]
 
@@ -73,9 +74,7 @@ class AlarmTopic(Construct):
         super().__init__(scope, construct_id)
         #: The value props, as checked.
         self.props = AlarmTopicProps(emails=tuple(emails), removal_policy=removal_policy)
-        errors = self.props.problems()
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
         stack = Stack.of(self)
         alarms = stack.format_arn(
             service="cloudwatch",

@@ -67,6 +67,7 @@ from ml_platform.constructs._nodegroup import (
 from ml_platform.constructs._nodegroup import (
     node_role_policies as node_role_policies,
 )
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs.storage import RETAIN
 from ml_platform.k8s_names import NODE_GROUP_LABEL, NODE_ROLE_LABEL, TRAINING_HELPERS
 from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
@@ -324,9 +325,7 @@ class TrainingEksCluster(Construct):
             support_type=support_type,
             kubectl_provider_guard=kubectl_provider_guard,
         )
-        errors = self.props.problems()
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
 
         access = self._endpoint_access(endpoint_access, cidrs)
 

@@ -23,6 +23,7 @@ from ml_platform import limits
 from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._nag import acknowledge_controls
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs._security_groups import (
     EFA_SELF_DESCRIPTION as EFA_SELF_DESCRIPTION,
 )
@@ -136,9 +137,7 @@ class PlatformVpc(Construct):
             flow_log_group_name=flow_log_group_name,
             restrict_default_security_group=restrict_default_security_group,
         )
-        errors = self.props.problems()
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
 
         self.vpc = ec2.Vpc(
             self,

@@ -52,6 +52,7 @@ from ml_platform.constructs._nag import (
     managed_policy_finding,
 )
 from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
+from ml_platform.constructs._props import raise_problems
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure).
@@ -148,9 +149,7 @@ class TrainingImageRepository(Construct):
             removal_policy=removal_policy,
             customer_key=customer_key,
         )
-        errors = self.props.problems()
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
         self.repository = ecr.Repository(
             self,
             "Resource",
@@ -360,9 +359,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
             administrators=tuple(administrators),
             customer_key=customer_key,
         )
-        errors = self.props.problems()
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
         # Log delivery by bucket policy, not the LogDeliveryWrite ACL, independent of the
         # consumer's cdk.json (the flag is read from the log bucket's scope).
         self.node.set_context(S3_LOG_POLICY_FLAG, True)
@@ -683,9 +680,7 @@ def model_prefix_problems(model_prefix: str) -> list[str]:
 
 
 def _check_prefix(scope: Construct, model_prefix: str) -> None:
-    problems = model_prefix_problems(model_prefix)
-    if problems:
-        raise ValueError(f"{scope.node.path}: {problems[0]}")
+    raise_problems(scope, model_prefix_problems(model_prefix))
 
 
 def fsx_metric(

@@ -34,6 +34,7 @@ from ml_platform.constructs._nodegroup import (
     reserved_label_problems,
     size_problems,
 )
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
 from ml_platform.constructs._user_data import efa_node_user_data
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
@@ -258,8 +259,7 @@ class EfaLaunchTemplate(Construct):
         errors = self.props.problems()
         if not security_groups:
             errors.append("security_groups=[]: expected at least one security group")
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, errors)
         self.efa_egress_rules = [allow_efa_within(sg) for sg in security_groups]
 
         self.instance: TrainiumInstance = TRAINIUM_INSTANCES[instance_type]
@@ -480,9 +480,7 @@ class TrainiumNodeGroup(Construct):
             placement_group=placement_group,
             release_version=release_version,
         )
-        errors = self.props.problems()
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
         if capacity_block:
             self._warn_capacity_block(desired_size)
 

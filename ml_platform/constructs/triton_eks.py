@@ -23,6 +23,7 @@ from ml_platform import limits
 from ml_platform.constructs._nag import acknowledge, rendered_resource
 from ml_platform.constructs._nodegroup import reserved_label_problems
 from ml_platform.constructs._per_app import key_of, registry
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.storage import (
@@ -260,8 +261,7 @@ class TritonOnEks(Construct):
         )
         errors = self.props.problems(model_prefix=model_prefix)
         errors += [prefix_problem] if prefix_problem else []
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, errors)
         warning = triton_release_warning(triton_version)
         if warning:
             Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
