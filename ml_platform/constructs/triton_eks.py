@@ -136,6 +136,7 @@ class TritonOnEksProps:
             )
         elif self.models is not None and not self.models:
             errors.append("models=[]: expected at least one model name")
+        # With an unknown archive and no models there is nothing to load, hence no clash.
         load = self.load_models if self.models is not None or not unknown else []
         clashes = sorted({m for m in load if load.count(m) > 1})
         if clashes:
