@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, RemovalPolicy, Stack, Token
 from aws_cdk import aws_iam as iam
@@ -13,13 +14,33 @@ from constructs import Construct
 
 from ml_platform import limits
 from ml_platform.constructs._kms import restrict_grants
+from ml_platform.constructs._props import raise_problems
 
-__all__ = ["CLOUDWATCH_KEY_ACTIONS", "AlarmTopic"]
+__all__ = ["CLOUDWATCH_KEY_ACTIONS", "AlarmTopic", "AlarmTopicProps"]
 
 #: What CloudWatch needs on the key of an encrypted topic it publishes to (SNS developer guide,
 #: "Enable compatibility between event sources from AWS services and encrypted topics":
 #: https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services).
 CLOUDWATCH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AlarmTopicProps:
+    """The value props of :class:`AlarmTopic` (described there) and the rule they follow, in
+    :meth:`problems`: the construct checks them once, through this object. aws-cdk's
+    ``EmailSubscription`` takes any string, so the addresses are checked here."""
+
+    emails: Sequence[str] = ()
+    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
+
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop."""
+        bad = [
+            e
+            for e in self.emails
+            if not Token.is_unresolved(e) and not limits.EMAIL_ADDRESS.matches(e)
+        ]
+        return [f"emails={bad!r}: expected email addresses"] if bad else []
 
 
 class AlarmTopic(Construct):
@@ -51,11 +72,9 @@ class AlarmTopic(Construct):
         removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
     ) -> None:
         super().__init__(scope, construct_id)
-        bad = [
-            e for e in emails if not Token.is_unresolved(e) and not limits.EMAIL_ADDRESS.matches(e)
-        ]
-        if bad:
-            raise ValueError(f"{self.node.path}: emails={bad!r}: expected email addresses")
+        #: The value props, as checked.
+        self.props = AlarmTopicProps(emails=tuple(emails), removal_policy=removal_policy)
+        raise_problems(self, self.props.problems())
         stack = Stack.of(self)
         alarms = stack.format_arn(
             service="cloudwatch",

@@ -7,6 +7,7 @@ from __future__ import annotations
 __all__ = [
     "OPEN_TO_WORLD_WARNING",
     "TrainingEksCluster",
+    "TrainingEksClusterProps",
     "as_icluster",
     "kubectl_layer",
 ]
@@ -15,6 +16,7 @@ import importlib
 import ipaddress
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import cast
 
 from aws_cdk import Annotations, DefaultStackSynthesizer, Fn, RemovalPolicy, Stack
@@ -65,6 +67,7 @@ from ml_platform.constructs._nodegroup import (
 from ml_platform.constructs._nodegroup import (
     node_role_policies as node_role_policies,
 )
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs.storage import RETAIN
 from ml_platform.k8s_names import NODE_GROUP_LABEL, NODE_ROLE_LABEL, TRAINING_HELPERS
 from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
@@ -115,38 +118,56 @@ def as_icluster(cluster: eks.Cluster) -> eks.ICluster:
     return cast(eks.ICluster, cluster)
 
 
-def cluster_problems(
-    *,
-    support_type: str,
-    kubernetes_version: str,
-    endpoint_access: str,
-    public_access_cidrs: Sequence[str],
-    public_access_from_anywhere: bool,
-    system_nodes: int,
-    helper_nodes: int = limits.DEFAULT_HELPER_NODES,
-) -> list[str]:
-    """What is wrong with these :class:`TrainingEksCluster` props (empty when nothing is)."""
-    cidrs = list(public_access_cidrs)
-    errors = []
-    if support_type not in EKS_SUPPORT_TYPES:
-        errors.append(f"support_type={support_type!r}: expected one of {list(EKS_SUPPORT_TYPES)}")
-    supported = sorted(set(KUBECTL_LAYERS) & set(EKS_VERSIONS) & set(EKS_ADDON_VERSIONS))
-    if kubernetes_version not in supported:
-        errors.append(f"kubernetes_version={kubernetes_version!r}: expected one of {supported}")
-    if endpoint_access not in ENDPOINT_ACCESS:
-        errors.append(
-            f"endpoint_access={endpoint_access!r}: expected one of {sorted(ENDPOINT_ACCESS)}"
+@dataclass(frozen=True, kw_only=True)
+class TrainingEksClusterProps:
+    """The value props of :class:`TrainingEksCluster` (described there) and every rule they
+    follow, in :meth:`problems`: the construct checks them once, through this object."""
+
+    cluster_name: str | None = None
+    kubernetes_version: str = limits.DEFAULT_KUBERNETES_VERSION
+    endpoint_access: str = limits.DEFAULT_ENDPOINT_ACCESS
+    public_access_cidrs: Sequence[str] = ()
+    public_access_from_anywhere: bool = False
+    admin_role_arn: str | None = None
+    bootstrap_creator_admin: bool = False
+    system_instance_type: str = limits.DEFAULT_SYSTEM_INSTANCE_TYPE
+    system_nodes: int = limits.DEFAULT_SYSTEM_NODES
+    helper_nodes: int = limits.DEFAULT_HELPER_NODES
+    node_ssm_access: bool = False
+    removal_policy: RemovalPolicy | None = None
+    support_type: str = limits.DEFAULT_SUPPORT_TYPE
+    kubectl_provider_guard: bool = False
+
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop."""
+        errors = []
+        if self.support_type not in EKS_SUPPORT_TYPES:
+            errors.append(
+                f"support_type={self.support_type!r}: expected one of {list(EKS_SUPPORT_TYPES)}"
+            )
+        supported = sorted(set(KUBECTL_LAYERS) & set(EKS_VERSIONS) & set(EKS_ADDON_VERSIONS))
+        if self.kubernetes_version not in supported:
+            errors.append(
+                f"kubernetes_version={self.kubernetes_version!r}: expected one of {supported}"
+            )
+        if self.endpoint_access not in ENDPOINT_ACCESS:
+            errors.append(
+                f"endpoint_access={self.endpoint_access!r}: expected one of "
+                f"{sorted(ENDPOINT_ACCESS)}"
+            )
+        errors += limits.public_access_problems(
+            self.endpoint_access,
+            list(self.public_access_cidrs),
+            self.public_access_from_anywhere,
+            prefix="",
         )
-    errors += limits.public_access_problems(
-        endpoint_access, cidrs, public_access_from_anywhere, prefix=""
-    )
-    if system_nodes not in SYSTEM_NODES:
-        errors.append(f"system_nodes={system_nodes}: expected {SYSTEM_NODES.text}")
-    if helper_nodes not in HELPER_NODES:
-        errors.append(
-            f"helper_nodes={helper_nodes}: expected {HELPER_NODES.text}{HELPER_NODES.note}"
-        )
-    return errors
+        if self.system_nodes not in SYSTEM_NODES:
+            errors.append(f"system_nodes={self.system_nodes}: expected {SYSTEM_NODES.text}")
+        if self.helper_nodes not in HELPER_NODES:
+            errors.append(
+                f"helper_nodes={self.helper_nodes}: expected {HELPER_NODES.text}{HELPER_NODES.note}"
+            )
+        return errors
 
 
 def restrict_cluster_role_trust(cluster: eks.Cluster, cluster_name: str | None) -> None:
@@ -287,17 +308,24 @@ class TrainingEksCluster(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         cidrs = list(public_access_cidrs)
-        errors = cluster_problems(
-            support_type=support_type,
+        #: The value props, as checked.
+        self.props = TrainingEksClusterProps(
+            cluster_name=cluster_name,
             kubernetes_version=kubernetes_version,
             endpoint_access=endpoint_access,
-            public_access_cidrs=cidrs,
+            public_access_cidrs=tuple(cidrs),
             public_access_from_anywhere=public_access_from_anywhere,
+            admin_role_arn=admin_role_arn,
+            bootstrap_creator_admin=bootstrap_creator_admin,
+            system_instance_type=system_instance_type,
             system_nodes=system_nodes,
             helper_nodes=helper_nodes,
+            node_ssm_access=node_ssm_access,
+            removal_policy=removal_policy,
+            support_type=support_type,
+            kubectl_provider_guard=kubectl_provider_guard,
         )
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
 
         access = self._endpoint_access(endpoint_access, cidrs)
 

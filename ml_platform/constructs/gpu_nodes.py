@@ -24,6 +24,7 @@ from ml_platform.constructs._nodegroup import (
     reserved_label_problems,
     size_problems,
 )
+from ml_platform.constructs._props import raise_problems
 from ml_platform.instances import EKS_GPU_INSTANCES, GPU
 
 MAX_GPU_NODES = limits.GPU_MAX_NODES
@@ -108,9 +109,7 @@ class GpuNodeGroup(Construct):
             labels=labels,
             ssm_access=ssm_access,
         )
-        errors = self.props.problems()
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
         self.launch_template = hardened_launch_template(self, "LaunchTemplate", root_volume_gib=100)
         self.node_group = accelerator_node_group(
             self,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 __all__ = [
     "PlatformVpc",
+    "PlatformVpcProps",
     "TrainingNodeSecurityGroup",
 ]
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, CfnResource, Fn, RemovalPolicy, Stack, Token
 from aws_cdk import aws_ec2 as ec2
@@ -21,6 +23,7 @@ from ml_platform import limits
 from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._nag import acknowledge_controls
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs._security_groups import (
     EFA_SELF_DESCRIPTION as EFA_SELF_DESCRIPTION,
 )
@@ -37,27 +40,43 @@ DATASET_BUCKET = "neuron-s3"
 jobs module is not imported here, it loads TorchX)."""
 
 
-def vpc_problems(
-    azs: Sequence[str], trainium_az: str, nat_gateways: int, flow_log_group_name: str | None
-) -> list[str]:
-    """What is wrong with these :class:`PlatformVpc` props (empty when nothing is)."""
-    errors = []
-    if len(azs) < 2:
-        errors.append(f"availability_zones={azs!r}: expected at least two AZs")
-    if not Token.is_unresolved(trainium_az) and trainium_az not in azs:
-        errors.append(f"trainium_az={trainium_az!r}: expected one of {azs!r}")
-    if not 1 <= nat_gateways <= max(len(azs), 1):
-        errors.append(f"nat_gateways={nat_gateways}: expected 1 to {len(azs)}")
-    if (
-        flow_log_group_name is not None
-        and not Token.is_unresolved(flow_log_group_name)
-        and not LOG_GROUP_NAME.fullmatch(flow_log_group_name)
-    ):
-        errors.append(
-            f"flow_log_group_name={flow_log_group_name!r}: expected 1 to 512 of "
-            "A-Z a-z 0-9 . - _ / #, not starting with 'aws/'"
-        )
-    return errors
+@dataclass(frozen=True, kw_only=True)
+class PlatformVpcProps:
+    """The value props of :class:`PlatformVpc` (described there) and every rule they follow,
+    in :meth:`problems`: the construct checks them once, through this object."""
+
+    availability_zones: Sequence[str]
+    trainium_az: str
+    cidr: str = limits.DEFAULT_VPC_CIDR
+    nat_gateways: int = limits.DEFAULT_NAT_GATEWAYS
+    flow_log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS
+    removal_policy: RemovalPolicy = RETAIN
+    flow_log_group_name: str | None = None
+    restrict_default_security_group: bool = True
+
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop.
+        aws-cdk 2.275 checks none of them: ``ec2.Vpc`` checks ``nat_gateways`` only with a
+        regional NAT gateway and ``logs.LogGroup`` takes any name."""
+        azs = list(self.availability_zones)
+        errors = []
+        if len(azs) < 2:
+            errors.append(f"availability_zones={azs!r}: expected at least two AZs")
+        if not Token.is_unresolved(self.trainium_az) and self.trainium_az not in azs:
+            errors.append(f"trainium_az={self.trainium_az!r}: expected one of {azs!r}")
+        if not 1 <= self.nat_gateways <= max(len(azs), 1):
+            errors.append(f"nat_gateways={self.nat_gateways}: expected 1 to {len(azs)}")
+        name = self.flow_log_group_name
+        if (
+            name is not None
+            and not Token.is_unresolved(name)
+            and not LOG_GROUP_NAME.fullmatch(name)
+        ):
+            errors.append(
+                f"flow_log_group_name={name!r}: expected 1 to 512 of "
+                "A-Z a-z 0-9 . - _ / #, not starting with 'aws/'"
+            )
+        return errors
 
 
 class PlatformVpc(Construct):
@@ -107,9 +126,18 @@ class PlatformVpc(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         azs = list(availability_zones)
-        errors = vpc_problems(azs, trainium_az, nat_gateways, flow_log_group_name)
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        #: The value props, as checked.
+        self.props = PlatformVpcProps(
+            availability_zones=tuple(azs),
+            trainium_az=trainium_az,
+            cidr=cidr,
+            nat_gateways=nat_gateways,
+            flow_log_retention=flow_log_retention,
+            removal_policy=removal_policy,
+            flow_log_group_name=flow_log_group_name,
+            restrict_default_security_group=restrict_default_security_group,
+        )
+        raise_problems(self, self.props.problems())
 
         self.vpc = ec2.Vpc(
             self,

@@ -13,11 +13,14 @@ __all__ = [
     "LustreStorageBase",
     "ModelArtifactBucket",
     "ModelArtifactBucketBase",
+    "ModelArtifactBucketProps",
     "TrainingImageRepository",
+    "TrainingImageRepositoryProps",
     "fsx_metric",
 ]
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import (
@@ -49,6 +52,7 @@ from ml_platform.constructs._nag import (
     managed_policy_finding,
 )
 from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
+from ml_platform.constructs._props import raise_problems
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure).
@@ -93,6 +97,25 @@ def _acknowledge_delete_provider(scope: Construct) -> None:
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainingImageRepositoryProps:
+    """The value props of :class:`TrainingImageRepository` (described there) and the rule they
+    follow, in :meth:`problems`: the construct checks them once, through this object.
+    ``repository_name`` is left to aws-cdk's ``ecr.Repository``, which checks it."""
+
+    repository_name: str | None = None
+    max_images: int = limits.DEFAULT_ECR_MAX_IMAGES
+    removal_policy: RemovalPolicy = RETAIN
+    customer_key: bool = False
+
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop.
+        aws-cdk's lifecycle rule checks only that a count or an age is set, not its range."""
+        if self.max_images in limits.ECR_MAX_IMAGES:
+            return []
+        return [f"max_images={self.max_images}: expected {limits.ECR_MAX_IMAGES.text}"]
+
+
 class TrainingImageRepository(Construct):
     """ECR repository for the training image: scan on push, immutable tags, expiring old images.
 
@@ -119,10 +142,14 @@ class TrainingImageRepository(Construct):
         customer_key: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        if max_images not in limits.ECR_MAX_IMAGES:
-            raise ValueError(
-                f"{self.node.path}: max_images={max_images}: expected {limits.ECR_MAX_IMAGES.text}"
-            )
+        #: The value props, as checked.
+        self.props = TrainingImageRepositoryProps(
+            repository_name=repository_name,
+            max_images=max_images,
+            removal_policy=removal_policy,
+            customer_key=customer_key,
+        )
+        raise_problems(self, self.props.problems())
         self.repository = ecr.Repository(
             self,
             "Resource",
@@ -253,6 +280,23 @@ class ModelArtifactBucketBase(Construct):
         )
 
 
+@dataclass(frozen=True, kw_only=True)
+class ModelArtifactBucketProps:
+    """The value props of :class:`ModelArtifactBucket` (described there) and the rule they
+    follow, in :meth:`problems`: the construct checks them once, through this object."""
+
+    model_prefix: str = limits.DEFAULT_MODEL_PREFIX
+    removal_policy: RemovalPolicy = RETAIN
+    publishers: Sequence[str] = ()
+    unconditional_publishers: Sequence[str] = ()
+    administrators: Sequence[str] = ()
+    customer_key: bool = False
+
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop."""
+        return model_prefix_problems(self.model_prefix)
+
+
 class ModelArtifactBucket(ModelArtifactBucketBase):
     """S3 bucket of Triton ensemble archives: encrypted, versioned, private, TLS only, with
     server access logs in a second bucket.
@@ -306,7 +350,16 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         customer_key: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        _check_prefix(self, model_prefix)
+        #: The value props, as checked.
+        self.props = ModelArtifactBucketProps(
+            model_prefix=model_prefix,
+            removal_policy=removal_policy,
+            publishers=tuple(publishers),
+            unconditional_publishers=tuple(unconditional_publishers),
+            administrators=tuple(administrators),
+            customer_key=customer_key,
+        )
+        raise_problems(self, self.props.problems())
         # Log delivery by bucket policy, not the LogDeliveryWrite ACL, independent of the
         # consumer's cdk.json (the flag is read from the log bucket's scope).
         self.node.set_context(S3_LOG_POLICY_FLAG, True)
@@ -627,9 +680,7 @@ def model_prefix_problems(model_prefix: str) -> list[str]:
 
 
 def _check_prefix(scope: Construct, model_prefix: str) -> None:
-    problems = model_prefix_problems(model_prefix)
-    if problems:
-        raise ValueError(f"{scope.node.path}: {problems[0]}")
+    raise_problems(scope, model_prefix_problems(model_prefix))
 
 
 def fsx_metric(

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = [
     "CAPACITY_BLOCK_DESIRED_WARNING",
     "EfaLaunchTemplate",
+    "EfaLaunchTemplateProps",
     "TrainiumNodeGroup",
     "TrainiumNodeGroupProps",
 ]
@@ -33,6 +34,7 @@ from ml_platform.constructs._nodegroup import (
     reserved_label_problems,
     size_problems,
 )
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
 from ml_platform.constructs._user_data import efa_node_user_data
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
@@ -114,53 +116,63 @@ def efa_network_interfaces(
     ]
 
 
-def capacity_problems(
-    capacity_reservation_id: str | None,
-    capacity_block: bool,
-    placement_group: ec2.IPlacementGroup | None = None,
-) -> list[str]:
-    """What is wrong with these capacity props (empty when nothing is)."""
-    out = []
-    if capacity_block and placement_group is not None:
-        # A Capacity Block places its instances itself; aws-parallelcluster rejects placement
-        # groups with Capacity Blocks (https://github.com/aws/aws-parallelcluster/issues/6311).
-        out.append(
-            "placement_group with capacity_block=True: a Capacity Block places its instances "
-            "itself; expected no placement group"
-        )
-    if capacity_block and capacity_reservation_id is None:
-        out.append(
-            "capacity_block=True: needs capacity_reservation_id, the Capacity Block's "
-            "reservation id (cr-...)"
-        )
-    if (
-        capacity_reservation_id is not None
-        and not Token.is_unresolved(capacity_reservation_id)
-        and not limits.CAPACITY_RESERVATION_ID.matches(capacity_reservation_id)
-    ):
-        out.append(
-            f"capacity_reservation_id={capacity_reservation_id!r}: expected a capacity "
-            "reservation id such as 'cr-0123456789abcdef0'"
-        )
-    return out
+@dataclass(frozen=True, kw_only=True)
+class EfaLaunchTemplateProps:
+    """The value props of :class:`EfaLaunchTemplate` (described there) and every rule they
+    follow, in :meth:`problems`: the construct checks them once, through this object, and
+    :class:`TrainiumNodeGroupProps` checks its launch template props through it too."""
 
+    instance_type: str = limits.DEFAULT_TRAINIUM_INSTANCE_TYPE
+    efa_interfaces: int | None = None
+    root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB
+    placement_group: ec2.IPlacementGroup | None = None
+    capacity_reservation_id: str | None = None
+    capacity_block: bool = False
 
-def launch_template_problems(
-    instance_type: str, efa_interfaces: int | None, root_volume_gib: int
-) -> list[str]:
-    """What is wrong with these launch template props (empty when nothing is)."""
-    out = []
-    instance = TRAINIUM_INSTANCES.get(instance_type)
-    if instance is None:
-        out.append(f"instance_type={instance_type!r}: expected one of {sorted(TRAINIUM_INSTANCES)}")
-    elif efa_interfaces is not None and not 1 <= efa_interfaces <= instance.efa_interfaces:
-        out.append(
-            f"efa_interfaces={efa_interfaces}: {instance_type} has {instance.efa_interfaces} "
-            f"network cards; expected 1 to {instance.efa_interfaces}"
-        )
-    if not Token.is_unresolved(root_volume_gib) and root_volume_gib not in ROOT_VOLUME_GIB:
-        out.append(f"root_volume_gib={root_volume_gib}: expected {ROOT_VOLUME_GIB.text}")
-    return out
+    def problems(self) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop."""
+        out = []
+        instance = TRAINIUM_INSTANCES.get(self.instance_type)
+        if instance is None:
+            out.append(
+                f"instance_type={self.instance_type!r}: expected one of "
+                f"{sorted(TRAINIUM_INSTANCES)}"
+            )
+        elif self.efa_interfaces is not None and not (
+            1 <= self.efa_interfaces <= instance.efa_interfaces
+        ):
+            out.append(
+                f"efa_interfaces={self.efa_interfaces}: {self.instance_type} has "
+                f"{instance.efa_interfaces} network cards; expected 1 to {instance.efa_interfaces}"
+            )
+        if not Token.is_unresolved(self.root_volume_gib) and (
+            self.root_volume_gib not in ROOT_VOLUME_GIB
+        ):
+            out.append(f"root_volume_gib={self.root_volume_gib}: expected {ROOT_VOLUME_GIB.text}")
+        if self.capacity_block and self.placement_group is not None:
+            # A Capacity Block places its instances itself; aws-parallelcluster rejects
+            # placement groups with Capacity Blocks
+            # (https://github.com/aws/aws-parallelcluster/issues/6311).
+            out.append(
+                "placement_group with capacity_block=True: a Capacity Block places its "
+                "instances itself; expected no placement group"
+            )
+        if self.capacity_block and self.capacity_reservation_id is None:
+            out.append(
+                "capacity_block=True: needs capacity_reservation_id, the Capacity Block's "
+                "reservation id (cr-...)"
+            )
+        reservation = self.capacity_reservation_id
+        if (
+            reservation is not None
+            and not Token.is_unresolved(reservation)
+            and not limits.CAPACITY_RESERVATION_ID.matches(reservation)
+        ):
+            out.append(
+                f"capacity_reservation_id={reservation!r}: expected a capacity "
+                "reservation id such as 'cr-0123456789abcdef0'"
+            )
+        return out
 
 
 class EfaLaunchTemplate(Construct):
@@ -235,12 +247,19 @@ class EfaLaunchTemplate(Construct):
         capacity_block: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        errors = launch_template_problems(instance_type, efa_interfaces, root_volume_gib)
-        errors += capacity_problems(capacity_reservation_id, capacity_block, placement_group)
+        #: The value props, as checked.
+        self.props = EfaLaunchTemplateProps(
+            instance_type=instance_type,
+            efa_interfaces=efa_interfaces,
+            root_volume_gib=root_volume_gib,
+            placement_group=placement_group,
+            capacity_reservation_id=capacity_reservation_id,
+            capacity_block=capacity_block,
+        )
+        errors = self.props.problems()
         if not security_groups:
             errors.append("security_groups=[]: expected at least one security group")
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, errors)
         self.efa_egress_rules = [allow_efa_within(sg) for sg in security_groups]
 
         self.instance: TrainiumInstance = TRAINIUM_INSTANCES[instance_type]
@@ -327,14 +346,21 @@ class TrainiumNodeGroupProps:
     placement_group: ec2.IPlacementGroup | None = None
     release_version: str | None = None
 
+    @property
+    def launch_template_props(self) -> EfaLaunchTemplateProps:
+        """The props of the node group's :class:`EfaLaunchTemplate`."""
+        return EfaLaunchTemplateProps(
+            instance_type=self.instance_type,
+            efa_interfaces=self.efa_interfaces,
+            root_volume_gib=self.root_volume_gib,
+            placement_group=self.placement_group,
+            capacity_reservation_id=self.capacity_reservation_id,
+            capacity_block=self.capacity_block,
+        )
+
     def problems(self) -> list[str]:
         """Every problem of these props (empty when there is none), each naming the prop."""
-        errors = launch_template_problems(
-            self.instance_type, self.efa_interfaces, self.root_volume_gib
-        )
-        errors += capacity_problems(
-            self.capacity_reservation_id, self.capacity_block, self.placement_group
-        )
+        errors = self.launch_template_props.problems()
         if (
             self.release_version is not None
             and not Token.is_unresolved(self.release_version)
@@ -454,9 +480,7 @@ class TrainiumNodeGroup(Construct):
             placement_group=placement_group,
             release_version=release_version,
         )
-        errors = self.props.problems()
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, self.props.problems())
         if capacity_block:
             self._warn_capacity_block(desired_size)
 

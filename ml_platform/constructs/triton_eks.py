@@ -8,12 +8,8 @@ its own: the manifests there depend on the cluster stack, never the other way ro
 
 from __future__ import annotations
 
-__all__ = [
-    "ROLLOUT_OUTAGE_WARNING",
-    "TritonOnEks",
-]
-
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import cdk8s
 from aws_cdk import Annotations, CfnOutput, Fn, Names, Stack, Token
@@ -27,6 +23,7 @@ from ml_platform import limits
 from ml_platform.constructs._nag import acknowledge, rendered_resource
 from ml_platform.constructs._nodegroup import reserved_label_problems
 from ml_platform.constructs._per_app import key_of, registry
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs.addons import pod_identity_principal
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup
 from ml_platform.constructs.storage import (
@@ -50,6 +47,7 @@ from ml_platform.triton.kinds import ARCHIVE_MODELS, archive_models
 __all__ = [
     "ROLLOUT_OUTAGE_WARNING",
     "TritonOnEks",
+    "TritonOnEksProps",
 ]
 
 
@@ -68,6 +66,91 @@ class _SharedDevicePlugin(Construct):
 _DEVICE_PLUGINS = "nvidia-device-plugin"  # the shared manifest, per cluster
 #: Synth warning (acknowledgeable): one replica and no surge make every rollout an outage.
 ROLLOUT_OUTAGE_WARNING = "ml-platform:tritonRolloutOutage"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TritonOnEksProps:
+    """The value props of :class:`TritonOnEks` (described there) and every rule they follow,
+    in :meth:`problems`: the construct checks them once, through this object."""
+
+    archives: Sequence[str]
+    models: Sequence[str] | None = None
+    triton_version: str = DEFAULT_TRITON_VERSION
+    grpc: bool = False
+    gpu_instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE
+    gpu_nodes: int = limits.DEFAULT_GPU_NODES
+    node_labels: Mapping[str, str] | None = None
+    device_plugin: bool = True
+    replicas: int = limits.DEFAULT_REPLICAS
+    max_surge: int = 0
+    namespace: str = "triton"
+    service_account: str = "triton"
+    gpu_node_group: bool = True
+    images: ImagePolicy = DEFAULT_POLICY
+
+    def _built_in(self) -> dict[str, tuple[str, ...] | None]:
+        """Each well-formed archive reference -> the models of its kind (None: not built in)."""
+        refs, _ = parse_refs("archives", self.archives)
+        return {a: archive_models(r.logical) for a, r in zip(self.archives, refs, strict=True) if r}
+
+    @property
+    def load_models(self) -> list[str]:
+        """The models Triton loads: ``models``, or those of the built-in archives."""
+        if self.models is not None:
+            return list(self.models)
+        built_in = self._built_in()
+        return [m for a in self.archives for m in built_in.get(a) or ()]
+
+    def problems(self, *, model_prefix: str) -> list[str]:
+        """Every problem of these props (empty when there is none), each naming the prop, the
+        value and what is allowed; ``model_prefix`` is the one the pods read."""
+        errors: list[str] = []
+        if self.gpu_node_group and self.gpu_instance_type not in EKS_GPU_INSTANCES:
+            errors.append(
+                f"gpu_instance_type={self.gpu_instance_type!r}: expected one of "
+                f"{sorted(EKS_GPU_INSTANCES)}"
+            )
+        if self.gpu_node_group and not self.gpu_nodes >= 1:
+            errors.append(f"gpu_nodes={self.gpu_nodes}: expected at least 1")
+        if not 1 <= self.replicas <= max(self.gpu_nodes, 1):
+            errors.append(
+                f"replicas={self.replicas}, gpu_nodes={self.gpu_nodes}: expected 1 <= replicas "
+                "<= gpu_nodes (each replica takes a whole single-GPU node)"
+            )
+        surge = self.max_surge
+        if isinstance(surge, bool) or not isinstance(surge, int) or surge < 0:
+            errors.append(f"max_surge={surge!r}: expected a whole number >= 0")
+        elif surge and self.replicas + surge > self.gpu_nodes:
+            errors.append(
+                f"max_surge={surge}, replicas={self.replicas}, gpu_nodes={self.gpu_nodes}: "
+                "expected replicas + max_surge <= gpu_nodes (a surge pod needs a spare "
+                "single-GPU node)"
+            )
+        errors += parse_refs("archives", self.archives)[1]
+        built_in = self._built_in()
+        unknown = [a for a in self.archives if built_in.get(a) is None]
+        if self.models is None and unknown:
+            errors.append(
+                f"models=None: archives {unknown!r} are not built-in "
+                f"({sorted(ARCHIVE_MODELS)}); name the models Triton should load"
+            )
+        elif self.models is not None and not self.models:
+            errors.append("models=[]: expected at least one model name")
+        # With an unknown archive and no models there is nothing to load, hence no clash.
+        load = self.load_models if self.models is not None or not unknown else []
+        clashes = sorted({m for m in load if load.count(m) > 1})
+        if clashes:
+            errors.append(f"models: {clashes} appear more than once")
+        errors += model_prefix_problems(model_prefix)
+        for prop, value in (
+            ("namespace", self.namespace),
+            ("service_account", self.service_account),
+        ):
+            problem = _dns_label_problem(value)
+            if problem:
+                errors.append(f"{prop}={value!r}: {problem}")
+        errors += reserved_label_problems(self.node_labels, "node_labels")
+        return errors
 
 
 class TritonOnEks(Construct):
@@ -160,20 +243,26 @@ class TritonOnEks(Construct):
         super().__init__(scope, construct_id)
         archives = list(archives)
         model_prefix, prefix_problem = archive_prefix(bucket, model_prefix)
-        load = self._validate(
-            archives=archives,
+        #: The value props, as checked.
+        self.props = TritonOnEksProps(
+            archives=tuple(archives),
             models=models,
-            model_prefix=model_prefix,
+            triton_version=triton_version,
+            grpc=grpc,
             gpu_instance_type=gpu_instance_type,
             gpu_nodes=gpu_nodes,
-            gpu_node_group=gpu_node_group,
+            node_labels=node_labels,
+            device_plugin=device_plugin,
             replicas=replicas,
             max_surge=max_surge,
             namespace=namespace,
             service_account=service_account,
-            node_labels=node_labels,
-            extra=[prefix_problem] if prefix_problem else [],
+            gpu_node_group=gpu_node_group,
+            images=images,
         )
+        errors = self.props.problems(model_prefix=model_prefix)
+        errors += [prefix_problem] if prefix_problem else []
+        raise_problems(self, errors)
         warning = triton_release_warning(triton_version)
         if warning:
             Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
@@ -213,7 +302,7 @@ class TritonOnEks(Construct):
             cluster,
             charts,
             archives=archives,
-            models=load,
+            models=self.props.load_models,
             triton_version=triton_version,
             grpc=grpc,
             replicas=replicas,
@@ -222,74 +311,6 @@ class TritonOnEks(Construct):
             service_account=service_account,
             images=images,
         )
-
-    def _validate(
-        self,
-        *,
-        archives: list[str],
-        models: Sequence[str] | None,
-        model_prefix: str,
-        gpu_instance_type: str,
-        gpu_nodes: int,
-        gpu_node_group: bool,
-        replicas: int,
-        max_surge: int,
-        namespace: str,
-        service_account: str,
-        node_labels: Mapping[str, str] | None,
-        extra: list[str],
-    ) -> list[str]:
-        """The models Triton loads, once every prop is checked (all problems in one
-        ``ValueError``)."""
-        errors: list[str] = []
-        if gpu_node_group and gpu_instance_type not in EKS_GPU_INSTANCES:
-            errors.append(
-                f"gpu_instance_type={gpu_instance_type!r}: expected one of "
-                f"{sorted(EKS_GPU_INSTANCES)}"
-            )
-        if gpu_node_group and not gpu_nodes >= 1:
-            errors.append(f"gpu_nodes={gpu_nodes}: expected at least 1")
-        if not 1 <= replicas <= max(gpu_nodes, 1):
-            errors.append(
-                f"replicas={replicas}, gpu_nodes={gpu_nodes}: expected 1 <= replicas <= "
-                "gpu_nodes (each replica takes a whole single-GPU node)"
-            )
-        if isinstance(max_surge, bool) or not isinstance(max_surge, int) or max_surge < 0:
-            errors.append(f"max_surge={max_surge!r}: expected a whole number >= 0")
-        elif max_surge and replicas + max_surge > gpu_nodes:
-            errors.append(
-                f"max_surge={max_surge}, replicas={replicas}, gpu_nodes={gpu_nodes}: expected "
-                "replicas + max_surge <= gpu_nodes (a surge pod needs a spare single-GPU node)"
-            )
-        refs, problems = parse_refs("archives", archives)
-        errors += problems
-        # reference -> the models of its kind (None: not a built-in archive)
-        built_in = {a: archive_models(r.logical) for a, r in zip(archives, refs, strict=True) if r}
-        unknown = [a for a in archives if built_in.get(a) is None]
-        load = list(models or [])
-        if models is None:
-            if unknown:
-                errors.append(
-                    f"models=None: archives {unknown!r} are not built-in "
-                    f"({sorted(ARCHIVE_MODELS)}); name the models Triton should load"
-                )
-            else:
-                load = [m for a in archives for m in built_in[a] or ()]
-        elif not load:
-            errors.append("models=[]: expected at least one model name")
-        clashes = sorted({m for m in load if load.count(m) > 1})
-        if clashes:
-            errors.append(f"models: {clashes} appear more than once")
-        errors += model_prefix_problems(model_prefix)
-        for prop, value in (("namespace", namespace), ("service_account", service_account)):
-            problem = _dns_label_problem(value)
-            if problem:
-                errors.append(f"{prop}={value!r}: {problem}")
-        errors += reserved_label_problems(node_labels, "node_labels")
-        errors += extra
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
-        return load
 
     def _add_pod_role(
         self,

@@ -19,6 +19,7 @@ from constructs import Construct
 
 from ml_platform import limits
 from ml_platform.constructs._nag import acknowledge
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs.sagemaker_mme._alarms import add_alarms, add_load_failure_filter
 from ml_platform.constructs.sagemaker_mme._grants import (
     grant_image_pull,
@@ -357,8 +358,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         )
         errors = self.props.problems(region=region, model_prefix=model_prefix)
         errors += [prefix_problem] if prefix_problem else []
-        if errors:
-            raise ValueError(f"{self.node.path}: " + "; ".join(errors))
+        raise_problems(self, errors)
         warning = triton_release_warning(triton_version) if image_uri is None else None
         if warning:
             Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)

@@ -212,3 +212,16 @@ def test_a_topic_elsewhere_or_malformed_is_a_settings_error_naming_it() -> None:
     ]
     with pytest.raises(ValueError, match=r"emails=\['nope'\]: expected email addresses"):
         AlarmTopic(cdk.Stack(new_app(), "S"), "T", emails=["nope"])
+
+
+def test_the_props_object_holds_the_email_rule_and_the_construct_keeps_it() -> None:
+    from ml_platform.constructs.alarm_topic import AlarmTopicProps
+
+    assert AlarmTopicProps(emails=("ops@x.com", "nope", "x@")).problems() == [
+        "emails=['nope', 'x@']: expected email addresses"
+    ]
+    assert AlarmTopicProps(emails=("ops@x.com",)).problems() == []
+    with pytest.raises(ValueError, match=r"^S/T: emails=\['nope'\]: expected email addresses$"):
+        AlarmTopic(cdk.Stack(new_app(), "S"), "T", emails=["nope"])
+    topic = AlarmTopic(cdk.Stack(new_app(), "S"), "T", emails=["ops@x.com"])
+    assert topic.props == AlarmTopicProps(emails=("ops@x.com",))

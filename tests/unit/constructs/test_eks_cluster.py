@@ -224,6 +224,37 @@ def test_cluster_construct_validation_reports_every_problem() -> None:
         assert expected in message
 
 
+def test_the_cluster_props_hold_every_rule_and_the_construct_keeps_them() -> None:
+    """TrainingEksCluster's rules live with its props: checked without building anything, all
+    at once, in the order the construct reports them."""
+    from ml_platform.constructs.eks_cluster import TrainingEksClusterProps
+
+    bad = TrainingEksClusterProps(
+        support_type="NONE",
+        kubernetes_version="1.29",
+        endpoint_access="public",
+        system_nodes=0,
+        helper_nodes=0,
+    )
+    assert [p.split("=", 1)[0] for p in bad.problems()] == [
+        "support_type",
+        "kubernetes_version",
+        "endpoint_access",
+        "system_nodes",
+        "helper_nodes",
+    ]
+    open_to_all = TrainingEksClusterProps(
+        endpoint_access="public_and_private", public_access_cidrs=("0.0.0.0/0",)
+    )
+    assert [p.split(" ", 1)[0] for p in open_to_all.problems()] == ["public_access_cidrs[0]"]
+    assert TrainingEksClusterProps().problems() == []
+    cidrs = ["203.0.113.0/24"]
+    cluster = _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=cidrs)
+    assert cluster.props == TrainingEksClusterProps(
+        endpoint_access="public_and_private", public_access_cidrs=tuple(cidrs)
+    )
+
+
 def test_addons_are_pinned_for_the_kubernetes_version(synth: SynthesizedPlatform) -> None:
     pins = EKS_ADDON_VERSIONS["1.35"]
     found = {

@@ -946,3 +946,31 @@ def test_the_props_object_holds_every_rule_and_reports_them_at_once() -> None:
         "labels",
     ]
     assert TrainiumNodeGroupProps().problems() == []
+
+
+def test_the_launch_template_props_hold_its_rules_and_the_node_group_reuses_them() -> None:
+    """EfaLaunchTemplate's rules live with its props, checked without building anything; the
+    node group's props check their launch template part through the same object."""
+    from ml_platform.constructs.trainium import EfaLaunchTemplateProps, TrainiumNodeGroupProps
+
+    bad = EfaLaunchTemplateProps(
+        instance_type="trn1.32xlarge",
+        efa_interfaces=9,
+        root_volume_gib=50,
+        capacity_block=True,
+        capacity_reservation_id="cb-1",
+    )
+    assert [p.split("=", 1)[0] for p in bad.problems()] == [
+        "efa_interfaces",
+        "root_volume_gib",
+        "capacity_reservation_id",
+    ]
+    assert EfaLaunchTemplateProps().problems() == []
+    group = TrainiumNodeGroupProps(efa_interfaces=9, capacity_block=True)
+    assert group.launch_template_props == EfaLaunchTemplateProps(
+        efa_interfaces=9, capacity_block=True
+    )
+    assert group.problems() == group.launch_template_props.problems()
+    stack, _, sg = _stack()
+    built = EfaLaunchTemplate(stack, "Lt", security_groups=[sg], efa_interfaces=4)
+    assert built.props == EfaLaunchTemplateProps(efa_interfaces=4) and built.efa_interfaces == 4

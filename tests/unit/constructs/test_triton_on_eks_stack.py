@@ -386,3 +386,45 @@ def test_one_replica_without_surge_warns_and_a_surge_needs_a_spare_node() -> Non
         "surge pod needs a spare single-GPU node"
     ]
     Settings.from_context({"triton_on_eks": {"max_surge": 1, "gpu_nodes": 2}})
+
+
+def test_the_props_object_holds_every_rule_and_the_construct_keeps_it() -> None:
+    """TritonOnEks's rules live with its props: checked without building anything, all at
+    once, and the models to load come from the same object."""
+    from ml_platform.constructs.triton_eks import TritonOnEksProps
+
+    bad = TritonOnEksProps(
+        archives=["custom"],
+        gpu_instance_type="p5.48xlarge",
+        gpu_nodes=0,
+        max_surge=-1,
+        namespace="Bad_Namespace",
+        node_labels={"ml-platform/node-role": "x"},
+    )
+    assert [p.split("=", 1)[0].split(":", 1)[0] for p in bad.problems(model_prefix="m/")] == [
+        "gpu_instance_type",
+        "gpu_nodes",
+        "max_surge",
+        "models",
+        "namespace",
+        "node_labels",
+    ]
+    assert TritonOnEksProps(archives=["x"], models=["a", "a"]).problems(model_prefix="m/") == [
+        "models: ['a'] appear more than once"
+    ]
+    good = TritonOnEksProps(archives=["model_onnx_python"])
+    assert good.problems(model_prefix="models/") == []
+    assert good.load_models and good.load_models == list(good.load_models)
+    stack, cluster, bucket = _cluster_and_bucket()
+    built = TritonOnEks(
+        stack,
+        "Kept",
+        cluster=cluster,
+        bucket=bucket,
+        archives=["model_onnx_python"],
+        pod_identity_agent=None,
+        device_plugin=False,
+        gpu_node_group=False,
+    )
+    assert built.props.archives == ("model_onnx_python",) and not built.props.gpu_node_group
+    assert list(built.triton_chart.props.models) == built.props.load_models == good.load_models
