@@ -34,6 +34,34 @@ if typing.TYPE_CHECKING:
 INVALID: Any = object()
 """What :func:`validated` returns when the value does not validate."""
 
+T = typing.TypeVar("T")
+
+
+def setting(default: T, /, **schema: object) -> T:
+    """A settings or props field: its default and what the JSON Schema adds for editors
+    (``minItems`` ...) beyond its type's constraints. Its docstring, the string below it, is its
+    description. Typed as the default, so type checkers see a field with a default."""
+    return dataclasses.field(default=default, metadata={"json_schema_extra": schema or None})
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    """A cross-field problem of a section or props object, stated once and worded by where it
+    is read: ``values`` maps each field it names (relative to the object, ``archives[0]`` for
+    an item) to its value, ``text`` says what is allowed. A settings section's key prefixes each
+    name (``inference.endpoints[0].min_instances = 2, ...: text``); a construct's props are
+    named bare (``min_instances = 2, ...: text``)."""
+
+    values: Mapping[str, Any]
+    text: str
+
+    def worded(self, prefix: str = "") -> str:
+        """The message, each field under ``prefix`` (a dotted key, or empty)."""
+        at = f"{prefix}." if prefix else ""
+        names = ", ".join(f"{at}{k} = {shown(v)}" for k, v in self.values.items())
+        return f"{names}: {self.text}" if names else self.text
+
+
 #: pydantic error types of a value of the right type that a constraint refuses; every other
 #: error type (``int_type``, ``dataclass_type`` ...) is a value of the wrong type.
 _VALUE_ERRORS = frozenset(
@@ -62,7 +90,7 @@ class Section:
 
     @model_validator(mode="after")
     def _cross_field(self) -> Any:
-        check: Callable[[], list[str]] | None = getattr(self, "problems", None)
+        check: Callable[[], list[str | Problem]] | None = getattr(self, "problems", None)
         found = check() if check is not None else []
         if found:  # worded in full by problems(): the formatter passes them on
             raise PydanticCustomError("settings", "{problems}", {"problems": found})
@@ -165,7 +193,8 @@ def member_adapters(tp: Any) -> None:
 
 
 def json_schema(tp: Any) -> dict[str, Any]:
-    """The JSON Schema of ``tp``, with each field's docstring as its description."""
+    """The JSON Schema of ``tp``, with each field's docstring as its description (also a field
+    a section inherits: from the props class that declares it)."""
     from pydantic import TypeAdapter
 
     config = Section.__pydantic_config__
@@ -174,7 +203,50 @@ def json_schema(tp: Any) -> dict[str, Any]:
         schema: dict[str, Any] = TypeAdapter(tp).json_schema()
     finally:
         Section.__pydantic_config__ = config
+    sections = {cls.__name__: cls for cls in _sections(tp)}
+    for name, definition in [(tp.__name__, schema), *schema.get("$defs", {}).items()]:
+        docs = inherited_docstrings(sections[name]) if name in sections else {}
+        for key, prop in definition.get("properties", {}).items():
+            if "description" not in prop and key in docs:
+                prop["description"] = docs[key]
     return schema
+
+
+def _sections(tp: Any) -> Iterator[type]:
+    """``tp`` and every dataclass its fields hold, at any depth."""
+    base = _unwrap(tp)[0]
+    if typing.get_origin(base) is tuple:
+        yield from _sections(typing.get_args(base)[0])
+    elif isinstance(base, type) and dataclasses.is_dataclass(base):
+        yield base
+        for hint in _hints(base).values():
+            yield from _sections(hint)
+
+
+def inherited_docstrings(cls: type) -> dict[str, str]:
+    """The docstring of each field ``cls`` inherits, read from the source of the base class
+    that declares it (pydantic reads only the class's own)."""
+    import ast
+    import inspect
+    import itertools
+    import textwrap
+
+    docs: dict[str, str] = {}
+    for base in cls.__mro__[:0:-1]:
+        if not dataclasses.is_dataclass(base):
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(base))).body[0]
+        statements = getattr(body, "body", [])
+        for node, after in itertools.pairwise(statements):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant)
+                and isinstance(after.value.value, str)
+            ):
+                docs[node.target.id] = inspect.cleandoc(after.value.value)
+    return docs
 
 
 def validated(
@@ -265,8 +337,9 @@ def _problems(
 ) -> list[str]:
     """One pydantic error in the settings' words."""
     kind, loc, got = error["type"], tuple(error["loc"]), error["input"]
-    if kind == "settings":  # a section's cross-field rules, worded by its problems()
-        return list(error["ctx"]["problems"])
+    if kind == "settings":  # a section's cross-field rules: its problems(), under its key
+        at = _walk(tp, loc, prefix)[0]
+        return [p.worded(at) if isinstance(p, Problem) else p for p in error["ctx"]["problems"]]
     key, expected = _walk(tp, loc, prefix)
     if kind == "unexpected_keyword_argument" or expected is None:  # :func:`_known` sets them aside
         return [_unknown(key, _unwrap(_walk(tp, loc[:-1], prefix)[1])[0], removed)]

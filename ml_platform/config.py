@@ -21,7 +21,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import annotated_types
 
@@ -35,6 +35,7 @@ from ml_platform._settings_parse import (
     Satisfies,
     Section,
     json_pattern,
+    setting,
     validated,
     validated_members,
 )
@@ -101,16 +102,6 @@ class SettingsError(ValueError):
             f"Invalid '{CONTEXT_KEY}' settings ({len(self.problems)} problem"
             f"{'s' if len(self.problems) != 1 else ''}):\n{lines}"
         )
-
-
-T = TypeVar("T")
-
-
-def setting(default: T, /, **schema: object) -> T:
-    """A settings field: its default and what the JSON Schema adds for editors (``minItems``
-    ...) beyond its type's constraints. Its docstring, the string below it, is its description.
-    Typed as the default, so type checkers see a field with a default."""
-    return field(default=default, metadata={"json_schema_extra": schema or None})
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ LAYERS = {
             "ec2_instance_types",
             "stack_outputs",
             "k8s_names",
+            "props",
         ),
         0,
     ),
