@@ -125,8 +125,9 @@ class EnvironmentSettings(Section):
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkSettings(PlatformVpcPropsBase):
-    """The VPC: the fields of :class:`~ml_platform.constructs.network.PlatformVpcProps` that an
-    app sets (their rules are that class's)."""
+    """The VPC."""
+
+    # Every field, and its rules, is PlatformVpcProps's (ml_platform.props.network).
 
 
 @dataclass(frozen=True)

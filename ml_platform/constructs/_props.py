@@ -9,6 +9,7 @@ and words the problems the same way, with the props' names bare."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,16 +56,21 @@ def _plain(value: Any) -> Any:
 
 def shared_problems(props: Any, base: type) -> list[str]:
     """The problems of the fields ``props`` inherits from ``base`` (a settings-section base of
-    :mod:`ml_platform.props`), worded as the settings word them: ``name = value: allowed``. A
-    field whose value is an unresolved token is not checked (it is known at deploy time only);
-    the cross-field rules then read its default."""
-    values = {
-        f.name: _plain(getattr(props, f.name))
-        for f in dataclasses.fields(base)
-        if not unresolved(getattr(props, f.name))
-    }
+    :mod:`ml_platform.props`), worded as the settings word them: ``name = value: allowed``.
+
+    A field whose value is an unresolved token is known at deploy time only: it is not checked,
+    and then neither are the cross-field rules (they could read it); every other field still
+    meets its own constraints."""
+    fields = {f.name: getattr(props, f.name) for f in dataclasses.fields(base)}
     problems: list[str] = []
-    validated(base, values, "", problems, label=type(props).__name__, removed={})
+    if not any(unresolved(v) for v in fields.values()):
+        values = {k: _plain(v) for k, v in fields.items()}
+        validated(base, values, "", problems, label=type(props).__name__, removed={})
+        return problems
+    hints = typing.get_type_hints(base, include_extras=True)
+    for name, value in fields.items():
+        if not unresolved(value):
+            validated(hints[name], _plain(value), name, problems, label=name, removed={})
     return problems
 
 
