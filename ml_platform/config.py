@@ -51,6 +51,7 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
 )
 from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, IntRange, shown
+from ml_platform.props.network import PlatformVpcPropsBase
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
@@ -122,47 +123,11 @@ class EnvironmentSettings(Section):
         return [problem] if problem else []
 
 
-@dataclass(frozen=True)
-class NetworkSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class NetworkSettings(PlatformVpcPropsBase):
     """The VPC."""
 
-    cidr: str = setting(limits.DEFAULT_VPC_CIDR)
-    """VPC CIDR block: IPv4, /16 to /20, host bits zero, not in 0.0.0.0/8, loopback,
-    link-local, multicast or 240.0.0.0/4."""
-    availability_zones: tuple[str, ...] = setting(
-        ("us-west-2a", "us-west-2b", "us-west-2d"), minItems=2, uniqueItems=True
-    )
-    """AZ names the VPC spans: two or more, distinct, in `env.region`, and among the AZs the
-    context holds for the account (`mlp azs` writes them)."""
-    trainium_az: str = setting("us-west-2d")
-    """The one AZ (name, in this account) that offers the Trainium instance type; node group
-    and FSx live there. `mlp azs` finds it."""
-    nat_gateways: int = setting(limits.DEFAULT_NAT_GATEWAYS, minimum=1)
-    """NAT gateways, up to one per AZ (1 saves cost; one per AZ survives an AZ outage)."""
-    flow_log_retention_days: Annotated[int, OneOf(limits.LOG_RETENTION_DAYS)] = setting(90)
-    """Days VPC flow logs are kept."""
-    restrict_default_security_group: bool = setting(True)
-    """Remove every rule of the VPC's default security group (Security Hub EC2.2) with
-    aws-cdk's Lambda-backed custom resource."""
-
-    def problems(self) -> list[str]:
-        azs = list(self.availability_zones)
-        out = limits.vpc_cidr_problems(self.cidr)
-        if len(azs) < 2 or len(set(azs)) != len(azs):
-            out.append(
-                f"network.availability_zones = {shown(azs)}: expected at least two distinct AZ names"
-            )
-        if self.trainium_az not in azs:
-            out.append(
-                f"network.trainium_az = {shown(self.trainium_az)}: must be one of "
-                f"network.availability_zones {shown(azs)}"
-            )
-        if not 1 <= self.nat_gateways <= len(azs):
-            out.append(
-                f"network.nat_gateways = {self.nat_gateways}: expected 1 to {len(azs)} "
-                "(one per AZ at most)"
-            )
-        return out
+    # Every field, and its rules, is PlatformVpcProps's (ml_platform.props.network).
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ml_platform.constructs import (
     LustreStorage,
     ModelArtifactBucket,
     PlatformVpc,
+    PlatformVpcProps,
     TrainingDashboard,
     TrainingEksCluster,
     TrainingImageRepository,
@@ -144,9 +145,17 @@ def build(app: cdk.App) -> dict[str, object]:
     ]
 
     clusters_stack = cdk.Stack(app, "Clusters", env=ENV)
-    net = PlatformVpc(clusters_stack, "Net", availability_zones=AZS, trainium_az="us-east-1f")
+    net = PlatformVpc(
+        clusters_stack,
+        "Net",
+        props=PlatformVpcProps(availability_zones=tuple(AZS), trainium_az="us-east-1f"),
+    )
     PlatformVpc(
-        clusters_stack, "Net2", availability_zones=AZS, trainium_az="us-east-1a", cidr="10.1.0.0/16"
+        clusters_stack,
+        "Net2",
+        props=PlatformVpcProps(
+            availability_zones=tuple(AZS), trainium_az="us-east-1a", cidr="10.1.0.0/16"
+        ),
     )
     clusters = [
         TrainingEksCluster(clusters_stack, "Research", vpc=net.vpc, endpoint_access="private"),
