@@ -41,7 +41,7 @@ def shared_problems(props: Any, base: type) -> list[str]:
     values = {
         f.name: _plain(getattr(props, f.name))
         for f in dataclasses.fields(base)
-        if not Token.is_unresolved(getattr(props, f.name))
+        if not Token.is_unresolved(_plain(getattr(props, f.name)))  # jsii takes no tuple
     }
     problems: list[str] = []
     validated(base, values, "", problems, label=type(props).__name__, removed={})
