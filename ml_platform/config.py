@@ -169,8 +169,9 @@ class NetworkSettings(Section):
 
 @dataclass(frozen=True, kw_only=True)
 class StorageSettings(ModelArtifactBucketPropsBase):
-    """Stateful storage: FSx for Lustre, the training image registry and the model bucket
-    (``model_prefix`` is :class:`~ml_platform.constructs.storage.ModelArtifactBucket`'s own)."""
+    """Stateful storage: FSx for Lustre, the training image registry and the model bucket."""
+
+    # model_prefix: inherited, the model bucket's own prop (ml_platform/props/storage.py).
 
     removal_policy: Annotated[str, OneOf(REMOVAL_POLICIES)] = setting("retain")
     """`retain` keeps FSx (with its security groups, the VPC and the Trainium subnet), bucket
@@ -189,7 +190,7 @@ class StorageSettings(ModelArtifactBucketPropsBase):
     """Lustre throughput, MB/s per TiB."""
     # An int (ruff does not see through the alias): setting() only declares the field.
     ecr_max_images: EcrMaxImages = setting(limits.DEFAULT_ECR_MAX_IMAGES)  # noqa: RUF009
-    """Images the training repository keeps before expiring the oldest (its `max_images`)."""
+    """Images the training repository keeps before expiring the oldest."""
     lustre_legacy_rules: bool = setting(False)
     """Upgrading from release 0.1.0: keep its Lustre rules, which open the file system to the
     Trainium nodes' group and to the cluster security group besides its client group. The

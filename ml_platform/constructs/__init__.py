@@ -1,7 +1,7 @@
 """Reusable CDK constructs of the platform; each can be used in any stack.
 
-``__all__`` is the construct library's public surface: the constructs, and the types their
-``from_*`` methods return. Helpers shared by the constructs live in ``_``-prefixed modules."""
+``__all__`` is the construct library's public surface: the constructs, the props objects they
+take, and the types their ``from_*`` methods return. Helpers shared by the constructs live in ``_``-prefixed modules."""
 
 from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
 from ml_platform.constructs.dashboards import EndpointDashboard, TrainingDashboard
@@ -14,7 +14,9 @@ from ml_platform.constructs.storage import (
     ImportedModelArtifactBucket,
     LustreStorage,
     ModelArtifactBucket,
+    ModelArtifactBucketProps,
     TrainingImageRepository,
+    TrainingImageRepositoryProps,
 )
 from ml_platform.constructs.trainium import EfaLaunchTemplate, TrainiumNodeGroup
 from ml_platform.constructs.triton_eks import TritonOnEks
@@ -27,12 +29,14 @@ __all__ = [
     "ImportedModelArtifactBucket",
     "LustreStorage",
     "ModelArtifactBucket",
+    "ModelArtifactBucketProps",
     "PlatformAddons",
     "PlatformVpc",
     "PodIdentityAddon",
     "TrainingDashboard",
     "TrainingEksCluster",
     "TrainingImageRepository",
+    "TrainingImageRepositoryProps",
     "TrainingNodeSecurityGroup",
     "TrainiumNodeGroup",
     "TritonMultiModelEndpoint",
