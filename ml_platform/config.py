@@ -51,7 +51,12 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
 )
 from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, IntRange, shown
+<<<<<<< HEAD
 from ml_platform.props.network import PlatformVpcPropsBase
+=======
+from ml_platform.props.alarm_topic import EmailAddress
+from ml_platform.props.storage import EcrMaxImages, ModelArtifactBucketPropsBase
+>>>>>>> p1-storage
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
@@ -130,9 +135,11 @@ class NetworkSettings(PlatformVpcPropsBase):
     # Every field, and its rules, is PlatformVpcProps's (ml_platform.props.network).
 
 
-@dataclass(frozen=True)
-class StorageSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class StorageSettings(ModelArtifactBucketPropsBase):
     """Stateful storage: FSx for Lustre, the training image registry and the model bucket."""
+
+    # model_prefix: inherited, the model bucket's own prop (ml_platform/props/storage.py).
 
     removal_policy: Annotated[str, OneOf(REMOVAL_POLICIES)] = setting("retain")
     """`retain` keeps FSx (with its security groups, the VPC and the Trainium subnet), bucket
@@ -149,9 +156,8 @@ class StorageSettings(Section):
         limits.DEFAULT_FSX_THROUGHPUT_PER_TIB
     )
     """Lustre throughput, MB/s per TiB."""
-    ecr_max_images: Annotated[int, Between(limits.ECR_MAX_IMAGES)] = setting(
-        limits.DEFAULT_ECR_MAX_IMAGES
-    )
+    # An int (ruff does not see through the alias): setting() only declares the field.
+    ecr_max_images: EcrMaxImages = setting(limits.DEFAULT_ECR_MAX_IMAGES)  # noqa: RUF009
     """Images the training repository keeps before expiring the oldest."""
     lustre_legacy_rules: bool = setting(False)
     """Upgrading from release 0.1.0: keep its Lustre rules, which open the file system to the
@@ -160,13 +166,6 @@ class StorageSettings(Section):
     the running nodes lose /data until their replacements exist (CHANGELOG.md, 0.2.0). Set
     true for the upgrade, and false again once every node carries the client group; the next
     release drops the rules. Default false: only the client group reaches the file system."""
-    model_prefix: Annotated[
-        str,
-        annotated_types.MaxLen(limits.MODEL_PREFIX_MAX),
-        Satisfies(limits.model_prefix_ok, limits.MODEL_PREFIX_TEXT),
-    ] = setting(limits.DEFAULT_MODEL_PREFIX)
-    """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
-    segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
     model_bucket_kms: bool = setting(False)
     """Encrypt the model bucket with a customer managed KMS key (SSE-KMS, S3 Bucket Key on,
     rotation on) instead of SSE-S3. Only the endpoint and Triton roles get `kms:Decrypt` on
@@ -558,9 +557,7 @@ class InferenceSettings(Section):
     let `cloudwatch.amazonaws.com` publish, and its KMS key (if any) let CloudWatch use it.
     Default none: each inference stack creates its own KMS-encrypted topic, which only
     CloudWatch alarms of the account may publish to, over TLS only."""
-    alarm_emails: tuple[Annotated[str, Matches(limits.EMAIL_ADDRESS)], ...] = setting(
-        (), uniqueItems=True
-    )
+    alarm_emails: tuple[EmailAddress, ...] = setting((), uniqueItems=True)
     """Email addresses subscribed to the stack's own alarm topic (each confirms the
     subscription from the mail AWS sends). Default none: subscribe yourself to the topic named
     in the stack's `AlarmTopicArn` output. Not with `alarm_topic_arn` (subscribe to your own

@@ -1,7 +1,8 @@
 """Reusable CDK constructs of the platform; each can be used in any stack.
 
 ``__all__`` is the construct library's public surface: the constructs, the props object each
-takes (``<Construct>Props``) and the types their ``from_*`` methods return. Helpers shared by the constructs live in ``_``-prefixed modules."""
+takes (``<Construct>Props``) and the types their ``from_*`` methods return. Helpers shared by
+the constructs live in ``_``-prefixed modules."""
 
 from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
 from ml_platform.constructs.dashboards import EndpointDashboard, TrainingDashboard

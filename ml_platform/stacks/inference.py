@@ -17,7 +17,7 @@ from constructs import Construct
 
 from ml_platform.config import EndpointSettings, InferenceSettings
 from ml_platform.constructs._model_upload import ModelArchiveUpload
-from ml_platform.constructs.alarm_topic import AlarmTopic
+from ml_platform.constructs.alarm_topic import AlarmTopic, AlarmTopicProps
 from ml_platform.constructs.dashboards import EndpointDashboard
 from ml_platform.constructs.network import retention_days
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
@@ -82,7 +82,9 @@ class InferenceStack(Stack):
             topic = sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
         else:
             self.alarm_topic = AlarmTopic(
-                self, "AlarmTopic", emails=settings.alarm_emails, removal_policy=removal_policy
+                self,
+                "AlarmTopic",
+                props=AlarmTopicProps(emails=settings.alarm_emails, removal_policy=removal_policy),
             )
             topic = self.alarm_topic.topic
         CfnOutput(

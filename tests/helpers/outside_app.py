@@ -16,11 +16,13 @@ from ml_platform.constructs import (
     EndpointDashboard,
     LustreStorage,
     ModelArtifactBucket,
+    ModelArtifactBucketProps,
     PlatformVpc,
     PlatformVpcProps,
     TrainingDashboard,
     TrainingEksCluster,
     TrainingImageRepository,
+    TrainingImageRepositoryProps,
     TrainingNodeSecurityGroup,
     TrainiumNodeGroup,
     TritonMultiModelEndpoint,
@@ -92,12 +94,20 @@ def build(app: cdk.App) -> dict[str, object]:
     model_buckets = [
         ModelArtifactBucket(shared, "ModelsA"),
         ModelArtifactBucket(
-            shared, "ModelsB", model_prefix="triton/", removal_policy=cdk.RemovalPolicy.DESTROY
+            shared,
+            "ModelsB",
+            props=ModelArtifactBucketProps(
+                model_prefix="triton/", removal_policy=cdk.RemovalPolicy.DESTROY
+            ),
         ),
     ]
     registries = [
         TrainingImageRepository(shared, "ImagesA"),
-        TrainingImageRepository(shared, "ImagesB", removal_policy=cdk.RemovalPolicy.DESTROY),
+        TrainingImageRepository(
+            shared,
+            "ImagesB",
+            props=TrainingImageRepositoryProps(removal_policy=cdk.RemovalPolicy.DESTROY),
+        ),
     ]
     reader = iam.Role(shared, "Reader", assumed_by=iam.AccountRootPrincipal())
     model_buckets[1].grant_read_models(reader)

@@ -12,6 +12,7 @@ from aws_cdk.assertions import Match, Template
 from ml_platform.app import new_app
 from ml_platform.constructs import LustreStorage, ModelArtifactBucket, PlatformVpc
 from ml_platform.constructs.network import PlatformVpcProps
+from ml_platform.constructs.storage import ModelArtifactBucketProps
 from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 # Logical IDs of stateful resources: renaming one replaces (and loses) the resource.
@@ -316,7 +317,9 @@ def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
         clients=[sg],
         removal_policy=cdk.RemovalPolicy.DESTROY,
     )
-    ModelArtifactBucket(stack, "Models", removal_policy=cdk.RemovalPolicy.DESTROY)
+    ModelArtifactBucket(
+        stack, "Models", props=ModelArtifactBucketProps(removal_policy=cdk.RemovalPolicy.DESTROY)
+    )
     t = Template.from_stack(stack)
     t.has_resource("AWS::FSx::FileSystem", {"DeletionPolicy": "Delete"})
     t.has_resource("AWS::S3::Bucket", {"DeletionPolicy": "Delete"})
@@ -338,8 +341,8 @@ def test_construct_validation_reports_all_problems() -> None:
         PlatformVpc(
             stack, "Bad", props=PlatformVpcProps(availability_zones=("a",), trainium_az="b")
         )
-    with pytest.raises(ValueError, match="model_prefix='/x'"):
-        ModelArtifactBucket(stack, "Models", model_prefix="/x")
+    with pytest.raises(ValueError, match=r"^S/Models: model_prefix = '/x': expected a relative"):
+        ModelArtifactBucket(stack, "Models", props=ModelArtifactBucketProps(model_prefix="/x"))
 
 
 def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
