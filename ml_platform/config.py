@@ -51,12 +51,9 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
 )
 from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, IntRange, shown
-<<<<<<< HEAD
-from ml_platform.props.network import PlatformVpcPropsBase
-=======
 from ml_platform.props.alarm_topic import EmailAddress
+from ml_platform.props.network import PlatformVpcPropsBase
 from ml_platform.props.storage import EcrMaxImages, ModelArtifactBucketPropsBase
->>>>>>> p1-storage
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
