@@ -15,6 +15,7 @@ from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from ml_platform.constructs import (
     EndpointDashboard,
     LustreStorage,
+    LustreStorageProps,
     ModelArtifactBucket,
     ModelArtifactBucketProps,
     PlatformVpc,
@@ -87,8 +88,9 @@ def build(app: cdk.App) -> dict[str, object]:
             vpc=vpc,
             subnet=trainium_subnet,
             clients=[node_groups[0]],
-            storage_capacity_gib=2400,
-            removal_policy=cdk.RemovalPolicy.DESTROY,
+            props=LustreStorageProps(
+                storage_capacity_gib=2400, removal_policy=cdk.RemovalPolicy.DESTROY
+            ),
         ),
     ]
     model_buckets = [
