@@ -38,7 +38,9 @@ class TritonOnEksPropsBase(Section):
         f"of {list(BUILT_IN_ARCHIVES)} (optionally @vXXXXXXXX)"
     )
 
-    gpu_instance_type: Annotated[str, GPU_INSTANCE_TYPES] = setting(limits.DEFAULT_GPU_INSTANCE_TYPE)
+    gpu_instance_type: Annotated[str, GPU_INSTANCE_TYPES] = setting(
+        limits.DEFAULT_GPU_INSTANCE_TYPE
+    )
     """Single-GPU EC2 instance type of the GPU node group."""
     gpu_nodes: Annotated[int, Between(IntRange(1, limits.GPU_MAX_NODES))] = setting(
         limits.DEFAULT_GPU_NODES
@@ -101,7 +103,7 @@ class TritonOnEksPropsBase(Section):
                 _Named(
                     {},
                     f"archives: {twice} named more than once (one version of an ensemble "
-                    "per Triton server: their model names would clash)"
+                    "per Triton server: their model names would clash)",
                 )
             )
         return out
