@@ -68,6 +68,7 @@ from ml_platform.sagemaker_images import (
 from ml_platform.stack_outputs import endpoint_name_clashes
 from ml_platform.triton.archive_names import ArchiveRef, parse_ref, ref_problems
 from ml_platform.triton.kinds import (
+    BUILT_IN_ARCHIVES,
     DEFAULT_ENDPOINT_ARCHIVES,
 )
 from ml_platform.triton.targets import gpu_problem
@@ -648,7 +649,18 @@ class TritonOnEksSettings(TritonOnEksPropsBase):
                     f"expected 0 to gpu_nodes ({self.gpu_nodes})",
                 )
             )
-        return out + super().problems()
+        out += super().problems()
+        # App-level: the settings name no models, so Triton loads those of built-in archives.
+        for i, archive in enumerate(self.archives):
+            if archive.split("@")[0] not in BUILT_IN_ARCHIVES:
+                out.append(
+                    Problem(
+                        {f"archives[{i}]": archive},
+                        "Triton on EKS loads the models of the archives this repository builds, "
+                        f"expected one of {list(BUILT_IN_ARCHIVES)} (optionally @vXXXXXXXX)",
+                    )
+                )
+        return out
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 import cdk8s
 from aws_cdk import Annotations, CfnOutput, Fn, Names, Stack, Token
@@ -44,7 +43,7 @@ from ml_platform.sagemaker_images import (
     triton_release_warning,
 )
 from ml_platform.triton.archive_names import parse_refs
-from ml_platform.triton.kinds import archive_models
+from ml_platform.triton.kinds import ARCHIVE_MODELS, archive_models
 
 __all__ = [
     "ROLLOUT_OUTAGE_WARNING",
@@ -75,10 +74,6 @@ class TritonOnEksProps(TritonOnEksPropsBase):
     """The value props of :class:`TritonOnEks`: the GPU nodes, replicas and archives it shares
     with the ``triton_on_eks`` settings (:class:`~ml_platform.props.triton_eks.TritonOnEksPropsBase`,
     with their rules), and its own, whose rules are :meth:`construct_problems`."""
-
-    _NOT_BUILT_IN: ClassVar[str] = (
-        f"{TritonOnEksPropsBase._NOT_BUILT_IN}, or name the models Triton should load in `models`"
-    )
 
     archives: tuple[str, ...]  # type: ignore[misc]  # required here: no default archive
     """Archives under the model prefix to serve, as references of
@@ -115,8 +110,8 @@ class TritonOnEksProps(TritonOnEksPropsBase):
     device plugin). Default: the digests public sources state, no mirror; synthesis warns
     about each image pinned by tag only."""
 
-    def _loads_named_models(self) -> bool:
-        return self.models is not None
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "archives", tuple(self.archives))
 
     def _built_in(self) -> dict[str, tuple[str, ...] | None]:
         """Each well-formed archive reference -> the models of its kind (None: not built in)."""
@@ -136,11 +131,16 @@ class TritonOnEksProps(TritonOnEksPropsBase):
         the prop, the value and what is allowed; ``model_prefix`` is the one the pods read.
         The shared fields' rules are the base's (:func:`~ml_platform.constructs._props.check_props`)."""
         errors: list[str] = []
-        if self.models is not None and not self.models:
+        built_in = self._built_in()
+        unknown = [a for a in self.archives if built_in.get(a) is None]
+        if self.models is None and unknown:
+            errors.append(
+                f"models = None: archives {unknown!r} are not built-in "
+                f"({sorted(ARCHIVE_MODELS)}); name the models Triton should load"
+            )
+        elif self.models is not None and not self.models:
             errors.append("models = []: expected at least one model name")
         # With an unknown archive and no models there is nothing to load, hence no clash.
-        built_in = self._built_in()
-        unknown = any(built_in.get(a) is None for a in self.archives)
         load = self.load_models if self.models is not None or not unknown else []
         clashes = sorted({m for m in load if load.count(m) > 1})
         if clashes:

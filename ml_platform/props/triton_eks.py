@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated
 
 from ml_platform import limits
 from ml_platform._settings_parse import Between, OneOf, Problem, Section, setting
 from ml_platform.instances import EKS_GPU_INSTANCES
 from ml_platform.limits import IntRange
 from ml_platform.triton.archive_names import ref_problems
-from ml_platform.triton.kinds import BUILT_IN_ARCHIVES, DEFAULT_EKS_ARCHIVES
+from ml_platform.triton.kinds import DEFAULT_EKS_ARCHIVES
 from ml_platform.triton.targets import gpu_problem
 
 #: The single-GPU instance types an EKS GPU node group runs (the one rule of
@@ -31,12 +31,6 @@ class _Named(Problem):
 @dataclass(frozen=True, kw_only=True)
 class TritonOnEksPropsBase(Section):
     """The GPU nodes, replicas and archives of Triton on EKS, and the rules between them."""
-
-    #: What an archive this repository does not build gets (the construct adds `models`).
-    _NOT_BUILT_IN: ClassVar[str] = (
-        "Triton on EKS loads the models of the archives this repository builds, expected one "
-        f"of {list(BUILT_IN_ARCHIVES)} (optionally @vXXXXXXXX)"
-    )
 
     gpu_instance_type: Annotated[str, GPU_INSTANCE_TYPES] = setting(
         limits.DEFAULT_GPU_INSTANCE_TYPE
@@ -62,12 +56,10 @@ class TritonOnEksPropsBase(Section):
     one per ensemble. Default both ensembles, the text one with its ONNX encoder (runs on any
     GPU; a `model_trt_python_<gpu>` archive must target `gpu_instance_type`'s GPU)."""
 
-    def _loads_named_models(self) -> bool:
-        """Whether the models Triton loads are named apart from the archives (then an archive
-        need not be built here)."""
-        return False
-
     def problems(self) -> list[str | Problem]:
+        """The rules between the fields. Whether an archive must be one this repository builds
+        depends on whether the models are named too: the construct's rule (``models``) and
+        the settings' (which name none)."""
         out: list[str | Problem] = []
         if not 1 <= self.replicas <= self.gpu_nodes:
             out.append(
@@ -91,8 +83,6 @@ class TritonOnEksPropsBase(Section):
     def _archive_problems(self) -> list[str | Problem]:
         out: list[str | Problem] = [_Named({}, p) for p in ref_problems("archives", self.archives)]
         for i, archive in enumerate(self.archives):
-            if not self._loads_named_models() and archive.split("@")[0] not in BUILT_IN_ARCHIVES:
-                out.append(Problem({f"archives[{i}]": archive}, self._NOT_BUILT_IN))
             problem = gpu_problem(f"archives[{i}]", archive, self.gpu_instance_type)
             if problem:
                 out.append(_Named({}, problem))
