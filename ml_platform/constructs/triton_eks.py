@@ -75,7 +75,7 @@ class TritonOnEksProps(TritonOnEksPropsBase):
     with the ``triton_on_eks`` settings (:class:`~ml_platform.props.triton_eks.TritonOnEksPropsBase`,
     with their rules), and its own, whose rules are :meth:`construct_problems`."""
 
-    archives: tuple[str, ...]  # type: ignore[misc]  # required here: no default archive
+    archives: tuple[str, ...]  # required here: no default archive
     """Archives under the model prefix to serve, as references of
     :mod:`ml_platform.triton.archive_names`: ``NAME`` (its newest version there at pod start)
     or ``NAME@vXXXXXXXX``. Required, at least one."""
