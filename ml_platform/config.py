@@ -50,7 +50,7 @@ from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
     TRAINIUM_INSTANCES,
 )
-from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, IntRange, shown
+from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, shown
 from ml_platform.props.alarm_topic import EmailAddress
 from ml_platform.props.network import PlatformVpcPropsBase
 from ml_platform.props.storage import EcrMaxImages, ModelArtifactBucketPropsBase
