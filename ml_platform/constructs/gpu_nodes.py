@@ -67,6 +67,9 @@ class GpuNodeGroupProps(GpuNodeGroupPropsBase):
     def construct_problems(self) -> list[str]:
         """The problems of the props the base does not check (empty when there is none),
         each naming the prop."""
+        # aws-cdk's Nodegroup (aws-cdk-lib 2.275.0, aws-eks-v2/lib/managed-nodegroup.js) refuses
+        # only min > desired and desired > max, one at a time and after children exist; the
+        # bounds (min >= 0, 1 <= max <= 20) are ours, so the rule stays here, reported with the rest.
         sizes = {
             "min_size": self.resolved_min_size,
             "desired_size": self.desired_size,
