@@ -29,6 +29,7 @@ from ml_platform.constructs import (
     TritonMultiModelEndpoint,
     TritonOnEks,
 )
+from ml_platform.constructs.triton_eks import TritonOnEksProps
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 AZS = ["us-east-1a", "us-east-1f"]
@@ -149,9 +150,8 @@ def build(app: cdk.App) -> dict[str, object]:
             name,
             cluster=cluster,
             bucket=bucket,
-            namespace=namespace,
-            archives=["model_tf_dali"],
             pod_identity_agent=agent,
+            props=TritonOnEksProps(namespace=namespace, archives=["model_tf_dali"]),
         )
         for name, namespace in (("TritonA", "triton-a"), ("TritonB", "triton-b"))
     ]
@@ -187,13 +187,15 @@ def build(app: cdk.App) -> dict[str, object]:
         "Triton",
         cluster=cluster,
         bucket=bucket,
-        archives=[CUSTOM_ARCHIVE],
-        models=["reranker_ensemble", "reranker_onnx"],
         pod_identity_agent=agent,
-        device_plugin=False,
-        node_labels={"team": "search"},
         subnets=ec2.SubnetSelection(subnets=[trainium_subnet]),
-        namespace="search",
+        props=TritonOnEksProps(
+            archives=[CUSTOM_ARCHIVE],
+            models=["reranker_ensemble", "reranker_onnx"],
+            device_plugin=False,
+            node_labels={"team": "search"},
+            namespace="search",
+        ),
     )
     return {
         "shared": shared,
