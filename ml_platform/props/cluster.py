@@ -36,7 +36,8 @@ class TrainingEksClusterPropsBase(Section):
     )
     """`private`: the Kubernetes API answers inside the VPC only (reach it from a VPN or peered
     network, with `mlp azs --public-access-mine`, or break-glass through Session Manager with
-    `cluster.node_ssm_access`); or `public_and_private`."""
+    `cluster.node_ssm_access`); or `public_and_private`. Private by default: Security Hub's
+    EKS.1 control fails a cluster whose endpoint is public."""
     public_access_cidrs: tuple[str, ...] = setting(
         (), maxItems=limits.MAX_PUBLIC_ACCESS_CIDRS, uniqueItems=True
     )
@@ -47,7 +48,8 @@ class TrainingEksClusterPropsBase(Section):
     """Accept `0.0.0.0/0` in `public_access_cidrs` (with a synth-time warning); otherwise a /0
     block is a settings error."""
     kubectl_provider_guard: bool = setting(False)
-    """Create a managed policy (stack output `KubectlProviderGuardPolicyArn`) that denies
+    """Create a managed policy (the construct's `kubectl_provider_guard`, stack output
+    `KubectlProviderGuardPolicyArn`) that denies
     invoking or changing aws-cdk's kubectl-provider functions, and passing the handler's role,
     to every principal but CloudFormation's execution role and the provider framework, and
     Session Manager sessions on the cluster's nodes. Both are cluster-admin (or root on a
@@ -74,7 +76,7 @@ class TrainingEksClusterPropsBase(Section):
     label, in `network.trainium_az`'s private subnet only, where FSx for Lustre is. The helper
     pods that mount FSx (the dataset Job, TensorBoard) are required to run in that AZ, and the
     system nodes may have none there, so 0 is refused (docs/training.md, "Where the pods
-    run")."""
+    run"). The construct makes this group only with its `helper_subnet`."""
     support_type: Annotated[str, OneOf(EKS_SUPPORT_TYPES)] = setting(limits.DEFAULT_SUPPORT_TYPE)
     """The cluster's upgrade policy: `EXTENDED` (EKS's own default: a version past standard
     support keeps running at the extended-support rate, which `mlp cost` reports) or
