@@ -5,7 +5,12 @@ takes (``<Construct>Props``) and the types their ``from_*`` methods return. Help
 the constructs live in ``_``-prefixed modules."""
 
 from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
-from ml_platform.constructs.dashboards import EndpointDashboard, TrainingDashboard
+from ml_platform.constructs.dashboards import (
+    EndpointDashboard,
+    EndpointDashboardProps,
+    TrainingDashboard,
+    TrainingDashboardProps,
+)
 from ml_platform.constructs.eks_cluster import TrainingEksCluster, TrainingEksClusterProps
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup, GpuNodeGroupProps
 from ml_platform.constructs.network import PlatformVpc, PlatformVpcProps, TrainingNodeSecurityGroup
@@ -33,6 +38,7 @@ __all__ = [
     "EfaLaunchTemplate",
     "EfaLaunchTemplateProps",
     "EndpointDashboard",
+    "EndpointDashboardProps",
     "GpuNodeGroup",
     "GpuNodeGroupProps",
     "ImportedLustreStorage",
@@ -46,6 +52,7 @@ __all__ = [
     "PlatformVpcProps",
     "PodIdentityAddon",
     "TrainingDashboard",
+    "TrainingDashboardProps",
     "TrainingEksCluster",
     "TrainingEksClusterProps",
     "TrainingImageRepository",
