@@ -93,7 +93,8 @@ class EndpointDashboardProps:
     """The value props of :class:`EndpointDashboard` (checked by aws-cdk, see above)."""
 
     dashboard_name: str | None = None
-    """Default: CloudFormation names it (unique, composable twice)."""
+    """The dashboard's name: alphanumerics, dash and underscore, unique per account. Default:
+    CloudFormation names it (unique, composable twice)."""
     period: Duration = ONE_MINUTE
     """Metric period of the graphs. Default one minute (SageMaker's resolution)."""
 
@@ -362,11 +363,13 @@ class TrainingDashboardProps:
     nat_gateway_ids: tuple[str, ...] = ()
     """NAT gateways of the VPC. Default none."""
     dashboard_name: str | None = None
-    """Default: CloudFormation names it."""
+    """The dashboard's name: alphanumerics, dash and underscore, unique per account. Default:
+    CloudFormation names it."""
     period: Duration = ONE_MINUTE
     """Metric period. Default one minute."""
 
     def __post_init__(self) -> None:
+        # Lists given are kept as tuples: the props stay immutable.
         object.__setattr__(self, "file_system_ids", tuple(self.file_system_ids))
         object.__setattr__(self, "nat_gateway_ids", tuple(self.nat_gateway_ids))
 
