@@ -50,6 +50,7 @@ from ml_platform.instances import (
     TRAINIUM_INSTANCES,
 )
 from ml_platform.limits import FSX_THROUGHPUTS, shown
+from ml_platform.props.addons import PlatformAddonsPropsBase
 from ml_platform.props.alarm_topic import EmailAddress
 from ml_platform.props.cluster import TrainingEksClusterPropsBase
 from ml_platform.props.network import PlatformVpcPropsBase
@@ -183,7 +184,7 @@ class StorageSettings(ModelArtifactBucketPropsBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterSettings(TrainingEksClusterPropsBase):
+class ClusterSettings(TrainingEksClusterPropsBase, PlatformAddonsPropsBase):
     """The EKS cluster that runs training (and optionally Triton)."""
 
     name: Annotated[str, Matches(limits.RESOURCE_NAME)] = setting("ml-platform")
@@ -195,12 +196,7 @@ class ClusterSettings(TrainingEksClusterPropsBase):
     means false with a synth-time warning (`ml-platform:bootstrapCreatorAdmin`): a cluster
     deployed by release 0.1.0 was created with true and keeps deploying only with true; a
     new cluster is better off with false. Set it to say which."""
-    network_policy_mode: Annotated[str, OneOf(limits.NETWORK_POLICY_MODES)] = setting(
-        limits.DEFAULT_NETWORK_POLICY_MODE
-    )
-    """The VPC CNI's NetworkPolicy enforcing mode: `strict` (a new pod is default-deny until
-    its policies are in place; the system namespaces get allow-all policies) or `standard` (a
-    new pod talks freely until then)."""
+    # network_policy_mode: inherited, PlatformAddons's (ml_platform/props/addons.py).
     fsx_csi_driver_version: Annotated[str, Matches(limits.ADDON_VERSION)] | None = setting(None)
     """Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version (`mlp
     addons` lists what exists)."""
