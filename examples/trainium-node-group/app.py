@@ -6,6 +6,7 @@ from aws_cdk import aws_eks_v2 as eks
 
 from ml_platform.app import new_app
 from ml_platform.constructs import PlatformVpc, TrainingNodeSecurityGroup, TrainiumNodeGroup
+from ml_platform.constructs.trainium import TrainiumNodeGroupProps
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 
@@ -29,10 +30,9 @@ def build(app: cdk.App) -> None:
         cluster=cluster,
         subnet=net.trainium_subnet,
         security_group=efa.security_group,
-        instance_type="trn1.32xlarge",
-        min_size=0,
-        desired_size=1,
-        max_size=4,
+        props=TrainiumNodeGroupProps(
+            instance_type="trn1.32xlarge", min_size=0, desired_size=1, max_size=4
+        ),
     )
 
 

@@ -25,6 +25,7 @@ from ml_platform.constructs import (
     TritonMultiModelEndpoint,
     TritonOnEks,
 )
+from ml_platform.constructs.trainium import TrainiumNodeGroupProps
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 AZS = ["us-east-1a", "us-east-1f"]
@@ -62,9 +63,7 @@ def build(app: cdk.App) -> dict[str, object]:
             cluster=cluster,
             subnet=trainium_subnet,
             security_group=efa.security_group,
-            min_size=0,
-            desired_size=0,
-            max_size=2,
+            props=TrainiumNodeGroupProps(min_size=0, desired_size=0, max_size=2),
         )
         for name in ("TrnA", "TrnB")
     ]
