@@ -347,6 +347,11 @@ class TrainiumNodeGroupProps(TrainiumPropsBase):
                     "newest)",
                 ).worded()
             )
+        # aws-cdk's eks_v2.Nodegroup (aws-cdk-lib 2.275.0, managed-nodegroup.js) checks only
+        # desired <= max and min <= desired, once the launch template and role exist; the one
+        # size rule (shared with GpuNodeGroup and the settings, limits.node_counts_ok) also
+        # bounds max to 1..64 and reports before anything is built. The launch template is an
+        # L1 (CfnLaunchTemplate) and the release version is passed through unchecked.
         sizes = {
             "min_size": self.min_size,
             "desired_size": self.desired_size,
