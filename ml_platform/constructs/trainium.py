@@ -15,6 +15,7 @@ __all__ = [
     "TrainiumNodeGroupProps",
 ]
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -42,7 +43,6 @@ from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
 from ml_platform.props.trainium import TrainiumPropsBase
 from ml_platform.versions import NEURON_AMI_RELEASE_LATEST
 
-ROOT_VOLUME_GIB = limits.ROOT_VOLUME_GIB
 ROOT_VOLUME_IOPS = 16000
 ROOT_VOLUME_THROUGHPUT_MIBPS = 1000
 """The Trainium root volume's gp3 IOPS and throughput: a new node pulls and unpacks the
@@ -289,10 +289,10 @@ def _capacity_reservation(
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainiumNodeGroupProps(TrainiumPropsBase):
-    """The value props of :class:`TrainiumNodeGroup`: the instance type, root volume, capacity
-    and placement group the ``trainium`` settings share (:class:`~ml_platform.props.trainium.
-    TrainiumPropsBase`, with their rules), and the node group's own."""
+class TrainiumNodeGroupProps(EfaLaunchTemplateProps):
+    """The value props of :class:`TrainiumNodeGroup`: its launch template's (the instance type,
+    root volume, capacity and placement group the ``trainium`` settings share, with their rules,
+    and the EFA device count), and the node group's own."""
 
     min_size: int = limits.DEFAULT_TRAINIUM_NODES
     """Fewest nodes: 0 <= min_size <= desired_size <= max_size <= 64, max_size >= 1."""
@@ -301,8 +301,6 @@ class TrainiumNodeGroupProps(TrainiumPropsBase):
     group on a Capacity Block only at desired size 0)."""
     max_size: int = limits.DEFAULT_TRAINIUM_NODES
     """Most nodes (set explicitly; aws-cdk would otherwise default it to the desired size)."""
-    efa_interfaces: int | None = None
-    """EFA devices per node. Default: one per network card of the instance type."""
     labels: Mapping[str, str] | None = None
     """Extra node labels (not ``ml-platform/node-role``, the construct's own). Default none."""
     ssm_access: bool = False
@@ -320,17 +318,12 @@ class TrainiumNodeGroupProps(TrainiumPropsBase):
     def launch_template_props(self) -> EfaLaunchTemplateProps:
         """The props of the node group's :class:`EfaLaunchTemplate`."""
         return EfaLaunchTemplateProps(
-            instance_type=self.instance_type,
-            efa_interfaces=self.efa_interfaces,
-            root_volume_gib=self.root_volume_gib,
-            capacity_reservation_id=self.capacity_reservation_id,
-            capacity_block_id=self.capacity_block_id,
-            placement_group=self.placement_group,
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(EfaLaunchTemplateProps)}
         )
 
     def construct_problems(self) -> list[str]:
         """The rules of the construct-only props (the shared ones are the base's)."""
-        errors = self.launch_template_props.construct_problems()
+        errors = super().construct_problems()
         release = self.release_version
         if (
             release is not None
