@@ -206,9 +206,10 @@ def json_schema(tp: Any) -> dict[str, Any]:
     sections = {cls.__name__: cls for cls in _sections(tp)}
     for name, definition in [(tp.__name__, schema), *schema.get("$defs", {}).items()]:
         docs = inherited_docstrings(sections[name]) if name in sections else {}
-        for key, prop in definition.get("properties", {}).items():
-            if "description" not in prop and key in docs:
-                prop["description"] = docs[key]
+        properties = definition.get("properties", {})
+        for key, prop in properties.items():
+            if "description" not in prop and key in docs:  # in pydantic's (sorted) key order
+                properties[key] = dict(sorted({**prop, "description": docs[key]}.items()))
     return schema
 
 

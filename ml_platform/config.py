@@ -51,6 +51,9 @@ from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
 )
 from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, IntRange, shown
+from ml_platform.props.alarm_topic import EmailAddress
+from ml_platform.props.network import PlatformVpcPropsBase
+from ml_platform.props.storage import EcrMaxImages, ModelArtifactBucketPropsBase
 from ml_platform.props.trainium import TrainiumPropsBase
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
@@ -123,52 +126,18 @@ class EnvironmentSettings(Section):
         return [problem] if problem else []
 
 
-@dataclass(frozen=True)
-class NetworkSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class NetworkSettings(PlatformVpcPropsBase):
     """The VPC."""
 
-    cidr: str = setting(limits.DEFAULT_VPC_CIDR)
-    """VPC CIDR block: IPv4, /16 to /20, host bits zero, not in 0.0.0.0/8, loopback,
-    link-local, multicast or 240.0.0.0/4."""
-    availability_zones: tuple[str, ...] = setting(
-        ("us-west-2a", "us-west-2b", "us-west-2d"), minItems=2, uniqueItems=True
-    )
-    """AZ names the VPC spans: two or more, distinct, in `env.region`, and among the AZs the
-    context holds for the account (`mlp azs` writes them)."""
-    trainium_az: str = setting("us-west-2d")
-    """The one AZ (name, in this account) that offers the Trainium instance type; node group
-    and FSx live there. `mlp azs` finds it."""
-    nat_gateways: int = setting(limits.DEFAULT_NAT_GATEWAYS, minimum=1)
-    """NAT gateways, up to one per AZ (1 saves cost; one per AZ survives an AZ outage)."""
-    flow_log_retention_days: Annotated[int, OneOf(limits.LOG_RETENTION_DAYS)] = setting(90)
-    """Days VPC flow logs are kept."""
-    restrict_default_security_group: bool = setting(True)
-    """Remove every rule of the VPC's default security group (Security Hub EC2.2) with
-    aws-cdk's Lambda-backed custom resource."""
-
-    def problems(self) -> list[str]:
-        azs = list(self.availability_zones)
-        out = limits.vpc_cidr_problems(self.cidr)
-        if len(azs) < 2 or len(set(azs)) != len(azs):
-            out.append(
-                f"network.availability_zones = {shown(azs)}: expected at least two distinct AZ names"
-            )
-        if self.trainium_az not in azs:
-            out.append(
-                f"network.trainium_az = {shown(self.trainium_az)}: must be one of "
-                f"network.availability_zones {shown(azs)}"
-            )
-        if not 1 <= self.nat_gateways <= len(azs):
-            out.append(
-                f"network.nat_gateways = {self.nat_gateways}: expected 1 to {len(azs)} "
-                "(one per AZ at most)"
-            )
-        return out
+    # Every field, and its rules, is PlatformVpcProps's (ml_platform.props.network).
 
 
-@dataclass(frozen=True)
-class StorageSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class StorageSettings(ModelArtifactBucketPropsBase):
     """Stateful storage: FSx for Lustre, the training image registry and the model bucket."""
+
+    # model_prefix: inherited, the model bucket's own prop (ml_platform/props/storage.py).
 
     removal_policy: Annotated[str, OneOf(REMOVAL_POLICIES)] = setting("retain")
     """`retain` keeps FSx (with its security groups, the VPC and the Trainium subnet), bucket
@@ -185,9 +154,8 @@ class StorageSettings(Section):
         limits.DEFAULT_FSX_THROUGHPUT_PER_TIB
     )
     """Lustre throughput, MB/s per TiB."""
-    ecr_max_images: Annotated[int, Between(limits.ECR_MAX_IMAGES)] = setting(
-        limits.DEFAULT_ECR_MAX_IMAGES
-    )
+    # An int (ruff does not see through the alias): setting() only declares the field.
+    ecr_max_images: EcrMaxImages = setting(limits.DEFAULT_ECR_MAX_IMAGES)  # noqa: RUF009
     """Images the training repository keeps before expiring the oldest."""
     lustre_legacy_rules: bool = setting(False)
     """Upgrading from release 0.1.0: keep its Lustre rules, which open the file system to the
@@ -196,13 +164,6 @@ class StorageSettings(Section):
     the running nodes lose /data until their replacements exist (CHANGELOG.md, 0.2.0). Set
     true for the upgrade, and false again once every node carries the client group; the next
     release drops the rules. Default false: only the client group reaches the file system."""
-    model_prefix: Annotated[
-        str,
-        annotated_types.MaxLen(limits.MODEL_PREFIX_MAX),
-        Satisfies(limits.model_prefix_ok, limits.MODEL_PREFIX_TEXT),
-    ] = setting(limits.DEFAULT_MODEL_PREFIX)
-    """S3 key prefix of the Triton model archives: ends in `/`, at most 512 characters,
-    segments of `A-Za-z0-9._-`, none empty, `.` or `..`."""
     model_bucket_kms: bool = setting(False)
     """Encrypt the model bucket with a customer managed KMS key (SSE-KMS, S3 Bucket Key on,
     rotation on) instead of SSE-S3. Only the endpoint and Triton roles get `kms:Decrypt` on
@@ -540,9 +501,7 @@ class InferenceSettings(Section):
     let `cloudwatch.amazonaws.com` publish, and its KMS key (if any) let CloudWatch use it.
     Default none: each inference stack creates its own KMS-encrypted topic, which only
     CloudWatch alarms of the account may publish to, over TLS only."""
-    alarm_emails: tuple[Annotated[str, Matches(limits.EMAIL_ADDRESS)], ...] = setting(
-        (), uniqueItems=True
-    )
+    alarm_emails: tuple[EmailAddress, ...] = setting((), uniqueItems=True)
     """Email addresses subscribed to the stack's own alarm topic (each confirms the
     subscription from the mail AWS sends). Default none: subscribe yourself to the topic named
     in the stack's `AlarmTopicArn` output. Not with `alarm_topic_arn` (subscribe to your own

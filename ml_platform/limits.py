@@ -356,17 +356,16 @@ _NOT_FOR_VPC = {
 }
 
 
-def vpc_cidr_problems(cidr: str, key: str = "network.cidr") -> list[str]:
-    """Problems of a VPC CIDR: an IPv4 block /16 to /20, not in a special-purpose range."""
+def vpc_cidr_problem(cidr: str) -> str | None:
+    """What is wrong with a VPC CIDR (None: nothing): an IPv4 block /16 to /20, not in a
+    special-purpose range."""
     try:
         net = ipaddress.ip_network(cidr)
     except ValueError:
-        return [f"{key} = {shown(cidr)}: not a CIDR block (host bits must be zero)"]
+        return "not a CIDR block (host bits must be zero)"
     if net.version != 4 or not 16 <= net.prefixlen <= 20:
-        return [f"{key} = {shown(cidr)}: expected an IPv4 block from /16 to /20"]
+        return "expected an IPv4 block from /16 to /20"
     for block, what in _NOT_FOR_VPC.items():
         if net.overlaps(ipaddress.ip_network(block)):
-            return [
-                f"{key} = {shown(cidr)}: overlaps {block}, {what}; use a private range such as 10.0.0.0/16"
-            ]
-    return []
+            return f"overlaps {block}, {what}; use a private range such as 10.0.0.0/16"
+    return None

@@ -4,7 +4,12 @@ group."""
 import aws_cdk as cdk
 
 from ml_platform.app import new_app
-from ml_platform.constructs import LustreStorage, PlatformVpc, TrainingNodeSecurityGroup
+from ml_platform.constructs import (
+    LustreStorage,
+    PlatformVpc,
+    PlatformVpcProps,
+    TrainingNodeSecurityGroup,
+)
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 
@@ -12,7 +17,11 @@ ENV = cdk.Environment(account="111122223333", region="us-east-1")
 def build(app: cdk.App) -> None:
     stack = cdk.Stack(app, "Scratch", env=ENV)
     net = PlatformVpc(
-        stack, "Vpc", availability_zones=["us-east-1a", "us-east-1f"], trainium_az="us-east-1f"
+        stack,
+        "Vpc",
+        props=PlatformVpcProps(
+            availability_zones=("us-east-1a", "us-east-1f"), trainium_az="us-east-1f"
+        ),
     )
     nodes = TrainingNodeSecurityGroup(stack, "Nodes", vpc=net.vpc)
     LustreStorage(

@@ -5,8 +5,13 @@ import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 
 from ml_platform.app import new_app
-from ml_platform.constructs import PlatformVpc, TrainingNodeSecurityGroup, TrainiumNodeGroup
-from ml_platform.constructs.trainium import TrainiumNodeGroupProps
+from ml_platform.constructs import (
+    PlatformVpc,
+    PlatformVpcProps,
+    TrainingNodeSecurityGroup,
+    TrainiumNodeGroup,
+    TrainiumNodeGroupProps,
+)
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 
@@ -14,7 +19,11 @@ ENV = cdk.Environment(account="111122223333", region="us-east-1")
 def build(app: cdk.App) -> None:
     stack = cdk.Stack(app, "TrainiumNodes", env=ENV)
     net = PlatformVpc(
-        stack, "Vpc", availability_zones=["us-east-1a", "us-east-1f"], trainium_az="us-east-1f"
+        stack,
+        "Vpc",
+        props=PlatformVpcProps(
+            availability_zones=("us-east-1a", "us-east-1f"), trainium_az="us-east-1f"
+        ),
     )
     cluster = eks.Cluster.from_cluster_attributes(
         stack,

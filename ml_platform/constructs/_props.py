@@ -9,10 +9,10 @@ and words the problems the same way, with the props' names bare."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from aws_cdk import Token
 from constructs import IConstruct
 
 from ml_platform._settings_parse import validated
@@ -22,6 +22,27 @@ def raise_problems(scope: IConstruct, problems: Sequence[str]) -> None:
     """Raise one ``ValueError`` with every problem of ``scope``'s props (none: return)."""
     if problems:
         raise ValueError(f"{scope.node.path}: " + "; ".join(problems))
+
+
+#: The markers of aws-cdk's encoded tokens (aws-cdk-lib 2.275 core/lib/private/encoding.js:
+#: BEGIN_STRING_TOKEN_MARKER, BEGIN_LIST_TOKEN_MARKER); a number token is a double near
+#: -1.89e289 (DOUBLE_TOKEN_MARKER_BITS). Checked here in Python: ``Token.is_unresolved`` is a
+#: call into Node per value, at every synth.
+_TOKEN_MARKERS = ("${Token[", "#{Token[")
+_NUMBER_TOKEN_MAGNITUDE = 1e288
+
+
+def unresolved(value: Any) -> bool:
+    """Whether ``value`` is, or holds, an unresolved CDK token."""
+    if isinstance(value, str):
+        return any(marker in value for marker in _TOKEN_MARKERS)
+    if isinstance(value, float):
+        return abs(value) >= _NUMBER_TOKEN_MAGNITUDE
+    if isinstance(value, Mapping):
+        return any(unresolved(v) for v in value.values())
+    if isinstance(value, Sequence):
+        return any(unresolved(v) for v in value)
+    return False
 
 
 def _plain(value: Any) -> Any:
@@ -35,16 +56,21 @@ def _plain(value: Any) -> Any:
 
 def shared_problems(props: Any, base: type) -> list[str]:
     """The problems of the fields ``props`` inherits from ``base`` (a settings-section base of
-    :mod:`ml_platform.props`), worded as the settings word them: ``name = value: allowed``. A
-    field whose value is an unresolved token is not checked (it is known at deploy time only);
-    the cross-field rules then read its default."""
-    values = {
-        f.name: _plain(getattr(props, f.name))
-        for f in dataclasses.fields(base)
-        if not Token.is_unresolved(getattr(props, f.name))
-    }
+    :mod:`ml_platform.props`), worded as the settings word them: ``name = value: allowed``.
+
+    A field whose value is an unresolved token is known at deploy time only: it is not checked,
+    and then neither are the cross-field rules (they could read it); every other field still
+    meets its own constraints."""
+    fields = {f.name: getattr(props, f.name) for f in dataclasses.fields(base)}
     problems: list[str] = []
-    validated(base, values, "", problems, label=type(props).__name__, removed={})
+    if not any(unresolved(v) for v in fields.values()):
+        values = {k: _plain(v) for k, v in fields.items()}
+        validated(base, values, "", problems, label=type(props).__name__, removed={})
+        return problems
+    hints = typing.get_type_hints(base, include_extras=True)
+    for name, value in fields.items():
+        if not unresolved(value):
+            validated(hints[name], _plain(value), name, problems, label=name, removed={})
     return problems
 
 

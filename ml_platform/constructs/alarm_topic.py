@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack, Token
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-from ml_platform import limits
 from ml_platform.constructs._kms import restrict_grants
-from ml_platform.constructs._props import raise_problems
+from ml_platform.constructs._props import check_props
+from ml_platform.props.alarm_topic import AlarmTopicPropsBase
 
 __all__ = ["CLOUDWATCH_KEY_ACTIONS", "AlarmTopic", "AlarmTopicProps"]
 
@@ -25,22 +24,12 @@ CLOUDWATCH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
 
 
 @dataclass(frozen=True, kw_only=True)
-class AlarmTopicProps:
-    """The value props of :class:`AlarmTopic` (described there) and the rule they follow, in
-    :meth:`problems`: the construct checks them once, through this object. aws-cdk's
-    ``EmailSubscription`` takes any string, so the addresses are checked here."""
+class AlarmTopicProps(AlarmTopicPropsBase):
+    """The props of :class:`AlarmTopic`: the checked ones of :class:`AlarmTopicPropsBase`
+    (``emails``) and what only the construct takes."""
 
-    emails: Sequence[str] = ()
     removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
-
-    def problems(self) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop."""
-        bad = [
-            e
-            for e in self.emails
-            if not Token.is_unresolved(e) and not limits.EMAIL_ADDRESS.matches(e)
-        ]
-        return [f"emails={bad!r}: expected email addresses"] if bad else []
+    """Of the key (the topic holds no data and is always deleted). Default RETAIN."""
 
 
 class AlarmTopic(Construct):
@@ -54,10 +43,8 @@ class AlarmTopic(Construct):
     ``sns:Publish`` on it (a topic policy does not override them).
 
     Args:
-        emails: Addresses to subscribe (protocol ``email``; each confirms from the mail AWS
-            sends). Default none.
-        removal_policy: Of the key (the topic holds no data and is always deleted). Default
-            RETAIN.
+        props: The topic's props (:class:`AlarmTopicProps`). Default: no subscriptions, key
+            retained.
 
     Attributes:
         topic: The ``sns.Topic`` (id ``Resource``). key: Its KMS key.
@@ -68,13 +55,12 @@ class AlarmTopic(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        emails: Sequence[str] = (),
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
+        props: AlarmTopicProps = AlarmTopicProps(),
     ) -> None:
         super().__init__(scope, construct_id)
-        #: The value props, as checked.
-        self.props = AlarmTopicProps(emails=tuple(emails), removal_policy=removal_policy)
-        raise_problems(self, self.props.problems())
+        #: The props, as checked.
+        self.props = props
+        check_props(self, props, AlarmTopicPropsBase)
         stack = Stack.of(self)
         alarms = stack.format_arn(
             service="cloudwatch",
@@ -92,7 +78,7 @@ class AlarmTopic(Construct):
                 "Key",
                 description=f"Encryption of the CloudWatch alarm topic {self.node.path}",
                 enable_key_rotation=True,
-                removal_policy=removal_policy,
+                removal_policy=props.removal_policy,
             )
         )
         self.key.add_to_resource_policy(
@@ -120,7 +106,7 @@ class AlarmTopic(Construct):
                 conditions=from_own_alarms,
             )
         )
-        for email in emails:
+        for email in props.emails:
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
 
     @property

@@ -9,7 +9,6 @@ __all__ = [
 ]
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aws_cdk import ArnFormat, CfnResource, Fn, RemovalPolicy, Stack, Token
@@ -23,7 +22,7 @@ from ml_platform import limits
 from ml_platform.constructs._kms import restrict_grants
 from ml_platform.constructs._l1 import default_child, find_child
 from ml_platform.constructs._nag import acknowledge_controls
-from ml_platform.constructs._props import raise_problems
+from ml_platform.constructs._props import check_props
 from ml_platform.constructs._security_groups import (
     EFA_SELF_DESCRIPTION as EFA_SELF_DESCRIPTION,
 )
@@ -34,6 +33,7 @@ from ml_platform.constructs._security_groups import (
     allow_efa_within as allow_efa_within,  # re-exported: the public name of the EFA rules
 )
 from ml_platform.constructs.storage import RETAIN
+from ml_platform.props.network import PlatformVpcPropsBase
 
 DATASET_BUCKET = "neuron-s3"
 """The bucket of ``ml_platform.training.jobs.BERT_DATASET_URI`` (a test holds them equal; the
@@ -41,42 +41,34 @@ jobs module is not imported here, it loads TorchX)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class PlatformVpcProps:
-    """The value props of :class:`PlatformVpc` (described there) and every rule they follow,
-    in :meth:`problems`: the construct checks them once, through this object."""
+class PlatformVpcProps(PlatformVpcPropsBase):
+    """The value props of :class:`PlatformVpc`: the fields of
+    :class:`~ml_platform.props.network.PlatformVpcPropsBase` (the settings' ``network``
+    section inherits them too, with their rules) and the construct's own below."""
 
-    availability_zones: Sequence[str]
+    availability_zones: tuple[str, ...]
+    """Two or more distinct AZ names of the stack's region. Required."""
     trainium_az: str
-    cidr: str = limits.DEFAULT_VPC_CIDR
-    nat_gateways: int = limits.DEFAULT_NAT_GATEWAYS
-    flow_log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS
+    """The AZ, among ``availability_zones``, that offers the Trainium instances. Required."""
     removal_policy: RemovalPolicy = RETAIN
+    """Of the flow-log group and its key. Default
+    :data:`~ml_platform.constructs.storage.RETAIN` (RetainExceptOnCreate)."""
     flow_log_group_name: str | None = None
-    restrict_default_security_group: bool = True
+    """Names the flow-log group, which scopes its key to exactly that group (the ARN can then
+    be formatted without a reference to the group). Default: CloudFormation names it and the
+    key serves the account's log groups in the region. Setting or changing it on a deployed VPC
+    replaces the group."""
 
-    def problems(self) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop.
-        aws-cdk 2.275 checks none of them: ``ec2.Vpc`` checks ``nat_gateways`` only with a
-        regional NAT gateway and ``logs.LogGroup`` takes any name."""
-        azs = list(self.availability_zones)
-        errors = []
-        if len(azs) < 2:
-            errors.append(f"availability_zones={azs!r}: expected at least two AZs")
-        if not Token.is_unresolved(self.trainium_az) and self.trainium_az not in azs:
-            errors.append(f"trainium_az={self.trainium_az!r}: expected one of {azs!r}")
-        if not 1 <= self.nat_gateways <= max(len(azs), 1):
-            errors.append(f"nat_gateways={self.nat_gateways}: expected 1 to {len(azs)}")
+    def construct_problems(self) -> list[str]:
+        """The problems of the construct's own props (the shared ones are the base's). aws-cdk
+        2.275 checks none of them: ``logs.LogGroup`` takes any name."""
         name = self.flow_log_group_name
-        if (
-            name is not None
-            and not Token.is_unresolved(name)
-            and not LOG_GROUP_NAME.fullmatch(name)
-        ):
-            errors.append(
-                f"flow_log_group_name={name!r}: expected 1 to 512 of "
-                "A-Z a-z 0-9 . - _ / #, not starting with 'aws/'"
-            )
-        return errors
+        if name is None or Token.is_unresolved(name) or LOG_GROUP_NAME.fullmatch(name):
+            return []
+        return [
+            f"flow_log_group_name = {limits.shown(name)}: expected 1 to 512 of "
+            "A-Z a-z 0-9 . - _ / #, not starting with 'aws/'"
+        ]
 
 
 class PlatformVpc(Construct):
@@ -87,22 +79,10 @@ class PlatformVpc(Construct):
     group and the Lustre file system share its private subnet (:attr:`trainium_subnet`).
 
     Args:
-        cidr: IPv4 block, /16 to /20. Default ``10.0.0.0/16``.
-        availability_zones: Two or more AZ names of the stack's region.
-        trainium_az: The AZ, among ``availability_zones``, that offers the Trainium instances.
-        nat_gateways: NAT gateways. Default 1.
-        flow_log_retention: Flow log retention. Default three months.
-        removal_policy: Of the flow-log group and its key. Default
-            :data:`~ml_platform.constructs.storage.RETAIN` (RetainExceptOnCreate).
-        restrict_default_security_group: Remove every rule of the VPC's default security
-            group (Security Hub EC2.2). aws-cdk does it with a Lambda-backed custom resource.
-            Default true.
-        flow_log_group_name: Names the flow-log group, which scopes its key to exactly that
-            group (the ARN can then be formatted without a reference to the group). Default:
-            CloudFormation names it and the key serves the account's log groups in the
-            region. Setting or changing it on a deployed VPC replaces the group.
+        props: The value props (:class:`PlatformVpcProps`), checked all at once.
 
     Attributes:
+        props: The value props, as checked.
         vpc: The ``ec2.Vpc``.
         s3_endpoint: The S3 gateway endpoint, whose policy is :func:`s3_endpoint_statements`.
         flow_log_group: The flow-log group.
@@ -110,41 +90,19 @@ class PlatformVpc(Construct):
         flow_log: The ``ec2.FlowLog``.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        availability_zones: Sequence[str],
-        trainium_az: str,
-        cidr: str = limits.DEFAULT_VPC_CIDR,
-        nat_gateways: int = limits.DEFAULT_NAT_GATEWAYS,
-        flow_log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
-        removal_policy: RemovalPolicy = RETAIN,
-        flow_log_group_name: str | None = None,
-        restrict_default_security_group: bool = True,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, props: PlatformVpcProps) -> None:
         super().__init__(scope, construct_id)
-        azs = list(availability_zones)
-        #: The value props, as checked.
-        self.props = PlatformVpcProps(
-            availability_zones=tuple(azs),
-            trainium_az=trainium_az,
-            cidr=cidr,
-            nat_gateways=nat_gateways,
-            flow_log_retention=flow_log_retention,
-            removal_policy=removal_policy,
-            flow_log_group_name=flow_log_group_name,
-            restrict_default_security_group=restrict_default_security_group,
-        )
-        raise_problems(self, self.props.problems())
+        self.props = props
+        check_props(self, props, PlatformVpcPropsBase, *props.construct_problems())
+        azs = list(props.availability_zones)
+        cidr = props.cidr
 
         self.vpc = ec2.Vpc(
             self,
             "Resource",
             ip_addresses=ec2.IpAddresses.cidr(cidr),
             availability_zones=azs,
-            nat_gateways=nat_gateways,
+            nat_gateways=props.nat_gateways,
             subnet_configuration=[
                 # The public subnets hold only the NAT gateways (Elastic IPs of their own): no
                 # instance gets a public address there (Control Tower CT.EC2.PR.11); an in-place
@@ -168,18 +126,23 @@ class PlatformVpc(Construct):
             },
             # Security Hub EC2.2: the default security group must allow no traffic.
             # https://docs.aws.amazon.com/securityhub/latest/userguide/ec2-controls.html#ec2-2
-            restrict_default_security_group=restrict_default_security_group,
+            restrict_default_security_group=props.restrict_default_security_group,
         )
         stack = Stack.of(self)
         self.s3_endpoint = find_child(self.vpc, "S3", ec2.GatewayVpcEndpoint)
         for statement in s3_endpoint_statements(stack):
             self.s3_endpoint.add_to_policy(statement)
-        if restrict_default_security_group:
+        if props.restrict_default_security_group:
             _lint_restrict_default_sg_provider(stack)
-        self._flow_logs(stack, flow_log_retention, removal_policy, flow_log_group_name)
-        self.trainium_az = trainium_az
+        self._flow_logs(
+            stack,
+            retention_days(props.flow_log_retention_days),
+            props.removal_policy,
+            props.flow_log_group_name,
+        )
+        self.trainium_az = props.trainium_az
         self.trainium_subnet: ec2.ISubnet = self.vpc.select_subnets(
-            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=[trainium_az]
+            subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=[props.trainium_az]
         ).subnets[0]
 
     def _flow_logs(
@@ -342,6 +305,15 @@ def _lint_restrict_default_sg_provider(stack: Stack) -> None:
 
 
 FLOW_LOG_YEAR = 365
+
+
+def retention_days(days: int) -> logs.RetentionDays:
+    """aws-cdk's ``RetentionDays`` member of ``days`` (one of ``limits.LOG_RETENTION_DAYS``)."""
+    # The members are listed in the same order as the day counts limits accepts.
+    members = list(logs.RetentionDays)[: len(limits.LOG_RETENTION_DAYS)]
+    return dict(zip(limits.LOG_RETENTION_DAYS, members, strict=True))[days]
+
+
 """Retention (days) from which flow logs meet Control Tower CT.CLOUDWATCH.PR.2 (one year)."""
 
 FLOW_LOG_KEY_ACTIONS = (

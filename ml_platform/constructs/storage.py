@@ -52,7 +52,8 @@ from ml_platform.constructs._nag import (
     managed_policy_finding,
 )
 from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
-from ml_platform.constructs._props import raise_problems
+from ml_platform.constructs._props import check_props
+from ml_platform.props.storage import ModelArtifactBucketPropsBase, TrainingImageRepositoryPropsBase
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
 """Lustre's LNet port and the range its clients connect from (988 alone is a known failure).
@@ -98,34 +99,28 @@ def _acknowledge_delete_provider(scope: Construct) -> None:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainingImageRepositoryProps:
-    """The value props of :class:`TrainingImageRepository` (described there) and the rule they
-    follow, in :meth:`problems`: the construct checks them once, through this object.
-    ``repository_name`` is left to aws-cdk's ``ecr.Repository``, which checks it."""
+class TrainingImageRepositoryProps(TrainingImageRepositoryPropsBase):
+    """The props of :class:`TrainingImageRepository`: the checked ones of
+    :class:`TrainingImageRepositoryPropsBase` (``max_images``) and what only the construct
+    takes."""
 
     repository_name: str | None = None
-    max_images: int = limits.DEFAULT_ECR_MAX_IMAGES
+    """Repository name (aws-cdk's ``ecr.Repository`` checks it). Default: CloudFormation picks
+    one."""
     removal_policy: RemovalPolicy = RETAIN
+    """Default :data:`RETAIN` (RetainExceptOnCreate). With DESTROY the registry is emptied on
+    deletion (``empty_on_delete``), so the deletion succeeds."""
     customer_key: bool = False
-
-    def problems(self) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop.
-        aws-cdk's lifecycle rule checks only that a count or an age is set, not its range."""
-        if self.max_images in limits.ECR_MAX_IMAGES:
-            return []
-        return [f"max_images={self.max_images}: expected {limits.ECR_MAX_IMAGES.text}"]
+    """Encrypt with a customer managed KMS key (rotation on) instead of AES256. Default false.
+    Create-only: changing it on a deployed repository replaces it."""
 
 
 class TrainingImageRepository(Construct):
     """ECR repository for the training image: scan on push, immutable tags, expiring old images.
 
     Args:
-        repository_name: Repository name. Default: CloudFormation picks one.
-        max_images: Images kept before the oldest expire. Default 30.
-        removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate). With DESTROY the registry is emptied on deletion
-            (``empty_on_delete``), so the deletion succeeds.
-        customer_key: Encrypt with a customer managed KMS key (rotation on) instead of AES256.
-            Default false. Create-only: changing it on a deployed repository replaces it.
+        props: The repository's props (:class:`TrainingImageRepositoryProps`). Default: a name
+            CloudFormation picks, 30 images, AES256, retained.
 
     Attributes:
         repository: The ``ecr.Repository``.
@@ -136,24 +131,17 @@ class TrainingImageRepository(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        repository_name: str | None = None,
-        max_images: int = limits.DEFAULT_ECR_MAX_IMAGES,
-        removal_policy: RemovalPolicy = RETAIN,
-        customer_key: bool = False,
+        props: TrainingImageRepositoryProps = TrainingImageRepositoryProps(),
     ) -> None:
         super().__init__(scope, construct_id)
-        #: The value props, as checked.
-        self.props = TrainingImageRepositoryProps(
-            repository_name=repository_name,
-            max_images=max_images,
-            removal_policy=removal_policy,
-            customer_key=customer_key,
-        )
-        raise_problems(self, self.props.problems())
+        #: The props, as checked.
+        self.props = props
+        check_props(self, props, TrainingImageRepositoryPropsBase)
+        removal_policy, customer_key = props.removal_policy, props.customer_key
         self.repository = ecr.Repository(
             self,
             "Resource",
-            repository_name=repository_name,
+            repository_name=props.repository_name,
             image_scan_on_push=True,
             image_tag_mutability=ecr.TagMutability.IMMUTABLE,
             # EncryptionConfiguration is create-only: a deployed repository keeps AES256.
@@ -183,9 +171,9 @@ class TrainingImageRepository(Construct):
                     rule_priority=1,
                 ),
                 ecr.LifecycleRule(
-                    description=f"Keep the newest {max_images} images",
+                    description=f"Keep the newest {props.max_images} images",
                     tag_status=ecr.TagStatus.ANY,
-                    max_image_count=max_images,
+                    max_image_count=props.max_images,
                     rule_priority=2,
                 ),
             ],
@@ -281,20 +269,39 @@ class ModelArtifactBucketBase(Construct):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ModelArtifactBucketProps:
-    """The value props of :class:`ModelArtifactBucket` (described there) and the rule they
-    follow, in :meth:`problems`: the construct checks them once, through this object."""
+class ModelArtifactBucketProps(ModelArtifactBucketPropsBase):
+    """The props of :class:`ModelArtifactBucket`: the ones the ``storage`` settings take too
+    (:class:`ModelArtifactBucketPropsBase`: ``model_prefix``, checked) and what only the
+    construct takes."""
 
-    model_prefix: str = limits.DEFAULT_MODEL_PREFIX
     removal_policy: RemovalPolicy = RETAIN
-    publishers: Sequence[str] = ()
-    unconditional_publishers: Sequence[str] = ()
-    administrators: Sequence[str] = ()
+    """Default :data:`RETAIN` (RetainExceptOnCreate; both buckets). With DESTROY both buckets
+    are emptied on deletion (``auto_delete_objects``), so the deletion succeeds."""
     customer_key: bool = False
-
-    def problems(self) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop."""
-        return model_prefix_problems(self.model_prefix)
+    """SSE-KMS with a customer managed key of its own (rotation on, S3 Bucket Key on) instead
+    of SSE-S3, for the model bucket (the access-log bucket stays SSE-S3, the only encryption S3
+    log delivery supports). :meth:`~ModelArtifactBucketBase.grant_read_models` then adds
+    ``kms:Decrypt`` on it. Default false."""
+    publishers: Sequence[str] = ()
+    """ARNs of the IAM roles (or users) that may write and delete archives under the prefix.
+    The bucket policy denies every action but the reads of :data:`ARCHIVE_READ_ACTIONS` there
+    to every other principal (``aws:PrincipalArn``), whatever its IAM policies allow: archives
+    are code the endpoints and Triton pods run, so replication writes, tagging, ACLs and
+    restores are refused too. Default none: nobody writes archives (a synth warning says so)."""
+    unconditional_publishers: Sequence[str] = ()
+    """Publishers also allowed to put an object without ``If-None-Match`` (the deploy-time
+    upload, whose ``aws s3 sync`` re-sends unchanged archives under the same content-versioned
+    names). Everyone else's ``PutObject`` and ``CompleteMultipartUpload`` under the prefix must
+    carry ``If-None-Match``, so no archive is overwritten. Default none."""
+    administrators: Sequence[str] = ()
+    """ARNs of the roles (or users) that may change the model bucket's configuration
+    (:data:`BUCKET_CONFIGURATION_ACTIONS`: lifecycle, replication, versioning, policy,
+    encryption...), besides the CloudFormation execution role of the stack's
+    ``DefaultStackSynthesizer``, which deploys those changes. Everyone else is refused by the
+    bucket policy: a lifecycle rule or a replication rule written by anyone with IAM rights
+    would otherwise delete or replace archives. Default none. With another synthesizer and no
+    administrators the statement is left out (a synth warning says so): it would refuse the
+    deploys themselves."""
 
 
 class ModelArtifactBucket(ModelArtifactBucketBase):
@@ -305,32 +312,8 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
     app's ``@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy`` feature flag says.
 
     Args:
-        model_prefix: Key prefix of the archives (ends in ``/``). Default ``models/``.
-        removal_policy: Default :data:`RETAIN` (RetainExceptOnCreate; both buckets). With DESTROY both buckets are emptied
-            on deletion (``auto_delete_objects``), so the deletion succeeds.
-        customer_key: SSE-KMS with a customer managed key of its own (rotation on, S3 Bucket
-            Key on) instead of SSE-S3, for the model bucket (the access-log bucket stays SSE-S3,
-            the only encryption S3 log delivery supports). :meth:`grant_read_models` then adds
-            ``kms:Decrypt`` on it. Default false.
-        publishers: ARNs of the IAM roles (or users) that may write and delete archives under
-            the prefix. The bucket policy denies every action but the reads of
-            :data:`ARCHIVE_READ_ACTIONS` there to every other principal (``aws:PrincipalArn``),
-            whatever its IAM policies allow: archives are code the endpoints and Triton pods
-            run, so replication writes, tagging, ACLs and restores are refused too. Default
-            none: nobody writes archives (a synth warning says so).
-        administrators: ARNs of the roles (or users) that may change the model bucket's
-            configuration (:data:`BUCKET_CONFIGURATION_ACTIONS`: lifecycle, replication,
-            versioning, policy, encryption...), besides the CloudFormation execution role of
-            the stack's ``DefaultStackSynthesizer``, which deploys those changes. Everyone else
-            is refused by the bucket policy: a lifecycle rule or a replication rule written by
-            anyone with IAM rights would otherwise delete or replace archives. Default none.
-            With another synthesizer and no administrators the statement is left out (a synth
-            warning says so): it would refuse the deploys themselves.
-        unconditional_publishers: Publishers also allowed to put an object without
-            ``If-None-Match`` (the deploy-time upload, whose ``aws s3 sync`` re-sends unchanged
-            archives under the same content-versioned names). Everyone else's ``PutObject``
-            and ``CompleteMultipartUpload`` under the prefix must carry ``If-None-Match``, so
-            no archive is overwritten. Default none.
+        props: The bucket's props (:class:`ModelArtifactBucketProps`). Default: prefix
+            ``models/``, SSE-S3, no publishers or administrators, retained.
 
     Attributes:
         bucket: The model bucket. access_logs: The access-log bucket (``None`` when imported).
@@ -342,29 +325,19 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
         scope: Construct,
         construct_id: str,
         *,
-        model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
-        removal_policy: RemovalPolicy = RETAIN,
-        publishers: Sequence[str] = (),
-        unconditional_publishers: Sequence[str] = (),
-        administrators: Sequence[str] = (),
-        customer_key: bool = False,
+        props: ModelArtifactBucketProps = ModelArtifactBucketProps(),
     ) -> None:
         super().__init__(scope, construct_id)
-        #: The value props, as checked.
-        self.props = ModelArtifactBucketProps(
-            model_prefix=model_prefix,
-            removal_policy=removal_policy,
-            publishers=tuple(publishers),
-            unconditional_publishers=tuple(unconditional_publishers),
-            administrators=tuple(administrators),
-            customer_key=customer_key,
-        )
-        raise_problems(self, self.props.problems())
+        #: The props, as checked.
+        self.props = props
+        check_props(self, props, ModelArtifactBucketPropsBase)
+        removal_policy, customer_key = props.removal_policy, props.customer_key
+        publishers, unconditional_publishers = props.publishers, props.unconditional_publishers
         # Log delivery by bucket policy, not the LogDeliveryWrite ACL, independent of the
         # consumer's cdk.json (the flag is read from the log bucket's scope).
         self.node.set_context(S3_LOG_POLICY_FLAG, True)
         destroy = removal_policy == RemovalPolicy.DESTROY
-        self.model_prefix = model_prefix
+        self.model_prefix = props.model_prefix
         # Both buckets: S3-managed keys, no public access, TLS only, no ACLs (bucket owner
         # enforced), and versioned, so a deleted or overwritten object can be recovered
         # (checkov CKV_AWS_21 asks it of the log bucket too).
@@ -419,7 +392,7 @@ class ModelArtifactBucket(ModelArtifactBucketBase):
 
         self.publishers = (*publishers, *unconditional_publishers)
         self._protect_archives(list(publishers), list(unconditional_publishers), destroy)
-        self._protect_configuration(list(administrators), destroy)
+        self._protect_configuration(list(props.administrators), destroy)
         _acknowledge_delete_provider(self)
         self._acknowledge_controls(self.access_logs, customer_key)
 
@@ -585,7 +558,11 @@ class ImportedModelArtifactBucket(ModelArtifactBucketBase):
         model_prefix: str = limits.DEFAULT_MODEL_PREFIX,
     ) -> None:
         super().__init__(scope, construct_id)
-        _check_prefix(self, model_prefix)
+        check_props(
+            self,
+            ModelArtifactBucketPropsBase(model_prefix=model_prefix),
+            ModelArtifactBucketPropsBase,
+        )
         self.model_prefix = model_prefix
         self.access_logs = None
         self.bucket = (
@@ -677,10 +654,6 @@ def model_prefix_problems(model_prefix: str) -> list[str]:
     if limits.model_prefix_ok(model_prefix):
         return []
     return [f"model_prefix={model_prefix!r}: {limits.MODEL_PREFIX_TEXT}"]
-
-
-def _check_prefix(scope: Construct, model_prefix: str) -> None:
-    raise_problems(scope, model_prefix_problems(model_prefix))
 
 
 def fsx_metric(

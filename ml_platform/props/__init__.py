@@ -11,3 +11,16 @@ docs/configuration.md, and its rules run for a construct built in any app and fo
 
 No module here imports the CDK: the settings are read without starting jsii.
 """
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+__all__ = ["shared_fields"]
+
+
+def shared_fields(source: Any, base: type) -> dict[str, Any]:
+    """The values of ``base``'s fields in ``source`` (a settings section that inherits
+    ``base``), by name: what a stack passes on to the construct's props."""
+    return {f.name: getattr(source, f.name) for f in dataclasses.fields(base)}

@@ -17,15 +17,15 @@ from constructs import Construct
 
 from ml_platform.config import EndpointSettings, InferenceSettings
 from ml_platform.constructs._model_upload import ModelArchiveUpload
-from ml_platform.constructs.alarm_topic import AlarmTopic
+from ml_platform.constructs.alarm_topic import AlarmTopic, AlarmTopicProps
 from ml_platform.constructs.dashboards import EndpointDashboard
+from ml_platform.constructs.network import retention_days
 from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
 from ml_platform.constructs.storage import ModelArtifactBucket, import_model_bucket
 from ml_platform.stack_outputs import (
     ENDPOINTS_DASHBOARD_OUTPUT,
     endpoint_construct_id,
 )
-from ml_platform.stacks.network import _retention
 
 #: Output naming the topic every alarm of the stack notifies.
 ALARM_TOPIC_OUTPUT = "AlarmTopicArn"
@@ -82,7 +82,9 @@ class InferenceStack(Stack):
             topic = sns.Topic.from_topic_arn(self, "AlarmTopic", settings.alarm_topic_arn)
         else:
             self.alarm_topic = AlarmTopic(
-                self, "AlarmTopic", emails=settings.alarm_emails, removal_policy=removal_policy
+                self,
+                "AlarmTopic",
+                props=AlarmTopicProps(emails=settings.alarm_emails, removal_policy=removal_policy),
             )
             topic = self.alarm_topic.topic
         CfnOutput(
@@ -109,7 +111,7 @@ class InferenceStack(Stack):
                 instance_type_changes=settings.instance_type_changes,
                 model_load_gpu_limit_percent=settings.model_load_gpu_limit_percent,
                 alarm_topic=topic,
-                log_retention=_retention(settings.log_retention_days),
+                log_retention=retention_days(settings.log_retention_days),
                 log_removal_policy=removal_policy,
                 log_verbose=settings.triton_log_verbose,
             )

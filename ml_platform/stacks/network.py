@@ -9,14 +9,18 @@ __all__ = [
 from typing import Any
 
 from aws_cdk import CfnOutput, CfnResource, Stack
-from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from ml_platform.config import NetworkSettings
 from ml_platform.constructs._l1 import default_child
-from ml_platform.constructs.network import PlatformVpc, TrainingNodeSecurityGroup
+from ml_platform.constructs.network import (
+    PlatformVpc,
+    PlatformVpcProps,
+    TrainingNodeSecurityGroup,
+)
 from ml_platform.constructs.storage import RETAIN
-from ml_platform.limits import LOG_RETENTION_DAYS
+from ml_platform.props import shared_fields
+from ml_platform.props.network import PlatformVpcPropsBase
 
 
 class NetworkStack(Stack):
@@ -39,16 +43,8 @@ class NetworkStack(Stack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.platform_vpc = PlatformVpc(
-            self,
-            "Vpc",
-            cidr=settings.cidr,
-            availability_zones=settings.availability_zones,
-            trainium_az=settings.trainium_az,
-            nat_gateways=settings.nat_gateways,
-            flow_log_retention=_retention(settings.flow_log_retention_days),
-            restrict_default_security_group=settings.restrict_default_security_group,
-        )
+        props = PlatformVpcProps(**shared_fields(settings, PlatformVpcPropsBase))
+        self.platform_vpc = PlatformVpc(self, "Vpc", props=props)
         self.vpc = self.platform_vpc.vpc
         self.trainium_subnet = self.platform_vpc.trainium_subnet
         self.training_nodes = TrainingNodeSecurityGroup(self, "TrainingNodes", vpc=self.vpc)
@@ -57,10 +53,3 @@ class NetworkStack(Stack):
                 default_child(resource, CfnResource).apply_removal_policy(RETAIN)
         CfnOutput(self, "VpcId", value=self.vpc.vpc_id)
         CfnOutput(self, "TrainiumSubnetId", value=self.trainium_subnet.subnet_id)
-
-
-def _retention(days: int) -> logs.RetentionDays:
-    # RetentionDays members are listed in the same order as the day counts config accepts.
-    return dict(
-        zip(LOG_RETENTION_DAYS, list(logs.RetentionDays)[: len(LOG_RETENTION_DAYS)], strict=False)
-    )[days]

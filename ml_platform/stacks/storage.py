@@ -20,7 +20,9 @@ from ml_platform.constructs.storage import (
     RETAIN,
     LustreStorage,
     ModelArtifactBucket,
+    ModelArtifactBucketProps,
     TrainingImageRepository,
+    TrainingImageRepositoryProps,
 )
 
 LUSTRE_MBPS_PER_NODE = 117
@@ -81,10 +83,12 @@ class StorageStack(Stack):
         self.image_repository = TrainingImageRepository(
             self,
             "TrainingImages",
-            repository_name=image_repository_name,
-            max_images=settings.ecr_max_images,
-            removal_policy=removal,
-            customer_key=settings.image_repository_kms,
+            props=TrainingImageRepositoryProps(
+                repository_name=image_repository_name,
+                max_images=settings.ecr_max_images,
+                removal_policy=removal,
+                customer_key=settings.image_repository_kms,
+            ),
         )
         unconditional = (
             [
@@ -98,12 +102,14 @@ class StorageStack(Stack):
         self.models = ModelArtifactBucket(
             self,
             "Models",
-            model_prefix=settings.model_prefix,
-            removal_policy=removal,
-            publishers=list(archive_publishers),
-            unconditional_publishers=unconditional,
-            administrators=list(bucket_administrators),
-            customer_key=settings.model_bucket_kms,
+            props=ModelArtifactBucketProps(
+                model_prefix=settings.model_prefix,
+                removal_policy=removal,
+                publishers=tuple(archive_publishers),
+                unconditional_publishers=tuple(unconditional),
+                administrators=tuple(bucket_administrators),
+                customer_key=settings.model_bucket_kms,
+            ),
         )
         self.lustre = LustreStorage(
             self,

@@ -16,16 +16,19 @@ from ml_platform.constructs import (
     EndpointDashboard,
     LustreStorage,
     ModelArtifactBucket,
+    ModelArtifactBucketProps,
     PlatformVpc,
+    PlatformVpcProps,
     TrainingDashboard,
     TrainingEksCluster,
     TrainingImageRepository,
+    TrainingImageRepositoryProps,
     TrainingNodeSecurityGroup,
     TrainiumNodeGroup,
+    TrainiumNodeGroupProps,
     TritonMultiModelEndpoint,
     TritonOnEks,
 )
-from ml_platform.constructs.trainium import TrainiumNodeGroupProps
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 AZS = ["us-east-1a", "us-east-1f"]
@@ -90,12 +93,20 @@ def build(app: cdk.App) -> dict[str, object]:
     model_buckets = [
         ModelArtifactBucket(shared, "ModelsA"),
         ModelArtifactBucket(
-            shared, "ModelsB", model_prefix="triton/", removal_policy=cdk.RemovalPolicy.DESTROY
+            shared,
+            "ModelsB",
+            props=ModelArtifactBucketProps(
+                model_prefix="triton/", removal_policy=cdk.RemovalPolicy.DESTROY
+            ),
         ),
     ]
     registries = [
         TrainingImageRepository(shared, "ImagesA"),
-        TrainingImageRepository(shared, "ImagesB", removal_policy=cdk.RemovalPolicy.DESTROY),
+        TrainingImageRepository(
+            shared,
+            "ImagesB",
+            props=TrainingImageRepositoryProps(removal_policy=cdk.RemovalPolicy.DESTROY),
+        ),
     ]
     reader = iam.Role(shared, "Reader", assumed_by=iam.AccountRootPrincipal())
     model_buckets[1].grant_read_models(reader)
@@ -143,9 +154,17 @@ def build(app: cdk.App) -> dict[str, object]:
     ]
 
     clusters_stack = cdk.Stack(app, "Clusters", env=ENV)
-    net = PlatformVpc(clusters_stack, "Net", availability_zones=AZS, trainium_az="us-east-1f")
+    net = PlatformVpc(
+        clusters_stack,
+        "Net",
+        props=PlatformVpcProps(availability_zones=tuple(AZS), trainium_az="us-east-1f"),
+    )
     PlatformVpc(
-        clusters_stack, "Net2", availability_zones=AZS, trainium_az="us-east-1a", cidr="10.1.0.0/16"
+        clusters_stack,
+        "Net2",
+        props=PlatformVpcProps(
+            availability_zones=tuple(AZS), trainium_az="us-east-1a", cidr="10.1.0.0/16"
+        ),
     )
     clusters = [
         TrainingEksCluster(clusters_stack, "Research", vpc=net.vpc, endpoint_access="private"),

@@ -14,7 +14,7 @@ from aws_cdk.assertions import Template
 from ml_platform._cdk_nag import AwsSolutionsChecks
 from ml_platform.app import build_platform, new_app
 from ml_platform.config import Settings, SettingsError
-from ml_platform.constructs.alarm_topic import AlarmTopic
+from ml_platform.constructs.alarm_topic import AlarmTopic, AlarmTopicProps
 from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 ACCOUNT, REGION = "123456789012", "us-west-2"
@@ -128,7 +128,7 @@ def test_cdk_nag_does_check_topics(tmp_path) -> None:
     app = new_app(outdir=str(tmp_path))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
     stack = cdk.Stack(app, "S", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    AlarmTopic(stack, "Alarms", emails=["ops@example.com"])
+    AlarmTopic(stack, "Alarms", props=AlarmTopicProps(emails=("ops@example.com",)))
     sns.Topic(stack, "Careless")
     with pytest.raises(RuntimeError, match="ValidationFailed"):
         app.synth()
@@ -210,18 +210,25 @@ def test_a_topic_elsewhere_or_malformed_is_a_settings_error_naming_it() -> None:
         "subscribe to the stack's own topic; with an existing topic, subscribe to it there (set "
         "one of the two)",
     ]
-    with pytest.raises(ValueError, match=r"emails=\['nope'\]: expected email addresses"):
-        AlarmTopic(cdk.Stack(new_app(), "S"), "T", emails=["nope"])
+    with pytest.raises(ValueError, match=r"emails\[0\] = 'nope': expected an email address"):
+        AlarmTopic(cdk.Stack(new_app(), "S"), "T", props=AlarmTopicProps(emails=("nope",)))
 
 
 def test_the_props_object_holds_the_email_rule_and_the_construct_keeps_it() -> None:
-    from ml_platform.constructs.alarm_topic import AlarmTopicProps
+    from ml_platform.constructs._props import shared_problems
+    from ml_platform.props.alarm_topic import AlarmTopicPropsBase
 
-    assert AlarmTopicProps(emails=("ops@x.com", "nope", "x@")).problems() == [
-        "emails=['nope', 'x@']: expected email addresses"
+    def problems(props: AlarmTopicProps) -> list[str]:
+        return shared_problems(props, AlarmTopicPropsBase)
+
+    expected = "expected an email address such as 'ops@example.com'"
+    assert problems(AlarmTopicProps(emails=("ops@x.com", "nope", "x@"))) == [
+        f"emails[1] = 'nope': {expected}",
+        f"emails[2] = 'x@': {expected}",
     ]
-    assert AlarmTopicProps(emails=("ops@x.com",)).problems() == []
-    with pytest.raises(ValueError, match=r"^S/T: emails=\['nope'\]: expected email addresses$"):
-        AlarmTopic(cdk.Stack(new_app(), "S"), "T", emails=["nope"])
-    topic = AlarmTopic(cdk.Stack(new_app(), "S"), "T", emails=["ops@x.com"])
-    assert topic.props == AlarmTopicProps(emails=("ops@x.com",))
+    assert problems(AlarmTopicProps(emails=("ops@x.com",))) == []
+    with pytest.raises(ValueError, match=rf"^S/T: emails\[0\] = 'nope': {expected}$"):
+        AlarmTopic(cdk.Stack(new_app(), "S"), "T", props=AlarmTopicProps(emails=("nope",)))
+    props = AlarmTopicProps(emails=("ops@x.com",))
+    topic = AlarmTopic(cdk.Stack(new_app(), "S"), "T", props=props)
+    assert topic.props is props

@@ -13,7 +13,11 @@ from aws_cdk.assertions import Annotations, Match, Template
 
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
-from ml_platform.constructs.storage import BUCKET_CONFIGURATION_ACTIONS, ModelArtifactBucket
+from ml_platform.constructs.storage import (
+    BUCKET_CONFIGURATION_ACTIONS,
+    ModelArtifactBucket,
+    ModelArtifactBucketProps,
+)
 from tests.s3_policy import denied
 from tests.support import SynthesizedPlatform
 
@@ -80,7 +84,7 @@ def stack_with(**props) -> tuple[cdk.Stack, dict]:
     stack = cdk.Stack(
         new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
     )
-    ModelArtifactBucket(stack, "Models", **props)
+    ModelArtifactBucket(stack, "Models", props=ModelArtifactBucketProps(**props))
     return stack, Template.from_stack(stack).to_json()
 
 
@@ -393,7 +397,7 @@ def test_another_synthesizer_without_administrators_warns_and_leaves_the_configu
         env=cdk.Environment(account="123456789012", region="us-west-2"),
         synthesizer=cdk.CliCredentialsStackSynthesizer(),
     )
-    ModelArtifactBucket(stack, "Models", publishers=[ADMIN])
+    ModelArtifactBucket(stack, "Models", props=ModelArtifactBucketProps(publishers=(ADMIN,)))
     template = Template.from_stack(stack).to_json()
     assert "ConfigurationOnlyByAdministrators" not in archive_statements(template)
     Annotations.from_stack(stack).has_warning(

@@ -114,5 +114,5 @@ def test_model_bucket_from_name_grants_read_under_the_prefix_only(stack: cdk.Sta
         {"Action": "s3:PutObject", "Effect": "Allow", "Resource": arn("/ensembles/*")},
     ]
     assert any("ecr:BatchGetImage" in s["Action"] for s in statements)
-    with pytest.raises(ValueError, match=r"model_prefix='/abs/'"):
+    with pytest.raises(ValueError, match=r"^Team/Bad: model_prefix = '/abs/': expected a relative"):
         ModelArtifactBucket.from_bucket_name(stack, "Bad", "x", model_prefix="/abs/")

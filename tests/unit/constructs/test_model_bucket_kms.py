@@ -12,7 +12,12 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
-from ml_platform.constructs.storage import ModelArtifactBucket, TrainingImageRepository
+from ml_platform.constructs.storage import (
+    ModelArtifactBucket,
+    ModelArtifactBucketProps,
+    TrainingImageRepository,
+    TrainingImageRepositoryProps,
+)
 from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, synthesize
 
 
@@ -28,7 +33,7 @@ def _of(template: dict, kind: str) -> dict[str, dict]:
 
 def test_customer_key_encrypts_the_model_bucket_only_and_readers_get_decrypt() -> None:
     stack = _stack()
-    models = ModelArtifactBucket(stack, "Models", customer_key=True)
+    models = ModelArtifactBucket(stack, "Models", props=ModelArtifactBucketProps(customer_key=True))
     reader = iam.Role(stack, "Reader", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
     models.grant_read_models(reader)
     iam.Role(stack, "Bystander", assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"))
@@ -66,7 +71,9 @@ def test_customer_key_encrypts_the_model_bucket_only_and_readers_get_decrypt() -
 def test_default_stays_sse_s3_and_aes256() -> None:
     stack = _stack()
     ModelArtifactBucket(stack, "Models")
-    TrainingImageRepository(stack, "Images", repository_name="training")
+    TrainingImageRepository(
+        stack, "Images", props=TrainingImageRepositoryProps(repository_name="training")
+    )
     template = Template.from_stack(stack).to_json()
     assert _of(template, "AWS::KMS::Key") == {}
     (repo,) = _of(template, "AWS::ECR::Repository").values()
@@ -76,7 +83,11 @@ def test_default_stays_sse_s3_and_aes256() -> None:
 
 def test_image_repository_customer_key() -> None:
     stack = _stack()
-    TrainingImageRepository(stack, "Images", repository_name="training", customer_key=True)
+    TrainingImageRepository(
+        stack,
+        "Images",
+        props=TrainingImageRepositoryProps(repository_name="training", customer_key=True),
+    )
     template = Template.from_stack(stack).to_json()
     ((key_id, key),) = _of(template, "AWS::KMS::Key").items()
     assert GRANTS_ONLY_FOR_AWS_RESOURCES in key["Properties"]["KeyPolicy"]["Statement"]

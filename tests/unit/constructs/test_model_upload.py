@@ -11,7 +11,7 @@ from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
 from ml_platform.constructs._model_upload import ModelArchiveUpload
-from ml_platform.constructs.storage import ModelArtifactBucket
+from ml_platform.constructs.storage import ModelArtifactBucket, ModelArtifactBucketProps
 
 ENV = cdk.Environment(account="111122223333", region="eu-west-1")
 
@@ -28,7 +28,9 @@ def _folder(tmp_path: Path) -> Path:
 
 def test_the_upload_sits_in_its_scope_and_writes_only_under_the_prefix(tmp_path: Path) -> None:
     stack = cdk.Stack(new_app(), "Team", env=ENV)
-    models = ModelArtifactBucket(stack, "Models", model_prefix="ens/")
+    models = ModelArtifactBucket(
+        stack, "Models", props=ModelArtifactBucketProps(model_prefix="ens/")
+    )
     upload = ModelArchiveUpload(stack, source_dir=str(_folder(tmp_path)), models=models)
     # No construct level of its own: the ids the inference stack always gave them.
     assert (upload.role.node.path, upload.deployment.node.path) == (

@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
+import typing
+
 import aws_cdk as cdk
 import pytest
 
 from ml_platform.app import new_app
+from ml_platform.config import StorageSettings
+from ml_platform.constructs._props import shared_problems
 from ml_platform.constructs.storage import (
     RETAIN,
     ModelArtifactBucket,
     ModelArtifactBucketProps,
     TrainingImageRepository,
     TrainingImageRepositoryProps,
+)
+from ml_platform.limits import MODEL_PREFIX_TEXT
+from ml_platform.props.storage import (
+    EcrMaxImages,
+    ModelArtifactBucketPropsBase,
+    TrainingImageRepositoryPropsBase,
 )
 
 
@@ -22,27 +32,46 @@ def _stack() -> cdk.Stack:
 
 
 def test_the_repository_props_hold_the_image_count_rule() -> None:
-    assert TrainingImageRepositoryProps().problems() == []
-    assert TrainingImageRepositoryProps(max_images=1000).problems() == []
-    assert TrainingImageRepositoryProps(max_images=0).problems() == [
-        "max_images=0: expected 1 to 1000"
+    def problems(props: TrainingImageRepositoryProps) -> list[str]:
+        return shared_problems(props, TrainingImageRepositoryPropsBase)
+
+    assert problems(TrainingImageRepositoryProps()) == []
+    assert problems(TrainingImageRepositoryProps(max_images=1000)) == []
+    assert problems(TrainingImageRepositoryProps(max_images=0)) == [
+        "max_images = 0: expected 1 to 1000"
     ]
     stack = _stack()
-    with pytest.raises(ValueError, match=r"^S/Bad: max_images=1001: expected 1 to 1000$"):
-        TrainingImageRepository(stack, "Bad", max_images=1001)
-    repo = TrainingImageRepository(stack, "Repo", max_images=5)
-    assert repo.props == TrainingImageRepositoryProps(max_images=5, removal_policy=RETAIN)
+    with pytest.raises(ValueError, match=r"^S/Bad: max_images = 1001: expected 1 to 1000$"):
+        TrainingImageRepository(stack, "Bad", props=TrainingImageRepositoryProps(max_images=1001))
+    props = TrainingImageRepositoryProps(max_images=5)
+    repo = TrainingImageRepository(stack, "Repo", props=props)
+    assert repo.props is props
+    assert props == TrainingImageRepositoryProps(max_images=5, removal_policy=RETAIN)
+
+
+def test_the_settings_count_images_with_the_repository_type() -> None:
+    hints = typing.get_type_hints(StorageSettings, include_extras=True)
+    base = typing.get_type_hints(TrainingImageRepositoryPropsBase, include_extras=True)
+    assert hints["ecr_max_images"] == base["max_images"] == EcrMaxImages
 
 
 def test_the_bucket_props_hold_the_prefix_rule() -> None:
-    assert ModelArtifactBucketProps().problems() == []
-    assert [p.split("=", 1)[0] for p in ModelArtifactBucketProps(model_prefix="x").problems()] == [
-        "model_prefix"
+    def problems(props: ModelArtifactBucketProps) -> list[str]:
+        return shared_problems(props, ModelArtifactBucketPropsBase)
+
+    assert problems(ModelArtifactBucketProps()) == []
+    assert problems(ModelArtifactBucketProps(model_prefix="x")) == [
+        f"model_prefix = 'x': {MODEL_PREFIX_TEXT}"
     ]
+    assert issubclass(StorageSettings, ModelArtifactBucketPropsBase)
     stack = _stack()
-    with pytest.raises(ValueError, match=r"^S/Bad: model_prefix='x': "):
-        ModelArtifactBucket(stack, "Bad", model_prefix="x")
-    bucket = ModelArtifactBucket(stack, "Models", publishers=["arn:aws:iam::123456789012:role/P"])
+    with pytest.raises(ValueError, match=r"^S/Bad: model_prefix = 'x': expected a relative "):
+        ModelArtifactBucket(stack, "Bad", props=ModelArtifactBucketProps(model_prefix="x"))
+    bucket = ModelArtifactBucket(
+        stack,
+        "Models",
+        props=ModelArtifactBucketProps(publishers=("arn:aws:iam::123456789012:role/P",)),
+    )
     assert bucket.props == ModelArtifactBucketProps(
         publishers=("arn:aws:iam::123456789012:role/P",)
     )

@@ -36,7 +36,7 @@ def test_model_bucket_import_is_its_own_class_with_the_shared_interface() -> Non
     }
     Template.from_stack(stack).resource_count_is("AWS::S3::Bucket", 0)
     with pytest.raises(
-        ValueError, match=r"Bad: model_prefix='/x': expected a relative S3 key prefix"
+        ValueError, match=r"Bad: model_prefix = '/x': expected a relative S3 key prefix"
     ):
         ModelArtifactBucket.from_bucket_name(stack, "Bad", "team", model_prefix="/x")
 

@@ -311,14 +311,17 @@ def test_every_construct_taking_a_prefix_applies_the_settings_rule(prefix: str) 
     (limits.model_prefix_ok): before, they only checked a leading and a trailing '/'."""
 
     from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
-    from ml_platform.constructs.storage import ModelArtifactBucket
-    from ml_platform.limits import MODEL_PREFIX_TEXT, model_prefix_ok
+    from ml_platform.constructs.storage import ModelArtifactBucket, ModelArtifactBucketProps
+    from ml_platform.limits import MODEL_PREFIX_TEXT, model_prefix_ok, shown
 
     assert not model_prefix_ok(prefix)
     stack, cluster, bucket = _cluster_and_bucket()
     expected = re.escape(f"model_prefix={prefix!r}: {MODEL_PREFIX_TEXT}")
-    with pytest.raises(ValueError, match=expected):
-        ModelArtifactBucket(stack, "Models", model_prefix=prefix)
+    # Worded as the settings word it (a long value elided).
+    with pytest.raises(
+        ValueError, match=re.escape(f"model_prefix = {shown(prefix)}: {MODEL_PREFIX_TEXT}")
+    ):
+        ModelArtifactBucket(stack, "Models", props=ModelArtifactBucketProps(model_prefix=prefix))
     with pytest.raises(ValueError, match=expected):
         TritonMultiModelEndpoint(
             stack,

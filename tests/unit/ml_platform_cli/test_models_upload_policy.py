@@ -24,7 +24,7 @@ from aws_cdk.assertions import Template
 from botocore.exceptions import ClientError
 
 from ml_platform.app import new_app
-from ml_platform.constructs.storage import ModelArtifactBucket
+from ml_platform.constructs.storage import ModelArtifactBucket, ModelArtifactBucketProps
 from ml_platform_cli.archives import version_archive
 from tests.helpers.cli import ENSEMBLE, MODEL, create_storage_stack, write_tar, write_versioned
 from tests.s3_policy import denied
@@ -89,7 +89,7 @@ def enforced(aws, monkeypatch):
     stack = cdk.Stack(
         new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
     )
-    ModelArtifactBucket(stack, "Models", publishers=[PUBLISHER])
+    ModelArtifactBucket(stack, "Models", props=ModelArtifactBucketProps(publishers=(PUBLISHER,)))
     policy = json.dumps(bucket_policy(Template.from_stack(stack).to_json()))
     boto3.client("s3", region_name="us-west-2").put_bucket_policy(
         Bucket=bucket, Policy=policy.replace(BUCKET_ARN, f"arn:aws:s3:::{bucket}")

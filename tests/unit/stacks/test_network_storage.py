@@ -11,6 +11,8 @@ from aws_cdk.assertions import Match, Template
 
 from ml_platform.app import new_app
 from ml_platform.constructs import LustreStorage, ModelArtifactBucket, PlatformVpc
+from ml_platform.constructs.network import PlatformVpcProps
+from ml_platform.constructs.storage import ModelArtifactBucketProps
 from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 # Logical IDs of stateful resources: renaming one replaces (and loses) the resource.
@@ -106,9 +108,11 @@ def test_flow_log_group_and_key_can_opt_out_of_retain() -> None:
     PlatformVpc(
         stack,
         "Vpc",
-        availability_zones=["us-west-2a", "us-west-2b"],
-        trainium_az="us-west-2a",
-        removal_policy=cdk.RemovalPolicy.DESTROY,
+        props=PlatformVpcProps(
+            availability_zones=("us-west-2a", "us-west-2b"),
+            trainium_az="us-west-2a",
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        ),
     )
     t = Template.from_stack(stack)
     t.has_resource("AWS::KMS::Key", {"DeletionPolicy": "Delete"})
@@ -313,7 +317,9 @@ def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
         clients=[sg],
         removal_policy=cdk.RemovalPolicy.DESTROY,
     )
-    ModelArtifactBucket(stack, "Models", removal_policy=cdk.RemovalPolicy.DESTROY)
+    ModelArtifactBucket(
+        stack, "Models", props=ModelArtifactBucketProps(removal_policy=cdk.RemovalPolicy.DESTROY)
+    )
     t = Template.from_stack(stack)
     t.has_resource("AWS::FSx::FileSystem", {"DeletionPolicy": "Delete"})
     t.has_resource("AWS::S3::Bucket", {"DeletionPolicy": "Delete"})
@@ -331,10 +337,12 @@ def test_construct_validation_reports_all_problems() -> None:
         )
     with pytest.raises(RuntimeError, match=r"perUnitStorageThroughput must be 125, 250.*got: 200"):
         LustreStorage(stack, "Fs2", vpc=vpc, subnet=vpc.private_subnets[0], throughput_per_tib=200)
-    with pytest.raises(ValueError, match=r"availability_zones=\['a'\].*trainium_az='b'"):
-        PlatformVpc(stack, "Bad", availability_zones=["a"], trainium_az="b")
-    with pytest.raises(ValueError, match="model_prefix='/x'"):
-        ModelArtifactBucket(stack, "Models", model_prefix="/x")
+    with pytest.raises(ValueError, match=r"availability_zones = \['a'\].*trainium_az = 'b'"):
+        PlatformVpc(
+            stack, "Bad", props=PlatformVpcProps(availability_zones=("a",), trainium_az="b")
+        )
+    with pytest.raises(ValueError, match=r"^S/Models: model_prefix = '/x': expected a relative"):
+        ModelArtifactBucket(stack, "Models", props=ModelArtifactBucketProps(model_prefix="/x"))
 
 
 def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
@@ -344,9 +352,11 @@ def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
     vpc = PlatformVpc(
         stack,
         "Vpc",
-        availability_zones=["us-west-2a", "us-west-2b"],
-        trainium_az="us-west-2a",
-        flow_log_group_name="/ml-platform/S/vpc-flow-logs",
+        props=PlatformVpcProps(
+            availability_zones=("us-west-2a", "us-west-2b"),
+            trainium_az="us-west-2a",
+            flow_log_group_name="/ml-platform/S/vpc-flow-logs",
+        ),
     )
     resources = Template.from_stack(stack).to_json()["Resources"]
     group = resources[stack.get_logical_id(vpc.flow_log_group.node.default_child)]
@@ -370,21 +380,22 @@ def test_a_named_flow_log_group_gets_a_key_for_exactly_that_group() -> None:
             }
         }
     }
-    with pytest.raises(ValueError, match=r"flow_log_group_name='aws/x': expected 1 to 512"):
+    azs = ("us-west-2a", "us-west-2b")
+    with pytest.raises(ValueError, match=r"flow_log_group_name = 'aws/x': expected 1 to 512"):
         PlatformVpc(
             stack,
             "Bad",
-            availability_zones=["us-west-2a", "us-west-2b"],
-            trainium_az="us-west-2a",
-            flow_log_group_name="aws/x",
+            props=PlatformVpcProps(
+                availability_zones=azs, trainium_az="us-west-2a", flow_log_group_name="aws/x"
+            ),
         )
-    with pytest.raises(ValueError, match=r"flow_log_group_name='a b'"):
+    with pytest.raises(ValueError, match=r"flow_log_group_name = 'a b'"):
         PlatformVpc(
             stack,
             "Bad2",
-            availability_zones=["us-west-2a", "us-west-2b"],
-            trainium_az="us-west-2a",
-            flow_log_group_name="a b",
+            props=PlatformVpcProps(
+                availability_zones=azs, trainium_az="us-west-2a", flow_log_group_name="a b"
+            ),
         )
 
 
@@ -607,9 +618,11 @@ def test_default_security_group_is_emptied(synth: SynthesizedPlatform) -> None:
             new_app(), "Off", env=cdk.Environment(account="123456789012", region="eu-west-1")
         ),
         "Vpc",
-        availability_zones=["eu-west-1a", "eu-west-1b"],
-        trainium_az="eu-west-1a",
-        restrict_default_security_group=False,
+        props=PlatformVpcProps(
+            availability_zones=("eu-west-1a", "eu-west-1b"),
+            trainium_az="eu-west-1a",
+            restrict_default_security_group=False,
+        ),
     )
     assert not Template.from_stack(cdk.Stack.of(app_off)).find_resources(
         "Custom::VpcRestrictDefaultSG"
