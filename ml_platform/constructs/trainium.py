@@ -40,6 +40,7 @@ from ml_platform.constructs._props import check_props
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
 from ml_platform.constructs._user_data import efa_node_user_data
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
+from ml_platform.limits import shown
 from ml_platform.props.trainium import TrainiumPropsBase
 from ml_platform.versions import NEURON_AMI_RELEASE_LATEST
 
@@ -333,12 +334,9 @@ class TrainiumNodeGroupProps(EfaLaunchTemplateProps):
                 or not limits.AMI_RELEASE_VERSION.matches(release)
             )
         ):
-            errors.append(
-                Problem(
-                    {"release_version": release},
-                    "expected an EKS AMI release version such as '1.35.6-20260625' (None: EKS's "
-                    "newest)",
-                ).worded()
+            errors.append(  # worded here: a dict keyed release_version reads as a jsii struct
+                f"release_version = {shown(release)}: expected an EKS AMI release version such as "
+                "'1.35.6-20260625' (None: EKS's newest)"
             )
         # aws-cdk's eks_v2.Nodegroup (aws-cdk-lib 2.275.0, managed-nodegroup.js) checks only
         # desired <= max and min <= desired, once the launch template and role exist; the one
