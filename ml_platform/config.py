@@ -47,14 +47,14 @@ from ml_platform.image_pins import (
     ImagePolicy,
 )
 from ml_platform.instances import (
-    EKS_GPU_INSTANCES,
     SAGEMAKER_MME_GPU_INSTANCES,
 )
-from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, IntRange, shown
+from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, shown
 from ml_platform.props.alarm_topic import EmailAddress
 from ml_platform.props.network import PlatformVpcPropsBase
 from ml_platform.props.storage import EcrMaxImages, ModelArtifactBucketPropsBase
 from ml_platform.props.trainium import TrainiumPropsBase
+from ml_platform.props.triton_eks import TritonOnEksPropsBase
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
     DEFAULT_INFERENCE_AMI_VERSION,
@@ -69,7 +69,6 @@ from ml_platform.stack_outputs import endpoint_name_clashes
 from ml_platform.triton.archive_names import ArchiveRef, parse_ref, ref_problems
 from ml_platform.triton.kinds import (
     BUILT_IN_ARCHIVES,
-    DEFAULT_EKS_ARCHIVES,
     DEFAULT_ENDPOINT_ARCHIVES,
 )
 from ml_platform.triton.targets import gpu_problem
@@ -575,80 +574,38 @@ class InferenceSettings(Section):
         return out
 
 
-@dataclass(frozen=True)
-class TritonOnEksSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class TritonOnEksSettings(TritonOnEksPropsBase):
     """Triton served from the EKS cluster on a GPU node group."""
 
-    gpu_instance_type: Annotated[str, OneOf(tuple(sorted(EKS_GPU_INSTANCES)))] = setting(
-        limits.DEFAULT_GPU_INSTANCE_TYPE
-    )
-    """Single-GPU EC2 instance type of the GPU node group."""
-    gpu_nodes: Annotated[int, Between(IntRange(1, limits.GPU_MAX_NODES))] = setting(
-        limits.DEFAULT_GPU_NODES
-    )
-    """GPU nodes: the node group's desired and maximum size (nothing in the platform scales
-    it)."""
     min_gpu_nodes: int | None = setting(None, minimum=0, maximum=limits.GPU_MAX_NODES)
     """The GPU node group's minimum. Default: `gpu_nodes` (0 lets the group scale to
     nothing)."""
-    replicas: int = setting(limits.DEFAULT_REPLICAS, minimum=1, maximum=limits.GPU_MAX_NODES)
-    """Triton replicas: fixed (no autoscaler), at most `gpu_nodes` (each takes a whole
-    single-GPU node)."""
-    max_surge: int = setting(0, minimum=0, maximum=limits.GPU_MAX_NODES)
-    """Pods a rollout starts before stopping old ones; each needs a spare GPU node, so
-    `replicas + max_surge <= gpu_nodes`. Default 0: a rollout stops a pod first, which with one
-    replica makes every rollout an outage (synthesis warns, `ml-platform:tritonRolloutOutage`).
-    1 with `gpu_nodes = replicas + 1`: old pods serve until the new one is ready (the spare
-    node costs a GPU instance)."""
-    archives: tuple[str, ...] = setting(DEFAULT_EKS_ARCHIVES, minItems=1, uniqueItems=True)
-    """Archives the Triton pods load: logical names of the archives this repository builds
-    (the newest version under the prefix at pod start) or exact versions (`NAME@vXXXXXXXX`),
-    one per ensemble. Default both ensembles, the text one with its ONNX encoder (runs on any
-    GPU; a `model_trt_python_<gpu>` archive must target `gpu_instance_type`'s GPU)."""
 
     @property
     def archive_refs(self) -> tuple[ArchiveRef, ...]:
         return tuple(parse_ref(a) for a in self.archives)
 
-    def problems(self) -> list[str]:
-        out = []
+    def problems(self) -> list[str | Problem]:
+        out: list[str | Problem] = []
         if self.min_gpu_nodes is not None and not 0 <= self.min_gpu_nodes <= self.gpu_nodes:
             out.append(
-                f"triton_on_eks.min_gpu_nodes = {self.min_gpu_nodes}: expected 0 to gpu_nodes "
-                f"({self.gpu_nodes})"
+                Problem(
+                    {"min_gpu_nodes": self.min_gpu_nodes},
+                    f"expected 0 to gpu_nodes ({self.gpu_nodes})",
+                )
             )
-        if not 1 <= self.replicas <= self.gpu_nodes:
-            out.append(
-                f"triton_on_eks.replicas = {self.replicas}: expected 1 to gpu_nodes "
-                f"({self.gpu_nodes}): each replica takes a whole single-GPU node"
-            )
-        elif self.max_surge and self.replicas + self.max_surge > self.gpu_nodes:
-            out.append(
-                f"triton_on_eks.max_surge = {self.max_surge}: expected replicas + max_surge <= "
-                f"gpu_nodes ({self.replicas} + {self.max_surge} > {self.gpu_nodes}): a surge pod "
-                "needs a spare single-GPU node"
-            )
-        return out + self._archive_problems()
-
-    def _archive_problems(self) -> list[str]:
-        out = ref_problems("triton_on_eks.archives", self.archives)
+        out += super().problems()
+        # App-level: the settings name no models, so Triton loads those of built-in archives.
         for i, archive in enumerate(self.archives):
             if archive.split("@")[0] not in BUILT_IN_ARCHIVES:
                 out.append(
-                    f"triton_on_eks.archives[{i}] = {shown(archive)}: Triton on EKS loads the models of "
-                    f"the archives this repository builds, expected one of {list(BUILT_IN_ARCHIVES)} "
-                    "(optionally @vXXXXXXXX)"
+                    Problem(
+                        {f"archives[{i}]": archive},
+                        "Triton on EKS loads the models of the archives this repository builds, "
+                        f"expected one of {list(BUILT_IN_ARCHIVES)} (optionally @vXXXXXXXX)",
+                    )
                 )
-            problem = gpu_problem(f"triton_on_eks.archives[{i}]", archive, self.gpu_instance_type)
-            if problem:
-                out.append(problem)
-        logicals = [a.split("@")[0] for a in self.archives]
-        twice = sorted({name for name in logicals if logicals.count(name) > 1})
-        if twice:
-            out.append(
-                f"triton_on_eks.archives: {twice} named more than once (one version of an "
-                "ensemble per Triton server: their model names would clash)"
-            )
         return out
 
 

@@ -6,6 +6,7 @@ import aws_cdk as cdk
 from ml_platform.app import new_app
 from ml_platform.constructs import (
     LustreStorage,
+    LustreStorageProps,
     PlatformVpc,
     PlatformVpcProps,
     TrainingNodeSecurityGroup,
@@ -30,7 +31,7 @@ def build(app: cdk.App) -> None:
         vpc=net.vpc,
         subnet=net.trainium_subnet,
         clients=[nodes.security_group],
-        storage_capacity_gib=2400,
+        props=LustreStorageProps(storage_capacity_gib=2400),
     )
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 __all__ = [
     "GpuNodeGroup",
     "GpuNodeGroupProps",
+    "GpuNodeGroupPropsBase",
 ]
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Annotated
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
@@ -16,6 +18,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ml_platform import limits
+from ml_platform._settings_parse import Section, setting
 from ml_platform.constructs._nodegroup import (
     accelerator_node_group,
     configure_node_role,
@@ -24,42 +27,55 @@ from ml_platform.constructs._nodegroup import (
     reserved_label_problems,
     size_problems,
 )
-from ml_platform.constructs._props import raise_problems
-from ml_platform.instances import EKS_GPU_INSTANCES, GPU
+from ml_platform.constructs._props import check_props
+from ml_platform.instances import GPU
+from ml_platform.props.triton_eks import GPU_INSTANCE_TYPES
 
 MAX_GPU_NODES = limits.GPU_MAX_NODES
 
 
 @dataclass(frozen=True, kw_only=True)
-class GpuNodeGroupProps:
-    """The value props of :class:`GpuNodeGroup` (described there) and every rule they follow,
-    in :meth:`problems`: the construct checks them once, through this object."""
+class GpuNodeGroupPropsBase(Section):
+    """The props of :class:`GpuNodeGroup` checked as the settings check theirs."""
 
-    instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE
+    instance_type: Annotated[str, GPU_INSTANCE_TYPES] = setting(limits.DEFAULT_GPU_INSTANCE_TYPE)
+    """A type of :data:`~ml_platform.instances.EKS_GPU_INSTANCES`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuNodeGroupProps(GpuNodeGroupPropsBase):
+    """The value props of :class:`GpuNodeGroup` (aws-cdk's ``Nodegroup`` names for the sizes,
+    as :class:`TrainiumNodeGroup`) and the rules among them."""
+
     desired_size: int = limits.DEFAULT_GPU_NODES
+    """Desired nodes."""
     min_size: int | None = None
+    """Minimum nodes. Default ``desired_size``."""
     max_size: int = 2
+    """Maximum nodes."""
     labels: Mapping[str, str] | None = None
+    """Extra node labels. Default none."""
     ssm_access: bool = False
+    """``AmazonSSMManagedInstanceCore`` on the node role (break-glass Session Manager
+    access)."""
 
     @property
     def resolved_min_size(self) -> int:
         """``min_size``, or ``desired_size`` when it is not given."""
         return self.desired_size if self.min_size is None else self.min_size
 
-    def problems(self) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop."""
-        out = []
-        if self.instance_type not in EKS_GPU_INSTANCES:
-            out.append(
-                f"instance_type={self.instance_type!r}: expected one of {sorted(EKS_GPU_INSTANCES)}"
-            )
+    def construct_problems(self) -> list[str]:
+        """The problems of the props the base does not check (empty when there is none),
+        each naming the prop."""
+        # aws-cdk's Nodegroup (aws-cdk-lib 2.275.0, aws-eks-v2/lib/managed-nodegroup.js) refuses
+        # only min > desired and desired > max, one at a time and after children exist; the
+        # bounds (min >= 0, 1 <= max <= 20) are ours, so the rule stays here, reported with the rest.
         sizes = {
             "min_size": self.resolved_min_size,
             "desired_size": self.desired_size,
             "max_size": self.max_size,
         }
-        return out + size_problems(sizes, MAX_GPU_NODES) + reserved_label_problems(self.labels)
+        return size_problems(sizes, MAX_GPU_NODES) + reserved_label_problems(self.labels)
 
 
 class GpuNodeGroup(Construct):
@@ -70,14 +86,9 @@ class GpuNodeGroup(Construct):
 
     Args:
         cluster: The cluster. Required.
-        instance_type: A type of :data:`~ml_platform.instances.EKS_GPU_INSTANCES`. Default
-            ``g5.2xlarge``.
-        desired_size: Desired nodes. Default 1. min_size: Default ``desired_size``.
-        max_size: Default 2. (aws-cdk's ``Nodegroup`` names, as :class:`TrainiumNodeGroup`.)
+        props: The value props (:class:`GpuNodeGroupProps`, each field described there).
+            Default: every field's default.
         subnets: Subnets of the nodes. Default: the VPC's private subnets with egress.
-        labels: Extra node labels. Default none.
-        ssm_access: ``AmazonSSMManagedInstanceCore`` on the node role (break-glass Session
-            Manager access). Default false.
 
     Attributes:
         launch_template: The ``CfnLaunchTemplate``.
@@ -91,38 +102,26 @@ class GpuNodeGroup(Construct):
         construct_id: str,
         *,
         cluster: eks.ICluster,
-        instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE,
-        desired_size: int = limits.DEFAULT_GPU_NODES,
-        min_size: int | None = None,
-        max_size: int = 2,
+        props: GpuNodeGroupProps = GpuNodeGroupProps(),
         subnets: ec2.SubnetSelection | None = None,
-        labels: Mapping[str, str] | None = None,
-        ssm_access: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         #: The value props, as checked.
-        self.props = GpuNodeGroupProps(
-            instance_type=instance_type,
-            desired_size=desired_size,
-            min_size=min_size,
-            max_size=max_size,
-            labels=labels,
-            ssm_access=ssm_access,
-        )
-        raise_problems(self, self.props.problems())
+        self.props = props
+        check_props(self, props, GpuNodeGroupPropsBase, *props.construct_problems())
         self.launch_template = hardened_launch_template(self, "LaunchTemplate", root_volume_gib=100)
         self.node_group = accelerator_node_group(
             self,
             kind=GPU,
             cluster=cluster,
-            instance_type=instance_type,
+            instance_type=props.instance_type,
             launch_template=launch_template_spec(self.launch_template),
             subnets=subnets or ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
             min_size=self.props.resolved_min_size,
-            desired_size=desired_size,
-            max_size=max_size,
-            labels=labels,
+            desired_size=props.desired_size,
+            max_size=props.max_size,
+            labels=props.labels,
         )
         # aws-cdk made the role (``NodeGroupRole``); reset its policies in place.
         self.role: iam.IRole = self.node_group.role
-        configure_node_role(self.role, ssm_access)
+        configure_node_role(self.role, props.ssm_access)

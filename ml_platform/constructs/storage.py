@@ -11,6 +11,7 @@ __all__ = [
     "ImportedModelArtifactBucket",
     "LustreStorage",
     "LustreStorageBase",
+    "LustreStorageProps",
     "ModelArtifactBucket",
     "ModelArtifactBucketBase",
     "ModelArtifactBucketProps",
@@ -719,6 +720,23 @@ class LustreStorageBase(Construct):
         return self.metric("FreeDataStorageCapacity", **{"statistic": "Minimum", **options})
 
 
+@dataclass(frozen=True, kw_only=True)
+class LustreStorageProps:
+    """The value props of :class:`LustreStorage`. None is checked here: aws-cdk's
+    ``LustreFileSystem`` refuses the capacity and throughput PERSISTENT_2 does not take (read in
+    aws-cdk-lib 2.275.0, ``aws-fsx/lib/lustre-file-system.js``); the settings
+    (``storage.fsx_storage_gib``, ``storage.fsx_throughput_per_tib``) check the same values
+    before synthesis, with their upper bound."""
+
+    storage_capacity_gib: int = limits.DEFAULT_FSX_STORAGE_GIB
+    """1200 or a multiple of 2400 up to 2400000. Default 1200."""
+    throughput_per_tib: int = limits.DEFAULT_FSX_THROUGHPUT_PER_TIB
+    """125, 250, 500 or 1000 MB/s per TiB. Default 250."""
+    removal_policy: RemovalPolicy = RETAIN
+    """Of the file system, its security groups and their rules. Default :data:`RETAIN`
+    (RetainExceptOnCreate)."""
+
+
 class LustreStorage(LustreStorageBase):
     """FSx for Lustre (PERSISTENT_2, Lustre 2.15 for AL2023 clients) in one subnet, reachable on
     TCP 988 and 1018-1023 from its client security group (and any group given to
@@ -747,13 +765,9 @@ class LustreStorage(LustreStorageBase):
         subnet: The one subnet (the Trainium AZ's private subnet). Required.
         clients: Further security groups (or other ``IConnectable``) allowed to mount the file
             system. Default none (:attr:`client_security_group` only).
-        storage_capacity_gib: 1200 or a multiple of 2400 up to 2400000 (aws-cdk's
-            ``LustreFileSystem`` refuses other sizes). Default 1200.
-        throughput_per_tib: 125, 250, 500 or 1000 MB/s per TiB (aws-cdk refuses others).
-            Default 250.
         kms_key: Customer-managed key encrypting the data at rest. Default: an AWS-owned key.
-        removal_policy: Of the file system, its security groups and their rules. Default
-            :data:`RETAIN` (RetainExceptOnCreate).
+        props: Capacity, throughput and removal policy (:class:`LustreStorageProps`). Default
+            ``LustreStorageProps()``.
 
     Attributes:
         file_system: The ``fsx.LustreFileSystem``. security_group: Its security group.
@@ -774,15 +788,13 @@ class LustreStorage(LustreStorageBase):
         vpc: ec2.IVpc,
         subnet: ec2.ISubnet,
         clients: Sequence[ec2.ISecurityGroup | ec2.IConnectable] = (),
-        storage_capacity_gib: int = limits.DEFAULT_FSX_STORAGE_GIB,
-        throughput_per_tib: int = limits.DEFAULT_FSX_THROUGHPUT_PER_TIB,
         kms_key: kms.IKey | None = None,
-        removal_policy: RemovalPolicy = RETAIN,
+        props: LustreStorageProps | None = None,
     ) -> None:
-        # Capacity and throughput are not checked here: aws-cdk's LustreFileSystem refuses what
-        # PERSISTENT_2 does not take (the settings check them too, with their upper bound).
         super().__init__(scope, construct_id)
-        self._removal_policy = removal_policy
+        #: The value props.
+        self.props = props = props or LustreStorageProps()
+        self._removal_policy = props.removal_policy
         self.security_group = ec2.SecurityGroup(
             self,
             "SecurityGroup",
@@ -802,14 +814,14 @@ class LustreStorage(LustreStorageBase):
             "Resource",
             vpc=vpc,
             vpc_subnet=subnet,
-            storage_capacity_gib=storage_capacity_gib,
+            storage_capacity_gib=props.storage_capacity_gib,
             file_system_type_version=fsx.FileSystemTypeVersion.V_2_15,
             security_group=self.security_group,
             kms_key=kms_key,
-            removal_policy=removal_policy,
+            removal_policy=props.removal_policy,
             lustre_configuration=fsx.LustreConfiguration(
                 deployment_type=fsx.LustreDeploymentType.PERSISTENT_2,
-                per_unit_storage_throughput=throughput_per_tib,
+                per_unit_storage_throughput=props.throughput_per_tib,
                 data_compression_type=fsx.LustreDataCompressionType.LZ4,
             ),
         )

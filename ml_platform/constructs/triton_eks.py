@@ -23,9 +23,9 @@ from ml_platform import limits
 from ml_platform.constructs._nag import acknowledge, rendered_resource
 from ml_platform.constructs._nodegroup import reserved_label_problems
 from ml_platform.constructs._per_app import key_of, registry
-from ml_platform.constructs._props import raise_problems
+from ml_platform.constructs._props import check_props
 from ml_platform.constructs.addons import pod_identity_principal
-from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+from ml_platform.constructs.gpu_nodes import GpuNodeGroup, GpuNodeGroupProps
 from ml_platform.constructs.storage import (
     ModelArtifactBucket,
     ModelArtifactBucketBase,
@@ -33,9 +33,10 @@ from ml_platform.constructs.storage import (
     model_prefix_problems,
 )
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_tag_only
-from ml_platform.instances import EKS_GPU_INSTANCES
 from ml_platform.k8s_charts.nvidia import NVIDIA_DEVICE_PLUGIN_IMAGE, NvidiaDevicePluginChart
 from ml_platform.k8s_charts.triton import TritonChart
+from ml_platform.limits import shown
+from ml_platform.props.triton_eks import TritonOnEksPropsBase
 from ml_platform.sagemaker_images import (
     DEFAULT_TRITON_VERSION,
     UNPATCHED_TRITON_WARNING,
@@ -69,24 +70,48 @@ ROLLOUT_OUTAGE_WARNING = "ml-platform:tritonRolloutOutage"
 
 
 @dataclass(frozen=True, kw_only=True)
-class TritonOnEksProps:
-    """The value props of :class:`TritonOnEks` (described there) and every rule they follow,
-    in :meth:`problems`: the construct checks them once, through this object."""
+class TritonOnEksProps(TritonOnEksPropsBase):
+    """The value props of :class:`TritonOnEks`: the GPU nodes, replicas and archives it shares
+    with the ``triton_on_eks`` settings (:class:`~ml_platform.props.triton_eks.TritonOnEksPropsBase`,
+    with their rules), and its own, whose rules are :meth:`construct_problems`."""
 
-    archives: Sequence[str]
+    archives: tuple[str, ...]  # required here: no default archive
+    """Archives under the model prefix to serve, as references of
+    :mod:`ml_platform.triton.archive_names`: ``NAME`` (its newest version there at pod start)
+    or ``NAME@vXXXXXXXX``. Required, at least one."""
     models: Sequence[str] | None = None
+    """Models Triton loads (explicit model control), ensembles first. Default: the models the
+    built-in archives hold (by their kind, :mod:`ml_platform.triton.kinds`); required when an
+    archive is not one of them."""
     triton_version: str = DEFAULT_TRITON_VERSION
+    """NGC Triton release, the same as the SageMaker container's. Default ``25.09`` (patched;
+    an older release gets a synth-time warning naming the CVEs, id
+    ``ml-platform:triton-unpatched-release``, acknowledgeable)."""
     grpc: bool = False
-    gpu_instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE
-    gpu_nodes: int = limits.DEFAULT_GPU_NODES
+    """Serve Triton's gRPC endpoint beside HTTP. Default ``False`` (HTTP only; the restricted
+    APIs are fenced on both)."""
     node_labels: Mapping[str, str] | None = None
+    """Extra labels of the GPU nodes. Default none."""
     device_plugin: bool = True
-    replicas: int = limits.DEFAULT_REPLICAS
-    max_surge: int = 0
+    """Apply NVIDIA's device plugin (once per cluster, shared by every instance on it).
+    Default ``True``; ``False`` when the cluster already runs one."""
     namespace: str = "triton"
+    """Where Triton runs; the namespace is created, so each instance on a cluster needs its
+    own. Default ``triton``."""
     service_account: str = "triton"
+    """The Triton pods' service account. Default ``triton``."""
     gpu_node_group: bool = True
+    """Create the GPU node group here (a :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`
+    of ``gpu_nodes`` nodes). Default True. False when the GPU nodes live elsewhere, e.g. in a
+    stack of their own so a capacity failure rolls back only them; the Triton pods then wait
+    (Pending) until GPU nodes join."""
     images: ImagePolicy = DEFAULT_POLICY
+    """Digests and registry mirrors applied to every image (Triton, the AWS CLI, NVIDIA's
+    device plugin). Default: the digests public sources state, no mirror; synthesis warns
+    about each image pinned by tag only."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "archives", tuple(self.archives))
 
     def _built_in(self) -> dict[str, tuple[str, ...] | None]:
         """Each well-formed archive reference -> the models of its kind (None: not built in)."""
@@ -101,41 +126,20 @@ class TritonOnEksProps:
         built_in = self._built_in()
         return [m for a in self.archives for m in built_in.get(a) or ()]
 
-    def problems(self, *, model_prefix: str) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop, the
-        value and what is allowed; ``model_prefix`` is the one the pods read."""
+    def construct_problems(self, *, model_prefix: str) -> list[str]:
+        """The problems of the construct's own props (empty when there is none), each naming
+        the prop, the value and what is allowed; ``model_prefix`` is the one the pods read.
+        The shared fields' rules are the base's (:func:`~ml_platform.constructs._props.check_props`)."""
         errors: list[str] = []
-        if self.gpu_node_group and self.gpu_instance_type not in EKS_GPU_INSTANCES:
-            errors.append(
-                f"gpu_instance_type={self.gpu_instance_type!r}: expected one of "
-                f"{sorted(EKS_GPU_INSTANCES)}"
-            )
-        if self.gpu_node_group and not self.gpu_nodes >= 1:
-            errors.append(f"gpu_nodes={self.gpu_nodes}: expected at least 1")
-        if not 1 <= self.replicas <= max(self.gpu_nodes, 1):
-            errors.append(
-                f"replicas={self.replicas}, gpu_nodes={self.gpu_nodes}: expected 1 <= replicas "
-                "<= gpu_nodes (each replica takes a whole single-GPU node)"
-            )
-        surge = self.max_surge
-        if isinstance(surge, bool) or not isinstance(surge, int) or surge < 0:
-            errors.append(f"max_surge={surge!r}: expected a whole number >= 0")
-        elif surge and self.replicas + surge > self.gpu_nodes:
-            errors.append(
-                f"max_surge={surge}, replicas={self.replicas}, gpu_nodes={self.gpu_nodes}: "
-                "expected replicas + max_surge <= gpu_nodes (a surge pod needs a spare "
-                "single-GPU node)"
-            )
-        errors += parse_refs("archives", self.archives)[1]
         built_in = self._built_in()
         unknown = [a for a in self.archives if built_in.get(a) is None]
         if self.models is None and unknown:
             errors.append(
-                f"models=None: archives {unknown!r} are not built-in "
+                f"models = None: archives {unknown!r} are not built-in "
                 f"({sorted(ARCHIVE_MODELS)}); name the models Triton should load"
             )
         elif self.models is not None and not self.models:
-            errors.append("models=[]: expected at least one model name")
+            errors.append("models = []: expected at least one model name")
         # With an unknown archive and no models there is nothing to load, hence no clash.
         load = self.load_models if self.models is not None or not unknown else []
         clashes = sorted({m for m in load if load.count(m) > 1})
@@ -148,7 +152,7 @@ class TritonOnEksProps:
         ):
             problem = _dns_label_problem(value)
             if problem:
-                errors.append(f"{prop}={value!r}: {problem}")
+                errors.append(f"{prop} = {shown(value)}: {problem}")
         errors += reserved_label_problems(self.node_labels, "node_labels")
         return errors
 
@@ -168,43 +172,15 @@ class TritonOnEks(Construct):
         bucket: The model bucket: a :class:`~ml_platform.constructs.storage.ModelArtifactBucket`
             (or what its ``from_*`` methods return), whose prefix and ``grant_read_models``
             the pods use; or a plain ``s3.IBucket`` with ``model_prefix``. Required.
-        archives: Archives under ``model_prefix`` to serve, as references of
-            :mod:`ml_platform.triton.archive_names`: ``NAME`` (its newest version there at pod
-            start) or ``NAME@vXXXXXXXX``. Required, at least one.
+        props: The value props (:class:`TritonOnEksProps`, each field described there: the
+            archives, models, GPU nodes, replicas, ...). Required (``archives`` has no default).
         pod_identity_agent: The cluster's ``eks-pod-identity-agent`` add-on (e.g.
             ``PlatformAddons.addons["eks-pod-identity-agent"]`` or your ``eks.Addon``): the
             Triton pods get their credentials through it, so they are created after it. Pass
             ``None`` only when the agent is installed outside this app. Required.
-        models: Models Triton loads (explicit model control), ensembles first. Default: the
-            models the built-in archives hold (by their kind, :mod:`ml_platform.triton.kinds`);
-            required when an archive is not one of them.
         model_prefix: Key prefix of the archives, ending in ``/``, for a plain bucket.
             Default: the bucket construct's prefix, ``models/`` for a plain bucket.
-        triton_version: NGC Triton release, the same as the SageMaker container's. Default
-            ``25.09`` (patched; an older release gets a synth-time warning naming the CVEs,
-            id ``ml-platform:triton-unpatched-release``, acknowledgeable).
-        grpc: Serve Triton's gRPC endpoint beside HTTP. Default ``False`` (HTTP only; the
-            restricted APIs are fenced on both).
-        gpu_instance_type: Single-GPU instance type. Default ``g5.2xlarge``.
-        gpu_nodes: GPU node group size (desired and maximum: nothing scales it). Default 1.
         subnets: Subnets of the GPU nodes. Default: the VPC's private subnets with egress.
-        node_labels: Extra labels of the GPU nodes. Default none.
-        device_plugin: Apply NVIDIA's device plugin (once per cluster, shared by every
-            instance on it). Default ``True``; ``False`` when the cluster already runs one.
-        replicas: Triton replicas, at most one per GPU node. Default 1.
-        max_surge: Pods a rollout starts before stopping old ones; each needs a spare GPU node
-            (``replicas + max_surge <= gpu_nodes``). Default 0: a rollout stops a pod first, so
-            with one replica every rollout (a new release, archive or setting) is an outage;
-            synthesis warns about that (id :data:`ROLLOUT_OUTAGE_WARNING`, acknowledgeable).
-        namespace / service_account: Where Triton runs; the namespace is created, so each
-            instance on a cluster needs its own. Default ``triton`` / ``triton``.
-        gpu_node_group: Create the GPU node group here (a
-            :class:`~ml_platform.constructs.gpu_nodes.GpuNodeGroup`). Default True. False when
-            the GPU nodes live elsewhere, e.g. in a stack of their own so a capacity failure
-            rolls back only them; the Triton pods then wait (Pending) until GPU nodes join.
-        images: Digests and registry mirrors applied to every image (Triton, the AWS CLI,
-            NVIDIA's device plugin). Default: the digests public sources state, no mirror;
-            synthesis warns about each image pinned by tag only.
 
     Attributes:
         gpu_nodes: The :class:`GpuNodeGroup` (``None`` with ``gpu_node_group=False``).
@@ -222,47 +198,19 @@ class TritonOnEks(Construct):
         *,
         cluster: eks.ICluster,
         bucket: s3.IBucket | ModelArtifactBucketBase,
-        archives: Sequence[str],
+        props: TritonOnEksProps,
         pod_identity_agent: IDependable | None,
-        models: Sequence[str] | None = None,
         model_prefix: str | None = None,
-        triton_version: str = DEFAULT_TRITON_VERSION,
-        grpc: bool = False,
-        gpu_instance_type: str = limits.DEFAULT_GPU_INSTANCE_TYPE,
-        gpu_nodes: int = limits.DEFAULT_GPU_NODES,
         subnets: ec2.SubnetSelection | None = None,
-        node_labels: Mapping[str, str] | None = None,
-        device_plugin: bool = True,
-        replicas: int = limits.DEFAULT_REPLICAS,
-        max_surge: int = 0,
-        namespace: str = "triton",
-        service_account: str = "triton",
-        gpu_node_group: bool = True,
-        images: ImagePolicy = DEFAULT_POLICY,
     ) -> None:
         super().__init__(scope, construct_id)
-        archives = list(archives)
         model_prefix, prefix_problem = archive_prefix(bucket, model_prefix)
         #: The value props, as checked.
-        self.props = TritonOnEksProps(
-            archives=tuple(archives),
-            models=models,
-            triton_version=triton_version,
-            grpc=grpc,
-            gpu_instance_type=gpu_instance_type,
-            gpu_nodes=gpu_nodes,
-            node_labels=node_labels,
-            device_plugin=device_plugin,
-            replicas=replicas,
-            max_surge=max_surge,
-            namespace=namespace,
-            service_account=service_account,
-            gpu_node_group=gpu_node_group,
-            images=images,
-        )
-        errors = self.props.problems(model_prefix=model_prefix)
-        errors += [prefix_problem] if prefix_problem else []
-        raise_problems(self, errors)
+        self.props = props
+        more = props.construct_problems(model_prefix=model_prefix)
+        check_props(self, props, TritonOnEksPropsBase, *more, *filter(None, [prefix_problem]))
+        archives = list(props.archives)
+        triton_version, replicas, max_surge = props.triton_version, props.replicas, props.max_surge
         warning = triton_release_warning(triton_version)
         if warning:
             Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
@@ -278,25 +226,29 @@ class TritonOnEks(Construct):
 
         self.gpu_nodes: GpuNodeGroup | None = None
         self.node_group: eks.Nodegroup | None = None
-        if gpu_node_group:
+        if props.gpu_node_group:
             self.gpu_nodes = GpuNodeGroup(
                 self,
                 "GpuNodes",
                 cluster=cluster,
-                instance_type=gpu_instance_type,
-                desired_size=gpu_nodes,
-                max_size=gpu_nodes,
+                props=GpuNodeGroupProps(
+                    instance_type=props.gpu_instance_type,
+                    desired_size=props.gpu_nodes,
+                    max_size=props.gpu_nodes,
+                    labels=props.node_labels,
+                ),
                 subnets=subnets,
-                labels=node_labels,
             )
             self.node_group = self.gpu_nodes.node_group
+        namespace, service_account = props.namespace, props.service_account
         self._add_pod_role(cluster, bucket, model_prefix, namespace, service_account)
         if pod_identity_agent is not None:
             self.pod_identity.node.add_dependency(pod_identity_agent)
 
         charts = cdk8s.App()
         self.device_plugin: eks.KubernetesManifest | None = None
-        if device_plugin:
+        images = props.images
+        if props.device_plugin:
             self.device_plugin = self._shared_device_plugin(cluster, charts, images)
         self._add_triton_chart(
             cluster,
@@ -304,7 +256,7 @@ class TritonOnEks(Construct):
             archives=archives,
             models=self.props.load_models,
             triton_version=triton_version,
-            grpc=grpc,
+            grpc=props.grpc,
             replicas=replicas,
             max_surge=max_surge,
             namespace=namespace,

@@ -31,7 +31,7 @@ from constructs import Construct, IDependable
 
 from ml_platform import limits
 from ml_platform.config import Settings, TrainiumSettings, TritonOnEksSettings
-from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+from ml_platform.constructs.gpu_nodes import GpuNodeGroup, GpuNodeGroupProps
 from ml_platform.constructs.trainium import TrainiumNodeGroup, TrainiumNodeGroupProps
 from ml_platform.instances import GPU, TRAINIUM, AcceleratorKind
 from ml_platform.props.trainium import TrainiumPropsBase
@@ -249,11 +249,14 @@ class GpuNodesStack(AcceleratorNodesStack):
             self,
             "Gpu",
             cluster=cluster,
-            instance_type=triton.gpu_instance_type,
-            desired_size=triton.gpu_nodes,
-            min_size=triton.min_gpu_nodes,
-            # Nothing grows the group (docs/serving-eks.md, "Sizing, not autoscaling"): max = desired.
-            max_size=triton.gpu_nodes,
-            ssm_access=self._ssm_access,
+            props=GpuNodeGroupProps(
+                instance_type=triton.gpu_instance_type,
+                desired_size=triton.gpu_nodes,
+                min_size=triton.min_gpu_nodes,
+                # Nothing grows the group (docs/serving-eks.md, "Sizing, not autoscaling"):
+                # max = desired.
+                max_size=triton.gpu_nodes,
+                ssm_access=self._ssm_access,
+            ),
         )
         return self.gpu

@@ -19,6 +19,7 @@ from ml_platform.config import StorageSettings
 from ml_platform.constructs.storage import (
     RETAIN,
     LustreStorage,
+    LustreStorageProps,
     ModelArtifactBucket,
     ModelArtifactBucketProps,
     TrainingImageRepository,
@@ -117,9 +118,11 @@ class StorageStack(Stack):
             vpc=vpc,
             subnet=trainium_subnet,
             clients=list(legacy_lustre_clients),
-            storage_capacity_gib=settings.fsx_storage_gib,
-            throughput_per_tib=settings.fsx_throughput_per_tib,
-            removal_policy=removal,
+            props=LustreStorageProps(
+                storage_capacity_gib=settings.fsx_storage_gib,
+                throughput_per_tib=settings.fsx_throughput_per_tib,
+                removal_policy=removal,
+            ),
         )
         throughput = lustre_throughput_mbps(
             settings.fsx_storage_gib, settings.fsx_throughput_per_tib

@@ -32,7 +32,7 @@ from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
 from ml_platform.constructs.eks_cluster import TrainingEksCluster, as_icluster
 from ml_platform.constructs.storage import import_model_bucket
-from ml_platform.constructs.triton_eks import TritonOnEks
+from ml_platform.constructs.triton_eks import TritonOnEks, TritonOnEksProps
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_docker_hub, warn_tag_only
 from ml_platform.k8s_charts import neuron as neuron_chart
 from ml_platform.k8s_charts.efa import EfaDevicePluginChart
@@ -372,15 +372,17 @@ class TrainingClusterStack(Stack):
                 triton.model_bucket_key_arn_export,
             ),
             model_prefix=triton.model_prefix,
-            archives=cfg.archives,
             pod_identity_agent=self.addons.addons["eks-pod-identity-agent"],
-            triton_version=triton.triton_version,
-            gpu_instance_type=cfg.gpu_instance_type,
-            gpu_nodes=cfg.gpu_nodes,
-            replicas=cfg.replicas,
-            max_surge=cfg.max_surge,
-            gpu_node_group=False,  # GpuNodesStack
-            images=images,
+            props=TritonOnEksProps(
+                archives=cfg.archives,
+                gpu_instance_type=cfg.gpu_instance_type,
+                gpu_nodes=cfg.gpu_nodes,
+                replicas=cfg.replicas,
+                max_surge=cfg.max_surge,
+                triton_version=triton.triton_version,
+                gpu_node_group=False,  # GpuNodesStack
+                images=images,
+            ),
         )
 
     def _outputs(self, admin_role_arn: str | None) -> None:

@@ -15,6 +15,7 @@ from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 from ml_platform.constructs import (
     EndpointDashboard,
     LustreStorage,
+    LustreStorageProps,
     ModelArtifactBucket,
     ModelArtifactBucketProps,
     PlatformVpc,
@@ -29,6 +30,7 @@ from ml_platform.constructs import (
     TritonMultiModelEndpoint,
     TritonOnEks,
 )
+from ml_platform.constructs.triton_eks import TritonOnEksProps
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 AZS = ["us-east-1a", "us-east-1f"]
@@ -86,8 +88,9 @@ def build(app: cdk.App) -> dict[str, object]:
             vpc=vpc,
             subnet=trainium_subnet,
             clients=[node_groups[0]],
-            storage_capacity_gib=2400,
-            removal_policy=cdk.RemovalPolicy.DESTROY,
+            props=LustreStorageProps(
+                storage_capacity_gib=2400, removal_policy=cdk.RemovalPolicy.DESTROY
+            ),
         ),
     ]
     model_buckets = [
@@ -146,9 +149,8 @@ def build(app: cdk.App) -> dict[str, object]:
             name,
             cluster=cluster,
             bucket=bucket,
-            namespace=namespace,
-            archives=["model_tf_dali"],
             pod_identity_agent=agent,
+            props=TritonOnEksProps(namespace=namespace, archives=["model_tf_dali"]),
         )
         for name, namespace in (("TritonA", "triton-a"), ("TritonB", "triton-b"))
     ]
@@ -184,13 +186,15 @@ def build(app: cdk.App) -> dict[str, object]:
         "Triton",
         cluster=cluster,
         bucket=bucket,
-        archives=[CUSTOM_ARCHIVE],
-        models=["reranker_ensemble", "reranker_onnx"],
         pod_identity_agent=agent,
-        device_plugin=False,
-        node_labels={"team": "search"},
         subnets=ec2.SubnetSelection(subnets=[trainium_subnet]),
-        namespace="search",
+        props=TritonOnEksProps(
+            archives=[CUSTOM_ARCHIVE],
+            models=["reranker_ensemble", "reranker_onnx"],
+            device_plugin=False,
+            node_labels={"team": "search"},
+            namespace="search",
+        ),
     )
     return {
         "shared": shared,

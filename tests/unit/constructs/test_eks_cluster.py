@@ -539,7 +539,7 @@ def test_the_vpc_cni_has_its_own_pod_identity_role_created_before_the_add_on(
 
 
 def test_ssm_on_node_roles_follows_the_setting() -> None:
-    from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+    from ml_platform.constructs.gpu_nodes import GpuNodeGroup, GpuNodeGroupProps
 
     names = {}
     for ssm in (True, False, None):  # None: the constructs' defaults, which are off
@@ -549,7 +549,7 @@ def test_ssm_on_node_roles_follows_the_setting() -> None:
             cluster,
             "Gpu",
             cluster=cluster.cluster,
-            **({} if ssm is None else {"ssm_access": ssm}),
+            props=GpuNodeGroupProps(**({} if ssm is None else {"ssm_access": ssm})),
         )
         roles = [
             r

@@ -6,7 +6,7 @@ import aws_cdk as cdk
 import pytest
 
 from ml_platform.app import new_app
-from ml_platform.constructs.gpu_nodes import GpuNodeGroup
+from ml_platform.constructs.gpu_nodes import GpuNodeGroup, GpuNodeGroupProps
 
 
 def test_bad_props_are_reported_together_under_their_own_names() -> None:
@@ -17,25 +17,30 @@ def test_bad_props_are_reported_together_under_their_own_names() -> None:
             stack,
             "Gpu",
             cluster=None,
-            instance_type="p9.large",
-            desired_size=3,
-            max_size=2,
-            labels={"ml-platform/node-role": "x"},
+            props=GpuNodeGroupProps(
+                instance_type="p9.large",
+                desired_size=3,
+                max_size=2,
+                labels={"ml-platform/node-role": "x"},
+            ),
         )
     message = str(raised.value)
-    assert message.startswith("S/Gpu: instance_type='p9.large': expected one of [")
+    assert message.startswith("S/Gpu: instance_type = 'p9.large': expected one of [")
     assert "gpu_instance_type" not in message
     assert "min_size/desired_size/max_size=3/3/2" in message
     assert "labels: 'ml-platform/node-role' is set by this construct" in message
 
 
 def test_the_props_object_holds_the_rules_and_the_construct_keeps_it() -> None:
-    from ml_platform.constructs.gpu_nodes import GpuNodeGroupProps
+    from ml_platform.constructs._props import shared_problems
+    from ml_platform.constructs.gpu_nodes import GpuNodeGroupPropsBase
 
     bad = GpuNodeGroupProps(instance_type="p9.large", desired_size=3, max_size=2)
-    assert [p.split("=", 1)[0] for p in bad.problems()] == [
-        "instance_type",
-        "min_size/desired_size/max_size",
+    assert [p.split(" = ", 1)[0] for p in shared_problems(bad, GpuNodeGroupPropsBase)] == [
+        "instance_type"
     ]
-    assert GpuNodeGroupProps(desired_size=0, min_size=0, max_size=1).problems() == []
+    assert [p.split("=", 1)[0] for p in bad.construct_problems()] == [
+        "min_size/desired_size/max_size"
+    ]
+    assert GpuNodeGroupProps(desired_size=0, min_size=0, max_size=1).construct_problems() == []
     assert GpuNodeGroupProps(desired_size=3, max_size=4).resolved_min_size == 3

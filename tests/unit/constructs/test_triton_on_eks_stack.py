@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
@@ -14,7 +15,8 @@ from aws_cdk.assertions import Match
 from aws_cdk.lambda_layer_kubectl_v35 import KubectlV35Layer
 
 from ml_platform.app import new_app
-from ml_platform.constructs.triton_eks import TritonOnEks
+from ml_platform.constructs.triton_eks import TritonOnEks, TritonOnEksProps
+from ml_platform.triton.kinds import ARCHIVE_MODELS
 from tests.helpers.manifests import all_objects
 from tests.helpers.triton_eks_support import server_argv
 from tests.support import SynthesizedPlatform, synthesize
@@ -160,23 +162,38 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
             "Triton",
             cluster=cluster,
             bucket=bucket,
-            archives=["custom"],
-            gpu_instance_type="p5.48xlarge",
-            gpu_nodes=0,
-            replicas=0,
             pod_identity_agent=None,
-            namespace="Bad_Namespace",
+            props=TritonOnEksProps(
+                archives=["custom"],
+                gpu_instance_type="p5.48xlarge",
+                gpu_nodes=0,
+                replicas=0,
+                namespace="Bad_Namespace",
+            ),
         )
     message = str(info.value)
     for expected in (
-        "gpu_instance_type='p5.48xlarge'",
-        "gpu_nodes=0: expected at least 1",
-        "replicas=0",
-        "'custom'",
-        "models=None",
-        "namespace='Bad_Namespace'",
+        "S/Triton: gpu_instance_type = 'p5.48xlarge': expected one of ['g4dn.",
+        "; gpu_nodes = 0: expected 1 to 20; ",
+        "; namespace = 'Bad_Namespace': expected an RFC 1123 label",
     ):
         assert expected in message
+    # A bad field hides the cross-field rules, as in the settings; with valid fields they run.
+    assert "replicas" not in message
+    with pytest.raises(ValueError) as info:
+        TritonOnEks(
+            stack,
+            "Triton1",
+            cluster=cluster,
+            bucket=bucket,
+            pod_identity_agent=None,
+            props=TritonOnEksProps(archives=["custom"], replicas=0),
+        )
+    assert str(info.value) == (
+        "S/Triton1: replicas = 0: expected 1 to gpu_nodes (1): each replica takes a whole "
+        "single-GPU node; models = None: archives ['custom'] are not built-in "
+        f"({sorted(ARCHIVE_MODELS)}); name the models Triton should load"
+    )
     # The archive list follows the settings' rule (archive_names.parse_refs).
     with pytest.raises(ValueError) as info:
         TritonOnEks(
@@ -184,9 +201,11 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
             "Triton2",
             cluster=cluster,
             bucket=bucket,
-            archives=["model_tf_dali", "model_tf_dali", "No@v1"],
             pod_identity_agent=None,
-            node_labels={"ml-platform/node-role": "mine"},
+            props=TritonOnEksProps(
+                archives=["model_tf_dali", "model_tf_dali", "No@v1"],
+                node_labels={"ml-platform/node-role": "mine"},
+            ),
         )
     message = str(info.value)
     assert "archives[2] = 'No@v1': 'No@v1' is not an archive reference" in message
@@ -204,12 +223,14 @@ def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
             f"Triton{triton_version.replace('.', '')}",
             cluster=cluster,
             bucket=bucket,
-            archives=["model_onnx_python"],
             pod_identity_agent=None,
-            namespace=f"triton-{triton_version.replace('.', '-')}",
-            device_plugin=False,
-            gpu_node_group=False,
-            triton_version=triton_version,
+            props=TritonOnEksProps(
+                archives=["model_onnx_python"],
+                namespace=f"triton-{triton_version.replace('.', '-')}",
+                device_plugin=False,
+                gpu_node_group=False,
+                triton_version=triton_version,
+            ),
         )
         # The release's warning (the images' tag-only warning is tests/unit/test_image_pins').
         return [
@@ -238,15 +259,20 @@ def test_a_bucket_construct_grants_the_pods_exactly_what_a_plain_bucket_did() ->
 
     stack, cluster, bucket = _cluster_and_bucket()
     models = ModelArtifactBucket.from_bucket_name(stack, "M", "models", model_prefix="ens/")
-    common = {
-        "cluster": cluster,
-        "archives": ["model_onnx_python"],
-        "pod_identity_agent": None,
-        "device_plugin": False,
-        "gpu_node_group": False,
-    }
-    plain = TritonOnEks(stack, "Plain", bucket=bucket, model_prefix="ens/", namespace="a", **common)
-    built = TritonOnEks(stack, "Built", bucket=models, namespace="b", **common)
+    common = {"cluster": cluster, "pod_identity_agent": None}
+
+    def props(namespace: str) -> TritonOnEksProps:
+        return TritonOnEksProps(
+            archives=["model_onnx_python"],
+            device_plugin=False,
+            gpu_node_group=False,
+            namespace=namespace,
+        )
+
+    plain = TritonOnEks(
+        stack, "Plain", bucket=bucket, model_prefix="ens/", props=props("a"), **common
+    )
+    built = TritonOnEks(stack, "Built", bucket=models, props=props("b"), **common)
     arn = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":s3:::models"]]}
     expected = [
         {
@@ -272,7 +298,9 @@ def test_a_bucket_construct_grants_the_pods_exactly_what_a_plain_bucket_did() ->
     with pytest.raises(
         ValueError, match=r"model_prefix='other/': the bucket construct's prefix is 'ens/'"
     ):
-        TritonOnEks(stack, "Clash", bucket=models, model_prefix="other/", namespace="c", **common)
+        TritonOnEks(
+            stack, "Clash", bucket=models, model_prefix="other/", props=props("c"), **common
+        )
 
 
 def test_the_device_plugin_is_shared_per_cluster_across_stacks_not_across_apps() -> None:
@@ -282,23 +310,36 @@ def test_the_device_plugin_is_shared_per_cluster_across_stacks_not_across_apps()
     other = cdk.Stack(
         stack.node.root, "Other", env=cdk.Environment(account="123456789012", region="us-west-2")
     )
-    common = {"archives": ["model_onnx_python"], "pod_identity_agent": None}
-    first = TritonOnEks(stack, "A", cluster=cluster, bucket=bucket, namespace="a", **common)
+    archives = ["model_onnx_python"]
+    first = TritonOnEks(
+        stack,
+        "A",
+        cluster=cluster,
+        bucket=bucket,
+        props=TritonOnEksProps(archives=archives, namespace="a"),
+        pod_identity_agent=None,
+    )
     second = TritonOnEks(
         other,
         "B",
         cluster=cluster,
         bucket=s3.Bucket.from_bucket_name(other, "Models", "models"),
-        namespace="b",
-        gpu_node_group=False,
-        **common,
+        props=TritonOnEksProps(archives=archives, namespace="b", gpu_node_group=False),
+        pod_identity_agent=None,
     )
     assert first.device_plugin is not None
     assert second.device_plugin is first.device_plugin
     assert first.device_plugin.node.path == "S/A/DevicePlugin/Resource"
     assert second.node.try_find_child("DevicePlugin") is None
     stack2, cluster2, bucket2 = _cluster_and_bucket()
-    third = TritonOnEks(stack2, "C", cluster=cluster2, bucket=bucket2, namespace="c", **common)
+    third = TritonOnEks(
+        stack2,
+        "C",
+        cluster=cluster2,
+        bucket=bucket2,
+        props=TritonOnEksProps(archives=archives, namespace="c"),
+        pod_identity_agent=None,
+    )
     assert third.device_plugin is not first.device_plugin
     assert third.device_plugin is not None
 
@@ -338,10 +379,10 @@ def test_every_construct_taking_a_prefix_applies_the_settings_rule(prefix: str) 
             cluster=cluster,
             bucket=bucket,
             model_prefix=prefix,
-            archives=["model_onnx_python"],
             pod_identity_agent=None,
-            device_plugin=False,
-            gpu_node_group=False,
+            props=TritonOnEksProps(
+                archives=["model_onnx_python"], device_plugin=False, gpu_node_group=False
+            ),
         )
 
 
@@ -353,14 +394,11 @@ def test_one_replica_without_surge_warns_and_a_surge_needs_a_spare_node() -> Non
     from ml_platform.constructs.triton_eks import ROLLOUT_OUTAGE_WARNING
 
     stack, cluster, bucket = _cluster_and_bucket()
-    common = {
-        "cluster": cluster,
-        "bucket": bucket,
-        "archives": ["model_onnx_python"],
-        "pod_identity_agent": None,
-        "device_plugin": False,
-        "gpu_node_group": False,
-    }
+    refs = {"cluster": cluster, "bucket": bucket, "pod_identity_agent": None}
+    common = {"archives": ["model_onnx_python"], "device_plugin": False, "gpu_node_group": False}
+
+    def triton(name: str, **props: Any) -> TritonOnEks:
+        return TritonOnEks(stack, name, props=TritonOnEksProps(**common, **props), **refs)
 
     def warnings(construct) -> list[str]:
         return [
@@ -369,19 +407,23 @@ def test_one_replica_without_surge_warns_and_a_surge_needs_a_spare_node() -> Non
             if m.type == "aws:cdk:warning" and ROLLOUT_OUTAGE_WARNING in str(m.data)
         ]
 
-    single = TritonOnEks(stack, "Single", namespace="single", **common)
+    single = triton("Single", namespace="single")
     (warning,) = warnings(single)
     assert warning.startswith("replicas=1 with max_surge=0: every rollout")
     assert f"[ack: {ROLLOUT_OUTAGE_WARNING}]" in warning
-    surged = TritonOnEks(stack, "Surged", namespace="surged", gpu_nodes=2, max_surge=1, **common)
+    surged = triton("Surged", namespace="surged", gpu_nodes=2, max_surge=1)
     assert warnings(surged) == []
     assert surged.triton_chart.props.max_surge == 1
-    two = TritonOnEks(stack, "Two", namespace="two", gpu_nodes=2, replicas=2, **common)
+    two = triton("Two", namespace="two", gpu_nodes=2, replicas=2)
     assert warnings(two) == []
-    with pytest.raises(ValueError, match=r"max_surge=1, replicas=1, gpu_nodes=1: expected "):
-        TritonOnEks(stack, "NoSpare", namespace="nospare", max_surge=1, **common)
-    with pytest.raises(ValueError, match=r"max_surge=-1: expected a whole number >= 0"):
-        TritonOnEks(stack, "Negative", namespace="negative", max_surge=-1, **common)
+    with pytest.raises(
+        ValueError,
+        match=r"^S/NoSpare: max_surge = 1: expected replicas \+ max_surge <= gpu_nodes "
+        r"\(1 \+ 1 > 1\): a surge pod needs a spare single-GPU node$",
+    ):
+        triton("NoSpare", namespace="nospare", max_surge=1)
+    with pytest.raises(ValueError, match=r"^S/Negative: max_surge = -1: expected 0 to 20$"):
+        triton("Negative", namespace="negative", max_surge=-1)
     with pytest.raises(SettingsError) as error:
         Settings.from_context({"triton_on_eks": {"max_surge": 1}})
     assert error.value.problems == [
@@ -394,29 +436,32 @@ def test_one_replica_without_surge_warns_and_a_surge_needs_a_spare_node() -> Non
 def test_the_props_object_holds_every_rule_and_the_construct_keeps_it() -> None:
     """TritonOnEks's rules live with its props: checked without building anything, all at
     once, and the models to load come from the same object."""
+    from ml_platform.constructs._props import shared_problems
     from ml_platform.constructs.triton_eks import TritonOnEksProps
+    from ml_platform.props.triton_eks import TritonOnEksPropsBase
 
     bad = TritonOnEksProps(
         archives=["custom"],
         gpu_instance_type="p5.48xlarge",
         gpu_nodes=0,
         max_surge=-1,
+        models=[],
         namespace="Bad_Namespace",
         node_labels={"ml-platform/node-role": "x"},
     )
-    assert [p.split("=", 1)[0].split(":", 1)[0] for p in bad.problems(model_prefix="m/")] == [
-        "gpu_instance_type",
-        "gpu_nodes",
-        "max_surge",
+    shared = shared_problems(bad, TritonOnEksPropsBase)
+    assert [p.split(" = ", 1)[0] for p in shared] == ["gpu_instance_type", "gpu_nodes", "max_surge"]
+    assert [p.split(" ", 1)[0] for p in bad.construct_problems(model_prefix="m/")] == [
         "models",
         "namespace",
-        "node_labels",
+        "node_labels:",
     ]
-    assert TritonOnEksProps(archives=["x"], models=["a", "a"]).problems(model_prefix="m/") == [
-        "models: ['a'] appear more than once"
-    ]
+    assert TritonOnEksProps(archives=["x"], models=["a", "a"]).construct_problems(
+        model_prefix="m/"
+    ) == ["models: ['a'] appear more than once"]
     good = TritonOnEksProps(archives=["model_onnx_python"])
-    assert good.problems(model_prefix="models/") == []
+    assert good.construct_problems(model_prefix="models/") == []
+    assert shared_problems(good, TritonOnEksPropsBase) == []
     assert good.load_models and good.load_models == list(good.load_models)
     stack, cluster, bucket = _cluster_and_bucket()
     built = TritonOnEks(
@@ -424,10 +469,10 @@ def test_the_props_object_holds_every_rule_and_the_construct_keeps_it() -> None:
         "Kept",
         cluster=cluster,
         bucket=bucket,
-        archives=["model_onnx_python"],
         pod_identity_agent=None,
-        device_plugin=False,
-        gpu_node_group=False,
+        props=TritonOnEksProps(
+            archives=["model_onnx_python"], device_plugin=False, gpu_node_group=False
+        ),
     )
     assert built.props.archives == ("model_onnx_python",) and not built.props.gpu_node_group
     assert list(built.triton_chart.props.models) == built.props.load_models == good.load_models

@@ -12,7 +12,7 @@ from aws_cdk.assertions import Match, Template
 from ml_platform.app import new_app
 from ml_platform.constructs import LustreStorage, ModelArtifactBucket, PlatformVpc
 from ml_platform.constructs.network import PlatformVpcProps
-from ml_platform.constructs.storage import ModelArtifactBucketProps
+from ml_platform.constructs.storage import LustreStorageProps, ModelArtifactBucketProps
 from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 # Logical IDs of stateful resources: renaming one replaces (and loses) the resource.
@@ -315,7 +315,7 @@ def test_removal_policy_destroy_is_an_explicit_opt_out() -> None:
         vpc=vpc,
         subnet=vpc.private_subnets[0],
         clients=[sg],
-        removal_policy=cdk.RemovalPolicy.DESTROY,
+        props=LustreStorageProps(removal_policy=cdk.RemovalPolicy.DESTROY),
     )
     ModelArtifactBucket(
         stack, "Models", props=ModelArtifactBucketProps(removal_policy=cdk.RemovalPolicy.DESTROY)
@@ -333,10 +333,20 @@ def test_construct_validation_reports_all_problems() -> None:
     # Lustre's sizes are aws-cdk's LustreFileSystem's to check (jsii raises its error).
     with pytest.raises(RuntimeError, match=r"storageCapacity must be 1,200, 2,400.*got 1000"):
         LustreStorage(
-            stack, "Fs", vpc=vpc, subnet=vpc.private_subnets[0], storage_capacity_gib=1000
+            stack,
+            "Fs",
+            vpc=vpc,
+            subnet=vpc.private_subnets[0],
+            props=LustreStorageProps(storage_capacity_gib=1000),
         )
     with pytest.raises(RuntimeError, match=r"perUnitStorageThroughput must be 125, 250.*got: 200"):
-        LustreStorage(stack, "Fs2", vpc=vpc, subnet=vpc.private_subnets[0], throughput_per_tib=200)
+        LustreStorage(
+            stack,
+            "Fs2",
+            vpc=vpc,
+            subnet=vpc.private_subnets[0],
+            props=LustreStorageProps(throughput_per_tib=200),
+        )
     with pytest.raises(ValueError, match=r"availability_zones = \['a'\].*trainium_az = 'b'"):
         PlatformVpc(
             stack, "Bad", props=PlatformVpcProps(availability_zones=("a",), trainium_az="b")
