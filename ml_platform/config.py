@@ -40,7 +40,6 @@ from ml_platform._settings_parse import (
     validated,
     validated_members,
 )
-from ml_platform.ec2_instance_types import instance_type_problem
 from ml_platform.image_pins import (
     DIGEST,
     MIRRORABLE_REGISTRIES,
@@ -49,8 +48,9 @@ from ml_platform.image_pins import (
 from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
 )
-from ml_platform.limits import FSX_THROUGHPUTS, MAX_PUBLIC_ACCESS_CIDRS, shown
+from ml_platform.limits import FSX_THROUGHPUTS, shown
 from ml_platform.props.alarm_topic import EmailAddress
+from ml_platform.props.cluster import TrainingEksClusterPropsBase
 from ml_platform.props.network import PlatformVpcPropsBase
 from ml_platform.props.storage import EcrMaxImages, ModelArtifactBucketPropsBase
 from ml_platform.props.trainium import TrainiumPropsBase
@@ -72,7 +72,6 @@ from ml_platform.triton.kinds import (
     DEFAULT_ENDPOINT_ARCHIVES,
 )
 from ml_platform.triton.targets import gpu_problem
-from ml_platform.versions import EKS_SUPPORT_TYPES, KUBERNETES_VERSIONS
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
@@ -183,36 +182,12 @@ class StorageSettings(ModelArtifactBucketPropsBase):
     it); the deploy-time upload's role is added with `inference.upload_dir`."""
 
 
-@dataclass(frozen=True)
-class ClusterSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class ClusterSettings(TrainingEksClusterPropsBase):
     """The EKS cluster that runs training (and optionally Triton)."""
 
     name: Annotated[str, Matches(limits.RESOURCE_NAME)] = setting("ml-platform")
     """EKS cluster name."""
-    kubernetes_version: Annotated[str, OneOf(KUBERNETES_VERSIONS)] = setting(
-        limits.DEFAULT_KUBERNETES_VERSION
-    )
-    """Kubernetes version: the ones Volcano 1.15 supports, each with its own kube-proxy and
-    CoreDNS pins (`ml_platform/versions.py`) and kubectl Lambda layer."""
-    admin_role_arn: str | None = setting(None, pattern=json_pattern(limits.ROLE_ARN))
-    """IAM role (in `env.region`'s partition) given cluster-admin by an EKS access entry.
-    Default none: only the stack's kubectl provider can use the API. `mlp azs` writes the role
-    named with `--admin-role-arn` or `--admin-role-mine`."""
-    endpoint_access: Annotated[str, OneOf(limits.ENDPOINT_ACCESS)] = setting(
-        limits.DEFAULT_ENDPOINT_ACCESS
-    )
-    """`private`: the Kubernetes API answers inside the VPC only (reach it from a VPN or peered
-    network, with `mlp azs --public-access-mine`, or break-glass through Session Manager with
-    `cluster.node_ssm_access`); or `public_and_private`."""
-    public_access_cidrs: tuple[str, ...] = setting(
-        (), maxItems=MAX_PUBLIC_ACCESS_CIDRS, uniqueItems=True
-    )
-    """CIDRs allowed to the public endpoint: 1 to 40 distinct IPv4 blocks with
-    `public_and_private`, none with `private`. `mlp azs --public-access-mine` writes the
-    caller's address as a /32."""
-    public_access_from_anywhere: bool = setting(False)
-    """Accept `0.0.0.0/0` in `public_access_cidrs` (with a synth-time warning); otherwise a /0
-    block is a settings error."""
     bootstrap_creator_admin: bool | None = setting(None)
     """`BootstrapClusterCreatorAdminPermissions`: a permanent cluster-admin access entry for
     CloudFormation's execution role (the kubectl provider has its own entry). Create-only:
@@ -220,41 +195,12 @@ class ClusterSettings(Section):
     means false with a synth-time warning (`ml-platform:bootstrapCreatorAdmin`): a cluster
     deployed by release 0.1.0 was created with true and keeps deploying only with true; a
     new cluster is better off with false. Set it to say which."""
-    kubectl_provider_guard: bool = setting(False)
-    """Create a managed policy (stack output `KubectlProviderGuardPolicyArn`) that denies
-    invoking or changing aws-cdk's kubectl-provider functions, and passing the handler's role,
-    to every principal but CloudFormation's execution role and the provider framework, and
-    Session Manager sessions on the cluster's nodes. Both are cluster-admin (or root on a
-    node): attach the policy (or its statements in a permissions boundary or SCP) to every
-    role that is not a cluster administrator (docs/security.md)."""
-    node_ssm_access: bool = setting(False)
-    """`AmazonSSMManagedInstanceCore` on every node role: Session Manager shells and port
-    forwarding to the nodes. Break-glass: turn it on to debug EFA or Neuron on a node or to
-    reach a private API endpoint through a node, deploy (an in-place update of the node roles),
-    and set it back afterwards. Whoever may start a session on a node gets root there: allow
-    `ssm:StartSession` to administrators only (docs/security.md, residual risks)."""
     network_policy_mode: Annotated[str, OneOf(limits.NETWORK_POLICY_MODES)] = setting(
         limits.DEFAULT_NETWORK_POLICY_MODE
     )
     """The VPC CNI's NetworkPolicy enforcing mode: `strict` (a new pod is default-deny until
     its policies are in place; the system namespaces get allow-all policies) or `standard` (a
     new pod talks freely until then)."""
-    system_instance_type: str = setting(limits.DEFAULT_SYSTEM_INSTANCE_TYPE)
-    """Instance type of the small system and training-helper node groups (x86_64: the AL2023
-    standard AMI)."""
-    system_nodes: Annotated[int, Between(limits.SYSTEM_NODES)] = setting(
-        limits.DEFAULT_SYSTEM_NODES
-    )
-    """Nodes in the system node group, spread over the private subnets of every AZ in
-    `network.availability_zones`."""
-    helper_nodes: Annotated[int, Between(limits.HELPER_NODES)] = setting(
-        limits.DEFAULT_HELPER_NODES
-    )
-    """Nodes in the training-helper node group: `system_instance_type` nodes with the system
-    label, in `network.trainium_az`'s private subnet only, where FSx for Lustre is. The helper
-    pods that mount FSx (the dataset Job, TensorBoard) are required to run in that AZ, and the
-    system nodes may have none there, so 0 is refused (docs/training.md, "Where the pods
-    run")."""
     fsx_csi_driver_version: Annotated[str, Matches(limits.ADDON_VERSION)] | None = setting(None)
     """Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version (`mlp
     addons` lists what exists)."""
@@ -263,10 +209,6 @@ class ClusterSettings(Section):
     )
     """Version of the `amazon-cloudwatch-observability` add-on. Default none: EKS's default
     version."""
-    support_type: Annotated[str, OneOf(EKS_SUPPORT_TYPES)] = setting(limits.DEFAULT_SUPPORT_TYPE)
-    """The cluster's upgrade policy: `EXTENDED` (EKS's own default: a version past standard
-    support keeps running at the extended-support rate, which `mlp cost` reports) or
-    `STANDARD` (EKS upgrades the control plane then)."""
 
     @property
     def addon_versions(self) -> dict[str, str]:
@@ -276,38 +218,6 @@ class ClusterSettings(Section):
             "amazon-cloudwatch-observability": self.cloudwatch_observability_version,
         }
         return {name: version for name, version in chosen.items() if version is not None}
-
-    def problems(self) -> list[str]:
-        out = self._admin_role_problems()
-        instance = limits.INSTANCE_TYPE.fullmatch(self.system_instance_type)
-        if not instance:
-            out.append(
-                f"cluster.system_instance_type = {shown(self.system_instance_type)}: expected an EC2 "
-                "instance type such as 'm6i.large'"
-            )
-        elif "g" in instance.group(3) or instance.group(1) == "a":
-            out.append(
-                f"cluster.system_instance_type = {shown(self.system_instance_type)}: the system nodes "
-                "run the x86_64 AL2023 AMI; expected an x86_64 type such as 'm6i.large'"
-            )
-        elif problem := instance_type_problem(self.system_instance_type):
-            out.append(
-                f"cluster.system_instance_type = {shown(self.system_instance_type)}: {problem}"
-            )
-        return out + limits.public_access_problems(
-            self.endpoint_access,
-            list(self.public_access_cidrs),
-            self.public_access_from_anywhere,
-            "cluster.",
-        )
-
-    def _admin_role_problems(self) -> list[str]:
-        if self.admin_role_arn is None or limits.ROLE_ARN.fullmatch(self.admin_role_arn):
-            return []
-        return [
-            f"cluster.admin_role_arn = {shown(self.admin_role_arn)}: expected an IAM role ARN "
-            "(arn:<partition>:iam::<12-digit account>:role/<name>)"
-        ]
 
     def partition_problems(self, region: str) -> list[str]:
         """``admin_role_arn`` (well-formed: :meth:`problems`) in another partition than

@@ -155,61 +155,87 @@ NOT_PUBLIC_IPV4 = tuple(
 )
 
 
-def public_access_problems(
-    endpoint_access: str, cidrs: list[str], from_anywhere: bool, prefix: str
-) -> list[str]:
+def public_access_findings(
+    endpoint_access: str, cidrs: list[str], from_anywhere: bool
+) -> list[tuple[dict[str, Any], str]]:
     """Problems of the CIDRs allowed to an EKS cluster's public endpoint: 1 to 40 distinct IPv4
     blocks with ``public_and_private``, none with ``private``, no ``/0`` unless
-    ``from_anywhere``. ``prefix`` + ``public_access_cidrs`` (``endpoint_access``,
-    ``public_access_from_anywhere``) is how the caller names them: a dotted setting or a prop.
+    ``from_anywhere``. Each is (the fields it names, by their bare names, with their values;
+    what is allowed): :class:`~ml_platform.props.cluster.TrainingEksClusterPropsBase` words
+    them as ``Problem`` objects, :func:`public_access_problems` as text.
     https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"""
-    key, access = f"{prefix}public_access_cidrs", f"{prefix}endpoint_access"
-    out = []
+    key = "public_access_cidrs"
+    out: list[tuple[dict[str, Any], str]] = []
     if endpoint_access == "public_and_private" and not cidrs:
         out.append(
-            f"{key} = []: a public endpoint needs at least one CIDR (or set {access} to 'private')"
+            (
+                {key: [], "endpoint_access": endpoint_access},
+                "a public endpoint needs at least one CIDR (or make the endpoint 'private')",
+            )
         )
     if endpoint_access == "private" and cidrs:
         out.append(
-            f"{key} = {shown(cidrs)}: a private endpoint takes none (set {access} to "
-            "'public_and_private' to use them)"
+            (
+                {key: cidrs, "endpoint_access": endpoint_access},
+                "a private endpoint takes none (make it 'public_and_private' to use them)",
+            )
         )
     if len(cidrs) > MAX_PUBLIC_ACCESS_CIDRS:
-        out.append(f"{key}: {len(cidrs)} blocks, EKS takes at most {MAX_PUBLIC_ACCESS_CIDRS}")
+        out.append(
+            ({key: cidrs}, f"{len(cidrs)} blocks, EKS takes at most {MAX_PUBLIC_ACCESS_CIDRS}")
+        )
     if len(set(cidrs)) != len(cidrs):
-        out.append(f"{key} = {shown(cidrs)}: blocks must be distinct")
+        out.append(({key: cidrs}, "blocks must be distinct"))
     for i, cidr in enumerate(cidrs):
+        item = {f"{key}[{i}]": cidr}
         try:
             net = ipaddress.ip_network(cidr)  # strict: host bits set are an error
         except ValueError:
-            out.append(f"{key}[{i}] = {shown(cidr)}: not a CIDR block")
+            out.append((item, "not a CIDR block"))
             continue
         if "/" not in cidr:
             out.append(
-                f"{key}[{i}] = {shown(cidr)}: no prefix length; write the block in full, e.g. "
-                f"'{net.network_address}/32' for one address"
+                (
+                    item,
+                    "no prefix length; write the block in full, e.g. "
+                    f"'{net.network_address}/32' for one address",
+                )
             )
             continue
         if net.version == 4 and any(net.subnet_of(r) for r in NOT_PUBLIC_IPV4):
             out.append(
-                f"{key}[{i}] = {shown(cidr)}: a private or reserved range; the public endpoint "
-                "sees only public source addresses, so it would let no one in. Name your "
-                "network's public address (`mlp azs --public-access-mine`); reach the API from "
-                "the VPC through the private endpoint"
+                (
+                    item,
+                    "a private or reserved range; the public endpoint sees only public source "
+                    "addresses, so it would let no one in. Name your network's public address "
+                    "(`mlp azs --public-access-mine`); reach the API from the VPC through the "
+                    "private endpoint",
+                )
             )
             continue
         if net.version != 4:
-            out.append(
-                f"{key}[{i}] = {shown(cidr)}: IPv4 only (EKS takes no IPv6 blocks for an IPv4 cluster)"
-            )
+            out.append((item, "IPv4 only (EKS takes no IPv6 blocks for an IPv4 cluster)"))
         elif net.prefixlen == 0 and not from_anywhere:
             out.append(
-                f"{key}[{i}] = {shown(cidr)}: opens the Kubernetes API to the whole internet; name "
-                "your networks (`mlp azs --public-access-mine` writes your address), keep "
-                f"{access} 'private', or set {prefix}public_access_from_anywhere to true to "
-                "state that choice"
+                (
+                    {**item, "public_access_from_anywhere": from_anywhere},
+                    "opens the Kubernetes API to the whole internet; name your networks (`mlp "
+                    "azs --public-access-mine` writes your address), keep the endpoint "
+                    "'private', or set public_access_from_anywhere to true to state that choice",
+                )
             )
     return out
+
+
+def public_access_problems(
+    endpoint_access: str, cidrs: list[str], from_anywhere: bool, prefix: str
+) -> list[str]:
+    """:func:`public_access_findings` as text, each field named ``prefix`` + its name (the
+    CLI's own check of the CIDRs it is given)."""
+    return [
+        ", ".join(f"{prefix}{k} = {shown(v)}" for k, v in values.items()) + f": {text}"
+        for values, text in public_access_findings(endpoint_access, cidrs, from_anywhere)
+    ]
 
 
 # -- Node groups ----------------------------------------------------------------------------

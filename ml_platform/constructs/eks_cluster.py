@@ -67,10 +67,10 @@ from ml_platform.constructs._nodegroup import (
 from ml_platform.constructs._nodegroup import (
     node_role_policies as node_role_policies,
 )
-from ml_platform.constructs._props import raise_problems
+from ml_platform.constructs._props import check_props
 from ml_platform.constructs.storage import RETAIN
 from ml_platform.k8s_names import NODE_GROUP_LABEL, NODE_ROLE_LABEL, TRAINING_HELPERS
-from ml_platform.versions import EKS_ADDON_VERSIONS, EKS_SUPPORT_TYPES
+from ml_platform.props.cluster import TrainingEksClusterPropsBase
 
 # The names are the settings' (limits.ENDPOINT_ACCESS), each mapped to its EKS value.
 ENDPOINT_ACCESS = dict(
@@ -88,8 +88,6 @@ KUBECTL_LAYERS = {
 version of the server. Imported lazily (:func:`kubectl_layer`), so synthesis loads one only."""
 EKS_VERSIONS = {"1.34": eks.KubernetesVersion.V1_34, "1.35": eks.KubernetesVersion.V1_35}
 """aws_eks_v2's named version per Kubernetes version."""
-SYSTEM_NODES = limits.SYSTEM_NODES
-HELPER_NODES = limits.HELPER_NODES
 OPEN_TO_WORLD_WARNING = "ml-platform:publicEndpointOpenToWorld"
 ENDPOINT_DOCS = (
     "https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html; Security Hub EKS.1 "
@@ -119,55 +117,23 @@ def as_icluster(cluster: eks.Cluster) -> eks.ICluster:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainingEksClusterProps:
-    """The value props of :class:`TrainingEksCluster` (described there) and every rule they
-    follow, in :meth:`problems`: the construct checks them once, through this object."""
+class TrainingEksClusterProps(TrainingEksClusterPropsBase):
+    """The value props of :class:`TrainingEksCluster`: the ones the ``cluster`` settings share
+    (:class:`~ml_platform.props.cluster.TrainingEksClusterPropsBase`, which holds their rules)
+    and the construct's own."""
 
     cluster_name: str | None = None
-    kubernetes_version: str = limits.DEFAULT_KUBERNETES_VERSION
-    endpoint_access: str = limits.DEFAULT_ENDPOINT_ACCESS
-    public_access_cidrs: Sequence[str] = ()
-    public_access_from_anywhere: bool = False
-    admin_role_arn: str | None = None
+    """Default: CloudFormation names the cluster (unique per stack and construct), so several
+    clusters can share an account and region."""
     bootstrap_creator_admin: bool = False
-    system_instance_type: str = limits.DEFAULT_SYSTEM_INSTANCE_TYPE
-    system_nodes: int = limits.DEFAULT_SYSTEM_NODES
-    helper_nodes: int = limits.DEFAULT_HELPER_NODES
-    node_ssm_access: bool = False
+    """``BootstrapClusterCreatorAdminPermissions``: give the principal that creates the cluster
+    (CloudFormation's execution role) a permanent cluster-admin access entry. Default false:
+    aws-cdk's kubectl provider has an access entry of its own (``ClusterAdminRoleAccess``),
+    which is all the stack needs. Changing it replaces the cluster (CloudFormation: "Update
+    requires: Replacement"), so a cluster deployed with the old default keeps it only by setting
+    true. (The settings' ``cluster.bootstrap_creator_admin`` is ``bool | None``: unset warns.)"""
     removal_policy: RemovalPolicy | None = None
-    support_type: str = limits.DEFAULT_SUPPORT_TYPE
-    kubectl_provider_guard: bool = False
-
-    def problems(self) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop."""
-        errors = []
-        if self.support_type not in EKS_SUPPORT_TYPES:
-            errors.append(
-                f"support_type={self.support_type!r}: expected one of {list(EKS_SUPPORT_TYPES)}"
-            )
-        supported = sorted(set(KUBECTL_LAYERS) & set(EKS_VERSIONS) & set(EKS_ADDON_VERSIONS))
-        if self.kubernetes_version not in supported:
-            errors.append(
-                f"kubernetes_version={self.kubernetes_version!r}: expected one of {supported}"
-            )
-        if self.endpoint_access not in ENDPOINT_ACCESS:
-            errors.append(
-                f"endpoint_access={self.endpoint_access!r}: expected one of "
-                f"{sorted(ENDPOINT_ACCESS)}"
-            )
-        errors += limits.public_access_problems(
-            self.endpoint_access,
-            list(self.public_access_cidrs),
-            self.public_access_from_anywhere,
-            prefix="",
-        )
-        if self.system_nodes not in SYSTEM_NODES:
-            errors.append(f"system_nodes={self.system_nodes}: expected {SYSTEM_NODES.text}")
-        if self.helper_nodes not in HELPER_NODES:
-            errors.append(
-                f"helper_nodes={self.helper_nodes}: expected {HELPER_NODES.text}{HELPER_NODES.note}"
-            )
-        return errors
+    """Applied to the cluster and its node groups. Default: CloudFormation's (delete)."""
 
 
 def restrict_cluster_role_trust(cluster: eks.Cluster, cluster_name: str | None) -> None:
@@ -233,44 +199,13 @@ class TrainingEksCluster(Construct):
 
     Args:
         vpc: The VPC; the control plane ENIs and all nodes use its private subnets. Required.
-        cluster_name: Default: CloudFormation names the cluster (unique per stack and
-            construct), so several clusters can share an account and region.
-        kubernetes_version: ``1.34`` or ``1.35`` (a version with pinned add-ons, a kubectl
-            layer and Volcano support). Default ``1.35``.
-        endpoint_access: ``private`` (default: the API is reachable from the VPC only; see
-            :data:`ENDPOINT_DOCS`) or ``public_and_private``.
-        public_access_cidrs: CIDRs allowed to the public endpoint (``public_and_private``
-            needs at least one). Default none.
-        public_access_from_anywhere: Accept a ``/0`` block in ``public_access_cidrs`` (a
-            synth-time warning remains). Default false: such a block is an error.
-        admin_role_arn: IAM role granted cluster-admin through an access entry. Default none.
-        bootstrap_creator_admin: ``BootstrapClusterCreatorAdminPermissions``: give the
-            principal that creates the cluster (CloudFormation's execution role) a permanent
-            cluster-admin access entry. Default false: aws-cdk's kubectl provider has an access
-            entry of its own (``ClusterAdminRoleAccess``), which is all the stack needs.
-            Changing it replaces the cluster (CloudFormation: "Update requires: Replacement"),
-            so a cluster deployed with the old default keeps it only by setting true.
-        system_instance_type: Default ``m6i.large``.
-        system_nodes: System nodes, 1 to 10. Default 2.
+        props: The value props (:class:`TrainingEksClusterProps`, each described there).
+            Default: all defaults (a private endpoint, no admin role).
         helper_subnet: Private subnet of the Trainium (FSx) AZ: the training-helper node
             group's only subnet. Default none: no such group.
-        helper_nodes: Nodes of the training-helper group (with ``helper_subnet``), 1 to 3:
-            the helper pods must run in that AZ, and the system nodes may have none there.
-            Default 1.
         system_node_security_groups: Further groups of the system nodes besides the cluster
             security group (e.g. the Lustre client group: the helper pods that mount FSx run
             there). Default none.
-        node_ssm_access: ``AmazonSSMManagedInstanceCore`` on the system node role: Session
-            Manager, break-glass only (root on the node for whoever may start a session).
-            Default false.
-        kubectl_provider_guard: Create :attr:`kubectl_provider_guard`, a managed policy that
-            denies invoking or changing aws-cdk's kubectl provider (cluster-admin) to all but
-            CloudFormation and the provider framework, to attach to non-administrators.
-            Default false.
-        removal_policy: Applied to the cluster and its node groups. Default: CloudFormation's
-            (delete).
-        support_type: The upgrade policy, ``EXTENDED`` (default, as EKS's own) or
-            ``STANDARD``; written to the template so the cost report can read it.
 
     Attributes:
         cluster: The ``eks_v2.Cluster``.
@@ -289,45 +224,18 @@ class TrainingEksCluster(Construct):
         construct_id: str,
         *,
         vpc: ec2.IVpc,
-        cluster_name: str | None = None,
-        kubernetes_version: str = limits.DEFAULT_KUBERNETES_VERSION,
-        endpoint_access: str = limits.DEFAULT_ENDPOINT_ACCESS,
-        public_access_cidrs: Sequence[str] = (),
-        public_access_from_anywhere: bool = False,
-        admin_role_arn: str | None = None,
-        bootstrap_creator_admin: bool = False,
-        system_instance_type: str = limits.DEFAULT_SYSTEM_INSTANCE_TYPE,
-        system_nodes: int = limits.DEFAULT_SYSTEM_NODES,
+        props: TrainingEksClusterProps = TrainingEksClusterProps(),
         helper_subnet: ec2.ISubnet | None = None,
-        helper_nodes: int = limits.DEFAULT_HELPER_NODES,
-        node_ssm_access: bool = False,
-        removal_policy: RemovalPolicy | None = None,
-        support_type: str = limits.DEFAULT_SUPPORT_TYPE,
         system_node_security_groups: Sequence[ec2.ISecurityGroup] = (),
-        kubectl_provider_guard: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
-        cidrs = list(public_access_cidrs)
+        check_props(self, props, TrainingEksClusterPropsBase)
         #: The value props, as checked.
-        self.props = TrainingEksClusterProps(
-            cluster_name=cluster_name,
-            kubernetes_version=kubernetes_version,
-            endpoint_access=endpoint_access,
-            public_access_cidrs=tuple(cidrs),
-            public_access_from_anywhere=public_access_from_anywhere,
-            admin_role_arn=admin_role_arn,
-            bootstrap_creator_admin=bootstrap_creator_admin,
-            system_instance_type=system_instance_type,
-            system_nodes=system_nodes,
-            helper_nodes=helper_nodes,
-            node_ssm_access=node_ssm_access,
-            removal_policy=removal_policy,
-            support_type=support_type,
-            kubectl_provider_guard=kubectl_provider_guard,
-        )
-        raise_problems(self, self.props.problems())
+        self.props = props
+        cluster_name = props.cluster_name
+        removal_policy = props.removal_policy
 
-        access = self._endpoint_access(endpoint_access, cidrs)
+        access = self._endpoint_access(props.endpoint_access, list(props.public_access_cidrs))
 
         self.secrets_key = kms.Key(
             self,
@@ -342,7 +250,7 @@ class TrainingEksCluster(Construct):
             self,
             "Resource",
             cluster_name=cluster_name,
-            version=EKS_VERSIONS[kubernetes_version],
+            version=EKS_VERSIONS[props.kubernetes_version],
             vpc=vpc,
             vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
             default_capacity_type=eks.DefaultCapacityType.NODEGROUP,
@@ -351,36 +259,41 @@ class TrainingEksCluster(Construct):
             # aws-cdk gives its kubectl provider role an access entry of its own
             # (ClusterAdminRoleAccess, which KubectlReadyBarrier waits for), so the creator's
             # permanent entry is not needed for anything the stack applies.
-            bootstrap_cluster_creator_admin_permissions=bootstrap_creator_admin,
+            bootstrap_cluster_creator_admin_permissions=props.bootstrap_creator_admin,
             endpoint_access=access,
             secrets_encryption_key=self.secrets_key,
             cluster_logging=list(eks.ClusterLoggingTypes),
             kubectl_provider_options=eks.KubectlProviderOptions(
-                kubectl_layer=kubectl_layer(self, "KubectlLayer", kubernetes_version)
+                kubectl_layer=kubectl_layer(self, "KubectlLayer", props.kubernetes_version)
             ),
             output_config_command=False,
             removal_policy=removal_policy,
         )
         # eks_v2.Cluster has no prop for it: set it on the AWS::EKS::Cluster itself.
         default_child(self.cluster, eks.CfnCluster).add_property_override(
-            "UpgradePolicy.SupportType", support_type
+            "UpgradePolicy.SupportType", props.support_type
         )
         restrict_cluster_role_trust(self.cluster, cluster_name)
         self.admin_access: eks.AccessEntry | None = None
-        if admin_role_arn is not None:
-            self.admin_access = self.cluster.grant_cluster_admin("AdminAccess", admin_role_arn)
+        if props.admin_role_arn is not None:
+            self.admin_access = self.cluster.grant_cluster_admin(
+                "AdminAccess", props.admin_role_arn
+            )
 
         self._system_node_group(
-            system_instance_type, system_nodes, system_node_security_groups, removal_policy
+            props.system_instance_type,
+            props.system_nodes,
+            system_node_security_groups,
+            removal_policy,
         )
         self.helper_nodes: eks.Nodegroup | None = None
         if helper_subnet is not None:
             self.helper_nodes = self._helper_node_group(
-                system_instance_type, helper_nodes, helper_subnet, removal_policy
+                props.system_instance_type, props.helper_nodes, helper_subnet, removal_policy
             )
-        self._acknowledge_findings(node_ssm_access)
+        self._acknowledge_findings(props.node_ssm_access)
         self.kubectl_provider_guard: iam.ManagedPolicy | None = (
-            self._kubectl_provider_guard() if kubectl_provider_guard else None
+            self._kubectl_provider_guard() if props.kubectl_provider_guard else None
         )
 
     def _kubectl_provider_guard(self) -> iam.ManagedPolicy:

@@ -14,7 +14,7 @@ __all__ = [
     "cluster_charts",
 ]
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,11 @@ from ml_platform.config import ClusterSettings, Settings, TrainingSettings, Trit
 from ml_platform.constructs._nag import acknowledge_each
 from ml_platform.constructs.addons import PlatformAddons
 from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
-from ml_platform.constructs.eks_cluster import TrainingEksCluster, as_icluster
+from ml_platform.constructs.eks_cluster import (
+    TrainingEksCluster,
+    TrainingEksClusterProps,
+    as_icluster,
+)
 from ml_platform.constructs.storage import import_model_bucket
 from ml_platform.constructs.triton_eks import TritonOnEks, TritonOnEksProps
 from ml_platform.image_pins import DEFAULT_POLICY, ImagePolicy, warn_docker_hub, warn_tag_only
@@ -43,6 +47,7 @@ from ml_platform.k8s_charts.network_policies import (
 )
 from ml_platform.k8s_charts.training_namespace import TrainingNamespacePolicyChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
+from ml_platform.props.cluster import TrainingEksClusterPropsBase
 from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
 from ml_platform.training.images import TENSORBOARD_IMAGE
 from ml_platform.versions import (
@@ -300,25 +305,18 @@ class TrainingClusterStack(Stack):
         lustre_clients: ec2.ISecurityGroup | None,
         trainium_subnet: ec2.ISubnet | None,
     ) -> TrainingEksCluster:
+        shared = {f.name: getattr(cfg, f.name) for f in fields(TrainingEksClusterPropsBase)}
         return TrainingEksCluster(
             self,
             "Cluster",
             vpc=vpc,
-            cluster_name=cfg.name,
-            kubernetes_version=cfg.kubernetes_version,
-            endpoint_access=cfg.endpoint_access,
-            public_access_cidrs=cfg.public_access_cidrs,
-            public_access_from_anywhere=cfg.public_access_from_anywhere,
-            admin_role_arn=cfg.admin_role_arn,
-            bootstrap_creator_admin=bool(cfg.bootstrap_creator_admin),
-            system_instance_type=cfg.system_instance_type,
-            system_nodes=cfg.system_nodes,
+            props=TrainingEksClusterProps(
+                **shared,
+                cluster_name=cfg.name,
+                bootstrap_creator_admin=bool(cfg.bootstrap_creator_admin),
+            ),
             helper_subnet=trainium_subnet,
-            helper_nodes=cfg.helper_nodes,
-            support_type=cfg.support_type,
             system_node_security_groups=[lustre_clients] if lustre_clients is not None else [],
-            node_ssm_access=cfg.node_ssm_access,
-            kubectl_provider_guard=cfg.kubectl_provider_guard,
         )
 
     def _addons(self, cfg: ClusterSettings) -> PlatformAddons:

@@ -22,6 +22,7 @@ from ml_platform.constructs import (
     PlatformVpcProps,
     TrainingDashboard,
     TrainingEksCluster,
+    TrainingEksClusterProps,
     TrainingImageRepository,
     TrainingImageRepositoryProps,
     TrainingNodeSecurityGroup,
@@ -169,14 +170,21 @@ def build(app: cdk.App) -> dict[str, object]:
         ),
     )
     clusters = [
-        TrainingEksCluster(clusters_stack, "Research", vpc=net.vpc, endpoint_access="private"),
+        TrainingEksCluster(
+            clusters_stack,
+            "Research",
+            vpc=net.vpc,
+            props=TrainingEksClusterProps(endpoint_access="private"),
+        ),
         TrainingEksCluster(  # public to the world, stated: warns
             clusters_stack,
             "Staging",
             vpc=net.vpc,
-            endpoint_access="public_and_private",
-            public_access_cidrs=["0.0.0.0/0"],
-            public_access_from_anywhere=True,
+            props=TrainingEksClusterProps(
+                endpoint_access="public_and_private",
+                public_access_cidrs=("0.0.0.0/0",),
+                public_access_from_anywhere=True,
+            ),
         ),
     ]
 

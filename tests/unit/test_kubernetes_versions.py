@@ -154,7 +154,12 @@ def test_only_the_kubectl_layer_of_the_chosen_version_is_imported(monkeypatch) -
     env = cdk.Environment(account="123456789012", region="us-west-2")
     stack = cdk.Stack(new_app(), "S", env=env)
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
-    eks_cluster.TrainingEksCluster(stack, "Cluster", vpc=vpc, kubernetes_version="1.35")
+    eks_cluster.TrainingEksCluster(
+        stack,
+        "Cluster",
+        vpc=vpc,
+        props=eks_cluster.TrainingEksClusterProps(kubernetes_version="1.35"),
+    )
     assert imported == ["aws_cdk.lambda_layer_kubectl_v35"]
     layers = Template.from_stack(stack).find_resources("AWS::Lambda::LayerVersion")
     kubectl = [r for r in layers.values() if "kubectl" in r["Properties"].get("Description", "")]

@@ -75,7 +75,8 @@ def test_the_endpoint_is_private_by_default() -> None:
     assert (cluster.endpoint_access, cluster.public_access_cidrs) == ("private", ())
     one_problem(
         {"cluster": {"public_access_cidrs": ["203.0.113.0/24"]}},
-        "cluster.public_access_cidrs = ['203.0.113.0/24']: a private endpoint takes none",
+        "cluster.public_access_cidrs = ['203.0.113.0/24'], cluster.endpoint_access = 'private': "
+        "a private endpoint takes none (make it 'public_and_private' to use them)",
     )
 
 
@@ -83,9 +84,10 @@ def test_a_world_open_endpoint_needs_a_setting_that_states_it() -> None:
     public = {"endpoint_access": "public_and_private", "public_access_cidrs": ["0.0.0.0/0"]}
     one_problem(
         {"cluster": public},
-        "cluster.public_access_cidrs[0] = '0.0.0.0/0': opens the "
-        "Kubernetes API to the whole internet",
-        "cluster.public_access_from_anywhere",
+        "cluster.public_access_cidrs[0] = '0.0.0.0/0', cluster.public_access_from_anywhere = "
+        "False: opens the Kubernetes API to the whole internet; name your networks (`mlp azs "
+        "--public-access-mine` writes your address), keep the endpoint 'private', or set "
+        "public_access_from_anywhere to true to state that choice",
     )
     stated = Settings.from_context(
         {"cluster": {**public, "public_access_from_anywhere": True}}, known_azs=SEEDED

@@ -10,10 +10,20 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk.assertions import Match, Template
 
+from ml_platform._settings_parse import Problem
 from ml_platform.app import new_app
+from ml_platform.constructs._props import shared_problems
 from ml_platform.constructs.addons import PlatformAddons
-from ml_platform.constructs.eks_cluster import OPEN_TO_WORLD_WARNING, TrainingEksCluster
-from ml_platform.versions import EKS_ADDON_VERSIONS
+from ml_platform.constructs.eks_cluster import (
+    EKS_VERSIONS,
+    KUBECTL_LAYERS,
+    OPEN_TO_WORLD_WARNING,
+    TrainingEksCluster,
+    TrainingEksClusterProps,
+)
+from ml_platform.limits import shown
+from ml_platform.props.cluster import TrainingEksClusterPropsBase
+from ml_platform.versions import EKS_ADDON_VERSIONS, KUBERNETES_VERSIONS
 from tests.support import GRANTS_ONLY_FOR_AWS_RESOURCES, SynthesizedPlatform
 
 ADDONS = {
@@ -140,8 +150,10 @@ def test_the_creator_gets_no_permanent_admin_entry_and_the_kubectl_role_has_its_
 def test_a_world_open_endpoint_is_an_error_unless_stated_then_a_warning() -> None:
     with pytest.raises(
         ValueError,
-        match=r"public_access_cidrs\[0\] = '0\.0\.0\.0/0': opens the Kubernetes API to the "
-        r"whole internet.*set public_access_from_anywhere to true",
+        match=r"^S/Cluster: public_access_cidrs\[0\] = '0\.0\.0\.0/0', "
+        r"public_access_from_anywhere = False: opens the Kubernetes API to the whole internet; "
+        r"name your networks \(`mlp azs --public-access-mine` writes your address\), keep the "
+        r"endpoint 'private', or set public_access_from_anywhere to true to state that choice$",
     ):
         _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=["0.0.0.0/0"])
     stated = _bare_cluster(
@@ -153,26 +165,27 @@ def test_a_world_open_endpoint_is_an_error_unless_stated_then_a_warning() -> Non
     assert "0.0.0.0/0" in warning and OPEN_TO_WORLD_WARNING in warning
     with pytest.raises(
         ValueError,
-        match=r"public_access_cidrs = \['203.0.113.0/24'\]: a private "
-        "endpoint takes none",
+        match=r"^S/Cluster: public_access_cidrs = \['203\.0\.113\.0/24'\], endpoint_access = "
+        r"'private': a private endpoint takes none \(make it 'public_and_private' to use them\)$",
     ):
         _bare_cluster(public_access_cidrs=["203.0.113.0/24"])
-    # The rule the settings check (limits.public_access_problems): IPv4, at most 40, distinct.
+    # The rule the settings check (limits.public_access_findings): IPv4, at most 40, distinct.
+    many = ["2001:db8::/32", *(f"10.0.{i}.0/24" for i in range(40))]
     with pytest.raises(ValueError) as error:
-        _bare_cluster(
-            endpoint_access="public_and_private",
-            public_access_cidrs=["2001:db8::/32", *(f"10.0.{i}.0/24" for i in range(40))],
-        )
+        _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=many)
     assert "public_access_cidrs[0] = '2001:db8::/32': IPv4 only" in str(error.value)
-    assert "public_access_cidrs: 41 blocks, EKS takes at most 40" in str(error.value)
+    assert f"public_access_cidrs = {shown(many)}: 41 blocks, EKS takes at most 40" in str(
+        error.value
+    )
 
 
 def _bare_cluster(**props) -> TrainingEksCluster:
+    """A cluster in a stack of its own, ``props`` its :class:`TrainingEksClusterProps`."""
     stack = cdk.Stack(
         new_app(), "S", env=cdk.Environment(account="123456789012", region="us-west-2")
     )
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
-    return TrainingEksCluster(stack, "Cluster", vpc=vpc, **props)
+    return TrainingEksCluster(stack, "Cluster", vpc=vpc, props=TrainingEksClusterProps(**props))
 
 
 def test_restricted_or_private_endpoint_has_no_warning_and_admin_role_gets_an_access_entry() -> (
@@ -202,57 +215,80 @@ def test_kubectl_provider_has_a_cluster_admin_access_entry(synth: SynthesizedPla
     assert "AmazonEKSClusterAdminPolicy" in json.dumps(entry["Properties"]["AccessPolicies"])
 
 
+HELPER_NODES_TEXT = (
+    "expected 1 to 3 (the dataset Job and TensorBoard must run in network.trainium_az, where "
+    "FSx is, and the system nodes may have no node there, so 0 would leave them Pending)"
+)
+
+
 def test_cluster_construct_validation_reports_every_problem() -> None:
     with pytest.raises(ValueError) as info:
         _bare_cluster(
+            support_type="NONE",
             kubernetes_version="1.29",
             endpoint_access="public",
-            public_access_cidrs=["10.0.0.0/33"],
             system_nodes=0,
             helper_nodes=0,
         )
-    message = str(info.value)
-    for expected in (
-        "kubernetes_version='1.29'",
-        "['1.34', '1.35']",
-        "endpoint_access='public'",
-        "public_access_cidrs[0] = '10.0.0.0/33': not a CIDR block",
-        "system_nodes=0: expected 1 to 10",
-        "helper_nodes=0: expected 1 to 3 (the dataset Job and TensorBoard must run in "
-        "network.trainium_az",
-    ):
-        assert expected in message
-
-
-def test_the_cluster_props_hold_every_rule_and_the_construct_keeps_them() -> None:
-    """TrainingEksCluster's rules live with its props: checked without building anything, all
-    at once, in the order the construct reports them."""
-    from ml_platform.constructs.eks_cluster import TrainingEksClusterProps
-
-    bad = TrainingEksClusterProps(
-        support_type="NONE",
-        kubernetes_version="1.29",
-        endpoint_access="public",
-        system_nodes=0,
-        helper_nodes=0,
+    assert str(info.value) == (
+        "S/Cluster: kubernetes_version = '1.29': expected one of ['1.34', '1.35']; "
+        "endpoint_access = 'public': expected one of ['public_and_private', 'private']; "
+        "system_nodes = 0: expected 1 to 10; "
+        f"helper_nodes = 0: {HELPER_NODES_TEXT}; "
+        "support_type = 'NONE': expected one of ['EXTENDED', 'STANDARD']"
     )
-    assert [p.split("=", 1)[0] for p in bad.problems()] == [
-        "support_type",
-        "kubernetes_version",
-        "endpoint_access",
-        "system_nodes",
-        "helper_nodes",
+    # The cross-field rules run once every field is valid, all at once.
+    with pytest.raises(ValueError) as info:
+        _bare_cluster(
+            endpoint_access="public_and_private",
+            public_access_cidrs=("10.0.0.0/33",),
+            admin_role_arn="arn:aws:iam::1:user/x",
+            system_instance_type="m6g.large",
+        )
+    assert str(info.value) == (
+        "S/Cluster: admin_role_arn = 'arn:aws:iam::1:user/x': expected an IAM role ARN "
+        "(arn:<partition>:iam::<12-digit account>:role/<name>); "
+        "system_instance_type = 'm6g.large': the system nodes run the x86_64 AL2023 AMI; "
+        "expected an x86_64 type such as 'm6i.large'; "
+        "public_access_cidrs[0] = '10.0.0.0/33': not a CIDR block"
+    )
+
+
+def test_the_cluster_props_share_the_settings_rules_and_the_construct_keeps_them() -> None:
+    """TrainingEksCluster's rules live with the props it shares with the settings: checked
+    without building anything, as the construct reports them; tokens are left unchecked."""
+    bad = TrainingEksClusterProps(endpoint_access="public", system_nodes=0)
+    assert shared_problems(bad, TrainingEksClusterPropsBase) == [
+        "endpoint_access = 'public': expected one of ['public_and_private', 'private']",
+        "system_nodes = 0: expected 1 to 10",
     ]
     open_to_all = TrainingEksClusterProps(
         endpoint_access="public_and_private", public_access_cidrs=("0.0.0.0/0",)
     )
-    assert [p.split(" ", 1)[0] for p in open_to_all.problems()] == ["public_access_cidrs[0]"]
+    (problem,) = open_to_all.problems()
+    assert problem == Problem(
+        {"public_access_cidrs[0]": "0.0.0.0/0", "public_access_from_anywhere": False},
+        "opens the Kubernetes API to the whole internet; name your networks (`mlp azs "
+        "--public-access-mine` writes your address), keep the endpoint 'private', or set "
+        "public_access_from_anywhere to true to state that choice",
+    )
     assert TrainingEksClusterProps().problems() == []
-    cidrs = ["203.0.113.0/24"]
+    tokens = TrainingEksClusterProps(
+        admin_role_arn=cdk.Aws.ACCOUNT_ID,
+        public_access_cidrs=tuple(cdk.Token.as_list(cdk.Aws.NOTIFICATION_ARNS)),
+    )
+    assert shared_problems(tokens, TrainingEksClusterPropsBase) == []
+    cidrs = ("203.0.113.0/24",)
     cluster = _bare_cluster(endpoint_access="public_and_private", public_access_cidrs=cidrs)
     assert cluster.props == TrainingEksClusterProps(
-        endpoint_access="public_and_private", public_access_cidrs=tuple(cidrs)
+        endpoint_access="public_and_private", public_access_cidrs=cidrs
     )
+
+
+def test_every_settings_kubernetes_version_has_an_eks_version_and_a_kubectl_layer() -> None:
+    """The settings' versions (the props' ``OneOf``) are what the construct can build: it has
+    no rule of its own for them."""
+    assert set(KUBERNETES_VERSIONS) == set(EKS_VERSIONS) == set(KUBECTL_LAYERS)
 
 
 def test_addons_are_pinned_for_the_kubernetes_version(synth: SynthesizedPlatform) -> None:
@@ -774,7 +810,13 @@ def test_helper_node_group_only_with_a_subnet_and_its_size_is_checked() -> None:
     subnet = vpc.select_subnets(
         subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, availability_zones=["us-west-2b"]
     ).subnets[0]
-    cluster = TrainingEksCluster(stack, "Cluster", vpc=vpc, helper_subnet=subnet, helper_nodes=3)
+    cluster = TrainingEksCluster(
+        stack,
+        "Cluster",
+        vpc=vpc,
+        props=TrainingEksClusterProps(helper_nodes=3),
+        helper_subnet=subnet,
+    )
     assert cluster.system_node_groups == [cluster.system_nodes, cluster.helper_nodes]
     (helpers,) = [
         g["Properties"]
@@ -784,5 +826,8 @@ def test_helper_node_group_only_with_a_subnet_and_its_size_is_checked() -> None:
     assert helpers["Subnets"] == [stack.resolve(subnet.subnet_id)]
     assert helpers["ScalingConfig"] == {"MinSize": 3, "DesiredSize": 3, "MaxSize": 3}
     for bad in (0, 4):
-        with pytest.raises(ValueError, match=rf"helper_nodes={bad}: expected 1 to 3 \(the "):
+        with pytest.raises(ValueError, match=rf"helper_nodes = {bad}: expected 1 to 3 \(the "):
             _bare_cluster(helper_nodes=bad)
+    with pytest.raises(ValueError) as info:
+        _bare_cluster(helper_nodes=4)
+    assert str(info.value) == f"S/Cluster: helper_nodes = 4: {HELPER_NODES_TEXT}"

@@ -15,6 +15,7 @@ from ml_platform.app import new_app
 from ml_platform.constructs.eks_cluster import (
     KUBECTL_PROVIDER_GUARDED_ACTIONS,
     TrainingEksCluster,
+    TrainingEksClusterProps,
 )
 from tests.s3_policy import denied
 
@@ -50,7 +51,9 @@ def _resolve(value, resources):
 def guard() -> tuple[dict, dict]:
     stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account=ACCOUNT, region="us-west-2"))
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
-    cluster = TrainingEksCluster(stack, "Cluster", vpc=vpc, kubectl_provider_guard=True)
+    cluster = TrainingEksCluster(
+        stack, "Cluster", vpc=vpc, props=TrainingEksClusterProps(kubectl_provider_guard=True)
+    )
     assert cluster.kubectl_provider_guard is not None
     resources = Template.from_stack(stack).to_json()["Resources"]
     (policy,) = [r for r in resources.values() if r["Type"] == "AWS::IAM::ManagedPolicy"]

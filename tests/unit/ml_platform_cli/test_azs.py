@@ -472,7 +472,10 @@ def test_a_world_open_cidr_is_refused_before_writing(aws, project, mlp):
         "--cdk-json", project, "azs", "--admin-role-mine", "--public-access-cidr", "0.0.0.0/0"
     )
     assert result.code == 1
-    assert "cluster.public_access_cidrs[0] = '0.0.0.0/0': opens the Kubernetes API" in result.err
+    assert (
+        "cluster.public_access_cidrs[0] = '0.0.0.0/0', cluster.public_access_from_anywhere = "
+        "False: opens the Kubernetes API" in result.err
+    )
     assert not project.with_name("cdk.context.json").exists()
 
 
