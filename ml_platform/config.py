@@ -47,7 +47,6 @@ from ml_platform.image_pins import (
 )
 from ml_platform.instances import (
     SAGEMAKER_MME_GPU_INSTANCES,
-    TRAINIUM_INSTANCES,
 )
 from ml_platform.limits import FSX_THROUGHPUTS, shown
 from ml_platform.props.addons import PlatformAddonsPropsBase
@@ -55,6 +54,7 @@ from ml_platform.props.alarm_topic import EmailAddress
 from ml_platform.props.cluster import TrainingEksClusterPropsBase
 from ml_platform.props.network import PlatformVpcPropsBase
 from ml_platform.props.storage import EcrMaxImages, ModelArtifactBucketPropsBase
+from ml_platform.props.trainium import TrainiumPropsBase
 from ml_platform.props.triton_eks import TritonOnEksPropsBase
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
@@ -227,18 +227,10 @@ class ClusterSettings(TrainingEksClusterPropsBase, PlatformAddonsPropsBase):
         return []
 
 
-@dataclass(frozen=True)
-class TrainiumSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class TrainiumSettings(TrainiumPropsBase):
     """The Trainium node group (stack ``<prefix>-TrainiumNodes``)."""
 
-    instance_type: Annotated[str, OneOf(tuple(sorted(TRAINIUM_INSTANCES)))] = setting(
-        limits.DEFAULT_TRAINIUM_INSTANCE_TYPE
-    )
-    """`trn1.32xlarge` (8 EFA interfaces, 32 NeuronCores), `trn1n.32xlarge` (16 EFA
-    interfaces), `trn2.48xlarge` (Trainium2: 16 EFA interfaces, 64 NeuronCores at the default
-    logical-core size 2) or `trn2u.48xlarge` (the same instance as part of a 4-instance
-    UltraServer; see docs/training.md). `network.trainium_az` must offer it (`mlp azs
-    --instance-type` finds one)."""
     nodes: int = setting(limits.DEFAULT_TRAINIUM_NODES, minimum=0)
     """Desired node count (the tutorial's 2 x 32 NeuronCores): `0 <= min_nodes <= nodes <=
     max_nodes <= 64`, `max_nodes >= 1`."""
@@ -249,26 +241,6 @@ class TrainiumSettings(Section):
         limits.DEFAULT_TRAINIUM_NODES, minimum=1, maximum=limits.TRAINIUM_MAX_NODES
     )
     """Most nodes."""
-    root_volume_gib: Annotated[int, Between(limits.ROOT_VOLUME_GIB)] = setting(
-        limits.DEFAULT_ROOT_VOLUME_GIB
-    )
-    """Encrypted gp3 root volume size."""
-    capacity_reservation_id: Annotated[str, Matches(limits.CAPACITY_RESERVATION_ID)] | None = (
-        setting(None)
-    )
-    """An On-Demand Capacity Reservation (`cr-...`) the nodes launch into. The launch template
-    then names no new placement group: an ODCR serves a cluster placement group only if it was
-    created in it."""
-    capacity_block_id: Annotated[str, Matches(limits.CAPACITY_RESERVATION_ID)] | None = setting(
-        None
-    )
-    """A Capacity Block for ML (`cr-...`) the nodes launch into (market type `capacity-block`,
-    node group capacity type `CAPACITY_BLOCK`). At most one of the two. A Capacity Block
-    places its instances itself: no placement group."""
-    placement_group: str | None = setting(None, pattern=json_pattern(limits.PLACEMENT_GROUP))
-    """Name of the cluster placement group `capacity_reservation_id` was created in. Default
-    none: a new cluster placement group without a reservation, no placement group with one.
-    Not with `capacity_block_id`."""
     ami_release_version: Annotated[str, Matches(limits.AMI_RELEASE_VERSION)] | None = setting(None)
     """EKS AL2023 Neuron AMI release of the nodes (node group `ReleaseVersion`). Default: the
     release whose Neuron driver is the one of the training image's Neuron SDK, for
@@ -281,43 +253,17 @@ class TrainiumSettings(Section):
             default = 0 if self.capacity_block_id is not None else limits.DEFAULT_TRAINIUM_NODES
             object.__setattr__(self, "min_nodes", default)
 
-    def problems(self) -> list[str]:
-        out = []
+    def problems(self) -> list[str | Problem]:
+        out: list[str | Problem] = []
         low, most = self.min_nodes or 0, limits.TRAINIUM_MAX_NODES
         if not limits.node_counts_ok(low, self.nodes, self.max_nodes, most):
             out.append(
-                f"trainium.min_nodes = {self.min_nodes}, trainium.nodes = {self.nodes}, "
-                f"trainium.max_nodes = {self.max_nodes}: expected 0 <= min_nodes <= nodes <= "
-                f"max_nodes <= {most}, max_nodes >= 1"
+                Problem(
+                    {"min_nodes": self.min_nodes, "nodes": self.nodes, "max_nodes": self.max_nodes},
+                    f"expected 0 <= min_nodes <= nodes <= max_nodes <= {most}, max_nodes >= 1",
+                )
             )
-        if self.capacity_reservation_id is not None and self.capacity_block_id is not None:
-            out.append(
-                "trainium.capacity_reservation_id and trainium.capacity_block_id are both set: "
-                "expected at most one"
-            )
-        return out + self._placement_group_problems()
-
-    def _placement_group_problems(self) -> list[str]:
-        group = self.placement_group
-        if group is None:
-            return []
-        if self.capacity_block_id is not None:
-            return [
-                f"trainium.placement_group = {shown(group)} with trainium.capacity_block_id: a "
-                "Capacity Block places its instances itself; expected no placement group"
-            ]
-        if self.capacity_reservation_id is None:
-            return [
-                f"trainium.placement_group = {shown(group)}: names the group a capacity reservation "
-                "was created in, so it needs trainium.capacity_reservation_id (without one the "
-                "platform makes its own cluster placement group)"
-            ]
-        if not limits.PLACEMENT_GROUP.fullmatch(group):
-            return [
-                f"trainium.placement_group = {shown(group)}: expected a placement group name (1 to "
-                "255 ASCII characters)"
-            ]
-        return []
+        return out + super().problems()
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from ml_platform.constructs import (
     TrainingImageRepositoryProps,
     TrainingNodeSecurityGroup,
     TrainiumNodeGroup,
+    TrainiumNodeGroupProps,
     TritonMultiModelEndpoint,
     TritonOnEks,
 )
@@ -68,9 +69,7 @@ def build(app: cdk.App) -> dict[str, object]:
             cluster=cluster,
             subnet=trainium_subnet,
             security_group=efa.security_group,
-            min_size=0,
-            desired_size=0,
-            max_size=2,
+            props=TrainiumNodeGroupProps(min_size=0, desired_size=0, max_size=2),
         )
         for name in ("TrnA", "TrnB")
     ]
