@@ -29,6 +29,7 @@ from ml_platform.constructs import (
     TrainiumNodeGroup,
     TrainiumNodeGroupProps,
     TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
     TritonOnEks,
 )
 from ml_platform.constructs.triton_eks import TritonOnEksProps
@@ -120,8 +121,9 @@ def build(app: cdk.App) -> dict[str, object]:
             shared,
             name,
             bucket=bucket,
-            endpoint_name=name.lower(),
-            archives=["model_trt_python_t4"],
+            props=TritonMultiModelEndpointProps(
+                name=name.lower(), archives=["model_trt_python_t4"]
+            ),
         )
         for name in ("EndpointA", "EndpointB")
     ]
