@@ -28,8 +28,6 @@ import annotated_types
 from ml_platform import limits
 from ml_platform._settings_parse import (
     INVALID,
-    Allowed,
-    Between,
     Matches,
     OneOf,
     Problem,
@@ -45,33 +43,26 @@ from ml_platform.image_pins import (
     MIRRORABLE_REGISTRIES,
     ImagePolicy,
 )
-from ml_platform.instances import (
-    SAGEMAKER_MME_GPU_INSTANCES,
-    TRAINIUM_INSTANCES,
-)
 from ml_platform.limits import FSX_THROUGHPUTS, shown
+from ml_platform.props.addons import PlatformAddonsPropsBase
 from ml_platform.props.alarm_topic import EmailAddress
 from ml_platform.props.cluster import TrainingEksClusterPropsBase
+from ml_platform.props.endpoint import TritonEndpointPropsBase, TritonServerPropsBase
 from ml_platform.props.network import PlatformVpcPropsBase
 from ml_platform.props.storage import EcrMaxImages, ModelArtifactBucketPropsBase
+from ml_platform.props.trainium import TrainiumPropsBase
 from ml_platform.props.triton_eks import TritonOnEksPropsBase
 from ml_platform.regions import REGIONS, ecr_registry, partition_of, region_problem
 from ml_platform.sagemaker_images import (
-    DEFAULT_INFERENCE_AMI_VERSION,
-    DEFAULT_TRITON_VERSION,
-    INFERENCE_AMI_VERSIONS,
     TRITON_VERSIONS,
     compute_capability_problem,
-    inference_ami_problem,
     triton_region_problem,
 )
 from ml_platform.stack_outputs import endpoint_name_clashes
-from ml_platform.triton.archive_names import ArchiveRef, parse_ref, ref_problems
+from ml_platform.triton.archive_names import ArchiveRef, parse_ref
 from ml_platform.triton.kinds import (
     BUILT_IN_ARCHIVES,
-    DEFAULT_ENDPOINT_ARCHIVES,
 )
-from ml_platform.triton.targets import gpu_problem
 
 CONTEXT_KEY = "ml-platform"
 """The context key in ``cdk.json`` that holds the platform's settings."""
@@ -183,7 +174,7 @@ class StorageSettings(ModelArtifactBucketPropsBase):
 
 
 @dataclass(frozen=True, kw_only=True)
-class ClusterSettings(TrainingEksClusterPropsBase):
+class ClusterSettings(TrainingEksClusterPropsBase, PlatformAddonsPropsBase):
     """The EKS cluster that runs training (and optionally Triton)."""
 
     name: Annotated[str, Matches(limits.RESOURCE_NAME)] = setting("ml-platform")
@@ -195,12 +186,7 @@ class ClusterSettings(TrainingEksClusterPropsBase):
     means false with a synth-time warning (`ml-platform:bootstrapCreatorAdmin`): a cluster
     deployed by release 0.1.0 was created with true and keeps deploying only with true; a
     new cluster is better off with false. Set it to say which."""
-    network_policy_mode: Annotated[str, OneOf(limits.NETWORK_POLICY_MODES)] = setting(
-        limits.DEFAULT_NETWORK_POLICY_MODE
-    )
-    """The VPC CNI's NetworkPolicy enforcing mode: `strict` (a new pod is default-deny until
-    its policies are in place; the system namespaces get allow-all policies) or `standard` (a
-    new pod talks freely until then)."""
+    # network_policy_mode: inherited, PlatformAddons's (ml_platform/props/addons.py).
     fsx_csi_driver_version: Annotated[str, Matches(limits.ADDON_VERSION)] | None = setting(None)
     """Version of the `aws-fsx-csi-driver` add-on. Default none: EKS's default version (`mlp
     addons` lists what exists)."""
@@ -231,18 +217,10 @@ class ClusterSettings(TrainingEksClusterPropsBase):
         return []
 
 
-@dataclass(frozen=True)
-class TrainiumSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class TrainiumSettings(TrainiumPropsBase):
     """The Trainium node group (stack ``<prefix>-TrainiumNodes``)."""
 
-    instance_type: Annotated[str, OneOf(tuple(sorted(TRAINIUM_INSTANCES)))] = setting(
-        limits.DEFAULT_TRAINIUM_INSTANCE_TYPE
-    )
-    """`trn1.32xlarge` (8 EFA interfaces, 32 NeuronCores), `trn1n.32xlarge` (16 EFA
-    interfaces), `trn2.48xlarge` (Trainium2: 16 EFA interfaces, 64 NeuronCores at the default
-    logical-core size 2) or `trn2u.48xlarge` (the same instance as part of a 4-instance
-    UltraServer; see docs/training.md). `network.trainium_az` must offer it (`mlp azs
-    --instance-type` finds one)."""
     nodes: int = setting(limits.DEFAULT_TRAINIUM_NODES, minimum=0)
     """Desired node count (the tutorial's 2 x 32 NeuronCores): `0 <= min_nodes <= nodes <=
     max_nodes <= 64`, `max_nodes >= 1`."""
@@ -253,26 +231,6 @@ class TrainiumSettings(Section):
         limits.DEFAULT_TRAINIUM_NODES, minimum=1, maximum=limits.TRAINIUM_MAX_NODES
     )
     """Most nodes."""
-    root_volume_gib: Annotated[int, Between(limits.ROOT_VOLUME_GIB)] = setting(
-        limits.DEFAULT_ROOT_VOLUME_GIB
-    )
-    """Encrypted gp3 root volume size."""
-    capacity_reservation_id: Annotated[str, Matches(limits.CAPACITY_RESERVATION_ID)] | None = (
-        setting(None)
-    )
-    """An On-Demand Capacity Reservation (`cr-...`) the nodes launch into. The launch template
-    then names no new placement group: an ODCR serves a cluster placement group only if it was
-    created in it."""
-    capacity_block_id: Annotated[str, Matches(limits.CAPACITY_RESERVATION_ID)] | None = setting(
-        None
-    )
-    """A Capacity Block for ML (`cr-...`) the nodes launch into (market type `capacity-block`,
-    node group capacity type `CAPACITY_BLOCK`). At most one of the two. A Capacity Block
-    places its instances itself: no placement group."""
-    placement_group: str | None = setting(None, pattern=json_pattern(limits.PLACEMENT_GROUP))
-    """Name of the cluster placement group `capacity_reservation_id` was created in. Default
-    none: a new cluster placement group without a reservation, no placement group with one.
-    Not with `capacity_block_id`."""
     ami_release_version: Annotated[str, Matches(limits.AMI_RELEASE_VERSION)] | None = setting(None)
     """EKS AL2023 Neuron AMI release of the nodes (node group `ReleaseVersion`). Default: the
     release whose Neuron driver is the one of the training image's Neuron SDK, for
@@ -285,43 +243,17 @@ class TrainiumSettings(Section):
             default = 0 if self.capacity_block_id is not None else limits.DEFAULT_TRAINIUM_NODES
             object.__setattr__(self, "min_nodes", default)
 
-    def problems(self) -> list[str]:
-        out = []
+    def problems(self) -> list[str | Problem]:
+        out: list[str | Problem] = []
         low, most = self.min_nodes or 0, limits.TRAINIUM_MAX_NODES
         if not limits.node_counts_ok(low, self.nodes, self.max_nodes, most):
             out.append(
-                f"trainium.min_nodes = {self.min_nodes}, trainium.nodes = {self.nodes}, "
-                f"trainium.max_nodes = {self.max_nodes}: expected 0 <= min_nodes <= nodes <= "
-                f"max_nodes <= {most}, max_nodes >= 1"
+                Problem(
+                    {"min_nodes": self.min_nodes, "nodes": self.nodes, "max_nodes": self.max_nodes},
+                    f"expected 0 <= min_nodes <= nodes <= max_nodes <= {most}, max_nodes >= 1",
+                )
             )
-        if self.capacity_reservation_id is not None and self.capacity_block_id is not None:
-            out.append(
-                "trainium.capacity_reservation_id and trainium.capacity_block_id are both set: "
-                "expected at most one"
-            )
-        return out + self._placement_group_problems()
-
-    def _placement_group_problems(self) -> list[str]:
-        group = self.placement_group
-        if group is None:
-            return []
-        if self.capacity_block_id is not None:
-            return [
-                f"trainium.placement_group = {shown(group)} with trainium.capacity_block_id: a "
-                "Capacity Block places its instances itself; expected no placement group"
-            ]
-        if self.capacity_reservation_id is None:
-            return [
-                f"trainium.placement_group = {shown(group)}: names the group a capacity reservation "
-                "was created in, so it needs trainium.capacity_reservation_id (without one the "
-                "platform makes its own cluster placement group)"
-            ]
-        if not limits.PLACEMENT_GROUP.fullmatch(group):
-            return [
-                f"trainium.placement_group = {shown(group)}: expected a placement group name (1 to "
-                "255 ASCII characters)"
-            ]
-        return []
+        return out + super().problems()
 
 
 @dataclass(frozen=True)
@@ -361,88 +293,17 @@ class TrainingSettings(Section):
         return out
 
 
-@dataclass(frozen=True)
-class EndpointSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class EndpointSettings(TritonEndpointPropsBase):
     """One SageMaker multi-model endpoint serving Triton ensembles."""
 
-    name: Annotated[str, Matches(limits.ENDPOINT_NAME)] = setting("triton-ensembles")
-    """Endpoint name: unique regardless of case, and no two names may map to one construct id
-    (`triton-ensembles`, `tritonEnsembles`, `triton--ensembles`)."""
-    instance_type: Annotated[
-        str,
-        OneOf(tuple(sorted(SAGEMAKER_MME_GPU_INSTANCES))),
-        Allowed(f"multi-model endpoints on GPU support {sorted(SAGEMAKER_MME_GPU_INSTANCES)}"),
-    ] = setting(limits.DEFAULT_ENDPOINT_INSTANCE_TYPE)
-    """A single-GPU instance type that multi-model endpoints on GPU support (the default: T4,
-    as in the source design)."""
-    initial_instances: int = setting(
-        limits.DEFAULT_INITIAL_INSTANCES,
-        minimum=limits.ENDPOINT_INSTANCES.low,
-        maximum=limits.ENDPOINT_INSTANCES.high,
-    )
-    """Instances at creation: `1 <= min_instances <= initial_instances <= max_instances <=
-    100`."""
-    min_instances: int = setting(
-        limits.DEFAULT_MIN_INSTANCES,
-        minimum=limits.ENDPOINT_INSTANCES.low,
-        maximum=limits.ENDPOINT_INSTANCES.high,
-    )
-    """Fewest instances autoscaling keeps."""
-    max_instances: int = setting(
-        limits.DEFAULT_MAX_INSTANCES,
-        minimum=limits.ENDPOINT_INSTANCES.low,
-        maximum=limits.ENDPOINT_INSTANCES.high,
-    )
-    """Most instances autoscaling adds."""
-    invocations_per_instance: Annotated[int, Between(limits.INVOCATIONS_PER_INSTANCE)] = setting(
-        limits.DEFAULT_INVOCATIONS_PER_INSTANCE
-    )
-    """Scaling target for SageMakerVariantInvocationsPerInstance (per minute)."""
-    archives: tuple[str, ...] = setting(DEFAULT_ENDPOINT_ARCHIVES, minItems=1, uniqueItems=True)
-    """Archives this endpoint serves, each a logical name (`model_tf_dali`: every version, the
-    newest for `mlp invoke`) or an exact version (`model_tf_dali@v1a2b3c4d`), as `mlp models
-    package` names them; distinct. Default both ensembles of the source design, the text one
-    with its T4 plan. An archive with a TensorRT plan (`model_trt_python_<gpu>`) must target
-    the instance type's GPU. They scope `grant_invoke` and `mlp` commands; they are not written
-    into the template."""
-
-    @property
-    def archive_refs(self) -> tuple[ArchiveRef, ...]:
-        return tuple(parse_ref(a) for a in self.archives)
-
-    def problems_at(self, where: str) -> list[str]:
-        """The endpoint's cross-field problems, under its key ``where`` (checked by
-        :class:`InferenceSettings`, which knows the endpoint's index)."""
-        out = []
-        most = limits.ENDPOINT_INSTANCES.high
-        if not limits.endpoint_counts_ok(
-            self.min_instances, self.initial_instances, self.max_instances
-        ):
-            out.append(
-                f"{where}.min_instances = {self.min_instances}, {where}.initial_instances = "
-                f"{self.initial_instances}, {where}.max_instances = {self.max_instances}: "
-                f"expected 1 <= min <= initial <= max <= {most}"
-            )
-        out.extend(ref_problems(f"{where}.archives", self.archives))
-        for i, archive in enumerate(self.archives):
-            problem = gpu_problem(f"{where}.archives[{i}]", archive, self.instance_type)
-            if problem:
-                out.append(problem)
-        return out
+    # Every field and rule is the construct's (TritonEndpointPropsBase): none is app-level.
 
 
-@dataclass(frozen=True)
-class InferenceSettings(Section):
+@dataclass(frozen=True, kw_only=True)
+class InferenceSettings(TritonServerPropsBase):
     """Triton on SageMaker multi-model endpoints."""
 
-    triton_version: Annotated[str, OneOf(TRITON_VERSIONS)] = setting(DEFAULT_TRITON_VERSION)
-    """Tag of SageMaker's Triton container (`<ver>-py3`); Triton on EKS runs the same release
-    from NGC. The default is patched against NVIDIA's August 2025 bulletin
-    (CVE-2025-23319/23320/23334, fixed in 25.07); why it is not 26.05:
-    docs/serving-sagemaker.md "The Triton release". Older releases stay selectable for their
-    TensorFlow backend, with a synth-time warning naming the CVEs; releases from 25.03 refuse
-    `ml.p3` (V100) endpoints; each release is published in its own regions (the SageMaker
-    SDK's list), and a region without it is refused."""
     endpoints: tuple[EndpointSettings, ...] = setting((EndpointSettings(),))
     """The endpoints: at least one while `features.inference` is on. Default: one endpoint
     serving both ensembles."""
@@ -452,12 +313,6 @@ class InferenceSettings(Section):
     content as `mlp models upload` requires, safe to unpack, servable and loadable by
     `triton_version` (backends, a plan's TensorRT, an execution environment's Python). Default
     none (`mlp models upload` does it)."""
-    inference_ami_version: Annotated[str, OneOf(INFERENCE_AMI_VERSIONS)] = setting(
-        DEFAULT_INFERENCE_AMI_VERSION
-    )
-    """The endpoint instances' AMI (NVIDIA driver and CUDA). The default (driver 580, CUDA
-    13.0) runs the CUDA 13 of releases from 25.08 natively and every older release too. A
-    535/550 AMI without the CUDA-compat mount cannot run a CUDA 13 release and is refused."""
     alarm_topic_arn: Annotated[str, Matches(limits.SNS_TOPIC_ARN)] | None = setting(None)
     """An existing SNS topic every endpoint alarm notifies (alarm and OK), in `env.region`
     (CloudWatch refuses a topic in another region) and `env.region`'s partition. Its policy must
@@ -469,42 +324,14 @@ class InferenceSettings(Section):
     subscription from the mail AWS sends). Default none: subscribe yourself to the topic named
     in the stack's `AlarmTopicArn` output. Not with `alarm_topic_arn` (subscribe to your own
     topic there)."""
-    network_isolation: bool = setting(True)
-    """`EnableNetworkIsolation` on each endpoint's model: the container (and the archives'
-    Python) has no network; SageMaker itself fetches the archives."""
-    instance_type_changes: bool = setting(True)
-    """Let an endpoint's `instance_type` change deploy although autoscaling is registered on
-    it (SageMaker refuses that update otherwise): a small Lambda-backed custom resource per
-    endpoint deregisters the target before the endpoint moves and registers it again after.
-    False: no Lambda; an instance-type change then needs SageMaker's manual steps."""
     log_retention_days: Annotated[int, OneOf(limits.LOG_RETENTION_DAYS)] = setting(365)
     """Days each endpoint's log group `/aws/sagemaker/Endpoints/<name>` keeps the container
     logs (the stack creates the group, KMS-encrypted)."""
-    triton_log_verbose: Annotated[
-        int, annotated_types.Ge(0), Allowed(limits.TRITON_LOG_VERBOSE_TEXT)
-    ] = setting(0)
-    """Triton's `--log-verbose` level on the endpoints (the SageMaker container's
-    `SAGEMAKER_TRITON_LOG_VERBOSE`). 0: off (the container's own default logs every
-    request)."""
-    model_load_gpu_limit_percent: Annotated[int, Between(limits.MODEL_LOAD_GPU_LIMIT_PERCENT)] = (
-        setting(limits.DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT)
-    )
-    """Opt-in cap on model loads: Triton refuses to load another model once the GPU's memory
-    use passes this share (`--model-load-gpu-limit`, through the container's
-    `SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT`). Default 100: no cap, so a full GPU fails the load
-    on CUDA memory, the endpoint answers SageMaker 507 and SageMaker unloads idle models to make
-    room. What a cap costs: a load past it answers 400, not 507, so SageMaker evicts nothing and
-    every new archive fails (the load-failure alarm fires) until models are unloaded otherwise;
-    synthesis warns about it (`ml-platform:modelLoadGpuLimitBlocksEviction`). 1 to 100."""
 
-    def problems(self) -> list[str]:
-        out = []
-        ami_problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
-        if ami_problem:
-            out.append(
-                f"inference.triton_version = {shown(self.triton_version)} with "
-                f"inference.inference_ami_version = {shown(self.inference_ami_version)}: {ami_problem}"
-            )
+    def problems(self) -> list[str | Problem]:
+        out = super().problems()
+        # The release's minimum compute capability per endpoint (what the construct's props
+        # check for one endpoint: TritonMultiModelEndpointPropsBase).
         for i, endpoint in enumerate(self.endpoints):
             problem = compute_capability_problem(self.triton_version, endpoint.instance_type)
             if problem:
@@ -522,8 +349,6 @@ class InferenceSettings(Section):
         out += endpoint_name_clashes(
             [(f"inference.endpoints[{i}].name", e.name) for i, e in enumerate(self.endpoints)]
         )
-        for i, endpoint in enumerate(self.endpoints):
-            out.extend(endpoint.problems_at(f"inference.endpoints[{i}]"))
         if self.alarm_topic_arn is not None and self.alarm_emails:
             out.append(
                 f"inference.alarm_emails = {list(self.alarm_emails)!r} with "

@@ -5,7 +5,11 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 
 from ml_platform.app import new_app
-from ml_platform.constructs import ModelArtifactBucket, TritonMultiModelEndpoint
+from ml_platform.constructs import (
+    ModelArtifactBucket,
+    TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
+)
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
 
@@ -19,9 +23,11 @@ def build(app: cdk.App) -> None:
         stack,
         "Ensembles",
         bucket=models,
-        endpoint_name="team-ensembles",
-        archives=["model_trt_python_t4", "model_tf_dali"],
-        max_instances=3,
+        props=TritonMultiModelEndpointProps(
+            name="team-ensembles",
+            archives=("model_trt_python_t4", "model_tf_dali"),
+            max_instances=3,
+        ),
     )
     caller = iam.Role(
         stack,

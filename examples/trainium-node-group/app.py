@@ -10,6 +10,7 @@ from ml_platform.constructs import (
     PlatformVpcProps,
     TrainingNodeSecurityGroup,
     TrainiumNodeGroup,
+    TrainiumNodeGroupProps,
 )
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
@@ -38,10 +39,9 @@ def build(app: cdk.App) -> None:
         cluster=cluster,
         subnet=net.trainium_subnet,
         security_group=efa.security_group,
-        instance_type="trn1.32xlarge",
-        min_size=0,
-        desired_size=1,
-        max_size=4,
+        props=TrainiumNodeGroupProps(
+            instance_type="trn1.32xlarge", min_size=0, desired_size=1, max_size=4
+        ),
     )
 
 

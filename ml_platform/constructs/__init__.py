@@ -4,7 +4,12 @@
 takes (``<Construct>Props``) and the types their ``from_*`` methods return. Helpers shared by
 the constructs live in ``_``-prefixed modules."""
 
-from ml_platform.constructs.addons import PlatformAddons, PodIdentityAddon
+from ml_platform.constructs.addons import (
+    PlatformAddons,
+    PlatformAddonsProps,
+    PodIdentityAddon,
+    PodIdentityAddonProps,
+)
 from ml_platform.constructs.dashboards import (
     EndpointDashboard,
     EndpointDashboardProps,
@@ -48,9 +53,11 @@ __all__ = [
     "ModelArtifactBucket",
     "ModelArtifactBucketProps",
     "PlatformAddons",
+    "PlatformAddonsProps",
     "PlatformVpc",
     "PlatformVpcProps",
     "PodIdentityAddon",
+    "PodIdentityAddonProps",
     "TrainingDashboard",
     "TrainingDashboardProps",
     "TrainingEksCluster",

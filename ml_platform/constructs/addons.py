@@ -10,10 +10,13 @@ __all__ = [
     "ADDON_FLOATS_WARNING",
     "NETWORK_POLICY_MODES",
     "PlatformAddons",
+    "PlatformAddonsProps",
     "PodIdentityAddon",
+    "PodIdentityAddonProps",
 ]
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import Annotations
 from aws_cdk import aws_eks_v2 as eks
@@ -22,7 +25,10 @@ from constructs import Construct, IDependable
 
 from ml_platform import limits
 from ml_platform.constructs._nag import acknowledge, aws_managed_policy, managed_policy_finding
-from ml_platform.versions import addon_version
+from ml_platform.constructs._props import check_props
+from ml_platform.limits import shown
+from ml_platform.props.addons import PlatformAddonsPropsBase
+from ml_platform.versions import EKS_ADDON_VERSIONS
 
 # The VPC CNI enforces NetworkPolicies only with its network policy agent switched on, and in
 # strict mode only gates every new pod (default deny until its policies are programmed, and
@@ -87,6 +93,17 @@ taint and runs on the host network (aws/eks-node-monitoring-agent v1.7.0,
 charts/eks-node-monitoring-agent: values.yaml ``nodeAgent.tolerations``,
 templates/daemonset.yaml ``hostNetwork``), so it reaches the Trainium and GPU nodes and no
 NetworkPolicy applies to it."""
+PLATFORM_ADDONS = (
+    "vpc-cni",
+    "kube-proxy",
+    "eks-pod-identity-agent",
+    "coredns",
+    "aws-fsx-csi-driver",
+    "amazon-cloudwatch-observability",
+    NODE_MONITORING_AGENT,
+)
+"""Every add-on :class:`PlatformAddons` installs (each pinned per Kubernetes version in
+:data:`~ml_platform.versions.EKS_ADDON_VERSIONS`)."""
 POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
 # Warning id of an add-on installed at EKS's default version (no pin): acknowledge it with
 # ``Annotations.of(addons).acknowledge_warning(ADDON_FLOATS_WARNING)`` once reviewed.
@@ -151,17 +168,29 @@ def pod_identity_role(
     return role, association
 
 
+@dataclass(frozen=True, kw_only=True)
+class PodIdentityAddonProps:
+    """The value props of :class:`PodIdentityAddon` (EKS checks the names at deploy time)."""
+
+    addon_name: str
+    """Add-on name. Required."""
+    addon_version: str | None
+    """Add-on version. Required: a version, or ``None`` for EKS's default version of the
+    cluster's Kubernetes version."""
+    namespace: str
+    """Namespace of the add-on's service account. Required."""
+    service_account: str
+    """Name of that service account. Required."""
+    managed_policies: tuple[str, ...] = ()
+    """AWS managed policy names for the role. Default none."""
+
+
 class PodIdentityAddon(Construct):
     """An EKS add-on whose service account gets an IAM role through EKS Pod Identity.
 
     Args:
         cluster: The cluster. Required.
-        addon_name: Add-on name. Required.
-        addon_version: Add-on version. Required: a version, or ``None`` for EKS's default
-            version of the cluster's Kubernetes version.
-        namespace: Namespace of the add-on's service account. Required.
-        service_account: Name of that service account. Required.
-        managed_policies: AWS managed policy names for the role. Default none.
+        props: The add-on and its service account (:class:`PodIdentityAddonProps`). Required.
         statements: Inline policy statements for the role. Default none.
 
     Attributes:
@@ -176,23 +205,21 @@ class PodIdentityAddon(Construct):
         construct_id: str,
         *,
         cluster: eks.ICluster,
-        addon_name: str,
-        addon_version: str | None,
-        namespace: str,
-        service_account: str,
-        managed_policies: Sequence[str] = (),
+        props: PodIdentityAddonProps,
         statements: Sequence[iam.PolicyStatement] = (),
     ) -> None:
         super().__init__(scope, construct_id)
+        #: The value props.
+        self.props = props
         self.role, self.association = pod_identity_role(
             self,
             "Role",
             "PodIdentity",
             cluster=cluster,
-            namespace=namespace,
-            service_account=service_account,
-            purpose=addon_name,
-            managed_policies=managed_policies,
+            namespace=props.namespace,
+            service_account=props.service_account,
+            purpose=props.addon_name,
+            managed_policies=props.managed_policies,
         )
         for statement in statements:
             self.role.add_to_principal_policy(statement)
@@ -200,12 +227,52 @@ class PodIdentityAddon(Construct):
             self,
             "Resource",
             cluster=cluster,
-            addon_name=addon_name,
-            addon_version=addon_version,
-            configuration_values=ADDON_CONFIGURATION.get(addon_name),
+            addon_name=props.addon_name,
+            addon_version=props.addon_version,
+            configuration_values=ADDON_CONFIGURATION.get(props.addon_name),
         )
         # The association, and the role's policy, exist before the add-on's pods first call AWS.
         self.addon.node.add_dependency(self.association, self.role)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlatformAddonsProps(PlatformAddonsPropsBase):
+    """The value props of :class:`PlatformAddons`: ``network_policy_mode`` (shared with the
+    settings' ``cluster`` section, :class:`~ml_platform.props.addons.PlatformAddonsPropsBase`)
+    and the construct's own below."""
+
+    kubernetes_version: str
+    """Selects the pins (:data:`~ml_platform.versions.EKS_ADDON_VERSIONS`; an add-on pinned to
+    ``None`` gets EKS's default version). Required."""
+    addon_versions: Mapping[str, str] | None = None
+    """Versions that replace the pins, by add-on name. Default none."""
+
+    def pins(self) -> dict[str, str | None]:
+        """The pinned version of every add-on for ``kubernetes_version`` (``None``: EKS's
+        default); empty when that version has no pins."""
+        pinned = EKS_ADDON_VERSIONS.get(self.kubernetes_version, {})
+        return {name: pinned[name] for name in PLATFORM_ADDONS if name in pinned}
+
+    def construct_problems(self) -> list[str]:
+        """The problems of the construct's own props, each naming the prop."""
+        pinned = EKS_ADDON_VERSIONS.get(self.kubernetes_version)
+        if pinned is None:
+            return [
+                f"kubernetes_version = {shown(self.kubernetes_version)}: add-on versions are "
+                f"pinned for {sorted(EKS_ADDON_VERSIONS)}"
+            ]
+        out = [
+            f"kubernetes_version = {shown(self.kubernetes_version)}: no pin of {name!r}"
+            for name in PLATFORM_ADDONS
+            if name not in pinned
+        ]
+        unknown = sorted(set(self.addon_versions or {}) - set(PLATFORM_ADDONS))
+        if unknown:
+            out.append(
+                f"addon_versions = {shown(dict(self.addon_versions or {}))}: unknown add-ons "
+                f"{unknown}; expected among {sorted(PLATFORM_ADDONS)}"
+            )
+        return out
 
 
 class PlatformAddons(Construct):
@@ -228,15 +295,10 @@ class PlatformAddons(Construct):
 
     Args:
         cluster: The cluster. Required.
-        kubernetes_version: Selects the pins (:data:`~ml_platform.versions.EKS_ADDON_VERSIONS`;
-            an add-on pinned to ``None`` gets EKS's default version). Required.
-        addon_versions: Versions that replace the pins, by add-on name. Default none.
+        props: The Kubernetes version, version overrides and NetworkPolicy mode
+            (:class:`PlatformAddonsProps`). Required.
         nodes_ready: What the node-dependent add-ons wait for (e.g. the system node group).
             Default nothing.
-        network_policy_mode: The VPC CNI's enforcing mode, ``strict`` (default: every pod
-            needs a policy that allows its traffic, see
-            :class:`~ml_platform.k8s_charts.network_policies.SystemNetworkPolicyChart`) or
-            ``standard``.
 
     Attributes:
         addons: Every ``eks_v2.Addon`` by name.
@@ -245,7 +307,7 @@ class PlatformAddons(Construct):
         cloudwatch: The :class:`PodIdentityAddon` of CloudWatch observability.
     """
 
-    NETWORKING = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
+    NETWORKING = PLATFORM_ADDONS[:3]
 
     def __init__(
         self,
@@ -253,23 +315,20 @@ class PlatformAddons(Construct):
         construct_id: str,
         *,
         cluster: eks.ICluster,
-        kubernetes_version: str,
+        props: PlatformAddonsProps,
         nodes_ready: Sequence[IDependable] = (),
-        addon_versions: Mapping[str, str] | None = None,
-        network_policy_mode: str = limits.DEFAULT_NETWORK_POLICY_MODE,
     ) -> None:
         super().__init__(scope, construct_id)
-        if network_policy_mode not in NETWORK_POLICY_MODES:
-            raise ValueError(
-                f"{self.node.path}: network_policy_mode={network_policy_mode!r}: expected one of "
-                f"{list(NETWORK_POLICY_MODES)}"
-            )
+        #: The value props, as checked.
+        self.props = props
+        check_props(self, props, PlatformAddonsPropsBase, *props.construct_problems())
         configuration: dict[str, dict[str, object]] = {
             **ADDON_CONFIGURATION,
-            "vpc-cni": vpc_cni_configuration(network_policy_mode),
+            "vpc-cni": vpc_cni_configuration(props.network_policy_mode),
         }
-        self.versions: dict[str, str | None] = self._pins(kubernetes_version, addon_versions)
+        self.versions: dict[str, str | None] = {**props.pins(), **(props.addon_versions or {})}
         pins = self.versions
+        self._warn_floating(props.kubernetes_version)
         self.addons: dict[str, eks.Addon] = {}
         self._networking_addons(cluster, pins, configuration)
         self._later_addons(cluster, pins)
@@ -280,32 +339,9 @@ class PlatformAddons(Construct):
         for with_identity in (self.fsx_csi_driver.addon, self.cloudwatch.addon):
             with_identity.node.add_dependency(agent)
 
-    def _pins(
-        self, kubernetes_version: str, addon_versions: Mapping[str, str] | None
-    ) -> dict[str, str | None]:
-        """The version of every add-on: its pin, or the override; warns on unpinned ones."""
-        overrides = dict(addon_versions or {})
-        try:
-            pins: dict[str, str | None] = {
-                name: addon_version(name, kubernetes_version)
-                for name in (
-                    *self.NETWORKING,
-                    "coredns",
-                    "aws-fsx-csi-driver",
-                    "amazon-cloudwatch-observability",
-                    NODE_MONITORING_AGENT,
-                )
-            }
-        except ValueError as error:
-            raise ValueError(f"{self.node.path}: {error}") from None
-        unknown = sorted(set(overrides) - set(pins))
-        if unknown:
-            raise ValueError(
-                f"{self.node.path}: addon_versions: unknown add-ons {unknown}; expected among "
-                f"{sorted(pins)}"
-            )
-        pins.update(overrides)
-        floating = sorted(name for name, version in pins.items() if version is None)
+    def _warn_floating(self, kubernetes_version: str) -> None:
+        """Warn about the add-ons without a pinned version."""
+        floating = sorted(name for name, version in self.versions.items() if version is None)
         if floating:
             # EKS picks its default build for the Kubernetes version when none is given, and
             # that default moves as EKS publishes builds: the same template can install
@@ -318,7 +354,6 @@ class PlatformAddons(Construct):
                 "publishes a new one. Pin each in addon_versions once `mlp addons` (EKS "
                 "DescribeAddonVersions) shows the build exists.",
             )
-        return pins
 
     def _networking_addons(
         self,
@@ -370,10 +405,12 @@ class PlatformAddons(Construct):
             self,
             "FsxCsiDriver",
             cluster=cluster,
-            addon_name="aws-fsx-csi-driver",
-            addon_version=pins["aws-fsx-csi-driver"],
-            namespace=namespace,
-            service_account=account,
+            props=PodIdentityAddonProps(
+                addon_name="aws-fsx-csi-driver",
+                addon_version=pins["aws-fsx-csi-driver"],
+                namespace=namespace,
+                service_account=account,
+            ),
             # Static provisioning only: the driver looks file systems up, never makes one.
             statements=[iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"])],
         )
@@ -382,11 +419,13 @@ class PlatformAddons(Construct):
             self,
             "CloudWatch",
             cluster=cluster,
-            addon_name="amazon-cloudwatch-observability",
-            addon_version=pins["amazon-cloudwatch-observability"],
-            namespace=namespace,
-            service_account=account,
-            managed_policies=["CloudWatchAgentServerPolicy"],
+            props=PodIdentityAddonProps(
+                addon_name="amazon-cloudwatch-observability",
+                addon_version=pins["amazon-cloudwatch-observability"],
+                namespace=namespace,
+                service_account=account,
+                managed_policies=("CloudWatchAgentServerPolicy",),
+            ),
         )
         acknowledge(
             self.fsx_csi_driver.role,

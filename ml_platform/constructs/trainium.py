@@ -15,6 +15,7 @@ __all__ = [
     "TrainiumNodeGroupProps",
 ]
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ml_platform import limits
+from ml_platform._settings_parse import Problem
 from ml_platform.constructs._create_order import after_security_group_rules
 from ml_platform.constructs._nag import acknowledge_controls
 from ml_platform.constructs._nodegroup import (
@@ -34,13 +36,14 @@ from ml_platform.constructs._nodegroup import (
     reserved_label_problems,
     size_problems,
 )
-from ml_platform.constructs._props import raise_problems
+from ml_platform.constructs._props import check_props
 from ml_platform.constructs._security_groups import allow_efa_within, control_plane_rules
 from ml_platform.constructs._user_data import efa_node_user_data
 from ml_platform.instances import TRAINIUM, TRAINIUM_INSTANCES, TrainiumInstance
+from ml_platform.limits import shown
+from ml_platform.props.trainium import TrainiumPropsBase
 from ml_platform.versions import NEURON_AMI_RELEASE_LATEST
 
-ROOT_VOLUME_GIB = limits.ROOT_VOLUME_GIB
 ROOT_VOLUME_IOPS = 16000
 ROOT_VOLUME_THROUGHPUT_MIBPS = 1000
 """The Trainium root volume's gp3 IOPS and throughput: a new node pulls and unpacks the
@@ -117,62 +120,32 @@ def efa_network_interfaces(
 
 
 @dataclass(frozen=True, kw_only=True)
-class EfaLaunchTemplateProps:
-    """The value props of :class:`EfaLaunchTemplate` (described there) and every rule they
-    follow, in :meth:`problems`: the construct checks them once, through this object, and
-    :class:`TrainiumNodeGroupProps` checks its launch template props through it too."""
+class EfaLaunchTemplateProps(TrainiumPropsBase):
+    """The value props of :class:`EfaLaunchTemplate`: the instance type, root volume, capacity
+    and placement group the ``trainium`` settings share (:class:`~ml_platform.props.trainium.
+    TrainiumPropsBase`, with their rules), and the EFA device count."""
 
-    instance_type: str = limits.DEFAULT_TRAINIUM_INSTANCE_TYPE
     efa_interfaces: int | None = None
-    root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB
-    placement_group: ec2.IPlacementGroup | None = None
-    capacity_reservation_id: str | None = None
-    capacity_block: bool = False
+    """EFA devices. Default: one per network card of the instance type (8 on trn1.32xlarge, 16
+    on trn1n.32xlarge and the trn2 types)."""
 
-    def problems(self) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop."""
-        out = []
+    def construct_problems(self) -> list[str]:
+        """The rules of the construct-only props (the shared ones are the base's)."""
         instance = TRAINIUM_INSTANCES.get(self.instance_type)
-        if instance is None:
-            out.append(
-                f"instance_type={self.instance_type!r}: expected one of "
-                f"{sorted(TRAINIUM_INSTANCES)}"
-            )
-        elif self.efa_interfaces is not None and not (
-            1 <= self.efa_interfaces <= instance.efa_interfaces
-        ):
-            out.append(
-                f"efa_interfaces={self.efa_interfaces}: {self.instance_type} has "
-                f"{instance.efa_interfaces} network cards; expected 1 to {instance.efa_interfaces}"
-            )
-        if not Token.is_unresolved(self.root_volume_gib) and (
-            self.root_volume_gib not in ROOT_VOLUME_GIB
-        ):
-            out.append(f"root_volume_gib={self.root_volume_gib}: expected {ROOT_VOLUME_GIB.text}")
-        if self.capacity_block and self.placement_group is not None:
-            # A Capacity Block places its instances itself; aws-parallelcluster rejects
-            # placement groups with Capacity Blocks
-            # (https://github.com/aws/aws-parallelcluster/issues/6311).
-            out.append(
-                "placement_group with capacity_block=True: a Capacity Block places its "
-                "instances itself; expected no placement group"
-            )
-        if self.capacity_block and self.capacity_reservation_id is None:
-            out.append(
-                "capacity_block=True: needs capacity_reservation_id, the Capacity Block's "
-                "reservation id (cr-...)"
-            )
-        reservation = self.capacity_reservation_id
         if (
-            reservation is not None
-            and not Token.is_unresolved(reservation)
-            and not limits.CAPACITY_RESERVATION_ID.matches(reservation)
+            instance is None  # the base reports it
+            or self.efa_interfaces is None
+            or Token.is_unresolved(self.efa_interfaces)
+            or 1 <= self.efa_interfaces <= instance.efa_interfaces
         ):
-            out.append(
-                f"capacity_reservation_id={reservation!r}: expected a capacity "
-                "reservation id such as 'cr-0123456789abcdef0'"
-            )
-        return out
+            return []
+        return [
+            Problem(
+                {"efa_interfaces": self.efa_interfaces},
+                f"{self.instance_type} has {instance.efa_interfaces} network cards; expected 1 to "
+                f"{instance.efa_interfaces}",
+            ).worded()
+        ]
 
 
 class EfaLaunchTemplate(Construct):
@@ -195,35 +168,27 @@ class EfaLaunchTemplate(Construct):
     version, and the node group replaces its nodes to use it.
 
     Placement: without a reservation, a new ``cluster`` placement group. With
-    ``capacity_reservation_id`` no new group: an On-Demand Capacity Reservation serves a
+    ``capacity_reservation_id`` or ``capacity_block_id`` no new group: an On-Demand Capacity Reservation serves a
     cluster placement group only if it was created in it (EC2 User Guide, "Capacity
     Reservations in cluster placement groups",
     https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html), so a new group next to
     one gets fewer instances or none (eksctl#7949, https://github.com/eksctl-io/eksctl/issues/7949);
-    pass ``placement_group`` to name the group the reservation was created in. A Capacity Block
-    places its instances itself and takes no placement group.
+    set ``placement_group`` to the name of the group the reservation was created in. A Capacity
+    Block places its instances itself and takes no placement group.
 
     Capacity (EKS user guide, "Create a managed node group with Capacity Blocks for ML",
     https://docs.aws.amazon.com/eks/latest/userguide/capacity-blocks-mng.html, and EC2 launch
     template ``CapacityReservationSpecification``): with ``capacity_reservation_id`` the
     instances launch into that reservation only (``CapacityReservationTarget``); with
-    ``capacity_block`` as well, the market type is ``capacity-block`` (a Capacity Block for ML;
-    the node group then needs capacity type ``CAPACITY_BLOCK``).
+    ``capacity_block_id`` into that Capacity Block for ML, market type ``capacity-block`` (the
+    node group then needs capacity type ``CAPACITY_BLOCK``).
 
     Args:
-        instance_type: A Trainium instance type of
-            :data:`~ml_platform.instances.TRAINIUM_INSTANCES`. Default ``trn1.32xlarge``.
+        props: The value props (:class:`EfaLaunchTemplateProps`, each described on its field).
+            Default: all defaults (trn1.32xlarge, no reservation).
         security_groups: Groups on every interface. Required, at least one.
         extra_security_groups: Groups on the primary (IP) interface only, without the EFA
             rules (e.g. the Lustre client group). Default none.
-        efa_interfaces: EFA devices. Default: one per network card of the instance type
-            (8 on trn1.32xlarge, 16 on trn1n.32xlarge and the trn2 types).
-        root_volume_gib: Root volume size, 100 to 16384. Default 500.
-        placement_group: Placement group of the instances. Default: a new ``cluster`` group
-            without a reservation, none with one (see Placement above).
-        capacity_reservation_id: On-Demand Capacity Reservation or Capacity Block id
-            (``cr-...``). Default none (any On-Demand capacity).
-        capacity_block: ``capacity_reservation_id`` is a Capacity Block for ML. Default False.
 
     Attributes:
         resource: The ``ec2.CfnLaunchTemplate``.
@@ -237,47 +202,40 @@ class EfaLaunchTemplate(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        props: EfaLaunchTemplateProps = EfaLaunchTemplateProps(),
         security_groups: Sequence[ec2.ISecurityGroup],
         extra_security_groups: Sequence[ec2.ISecurityGroup] = (),
-        instance_type: str = limits.DEFAULT_TRAINIUM_INSTANCE_TYPE,
-        efa_interfaces: int | None = None,
-        root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB,
-        placement_group: ec2.IPlacementGroup | None = None,
-        capacity_reservation_id: str | None = None,
-        capacity_block: bool = False,
     ) -> None:
         super().__init__(scope, construct_id)
         #: The value props, as checked.
-        self.props = EfaLaunchTemplateProps(
-            instance_type=instance_type,
-            efa_interfaces=efa_interfaces,
-            root_volume_gib=root_volume_gib,
-            placement_group=placement_group,
-            capacity_reservation_id=capacity_reservation_id,
-            capacity_block=capacity_block,
-        )
-        errors = self.props.problems()
+        self.props = props
+        errors = props.construct_problems()
         if not security_groups:
             errors.append("security_groups=[]: expected at least one security group")
-        raise_problems(self, errors)
+        check_props(self, props, TrainiumPropsBase, *errors)
         self.efa_egress_rules = [allow_efa_within(sg) for sg in security_groups]
 
-        self.instance: TrainiumInstance = TRAINIUM_INSTANCES[instance_type]
-        self.efa_interfaces = efa_interfaces or self.instance.efa_interfaces
+        self.instance: TrainiumInstance = TRAINIUM_INSTANCES[props.instance_type]
+        self.efa_interfaces = props.efa_interfaces or self.instance.efa_interfaces
         self.security_groups = [*security_groups, *extra_security_groups]
-        self.placement_group: ec2.IPlacementGroup | None = placement_group
-        if placement_group is None and capacity_reservation_id is None:
+        self.placement_group: ec2.IPlacementGroup | None = None
+        if props.placement_group is not None:
+            self.placement_group = ec2.PlacementGroup.from_placement_group_name(
+                self, "ReservationPlacementGroup", props.placement_group
+            )
+        elif props.capacity_reservation_id is None and props.capacity_block_id is None:
             self.placement_group = ec2.PlacementGroup(
                 self, "PlacementGroup", strategy=ec2.PlacementGroupStrategy.CLUSTER
             )
         group_ids = [sg.security_group_id for sg in security_groups]
         extra_ids = [sg.security_group_id for sg in extra_security_groups]
+        capacity_block = props.capacity_block_id is not None
         self._capacity_type = eks.CapacityType.CAPACITY_BLOCK if capacity_block else None
         self.resource = ec2.CfnLaunchTemplate(
             self,
             "Resource",
             launch_template_data=launch_template_data(
-                instance_type=instance_type,
+                instance_type=props.instance_type,
                 placement=(
                     ec2.CfnLaunchTemplate.PlacementProperty(
                         group_name=self.placement_group.placement_group_name
@@ -288,7 +246,9 @@ class EfaLaunchTemplate(Construct):
                 network_interfaces=efa_network_interfaces(
                     self.efa_interfaces, group_ids, extra_ids
                 ),
-                capacity_reservation_specification=_capacity_reservation(capacity_reservation_id),
+                capacity_reservation_specification=_capacity_reservation(
+                    props.capacity_reservation_id or props.capacity_block_id
+                ),
                 instance_market_options=(
                     ec2.CfnLaunchTemplate.InstanceMarketOptionsProperty(
                         market_type="capacity-block"
@@ -296,7 +256,7 @@ class EfaLaunchTemplate(Construct):
                     if capacity_block
                     else None
                 ),
-                root_volume_gib=root_volume_gib,
+                root_volume_gib=props.root_volume_gib,
                 root_volume_iops=ROOT_VOLUME_IOPS,
                 root_volume_throughput=ROOT_VOLUME_THROUGHPUT_MIBPS,
                 user_data=efa_node_user_data(),
@@ -330,49 +290,59 @@ def _capacity_reservation(
 
 
 @dataclass(frozen=True, kw_only=True)
-class TrainiumNodeGroupProps:
-    """The value props of :class:`TrainiumNodeGroup` (described there) and every rule they
-    follow, in :meth:`problems`: the construct checks them once, through this object."""
+class TrainiumNodeGroupProps(EfaLaunchTemplateProps):
+    """The value props of :class:`TrainiumNodeGroup`: its launch template's (the instance type,
+    root volume, capacity and placement group the ``trainium`` settings share, with their rules,
+    and the EFA device count), and the node group's own."""
 
-    instance_type: str = limits.DEFAULT_TRAINIUM_INSTANCE_TYPE
     min_size: int = limits.DEFAULT_TRAINIUM_NODES
+    """Fewest nodes: 0 <= min_size <= desired_size <= max_size <= 64, max_size >= 1."""
     desired_size: int = limits.DEFAULT_TRAINIUM_NODES
+    """Desired node count. With ``capacity_block_id`` above 0 it warns (EKS updates a node
+    group on a Capacity Block only at desired size 0)."""
     max_size: int = limits.DEFAULT_TRAINIUM_NODES
-    efa_interfaces: int | None = None
-    root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB
+    """Most nodes (set explicitly; aws-cdk would otherwise default it to the desired size)."""
     labels: Mapping[str, str] | None = None
-    capacity_reservation_id: str | None = None
-    capacity_block: bool = False
-    placement_group: ec2.IPlacementGroup | None = None
+    """Extra node labels (not ``ml-platform/node-role``, the construct's own). Default none."""
+    ssm_access: bool = False
+    """``AmazonSSMManagedInstanceCore`` on the default node role (break-glass Session Manager
+    access). Default false."""
+    nodegroup_name: str | None = None
+    """Name of the node group. Default: CloudFormation picks one."""
     release_version: str | None = None
+    """EKS AMI release of the nodes (``ReleaseVersion``, e.g. ``1.35.6-20260625``): pin the one
+    whose Neuron driver matches the training image
+    (:func:`~ml_platform.versions.neuron_release_version`). Default none: EKS's newest Neuron
+    AMI at each create or update, so a replaced node may get another driver than its peer."""
 
     @property
     def launch_template_props(self) -> EfaLaunchTemplateProps:
         """The props of the node group's :class:`EfaLaunchTemplate`."""
         return EfaLaunchTemplateProps(
-            instance_type=self.instance_type,
-            efa_interfaces=self.efa_interfaces,
-            root_volume_gib=self.root_volume_gib,
-            placement_group=self.placement_group,
-            capacity_reservation_id=self.capacity_reservation_id,
-            capacity_block=self.capacity_block,
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(EfaLaunchTemplateProps)}
         )
 
-    def problems(self) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop."""
-        errors = self.launch_template_props.problems()
+    def construct_problems(self) -> list[str]:
+        """The rules of the construct-only props (the shared ones are the base's)."""
+        errors = super().construct_problems()
+        release = self.release_version
         if (
-            self.release_version is not None
-            and not Token.is_unresolved(self.release_version)
+            release is not None
+            and not Token.is_unresolved(release)
             and (
-                self.release_version == NEURON_AMI_RELEASE_LATEST
-                or not limits.AMI_RELEASE_VERSION.matches(self.release_version)
+                release == NEURON_AMI_RELEASE_LATEST
+                or not limits.AMI_RELEASE_VERSION.matches(release)
             )
         ):
-            errors.append(
-                f"release_version={self.release_version!r}: expected an EKS AMI release version "
-                "such as '1.35.6-20260625' (None: EKS's newest)"
+            errors.append(  # worded here: a dict keyed release_version reads as a jsii struct
+                f"release_version = {shown(release)}: expected an EKS AMI release version such as "
+                "'1.35.6-20260625' (None: EKS's newest)"
             )
+        # aws-cdk's eks_v2.Nodegroup (aws-cdk-lib 2.275.0, managed-nodegroup.js) checks only
+        # desired <= max and min <= desired, once the launch template and role exist; the one
+        # size rule (shared with GpuNodeGroup and the settings, limits.node_counts_ok) also
+        # bounds max to 1..64 and reports before anything is built. The launch template is an
+        # L1 (CfnLaunchTemplate) and the release version is passed through unchecked.
         sizes = {
             "min_size": self.min_size,
             "desired_size": self.desired_size,
@@ -397,34 +367,19 @@ class TrainiumNodeGroup(Construct):
     (CoreDNS runs on nodes in that group).
 
     Args:
+        props: The value props (:class:`TrainiumNodeGroupProps`, each described on its field;
+            capacity and placement group as in :class:`EfaLaunchTemplate`). A Capacity Block
+            sets the node group's capacity type to ``CAPACITY_BLOCK``. Default: all defaults
+            (2 trn1.32xlarge nodes).
         cluster: The cluster. Required.
         subnet: The one subnet, in an AZ that offers the instance type. Required.
         security_group: Group of the EFA interfaces; must allow all traffic to and from itself.
             Required.
         extra_security_groups: Groups of the primary interface only, such as
             ``LustreStorage.client_security_group``. Default none.
-        instance_type: Default ``trn1.32xlarge``.
-        min_size: Default 2. desired_size: Default 2. max_size: Default 2 (set explicitly;
-            aws-cdk would otherwise default it to the desired size). 0 <= min <= desired <= max
-            <= 64, max >= 1.
-        efa_interfaces: Default one per network card.
-        root_volume_gib: Default 500.
-        labels: Extra node labels. Default none.
         node_role: Node IAM role. Default: a new role with the EKS worker and ECR pull-only
             policies (no CNI policy: the VPC CNI has its own Pod Identity role), plus SSM
-            managed instance with ``ssm_access``.
-        ssm_access: ``AmazonSSMManagedInstanceCore`` on the default node role (break-glass
-            Session Manager access). Default false.
-        nodegroup_name: Default: CloudFormation picks one.
-        capacity_reservation_id / capacity_block / placement_group: See
-            :class:`EfaLaunchTemplate`. Default none / False / none. A Capacity Block sets the
-            node group's capacity type to ``CAPACITY_BLOCK``; with ``desired_size`` above 0 it
-            warns (EKS updates such a group only at desired size 0).
-        release_version: EKS AMI release of the nodes (``ReleaseVersion``, e.g.
-            ``1.35.6-20260625``): pin the one whose Neuron driver matches the training image
-            (:func:`~ml_platform.versions.neuron_release_version`). Default none: EKS's newest
-            Neuron AMI at each create or update, so a replaced node may get another driver
-            than its peer.
+            managed instance with ``props.ssm_access``.
 
     Updates: ``ForceUpdateEnabled`` false (an update never terminates a node whose pods a
     disruption budget protects) and node auto repair on
@@ -446,77 +401,48 @@ class TrainiumNodeGroup(Construct):
         scope: Construct,
         construct_id: str,
         *,
+        props: TrainiumNodeGroupProps = TrainiumNodeGroupProps(),
         cluster: eks.ICluster,
         subnet: ec2.ISubnet,
         security_group: ec2.ISecurityGroup,
-        instance_type: str = limits.DEFAULT_TRAINIUM_INSTANCE_TYPE,
-        min_size: int = limits.DEFAULT_TRAINIUM_NODES,
-        desired_size: int = limits.DEFAULT_TRAINIUM_NODES,
-        max_size: int = limits.DEFAULT_TRAINIUM_NODES,
-        efa_interfaces: int | None = None,
-        root_volume_gib: int = limits.DEFAULT_ROOT_VOLUME_GIB,
-        labels: Mapping[str, str] | None = None,
-        node_role: iam.IRole | None = None,
-        ssm_access: bool = False,
-        nodegroup_name: str | None = None,
-        capacity_reservation_id: str | None = None,
-        capacity_block: bool = False,
-        placement_group: ec2.IPlacementGroup | None = None,
         extra_security_groups: Sequence[ec2.ISecurityGroup] = (),
-        release_version: str | None = None,
+        node_role: iam.IRole | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         #: The value props, as checked.
-        self.props = TrainiumNodeGroupProps(
-            instance_type=instance_type,
-            min_size=min_size,
-            desired_size=desired_size,
-            max_size=max_size,
-            efa_interfaces=efa_interfaces,
-            root_volume_gib=root_volume_gib,
-            labels=labels,
-            capacity_reservation_id=capacity_reservation_id,
-            capacity_block=capacity_block,
-            placement_group=placement_group,
-            release_version=release_version,
-        )
-        raise_problems(self, self.props.problems())
-        if capacity_block:
-            self._warn_capacity_block(desired_size)
+        self.props = props
+        check_props(self, props, TrainiumPropsBase, *props.construct_problems())
+        if props.capacity_block_id is not None:
+            self._warn_capacity_block(props.desired_size)
 
         self.connections = ec2.Connections(security_groups=[security_group, *extra_security_groups])
         self.launch_template = EfaLaunchTemplate(
             self,
             "LaunchTemplate",
+            props=props.launch_template_props,
             security_groups=[security_group],
             extra_security_groups=extra_security_groups,
-            instance_type=instance_type,
-            efa_interfaces=efa_interfaces,
-            root_volume_gib=root_volume_gib,
-            placement_group=placement_group,
-            capacity_reservation_id=capacity_reservation_id,
-            capacity_block=capacity_block,
         )
         self.role: iam.IRole = node_role or new_node_role(
             self,
             "NodeRole",
             description="Trainium nodes of the EKS training cluster",
-            ssm_access=ssm_access,
+            ssm_access=props.ssm_access,
         )
         self.node_group = accelerator_node_group(
             self,
             kind=TRAINIUM,
             cluster=cluster,
-            nodegroup_name=nodegroup_name,
+            nodegroup_name=props.nodegroup_name,
             launch_template=self.launch_template.spec,
             capacity_type=self.launch_template.capacity_type,
             subnets=ec2.SubnetSelection(subnets=[subnet]),
-            min_size=min_size,
-            desired_size=desired_size,
-            max_size=max_size,
+            min_size=props.min_size,
+            desired_size=props.desired_size,
+            max_size=props.max_size,
             node_role=self.role,
-            labels=labels,
-            release_version=release_version,
+            labels=props.labels,
+            release_version=props.release_version,
         )
         self._wait_for_rules(cluster, security_group)
 

@@ -20,6 +20,7 @@ __all__ = [
     "TrainiumNodesStack",
 ]
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -31,8 +32,9 @@ from constructs import Construct, IDependable
 from ml_platform import limits
 from ml_platform.config import Settings, TrainiumSettings, TritonOnEksSettings
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup, GpuNodeGroupProps
-from ml_platform.constructs.trainium import TrainiumNodeGroup
+from ml_platform.constructs.trainium import TrainiumNodeGroup, TrainiumNodeGroupProps
 from ml_platform.instances import GPU, TRAINIUM, AcceleratorKind
+from ml_platform.props.trainium import TrainiumPropsBase
 from ml_platform.training.jobs import bert_problems
 from ml_platform.versions import (
     NEURON_AMI_RELEASE_LATEST,
@@ -154,30 +156,22 @@ class TrainiumNodesStack(AcceleratorNodesStack):
     def _node_group(self, cluster: eks.ICluster) -> TrainiumNodeGroup:
         trn = self._settings
         assert trn.min_nodes is not None  # TrainiumSettings.__post_init__ resolves the default
-        placement_group = (
-            ec2.PlacementGroup.from_placement_group_name(
-                self, "ReservationPlacementGroup", trn.placement_group
-            )
-            if trn.placement_group is not None
-            else None
-        )
         self.trainium = TrainiumNodeGroup(
             self,
             "Trainium",
+            props=TrainiumNodeGroupProps(
+                # the fields the settings share with the props, whatever they are
+                **{f.name: getattr(trn, f.name) for f in dataclasses.fields(TrainiumPropsBase)},
+                min_size=trn.min_nodes,
+                desired_size=trn.nodes,
+                max_size=trn.max_nodes,
+                ssm_access=self._ssm_access,
+                release_version=self._release_version(),
+            ),
             cluster=cluster,
             subnet=self._subnet,
             security_group=self._security_group,
-            instance_type=trn.instance_type,
-            min_size=trn.min_nodes,
-            desired_size=trn.nodes,
-            max_size=trn.max_nodes,
-            root_volume_gib=trn.root_volume_gib,
-            capacity_reservation_id=trn.capacity_reservation_id or trn.capacity_block_id,
-            capacity_block=trn.capacity_block_id is not None,
-            placement_group=placement_group,
             extra_security_groups=[self._lustre_clients] if self._lustre_clients else [],
-            ssm_access=self._ssm_access,
-            release_version=self._release_version(),
         )
         return self.trainium
 

@@ -20,7 +20,10 @@ from ml_platform.constructs._model_upload import ModelArchiveUpload
 from ml_platform.constructs.alarm_topic import AlarmTopic, AlarmTopicProps
 from ml_platform.constructs.dashboards import EndpointDashboard
 from ml_platform.constructs.network import retention_days
-from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme import (
+    TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
+)
 from ml_platform.constructs.storage import ModelArtifactBucket, import_model_bucket
 from ml_platform.stack_outputs import (
     ENDPOINTS_DASHBOARD_OUTPUT,
@@ -94,26 +97,18 @@ class InferenceStack(Stack):
             description="SNS topic the endpoints' alarms notify (alarm and OK)",
         )
         for endpoint in settings.endpoints if endpoints is None else endpoints:
+            props = TritonMultiModelEndpointProps.from_bases(
+                endpoint,
+                settings,
+                log_retention=retention_days(settings.log_retention_days),
+                log_removal_policy=removal_policy,
+            )
             construct = TritonMultiModelEndpoint(
                 self,
                 endpoint_construct_id(endpoint.name),
                 bucket=models,
-                endpoint_name=endpoint.name,
-                archives=endpoint.archives,
-                instance_type=endpoint.instance_type,
-                initial_instances=endpoint.initial_instances,
-                min_instances=endpoint.min_instances,
-                max_instances=endpoint.max_instances,
-                invocations_per_instance=endpoint.invocations_per_instance,
-                triton_version=settings.triton_version,
-                inference_ami_version=settings.inference_ami_version,
-                network_isolation=settings.network_isolation,
-                instance_type_changes=settings.instance_type_changes,
-                model_load_gpu_limit_percent=settings.model_load_gpu_limit_percent,
+                props=props,
                 alarm_topic=topic,
-                log_retention=retention_days(settings.log_retention_days),
-                log_removal_policy=removal_policy,
-                log_verbose=settings.triton_log_verbose,
             )
             self.endpoints[endpoint.name] = construct
             CfnOutput(

@@ -28,7 +28,7 @@ from constructs import Construct
 
 from ml_platform.config import ClusterSettings, Settings, TrainingSettings, TritonOnEksSettings
 from ml_platform.constructs._nag import acknowledge_each
-from ml_platform.constructs.addons import PlatformAddons
+from ml_platform.constructs.addons import PlatformAddons, PlatformAddonsProps
 from ml_platform.constructs.dashboards import (
     TrainingDashboard,
     TrainingDashboardProps,
@@ -51,6 +51,8 @@ from ml_platform.k8s_charts.network_policies import (
 )
 from ml_platform.k8s_charts.training_namespace import TrainingNamespacePolicyChart
 from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_values
+from ml_platform.props import shared_fields
+from ml_platform.props.addons import PlatformAddonsPropsBase
 from ml_platform.props.cluster import TrainingEksClusterPropsBase
 from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
 from ml_platform.training.images import TENSORBOARD_IMAGE
@@ -330,10 +332,12 @@ class TrainingClusterStack(Stack):
             self,
             "Addons",
             cluster=as_icluster(self.eks.cluster),
-            kubernetes_version=cfg.kubernetes_version,
+            props=PlatformAddonsProps(
+                **shared_fields(cfg, PlatformAddonsPropsBase),
+                kubernetes_version=cfg.kubernetes_version,
+                addon_versions=cfg.addon_versions,
+            ),
             nodes_ready=[self.eks.system_nodes],
-            addon_versions=cfg.addon_versions,
-            network_policy_mode=cfg.network_policy_mode,
         )
         for group in self.eks.system_node_groups:
             group.node.add_dependency(*addons.node_dependents())

@@ -33,6 +33,7 @@ __all__ = [
     "TEXT_TRT_LOGICAL",
     "ServingSettings",
     "archive_gpu",
+    "gpu_mismatch",
     "gpu_problem",
     "logical_name",
     "serving_problems",
@@ -93,6 +94,13 @@ def gpu_problem(
     ``plan_gpu`` is the GPU recorded in the archive's config, when the archive itself is at
     hand (``mlp models upload``); otherwise the name decides.
     """
+    text = gpu_mismatch(entry, instance_type, plan_gpu)
+    return None if text is None else f"{where}: archive {entry!r} {text}"
+
+
+def gpu_mismatch(entry: str, instance_type: str, plan_gpu: str | None = None) -> str | None:
+    """What :func:`gpu_problem` says after the archive: why ``instance_type`` cannot serve
+    archive ``entry`` (``None`` if it can)."""
     wanted = plan_gpu or archive_gpu(entry)
     if wanted is None:
         return None
@@ -100,7 +108,7 @@ def gpu_problem(
     if gpu == wanted:
         return None
     return (
-        f"{where}: archive {entry!r} holds a TensorRT plan built for {wanted}, but "
+        f"holds a TensorRT plan built for {wanted}, but "
         f"{instance_type!r} has {gpu or 'an unknown GPU'}; a plan only loads on the GPU it was "
         f"built for: build one for {gpu or 'that GPU'} "
         f"({_suffix_hint(gpu)}) or serve the ONNX archive {TEXT_ONNX_LOGICAL!r}"

@@ -28,7 +28,9 @@ from ml_platform.constructs import (
     TrainingImageRepositoryProps,
     TrainingNodeSecurityGroup,
     TrainiumNodeGroup,
+    TrainiumNodeGroupProps,
     TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
     TritonOnEks,
 )
 from ml_platform.constructs.triton_eks import TritonOnEksProps
@@ -69,9 +71,7 @@ def build(app: cdk.App) -> dict[str, object]:
             cluster=cluster,
             subnet=trainium_subnet,
             security_group=efa.security_group,
-            min_size=0,
-            desired_size=0,
-            max_size=2,
+            props=TrainiumNodeGroupProps(min_size=0, desired_size=0, max_size=2),
         )
         for name in ("TrnA", "TrnB")
     ]
@@ -122,8 +122,9 @@ def build(app: cdk.App) -> dict[str, object]:
             shared,
             name,
             bucket=bucket,
-            endpoint_name=name.lower(),
-            archives=["model_trt_python_t4"],
+            props=TritonMultiModelEndpointProps(
+                name=name.lower(), archives=["model_trt_python_t4"]
+            ),
         )
         for name in ("EndpointA", "EndpointB")
     ]

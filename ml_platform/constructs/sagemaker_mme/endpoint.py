@@ -3,8 +3,10 @@ endpoint config and endpoint; scaling, alarms and grants come from their own mod
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Annotations, CustomResource, RemovalPolicy, Stack, Token
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -18,8 +20,9 @@ from aws_cdk import aws_sns as sns
 from constructs import Construct
 
 from ml_platform import limits
+from ml_platform._settings_parse import Problem
 from ml_platform.constructs._nag import acknowledge
-from ml_platform.constructs._props import raise_problems
+from ml_platform.constructs._props import check_props
 from ml_platform.constructs.sagemaker_mme._alarms import add_alarms, add_load_failure_filter
 from ml_platform.constructs.sagemaker_mme._grants import (
     grant_image_pull,
@@ -41,19 +44,19 @@ from ml_platform.constructs.storage import (
     archive_prefix,
     model_prefix_problems,
 )
-from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
+from ml_platform.props.endpoint import (
+    TritonEndpointPropsBase,
+    TritonMultiModelEndpointPropsBase,
+    TritonServerPropsBase,
+)
 from ml_platform.sagemaker_images import (
-    DEFAULT_INFERENCE_AMI_VERSION,
-    DEFAULT_TRITON_VERSION,
-    INFERENCE_AMI_VERSIONS,
     UNPATCHED_TRITON_WARNING,
     compute_capability_problem,
-    inference_ami_problem,
     triton_image_uri,
     triton_region_problem,
     triton_release_warning,
 )
-from ml_platform.triton.archive_names import ArchiveRef, parse_refs
+from ml_platform.triton.archive_names import ArchiveRef
 
 __all__ = [
     "DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT",
@@ -139,94 +142,76 @@ ENDPOINT_NAME = limits.ENDPOINT_NAME.regex  # CreateEndpoint's EndpointName
 
 
 @dataclass(frozen=True, kw_only=True)
-class TritonMultiModelEndpointProps:
-    """The value props of :class:`TritonMultiModelEndpoint` (described there) and every rule
-    they follow, in :meth:`problems`: the construct checks them once, through this object."""
+class TritonMultiModelEndpointProps(TritonMultiModelEndpointPropsBase):
+    """The value props of :class:`TritonMultiModelEndpoint`. The fields it shares with the
+    ``inference`` settings and their rules come from
+    :class:`~ml_platform.props.endpoint.TritonMultiModelEndpointPropsBase` (the endpoint's and
+    the Triton server's); the construct checks them, and :meth:`construct_problems`, once."""
 
-    endpoint_name: str
-    archives: Sequence[str | ArchiveRef]
-    instance_type: str = limits.DEFAULT_ENDPOINT_INSTANCE_TYPE
-    initial_instances: int = limits.DEFAULT_INITIAL_INSTANCES
-    min_instances: int = limits.DEFAULT_MIN_INSTANCES
-    max_instances: int = limits.DEFAULT_MAX_INSTANCES
-    invocations_per_instance: int = limits.DEFAULT_INVOCATIONS_PER_INSTANCE
-    triton_version: str = DEFAULT_TRITON_VERSION
+    name: str
+    """Endpoint name (1 to 63 letters, digits and hyphens). Required: clients and scaling refer
+    to it. A token is not checked."""
+    archives: tuple[str, ...]
+    """Archives this endpoint is meant to serve, as references of
+    :mod:`ml_platform.triton.archive_names`: a logical name (``model_trt_python``: any version)
+    or an exact version (``model_trt_python@v1a2b3c4d``); :class:`ArchiveRef` values too (kept
+    as their text). They are the default of :meth:`TritonMultiModelEndpoint.grant_invoke`
+    (never written into the template otherwise: thousands of archives must not grow it)."""
     image_uri: str | None = None
-    inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION
-    network_isolation: bool = True
-    instance_type_changes: bool = True
-    log_verbose: int = 0
-    model_load_gpu_limit_percent: int = DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT
+    """Overrides the container image (default: SageMaker's Triton image for the stack's region
+    and ``triton_version``). A given image is the caller's: the rules of SageMaker's image (its
+    regions, the AMI's CUDA, the GPU's compute capability) are not applied to it."""
+    log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR
+    """Retention of the endpoint's log group ``/aws/sagemaker/Endpoints/<name>``, which the
+    construct creates (encrypted, before the endpoint, so SageMaker never makes it without
+    retention). Default one year."""
+    log_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
+    """Of the log group and of the log key the construct creates. Default RETAIN."""
 
-    @property
-    def archive_refs(self) -> list[ArchiveRef]:
-        """``archives`` parsed (those :meth:`problems` finds no fault with)."""
-        refs, _ = parse_refs("archives", self.archives)
-        return [r for r in refs if r is not None]
+    @classmethod
+    def from_bases(
+        cls,
+        endpoint: TritonEndpointPropsBase,
+        server: TritonServerPropsBase,
+        **more: Any,
+    ) -> TritonMultiModelEndpointProps:
+        """Props with the shared fields of ``endpoint`` and ``server`` (an
+        ``inference.endpoints[]`` item and the ``inference`` settings) and the construct-only
+        ones in ``more``."""
+        shared = {
+            f.name: getattr(values, f.name)
+            for values, base in (
+                (endpoint, TritonEndpointPropsBase),
+                (server, TritonServerPropsBase),
+            )
+            for f in dataclasses.fields(base)
+        }
+        return cls(**shared, **more)
 
-    def problems(self, *, region: str, model_prefix: str) -> list[str]:
-        """Every problem of these props (empty when there is none), each naming the prop, the
-        value and what is allowed; ``region`` is the stack's, ``model_prefix`` the one the
-        endpoint reads."""
-        errors: list[str] = []
-        if self.instance_type not in SAGEMAKER_MME_GPU_INSTANCES:
-            errors.append(
-                f"instance_type={self.instance_type!r}: multi-model endpoints on GPU support "
-                f"{sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
-            )
-        if not limits.endpoint_counts_ok(
-            self.min_instances, self.initial_instances, self.max_instances
-        ):
-            errors.append(
-                f"min_instances={self.min_instances}, initial_instances={self.initial_instances}, "
-                f"max_instances={self.max_instances}: expected 1 <= min <= initial <= max <= "
-                f"{limits.ENDPOINT_INSTANCES.high}"
-            )
-        if not Token.is_unresolved(self.endpoint_name) and not limits.ENDPOINT_NAME.matches(
-            self.endpoint_name
-        ):
-            errors.append(
-                f"endpoint_name={self.endpoint_name!r}: expected 1 to 63 letters, digits and hyphens, "
-                "starting and ending with a letter or digit"
-            )
-        errors += parse_refs("archives", self.archives)[1]
-        errors += model_prefix_problems(model_prefix)
+    def __post_init__(self) -> None:
+        archives: Sequence[str | ArchiveRef] = self.archives
+        if not isinstance(archives, str):  # a list or ArchiveRef values: the same references
+            refs = tuple(str(a) if isinstance(a, ArchiveRef) else a for a in archives)
+            object.__setattr__(self, "archives", refs)
+
+    def construct_problems(self, *, region: str, model_prefix: str) -> list[str]:
+        """The problems of the construct-only props (the shared fields' are the base's, which
+        :func:`~ml_platform.constructs._props.check_props` checks); ``region`` is the stack's,
+        ``model_prefix`` the one the endpoint reads."""
+        errors = model_prefix_problems(model_prefix)
         if self.image_uri is None and Token.is_unresolved(region):
-            errors.append("image_uri=None: needs a stack with a concrete region, or an image_uri")
+            text = "needs a stack with a concrete region, or an image_uri"
+            errors.append(Problem({"image_uri": None}, text).worded())
         elif self.image_uri is None:
             problem = triton_region_problem(region, self.triton_version)
             if problem:
-                errors.append(f"triton_version={self.triton_version!r}: {problem}")
-        if self.inference_ami_version not in INFERENCE_AMI_VERSIONS:
-            errors.append(
-                f"inference_ami_version={self.inference_ami_version!r}: expected one of "
-                f"{list(INFERENCE_AMI_VERSIONS)}"
-            )
-        elif self.image_uri is None:
-            problem = inference_ami_problem(self.triton_version, self.inference_ami_version)
-            if problem:
-                errors.append(f"inference_ami_version={self.inference_ami_version!r}: {problem}")
-        if self.image_uri is None:
+                errors.append(Problem({"triton_version": self.triton_version}, problem).worded())
+        if self.image_uri is None:  # rules of SageMaker's image: a given one is the caller's
+            server = TritonServerPropsBase.problems(self)
+            errors += [p.worded() if isinstance(p, Problem) else p for p in server]
             problem = compute_capability_problem(self.triton_version, self.instance_type)
             if problem:
-                errors.append(f"instance_type={self.instance_type!r}: {problem}")
-        if (
-            isinstance(self.model_load_gpu_limit_percent, bool)
-            or not isinstance(self.model_load_gpu_limit_percent, int)
-            or self.model_load_gpu_limit_percent not in limits.MODEL_LOAD_GPU_LIMIT_PERCENT
-        ):
-            errors.append(
-                f"model_load_gpu_limit_percent={self.model_load_gpu_limit_percent!r}: expected a whole "
-                "number from 1 to 100 (100, the default: no cap)"
-            )
-        if not Token.is_unresolved(self.log_verbose) and (
-            isinstance(self.log_verbose, bool)
-            or not isinstance(self.log_verbose, int)
-            or self.log_verbose < 0
-        ):
-            errors.append(
-                f"log_verbose = {limits.shown(self.log_verbose)}: {limits.TRITON_LOG_VERBOSE_TEXT}"
-            )
+                errors.append(Problem({"instance_type": self.instance_type}, problem).worded())
         return errors
 
 
@@ -240,66 +225,20 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         bucket: The model bucket: a :class:`~ml_platform.constructs.storage.ModelArtifactBucket`
             (or what its ``from_*`` methods return), whose prefix and grant the endpoint
             uses; or a plain ``s3.IBucket`` with ``model_prefix``.
+        props: The endpoint's values (:class:`TritonMultiModelEndpointProps`: each field
+            documents itself), checked together before anything is created.
         model_prefix: Key prefix of the archives, ending in ``/``, for a plain bucket.
             Default: the bucket construct's prefix, ``models/`` for a plain bucket.
-        archives: Archives this endpoint is meant to serve, as references of
-            :mod:`ml_platform.triton.archive_names`: a logical name (``model_trt_python``: any
-            version) or an exact version (``model_trt_python@v1a2b3c4d``); :class:`ArchiveRef`
-            values too. They are the default of :meth:`grant_invoke` (never written into the
-            template otherwise: thousands of archives must not grow it).
-        endpoint_name: Endpoint name (1-63 letters, digits, hyphens). Required: clients and
-            scaling refer to it.
-        instance_type: Single-GPU instance type MME on GPU supports. Default
-            ``ml.g4dn.4xlarge``.
-        initial_instances: Default 1. min_instances: Default 1. max_instances: Default 2.
-        invocations_per_instance: Target of the invocations-per-instance scaling policy
-            (per minute). Default 1000.
-        triton_version: SageMaker Triton container version. Default ``25.09``, patched against
-            NVIDIA's August 2025 bulletin; an older release gets a synth-time warning naming
-            CVE-2025-23319/23320/23334 (id ``ml-platform:triton-unpatched-release``,
-            acknowledgeable with ``Annotations.of(scope).acknowledge_warning``).
-        image_uri: Overrides the container image (default: SageMaker's Triton image for the
-            stack's region and ``triton_version``).
-        inference_ami_version: The instances' AMI (driver/CUDA pairing), one of
-            :data:`INFERENCE_AMI_VERSIONS`. Default ``al2023-ami-sagemaker-inference-gpu-4-1``
-            (driver 580: see :data:`DEFAULT_INFERENCE_AMI_VERSION` for why it fits the
-            container's CUDA); one that cannot run the release's CUDA is refused.
         alarm_topic: SNS topic every alarm notifies (alarm and OK). Default none: the alarms
             notify no one, and synthesis warns (id :data:`NO_ALARM_TOPIC_WARNING`; the
             inference stack always passes one, an :class:`~ml_platform.constructs.alarm_topic.
             AlarmTopic` by default).
-        network_isolation: ``EnableNetworkIsolation`` on the model: the container (which runs
-            the archives' Python) gets no network. Default true.
-        model_load_gpu_limit_percent: Share of GPU memory past which Triton refuses to load
-            another model (``SAGEMAKER_TRITON_MODEL_LOAD_GPU_LIMIT``). Default 100: no cap, so
-            a full GPU fails a load on CUDA memory, the front end answers 507 and SageMaker
-            evicts idle models. An opt-in cap (1 to 99) makes every load past it answer 400:
-            SageMaker then evicts nothing and new archives fail until models are unloaded
-            otherwise; it gets a synth warning saying so (id
-            :data:`MODEL_LOAD_GPU_LIMIT_WARNING`, acknowledgeable). See
-            :data:`DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT`.
-        instance_type_changes: Make a change of ``instance_type`` deploy although autoscaling
-            is registered (SageMaker refuses that update otherwise): two custom resources of
-            one handler per stack deregister the target before the endpoint moves and register
-            it, with the target-tracking policy, after. Default true. False: a plain
-            target-tracking policy, no Lambda; an instance-type change then needs the manual
-            steps of https://docs.aws.amazon.com/sagemaker/latest/dg/endpoint-scaling-update.html.
         role: Execution role SageMaker assumes (trusting ``sagemaker.amazonaws.com``). The
             construct adds the statements it needs to it when the role is mutable. Default: a
             new role.
-        log_retention: Retention of the endpoint's log group
-            ``/aws/sagemaker/Endpoints/<endpoint_name>``, which the construct creates (encrypted,
-            before the endpoint, so SageMaker never makes it without retention). Default one
-            year.
-        log_key: KMS key encrypting that log group. Default: one key per stack (rotation on,
-            :func:`shared_log_key`) whose policy lets CloudWatch Logs use it for the stack's
-            region's endpoint log groups only.
-        log_removal_policy: Of the log group and the new key. Default RETAIN.
-        log_verbose: Triton's ``--log-verbose`` level, passed as
-            ``SAGEMAKER_TRITON_LOG_VERBOSE``. Default 0: off, and INFO lines off too
-            (``SAGEMAKER_TRITON_LOG_INFO=false``: the front end logs one per request), leaving
-            warnings and errors, failed loads among them (:func:`container_environment`). The
-            container's own default is verbose, a log line for every request.
+        log_key: KMS key encrypting the endpoint's log group. Default: one key per stack
+            (rotation on, :func:`shared_log_key`) whose policy lets CloudWatch Logs use it for
+            the stack's region's endpoint log groups only.
 
     Attributes:
         model_bucket: The bucket construct read through (``bucket``, or one over a plain
@@ -315,58 +254,28 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         construct_id: str,
         *,
         bucket: s3.IBucket | ModelArtifactBucketBase,
-        endpoint_name: str,
-        archives: Sequence[str | ArchiveRef],
+        props: TritonMultiModelEndpointProps,
         model_prefix: str | None = None,
-        instance_type: str = limits.DEFAULT_ENDPOINT_INSTANCE_TYPE,
-        initial_instances: int = limits.DEFAULT_INITIAL_INSTANCES,
-        min_instances: int = limits.DEFAULT_MIN_INSTANCES,
-        max_instances: int = limits.DEFAULT_MAX_INSTANCES,
-        invocations_per_instance: int = limits.DEFAULT_INVOCATIONS_PER_INSTANCE,
-        triton_version: str = DEFAULT_TRITON_VERSION,
-        image_uri: str | None = None,
-        role: iam.IRole | None = None,
-        inference_ami_version: str = DEFAULT_INFERENCE_AMI_VERSION,
         alarm_topic: sns.ITopic | None = None,
-        network_isolation: bool = True,
-        instance_type_changes: bool = True,
-        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_YEAR,
+        role: iam.IRole | None = None,
         log_key: kms.IKey | None = None,
-        log_removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
-        log_verbose: int = 0,
-        model_load_gpu_limit_percent: int = DEFAULT_MODEL_LOAD_GPU_LIMIT_PERCENT,
     ) -> None:
         super().__init__(scope, construct_id)
         region = Stack.of(self).region
         model_prefix, prefix_problem = archive_prefix(bucket, model_prefix)
         #: The value props, as checked.
-        self.props = TritonMultiModelEndpointProps(
-            endpoint_name=endpoint_name,
-            archives=archives,
-            instance_type=instance_type,
-            initial_instances=initial_instances,
-            min_instances=min_instances,
-            max_instances=max_instances,
-            invocations_per_instance=invocations_per_instance,
-            triton_version=triton_version,
-            image_uri=image_uri,
-            inference_ami_version=inference_ami_version,
-            network_isolation=network_isolation,
-            instance_type_changes=instance_type_changes,
-            log_verbose=log_verbose,
-            model_load_gpu_limit_percent=model_load_gpu_limit_percent,
-        )
-        errors = self.props.problems(region=region, model_prefix=model_prefix)
+        self.props = props
+        errors = props.construct_problems(region=region, model_prefix=model_prefix)
         errors += [prefix_problem] if prefix_problem else []
-        raise_problems(self, errors)
-        warning = triton_release_warning(triton_version) if image_uri is None else None
+        check_props(self, props, TritonMultiModelEndpointPropsBase, *errors)
+        warning = triton_release_warning(props.triton_version) if props.image_uri is None else None
         if warning:
             Annotations.of(self).add_warning_v2(UNPATCHED_TRITON_WARNING, warning)
-        if model_load_gpu_limit_percent < 100:
+        if props.model_load_gpu_limit_percent < 100:
             Annotations.of(self).add_warning_v2(
                 MODEL_LOAD_GPU_LIMIT_WARNING,
-                f"model_load_gpu_limit_percent={model_load_gpu_limit_percent} caps model loads at "
-                f"{model_load_gpu_limit_percent}% of GPU memory: a load past the cap answers 400, "
+                f"model_load_gpu_limit_percent={props.model_load_gpu_limit_percent} caps model loads at "
+                f"{props.model_load_gpu_limit_percent}% of GPU memory: a load past the cap answers 400, "
                 "not 507, so SageMaker evicts no idle model and every new archive fails to load "
                 "(load-failure alarm) until models are unloaded otherwise. Without a cap a full "
                 "GPU answers 507 and SageMaker evicts (docs/serving-sagemaker.md, 'GPU memory "
@@ -379,22 +288,22 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 "(Control Tower CT.CLOUDWATCH.PR.1 requires one); pass an SNS topic, e.g. an "
                 "ml_platform.constructs.alarm_topic.AlarmTopic.",
             )
-        if min_instances < 2:
+        if props.min_instances < 2:
             Annotations.of(self).add_warning_v2(
                 SINGLE_INSTANCE_WARNING,
-                f"min_instances={min_instances}: one instance is one Availability Zone and no "
+                f"min_instances={props.min_instances}: one instance is one Availability Zone and no "
                 "redundancy; an instance or AZ failure, or an instance replacement, stops the "
                 "endpoint until SageMaker replaces it. Set min_instances (and "
                 "initial_instances) to 2 or more for instances in separate AZs "
                 "(docs/serving-sagemaker.md, 'One instance, one Availability Zone').",
             )
 
-        self.endpoint_name = endpoint_name
+        self.endpoint_name = props.name
         # What dashboards draw the metrics against (ml_platform/constructs/dashboards.py).
-        self.invocations_per_instance = invocations_per_instance
-        self.min_instances, self.max_instances = min_instances, max_instances
+        self.invocations_per_instance = props.invocations_per_instance
+        self.min_instances, self.max_instances = props.min_instances, props.max_instances
         self.archives: tuple[ArchiveRef, ...] = tuple(self.props.archive_refs)
-        self.image_uri = image_uri or triton_image_uri(region, triton_version)
+        self.image_uri = props.image_uri or triton_image_uri(region, props.triton_version)
         #: The model bucket (``bucket`` itself, or a bucket construct over a plain bucket).
         self.model_bucket: ModelArtifactBucketBase = (
             bucket
@@ -410,40 +319,35 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             assumed_by=iam.ServicePrincipal(
                 "sagemaker.amazonaws.com", conditions=sagemaker_trust_conditions(self)
             ),
-            description=f"SageMaker execution role of the {endpoint_name} Triton endpoint",
+            description=f"SageMaker execution role of the {props.name} Triton endpoint",
         )
         # Read only the archives under the prefix (no bucket-wide or wildcard actions).
         self.model_bucket.grant_read_models(self.role)
-        if image_uri is None:  # SageMaker's Triton image (a given image brings its own access)
-            grant_image_pull(self, self.role, region, triton_version)
+        if (
+            props.image_uri is None
+        ):  # SageMaker's Triton image (a given image brings its own access)
+            grant_image_pull(self, self.role, region, props.triton_version)
         grant_registry_token(self.role)
-        self._add_log_group(log_key, log_retention, log_removal_policy)
+        self._add_log_group(log_key, props.log_retention, props.log_removal_policy)
         grant_logs_and_metrics(
             self, self.role, self.log_group_arns, self.model_bucket.archive_arn()
         )
-        self._add_model_and_endpoint(
-            instance_type=instance_type,
-            initial_instances=initial_instances,
-            inference_ami_version=inference_ami_version,
-            network_isolation=network_isolation,
-            log_verbose=log_verbose,
-            model_load_gpu_limit_percent=model_load_gpu_limit_percent,
-        )
+        self._add_model_and_endpoint(props)
         scaling = add_scaling(
             self,
             endpoint=self.endpoint,
-            endpoint_name=endpoint_name,
-            min_instances=min_instances,
-            max_instances=max_instances,
-            invocations_per_instance=invocations_per_instance,
-            instance_type=instance_type,
-            instance_type_changes=instance_type_changes,
+            endpoint_name=props.name,
+            min_instances=props.min_instances,
+            max_instances=props.max_instances,
+            invocations_per_instance=props.invocations_per_instance,
+            instance_type=props.instance_type,
+            instance_type_changes=props.instance_type_changes,
         )
         self.scalable_target: appscaling.ScalableTarget = scaling.scalable_target
         self.scaling_guard: CustomResource | None = scaling.scaling_guard
         self.scaling_policy: CustomResource | None = scaling.scaling_policy
         self.load_failure_filter: logs.CfnMetricFilter = add_load_failure_filter(
-            self, endpoint_name=endpoint_name, log_group=self.log_group
+            self, endpoint_name=props.name, log_group=self.log_group
         )
         self.alarms: dict[str, cloudwatch.Alarm] = add_alarms(self, self, alarm_topic)
 
@@ -470,16 +374,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
         )
         self.log_group_arns = endpoint_log_group_arns(self, self.endpoint_name)
 
-    def _add_model_and_endpoint(
-        self,
-        *,
-        instance_type: str,
-        initial_instances: int,
-        inference_ami_version: str,
-        network_isolation: bool,
-        log_verbose: int,
-        model_load_gpu_limit_percent: int,
-    ) -> None:
+    def _add_model_and_endpoint(self, props: TritonMultiModelEndpointProps) -> None:
         """The multi-model ``CfnModel`` over the prefix, its endpoint config and the
         endpoint."""
         bucket, model_prefix = self.model_bucket.bucket, self.model_bucket.model_prefix
@@ -492,8 +387,8 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 mode="MultiModel",
                 model_data_url=f"s3://{bucket.bucket_name}/{model_prefix}",
                 environment=container_environment(
-                    log_verbose=log_verbose,
-                    model_load_gpu_limit_percent=model_load_gpu_limit_percent,
+                    log_verbose=props.triton_log_verbose,
+                    model_load_gpu_limit_percent=props.model_load_gpu_limit_percent,
                 ),
             ),
             # SageMaker, not the container, fetches archives from S3 and hands Triton a local
@@ -502,7 +397,7 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
             # and the multi-model endpoint feature list excludes only Elastic Inference
             # (https://docs.aws.amazon.com/sagemaker/latest/dg/multi-model-endpoints.html), so the
             # container runs isolated: the archives' Python cannot reach the network.
-            enable_network_isolation=network_isolation,
+            enable_network_isolation=props.network_isolation,
         )
         # SageMaker checks the role's permissions when it creates the model: policy first.
         policy = self.role.node.try_find_child("DefaultPolicy")
@@ -515,10 +410,10 @@ class TritonMultiModelEndpoint(EndpointMetrics, Construct):
                 sagemaker.CfnEndpointConfig.ProductionVariantProperty(
                     variant_name=VARIANT_NAME,
                     model_name=self.model.attr_model_name,
-                    instance_type=instance_type,
-                    initial_instance_count=initial_instances,
+                    instance_type=props.instance_type,
+                    initial_instance_count=props.initial_instances,
                     initial_variant_weight=1,
-                    inference_ami_version=inference_ami_version,
+                    inference_ami_version=props.inference_ami_version,
                 )
             ],
         )

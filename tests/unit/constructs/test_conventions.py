@@ -15,6 +15,7 @@ from ml_platform.constructs import (
     ModelArtifactBucket,
     TrainingImageRepository,
     TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
 )
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
@@ -28,7 +29,10 @@ def stack() -> cdk.Stack:
 def test_metrics_take_the_usual_options(stack: cdk.Stack) -> None:
     bucket = s3.Bucket.from_bucket_name(stack, "B", "team-models")
     mme = TritonMultiModelEndpoint(
-        stack, "Mme", bucket=bucket, endpoint_name="team", archives=["a"]
+        stack,
+        "Mme",
+        bucket=bucket,
+        props=TritonMultiModelEndpointProps(name="team", archives=["a"]),
     )
     metric = mme.metric_model_cache_hit(
         period=cdk.Duration.minutes(1), statistic="Minimum", label="cache hits"

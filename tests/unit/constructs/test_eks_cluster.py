@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match, Template
 from ml_platform._settings_parse import Problem
 from ml_platform.app import new_app
 from ml_platform.constructs._props import shared_problems
-from ml_platform.constructs.addons import PlatformAddons
+from ml_platform.constructs.addons import PlatformAddons, PlatformAddonsProps
 from ml_platform.constructs.eks_cluster import (
     EKS_VERSIONS,
     KUBECTL_LAYERS,
@@ -321,8 +321,9 @@ def test_unconfirmed_addons_can_be_pinned_by_setting() -> None:
         stack,
         "Addons",
         cluster=cluster,
-        kubernetes_version="1.35",
-        addon_versions=settings.cluster.addon_versions,
+        props=PlatformAddonsProps(
+            kubernetes_version="1.35", addon_versions=settings.cluster.addon_versions
+        ),
     )
     versions = {
         r["Properties"]["AddonName"]: r["Properties"].get("AddonVersion")
@@ -331,13 +332,18 @@ def test_unconfirmed_addons_can_be_pinned_by_setting() -> None:
     }
     assert versions["aws-fsx-csi-driver"] == "v1.9.0-eksbuild.1"
     assert versions["amazon-cloudwatch-observability"] is None
-    with pytest.raises(ValueError, match=r"addon_versions: unknown add-ons \['vpc-cnii'\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"^S/Bad: addon_versions = \{'vpc-cnii': 'v1.0.0-eksbuild.1'\}: unknown add-ons "
+        r"\['vpc-cnii'\]; expected among \['amazon-cloudwatch-observability', ",
+    ):
         PlatformAddons(
             stack,
             "Bad",
             cluster=cluster,
-            kubernetes_version="1.35",
-            addon_versions={"vpc-cnii": "v1.0.0-eksbuild.1"},
+            props=PlatformAddonsProps(
+                kubernetes_version="1.35", addon_versions={"vpc-cnii": "v1.0.0-eksbuild.1"}
+            ),
         )
     with pytest.raises(SettingsError) as info:
         Settings.from_context({"cluster": {"cloudwatch_observability_version": "5.3.1"}})
@@ -435,8 +441,14 @@ def test_fsx_csi_role_is_read_only_and_cloudwatch_role_has_the_agent_policy(
 def test_addon_pins_are_checked() -> None:
     stack = cdk.Stack(new_app(), "S")
     cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c")
-    with pytest.raises(ValueError, match=r"kubernetes_version='1.30'.*\['1.34', '1.35'\]"):
-        PlatformAddons(stack, "Addons", cluster=cluster, kubernetes_version="1.30")
+    with pytest.raises(
+        ValueError,
+        match=r"^S/Addons: kubernetes_version = '1.30': add-on versions are pinned for "
+        r"\['1.34', '1.35'\]$",
+    ):
+        PlatformAddons(
+            stack, "Addons", cluster=cluster, props=PlatformAddonsProps(kubernetes_version="1.30")
+        )
 
 
 def test_system_node_group(synth: SynthesizedPlatform) -> None:
@@ -616,8 +628,7 @@ def test_network_policy_mode_reaches_the_vpc_cni_and_is_checked() -> None:
             cluster,
             "Addons",
             cluster=cluster.cluster,
-            kubernetes_version="1.35",
-            network_policy_mode=mode,
+            props=PlatformAddonsProps(kubernetes_version="1.35", network_policy_mode=mode),
         )
         values = cdk.Stack.of(cluster).resolve(
             addons.addons["vpc-cni"].node.default_child.configuration_values
@@ -629,15 +640,13 @@ def test_network_policy_mode_reaches_the_vpc_cni_and_is_checked() -> None:
     cluster = _bare_cluster()
     with pytest.raises(
         ValueError,
-        match=r"network_policy_mode='off': expected one of \['strict', "
-        r"'standard'\]",
+        match=r": network_policy_mode = 'off': expected one of \['strict', 'standard'\]$",
     ):
         PlatformAddons(
             cluster,
             "Addons",
             cluster=cluster.cluster,
-            kubernetes_version="1.35",
-            network_policy_mode="off",
+            props=PlatformAddonsProps(kubernetes_version="1.35", network_policy_mode="off"),
         )
 
 
@@ -678,7 +687,11 @@ def test_synthesis_reports_each_add_on_that_floats(synth: SynthesizedPlatform) -
 
 def test_pinned_add_ons_are_not_reported() -> None:
     from ml_platform.app import new_app
-    from ml_platform.constructs.addons import ADDON_FLOATS_WARNING, PlatformAddons
+    from ml_platform.constructs.addons import (
+        ADDON_FLOATS_WARNING,
+        PlatformAddons,
+        PlatformAddonsProps,
+    )
 
     env = cdk.Environment(account="123456789012", region="us-west-2")
     stack = cdk.Stack(new_app(), "S", env=env)
@@ -688,18 +701,21 @@ def test_pinned_add_ons_are_not_reported() -> None:
         stack,
         "One",
         cluster=cluster,
-        kubernetes_version="1.35",
-        addon_versions={"aws-fsx-csi-driver": "v1.9.0-eksbuild.1"},
+        props=PlatformAddonsProps(
+            kubernetes_version="1.35", addon_versions={"aws-fsx-csi-driver": "v1.9.0-eksbuild.1"}
+        ),
     )
     both = PlatformAddons(
         stack,
         "Both",
         cluster=cluster,
-        kubernetes_version="1.35",
-        addon_versions={
-            "aws-fsx-csi-driver": "v1.9.0-eksbuild.1",
-            "amazon-cloudwatch-observability": "v5.3.1-eksbuild.1",
-        },
+        props=PlatformAddonsProps(
+            kubernetes_version="1.35",
+            addon_versions={
+                "aws-fsx-csi-driver": "v1.9.0-eksbuild.1",
+                "amazon-cloudwatch-observability": "v5.3.1-eksbuild.1",
+            },
+        ),
     )
 
     def warnings(c):

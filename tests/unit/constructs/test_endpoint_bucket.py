@@ -7,7 +7,10 @@ import pytest
 from aws_cdk import aws_s3 as s3
 
 from ml_platform.app import new_app
-from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme import (
+    TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
+)
 from ml_platform.constructs.storage import ImportedModelArtifactBucket, ModelArtifactBucket
 
 ENV = cdk.Environment(account="111122223333", region="us-east-1")
@@ -29,11 +32,13 @@ def test_a_bucket_construct_and_a_plain_bucket_give_the_same_role_and_model() ->
         "Plain",
         bucket=s3.Bucket.from_bucket_name(stack, "B", "team"),
         model_prefix="ens/",
-        endpoint_name="plain",
-        archives=["model_tf_dali"],
+        props=TritonMultiModelEndpointProps(name="plain", archives=["model_tf_dali"]),
     )
     built = TritonMultiModelEndpoint(
-        stack, "Built", bucket=models, endpoint_name="built", archives=["model_tf_dali"]
+        stack,
+        "Built",
+        bucket=models,
+        props=TritonMultiModelEndpointProps(name="built", archives=["model_tf_dali"]),
     )
     expected = [
         {"Action": "s3:GetObject", "Effect": "Allow", "Resource": PREFIX_OBJECTS},
@@ -56,12 +61,20 @@ def test_a_prefix_beside_a_bucket_construct_must_be_its_own() -> None:
     stack = cdk.Stack(new_app(), "S", env=ENV)
     models = ModelArtifactBucket.from_bucket_name(stack, "Models", "team", model_prefix="ens/")
     same = TritonMultiModelEndpoint(
-        stack, "Same", bucket=models, model_prefix="ens/", endpoint_name="s", archives=["a"]
+        stack,
+        "Same",
+        bucket=models,
+        model_prefix="ens/",
+        props=TritonMultiModelEndpointProps(name="s", archives=["a"]),
     )
     assert same.model_bucket.model_prefix == "ens/"
     with pytest.raises(
         ValueError, match=r"model_prefix='other/': the bucket construct's prefix is 'ens/'"
     ):
         TritonMultiModelEndpoint(
-            stack, "Other", bucket=models, model_prefix="other/", endpoint_name="o", archives=["a"]
+            stack,
+            "Other",
+            bucket=models,
+            model_prefix="other/",
+            props=TritonMultiModelEndpointProps(name="o", archives=["a"]),
         )

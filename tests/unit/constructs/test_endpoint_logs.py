@@ -10,7 +10,10 @@ from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
 from ml_platform.config import Settings, SettingsError
-from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme import (
+    TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
+)
 from ml_platform.constructs.sagemaker_mme.endpoint import (
     ADDITIONAL_ARGS_ENV,
     DALI_RELEASE_AFTER_UNLOAD,
@@ -113,14 +116,13 @@ def endpoint_template(**props) -> Template:
         new_app(), "S", env=cdk.Environment(account="123456789012", region="us-east-1")
     )
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
-    TritonMultiModelEndpoint(
-        stack, "Ep", bucket=bucket, endpoint_name="ep", archives=["model_tf_dali"], **props
-    )
+    values = TritonMultiModelEndpointProps(name="ep", archives=["model_tf_dali"], **props)
+    TritonMultiModelEndpoint(stack, "Ep", bucket=bucket, props=values)
     return Template.from_stack(stack)
 
 
 def test_verbose_level_and_retention_are_props() -> None:
-    t = endpoint_template(log_verbose=2, log_retention=cdk.aws_logs.RetentionDays.ONE_MONTH)
+    t = endpoint_template(triton_log_verbose=2, log_retention=cdk.aws_logs.RetentionDays.ONE_MONTH)
     _, model = one(t, "AWS::SageMaker::Model")
     env = model["Properties"]["PrimaryContainer"]["Environment"]
     # Verbose logging asked for: INFO lines stay on (the container's default).
@@ -134,8 +136,9 @@ def test_verbose_level_and_retention_are_props() -> None:
 
 @pytest.mark.parametrize("level", [-1, True, "1"])
 def test_bad_verbose_level_is_refused(level: object) -> None:
-    with pytest.raises(ValueError, match=r"log_verbose = .*: expected a level >= 0 \(0 is off\)"):
-        endpoint_template(log_verbose=level)
+    allowed = r"expected a level >= 0 \(0 is off\)" if level == -1 else "expected an integer"
+    with pytest.raises(ValueError, match=rf"^S/Ep: triton_log_verbose = {level!r}: {allowed}$"):
+        endpoint_template(triton_log_verbose=level)
 
 
 def test_settings_reach_the_endpoint_and_bad_values_are_named() -> None:

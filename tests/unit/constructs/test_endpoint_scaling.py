@@ -26,7 +26,10 @@ from moto import mock_aws
 from ml_platform.app import new_app
 from ml_platform.constructs._endpoint_scaling import HANDLER_DIR, RESOURCE_TYPE
 from ml_platform.constructs.endpoint_scaling_handler import index as handler
-from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme import (
+    TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
+)
 from tests.support import SynthesizedPlatform
 
 REGION = "us-west-2"
@@ -39,8 +42,9 @@ def stack_with(*endpoints: dict, **props) -> cdk.Stack:
     stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account=ACCOUNT, region=REGION))
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
     for i, endpoint in enumerate(endpoints):
+        values = {"archives": ["model_tf_dali"], **props, **endpoint}
         TritonMultiModelEndpoint(
-            stack, f"Ep{i}", bucket=bucket, archives=["model_tf_dali"], **{**props, **endpoint}
+            stack, f"Ep{i}", bucket=bucket, props=TritonMultiModelEndpointProps(**values)
         )
     return stack
 
@@ -100,8 +104,8 @@ def test_guard_before_the_endpoint_policy_after_the_target(synth: SynthesizedPla
 
 def test_one_handler_per_stack_with_exact_permissions() -> None:
     stack = stack_with(
-        {"endpoint_name": "Team-A", "instance_type": "ml.g4dn.xlarge"},
-        {"endpoint_name": "team-b", "instance_type": "ml.g5.xlarge"},
+        {"name": "Team-A", "instance_type": "ml.g4dn.xlarge"},
+        {"name": "team-b", "instance_type": "ml.g5.xlarge"},
     )
     t = Template.from_stack(stack)
     assert len(custom_resources(t)) == 4
@@ -179,7 +183,7 @@ def test_one_handler_per_stack_with_exact_permissions() -> None:
 
 
 def test_without_the_guard_a_plain_policy_and_no_lambda() -> None:
-    t = Template.from_stack(stack_with({"endpoint_name": "ep"}, instance_type_changes=False))
+    t = Template.from_stack(stack_with({"name": "ep"}, instance_type_changes=False))
     assert custom_resources(t) == {}
     t.resource_count_is("AWS::Lambda::Function", 0)
     t.has_resource_properties(
@@ -297,7 +301,7 @@ def props() -> dict[str, dict[str, dict]]:
             "invocations_per_instance": 500,
         },
     }.items():
-        t = Template.from_stack(stack_with({"endpoint_name": "ep", **settings}))
+        t = Template.from_stack(stack_with({"name": "ep", **settings}))
         out[key] = by_phase(t)
     return out
 

@@ -13,6 +13,7 @@ from ml_platform.config import Settings, SettingsError
 from ml_platform.constructs.sagemaker_mme import (
     MODEL_LOAD_GPU_LIMIT_WARNING,
     TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
 )
 from ml_platform.constructs.sagemaker_mme.metrics import LOAD_FAILURE_NAMESPACE
 from ml_platform.sagemaker_images import (
@@ -30,10 +31,13 @@ def _endpoint(
 ) -> tuple[TritonMultiModelEndpoint, cdk.Stack]:
     stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region=region))
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
-    if topic:
-        props["alarm_topic"] = sns.Topic.from_topic_arn(stack, "Topic", TOPIC)
-    kwargs = {"bucket": bucket, "endpoint_name": "ep", "archives": ["model_tf_dali"], **props}
-    return TritonMultiModelEndpoint(stack, "Ep", **kwargs), stack
+    alarm_topic = sns.Topic.from_topic_arn(stack, "Topic", TOPIC) if topic else None
+    values = {"name": "ep", "archives": ["model_tf_dali"], **props}
+    props_ = TritonMultiModelEndpointProps(**values)
+    endpoint = TritonMultiModelEndpoint(
+        stack, "Ep", bucket=bucket, props=props_, alarm_topic=alarm_topic
+    )
+    return endpoint, stack
 
 
 def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
@@ -52,7 +56,9 @@ def test_a_region_without_the_image_is_refused_listing_where_it_is() -> None:
     )
     with pytest.raises(ValueError, match=r"no Triton 25\.09 image in 'cn-north-1'"):
         triton_image_uri("cn-north-1")
-    with pytest.raises(ValueError, match=r"triton_version='25.09': SageMaker publishes no Triton"):
+    with pytest.raises(
+        ValueError, match=r"triton_version = '25.09': SageMaker publishes no Triton"
+    ):
         _endpoint("cn-north-1")
     _endpoint("ap-south-2")  # refused before: the table was 24.09's for every release
     # A given image is the caller's choice.
@@ -82,7 +88,9 @@ def test_endpoint_config_pins_the_inference_ami(synth: SynthesizedPlatform) -> N
             ]
         },
     )
-    with pytest.raises(ValueError, match=r"inference_ami_version='al2-ami-gpu-9': expected one of"):
+    with pytest.raises(
+        ValueError, match=r"inference_ami_version = 'al2-ami-gpu-9': expected one of"
+    ):
         _endpoint(inference_ami_version="al2-ami-gpu-9")
     with pytest.raises(SettingsError, match=r"inference.inference_ami_version = 'x': expected"):
         Settings.from_context({"inference": {"inference_ami_version": "x"}})
@@ -186,9 +194,9 @@ def test_an_unpatched_release_synthesizes_with_a_warning_naming_the_cves() -> No
         stack,
         "Ep",
         bucket=s3.Bucket.from_bucket_name(stack, "B", "models-bucket"),
-        endpoint_name="ep",
-        archives=["model_tf_dali"],
-        triton_version="24.09",
+        props=TritonMultiModelEndpointProps(
+            name="ep", archives=["model_tf_dali"], triton_version="24.09"
+        ),
     )
     cdk.Annotations.of(endpoint).acknowledge_warning(
         "ml-platform:triton-unpatched-release", "TensorFlow backend needed until migrated"
@@ -200,7 +208,8 @@ def test_the_ami_must_run_the_release_cuda() -> None:
     with pytest.raises(
         ValueError,
         match=(
-            r"inference_ami_version='al2-ami-sagemaker-inference-gpu-2-1': Triton 25.09 is built on "
+            r"triton_version = '25\.09', inference_ami_version = "
+            r"'al2-ami-sagemaker-inference-gpu-2-1': Triton 25.09 is built on "
             r"CUDA 13, which needs NVIDIA driver 575 or later; al2-ami-sagemaker-inference-gpu-2-1 "
             r"has driver 535"
         ),
@@ -230,11 +239,15 @@ def test_no_load_cap_by_default_and_a_cap_is_an_opt_in_with_its_cost_said(
     assert warning.startswith("model_load_gpu_limit_percent=65 caps model loads at 65%")
     assert "answers 400, not 507, so SageMaker evicts no idle model" in warning
     assert f"[ack: {MODEL_LOAD_GPU_LIMIT_WARNING}]" in warning
-    for bad in (0, 101, True, 80.5, "80"):
+    for bad, allowed in (
+        (0, r"expected 1 to 100 \(100, the default: no cap\)"),
+        (101, r"expected 1 to 100 \(100, the default: no cap\)"),
+        (True, "expected an integer"),
+        (80.5, "expected an integer"),
+        ("80", "expected an integer"),
+    ):
         with pytest.raises(
-            ValueError,
-            match=r"model_load_gpu_limit_percent=.*: expected a whole number from 1 to 100 "
-            r"\(100, the default: no cap\)",
+            ValueError, match=rf"^S/Ep: model_load_gpu_limit_percent = {bad!r}: {allowed}$"
         ):
             _endpoint(model_load_gpu_limit_percent=bad)
     with pytest.raises(SettingsError, match=r"inference.model_load_gpu_limit_percent = 101"):
@@ -247,7 +260,7 @@ def test_the_release_must_support_the_gpu() -> None:
     with pytest.raises(
         ValueError,
         match=(
-            r"instance_type='ml.p3.2xlarge': its GPU has compute capability 7.0, below the 7.5 "
+            r"instance_type = 'ml.p3.2xlarge': its GPU has compute capability 7.0, below the 7.5 "
             r"that Triton 25.09 supports"
         ),
     ):
@@ -261,16 +274,21 @@ def test_the_release_must_support_the_gpu() -> None:
     with pytest.raises(ValueError) as error:
         _endpoint(archives=["model_tf_dali", "model_tf_dali", "Bad"])
     assert "archives[2] = 'Bad': 'Bad' is not an archive reference" in str(error.value)
-    assert "archives: ['model_tf_dali'] given more than once" in str(error.value)
+    assert (
+        "archives = ['model_tf_dali', 'model_tf_dali', 'Bad']: ['model_tf_dali'] given more "
+        "than once"
+    ) in str(error.value)
 
 
 def test_instance_counts_follow_the_settings_rule() -> None:
     """limits.endpoint_counts_ok: the same 1 <= min <= initial <= max <= 100 as the settings."""
     with pytest.raises(
-        ValueError, match=r"max_instances=101: expected 1 <= min <= initial <= max <= 100"
+        ValueError,
+        match=r"min_instances = 1, initial_instances = 1, max_instances = 101: expected 1 <= min "
+        r"<= initial <= max <= 100",
     ):
         _endpoint(max_instances=101)
-    with pytest.raises(ValueError, match=r"min_instances=2, initial_instances=1"):
+    with pytest.raises(ValueError, match=r"min_instances = 2, initial_instances = 1"):
         _endpoint(min_instances=2, initial_instances=1, max_instances=2)
     _endpoint(min_instances=1, initial_instances=100, max_instances=100)
 

@@ -13,7 +13,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 
 from ml_platform.app import new_app
-from ml_platform.constructs.addons import ADDON_CONFIGURATION, PodIdentityAddon
+from ml_platform.constructs.addons import (
+    ADDON_CONFIGURATION,
+    PodIdentityAddon,
+    PodIdentityAddonProps,
+)
 
 ENV = cdk.Environment(account="123456789012", region="us-west-2")
 CLUSTER_ARN = {
@@ -39,20 +43,24 @@ class Built:
             self.stack,
             "CloudWatch",
             cluster=cluster,
-            addon_name="amazon-cloudwatch-observability",
-            addon_version="v4.1.0-eksbuild.1",
-            namespace="amazon-cloudwatch",
-            service_account="cloudwatch-agent",
-            managed_policies=["CloudWatchAgentServerPolicy"],
+            props=PodIdentityAddonProps(
+                addon_name="amazon-cloudwatch-observability",
+                addon_version="v4.1.0-eksbuild.1",
+                namespace="amazon-cloudwatch",
+                service_account="cloudwatch-agent",
+                managed_policies=("CloudWatchAgentServerPolicy",),
+            ),
         )
         self.fsx = PodIdentityAddon(
             self.stack,
             "Fsx",
             cluster=cluster,
-            addon_name="aws-fsx-csi-driver",
-            addon_version=None,
-            namespace="kube-system",
-            service_account="fsx-csi-controller-sa",
+            props=PodIdentityAddonProps(
+                addon_name="aws-fsx-csi-driver",
+                addon_version=None,
+                namespace="kube-system",
+                service_account="fsx-csi-controller-sa",
+            ),
             statements=[iam.PolicyStatement(actions=["fsx:DescribeFileSystems"], resources=["*"])],
         )
         self.resources: dict[str, Any] = Template.from_stack(self.stack).to_json()["Resources"]

@@ -18,7 +18,9 @@ from ml_platform.app import new_app
 from ml_platform.constructs._user_data import MEMLOCK_DROP_IN, MEMLOCK_SCRIPT, MIME_BOUNDARY
 from ml_platform.constructs.trainium import (
     EfaLaunchTemplate,
+    EfaLaunchTemplateProps,
     TrainiumNodeGroup,
+    TrainiumNodeGroupProps,
     efa_network_interfaces,
 )
 from ml_platform.instances import TRAINIUM_INSTANCES
@@ -456,21 +458,27 @@ def test_launch_template_validation_reports_every_problem() -> None:
     stack, _, sg = _stack()
     with pytest.raises(ValueError) as info:
         EfaLaunchTemplate(
-            stack, "Lt", security_groups=[], instance_type="p4d.24xlarge", root_volume_gib=50
+            stack,
+            "Lt",
+            security_groups=[],
+            props=EfaLaunchTemplateProps(instance_type="p4d.24xlarge", root_volume_gib=50),
         )
-    message = str(info.value)
-    assert (
-        "instance_type='p4d.24xlarge': expected one of ['trn1.32xlarge', 'trn1n.32xlarge', "
-        "'trn2.48xlarge', 'trn2u.48xlarge']" in message
+    assert str(info.value) == (
+        "S/Lt: instance_type = 'p4d.24xlarge': expected one of ['trn1.32xlarge', "
+        "'trn1n.32xlarge', 'trn2.48xlarge', 'trn2u.48xlarge']; root_volume_gib = 50: expected "
+        "100 to 16384; security_groups=[]: expected at least one security group"
     )
-    assert "root_volume_gib=50: expected 100 to 16384" in message
-    assert "security_groups=[]" in message
     with pytest.raises(
-        ValueError, match=r"efa_interfaces=9: trn1.32xlarge has 8 network cards; expected 1 to 8"
+        ValueError, match=r"efa_interfaces = 9: trn1.32xlarge has 8 network cards; expected 1 to 8"
     ):
-        EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], efa_interfaces=9)
+        EfaLaunchTemplate(
+            stack, "Lt2", security_groups=[sg], props=EfaLaunchTemplateProps(efa_interfaces=9)
+        )
     EfaLaunchTemplate(
-        stack, "Lt3", security_groups=[sg], instance_type="trn1n.32xlarge", efa_interfaces=16
+        stack,
+        "Lt3",
+        security_groups=[sg],
+        props=EfaLaunchTemplateProps(instance_type="trn1n.32xlarge", efa_interfaces=16),
     )
 
 
@@ -484,14 +492,16 @@ def test_node_group_validation_reports_every_problem_before_creating_anything() 
             cluster=cluster,
             subnet=vpc.private_subnets[0],
             security_group=sg,
-            instance_type="trn1.32xlarge",
-            efa_interfaces=12,
-            min_size=3,
-            desired_size=2,
-            max_size=70,
+            props=TrainiumNodeGroupProps(
+                instance_type="trn1.32xlarge",
+                efa_interfaces=12,
+                min_size=3,
+                desired_size=2,
+                max_size=70,
+            ),
         )
     message = str(info.value)
-    assert "efa_interfaces=12" in message
+    assert "efa_interfaces = 12" in message
     assert "min_size/desired_size/max_size=3/2/70" in message and "<= 64" in message
     assert stack.node.try_find_child("Trn").node.children == []
     with pytest.raises(ValueError, match=r"max_size >= 1"):
@@ -501,9 +511,7 @@ def test_node_group_validation_reports_every_problem_before_creating_anything() 
             cluster=cluster,
             subnet=vpc.private_subnets[0],
             security_group=sg,
-            min_size=0,
-            desired_size=0,
-            max_size=0,
+            props=TrainiumNodeGroupProps(min_size=0, desired_size=0, max_size=0),
         )
 
 
@@ -518,7 +526,12 @@ def test_a_users_security_group_gets_the_efa_self_rules_once() -> None:
     stack, vpc, sg = _stack()
     other = ec2.SecurityGroup(stack, "Other", vpc=vpc, allow_all_outbound=False)
     EfaLaunchTemplate(stack, "Lt", security_groups=[sg, other])
-    EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], instance_type="trn1n.32xlarge")
+    EfaLaunchTemplate(
+        stack,
+        "Lt2",
+        security_groups=[sg],
+        props=EfaLaunchTemplateProps(instance_type="trn1n.32xlarge"),
+    )
     allow_efa_within(sg)
     resources = Template.from_stack(stack).to_json()["Resources"]
     ids = {
@@ -561,7 +574,10 @@ def test_capacity_reservation_and_capacity_block_in_the_launch_template() -> Non
     stack, vpc, sg = _stack()
     cluster = _imported_cluster(stack, vpc)
     odcr = EfaLaunchTemplate(
-        stack, "Odcr", security_groups=[sg], capacity_reservation_id="cr-0123456789abcdef0"
+        stack,
+        "Odcr",
+        security_groups=[sg],
+        props=EfaLaunchTemplateProps(capacity_reservation_id="cr-0123456789abcdef0"),
     )
     assert odcr.capacity_type is None
     TrainiumNodeGroup(
@@ -570,11 +586,9 @@ def test_capacity_reservation_and_capacity_block_in_the_launch_template() -> Non
         cluster=cluster,
         subnet=vpc.private_subnets[0],
         security_group=sg,
-        capacity_reservation_id="cr-02168da1478b509e0",
-        capacity_block=True,
-        min_size=0,
-        desired_size=0,
-        max_size=2,
+        props=TrainiumNodeGroupProps(
+            capacity_block_id="cr-02168da1478b509e0", min_size=0, desired_size=0, max_size=2
+        ),
     )
     resources = Template.from_stack(stack).to_json()["Resources"]
     templates = {
@@ -604,12 +618,29 @@ def test_capacity_validation_names_the_prop() -> None:
             stack,
             "Lt",
             security_groups=[sg],
-            capacity_reservation_id="cb-123",
-            capacity_block=True,
+            props=EfaLaunchTemplateProps(
+                capacity_reservation_id="cb-123", capacity_block_id="cb-4"
+            ),
         )
-    assert "capacity_reservation_id='cb-123': expected a capacity reservation id" in str(info.value)
-    with pytest.raises(ValueError, match=r"capacity_block=True: needs capacity_reservation_id"):
-        EfaLaunchTemplate(stack, "Lt2", security_groups=[sg], capacity_block=True)
+    assert str(info.value) == (
+        "S/Lt: capacity_reservation_id = 'cb-123': expected a capacity reservation id such as "
+        "'cr-0123456789abcdef0'; capacity_block_id = 'cb-4': expected a capacity reservation id "
+        "such as 'cr-0123456789abcdef0'"
+    )
+    with pytest.raises(ValueError) as info:
+        EfaLaunchTemplate(
+            stack,
+            "Lt2",
+            security_groups=[sg],
+            props=EfaLaunchTemplateProps(
+                capacity_reservation_id="cr-0123456789abcdef0",
+                capacity_block_id="cr-02168da1478b509e0",
+            ),
+        )
+    assert str(info.value) == (
+        "S/Lt2: capacity_reservation_id = 'cr-0123456789abcdef0', capacity_block_id = "
+        "'cr-02168da1478b509e0': expected at most one"
+    )
 
 
 @pytest.mark.parametrize("instance_type", ["trn1.32xlarge", "trn2.48xlarge", "trn2u.48xlarge"])
@@ -623,30 +654,21 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own(
     from aws_cdk.assertions import Template
 
     stack, _, sg = _stack()
-    EfaLaunchTemplate(stack, "OnDemand", security_groups=[sg], instance_type=instance_type)
-    EfaLaunchTemplate(
-        stack,
-        "Odcr",
-        security_groups=[sg],
-        instance_type=instance_type,
-        capacity_reservation_id="cr-0123456789abcdef0",
-    )
-    EfaLaunchTemplate(
-        stack,
-        "Block",
-        security_groups=[sg],
-        instance_type=instance_type,
-        capacity_reservation_id="cr-02168da1478b509e0",
-        capacity_block=True,
-    )
-    EfaLaunchTemplate(
-        stack,
-        "OdcrInItsGroup",
-        security_groups=[sg],
-        instance_type=instance_type,
-        capacity_reservation_id="cr-0123456789abcdef0",
-        placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg", "odcr-pg"),
-    )
+    for name, capacity in (
+        ("OnDemand", {}),
+        ("Odcr", {"capacity_reservation_id": "cr-0123456789abcdef0"}),
+        ("Block", {"capacity_block_id": "cr-02168da1478b509e0"}),
+        (
+            "OdcrInItsGroup",
+            {"capacity_reservation_id": "cr-0123456789abcdef0", "placement_group": "odcr-pg"},
+        ),
+    ):
+        EfaLaunchTemplate(
+            stack,
+            name,
+            security_groups=[sg],
+            props=EfaLaunchTemplateProps(instance_type=instance_type, **capacity),
+        )
     resources = Template.from_stack(stack).to_json()["Resources"]
     placement = {
         k.removesuffix("8A0B4F5E"): r["Properties"]["LaunchTemplateData"].get("Placement")
@@ -670,20 +692,33 @@ def test_placement_group_only_without_a_reservation_or_the_reservations_own(
         "Block": None,
         "OdcrInItsGroup": {"GroupName": "odcr-pg"},
     }
-    with pytest.raises(
-        ValueError,
-        match=r"placement_group with capacity_block=True: a Capacity "
-        r"Block places its instances itself",
-    ):
+    with pytest.raises(ValueError) as info:
         EfaLaunchTemplate(
             stack,
             "BlockInGroup",
             security_groups=[sg],
-            instance_type=instance_type,
-            capacity_reservation_id="cr-02168da1478b509e0",
-            capacity_block=True,
-            placement_group=ec2.PlacementGroup.from_placement_group_name(stack, "Pg2", "pg"),
+            props=EfaLaunchTemplateProps(
+                instance_type=instance_type,
+                capacity_block_id="cr-02168da1478b509e0",
+                placement_group="pg",
+            ),
         )
+    assert str(info.value) == (
+        "S/BlockInGroup: placement_group = 'pg', capacity_block_id = 'cr-02168da1478b509e0': a "
+        "Capacity Block places its instances itself; expected no placement group"
+    )
+    with pytest.raises(ValueError) as info:
+        EfaLaunchTemplate(
+            stack,
+            "OwnGroup",
+            security_groups=[sg],
+            props=EfaLaunchTemplateProps(instance_type=instance_type, placement_group="pg"),
+        )
+    assert str(info.value) == (
+        "S/OwnGroup: placement_group = 'pg': names the group a capacity reservation was created "
+        "in, so it needs capacity_reservation_id (without one the platform makes its own cluster "
+        "placement group)"
+    )
 
 
 def test_platform_on_a_capacity_block_has_no_placement_group(trn1n: SynthesizedPlatform) -> None:
@@ -705,11 +740,12 @@ def test_capacity_block_with_nodes_warns_why() -> None:
             cluster=cluster,
             subnet=vpc.private_subnets[0],
             security_group=sg,
-            capacity_reservation_id="cr-02168da1478b509e0",
-            capacity_block=True,
-            min_size=0,
-            desired_size=desired,
-            max_size=2,
+            props=TrainiumNodeGroupProps(
+                capacity_block_id="cr-02168da1478b509e0",
+                min_size=0,
+                desired_size=desired,
+                max_size=2,
+            ),
         )
     warnings = AssertAnnotations.from_stack(stack).find_warning(
         "*", Match.string_like_regexp("Capacity Block")
@@ -747,7 +783,7 @@ def test_a_trainium_node_group_built_alone_has_no_ssm_policy() -> None:
             cluster=cluster,
             subnet=vpc.private_subnets[0],
             security_group=sg,
-            **({} if ssm is None else {"ssm_access": ssm}),
+            props=TrainiumNodeGroupProps(**({} if ssm is None else {"ssm_access": ssm})),
         )
         for ssm in (None, True)
     }
@@ -890,14 +926,14 @@ def test_release_version_prop_is_validated() -> None:
     stack = cdk.Stack(app, "S", env=cdk.Environment(account="123456789012", region="us-west-2"))
     vpc = ec2.Vpc(stack, "Vpc", availability_zones=["us-west-2a", "us-west-2b"])
     cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c", vpc=vpc)
-    with pytest.raises(ValueError, match=r"release_version='latest': expected an EKS AMI"):
+    with pytest.raises(ValueError, match=r"release_version = 'latest': expected an EKS AMI"):
         TrainiumNodeGroup(
             stack,
             "Trn",
             cluster=cluster,
             subnet=vpc.private_subnets[0],
             security_group=ec2.SecurityGroup(stack, "Sg", vpc=vpc),
-            release_version="latest",
+            props=TrainiumNodeGroupProps(release_version="latest"),
         )
 
 
@@ -927,50 +963,46 @@ def test_trn2_nodes_differ_from_trn1_only_by_instance_type_and_interfaces(
 
 
 def test_the_props_object_holds_every_rule_and_reports_them_at_once() -> None:
-    """TrainiumNodeGroup's rules live with its props: checked without building anything."""
-    from ml_platform.constructs.trainium import TrainiumNodeGroupProps
+    """TrainiumNodeGroup's rules live with its props: the shared ones in the base the settings
+    inherit, the node group's own in construct_problems(); checked without building anything."""
+    from ml_platform.constructs._props import shared_problems
+    from ml_platform.props.trainium import TrainiumPropsBase
 
     bad = TrainiumNodeGroupProps(
         instance_type="trn1.2xlarge",
         min_size=3,
         desired_size=2,
-        capacity_block=True,
+        placement_group="pg",
         release_version="latest",
         labels={"ml-platform/node-role": "x"},
     )
-    assert [p.split("=", 1)[0].split(":", 1)[0] for p in bad.problems()] == [
-        "instance_type",
-        "capacity_block",
-        "release_version",
+    assert [p.split(" =", 1)[0] for p in shared_problems(bad, TrainiumPropsBase)] == [
+        "instance_type"
+    ]
+    assert [p.split("=", 1)[0].split(":", 1)[0] for p in bad.construct_problems()] == [
+        "release_version ",
         "min_size/desired_size/max_size",
         "labels",
     ]
-    assert TrainiumNodeGroupProps().problems() == []
+    ok = TrainiumNodeGroupProps()
+    assert ok.construct_problems() == [] and shared_problems(ok, TrainiumPropsBase) == []
 
 
 def test_the_launch_template_props_hold_its_rules_and_the_node_group_reuses_them() -> None:
     """EfaLaunchTemplate's rules live with its props, checked without building anything; the
     node group's props check their launch template part through the same object."""
-    from ml_platform.constructs.trainium import EfaLaunchTemplateProps, TrainiumNodeGroupProps
-
-    bad = EfaLaunchTemplateProps(
-        instance_type="trn1.32xlarge",
-        efa_interfaces=9,
-        root_volume_gib=50,
-        capacity_block=True,
-        capacity_reservation_id="cb-1",
-    )
-    assert [p.split("=", 1)[0] for p in bad.problems()] == [
-        "efa_interfaces",
-        "root_volume_gib",
-        "capacity_reservation_id",
+    bad = EfaLaunchTemplateProps(instance_type="trn1.32xlarge", efa_interfaces=9)
+    assert bad.construct_problems() == [
+        "efa_interfaces = 9: trn1.32xlarge has 8 network cards; expected 1 to 8"
     ]
-    assert EfaLaunchTemplateProps().problems() == []
-    group = TrainiumNodeGroupProps(efa_interfaces=9, capacity_block=True)
+    assert EfaLaunchTemplateProps().construct_problems() == []
+    group = TrainiumNodeGroupProps(efa_interfaces=9, capacity_block_id="cr-02168da1478b509e0")
     assert group.launch_template_props == EfaLaunchTemplateProps(
-        efa_interfaces=9, capacity_block=True
+        efa_interfaces=9, capacity_block_id="cr-02168da1478b509e0"
     )
-    assert group.problems() == group.launch_template_props.problems()
+    assert group.construct_problems() == group.launch_template_props.construct_problems()
     stack, _, sg = _stack()
-    built = EfaLaunchTemplate(stack, "Lt", security_groups=[sg], efa_interfaces=4)
+    built = EfaLaunchTemplate(
+        stack, "Lt", security_groups=[sg], props=EfaLaunchTemplateProps(efa_interfaces=4)
+    )
     assert built.props == EfaLaunchTemplateProps(efa_interfaces=4) and built.efa_interfaces == 4

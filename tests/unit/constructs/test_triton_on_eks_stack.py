@@ -351,7 +351,10 @@ def test_every_construct_taking_a_prefix_applies_the_settings_rule(prefix: str) 
     """The bucket, the endpoint and TritonOnEks refuse what inference.model_prefix refuses
     (limits.model_prefix_ok): before, they only checked a leading and a trailing '/'."""
 
-    from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+    from ml_platform.constructs.sagemaker_mme import (
+        TritonMultiModelEndpoint,
+        TritonMultiModelEndpointProps,
+    )
     from ml_platform.constructs.storage import ModelArtifactBucket, ModelArtifactBucketProps
     from ml_platform.limits import MODEL_PREFIX_TEXT, model_prefix_ok, shown
 
@@ -369,8 +372,7 @@ def test_every_construct_taking_a_prefix_applies_the_settings_rule(prefix: str) 
             "Endpoint",
             bucket=s3.Bucket.from_bucket_name(stack, "Team", "team"),
             model_prefix=prefix,
-            endpoint_name="e",
-            archives=["model_tf_dali"],
+            props=TritonMultiModelEndpointProps(name="e", archives=["model_tf_dali"]),
         )
     with pytest.raises(ValueError, match=expected):
         TritonOnEks(

@@ -94,17 +94,20 @@ def test_default_trainium_group_has_no_capacity_reservation(synth: SynthesizedPl
                 "capacity_reservation_id": "cr-0123456789abcdef0",
                 "capacity_block_id": "cr-02168da1478b509e0",
             },
-            "trainium.capacity_reservation_id and trainium.capacity_block_id are both set",
+            "trainium.capacity_reservation_id = 'cr-0123456789abcdef0', "
+            "trainium.capacity_block_id = 'cr-02168da1478b509e0': expected at most one",
         ),
         (
             {"capacity_block_id": "cr-02168da1478b509e0", "placement_group": "pg"},
-            "trainium.placement_group = 'pg' with trainium.capacity_block_id: a Capacity Block "
-            "places its instances itself",
+            "trainium.placement_group = 'pg', trainium.capacity_block_id = "
+            "'cr-02168da1478b509e0': a Capacity Block places its instances itself; expected no "
+            "placement group",
         ),
         (
             {"placement_group": "pg"},
             "trainium.placement_group = 'pg': names the group a capacity reservation was created "
-            "in, so it needs trainium.capacity_reservation_id",
+            "in, so it needs capacity_reservation_id (without one the platform makes its own "
+            "cluster placement group)",
         ),
         (
             {"capacity_reservation_id": "cr-0123456789abcdef0", "placement_group": "x" * 256},

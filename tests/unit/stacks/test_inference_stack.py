@@ -9,7 +9,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
 
 from ml_platform.app import new_app
-from ml_platform.constructs.sagemaker_mme import TritonMultiModelEndpoint
+from ml_platform.constructs.sagemaker_mme import (
+    TritonMultiModelEndpoint,
+    TritonMultiModelEndpointProps,
+)
+from ml_platform.instances import SAGEMAKER_MME_GPU_INSTANCES
 from ml_platform.sagemaker_images import triton_image_uri
 from tests.support import SynthesizedPlatform
 
@@ -19,8 +23,8 @@ ARCHIVES = ["model_tf_dali", "model_trt_python@v0123abcd"]
 def endpoint_in(region: str, **props) -> tuple[TritonMultiModelEndpoint, cdk.Stack]:
     stack = cdk.Stack(new_app(), "S", env=cdk.Environment(account="123456789012", region=region))
     bucket = s3.Bucket.from_bucket_name(stack, "B", "models-bucket")
-    kwargs = {"bucket": bucket, "endpoint_name": "ep", "archives": ARCHIVES, **props}
-    return TritonMultiModelEndpoint(stack, "Ep", **kwargs), stack
+    values = TritonMultiModelEndpointProps(**{"name": "ep", "archives": ARCHIVES, **props})
+    return TritonMultiModelEndpoint(stack, "Ep", bucket=bucket, props=values), stack
 
 
 def test_model_is_multi_model_over_the_prefix(synth: SynthesizedPlatform) -> None:
@@ -307,19 +311,29 @@ def test_grant_invoke_stays_within_iam_policy_limits() -> None:
 
 
 def test_construct_reports_every_bad_prop_at_once() -> None:
+    """Every field's problem at once; the cross-field rules, once the fields are valid (as in
+    the settings), all at once too."""
+    with pytest.raises(ValueError) as info:
+        endpoint_in("us-west-2", name="bad_name", instance_type="ml.p4d.24xlarge")
+    assert str(info.value) == (
+        "S/Ep: name = 'bad_name': expected letters, digits and '-', at most 63; "
+        "instance_type = 'ml.p4d.24xlarge': multi-model endpoints on GPU support "
+        f"{sorted(SAGEMAKER_MME_GPU_INSTANCES)}"
+    )
     with pytest.raises(ValueError) as info:
         endpoint_in(
             "us-west-2",
-            instance_type="ml.p4d.24xlarge",
             min_instances=3,
             max_instances=2,
             archives=["/abs.tar.gz", "model_a", "model_a"],
         )
-    message = str(info.value)
-    assert "instance_type='ml.p4d.24xlarge'" in message
-    assert "min_instances=3" in message and "max_instances=2" in message
-    assert "'/abs.tar.gz' is not an archive reference" in message
-    assert "['model_a'] given more than once" in message
+    assert str(info.value) == (
+        "S/Ep: min_instances = 3, initial_instances = 1, max_instances = 2: expected 1 <= min "
+        "<= initial <= max <= 100; archives[0] = '/abs.tar.gz': '/abs.tar.gz' is not an archive "
+        "reference: expected NAME or NAME@vXXXXXXXX (NAME of lower-case letters, digits, '_' "
+        "and '-'; the version 'v' and 8 hex digits); archives = ['/abs.tar.gz', 'model_a', "
+        "'model_a']: ['model_a'] given more than once"
+    )
 
 
 def test_one_endpoint_per_configured_endpoint(tmp_path) -> None:

@@ -72,7 +72,7 @@ def test_settings_refuse_a_plan_for_another_gpu() -> None:
         triton_on_eks={"archives": ["model_trt_python_t4"]},
     )
     assert problems == [
-        "inference.endpoints[0].archives[1]: archive 'model_trt_python_t4' holds a "
+        "inference.endpoints[0].archives[1] = 'model_trt_python_t4': holds a "
         "TensorRT plan built for T4, but 'ml.g5.xlarge' has A10G; a plan only loads on the GPU "
         "it was built for: build one for A10G (mlp models package --gpu-target a10g -> "
         "model_trt_python_a10g) or serve the ONNX archive 'model_onnx_python'",
@@ -111,7 +111,7 @@ def test_a_cuda_13_release_needs_an_ami_whose_driver_runs_it() -> None:
         }
     )
     assert problems == [
-        "inference.triton_version = '25.09' with inference.inference_ami_version = "
+        "inference.triton_version = '25.09', inference.inference_ami_version = "
         "'al2-ami-sagemaker-inference-gpu-3-1': Triton 25.09 is built on CUDA 13, which needs "
         "NVIDIA driver 575 or later; al2-ami-sagemaker-inference-gpu-3-1 has driver 550 (CUDA "
         "12) without the CUDA forward-compatibility mount: expected one of "
