@@ -10,7 +10,12 @@ from ml_platform.constructs.addons import (
     PodIdentityAddon,
     PodIdentityAddonProps,
 )
-from ml_platform.constructs.dashboards import EndpointDashboard, TrainingDashboard
+from ml_platform.constructs.dashboards import (
+    EndpointDashboard,
+    EndpointDashboardProps,
+    TrainingDashboard,
+    TrainingDashboardProps,
+)
 from ml_platform.constructs.eks_cluster import TrainingEksCluster, TrainingEksClusterProps
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup, GpuNodeGroupProps
 from ml_platform.constructs.network import PlatformVpc, PlatformVpcProps, TrainingNodeSecurityGroup
@@ -38,6 +43,7 @@ __all__ = [
     "EfaLaunchTemplate",
     "EfaLaunchTemplateProps",
     "EndpointDashboard",
+    "EndpointDashboardProps",
     "GpuNodeGroup",
     "GpuNodeGroupProps",
     "ImportedLustreStorage",
@@ -53,6 +59,7 @@ __all__ = [
     "PodIdentityAddon",
     "PodIdentityAddonProps",
     "TrainingDashboard",
+    "TrainingDashboardProps",
     "TrainingEksCluster",
     "TrainingEksClusterProps",
     "TrainingImageRepository",

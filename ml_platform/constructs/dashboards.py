@@ -24,12 +24,15 @@ from __future__ import annotations
 __all__ = [
     "ClusterMetrics",
     "EndpointDashboard",
+    "EndpointDashboardProps",
     "TrainingDashboard",
+    "TrainingDashboardProps",
     "dashboard_url",
     "nat_gateway_metric",
 ]
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aws_cdk import Duration, Stack, Token
@@ -38,6 +41,7 @@ from aws_cdk import aws_ec2 as ec2
 from constructs import Construct
 
 from ml_platform.constructs._periods import ONE_MINUTE, seconds
+from ml_platform.constructs._props import raise_problems
 from ml_platform.constructs.storage import fsx_metric
 
 if TYPE_CHECKING:
@@ -78,6 +82,22 @@ def _graph(
 MAX_WIDGETS = 500
 WIDGETS_PER_ENDPOINT = 11  # a heading and ten graphs
 
+# The dashboards' props are not checked here: aws-cdk's ``Dashboard`` refuses a name with other
+# characters than alphanumerics, dash and underscore, and its ``Metric`` a period other than 1,
+# 5, 10, 30 seconds or a multiple of 60 (read in aws-cdk-lib 2.275.0,
+# ``aws-cloudwatch/lib/dashboard.js`` and ``metric.js``).
+
+
+@dataclass(frozen=True, kw_only=True)
+class EndpointDashboardProps:
+    """The value props of :class:`EndpointDashboard` (checked by aws-cdk, see above)."""
+
+    dashboard_name: str | None = None
+    """The dashboard's name: alphanumerics, dash and underscore, unique per account. Default:
+    CloudFormation names it (unique, composable twice)."""
+    period: Duration = ONE_MINUTE
+    """Metric period of the graphs. Default one minute (SageMaker's resolution)."""
+
 
 class EndpointDashboard(Construct):
     """A dashboard of :class:`TritonMultiModelEndpoint` s, a section per endpoint, from
@@ -97,8 +117,8 @@ class EndpointDashboard(Construct):
 
     Args:
         endpoints: The endpoints, at most 45 (500 widgets per dashboard). Required.
-        dashboard_name: Default: CloudFormation names it (unique, composable twice).
-        period: Metric period of the graphs. Default one minute (SageMaker's resolution).
+        props: Name and metric period (:class:`EndpointDashboardProps`). Default
+            ``EndpointDashboardProps()``.
 
     Attributes:
         dashboard: The ``cloudwatch.Dashboard``.
@@ -111,22 +131,29 @@ class EndpointDashboard(Construct):
         construct_id: str,
         *,
         endpoints: Sequence[TritonMultiModelEndpoint],
-        dashboard_name: str | None = None,
-        period: Duration = ONE_MINUTE,
+        props: EndpointDashboardProps | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        #: The value props.
+        self.props = props = props or EndpointDashboardProps()
         most = MAX_WIDGETS // WIDGETS_PER_ENDPOINT
         if not 1 <= len(endpoints) <= most:
-            raise ValueError(
-                f"{self.node.path}: endpoints: {len(endpoints)} given; expected 1 to {most} "
-                f"(a dashboard holds at most {MAX_WIDGETS} widgets, {WIDGETS_PER_ENDPOINT} per "
-                "endpoint): use one dashboard per group of endpoints"
+            raise_problems(
+                self,
+                [
+                    f"endpoints: {len(endpoints)} given; expected 1 to {most} (a dashboard "
+                    f"holds at most {MAX_WIDGETS} widgets, {WIDGETS_PER_ENDPOINT} per "
+                    "endpoint): use one dashboard per group of endpoints"
+                ],
             )
         self.dashboard = cloudwatch.Dashboard(
-            self, "Resource", dashboard_name=dashboard_name, default_interval=Duration.hours(3)
+            self,
+            "Resource",
+            dashboard_name=props.dashboard_name,
+            default_interval=Duration.hours(3),
         )
         for endpoint in endpoints:
-            self._add_endpoint(endpoint, period)
+            self._add_endpoint(endpoint, props.period)
         self.url = dashboard_url(self.dashboard)
 
     def _add_endpoint(self, e: TritonMultiModelEndpoint, period: Duration) -> None:
@@ -322,6 +349,31 @@ def nat_gateway_ids(vpc: ec2.Vpc) -> list[str]:
     return [g.attr_nat_gateway_id for g in gateways if isinstance(g, ec2.CfnNatGateway)]
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainingDashboardProps:
+    """The value props of :class:`TrainingDashboard` (checked by aws-cdk, see
+    :class:`EndpointDashboardProps`)."""
+
+    cluster_name: str
+    """The EKS cluster. Required."""
+    namespace: str
+    """The training jobs' namespace (pod restarts). Required."""
+    file_system_ids: tuple[str, ...] = ()
+    """FSx for Lustre file systems. Default none."""
+    nat_gateway_ids: tuple[str, ...] = ()
+    """NAT gateways of the VPC. Default none."""
+    dashboard_name: str | None = None
+    """The dashboard's name: alphanumerics, dash and underscore, unique per account. Default:
+    CloudFormation names it."""
+    period: Duration = ONE_MINUTE
+    """Metric period. Default one minute."""
+
+    def __post_init__(self) -> None:
+        # Lists given are kept as tuples: the props stay immutable.
+        object.__setattr__(self, "file_system_ids", tuple(self.file_system_ids))
+        object.__setattr__(self, "nat_gateway_ids", tuple(self.nat_gateway_ids))
+
+
 class TrainingDashboard(Construct):
     """A dashboard for the training cluster: nodes, Neuron devices, EFA, pods, FSx, NAT.
 
@@ -332,12 +384,8 @@ class TrainingDashboard(Construct):
     it carries no instance type, NeuronCore or EFA count.
 
     Args:
-        cluster_name: The EKS cluster. Required.
-        namespace: The training jobs' namespace (pod restarts). Required.
-        file_system_ids: FSx for Lustre file systems. Default none.
-        nat_gateway_ids: NAT gateways of the VPC. Default none.
-        dashboard_name: Default: CloudFormation names it.
-        period: Metric period. Default one minute.
+        props: The cluster, namespace, file systems, NAT gateways, name and metric period
+            (:class:`TrainingDashboardProps`). Required.
 
     Attributes:
         dashboard: The ``cloudwatch.Dashboard``. metrics: The :class:`ClusterMetrics`.
@@ -349,18 +397,19 @@ class TrainingDashboard(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        cluster_name: str,
-        namespace: str,
-        file_system_ids: Sequence[str] = (),
-        nat_gateway_ids: Sequence[str] = (),
-        dashboard_name: str | None = None,
-        period: Duration = ONE_MINUTE,
+        props: TrainingDashboardProps,
     ) -> None:
         super().__init__(scope, construct_id)
-        m, p = ClusterMetrics(cluster_name), period
+        #: The value props.
+        self.props = props
+        namespace, file_system_ids = props.namespace, props.file_system_ids
+        m, p = ClusterMetrics(props.cluster_name), props.period
         self.metrics = m
         self.dashboard = cloudwatch.Dashboard(
-            self, "Resource", dashboard_name=dashboard_name, default_interval=Duration.hours(6)
+            self,
+            "Resource",
+            dashboard_name=props.dashboard_name,
+            default_interval=Duration.hours(6),
         )
 
         def node(name: str, stat: str, label: str = "") -> cloudwatch.MathExpression:
@@ -418,7 +467,7 @@ class TrainingDashboard(Construct):
 
         nat = [
             nat_gateway_metric(i, name, "Sum", p)
-            for i in nat_gateway_ids
+            for i in props.nat_gateway_ids
             for name in ("BytesOutToDestination", "BytesInFromDestination")
         ]
         later: list[cloudwatch.IWidget] = [restarts]

@@ -29,7 +29,11 @@ from constructs import Construct
 from ml_platform.config import ClusterSettings, Settings, TrainingSettings, TritonOnEksSettings
 from ml_platform.constructs._nag import acknowledge_each
 from ml_platform.constructs.addons import PlatformAddons, PlatformAddonsProps
-from ml_platform.constructs.dashboards import TrainingDashboard, nat_gateway_ids
+from ml_platform.constructs.dashboards import (
+    TrainingDashboard,
+    TrainingDashboardProps,
+    nat_gateway_ids,
+)
 from ml_platform.constructs.eks_cluster import (
     TrainingEksCluster,
     TrainingEksClusterProps,
@@ -293,10 +297,12 @@ class TrainingClusterStack(Stack):
         self.dashboard = TrainingDashboard(
             self,
             "Dashboard",
-            cluster_name=cluster.cluster_name,
-            namespace=charts.training.namespace,
-            file_system_ids=[file_system_id],
-            nat_gateway_ids=nat_gateway_ids(vpc) if isinstance(vpc, ec2.Vpc) else [],
+            props=TrainingDashboardProps(
+                cluster_name=cluster.cluster_name,
+                namespace=charts.training.namespace,
+                file_system_ids=(file_system_id,),
+                nat_gateway_ids=tuple(nat_gateway_ids(vpc)) if isinstance(vpc, ec2.Vpc) else (),
+            ),
         )
         self._outputs(settings.admin_role_arn)
 

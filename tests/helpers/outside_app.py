@@ -21,6 +21,7 @@ from ml_platform.constructs import (
     PlatformVpc,
     PlatformVpcProps,
     TrainingDashboard,
+    TrainingDashboardProps,
     TrainingEksCluster,
     TrainingEksClusterProps,
     TrainingImageRepository,
@@ -137,12 +138,16 @@ def build(app: cdk.App) -> dict[str, object]:
         TrainingDashboard(
             shared,
             "ClusterDashboard",
-            cluster_name=cluster.cluster_name,
-            namespace="research",
-            file_system_ids=[lustre[0].file_system.file_system_id],
+            props=TrainingDashboardProps(
+                cluster_name=cluster.cluster_name,
+                namespace="research",
+                file_system_ids=(lustre[0].file_system.file_system_id,),
+            ),
         ),
         TrainingDashboard(
-            shared, "ClusterDashboard2", cluster_name=cluster.cluster_name, namespace="staging"
+            shared,
+            "ClusterDashboard2",
+            props=TrainingDashboardProps(cluster_name=cluster.cluster_name, namespace="staging"),
         ),
     ]
     cdk.CfnOutput(shared, "EndpointADashboardUrl", value=dashboards[0].url)

@@ -6,8 +6,12 @@ from __future__ import annotations
 import copy
 import json
 
+import aws_cdk as cdk
 import pytest
+from aws_cdk import assertions
 
+from ml_platform.app import new_app
+from ml_platform.constructs import EndpointDashboard, TrainingDashboard, TrainingDashboardProps
 from tests.helpers.documented_metrics import (
     DOCUMENTED,
     all_metrics,
@@ -247,3 +251,50 @@ def test_the_training_dashboard_is_the_same_for_trn2(
     assert trn2_body == trn1_body
     text = json.dumps(trn2_body)
     assert "trn1" not in text and "trn2" not in text
+
+
+def test_the_dashboards_take_their_value_props_as_one_object() -> None:
+    stack = cdk.Stack(new_app(), "Own")
+    props = TrainingDashboardProps(
+        cluster_name="research",
+        namespace="jobs",
+        file_system_ids=["fs-0123456789abcdef0"],  # type: ignore[arg-type]  # made a tuple
+        dashboard_name="training-ops",
+        period=cdk.Duration.minutes(5),
+    )
+    dashboard = TrainingDashboard(stack, "Training", props=props)
+    assert dashboard.props is props and props.file_system_ids == ("fs-0123456789abcdef0",)
+    template = assertions.Template.from_stack(stack).to_json()
+    (resource,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::CloudWatch::Dashboard"
+    ]
+    assert resource["DashboardName"] == "training-ops"
+    text = json.dumps(dashboard_bodies(template))
+    assert text.count("SEARCH(") == text.count(", 300)") == 11  # the searches' period, seconds
+    with pytest.raises(ValueError) as raised:
+        EndpointDashboard(stack, "Endpoints", endpoints=[])
+    assert str(raised.value) == (
+        "Own/Endpoints: endpoints: 0 given; expected 1 to 45 (a dashboard holds at most 500 "
+        "widgets, 11 per endpoint): use one dashboard per group of endpoints"
+    )
+
+
+def test_aws_cdk_checks_the_dashboard_name_and_period() -> None:
+    """What the props do not re-check: aws-cdk's ``Dashboard`` and ``Metric`` refuse these."""
+    stack = cdk.Stack(new_app(), "Own")
+    with pytest.raises(RuntimeError, match="contains invalid characters"):
+        TrainingDashboard(
+            stack,
+            "Name",
+            props=TrainingDashboardProps(cluster_name="c", namespace="n", dashboard_name="a b"),
+        )
+    with pytest.raises(RuntimeError, match="must be 1, 5, 10, 30, or a multiple of 60"):
+        TrainingDashboard(
+            stack,
+            "Period",
+            props=TrainingDashboardProps(
+                cluster_name="c", namespace="n", period=cdk.Duration.seconds(7)
+            ),
+        )
