@@ -94,11 +94,21 @@ def test_no_dict_literal_carries_struct_fields_in_ml_platform() -> None:
     old = ast.parse('Arn.format({"service": "logs", "resource_name": "x"}, Stack.of(self))')
     expected = "1 Arn.format(...) given a dict with ['resource_name']"
     assert _dicts_for_structs(old, fields) == [expected]
+    # A problem names props by their snake_case names: not a struct.
+    problem = ast.parse('Problem({"instance_type": "x"}, "expected ...")')
+    assert _dicts_for_structs(problem, fields) == []
+
+
+#: Our own callables whose dict argument maps prop names to values, not a jsii struct:
+#: ml_platform._settings_parse.Problem (a rule's message) and its subclasses.
+_TAKES_PROP_NAMES = frozenset({"Problem", "_Named"})
 
 
 def _dicts_for_structs(tree: ast.Module, fields: dict[str, set[str]]) -> list[str]:
     found = []
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        if ast.unparse(call.func) in _TAKES_PROP_NAMES:
+            continue
         for arg in [*call.args, *(k.value for k in call.keywords)]:
             hits = sorted(k for k in _literal_keys(arg) if k in fields)
             if hits:
