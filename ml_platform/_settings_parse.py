@@ -55,6 +55,11 @@ class Problem:
     values: Mapping[str, Any]
     text: str
 
+    def under(self, key: str) -> Problem:
+        """The same problem, its fields named under ``key`` (``endpoints[0]``): a section that
+        states a member's rules with its own."""
+        return dataclasses.replace(self, values={f"{key}.{k}": v for k, v in self.values.items()})
+
     def worded(self, prefix: str = "") -> str:
         """The message, each field under ``prefix`` (a dotted key, or empty)."""
         at = f"{prefix}." if prefix else ""

@@ -299,6 +299,12 @@ class EndpointSettings(TritonEndpointPropsBase):
 
     # Every field and rule is the construct's (TritonEndpointPropsBase): none is app-level.
 
+    def problems(self) -> list[str | Problem]:
+        """None here: :class:`InferenceSettings` states an endpoint's rules with its own, so a
+        bad endpoint hides none of the section's rules (a nested section's failed rule would
+        stop pydantic before the section's)."""
+        return []
+
 
 @dataclass(frozen=True, kw_only=True)
 class InferenceSettings(TritonServerPropsBase):
@@ -349,6 +355,9 @@ class InferenceSettings(TritonServerPropsBase):
         out += endpoint_name_clashes(
             [(f"inference.endpoints[{i}].name", e.name) for i, e in enumerate(self.endpoints)]
         )
+        for i, endpoint in enumerate(self.endpoints):
+            found = TritonEndpointPropsBase.problems(endpoint)
+            out += [p.under(f"endpoints[{i}]") if isinstance(p, Problem) else p for p in found]
         if self.alarm_topic_arn is not None and self.alarm_emails:
             out.append(
                 f"inference.alarm_emails = {list(self.alarm_emails)!r} with "

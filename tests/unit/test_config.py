@@ -201,3 +201,23 @@ def test_broken_cdk_json_stops_synthesis_with_one_message(tmp_path) -> None:
     assert "trainium.instance_type = 'trn1.2xlarge'" in result.stderr
     assert "Traceback" not in result.stderr
     assert not list(tmp_path.glob("*.template.json"))
+
+
+def test_a_bad_endpoint_hides_none_of_the_inference_sections_rules() -> None:
+    """An endpoint's rules run with the inference section's own (not as a nested section's,
+    whose failure would stop pydantic before the section's rules)."""
+    with pytest.raises(SettingsError) as info:
+        Settings.from_context(
+            {
+                "inference": {
+                    "inference_ami_version": "al2-ami-sagemaker-inference-gpu-2-1",
+                    "endpoints": [{"min_instances": 3, "initial_instances": 1}],
+                }
+            }
+        )
+    assert [p.split(":")[0] for p in info.value.problems] == [
+        "inference.triton_version = '25.09', "
+        "inference.inference_ami_version = 'al2-ami-sagemaker-inference-gpu-2-1'",
+        "inference.endpoints[0].min_instances = 3, inference.endpoints[0].initial_instances = 1, "
+        "inference.endpoints[0].max_instances = 2",
+    ]
