@@ -12,8 +12,6 @@ docs/configuration.md, and its rules run for a construct built in any app and fo
 No module here imports the CDK: the settings are read without starting jsii.
 """
 
-from __future__ import annotations
-
 import dataclasses
 from typing import Any
 

@@ -3,8 +3,6 @@
 :class:`~ml_platform.constructs.addons.PlatformAddonsProps` and
 :class:`~ml_platform.config.ClusterSettings`)."""
 
-from __future__ import annotations
-
 __all__ = ["PlatformAddonsPropsBase"]
 
 from dataclasses import dataclass

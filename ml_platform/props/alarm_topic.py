@@ -1,8 +1,6 @@
 """The value fields of :class:`~ml_platform.constructs.alarm_topic.AlarmTopic`: its email
 addresses, whose type (:data:`EmailAddress`) the ``inference.alarm_emails`` setting shares."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated
 

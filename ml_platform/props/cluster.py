@@ -1,8 +1,6 @@
 """The fields :class:`~ml_platform.constructs.eks_cluster.TrainingEksClusterProps` shares with
 the ``cluster`` settings (:class:`~ml_platform.config.ClusterSettings`), and their rules."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated
 

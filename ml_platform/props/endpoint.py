@@ -3,8 +3,6 @@ shares with the settings: per endpoint (:class:`TritonEndpointPropsBase`, the ba
 ``inference.endpoints[]``) and per Triton server (:class:`TritonServerPropsBase`, the base of
 ``inference``), with their rules."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated
 

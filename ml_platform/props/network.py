@@ -1,8 +1,6 @@
 """The VPC's fields: :class:`~ml_platform.constructs.network.PlatformVpcProps` and the
 settings' ``network`` section both inherit them."""
 
-from __future__ import annotations
-
 __all__ = ["PlatformVpcPropsBase"]
 
 from dataclasses import dataclass

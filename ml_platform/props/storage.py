@@ -5,8 +5,6 @@ bucket's archive prefix (:class:`ModelArtifactBucketPropsBase`, inherited by
 (:data:`EcrMaxImages`: the settings name it ``ecr_max_images``, so the type is shared, not the
 field)."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated, TypeAlias
 

@@ -2,8 +2,6 @@
 :class:`~ml_platform.constructs.trainium.EfaLaunchTemplateProps` and the ``trainium`` settings
 share: instance type, root volume, capacity and placement group, with their rules."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated
 

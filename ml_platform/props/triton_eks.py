@@ -1,8 +1,6 @@
 """The props :class:`~ml_platform.constructs.triton_eks.TritonOnEks` shares with the
 ``triton_on_eks`` settings: the GPU nodes, the replicas and the archives, with their rules."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from typing import Annotated
 
