@@ -20,7 +20,6 @@ __all__ = [
     "TrainiumNodesStack",
 ]
 
-import dataclasses
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
@@ -34,6 +33,7 @@ from ml_platform.config import Settings, TrainiumSettings, TritonOnEksSettings
 from ml_platform.constructs.gpu_nodes import GpuNodeGroup, GpuNodeGroupProps
 from ml_platform.constructs.trainium import TrainiumNodeGroup, TrainiumNodeGroupProps
 from ml_platform.instances import GPU, TRAINIUM, AcceleratorKind
+from ml_platform.props import shared_fields
 from ml_platform.props.trainium import TrainiumPropsBase
 from ml_platform.training.jobs import bert_problems
 from ml_platform.versions import (
@@ -160,8 +160,7 @@ class TrainiumNodesStack(AcceleratorNodesStack):
             self,
             "Trainium",
             props=TrainiumNodeGroupProps(
-                # the fields the settings share with the props, whatever they are
-                **{f.name: getattr(trn, f.name) for f in dataclasses.fields(TrainiumPropsBase)},
+                **shared_fields(trn, TrainiumPropsBase),
                 min_size=trn.min_nodes,
                 desired_size=trn.nodes,
                 max_size=trn.max_nodes,

@@ -14,7 +14,7 @@ __all__ = [
     "cluster_charts",
 ]
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from ml_platform.k8s_charts.volcano import VolcanoQueueChart, volcano_helm_value
 from ml_platform.props import shared_fields
 from ml_platform.props.addons import PlatformAddonsPropsBase
 from ml_platform.props.cluster import TrainingEksClusterPropsBase
+from ml_platform.props.triton_eks import TritonOnEksPropsBase
 from ml_platform.stack_outputs import TRAINING_DASHBOARD_OUTPUT
 from ml_platform.training.images import TENSORBOARD_IMAGE
 from ml_platform.versions import (
@@ -313,7 +314,7 @@ class TrainingClusterStack(Stack):
         lustre_clients: ec2.ISecurityGroup | None,
         trainium_subnet: ec2.ISubnet | None,
     ) -> TrainingEksCluster:
-        shared = {f.name: getattr(cfg, f.name) for f in fields(TrainingEksClusterPropsBase)}
+        shared = shared_fields(cfg, TrainingEksClusterPropsBase)
         return TrainingEksCluster(
             self,
             "Cluster",
@@ -382,11 +383,7 @@ class TrainingClusterStack(Stack):
             model_prefix=triton.model_prefix,
             pod_identity_agent=self.addons.addons["eks-pod-identity-agent"],
             props=TritonOnEksProps(
-                archives=cfg.archives,
-                gpu_instance_type=cfg.gpu_instance_type,
-                gpu_nodes=cfg.gpu_nodes,
-                replicas=cfg.replicas,
-                max_surge=cfg.max_surge,
+                **shared_fields(cfg, TritonOnEksPropsBase),
                 triton_version=triton.triton_version,
                 gpu_node_group=False,  # GpuNodesStack
                 images=images,

@@ -3,7 +3,6 @@ endpoint config and endpoint; scaling, alarms and grants come from their own mod
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +43,7 @@ from ml_platform.constructs.storage import (
     archive_prefix,
     model_prefix_problems,
 )
+from ml_platform.props import shared_fields
 from ml_platform.props.endpoint import (
     TritonEndpointPropsBase,
     TritonMultiModelEndpointPropsBase,
@@ -179,12 +179,8 @@ class TritonMultiModelEndpointProps(TritonMultiModelEndpointPropsBase):
         ``inference.endpoints[]`` item and the ``inference`` settings) and the construct-only
         ones in ``more``."""
         shared = {
-            f.name: getattr(values, f.name)
-            for values, base in (
-                (endpoint, TritonEndpointPropsBase),
-                (server, TritonServerPropsBase),
-            )
-            for f in dataclasses.fields(base)
+            **shared_fields(endpoint, TritonEndpointPropsBase),
+            **shared_fields(server, TritonServerPropsBase),
         }
         return cls(**shared, **more)
 
