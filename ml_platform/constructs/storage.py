@@ -53,7 +53,7 @@ from ml_platform.constructs._nag import (
     managed_policy_finding,
 )
 from ml_platform.constructs._periods import FIVE_MINUTES, ONE_DAY, ONE_MINUTE
-from ml_platform.constructs._props import check_props
+from ml_platform.constructs._props import check_props, shared_problems
 from ml_platform.props.storage import ModelArtifactBucketPropsBase, TrainingImageRepositoryPropsBase
 
 LUSTRE_PORTS = (ec2.Port.tcp(988), ec2.Port.tcp_range(1018, 1023))
@@ -600,7 +600,7 @@ def archive_prefix(
     if model_prefix in (None, bucket.model_prefix):
         return bucket.model_prefix, None
     return bucket.model_prefix, (
-        f"model_prefix={model_prefix!r}: the bucket construct's prefix is "
+        f"model_prefix = {limits.shown(model_prefix)}: the bucket construct's prefix is "
         f"{bucket.model_prefix!r}; leave model_prefix unset with a bucket construct"
     )
 
@@ -650,11 +650,11 @@ def _delete_provider_role_arn(scope: Construct) -> str:
 
 
 def model_prefix_problems(model_prefix: str) -> list[str]:
-    """The settings' rule for the archives' prefix (:func:`ml_platform.limits.model_prefix_ok`),
-    worded with the construct prop's name: what each construct that takes a prefix checks."""
-    if limits.model_prefix_ok(model_prefix):
-        return []
-    return [f"model_prefix={model_prefix!r}: {limits.MODEL_PREFIX_TEXT}"]
+    """The problems of an archive prefix given beside a plain bucket (to the endpoint or Triton
+    on EKS): the rule of the model bucket's own ``model_prefix`` field
+    (:class:`~ml_platform.props.storage.ModelArtifactBucketPropsBase`), worded alike."""
+    prefix = ModelArtifactBucketPropsBase(model_prefix=model_prefix)
+    return shared_problems(prefix, ModelArtifactBucketPropsBase)
 
 
 def fsx_metric(

@@ -69,7 +69,7 @@ def test_a_prefix_beside_a_bucket_construct_must_be_its_own() -> None:
     )
     assert same.model_bucket.model_prefix == "ens/"
     with pytest.raises(
-        ValueError, match=r"model_prefix='other/': the bucket construct's prefix is 'ens/'"
+        ValueError, match=r"model_prefix = 'other/': the bucket construct's prefix is 'ens/'"
     ):
         TritonMultiModelEndpoint(
             stack,

@@ -108,7 +108,7 @@ def test_the_props_object_holds_every_rule_and_reports_them_at_once() -> None:
     assert [p.split(" = ", 1)[0] for p in found] == ["min_instances", "archives[0]"]
     assert bad.construct_problems(region="us-east-1", model_prefix="models/") == []
     assert bad.construct_problems(region="us-east-1", model_prefix="/x") == [
-        f"model_prefix='/x': {MODEL_PREFIX_TEXT}"
+        f"model_prefix = '/x': {MODEL_PREFIX_TEXT}"
     ]
     good = TritonMultiModelEndpointProps(name="ok", archives=["model_tf_dali"])
     assert shared_problems(good, TritonMultiModelEndpointPropsBase) == []
