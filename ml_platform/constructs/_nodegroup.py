@@ -18,6 +18,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from ml_platform import limits
+from ml_platform._settings_parse import Problem
 from ml_platform.constructs._nag import acknowledge_each, aws_managed_policy, managed_policy_finding
 from ml_platform.instances import AcceleratorKind
 from ml_platform.k8s_names import NODE_ROLE_LABEL
@@ -197,19 +198,18 @@ def size_problems(sizes: Mapping[str, int], most: int) -> list[str]:
     (low_name, low), (name, nodes), (high_name, high) = sizes.items()
     if limits.node_counts_ok(low, nodes, high, most):
         return []
-    return [
-        f"{'/'.join(sizes)}={low}/{nodes}/{high}: expected 0 <= {low_name} <= {name} <= "
-        f"{high_name} <= {most} and {high_name} >= 1"
-    ]
+    text = f"expected 0 <= {low_name} <= {name} <= {high_name} <= {most} and {high_name} >= 1"
+    return [Problem(dict(sizes), text).worded()]
 
 
 def reserved_label_problems(labels: Mapping[str, str] | None, prop: str = "labels") -> list[str]:
     """The node-role label is the construct's own (empty when ``labels``, the prop named
     ``prop``, leave it alone)."""
-    errors = []
     if labels and NODE_ROLE_LABEL in labels:
-        errors.append(f"{prop}: {NODE_ROLE_LABEL!r} is set by this construct")
-    return errors
+        return [
+            Problem({prop: dict(labels)}, f"{NODE_ROLE_LABEL!r} is set by this construct").worded()
+        ]
+    return []
 
 
 FORCE_UPDATE = False

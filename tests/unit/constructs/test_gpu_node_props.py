@@ -27,8 +27,11 @@ def test_bad_props_are_reported_together_under_their_own_names() -> None:
     message = str(raised.value)
     assert message.startswith("S/Gpu: instance_type = 'p9.large': expected one of [")
     assert "gpu_instance_type" not in message
-    assert "min_size/desired_size/max_size=3/3/2" in message
-    assert "labels: 'ml-platform/node-role' is set by this construct" in message
+    assert "min_size = 3, desired_size = 3, max_size = 2: expected" in message
+    assert (
+        "labels = {'ml-platform/node-role': 'x'}: 'ml-platform/node-role' is set by this "
+        "construct" in message
+    )
 
 
 def test_the_props_object_holds_the_rules_and_the_construct_keeps_it() -> None:
@@ -39,8 +42,8 @@ def test_the_props_object_holds_the_rules_and_the_construct_keeps_it() -> None:
     assert [p.split(" = ", 1)[0] for p in shared_problems(bad, GpuNodeGroupPropsBase)] == [
         "instance_type"
     ]
-    assert [p.split("=", 1)[0] for p in bad.construct_problems()] == [
-        "min_size/desired_size/max_size"
+    assert [p.split(":", 1)[0] for p in bad.construct_problems()] == [
+        "min_size = 3, desired_size = 3, max_size = 2"
     ]
     assert GpuNodeGroupProps(desired_size=0, min_size=0, max_size=1).construct_problems() == []
     assert GpuNodeGroupProps(desired_size=3, max_size=4).resolved_min_size == 3

@@ -209,20 +209,22 @@ def test_bad_props_are_reported_together_before_anything_is_created() -> None:
     message = str(raised.value)
     assert message.startswith("S/Gpu: instance_type = 'p9.large': expected one of ['g4dn.")
     assert (
-        "min_size/desired_size/max_size=3/3/2: expected 0 <= min_size <= desired_size <= "
-        "max_size <= 20 and max_size >= 1" in message
+        "min_size = 3, desired_size = 3, max_size = 2: expected 0 <= min_size <= desired_size "
+        "<= max_size <= 20 and max_size >= 1" in message
     )
-    assert message.endswith("labels: 'ml-platform/node-role' is set by this construct")
+    assert message.endswith(
+        "labels = {'ml-platform/node-role': 'x'}: 'ml-platform/node-role' is set by this construct"
+    )
     assert stack.node.find_child("Gpu").node.children == []
 
 
 @pytest.mark.parametrize(
     ("props", "expected"),
     [
-        ({"desired_size": 21, "max_size": 21}, "min_size/desired_size/max_size=21/21/21"),
-        ({"desired_size": 0, "max_size": 0}, "min_size/desired_size/max_size=0/0/0"),
-        ({"desired_size": 1, "min_size": 2}, "min_size/desired_size/max_size=2/1/2"),
-        ({"desired_size": 1, "min_size": -1}, "min_size/desired_size/max_size=-1/1/2"),
+        ({"desired_size": 21, "max_size": 21}, "min_size = 21, desired_size = 21, max_size = 21"),
+        ({"desired_size": 0, "max_size": 0}, "min_size = 0, desired_size = 0, max_size = 0"),
+        ({"desired_size": 1, "min_size": 2}, "min_size = 2, desired_size = 1, max_size = 2"),
+        ({"desired_size": 1, "min_size": -1}, "min_size = -1, desired_size = 1, max_size = 2"),
         ({"instance_type": "g5.48xlarge"}, "instance_type = 'g5.48xlarge': expected one of ["),
         ({"instance_type": "ml.g5.2xlarge"}, "instance_type = 'ml.g5.2xlarge': expected one of ["),
     ],

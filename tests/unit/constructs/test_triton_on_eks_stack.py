@@ -211,7 +211,10 @@ def test_construct_reports_every_bad_prop_at_once() -> None:
     assert "archives[2] = 'No@v1': 'No@v1' is not an archive reference" in message
     assert "archives: ['model_tf_dali'] given more than once" in message
     # The node groups' own rule (_nodegroup.reserved_label_problems), named by this prop.
-    assert "node_labels: 'ml-platform/node-role' is set by this construct" in message
+    assert (
+        "node_labels = {'ml-platform/node-role': 'mine'}: 'ml-platform/node-role' is set by this "
+        "construct" in message
+    )
 
 
 def test_an_unpatched_release_on_eks_warns_with_the_cves() -> None:
@@ -455,7 +458,7 @@ def test_the_props_object_holds_every_rule_and_the_construct_keeps_it() -> None:
     assert [p.split(" ", 1)[0] for p in bad.construct_problems(model_prefix="m/")] == [
         "models",
         "namespace",
-        "node_labels:",
+        "node_labels",
     ]
     assert TritonOnEksProps(archives=["x"], models=["a", "a"]).construct_problems(
         model_prefix="m/"
