@@ -342,8 +342,7 @@ class InferenceSettings(TritonServerPropsBase):
             problem = compute_capability_problem(self.triton_version, endpoint.instance_type)
             if problem:
                 out.append(
-                    f"inference.endpoints[{i}].instance_type = {shown(endpoint.instance_type)}: "
-                    f"{problem}"
+                    Problem({f"endpoints[{i}].instance_type": endpoint.instance_type}, problem)
                 )
         # SageMaker endpoint names are unique per region regardless of case.
         names = [e.name.lower() for e in self.endpoints]

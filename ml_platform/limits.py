@@ -162,7 +162,7 @@ def public_access_findings(
     blocks with ``public_and_private``, none with ``private``, no ``/0`` unless
     ``from_anywhere``. Each is (the fields it names, by their bare names, with their values;
     what is allowed): :class:`~ml_platform.props.cluster.TrainingEksClusterPropsBase` words
-    them as ``Problem`` objects, :func:`public_access_problems` as text.
+    them as ``Problem`` objects, ``mlp azs`` names its flag instead.
     https://docs.aws.amazon.com/eks/latest/userguide/cluster-endpoint.html"""
     key = "public_access_cidrs"
     out: list[tuple[dict[str, Any], str]] = []
@@ -225,17 +225,6 @@ def public_access_findings(
                 )
             )
     return out
-
-
-def public_access_problems(
-    endpoint_access: str, cidrs: list[str], from_anywhere: bool, prefix: str
-) -> list[str]:
-    """:func:`public_access_findings` as text, each field named ``prefix`` + its name (the
-    CLI's own check of the CIDRs it is given)."""
-    return [
-        ", ".join(f"{prefix}{k} = {shown(v)}" for k, v in values.items()) + f": {text}"
-        for values, text in public_access_findings(endpoint_access, cidrs, from_anywhere)
-    ]
 
 
 # -- Node groups ----------------------------------------------------------------------------

@@ -227,9 +227,8 @@ def flag_problems(args: argparse.Namespace) -> list[str]:
         )
     for cidr in args.public_access_cidr:
         # A /0 depends on cluster.public_access_from_anywhere: the settings check, later, has it.
-        for problem in limits.public_access_problems("public_and_private", [cidr], True, ""):
-            # "public_access_cidrs[0] = '10.0.0.0/8': why" -> "--public-access-cidr '...': why"
-            out.append("--public-access-cidr " + problem.split(" = ", 1)[-1])
+        for _, text in limits.public_access_findings("public_and_private", [cidr], True):
+            out.append(f"--public-access-cidr {limits.shown(cidr)}: {text}")
     return out
 
 

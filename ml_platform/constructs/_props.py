@@ -8,7 +8,6 @@ and words the problems the same way, with the props' names bare."""
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from constructs import IConstruct
 
 from ml_platform._settings_parse import validated
+from ml_platform.props import shared_fields
 
 
 def raise_problems(scope: IConstruct, problems: Sequence[str]) -> None:
@@ -61,7 +61,7 @@ def shared_problems(props: Any, base: type) -> list[str]:
     A field whose value is an unresolved token is known at deploy time only: it is not checked,
     and then neither are the cross-field rules (they could read it); every other field still
     meets its own constraints."""
-    fields = {f.name: getattr(props, f.name) for f in dataclasses.fields(base)}
+    fields = shared_fields(props, base)
     problems: list[str] = []
     if not any(unresolved(v) for v in fields.values()):
         values = {k: _plain(v) for k, v in fields.items()}
